@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages vmcuda needs to build and test (idempotent).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+pkgs=(build-essential cmake pkg-config googletest libgtest-dev libbenchmark-dev liburing-dev
+      clang libclang-rt-14-dev python3)
+# Guest boot tooling (QEMU, busybox, the Debian kernel) lists its own.
+[ -f "$here/guest/packages.txt" ] && mapfile -t -O "${#pkgs[@]}" pkgs < <(grep -v '^\s*#' "$here/guest/packages.txt" | grep .)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all ${#pkgs[@]} packages present"
+fi

@@ -1,0 +1,109 @@
+// Guest side of the channel: claim a slot, send batches, wait for the replies.
+//
+// The same code runs in a VM (region = BAR2, doorbell = BAR0 or /dev/vmcudaN) and in
+// a host process on the local transport (region = memfd from the stub's socket,
+// doorbell = eventfds). Only GuestDoorbell differs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "vmrpc/batch_writer.h"
+#include "vmrpc/heap.h"
+#include "vmrpc/region.h"
+#include "vmrpc/wire.h"
+
+namespace vmrpc {
+
+// How the guest rings the host and waits for the host to ring it (small transport
+// interface: one implementation per way of reaching the host).
+class GuestDoorbell {
+ public:
+  virtual ~GuestDoorbell() = default;
+  // Wakes the host's service for `slot` (ivshmem vector `slot` of the host peer).
+  virtual void ring(uint32_t slot) = 0;
+  // Whether wait() can block; if not, the client spins (with pauses) instead.
+  virtual bool can_sleep() const = 0;
+  // Blocks until the host rang `slot` (may return spuriously). False: the host is gone.
+  virtual bool wait(uint32_t slot) = 0;
+  // Whether the host is still there (cheap; checked while spinning for long).
+  virtual bool alive() { return true; }
+};
+
+class ClientSlot {
+ public:
+  // Claims a free slot (CAS), opens it with a Hello round trip. Nothing (and `why`)
+  // when no slot is free or the host does not answer as expected.
+  static std::unique_ptr<ClientSlot> claim(const RegionView& region, GuestDoorbell& doorbell, std::string* why);
+  // Same, for the slot a driver already claimed for us (state must be kClaimed).
+  static std::unique_ptr<ClientSlot> adopt(const RegionView& region, GuestDoorbell& doorbell, uint32_t slot,
+                                           std::string* why);
+  ~ClientSlot();  // releases the slot (state kClosing + doorbell)
+  ClientSlot(const ClientSlot&) = delete;
+  ClientSlot& operator=(const ClientSlot&) = delete;
+
+  uint32_t index() const { return slot_; }
+  const RegionView& region() const { return region_; }
+  HeapAllocator& heap() { return heap_; }
+
+  // The batch being built. Frames appended here go with the next flush().
+  BatchWriter& batch() { return batch_; }
+  // Sends the batch and waits until every frame is answered. kOk means the host
+  // decoded the batch (each frame then has its own status); after it, results stay
+  // readable until the next append.
+  wire::ChannelStatus flush();
+  FrameResult result(FrameRef f) const { return batch_.result(f); }
+
+  // One synchronous call (flushes what is queued first, in the same batch).
+  struct Reply {
+    int32_t status;                    // frame status, or the batch's ChannelStatus
+    std::span<const std::byte> bytes;  // valid until the next append
+  };
+  Reply call(uint32_t call_id, std::span<const std::byte> args, uint32_t reply_capacity);
+
+  uint64_t host_epoch() const { return host_epoch_; }
+
+ private:
+  ClientSlot(const RegionView& region, GuestDoorbell& doorbell, uint32_t slot);
+  bool hello(std::string* why);
+  bool wait_response(uint64_t seq);
+
+  RegionView region_;
+  GuestDoorbell& doorbell_;
+  uint32_t slot_;
+  BatchWriter batch_;
+  HeapAllocator heap_;
+  uint64_t seq_ = 0;
+  uint64_t host_epoch_ = 0;
+  bool lost_ = false;
+};
+
+// The local transport: a process on the host connects to the stub's socket and gets
+// the memfd and eventfds exactly as QEMU does.
+class LocalConnection : public GuestDoorbell {
+ public:
+  // Connects and completes the ivshmem handshake; throws with a message naming the
+  // socket and what to do when it cannot.
+  static std::unique_ptr<LocalConnection> connect(const std::string& socket_path);
+  ~LocalConnection() override;
+
+  const RegionView& region() const { return region_; }
+  uint32_t peer_id() const { return own_id_; }
+
+  void ring(uint32_t slot) override;
+  bool can_sleep() const override { return true; }
+  bool wait(uint32_t slot) override;
+  bool alive() override;
+
+ private:
+  LocalConnection() = default;
+  struct State;
+  std::unique_ptr<State> s_;
+  RegionView region_;
+  uint32_t own_id_ = 0;
+};
+
+}  // namespace vmrpc

@@ -1,0 +1,60 @@
+// Host side of the channel: an ivshmem server on a UNIX socket (one per VM) that is
+// also the peer guest doorbells reach, plus one service thread per claimed slot.
+//
+// Each connection (a QEMU, or a local process using the same protocol) gets its own
+// region (memfd) with the connecting side as peer 0 (so QEMU can use master=on and be
+// saved) and this endpoint as peer 1. Slot i uses vector i in both directions.
+//
+// The event loop (accepts, peers joining and leaving, doorbells of slots that have no
+// service thread yet) runs on liburing in one thread. A slot's service thread, once
+// started, waits on its own doorbell eventfd (spin, then sleep) until the slot closes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "vmrpc/region.h"
+#include "vmrpc/service.h"
+
+namespace vmrpc {
+
+struct HostEndpointOptions {
+  std::string socket_path;
+  RegionConfig region = RegionConfig::from_knobs();
+  uint32_t max_connections = 64;  // limit on untrusted input: each costs a region
+};
+
+struct HostEndpointStats {
+  uint64_t connections_open = 0;     // live connections
+  uint64_t connections_total = 0;
+  uint64_t slots_serving = 0;        // slots with a service thread now
+  uint64_t slots_opened_total = 0;
+  uint64_t slots_closed_total = 0;   // by the guest or because its peer left
+  uint64_t bad_batches_total = 0;
+};
+
+class HostEndpoint {
+ public:
+  HostEndpoint(HostEndpointOptions options, Service& service);
+  ~HostEndpoint();  // stops
+  HostEndpoint(const HostEndpoint&) = delete;
+  HostEndpoint& operator=(const HostEndpoint&) = delete;
+
+  // Binds and listens (clients may connect once this returns), starts the loop.
+  void start();
+  // Closes every connection (their slots are closed) and joins all threads.
+  void stop();
+
+  HostEndpointStats stats() const;
+  const std::string& socket_path() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vmrpc

@@ -1,0 +1,51 @@
+// Every tuning knob of vmrpc, declared once: name, environment variable, default.
+// One grep for VMRPC_KNOB finds them all. Values are read from the environment the
+// first time they are used; tests and tools may override them with set().
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace vmrpc::knobs {
+
+class Knob {
+ public:
+  constexpr Knob(const char* env, int64_t def, const char* doc) : env_(env), def_(def), doc_(doc) {}
+  int64_t get() const {
+    if (!loaded_) {
+      const char* s = std::getenv(env_);
+      value_ = s && *s ? std::strtoll(s, nullptr, 0) : def_;
+      loaded_ = true;
+    }
+    return value_;
+  }
+  void set(int64_t v) const { value_ = v; loaded_ = true; }
+  const char* env() const { return env_; }
+  const char* doc() const { return doc_; }
+  int64_t default_value() const { return def_; }
+
+ private:
+  const char* env_;
+  int64_t def_;
+  const char* doc_;
+  mutable int64_t value_ = 0;
+  mutable bool loaded_ = false;
+};
+
+#define VMRPC_KNOB(name, env, def, doc) inline const Knob name{env, def, doc}
+
+VMRPC_KNOB(kGuestSpinNs, "VMRPC_GUEST_SPIN_NS", 200000,
+           "how long a guest spins on a reply before sleeping on its interrupt");
+VMRPC_KNOB(kHostSpinNs, "VMRPC_HOST_SPIN_NS", 50000,
+           "how long a host service thread spins on a request before sleeping on its eventfd");
+VMRPC_KNOB(kRegionBytes, "VMRPC_REGION_BYTES", 256ll << 20,
+           "size of a region created per connection (power of two)");
+VMRPC_KNOB(kSlotCount, "VMRPC_SLOTS", 16, "client slots per region (= MSI-X vectors)");
+VMRPC_KNOB(kSlotBytes, "VMRPC_SLOT_BYTES", 1ll << 20, "control page + RPC stack per slot");
+VMRPC_KNOB(kHeapPageBytes, "VMRPC_HEAP_PAGE_BYTES", 4096, "allocation unit of the shared heap");
+VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");
+
+#undef VMRPC_KNOB
+
+}  // namespace vmrpc::knobs

@@ -1,0 +1,50 @@
+// What the host endpoint calls: the service behind the channel (vmcuda-stub's
+// dispatcher, or a test service). vmrpc itself knows nothing of CUDA.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "vmrpc/region.h"
+#include "vmrpc/wire.h"
+
+namespace vmrpc {
+
+struct SlotInfo {
+  uint64_t connection_id = 0;  // one per connected VM / local process
+  uint32_t slot = 0;
+  uint32_t owner_tag = 0;      // guest-reported pid: diagnostics only
+};
+
+// Everything a handler may touch for one call.
+struct CallContext {
+  const SlotInfo& slot;
+  const RegionView& region;
+  // Bytes of the shared heap `ref` names, or nothing if it points outside the heap.
+  // The guest may change these bytes at any time: copy what you must check.
+  std::optional<std::span<std::byte>> heap(const wire::HeapRef& ref) const { return region.resolve(ref); }
+};
+
+// One per served slot; runs on that slot's service thread.
+class SlotService {
+ public:
+  virtual ~SlotService() = default;
+  // Runs one call. `args` is a private copy; `reply` is shared memory the handler
+  // only writes (never reads back). Returns a status >= 0 of the service, or a
+  // wire::ChannelStatus < 0; sets reply_bytes <= reply.size().
+  virtual int32_t call(const CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
+                       std::span<std::byte> reply, uint32_t& reply_bytes) = 0;
+  // The client released the slot or died: free everything it owned.
+  virtual void close() {}
+};
+
+class Service {
+ public:
+  virtual ~Service() = default;
+  // A guest claimed a slot. Nothing means refused (the slot answers kUnknownCall).
+  virtual std::unique_ptr<SlotService> open(const SlotInfo& info) = 0;
+};
+
+}  // namespace vmrpc

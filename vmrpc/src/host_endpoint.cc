@@ -1,0 +1,568 @@
+#include "vmrpc/host_endpoint.h"
+
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "vmrpc/fd.h"
+#include "vmrpc/frame_decoder.h"
+#include "vmrpc/heap.h"
+#include "vmrpc/ivshmem_protocol.h"
+#include "vmrpc/knobs.h"
+#include "vmrpc/log.h"
+#include "vmrpc/ordering.h"
+
+namespace vmrpc {
+
+using wire::ChannelStatus;
+using wire::SlotState;
+
+namespace {
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+UniqueFd make_eventfd() {
+  UniqueFd fd(::eventfd(0, EFD_CLOEXEC));
+  if (!fd) throw_errno("eventfd");
+  return fd;
+}
+
+void ring(int eventfd) {
+  uint64_t one = 1;
+  // EAGAIN only when the counter is saturated: the other side is awake anyway.
+  [[maybe_unused]] ssize_t n = ::write(eventfd, &one, sizeof one);
+}
+
+void drain(int eventfd) {
+  uint64_t v;
+  ssize_t n;
+  do n = ::read(eventfd, &v, sizeof v);
+  while (n < 0 && errno == EINTR);
+}
+
+}  // namespace
+
+struct Connection;
+
+// One io_uring operation in flight; lives as long as its owner.
+struct Op {
+  enum Kind { kAccept, kWake, kSocketPoll, kDoorbell } kind;
+  Connection* conn = nullptr;
+  uint32_t slot = 0;
+  uint64_t buf = 0;
+};
+
+struct SlotRuntime {
+  Op doorbell;                    // armed while no service thread owns the eventfd
+  std::thread thread;
+  std::atomic<bool> stop{false};
+};
+
+struct Connection {
+  uint64_t id = 0;
+  UniqueFd sock;
+  UniqueFd memfd;
+  Mapping map;
+  RegionView view;
+  std::vector<UniqueFd> host_rx;   // guest rings these (our peer's vectors)
+  std::vector<UniqueFd> guest_rx;  // we ring these (the guest's vectors -> MSI-X)
+  std::unique_ptr<SlotRuntime[]> slots;
+  Op socket_poll;
+  int pending_ops = 0;
+  bool dead = false;
+  bool reaped = false;
+  std::thread reaper;
+};
+
+class HostEndpoint::Impl {
+ public:
+  Impl(HostEndpointOptions o, Service& s) : opts_(std::move(o)), service_(s) {}
+
+  void start();
+  void stop();
+  HostEndpointStats stats() const {
+    std::lock_guard l(stats_mu_);
+    return stats_;
+  }
+  const std::string& path() const { return opts_.socket_path; }
+
+ private:
+  struct Message {
+    enum Kind { kSlotDone, kReaped } kind;
+    Connection* conn;
+    uint32_t slot;
+  };
+
+  void loop();
+  void arm_accept();
+  void arm_wake();
+  void arm_socket_poll(Connection& c);
+  void arm_doorbell(Connection& c, uint32_t slot);
+  io_uring_sqe* sqe();
+  void on_accept(int fd);
+  void on_socket_event(Connection& c);
+  void on_doorbell(Connection& c, uint32_t slot);
+  void on_messages();
+  void teardown(Connection& c);
+  void maybe_free(Connection* c);
+  void post(Message m);
+  void serve_slot(Connection* c, uint32_t slot);
+  void run_batch(Connection& c, uint32_t slot, SlotService* svc, const SlotInfo& info, DecodedBatch& batch);
+  int32_t dispatch(const CallContext& ctx, SlotService* svc, const DecodedFrame& f, const DecodedBatch& batch,
+                   std::span<std::byte> reply, uint32_t& reply_bytes);
+
+  HostEndpointOptions opts_;
+  Service& service_;
+  Layout layout_;
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  UniqueFd listen_;
+  UniqueFd wake_;
+  Op accept_op_{Op::kAccept};
+  Op wake_op_{Op::kWake};
+  bool accept_armed_ = false;
+  std::thread loop_thread_;
+  std::atomic<bool> stopping_{false};
+  uint64_t next_id_ = 1;
+  uint64_t epoch_ = 0;
+  std::unordered_set<Connection*> conns_;
+
+  std::mutex msg_mu_;
+  std::deque<Message> messages_;
+
+  mutable std::mutex stats_mu_;
+  HostEndpointStats stats_;
+};
+
+// ---------------------------------------------------------------------------- loop
+
+io_uring_sqe* HostEndpoint::Impl::sqe() {
+  io_uring_sqe* s = io_uring_get_sqe(&ring_);
+  if (!s) {
+    io_uring_submit(&ring_);
+    s = io_uring_get_sqe(&ring_);
+  }
+  if (!s) throw std::runtime_error("io_uring: submission queue full");
+  return s;
+}
+
+void HostEndpoint::Impl::arm_accept() {
+  auto* s = sqe();
+  io_uring_prep_accept(s, listen_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+  io_uring_sqe_set_data(s, &accept_op_);
+  accept_armed_ = true;
+}
+
+void HostEndpoint::Impl::arm_wake() {
+  auto* s = sqe();
+  io_uring_prep_read(s, wake_.get(), &wake_op_.buf, sizeof wake_op_.buf, 0);
+  io_uring_sqe_set_data(s, &wake_op_);
+}
+
+void HostEndpoint::Impl::arm_socket_poll(Connection& c) {
+  auto* s = sqe();
+  io_uring_prep_poll_add(s, c.sock.get(), POLLIN | POLLRDHUP);
+  io_uring_sqe_set_data(s, &c.socket_poll);
+  ++c.pending_ops;
+}
+
+void HostEndpoint::Impl::arm_doorbell(Connection& c, uint32_t slot) {
+  Op& op = c.slots[slot].doorbell;
+  auto* s = sqe();
+  io_uring_prep_read(s, c.host_rx[slot].get(), &op.buf, sizeof op.buf, 0);
+  io_uring_sqe_set_data(s, &op);
+  ++c.pending_ops;
+}
+
+void HostEndpoint::Impl::start() {
+  std::string why;
+  auto layout = Layout::plan(opts_.region, &why);
+  if (!layout) throw std::runtime_error("vmrpc host endpoint: " + why);
+  layout_ = *layout;
+  epoch_ = now_ns();
+  if (int rc = io_uring_queue_init(256, &ring_, 0); rc < 0) throw_errno("io_uring_queue_init", -rc);
+  ring_ready_ = true;
+  listen_ = ivshmem::listen_unix(opts_.socket_path);
+  wake_ = make_eventfd();
+  arm_accept();
+  arm_wake();
+  io_uring_submit(&ring_);
+  VMRPC_LOG(kInfo, "host", "serving " + opts_.socket_path + ": " + std::to_string(layout_.slot_count) +
+                               " slots, heap " + std::to_string(layout_.heap_bytes >> 20) + " MiB per connection");
+  loop_thread_ = std::thread([this] { loop(); });
+}
+
+void HostEndpoint::Impl::stop() {
+  if (!loop_thread_.joinable()) return;
+  stopping_ = true;
+  ring(wake_.get());
+  loop_thread_.join();
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+  ring_ready_ = false;
+  listen_.reset();
+  ::unlink(opts_.socket_path.c_str());
+}
+
+void HostEndpoint::Impl::post(Message m) {
+  {
+    std::lock_guard l(msg_mu_);
+    messages_.push_back(m);
+  }
+  ring(wake_.get());
+}
+
+void HostEndpoint::Impl::loop() {
+  bool shutting_down = false;
+  for (;;) {
+    if (stopping_ && !shutting_down) {
+      shutting_down = true;
+      if (accept_armed_) {
+        auto* s = sqe();
+        io_uring_prep_cancel(s, &accept_op_, 0);
+        io_uring_sqe_set_data(s, nullptr);
+      }
+      // The socket polls complete with a hang-up; teardown follows from there.
+      for (Connection* c : conns_) ::shutdown(c->sock.get(), SHUT_RDWR);
+    }
+    if (shutting_down && conns_.empty() && !accept_armed_) break;
+    io_uring_submit_and_wait(&ring_, 1);
+    io_uring_cqe* cqe;
+    unsigned head, seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      auto* op = static_cast<Op*>(io_uring_cqe_get_data(cqe));
+      const int res = cqe->res;
+      if (!op) continue;  // a cancel's own completion
+      switch (op->kind) {
+        case Op::kAccept:
+          accept_armed_ = false;
+          if (res >= 0) on_accept(res);
+          else if (res != -ECANCELED) VMRPC_LOG(kWarn, "host", std::string("accept failed: ") + std::strerror(-res));
+          if (!stopping_) arm_accept();
+          break;
+        case Op::kWake:
+          on_messages();
+          arm_wake();
+          break;
+        case Op::kSocketPoll: {
+          Connection* c = op->conn;
+          --c->pending_ops;
+          if (!c->dead) on_socket_event(*c);
+          maybe_free(c);
+          break;
+        }
+        case Op::kDoorbell: {
+          Connection* c = op->conn;
+          --c->pending_ops;
+          if (!c->dead) on_doorbell(*c, op->slot);
+          maybe_free(c);
+          break;
+        }
+      }
+    }
+    io_uring_cq_advance(&ring_, seen);
+  }
+}
+
+void HostEndpoint::Impl::on_messages() {
+  std::deque<Message> batch;
+  {
+    std::lock_guard l(msg_mu_);
+    batch.swap(messages_);
+  }
+  for (const Message& m : batch) {
+    Connection* c = m.conn;
+    if (m.kind == Message::kReaped) {
+      c->reaped = true;
+      maybe_free(c);
+    } else if (!c->dead) {
+      // The guest closed the slot: the thread has finished; the loop watches its doorbell again.
+      SlotRuntime& s = c->slots[m.slot];
+      if (s.thread.joinable()) s.thread.join();
+      arm_doorbell(*c, m.slot);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ connections
+
+void HostEndpoint::Impl::on_accept(int fd) {
+  UniqueFd sock(fd);
+  if (conns_.size() >= opts_.max_connections) {
+    VMRPC_LOG(kWarn, "host", "refusing a connection on " + opts_.socket_path + ": already " +
+                                 std::to_string(conns_.size()) + " (max_connections)");
+    return;
+  }
+  auto c = std::make_unique<Connection>();
+  try {
+    c->id = next_id_++;
+    c->sock = std::move(sock);
+    c->memfd = UniqueFd(::memfd_create("vmcuda-region", MFD_CLOEXEC));
+    if (!c->memfd) throw_errno("memfd_create");
+    if (::ftruncate(c->memfd.get(), static_cast<off_t>(layout_.region_bytes)) < 0) throw_errno("ftruncate region");
+    c->map = Mapping::map_shared(c->memfd.get(), layout_.region_bytes, "region");
+    c->view = RegionView(c->map.data(), layout_);
+    layout_.write_header(c->view.header(), epoch_);
+    const uint32_t n = layout_.slot_count;
+    c->slots = std::make_unique<SlotRuntime[]>(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      c->host_rx.push_back(make_eventfd());
+      c->guest_rx.push_back(make_eventfd());
+      c->slots[i].doorbell = Op{Op::kDoorbell, c.get(), i, 0};
+    }
+    c->socket_poll = Op{Op::kSocketPoll, c.get(), 0, 0};
+    // The ivshmem-server handshake (QEMU reads it synchronously while creating the device).
+    const int s = c->sock.get();
+    ivshmem::send_message(s, ivshmem::kProtocolVersion);
+    ivshmem::send_message(s, layout_.guest_peer_id);
+    ivshmem::send_message(s, ivshmem::kSharedMemoryId, c->memfd.get());
+    for (uint32_t i = 0; i < n; ++i) ivshmem::send_message(s, layout_.host_peer_id, c->host_rx[i].get());
+    for (uint32_t i = 0; i < n; ++i) ivshmem::send_message(s, layout_.guest_peer_id, c->guest_rx[i].get());
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "host", std::string("connection setup failed: ") + e.what());
+    return;
+  }
+  Connection* raw = c.release();
+  conns_.insert(raw);
+  arm_socket_poll(*raw);
+  for (uint32_t i = 0; i < layout_.slot_count; ++i) arm_doorbell(*raw, i);
+  {
+    std::lock_guard l(stats_mu_);
+    ++stats_.connections_open;
+    ++stats_.connections_total;
+  }
+  VMRPC_LOG(kInfo, "host", "peer joined: connection " + std::to_string(raw->id));
+}
+
+void HostEndpoint::Impl::on_socket_event(Connection& c) {
+  char buf[64];
+  ssize_t n = ::recv(c.sock.get(), buf, sizeof buf, MSG_DONTWAIT);
+  if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
+    arm_socket_poll(c);  // clients have nothing to say in this protocol: ignore it
+    return;
+  }
+  VMRPC_LOG(kInfo, "host", "peer left: connection " + std::to_string(c.id));
+  teardown(c);
+}
+
+void HostEndpoint::Impl::teardown(Connection& c) {
+  c.dead = true;
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < layout_.slot_count; ++i) {
+    SlotRuntime& s = c.slots[i];
+    s.stop = true;
+    if (s.thread.joinable()) threads.push_back(std::move(s.thread));
+    ring(c.host_rx[i].get());  // wakes the slot's thread, or completes the loop's read
+  }
+  Connection* cp = &c;
+  c.reaper = std::thread([this, cp, ts = std::move(threads)]() mutable {
+    for (auto& t : ts) t.join();
+    post({Message::kReaped, cp, 0});
+  });
+}
+
+void HostEndpoint::Impl::maybe_free(Connection* c) {
+  if (!c->dead || !c->reaped || c->pending_ops > 0) return;
+  if (c->reaper.joinable()) c->reaper.join();
+  conns_.erase(c);
+  {
+    std::lock_guard l(stats_mu_);
+    --stats_.connections_open;
+  }
+  delete c;
+}
+
+void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
+  auto& ctl = c.view.control(slot);
+  const uint32_t state = ordering::load_acquire(ctl.state);
+  if (state != static_cast<uint32_t>(SlotState::kClaimed)) {
+    arm_doorbell(c, slot);  // a stray doorbell: keep watching
+    return;
+  }
+  SlotRuntime& s = c.slots[slot];
+  s.stop = false;
+  s.thread = std::thread([this, cp = &c, slot] { serve_slot(cp, slot); });
+}
+
+// ---------------------------------------------------------------- service thread
+
+void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot) {
+  auto& ctl = c->view.control(slot);
+  SlotRuntime& rt = c->slots[slot];
+  const int doorbell = c->host_rx[slot].get();
+  const SlotInfo info{c->id, slot, ordering::load_relaxed(ctl.owner_tag)};
+  {
+    std::lock_guard l(stats_mu_);
+    ++stats_.slots_serving;
+    ++stats_.slots_opened_total;
+  }
+  std::unique_ptr<SlotService> svc;
+  try {
+    svc = service_.open(info);
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "host", std::string("service refused slot: ") + e.what());
+  }
+  ordering::store_release(ctl.host_state, static_cast<uint32_t>(svc ? wire::HostSlotState::kServing
+                                                                     : wire::HostSlotState::kRefused));
+  const uint64_t spin_ns = static_cast<uint64_t>(knobs::kHostSpinNs.get());
+  uint64_t last_done = 0;
+  DecodedBatch batch;
+  bool guest_closed = false;
+
+  auto has_work = [&] {
+    return ordering::load_acquire(ctl.request_seq) != last_done ||
+           ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed) || rt.stop.load();
+  };
+
+  for (;;) {
+    // Spin, then sleep on the doorbell.
+    if (!has_work()) {
+      const uint64_t deadline = now_ns() + spin_ns;
+      while (!has_work() && now_ns() < deadline) ordering::cpu_relax();
+      while (!has_work()) {
+        ordering::store_release(ctl.host_sleeping, 1u);
+        ordering::full_fence();  // pairs with the guest's fence between request_seq and host_sleeping
+        if (has_work()) break;
+        drain(doorbell);
+      }
+      ordering::store_relaxed(ctl.host_sleeping, 0u);
+    }
+    if (rt.stop) break;
+    if (ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed)) {
+      guest_closed = true;
+      break;
+    }
+    const uint64_t seq = ordering::load_acquire(ctl.request_seq);
+    if (seq == last_done) continue;
+    run_batch(*c, slot, svc.get(), info, batch);
+    last_done = seq;
+    ordering::store_relaxed(ctl.served_batches, ordering::load_relaxed(ctl.served_batches) + 1);
+    // Replies and statuses are written: publish, then ring only a sleeping guest.
+    ordering::store_release(ctl.response_seq, seq);
+    ordering::full_fence();  // pairs with the guest's fence between guest_sleeping and response_seq
+    if (ordering::load_relaxed(ctl.guest_sleeping)) ring(c->guest_rx[slot].get());
+  }
+
+  if (svc) {
+    try {
+      svc->close();
+    } catch (const std::exception& e) {
+      VMRPC_LOG(kWarn, "host", std::string("closing a slot failed: ") + e.what());
+    }
+  }
+  reclaim_heap_pages(c->view, slot + 1);
+  if (guest_closed) {
+    // Make the slot reusable: reset what the next owner reads, then hand it back.
+    ordering::store_relaxed(ctl.request_seq, uint64_t{0});
+    ordering::store_relaxed(ctl.response_seq, uint64_t{0});
+    ordering::store_relaxed(ctl.request_bytes, 0u);
+    ordering::store_relaxed(ctl.guest_sleeping, 0u);
+    ordering::store_relaxed(ctl.host_state, static_cast<uint32_t>(wire::HostSlotState::kIdle));
+    ordering::store_release(ctl.state, static_cast<uint32_t>(SlotState::kFree));
+  }
+  {
+    std::lock_guard l(stats_mu_);
+    --stats_.slots_serving;
+    ++stats_.slots_closed_total;
+  }
+  post({Message::kSlotDone, c, slot});
+}
+
+void HostEndpoint::Impl::run_batch(Connection& c, uint32_t slot, SlotService* svc, const SlotInfo& info,
+                                   DecodedBatch& batch) {
+  auto& ctl = c.view.control(slot);
+  const std::span<std::byte> stack = c.view.stack(slot);
+  const uint32_t request_bytes = ordering::load_relaxed(ctl.request_bytes);  // copied out once
+  decode_batch(stack, request_bytes, batch);
+  if (batch.status != ChannelStatus::kOk) {
+    {
+      std::lock_guard l(stats_mu_);
+      ++stats_.bad_batches_total;
+    }
+    VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) +
+                                 ": rejected a batch: " + batch.error);
+    for (const auto& f : batch.frames)
+      write_frame_status(stack, f.frame_offset, static_cast<int32_t>(ChannelStatus::kNotProcessed), 0);
+    if (batch.bad_frame_offset >= 0)
+      write_frame_status(stack, static_cast<uint32_t>(batch.bad_frame_offset),
+                         static_cast<int32_t>(ChannelStatus::kBadFrame), 0);
+    ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(batch.status));
+    ordering::store_relaxed(ctl.frames_done, 0u);
+    return;
+  }
+  const CallContext ctx{info, c.view};
+  bool failed = false;
+  uint32_t done = 0;
+  for (const auto& f : batch.frames) {
+    uint32_t reply_bytes = 0;
+    int32_t status;
+    if (failed && (f.flags & wire::kFrameSkipOnError)) {
+      status = static_cast<int32_t>(ChannelStatus::kSkipped);
+    } else {
+      status = dispatch(ctx, svc, f, batch, stack.subspan(f.reply_offset, f.reply_capacity), reply_bytes);
+      if (reply_bytes > f.reply_capacity) reply_bytes = 0;  // our bug; never leak past the area
+    }
+    if (status != 0) failed = true;
+    write_frame_status(stack, f.frame_offset, status, reply_bytes);
+    ++done;
+  }
+  ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(ChannelStatus::kOk));
+  ordering::store_relaxed(ctl.frames_done, done);
+}
+
+int32_t HostEndpoint::Impl::dispatch(const CallContext& ctx, SlotService* svc, const DecodedFrame& f,
+                                     const DecodedBatch& batch, std::span<std::byte> reply, uint32_t& reply_bytes) {
+  const auto args = batch.args(f);
+  switch (static_cast<wire::MessageId>(f.call_id)) {
+    case wire::MessageId::kNop:
+      return 0;
+    case wire::MessageId::kHello: {
+      if (args.size() != sizeof(wire::HelloArgs)) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+      if (reply.size() < sizeof(wire::HelloReply)) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+      wire::HelloReply r{wire::kAbiVersion, ctx.slot.slot, epoch_};
+      std::memcpy(reply.data(), &r, sizeof r);
+      reply_bytes = sizeof r;
+      return 0;
+    }
+    case wire::MessageId::kEcho:
+      if (reply.size() < args.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+      if (!args.empty()) std::memcpy(reply.data(), args.data(), args.size());
+      reply_bytes = static_cast<uint32_t>(args.size());
+      return 0;
+  }
+  if (f.call_id < wire::kFirstServiceCall || !svc) return static_cast<int32_t>(ChannelStatus::kUnknownCall);
+  try {
+    return svc->call(ctx, f.call_id, args, reply, reply_bytes);
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "host", "call " + std::to_string(f.call_id) + " failed: " + e.what());
+    reply_bytes = 0;
+    return static_cast<int32_t>(ChannelStatus::kHandlerFailed);
+  }
+}
+
+// ------------------------------------------------------------------------ public
+
+HostEndpoint::HostEndpoint(HostEndpointOptions options, Service& service)
+    : impl_(std::make_unique<Impl>(std::move(options), service)) {}
+HostEndpoint::~HostEndpoint() { stop(); }
+void HostEndpoint::start() { impl_->start(); }
+void HostEndpoint::stop() { impl_->stop(); }
+HostEndpointStats HostEndpoint::stats() const { return impl_->stats(); }
+const std::string& HostEndpoint::socket_path() const { return impl_->path(); }
+
+}  // namespace vmrpc
