@@ -221,16 +221,22 @@ bool LocalConnection::wait(uint32_t slot) {
       return true;
     }
     if (p[1].revents && !alive()) return false;
-    // Some other message from the server: it has nothing else to say to us now.
+    // A message from the server: the host peer leaving (its id without an fd) means
+    // it is gone; anything else is nothing we need.
     if (p[1].revents & POLLIN) {
       int64_t v;
       UniqueFd fd;
       if (!ivshmem::receive_message(s_->sock.get(), v, fd)) return false;
+      if (!fd && v == region_.layout().host_peer_id) {
+        host_left_ = true;
+        return false;
+      }
     }
   }
 }
 
 bool LocalConnection::alive() {
+  if (host_left_) return false;
   char c;
   ssize_t n = ::recv(s_->sock.get(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0) return false;

@@ -236,8 +236,16 @@ void HostEndpoint::Impl::loop() {
         io_uring_prep_cancel(s, &accept_op_, 0);
         io_uring_sqe_set_data(s, nullptr);
       }
-      // The socket polls complete with a hang-up; teardown follows from there.
-      for (Connection* c : conns_) ::shutdown(c->sock.get(), SHUT_RDWR);
+      // Tell each peer that we leave (our id without an fd: QEMU drops our vectors),
+      // then hang up; the socket polls complete and teardown follows from there.
+      for (Connection* c : conns_) {
+        try {
+          ivshmem::send_message(c->sock.get(), layout_.host_peer_id);
+        } catch (const std::exception&) {
+          // The peer is gone already.
+        }
+        ::shutdown(c->sock.get(), SHUT_RDWR);
+      }
     }
     if (shutting_down && conns_.empty() && !accept_armed_) break;
     io_uring_submit_and_wait(&ring_, 1);

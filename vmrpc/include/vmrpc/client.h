@@ -104,6 +104,7 @@ class LocalConnection : public GuestDoorbell {
   std::unique_ptr<State> s_;
   RegionView region_;
   uint32_t own_id_ = 0;
+  bool host_left_ = false;
 };
 
 }  // namespace vmrpc
