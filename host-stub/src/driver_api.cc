@@ -1,0 +1,38 @@
+#include "driver_api.h"
+
+#include <dlfcn.h>
+
+namespace vmcuda::host {
+
+bool load_libcuda(DriverApi& api, std::string* why) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    if (why)
+      *why = std::string("cannot load libcuda.so.1 (") + ::dlerror() +
+             "): this host has no NVIDIA driver. Install the NVIDIA driver (580 or newer) on the GPU host, "
+             "or run the tests' executor instead of a GPU";
+    return false;
+  }
+  std::string missing;
+#define VMCUDA_LOAD(name, type)                                    \
+  api.name = reinterpret_cast<std::type_identity_t<type>>(::dlsym(lib, #name));          \
+  if (!api.name) missing += std::string(missing.empty() ? "" : ", ") + #name;
+  VMCUDA_DRIVER_FUNCTIONS(VMCUDA_LOAD)
+#undef VMCUDA_LOAD
+  if (!missing.empty()) {
+    if (why) *why = "libcuda.so.1 lacks " + missing + ": the NVIDIA driver is too old for CUDA 13 (need 580 or newer)";
+    return false;
+  }
+  int version = 0;
+  api.cuDriverGetVersion(&version);
+  api.origin = "libcuda.so.1 (CUDA driver API " + std::to_string(version) + ")";
+  return true;
+}
+
+std::string describe(const DriverApi& api, CUresult r) {
+  const char* name = nullptr;
+  if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
+  return std::string(name ? name : "CUDA error") + " (" + std::to_string(r) + ")";
+}
+
+}  // namespace vmcuda::host

@@ -1,0 +1,76 @@
+// The CUDA driver API as vmcuda-stub uses it: a table of entry points filled from
+// libcuda.so.1 at run time (so the stub builds and starts without a GPU and says so
+// clearly), or by the test executor under tests/ that stands in for a GPU in CI.
+//
+// Types are declared here (ABI-identical to cuda.h) so the stub builds without the
+// CUDA toolkit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace vmcuda::host {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = uint64_t;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+
+inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
+inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+
+// CUdevice_attribute values used here (cuda.h).
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+
+// The entry points, by their exported (versioned) names.
+#define VMCUDA_DRIVER_FUNCTIONS(X)                                                                   \
+  X(cuInit, CUresult (*)(unsigned))                                                                  \
+  X(cuDriverGetVersion, CUresult (*)(int*))                                                          \
+  X(cuDeviceGetCount, CUresult (*)(int*))                                                            \
+  X(cuDeviceGet, CUresult (*)(CUdevice*, int))                                                       \
+  X(cuDeviceGetName, CUresult (*)(char*, int, CUdevice))                                             \
+  X(cuDeviceTotalMem_v2, CUresult (*)(size_t*, CUdevice))                                            \
+  X(cuDeviceGetAttribute, CUresult (*)(int*, int, CUdevice))                                         \
+  X(cuCtxCreate_v4, CUresult (*)(CUcontext*, void*, unsigned, CUdevice))                             \
+  X(cuCtxDestroy_v2, CUresult (*)(CUcontext))                                                        \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                        \
+  X(cuCtxSynchronize, CUresult (*)())                                                                \
+  X(cuMemAlloc_v2, CUresult (*)(CUdeviceptr*, size_t))                                               \
+  X(cuMemFree_v2, CUresult (*)(CUdeviceptr))                                                         \
+  X(cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void*, size_t))                                 \
+  X(cuMemcpyDtoH_v2, CUresult (*)(void*, CUdeviceptr, size_t))                                       \
+  X(cuMemcpyDtoD_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t))                                 \
+  X(cuMemsetD8_v2, CUresult (*)(CUdeviceptr, unsigned char, size_t))                                 \
+  X(cuModuleLoadData, CUresult (*)(CUmodule*, const void*))                                          \
+  X(cuModuleUnload, CUresult (*)(CUmodule))                                                          \
+  X(cuModuleGetFunction, CUresult (*)(CUfunction*, CUmodule, const char*))                           \
+  X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t*, size_t*))                          \
+  X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,       \
+                                 unsigned, unsigned, CUstream, void**, void**))                      \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char**))
+
+struct DriverApi {
+#define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;
+  VMCUDA_DRIVER_FUNCTIONS(VMCUDA_DECLARE)
+#undef VMCUDA_DECLARE
+  std::string origin;  // "libcuda.so.1 (driver 580.x)" or the test executor's name
+};
+
+// Loads libcuda.so.1 and every entry point above. On failure returns false and says
+// in `why` what is missing and what to do (install the NVIDIA driver, ...).
+bool load_libcuda(DriverApi& api, std::string* why);
+
+// "CUDA_ERROR_OUT_OF_MEMORY (2)" for logs.
+std::string describe(const DriverApi& api, CUresult r);
+
+}  // namespace vmcuda::host

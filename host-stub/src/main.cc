@@ -1,0 +1,66 @@
+// vmcuda-stub: the host daemon. Serves one vmrpc socket (one per VM, or the local
+// transport), runs each client's CUDA calls on the real driver in its own context.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "driver_api.h"
+#include "session.h"
+#include "vmrpc/host_endpoint.h"
+
+int main(int argc, char** argv) {
+  using namespace vmcuda::host;
+  CLI::App app{"vmcuda-stub: serves CUDA to guests over vmrpc shared memory"};
+  std::string socket_path = "/run/vmcuda/local.sock";
+  int device = 0;
+  uint64_t quota_mib = 0;
+  vmrpc::RegionConfig region = vmrpc::RegionConfig::from_knobs();
+  app.add_option("-s,--socket", socket_path, "UNIX socket to serve (one per VM; QEMU's ivshmem chardev connects here)");
+  app.add_option("-d,--device", device, "CUDA device this socket's clients use")->check(CLI::NonNegativeNumber);
+  app.add_option("--memory-quota-mib", quota_mib, "device memory per client in MiB (0: no quota)");
+  app.add_option("--slots", region.slot_count, "client slots per VM (= ivshmem vectors)")->check(CLI::Range(1, 2048));
+  app.add_option("--region-bytes", region.region_bytes, "shared region size per VM (power of two)");
+  CLI11_PARSE(app, argc, argv);
+
+  DriverApi api;
+  std::string why;
+  if (!load_libcuda(api, &why)) {
+    std::fprintf(stderr, "vmcuda-stub: %s\n", why.c_str());
+    return 3;
+  }
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "vmcuda-stub: cuInit failed: %s; is the GPU visible (nvidia-smi)?\n", describe(api, r).c_str());
+    return 3;
+  }
+  int count = 0;
+  api.cuDeviceGetCount(&count);
+  if (device >= count) {
+    std::fprintf(stderr, "vmcuda-stub: --device %d, but the driver sees %d device(s)\n", device, count);
+    return 2;
+  }
+  StubLimits limits;
+  if (quota_mib) limits.memory_quota = quota_mib << 20;
+  StubService service(api, limits, device);
+
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // before any thread starts: they inherit it
+  try {
+    vmrpc::HostEndpoint endpoint({socket_path, region, 64}, service);
+    endpoint.start();
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device %d via %s\n", socket_path.c_str(), device,
+                 api.origin.c_str());
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    std::fprintf(stderr, "vmcuda-stub: signal %d, closing all clients\n", sig);
+    endpoint.stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

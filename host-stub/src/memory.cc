@@ -1,0 +1,80 @@
+// Memory calls (calls.def, 0x1100). Every device range a client names must lie inside
+// one of its own allocations: with unified addressing the driver would otherwise copy
+// to or from another client's memory.
+#include <cstring>
+
+#include "session.h"
+
+namespace vmcuda::host {
+
+using vmrpc::wire::ChannelStatus;
+
+int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&) {
+  if (a.bytes == 0) {
+    r.ptr = 0;
+    return CUDA_SUCCESS;
+  }
+  if (a.bytes > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUdeviceptr p = 0;
+  if (CUresult e = api_.cuMemAlloc_v2(&p, a.bytes); e != CUDA_SUCCESS) return e;
+  allocations_[p] = a.bytes;
+  allocated_ += a.bytes;
+  r.ptr = p;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
+  if (a.ptr == 0) return CUDA_SUCCESS;
+  auto it = allocations_.find(a.ptr);
+  if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  CUresult e = api_.cuMemFree_v2(a.ptr);
+  allocated_ -= it->second;
+  allocations_.erase(it);
+  return e;
+}
+
+int32_t Session::on_CopyToDeviceInline(const api::CopyToDeviceInlineArgs& a, api::Empty&, Request& req) {
+  if (!owns_range(a.dst, req.tail.size())) return CUDA_ERROR_INVALID_VALUE;
+  if (req.tail.empty()) return CUDA_SUCCESS;
+  return api_.cuMemcpyHtoD_v2(a.dst, req.tail.data(), req.tail.size());
+}
+
+int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a, api::Empty&, Request& req) {
+  if (a.bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
+  // Straight into the shared reply area (the host never reads it back).
+  CUresult e = api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
+  if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
+  return e;
+}
+
+int32_t Session::on_CopyToDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  if (host->empty()) return CUDA_SUCCESS;
+  return api_.cuMemcpyHtoD_v2(a.device, host->data(), host->size());
+}
+
+int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  if (host->empty()) return CUDA_SUCCESS;
+  return api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
+}
+
+int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&, Request&) {
+  if (!owns_range(a.dst, a.bytes) || !owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
+  return api_.cuMemcpyDtoD_v2(a.dst, a.src, a.bytes);
+}
+
+int32_t Session::on_Memset(const api::MemsetArgs& a, api::Empty&, Request&) {
+  if (!owns_range(a.dst, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
+  return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes);
+}
+
+}  // namespace vmcuda::host

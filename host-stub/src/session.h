@@ -1,0 +1,83 @@
+// One client (a guest process's slot) on the host: its CUDA context and its virtual
+// object list (VOL): allocations, modules, functions. Everything here is freed when the
+// client closes its slot or dies. Handlers live in one file per CUDA area.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "driver_api.h"
+#include "vmcuda/api/calls.h"
+#include "vmrpc/service.h"
+
+namespace vmcuda::host {
+
+struct StubLimits {
+  uint64_t memory_quota = ~0ull;           // device bytes per client
+  uint64_t max_module_bytes = 1ull << 30;  // limit on untrusted input: a fatbin
+  uint32_t max_name_bytes = 4096;          // a kernel's mangled name
+};
+
+// Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
+struct Request {
+  std::span<const std::byte> tail;
+  std::span<std::byte> extra;
+  uint32_t extra_bytes = 0;
+  const vmrpc::CallContext& ctx;
+};
+
+class Session : public vmrpc::SlotService {
+ public:
+  Session(const DriverApi& api, const StubLimits& limits, int device, const vmrpc::SlotInfo& info);
+  ~Session() override;
+
+  int32_t call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
+               std::span<std::byte> reply, uint32_t& reply_bytes) override;
+  void close() override;
+
+  // Handlers, one per call of calls.def (device.cc, memory.cc, module.cc, launch.cc).
+#define VMCUDA_CALL(number, name, A, R, batchable) int32_t on_##name(const api::A& args, api::R& reply, Request& req);
+#include "vmcuda/api/calls.def"
+#undef VMCUDA_CALL
+
+ private:
+  struct Function {
+    CUfunction fn;
+    std::vector<api::ParamInfo> params;
+  };
+  bool ensure_context();
+  // Whether [ptr, ptr+bytes) lies inside one allocation of this client.
+  bool owns_range(uint64_t ptr, uint64_t bytes) const;
+
+  const DriverApi& api_;
+  StubLimits limits_;
+  int device_;
+  vmrpc::SlotInfo info_;
+  CUcontext ctx_ = nullptr;
+  CUresult ctx_error_ = CUDA_SUCCESS;
+  uint64_t allocated_ = 0;
+  std::map<uint64_t, uint64_t> allocations_;  // device ptr -> bytes
+  std::vector<CUmodule> modules_;             // handle = index + 1
+  std::vector<Function> functions_;           // handle = index + 1
+  std::string log_tag_;
+};
+
+// The vmrpc service of vmcuda-stub: one Session per claimed slot.
+class StubService : public vmrpc::Service {
+ public:
+  StubService(const DriverApi& api, StubLimits limits, int device) : api_(api), limits_(limits), device_(device) {}
+  std::unique_ptr<vmrpc::SlotService> open(const vmrpc::SlotInfo& info) override {
+    return std::make_unique<Session>(api_, limits_, device_, info);
+  }
+
+ private:
+  const DriverApi& api_;
+  StubLimits limits_;
+  int device_;
+};
+
+}  // namespace vmcuda::host
