@@ -10,6 +10,7 @@
 #include "executor/fake_driver.h"
 #include "session.h"
 #include "support/temp_socket.h"
+#include "vmcuda/api/remote.h"
 #include "vmrpc/client.h"
 #include "vmrpc/host_endpoint.h"
 
@@ -41,21 +42,14 @@ struct Client {
     EXPECT_TRUE(slot) << why;
   }
 
-  // One call: fixed args + tail bytes; returns status, fills reply and extra bytes.
+  // One call through the generic path (api/remote.h).
   template <api::Call C>
   int32_t call(const typename api::CallTraits<C>::Args& args, typename api::CallTraits<C>::Reply* reply = nullptr,
                std::span<const std::byte> tail = {}, std::vector<std::byte>* extra = nullptr,
                uint32_t extra_capacity = 0) {
-    using A = typename api::CallTraits<C>::Args;
-    using R = typename api::CallTraits<C>::Reply;
-    constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
-    constexpr size_t kR = std::is_empty_v<R> ? 0 : sizeof(R);
-    std::vector<std::byte> buf(kA + tail.size());
-    if (kA) std::memcpy(buf.data(), &args, kA);
-    if (!tail.empty()) std::memcpy(buf.data() + kA, tail.data(), tail.size());
-    auto r = slot->call(static_cast<uint32_t>(C), buf, static_cast<uint32_t>(kR + extra_capacity));
-    if (r.status == 0 && reply && kR) std::memcpy(reply, r.bytes.data(), kR);
-    if (extra && r.bytes.size() >= kR) extra->assign(r.bytes.begin() + kR, r.bytes.end());
+    auto r = api::remote<C>(*slot, args, tail, extra_capacity);
+    if (reply) *reply = r.reply;
+    if (extra) extra->assign(r.extra.begin(), r.extra.end());
     return r.status;
   }
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine needs into .carry/gpu (here, where the toolchain is), or,
+# with --run, runs it there: vmcuda-stub on the real driver + stub_gpu_check.
+#   scripts/gpu-check.sh            # here: build into .carry/gpu
+#   scripts/gpu-check.sh --run OUT  # on the GPU machine
+set -euo pipefail
+top="$(cd "$(dirname "$0")/.." && pwd)"
+carry="$top/.carry/gpu"
+if [ "${1:-}" != "--run" ]; then
+  cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
+  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub stub_gpu_check
+  mkdir -p "$carry"
+  cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/tests/stub_gpu_check" "$carry/"
+  /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+    -o "$carry/vecadd.fatbin" "$top/tests/gpu/vecadd.cu"
+  [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
+  ls -la "$carry"
+  exit 0
+fi
+out="${2:-/tmp}"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+sock=/tmp/vmcuda-gpu-check.sock
+"$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
+stub=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+rc=0
+"$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
+kill "$stub"; wait "$stub" || true
+cat "$out/stub.log"
+exit $rc
