@@ -25,6 +25,7 @@ inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
 inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+inline constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
 inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 
@@ -57,6 +58,8 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
   X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t*, size_t*))                          \
   X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,       \
                                  unsigned, unsigned, CUstream, void**, void**))                      \
+  X(cuDeviceGetUuid_v2, CUresult (*)(unsigned char*, CUdevice))                                      \
+  X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                                 \
   X(cuGetErrorName, CUresult (*)(CUresult, const char**))
 
 struct DriverApi {

@@ -13,6 +13,7 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
   if (a.arg_bytes != req.tail.size()) return static_cast<int32_t>(ChannelStatus::kBadArguments);
   if (a.stream != 0) return CUDA_ERROR_INVALID_HANDLE;  // streams come with the stream area
   const Function& f = functions_[a.function - 1];
+  if (f.device != current_) return 98;  // cudaErrorInvalidDeviceFunction: loaded for another device
   std::vector<void*> params(f.params.size());
   // `tail` is the decoder's private copy: stable for the launch.
   auto* base = const_cast<std::byte*>(req.tail.data());

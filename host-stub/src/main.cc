@@ -14,11 +14,13 @@ int main(int argc, char** argv) {
   using namespace vmcuda::host;
   CLI::App app{"vmcuda-stub: serves CUDA to guests over vmrpc shared memory"};
   std::string socket_path = "/run/vmcuda/local.sock";
-  int device = 0;
+  std::vector<int> devices{0};
   uint64_t quota_mib = 0;
   vmrpc::RegionConfig region = vmrpc::RegionConfig::from_knobs();
   app.add_option("-s,--socket", socket_path, "UNIX socket to serve (one per VM; QEMU's ivshmem chardev connects here)");
-  app.add_option("-d,--device", device, "CUDA device this socket's clients use")->check(CLI::NonNegativeNumber);
+  app.add_option("-d,--devices", devices, "host CUDA devices this socket's clients use; guest device i is the i-th")
+      ->check(CLI::NonNegativeNumber)
+      ->delimiter(',');
   app.add_option("--memory-quota-mib", quota_mib, "device memory per client in MiB (0: no quota)");
   app.add_option("--slots", region.slot_count, "client slots per VM (= ivshmem vectors)")->check(CLI::Range(1, 2048));
   app.add_option("--region-bytes", region.region_bytes, "shared region size per VM (power of two)");
@@ -36,13 +38,15 @@ int main(int argc, char** argv) {
   }
   int count = 0;
   api.cuDeviceGetCount(&count);
-  if (device >= count) {
-    std::fprintf(stderr, "vmcuda-stub: --device %d, but the driver sees %d device(s)\n", device, count);
-    return 2;
-  }
+  for (int d : devices)
+    if (d >= count) {
+      std::fprintf(stderr, "vmcuda-stub: --devices names %d, but the driver sees %d device(s) (0..%d)\n", d, count,
+                   count - 1);
+      return 2;
+    }
   StubLimits limits;
   if (quota_mib) limits.memory_quota = quota_mib << 20;
-  StubService service(api, limits, device);
+  StubService service(api, limits, devices);
 
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -52,7 +56,9 @@ int main(int argc, char** argv) {
   try {
     vmrpc::HostEndpoint endpoint({socket_path, region, 64}, service);
     endpoint.start();
-    std::fprintf(stderr, "vmcuda-stub: serving %s on device %d via %s\n", socket_path.c_str(), device,
+    std::string list;
+    for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s\n", socket_path.c_str(), list.c_str(),
                  api.origin.c_str());
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -17,7 +17,7 @@ int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&)
   if (a.bytes > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
   CUdeviceptr p = 0;
   if (CUresult e = api_.cuMemAlloc_v2(&p, a.bytes); e != CUDA_SUCCESS) return e;
-  allocations_[p] = a.bytes;
+  allocations_[p] = {a.bytes, current_};
   allocated_ += a.bytes;
   r.ptr = p;
   return CUDA_SUCCESS;
@@ -27,8 +27,10 @@ int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
   if (a.ptr == 0) return CUDA_SUCCESS;
   auto it = allocations_.find(a.ptr);
   if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
+  make_current(it->second.device);
   CUresult e = api_.cuMemFree_v2(a.ptr);
-  allocated_ -= it->second;
+  make_current(current_);
+  allocated_ -= it->second.bytes;
   allocations_.erase(it);
   return e;
 }

@@ -17,19 +17,21 @@ int32_t Session::on_ModuleLoad(const api::ModuleLoadArgs& a, api::HandleReply& r
   std::vector<std::byte> copy(image->begin(), image->end());
   CUmodule m = nullptr;
   if (CUresult e = api_.cuModuleLoadData(&m, copy.data()); e != CUDA_SUCCESS) return e;
-  modules_.push_back(m);
+  modules_.push_back({m, current_});
   r.handle = modules_.size();
   return CUDA_SUCCESS;
 }
 
 int32_t Session::on_ModuleGetFunction(const api::GetFunctionArgs& a, api::GetFunctionReply& r, Request& req) {
-  if (a.module == 0 || a.module > modules_.size() || !modules_[a.module - 1]) return CUDA_ERROR_INVALID_HANDLE;
+  if (a.module == 0 || a.module > modules_.size() || !modules_[a.module - 1].module) return CUDA_ERROR_INVALID_HANDLE;
+  const Module& mod = modules_[a.module - 1];
+  if (mod.device != current_) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
     return static_cast<int32_t>(ChannelStatus::kBadArguments);
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
   if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  Function f{};
-  if (CUresult e = api_.cuModuleGetFunction(&f.fn, modules_[a.module - 1], name.c_str()); e != CUDA_SUCCESS)
+  Function f{nullptr, current_, {}};
+  if (CUresult e = api_.cuModuleGetFunction(&f.fn, mod.module, name.c_str()); e != CUDA_SUCCESS)
     return e;
   // There is no count API: ask until the driver says there is no such parameter.
   for (size_t i = 0; i < api::kMaxKernelParams; ++i) {

@@ -16,45 +16,63 @@ constexpr bool takes_tail(api::Call c) {
 }
 }  // namespace
 
-Session::Session(const DriverApi& api, const StubLimits& limits, int device, const vmrpc::SlotInfo& info)
-    : api_(api), limits_(limits), device_(device), info_(info) {
+Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int> devices,
+                 const vmrpc::SlotInfo& info)
+    : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr) {
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
 }
 
 Session::~Session() { close(); }
 
+void Session::make_current(int device) {
+  if (bound_ == device) return;
+  // The slot's service thread runs this client alone: its context stays current here.
+  api_.cuCtxSetCurrent(contexts_[device]);
+  bound_ = device;
+}
+
 bool Session::ensure_context() {
-  if (ctx_) return true;
-  if (ctx_error_ != CUDA_SUCCESS) return false;
-  CUdevice dev;
-  CUresult r = api_.cuDeviceGet(&dev, device_);
-  if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx_, nullptr, 0, dev);
-  if (r != CUDA_SUCCESS) {
-    ctx_error_ = r;
-    VMRPC_LOG(kWarn, "stub", log_tag_ + ": cannot create a CUDA context: " + describe(api_, r));
-    return false;
+  if (!contexts_[current_]) {
+    CUdevice dev;
+    CUresult r = api_.cuDeviceGet(&dev, devices_[current_]);
+    if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&contexts_[current_], nullptr, 0, dev);
+    if (r != CUDA_SUCCESS) {
+      contexts_[current_] = nullptr;
+      ctx_error_ = r;
+      VMRPC_LOG(kWarn, "stub", log_tag_ + ": cannot create a CUDA context on device " +
+                                   std::to_string(devices_[current_]) + ": " + describe(api_, r));
+      return false;
+    }
+    bound_ = -1;
   }
-  // The slot's service thread runs this client alone: the context stays current on it.
-  api_.cuCtxSetCurrent(ctx_);
+  make_current(current_);
   return true;
 }
 
 void Session::close() {
-  if (!ctx_) return;
-  api_.cuCtxSetCurrent(ctx_);
-  for (auto& [ptr, bytes] : allocations_) api_.cuMemFree_v2(ptr);
-  for (CUmodule m : modules_)
-    if (m) api_.cuModuleUnload(m);
-  VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(allocations_.size()) + " allocations (" +
-                               std::to_string(allocated_) + " bytes) and " + std::to_string(modules_.size()) +
-                               " modules");
+  size_t freed = allocations_.size(), mods = modules_.size();
+  for (auto& [ptr, a] : allocations_) {
+    make_current(a.device);
+    api_.cuMemFree_v2(ptr);
+  }
+  for (const Module& m : modules_) {
+    if (!m.module) continue;
+    make_current(m.device);
+    api_.cuModuleUnload(m.module);
+  }
+  for (CUcontext& c : contexts_) {
+    if (c) api_.cuCtxDestroy_v2(c);
+    c = nullptr;
+  }
+  if (freed || mods)
+    VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(freed) + " allocations (" +
+                                 std::to_string(allocated_) + " bytes) and " + std::to_string(mods) + " modules");
   allocations_.clear();
   modules_.clear();
   functions_.clear();
   allocated_ = 0;
-  api_.cuCtxDestroy_v2(ctx_);
-  ctx_ = nullptr;
+  bound_ = -1;
 }
 
 bool Session::owns_range(uint64_t ptr, uint64_t bytes) const {
@@ -62,12 +80,16 @@ bool Session::owns_range(uint64_t ptr, uint64_t bytes) const {
   if (it == allocations_.begin()) return false;
   --it;
   const uint64_t off = ptr - it->first;
-  return off <= it->second && bytes <= it->second - off;
+  return off <= it->second.bytes && bytes <= it->second.bytes - off;
 }
 
 int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                       std::span<std::byte> reply, uint32_t& reply_bytes) {
-  if (!ensure_context()) return ctx_error_;
+  // Calls that need no context answer even when the device cannot make one.
+  const auto c = static_cast<api::Call>(call_id);
+  if (c != api::Call::Handshake && c != api::Call::DeviceProperties && c != api::Call::SetDevice &&
+      !ensure_context())
+    return ctx_error_;
   switch (static_cast<api::Call>(call_id)) {
 #define VMCUDA_CALL(number, name, A, R, batchable)                                                   \
   case api::Call::name: {                                                                            \

@@ -32,7 +32,8 @@ struct Request {
 
 class Session : public vmrpc::SlotService {
  public:
-  Session(const DriverApi& api, const StubLimits& limits, int device, const vmrpc::SlotInfo& info);
+  // `devices`: the host device ordinals this client may use; guest device i is devices[i].
+  Session(const DriverApi& api, const StubLimits& limits, std::vector<int> devices, const vmrpc::SlotInfo& info);
   ~Session() override;
 
   int32_t call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
@@ -47,21 +48,34 @@ class Session : public vmrpc::SlotService {
  private:
   struct Function {
     CUfunction fn;
+    int device;
     std::vector<api::ParamInfo> params;
   };
+  struct Allocation {
+    uint64_t bytes;
+    int device;
+  };
+  struct Module {
+    CUmodule module;
+    int device;
+  };
+  // Creates the current device's context on first use and makes it current.
   bool ensure_context();
+  void make_current(int device);
   // Whether [ptr, ptr+bytes) lies inside one allocation of this client.
   bool owns_range(uint64_t ptr, uint64_t bytes) const;
 
   const DriverApi& api_;
   StubLimits limits_;
-  int device_;
+  std::vector<int> devices_;
   vmrpc::SlotInfo info_;
-  CUcontext ctx_ = nullptr;
+  int current_ = 0;                           // guest device index (cudaSetDevice)
+  int bound_ = -1;                            // whose context is current on this thread
+  std::vector<CUcontext> contexts_;           // per guest device, created on first use
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;
-  std::map<uint64_t, uint64_t> allocations_;  // device ptr -> bytes
-  std::vector<CUmodule> modules_;             // handle = index + 1
+  std::map<uint64_t, Allocation> allocations_;  // device ptr -> allocation
+  std::vector<Module> modules_;               // handle = index + 1
   std::vector<Function> functions_;           // handle = index + 1
   std::string log_tag_;
 };
@@ -69,15 +83,16 @@ class Session : public vmrpc::SlotService {
 // The vmrpc service of vmcuda-stub: one Session per claimed slot.
 class StubService : public vmrpc::Service {
  public:
-  StubService(const DriverApi& api, StubLimits limits, int device) : api_(api), limits_(limits), device_(device) {}
+  StubService(const DriverApi& api, StubLimits limits, std::vector<int> devices)
+      : api_(api), limits_(limits), devices_(std::move(devices)) {}
   std::unique_ptr<vmrpc::SlotService> open(const vmrpc::SlotInfo& info) override {
-    return std::make_unique<Session>(api_, limits_, device_, info);
+    return std::make_unique<Session>(api_, limits_, devices_, info);
   }
 
  private:
   const DriverApi& api_;
   StubLimits limits_;
-  int device_;
+  std::vector<int> devices_;
 };
 
 }  // namespace vmcuda::host

@@ -11,6 +11,7 @@ namespace vmcuda::testing {
 using namespace host;
 
 namespace {
+CUresult f_mem_info(size_t*, size_t*);
 struct FakeGpu {
   std::mutex mu;
   uint64_t next_ptr = 0x7f0000000000ull;
@@ -45,7 +46,8 @@ CUresult f_name(char* s, int len, CUdevice) {
 }
 CUresult f_total(size_t* b, CUdevice) { return *b = 1ull << 30, CUDA_SUCCESS; }
 CUresult f_attr(int* v, int attr, CUdevice) {
-  *v = attr == 75 ? 9 : 0;
+  if (attr <= 0 || attr >= 148) return CUDA_ERROR_INVALID_VALUE;
+  *v = attr == 75 ? 9 : attr == 1 ? 1024 : 0;  // compute capability 9.x, 1024 threads per block
   return CUDA_SUCCESS;
 }
 CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice) {
@@ -145,6 +147,15 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   }
   return CUDA_SUCCESS;
 }
+CUresult f_uuid(unsigned char* u, CUdevice) {
+  std::memset(u, 0xab, 16);
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_info(size_t* free_bytes, size_t* total) {
+  *total = 1ull << 30;
+  *free_bytes = *total - fake_allocated_bytes();
+  return CUDA_SUCCESS;
+}
 CUresult f_error_name(CUresult r, const char** s) {
   *s = r == 0 ? "CUDA_SUCCESS" : "CUDA_ERROR (test executor)";
   return CUDA_SUCCESS;
@@ -182,6 +193,8 @@ void install_fake_driver(DriverApi& api) {
   api.cuFuncGetParamInfo = f_param_info;
   api.cuLaunchKernel = f_launch;
   api.cuGetErrorName = f_error_name;
+  api.cuDeviceGetUuid_v2 = f_uuid;
+  api.cuMemGetInfo_v2 = f_mem_info;
   api.origin = "vmcuda test executor (no GPU)";
 }
 

@@ -44,10 +44,13 @@ int main(int argc, char** argv) {
   std::string why;
   auto slot = vmrpc::ClientSlot::claim(conn->region(), *conn, &why);
   if (!slot) return std::fprintf(stderr, "claim: %s\n", why.c_str()), 1;
-  auto info = api::remote<api::Call::DeviceInfo>(*slot, {});
-  CHECK(info.status == 0, "DeviceInfo %d", info.status);
-  std::printf("device: %s, cc %d.%d, %.1f GiB, driver %d\n", info.reply.name, info.reply.cc_major,
-              info.reply.cc_minor, info.reply.total_mem / 1073741824.0, info.reply.driver_version);
+  auto hs = api::remote<api::Call::Handshake>(*slot, {});
+  CHECK(hs.status == 0 && hs.reply.device_count >= 1, "Handshake %d", hs.status);
+  auto info = api::remote<api::Call::DeviceProperties>(*slot, {0, 0});
+  CHECK(info.status == 0, "DeviceProperties %d", info.status);
+  std::printf("device: %s, cc %d.%d, %d SMs, %.1f GiB, driver %d\n", info.reply.name, info.reply.attributes[75],
+              info.reply.attributes[76], info.reply.attributes[16], info.reply.total_mem / 1073741824.0,
+              hs.reply.driver_version);
 
   // vecadd through the stub.
   const int n = 1 << 20;

@@ -25,7 +25,7 @@ struct Stub {
   StubService service;
   vmrpc::HostEndpoint endpoint;
   explicit Stub(StubLimits limits = {})
-      : service((tst::install_fake_driver(api), api), limits, 0),
+      : service((tst::install_fake_driver(api), api), limits, {0}),
         endpoint({vmrpc::testing::temp_socket_path("stub"), vmrpc::RegionConfig{16ull << 20, 4, 256 << 10, 4096}, 8},
                  service) {
     endpoint.start();
@@ -71,14 +71,34 @@ struct Client {
   }
 };
 
-TEST(Stub, DeviceInfoComesFromTheExecutor) {
+TEST(Stub, HandshakeAndDevicePropertiesComeFromTheExecutor) {
   Stub s;
   Client c(s);
-  api::DeviceInfoReply info{};
-  ASSERT_EQ(c.call<api::Call::DeviceInfo>({}, &info), 0);
-  EXPECT_EQ(info.device_count, 1);
-  EXPECT_STREQ(info.name, "vmcuda test executor");
-  EXPECT_EQ(info.cc_major, 9);
+  api::HandshakeReply hs{};
+  ASSERT_EQ(c.call<api::Call::Handshake>({}, &hs), 0);
+  EXPECT_EQ(hs.device_count, 1);
+  EXPECT_EQ(hs.driver_version, 13000);
+  api::DevicePropertiesReply p{};
+  ASSERT_EQ(c.call<api::Call::DeviceProperties>({0, 0}, &p), 0);
+  EXPECT_STREQ(p.name, "vmcuda test executor");
+  EXPECT_EQ(p.attributes[75], 9);
+  EXPECT_EQ(p.attributes[1], 1024);
+  EXPECT_EQ(p.uuid[0], 0xab);
+  EXPECT_EQ(c.call<api::Call::DeviceProperties>({1, 0}, &p), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(c.call<api::Call::SetDevice>({-1, 0}), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(c.call<api::Call::SetDevice>({0, 0}), 0);
+}
+
+TEST(Stub, MemGetInfoShowsTheQuota) {
+  StubLimits limits;
+  limits.memory_quota = 64 << 20;
+  Stub s(limits);
+  Client c(s);
+  c.malloc(16 << 20);
+  api::MemInfoReply m{};
+  ASSERT_EQ(c.call<api::Call::MemGetInfo>({}, &m), 0);
+  EXPECT_EQ(m.total_bytes, 64u << 20);
+  EXPECT_EQ(m.free_bytes, 48u << 20);
 }
 
 TEST(Stub, MallocCopyLaunchCopyBack) {

@@ -12,15 +12,27 @@ namespace vmcuda::api {
 
 struct Empty {};
 
-struct DeviceInfoReply {
-  int32_t device_count;
-  int32_t driver_version;
-  char name[256];          // device 0 (more come with the device area)
-  uint64_t total_mem;
-  int32_t cc_major;
-  int32_t cc_minor;
+struct HandshakeReply {
+  int32_t device_count;    // devices this stub gives the guest (cudaSetDevice indexes them)
+  int32_t driver_version;  // cuDriverGetVersion
+  uint64_t memory_quota;   // device bytes per client (~0: none)
 };
-static_assert(sizeof(DeviceInfoReply) == 280);
+static_assert(sizeof(HandshakeReply) == 16);
+
+struct DeviceArgs { int32_t device; uint32_t pad; };
+
+// Every CUdevice_attribute value (== cudaDeviceAttr) of a device, indexed by number, so
+// the guest answers cudaDeviceGetAttribute and builds cudaDeviceProp locally.
+inline constexpr uint32_t kDeviceAttributeSlots = 160;
+struct DevicePropertiesReply {
+  char name[256];
+  uint8_t uuid[16];
+  uint64_t total_mem;      // min(device memory, quota)
+  int32_t attributes[kDeviceAttributeSlots];  // 0 where the driver has none
+};
+static_assert(sizeof(DevicePropertiesReply) == 256 + 16 + 8 + 4 * kDeviceAttributeSlots);
+
+struct MemInfoReply { uint64_t free_bytes; uint64_t total_bytes; };
 
 struct MallocArgs { uint64_t bytes; };
 struct PtrReply { uint64_t ptr; };
