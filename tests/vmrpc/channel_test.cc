@@ -81,6 +81,29 @@ TEST(Channel, BatchedFramesRunInOrderAndAnswerInPlace) {
   }
 }
 
+TEST(Channel, SubmitThenWaitOverlapsGuestWorkWithTheCall) {
+  Channel ch;
+  auto conn = LocalConnection::connect(ch.host.socket_path());
+  std::string why;
+  auto slot = ClientSlot::claim(conn->region(), *conn, &why);
+  ASSERT_TRUE(slot);
+  uint32_t ms = 100;
+  auto f = slot->batch().append(testing::kSleepMs, bytes_of(ms), 0);
+  ASSERT_TRUE(f);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(slot->submit(), ChannelStatus::kOk);
+  EXPECT_TRUE(slot->in_flight());
+  // submit() returned at once: the host is still busy with the call.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(50));
+  EXPECT_NE(ordering::load_acquire(conn->region().control(slot->index()).response_seq),
+            ordering::load_acquire(conn->region().control(slot->index()).request_seq));
+  ASSERT_EQ(slot->wait(), ChannelStatus::kOk);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(100));
+  EXPECT_EQ(slot->result(*f).status, 0);
+  EXPECT_FALSE(slot->in_flight());
+  EXPECT_EQ(slot->wait(), ChannelStatus::kOk);  // nothing in flight: returns at once
+}
+
 TEST(Channel, SkipOnErrorFramesDoNotRunAfterAFailure) {
   Channel ch;
   auto conn = LocalConnection::connect(ch.host.socket_path());

@@ -77,6 +77,7 @@ bool ClientSlot::hello(std::string* why) {
 }
 
 ClientSlot::~ClientSlot() {
+  if (in_flight_) wait();  // the host may still use our heap blocks
   heap_.free_all();
   auto& ctl = region_.control(slot_);
   ordering::store_release(ctl.state, static_cast<uint32_t>(SlotState::kClosing));
@@ -85,6 +86,11 @@ ClientSlot::~ClientSlot() {
 }
 
 ChannelStatus ClientSlot::flush() {
+  if (auto st = submit(); st != ChannelStatus::kOk) return st;
+  return wait();
+}
+
+ChannelStatus ClientSlot::submit() {
   if (lost_) return ChannelStatus::kTransportLost;
   auto& ctl = region_.control(slot_);
   const uint32_t bytes = batch_.finish();
@@ -95,13 +101,20 @@ ChannelStatus ClientSlot::flush() {
   if (ordering::load_relaxed(ctl.host_sleeping) ||
       ordering::load_relaxed(ctl.host_state) != static_cast<uint32_t>(wire::HostSlotState::kServing))
     doorbell_.ring(slot_);
-  const bool ok = wait_response(seq);
+  in_flight_ = true;
+  return ChannelStatus::kOk;
+}
+
+ChannelStatus ClientSlot::wait() {
+  if (!in_flight_) return lost_ ? ChannelStatus::kTransportLost : ChannelStatus::kOk;
+  in_flight_ = false;
+  const bool ok = wait_response(seq_);
   batch_.reset();
   if (!ok) {
     lost_ = true;
     return ChannelStatus::kTransportLost;
   }
-  return static_cast<ChannelStatus>(ordering::load_relaxed(ctl.batch_status));
+  return static_cast<ChannelStatus>(ordering::load_relaxed(region_.control(slot_).batch_status));
 }
 
 bool ClientSlot::wait_response(uint64_t seq) {

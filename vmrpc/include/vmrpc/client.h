@@ -55,6 +55,12 @@ class ClientSlot {
   // decoded the batch (each frame then has its own status); after it, results stay
   // readable until the next append.
   wire::ChannelStatus flush();
+  // flush() in two halves, so the caller can work (e.g. fill the next heap chunk)
+  // while the host runs the batch. Between them the RPC stack belongs to the host:
+  // append nothing until wait() returned.
+  wire::ChannelStatus submit();
+  wire::ChannelStatus wait();
+  bool in_flight() const { return in_flight_; }
   FrameResult result(FrameRef f) const { return batch_.result(f); }
 
   // One synchronous call (flushes what is queued first, in the same batch).
@@ -79,6 +85,7 @@ class ClientSlot {
   uint64_t seq_ = 0;
   uint64_t host_epoch_ = 0;
   bool lost_ = false;
+  bool in_flight_ = false;
 };
 
 // The local transport: a process on the host connects to the stub's socket and gets

@@ -3,6 +3,7 @@
 // first time they are used; tests and tools may override them with set().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -12,15 +13,22 @@ namespace vmrpc::knobs {
 class Knob {
  public:
   constexpr Knob(const char* env, int64_t def, const char* doc) : env_(env), def_(def), doc_(doc) {}
+  // Thread-safe: the first uses may race (several client or service threads at
+  // once); each then reads the same environment value and stores the same result.
   int64_t get() const {
-    if (!loaded_) {
+    if (!loaded_.load(std::memory_order_acquire)) {
       const char* s = std::getenv(env_);
-      value_ = s && *s ? std::strtoll(s, nullptr, 0) : def_;
-      loaded_ = true;
+      value_.store(s && *s ? std::strtoll(s, nullptr, 0) : def_, std::memory_order_relaxed);
+      loaded_.store(true, std::memory_order_release);
     }
-    return value_;
+    return value_.load(std::memory_order_relaxed);
   }
-  void set(int64_t v) const { value_ = v; loaded_ = true; }
+  // Call before the threads that read the knob start (a first get() racing with it
+  // may store the environment's value over it).
+  void set(int64_t v) const {
+    value_.store(v, std::memory_order_relaxed);
+    loaded_.store(true, std::memory_order_release);
+  }
   const char* env() const { return env_; }
   const char* doc() const { return doc_; }
   int64_t default_value() const { return def_; }
@@ -29,8 +37,8 @@ class Knob {
   const char* env_;
   int64_t def_;
   const char* doc_;
-  mutable int64_t value_ = 0;
-  mutable bool loaded_ = false;
+  mutable std::atomic<int64_t> value_{0};
+  mutable std::atomic<bool> loaded_{false};
 };
 
 #define VMRPC_KNOB(name, env, def, doc) inline const Knob name{env, def, doc}
