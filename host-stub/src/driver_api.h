@@ -29,6 +29,9 @@ inline constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
 inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 
+inline constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x01;
+inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
+
 // CUdevice_attribute values used here (cuda.h).
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
@@ -60,6 +63,9 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
                                  unsigned, unsigned, CUstream, void**, void**))                      \
   X(cuDeviceGetUuid_v2, CUresult (*)(unsigned char*, CUdevice))                                      \
   X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                                 \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                                   \
+  X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                                      \
+  X(cuMemHostUnregister, CUresult (*)(void*))                                                        \
   X(cuGetErrorName, CUresult (*)(CUresult, const char**))
 
 struct DriverApi {

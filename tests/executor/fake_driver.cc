@@ -156,6 +156,22 @@ CUresult f_mem_info(size_t* free_bytes, size_t* total) {
   *free_bytes = *total - fake_allocated_bytes();
   return CUDA_SUCCESS;
 }
+CUresult f_primary(CUcontext* c, CUdevice) {
+  *c = reinterpret_cast<CUcontext>(0x5e);
+  return CUDA_SUCCESS;
+}
+std::set<void*>& pinned() {
+  static std::set<void*> p;
+  return p;
+}
+CUresult f_register(void* p, size_t, unsigned) {
+  std::lock_guard l(gpu().mu);
+  return pinned().insert(p).second ? CUDA_SUCCESS : 712;  // HOST_MEMORY_ALREADY_REGISTERED
+}
+CUresult f_unregister(void* p) {
+  std::lock_guard l(gpu().mu);
+  return pinned().erase(p) ? CUDA_SUCCESS : 713;
+}
 CUresult f_error_name(CUresult r, const char** s) {
   *s = r == 0 ? "CUDA_SUCCESS" : "CUDA_ERROR (test executor)";
   return CUDA_SUCCESS;
@@ -195,6 +211,9 @@ void install_fake_driver(DriverApi& api) {
   api.cuGetErrorName = f_error_name;
   api.cuDeviceGetUuid_v2 = f_uuid;
   api.cuMemGetInfo_v2 = f_mem_info;
+  api.cuDevicePrimaryCtxRetain = f_primary;
+  api.cuMemHostRegister_v2 = f_register;
+  api.cuMemHostUnregister = f_unregister;
   api.origin = "vmcuda test executor (no GPU)";
 }
 
@@ -207,6 +226,10 @@ uint64_t fake_allocated_bytes() {
 uint64_t fake_live_contexts() {
   std::lock_guard l(gpu().mu);
   return gpu().contexts.size();
+}
+uint64_t fake_pinned_ranges() {
+  std::lock_guard l(gpu().mu);
+  return pinned().size();
 }
 uint64_t fake_live_modules() {
   std::lock_guard l(gpu().mu);

@@ -20,5 +20,6 @@ void install_fake_driver(host::DriverApi& api);
 uint64_t fake_allocated_bytes();
 uint64_t fake_live_contexts();
 uint64_t fake_live_modules();
+uint64_t fake_pinned_ranges();  // host ranges registered (cuMemHostRegister)
 
 }  // namespace vmcuda::testing

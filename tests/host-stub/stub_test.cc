@@ -218,6 +218,20 @@ TEST(Stub, EverythingAClientOwnedIsFreedWhenItDies) {
   EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
   EXPECT_EQ(tst::fake_live_contexts(), 0u);
   EXPECT_EQ(tst::fake_live_modules(), 0u);
+  for (int i = 0; i < 500 && tst::fake_pinned_ranges() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(tst::fake_pinned_ranges(), 0u);  // the connection's heap was unpinned
+}
+
+TEST(Stub, EachConnectionsHeapIsPinnedWhileItLives) {
+  Stub s;
+  {
+    Client a(s), b(s);
+    EXPECT_EQ(tst::fake_pinned_ranges(), 2u);
+  }
+  for (int i = 0; i < 500 && tst::fake_pinned_ranges() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(tst::fake_pinned_ranges(), 0u);
 }
 
 }  // namespace

@@ -345,6 +345,12 @@ void HostEndpoint::Impl::on_accept(int fd) {
     VMRPC_LOG(kWarn, "host", std::string("connection setup failed: ") + e.what());
     return;
   }
+  try {
+    service_.connection_opened(c->id, c->view);
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "host", std::string("service refused a connection: ") + e.what());
+    return;
+  }
   Connection* raw = c.release();
   conns_.insert(raw);
   arm_socket_poll(*raw);
@@ -387,6 +393,11 @@ void HostEndpoint::Impl::teardown(Connection& c) {
 void HostEndpoint::Impl::maybe_free(Connection* c) {
   if (!c->dead || !c->reaped || c->pending_ops > 0) return;
   if (c->reaper.joinable()) c->reaper.join();
+  try {
+    service_.connection_closed(c->id, c->view);
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "host", std::string("service failed closing a connection: ") + e.what());
+  }
   conns_.erase(c);
   {
     std::lock_guard l(stats_mu_);

@@ -43,6 +43,11 @@ class SlotService {
 class Service {
  public:
   virtual ~Service() = default;
+  // A VM (or local process) connected and its region exists; on the loop thread.
+  // E.g. vmcuda-stub registers the shared heap with the driver here.
+  virtual void connection_opened(uint64_t connection_id, const RegionView& region) {}
+  // Its slots are all closed and the region is about to be unmapped.
+  virtual void connection_closed(uint64_t connection_id, const RegionView& region) {}
   // A guest claimed a slot. Nothing means refused (the slot answers kUnknownCall).
   virtual std::unique_ptr<SlotService> open(const SlotInfo& info) = 0;
 };
