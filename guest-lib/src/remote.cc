@@ -1,0 +1,112 @@
+#include "remote.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "log.h"
+
+namespace vmcuda::guest {
+
+using vmrpc::wire::ChannelStatus;
+
+namespace {
+// Where vmcuda-run and the stub's default put the local socket.
+constexpr const char* kDefaultSocket = "/run/vmcuda/local.sock";
+}  // namespace
+
+cudaError_t to_cuda_error(int32_t status, const char* call) noexcept {
+  if (status >= 0) return static_cast<cudaError_t>(status);  // CUresult and cudaError_t agree on numbers
+  if (status == static_cast<int32_t>(ChannelStatus::kTransportLost)) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      VMCUDA_LOG(kWarn, "remote", "lost the connection to vmcuda-stub: CUDA calls fail from now on; restart the "
+                                  "application once the stub serves again");
+    return cudaErrorDevicesUnavailable;
+  }
+  VMCUDA_LOG(kWarn, "remote", "the host rejected %s (channel status %d): a vmcuda bug or a guest/host version "
+                              "mismatch", call, status);
+  return cudaErrorUnknown;
+}
+
+Remote* Remote::get(cudaError_t* error) noexcept {
+  // Connected once, kept for the process's life (destroyed at exit by the OS: the
+  // host sees the connection close and frees everything).
+  static Remote* instance = nullptr;
+  static cudaError_t failure = cudaSuccess;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto* r = new Remote;
+    if (r->connect(&failure)) instance = r;
+    else delete r;
+  });
+  if (!instance && error) *error = failure;
+  return instance;
+}
+
+bool Remote::connect(cudaError_t* error) {
+  const char* env = std::getenv("VMCUDA_SOCKET");
+  const std::string path = env && *env ? env : kDefaultSocket;
+  try {
+    conn_ = vmrpc::LocalConnection::connect(path);
+    std::string why;
+    slot_ = vmrpc::ClientSlot::claim(conn_->region(), *conn_, &why);
+    if (!slot_) {
+      VMCUDA_LOG(kWarn, "remote", "cannot open a slot on %s: %s", path.c_str(), why.c_str());
+      *error = cudaErrorDevicesUnavailable;
+      return false;
+    }
+  } catch (const std::exception& e) {
+    VMCUDA_LOG(kWarn, "remote", "no GPU: %s. Start the app with vmcuda-run, or set VMCUDA_SOCKET to the socket "
+                                "of a running vmcuda-stub", e.what());
+    *error = cudaErrorNoDevice;
+    return false;
+  }
+  // The handshake fills the vGPU database: later device queries are local.
+  auto hs = api::remote<api::Call::Handshake>(*slot_, {});
+  if (hs.status != 0) {
+    *error = to_cuda_error(hs.status, "Handshake");
+    return false;
+  }
+  handshake_ = hs.reply;
+  for (int i = 0; i < handshake_.device_count; ++i) {
+    auto p = api::remote<api::Call::DeviceProperties>(*slot_, {i, 0});
+    if (p.status != 0) {
+      *error = to_cuda_error(p.status, "DeviceProperties");
+      return false;
+    }
+    devices_.push_back(p.reply);
+  }
+  return true;
+}
+
+void Remote::collect_queued() {
+  for (const Queued& q : queued_) {
+    const int32_t st = slot_->result(q.frame).status;
+    if (st != 0 && deferred_ == cudaSuccess) deferred_ = to_cuda_error(st, api::call_name(q.call));
+  }
+  queued_.clear();
+}
+
+cudaError_t Remote::take_deferred() {
+  cudaError_t e = deferred_;
+  deferred_ = cudaSuccess;
+  return e;
+}
+
+void Remote::send_queue() {
+  if (slot_->batch().empty()) return;
+  const ChannelStatus st = slot_->flush();
+  if (st != ChannelStatus::kOk) {
+    queued_.clear();
+    if (deferred_ == cudaSuccess) deferred_ = to_cuda_error(static_cast<int32_t>(st), "a batch of queued calls");
+    return;
+  }
+  collect_queued();
+}
+
+cudaError_t Remote::flush() {
+  send_queue();
+  return take_deferred();
+}
+
+}  // namespace vmcuda::guest

@@ -1,0 +1,114 @@
+// The process's link to vmcuda-stub: one connection, one slot, the lazy call queue.
+//
+// Lazy RPC (vCUDA §4.3.2): batchable calls (launches, async copies, frees, ...) are
+// appended to the slot's RPC stack and sent with the next synchronizing call, or when
+// the stack is full. An error of a queued call is kept and returned by the next
+// synchronizing call, as CUDA reports asynchronous errors.
+//
+// Transport: VMCUDA_SOCKET (the local transport: a process on the host or in a
+// container) or, inside a VM, /dev/vmcuda0 (TODO(vm): with the ivshmem driver).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "vmcuda/api/remote.h"
+#include "vmcuda/cudart_types.h"
+#include "vmrpc/client.h"
+
+namespace vmcuda::guest {
+
+// A CUresult or channel status from the host as the cudaError_t the app sees.
+cudaError_t to_cuda_error(int32_t status, const char* call) noexcept;
+
+class Remote {
+ public:
+  // The connected instance, connecting on first use; nothing (and `*error`) when no
+  // host can be reached: the message that says why and what to do is logged once.
+  static Remote* get(cudaError_t* error) noexcept;
+
+  // Every use of the slot holds this.
+  std::unique_lock<std::mutex> lock() { return std::unique_lock(mu_); }
+
+  // Precondition: lock() held. Queues a batchable call.
+  template <api::Call C>
+  cudaError_t enqueue(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail = {});
+
+  // Precondition: lock() held. Runs a call now, together with what is queued; the
+  // call's own error, else the first error of the queued calls.
+  template <api::Call C>
+  api::RemoteResult<C> call(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail = {},
+                            uint32_t extra_capacity = 0);
+
+  // Precondition: lock() held. Sends what is queued; returns the first queued error.
+  cudaError_t flush();
+
+  vmrpc::ClientSlot& slot() { return *slot_; }
+  const api::HandshakeReply& handshake() const { return handshake_; }
+  const std::vector<api::DevicePropertiesReply>& devices() const { return devices_; }
+
+ private:
+  Remote() = default;
+  bool connect(cudaError_t* error);
+  // After a flush: statuses of the queued frames; remembers the first error.
+  void collect_queued();
+  // Sends what is queued and collects its errors (kept for the next synchronizing call).
+  void send_queue();
+  cudaError_t take_deferred();
+
+  std::mutex mu_;
+  std::unique_ptr<vmrpc::LocalConnection> conn_;
+  std::unique_ptr<vmrpc::ClientSlot> slot_;
+  api::HandshakeReply handshake_{};
+  std::vector<api::DevicePropertiesReply> devices_;
+  struct Queued {
+    vmrpc::FrameRef frame;
+    uint32_t call;
+  };
+  std::vector<Queued> queued_;
+  cudaError_t deferred_ = cudaSuccess;
+};
+
+// ---------------------------------------------------------------- templates
+
+template <api::Call C>
+cudaError_t Remote::enqueue(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail) {
+  static_assert(api::CallTraits<C>::kBatchable, "only batchable calls may be queued");
+  using A = typename api::CallTraits<C>::Args;
+  constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
+  auto& batch = slot_->batch();
+  auto f = batch.append(static_cast<uint32_t>(C), static_cast<uint32_t>(kA + tail.size()), 0);
+  if (!f) {
+    send_queue();
+    f = batch.append(static_cast<uint32_t>(C), static_cast<uint32_t>(kA + tail.size()), 0);
+    if (!f) return cudaErrorInvalidValue;  // larger than a whole RPC stack: callers split big data
+  }
+  if constexpr (kA != 0) std::memcpy(batch.args(*f), &args, kA);
+  if (!tail.empty()) std::memcpy(batch.args(*f) + kA, tail.data(), tail.size());
+  queued_.push_back({*f, static_cast<uint32_t>(C)});
+  return cudaSuccess;
+}
+
+template <api::Call C>
+api::RemoteResult<C> Remote::call(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail,
+                                  uint32_t extra_capacity) {
+  using A = typename api::CallTraits<C>::Args;
+  using R = typename api::CallTraits<C>::Reply;
+  constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
+  constexpr size_t kR = std::is_empty_v<R> ? 0 : sizeof(R);
+  // The queued frames' replies must be read before another batch reuses the stack.
+  if (!slot_->batch().fits(static_cast<uint32_t>(kA + tail.size()), static_cast<uint32_t>(kR + extra_capacity)))
+    send_queue();
+  auto r = api::remote<C>(*slot_, args, tail, extra_capacity);
+  collect_queued();
+  if (r.status < 0) {
+    r.status = to_cuda_error(r.status, api::CallTraits<C>::kName);
+    return r;
+  }
+  if (r.status == 0) r.status = take_deferred();
+  return r;
+}
+
+}  // namespace vmcuda::guest
