@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-sanitizers fuzz bench guest-test clean
+.PHONY: all build test test-sanitizers test-asan test-tsan fuzz bench guest-test clean vm-demo
 
 all: build
 
@@ -11,9 +11,76 @@ build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The README's test command: everything CI runs.
+# The README's test command: everything CI runs. After the main build's tests: the
+# channel tests under ASan+UBSan and TSan, then the frame decoder fuzzer (in turn:
+# each uses all cores).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-tsan
+	$(MAKE) --no-print-directory fuzz
+
+# ---------------------------------------------------------- sanitizers, fuzzing
+# Each in its own build dir, without the benchmarks. The sanitizer builds use the
+# default compiler (g++) and build only the channel tests (vmrpc_tests), which
+# ctest runs one test per process as in the main build (state a test's threads set
+# up on first use is only raced on that way), with payloads capped to stay quick.
+# One test at a time: the two-process tests allow a child a fixed time to connect,
+# which two of them side by side under a sanitizer can overrun (~15 s in all).
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS ?=
+SAN_ENV = VMRPC_TEST_MAX_PAYLOAD_MIB=32
+# Readable reports (package llvm-14); the runtimes fall back to addr2line without it.
+SYMBOLIZER := $(firstword $(wildcard /usr/lib/llvm-14/bin/llvm-symbolizer /usr/bin/llvm-symbolizer))
+SYM_ENV = $(if $(SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(SYMBOLIZER) TSAN_SYMBOLIZER_PATH=$(SYMBOLIZER) UBSAN_SYMBOLIZER_PATH=$(SYMBOLIZER))
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+TSAN_ENV = TSAN_OPTIONS=second_deadlock_stack=1$(if $(wildcard tests/tsan.supp),:suppressions=$(CURDIR)/tests/tsan.supp)
+# gcc 12's TSan runtime cannot start under the larger mmap randomisation of some
+# newer kernels ("unexpected memory mapping"); without ASLR it always can.
+NO_ASLR := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R)
+# ctest -R matching exactly the tests vmrpc_tests lists (other test programs are not built there).
+VMRPC_TESTS_RE = $$(./tests/vmrpc_tests --gtest_list_tests | awk '/^[^ ]/ {s = $$1} /^  / {printf "%s^%s%s$$", sep, s, $$1; sep = "|"}')
+
+test-sanitizers: test-asan test-tsan
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DVMCUDA_SANITIZE=address -DVMCUDA_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target vmrpc_tests
+	cd $(ASAN_BUILD) && $(SAN_ENV) $(ASAN_ENV) $(SYM_ENV) ctest --output-on-failure -R "$(VMRPC_TESTS_RE)"
+
+# gcc warns that TSan does not model atomic_thread_fence (ordering.h's full_fence):
+# those fences only order the sleep/wake handshake; the data itself is published by
+# release/acquire pairs, which TSan does check.
+test-tsan:
+	cmake -S . -B $(TSAN_BUILD) -DVMCUDA_SANITIZE=thread -DVMCUDA_BENCH=OFF -DCMAKE_CXX_FLAGS=-Wno-tsan $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target vmrpc_tests
+	cd $(TSAN_BUILD) && $(SAN_ENV) $(TSAN_ENV) $(SYM_ENV) $(NO_ASLR) ctest --output-on-failure -R "$(VMRPC_TESTS_RE)"
+
+# libFuzzer on what the host reads from a guest (tests/fuzz/): clang, its own build
+# dir, a fresh seed corpus each run (generated, plus inputs checked in under
+# tests/fuzz/corpus/, e.g. past crashes), FUZZ_SECONDS of fuzzing in one process (add
+# FUZZ_FLAGS=-fork=N for N); a crash, leak, timeout or broken invariant fails it and
+# leaves the input in $(FUZZ_BUILD)/fuzz-artifacts/ (replay: frame_decoder_fuzz FILE).
+fuzz:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DVMCUDA_FUZZ=ON \
+	  -DVMCUDA_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target frame_decoder_fuzz frame_decoder_fuzz_seeds
+	rm -rf $(FUZZ_BUILD)/fuzz-corpus && mkdir -p $(FUZZ_BUILD)/fuzz-corpus $(FUZZ_BUILD)/fuzz-artifacts
+	$(FUZZ_BUILD)/tests/fuzz/frame_decoder_fuzz_seeds $(FUZZ_BUILD)/fuzz-corpus
+	if [ -d tests/fuzz/corpus ]; then cp -r tests/fuzz/corpus/. $(FUZZ_BUILD)/fuzz-corpus/; fi
+	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/frame_decoder_fuzz -max_total_time=$(FUZZ_SECONDS) \
+	  -max_len=70000 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=fuzz-artifacts/ \
+	  $(FUZZ_FLAGS) fuzz-corpus
 
 clean:
 	rm -rf build build-*
+
+# The main job for now: a real QEMU guest talking to the vmrpc host endpoint.
+vm-demo: build
+	$(BUILD)/tests/vmrpc_qemu_tests
+	@echo "--- guest console (from $(BUILD)/guest/vmrpc-probe.log):"
+	@grep -a -E 'ivshmem at|guest:|VMRPC-GUEST' $(BUILD)/guest/vmrpc-probe.log

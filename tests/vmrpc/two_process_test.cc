@@ -75,8 +75,10 @@ TEST(TwoProcess, KilledClientMidCallFreesItsSlotAndOthersGoOn) {
   auto victim = spawn(host.socket_path(), "hang", 3000);
   ASSERT_EQ(read_line(victim.out).rfind("READY", 0), 0u);
   auto survivor = spawn(host.socket_path(), "loop", 1500);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 1000 && host.stats().slots_serving < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(host.stats().connections_open, 2u);
+  EXPECT_EQ(host.stats().slots_serving, 2u);
   kill(victim.pid, SIGKILL);
   EXPECT_EQ(wait_exit(victim), 128 + SIGKILL);
   // The victim's connection and slot go away once its call returns; the survivor is
