@@ -1,0 +1,152 @@
+// Declarations of the libcudart.so.13 entry points that guest-lib implements by hand, with
+// NVIDIA's signatures (cuda_runtime_api.h, crt/host_runtime.h, crt/device_functions.h)
+// spelled in vmcuda's own types. Every other export is a generated stub that returns
+// cudaErrorNotSupported until its API area remotes it (guest-lib/README.md).
+//
+// Tests call these directly. The ABI parity tests include this file inside a namespace
+// (VMCUDA_CUDART_PARITY_NAMESPACE) and compare each signature with NVIDIA's declaration.
+#pragma once
+
+#include "vmcuda/cudart_types.h"
+
+#ifdef VMCUDA_CUDART_PARITY_NAMESPACE
+#define VMCUDA_CUDART_API
+#else
+#define VMCUDA_CUDART_API extern "C" __attribute__((visibility("default")))
+#endif
+
+VMCUDA_CUDART_BEGIN
+
+// error area (guest-lib/src/error.cc)
+VMCUDA_CUDART_API const char* cudaGetErrorString(cudaError_t error);
+VMCUDA_CUDART_API const char* cudaGetErrorName(cudaError_t error);
+VMCUDA_CUDART_API cudaError_t cudaGetLastError(void);
+VMCUDA_CUDART_API cudaError_t cudaPeekAtLastError(void);
+
+// device area (guest-lib/src/device.cc)
+VMCUDA_CUDART_API cudaError_t cudaRuntimeGetVersion(int* runtimeVersion);
+
+// memory area (guest-lib/src/memory.cc)
+VMCUDA_CUDART_API struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
+                                                                     enum cudaChannelFormatKind f);
+
+// launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack.
+VMCUDA_CUDART_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                                       struct CUstream_st* stream);
+VMCUDA_CUDART_API cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
+                                                         void* stream);
+
+// module area (guest-lib/src/module.cc): what nvcc's generated host code calls.
+VMCUDA_CUDART_API void** __cudaRegisterFatBinary(void* fatCubin);
+VMCUDA_CUDART_API void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
+VMCUDA_CUDART_API void __cudaUnregisterFatBinary(void** fatCubinHandle);
+VMCUDA_CUDART_API void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                                              const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
+                                              dim3* bDim, dim3* gDim, int* wSize);
+VMCUDA_CUDART_API void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char* deviceAddress,
+                                         const char* deviceName, int ext, size_t size, int constant, int global);
+VMCUDA_CUDART_API void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, char* deviceAddress,
+                                                const char* deviceName, int ext, size_t size, int constant, int global);
+VMCUDA_CUDART_API char __cudaInitModule(void** fatCubinHandle);
+VMCUDA_CUDART_API cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
+VMCUDA_CUDART_API cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr);
+
+// stream area (guest-lib/src/stream.cc): guest-made handles, creation queued (lazy RPC).
+VMCUDA_CUDART_API cudaError_t cudaStreamCreate(cudaStream_t* pStream);
+VMCUDA_CUDART_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t* pStream, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags, int priority);
+VMCUDA_CUDART_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaStreamQuery(cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority);
+// The per-thread-default-stream variants (nvcc --default-stream per-thread): stream 0 means
+// cudaStreamPerThread. Same signatures; cuda_runtime_api.h declares them only through its
+// __CUDART_API_PTSZ renaming.
+VMCUDA_CUDART_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* priority);
+
+// event area (guest-lib/src/event.cc)
+VMCUDA_CUDART_API cudaError_t cudaEventCreate(cudaEvent_t* event);
+VMCUDA_CUDART_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaEventQuery(cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaEventSynchronize(cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaEventDestroy(cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+VMCUDA_CUDART_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
+
+// asynchronous copies and memsets (guest-lib/src/memory_async.cc)
+VMCUDA_CUDART_API cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                                              cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                                                   cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream);
+
+// Exported by NVIDIA's library but declared in no header. Signatures from its machine code
+// (argument registers used) and from LLVM flang's CUDA Fortran runtime, which calls
+// __cudaRegisterHostVar.
+VMCUDA_CUDART_API void __cudaRegisterHostVar(void** fatCubinHandle, const char* deviceName, char* hostVar, size_t size);
+VMCUDA_CUDART_API void __cudaRegisterUnifiedTable(void** fatCubinHandle, void* table1, void* table2, void* table3,
+                                                  void* table4);
+/// NVIDIA's body is `xor eax,eax; ret`: whatever it returns is zero.
+VMCUDA_CUDART_API void* __cudaGetProcAddress(void);
+
+VMCUDA_CUDART_END
+
+/// The hand-written entry points that cuda_runtime_api.h declares (for the parity test).
+#define VMCUDA_CUDART_PUBLIC_HAND_WRITTEN(X) \
+  X(cudaGetErrorString)                      \
+  X(cudaGetErrorName)                        \
+  X(cudaGetLastError)                        \
+  X(cudaPeekAtLastError)                     \
+  X(cudaRuntimeGetVersion)                   \
+  X(cudaCreateChannelDesc)                   \
+  X(cudaGetKernel)                           \
+  VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X)
+
+/// The stream, event and async copy entry points (for the parity test, through the list
+/// above; the _ptsz variants are not declared by cuda_runtime_api.h without its renaming).
+#define VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X) \
+  X(cudaStreamCreate)                              \
+  X(cudaStreamCreateWithFlags)                     \
+  X(cudaStreamCreateWithPriority)                  \
+  X(cudaStreamDestroy)                             \
+  X(cudaStreamSynchronize)                         \
+  X(cudaStreamQuery)                               \
+  X(cudaStreamWaitEvent)                           \
+  X(cudaStreamGetFlags)                            \
+  X(cudaStreamGetPriority)                         \
+  X(cudaDeviceGetStreamPriorityRange)              \
+  X(cudaEventCreate)                               \
+  X(cudaEventCreateWithFlags)                      \
+  X(cudaEventRecord)                               \
+  X(cudaEventRecordWithFlags)                      \
+  X(cudaEventQuery)                                \
+  X(cudaEventSynchronize)                          \
+  X(cudaEventDestroy)                              \
+  X(cudaEventElapsedTime)                          \
+  X(cudaMemcpyAsync)                               \
+  X(cudaMemsetAsync)
+
+/// The hand-written entry points that only nvcc's internal headers declare (checked when
+/// compiling with nvcc, tests/guest-lib/app/abi_parity_nvcc.cu).
+#define VMCUDA_CUDART_INTERNAL_HAND_WRITTEN(X) \
+  X(__cudaPushCallConfiguration)               \
+  X(__cudaPopCallConfiguration)                \
+  X(__cudaRegisterFatBinary)                   \
+  X(__cudaRegisterFatBinaryEnd)                \
+  X(__cudaUnregisterFatBinary)                 \
+  X(__cudaRegisterFunction)                    \
+  X(__cudaRegisterVar)                         \
+  X(__cudaRegisterManagedVar)                  \
+  X(__cudaInitModule)                          \
+  X(__cudaGetKernel)

@@ -1,0 +1,49 @@
+// Every tuning knob of guest-lib, declared once: name, environment variable, default.
+// One grep for VMCUDA_KNOB finds them all. A value is read from the environment the first
+// time it is used (from any thread: racing first reads compute the same value); tests may
+// override it with set().
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+namespace vmcuda::guest::knobs {
+
+class Knob {
+ public:
+  constexpr Knob(const char* env, int64_t def, const char* doc) : env_(env), def_(def), doc_(doc) {}
+  int64_t get() const noexcept {
+    if (!loaded_.load(std::memory_order_acquire)) {
+      const char* s = std::getenv(env_);
+      value_.store(s && *s ? std::strtoll(s, nullptr, 0) : def_, std::memory_order_relaxed);
+      loaded_.store(true, std::memory_order_release);
+    }
+    return value_.load(std::memory_order_relaxed);
+  }
+  void set(int64_t v) const noexcept {
+    value_.store(v, std::memory_order_relaxed);
+    loaded_.store(true, std::memory_order_release);
+  }
+  const char* env() const noexcept { return env_; }
+  const char* doc() const noexcept { return doc_; }
+  int64_t default_value() const noexcept { return def_; }
+
+ private:
+  const char* env_;
+  int64_t def_;
+  const char* doc_;
+  mutable std::atomic<int64_t> value_{0};
+  mutable std::atomic<bool> loaded_{false};
+};
+
+#define VMCUDA_KNOB(name, env, def, doc) \
+  inline const Knob name { env, def, doc }
+
+VMCUDA_KNOB(kLogLevel, "VMCUDA_LOG", 1,
+            "0 quiet; 1 warnings (each call not yet supported, once; bad fatbins); "
+            "2 info; 3 debug (every registration and launch configuration)");
+
+#undef VMCUDA_KNOB
+
+}  // namespace vmcuda::guest::knobs

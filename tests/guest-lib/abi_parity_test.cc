@@ -1,0 +1,194 @@
+// Parity of guest-lib's own CUDA types and hand-written signatures with NVIDIA's, where the
+// toolkit is installed (CMake builds this test only then; elsewhere it reports a skip).
+//  - at compile time: every cudaError_t value, the other enums, the structs' sizes and
+//    offsets, and the ABI of each hand-written entry point, against NVIDIA's headers;
+//  - at run time: the error names and strings, the runtime version and channel
+//    descriptors, against NVIDIA's libcudart.so.13 itself (dlopen'ed by path, no driver
+//    needed), and that NVIDIA's knows no error code guest-lib does not.
+// The order of these includes matters.
+// clang-format off
+#include <math.h>    // crt/host_runtime.h uses sqrt, memcpy, ... without including them
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+#include <cuda_runtime_api.h>
+// The host-side registration entry points: the second inclusion of crt/host_runtime.h
+// declares them (the first defines the macros nvcc's generated code uses).
+#include <crt/host_runtime.h>
+#include <crt/host_runtime.h>
+// clang-format on
+
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstddef>
+#include <iterator>
+
+#include "guest-lib/abi_shape.h"
+// vmcuda's declarations, in namespace ours beside NVIDIA's.
+#define VMCUDA_CUDART_PARITY_NAMESPACE ours
+#include "vmcuda/cudart_api.h"
+
+// ---- values
+#define VMCUDA_CUDART_ERROR(name, value, string)                                       \
+  static_assert(static_cast<long>(::name) == value, #name ": NVIDIA's value differs"); \
+  static_assert(static_cast<long>(ours::name) == value);
+#include "vmcuda/cudart_errors.inc"
+#undef VMCUDA_CUDART_ERROR
+static_assert(sizeof(::cudaError_t) == sizeof(ours::cudaError_t));
+static_assert(std::is_signed_v<std::underlying_type_t<::cudaError>> ==
+              std::is_signed_v<std::underlying_type_t<ours::cudaError>>);
+static_assert(ours::kCudartVersion == CUDART_VERSION);
+
+#define SAME_ENUMERATOR(name) static_assert(static_cast<int>(::name) == static_cast<int>(ours::name), #name);
+SAME_ENUMERATOR(cudaChannelFormatKindSigned)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsigned)
+SAME_ENUMERATOR(cudaChannelFormatKindFloat)
+SAME_ENUMERATOR(cudaChannelFormatKindNone)
+SAME_ENUMERATOR(cudaChannelFormatKindNV12)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized8X1)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized8X2)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized8X4)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized16X1)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized16X2)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized16X4)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedNormalized8X1)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedNormalized8X2)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedNormalized8X4)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedNormalized16X1)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedNormalized16X2)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedNormalized16X4)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed1)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed1SRGB)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed2)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed2SRGB)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed3)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed3SRGB)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed4)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedBlockCompressed4)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed5)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedBlockCompressed5)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed6H)
+SAME_ENUMERATOR(cudaChannelFormatKindSignedBlockCompressed6H)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed7)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedBlockCompressed7SRGB)
+SAME_ENUMERATOR(cudaChannelFormatKindUnsignedNormalized1010102)
+SAME_ENUMERATOR(cudaMemcpyHostToHost)
+SAME_ENUMERATOR(cudaMemcpyHostToDevice)
+SAME_ENUMERATOR(cudaMemcpyDeviceToHost)
+SAME_ENUMERATOR(cudaMemcpyDeviceToDevice)
+SAME_ENUMERATOR(cudaMemcpyDefault)
+#undef SAME_ENUMERATOR
+static_assert(sizeof(::cudaChannelFormatKind) == sizeof(ours::cudaChannelFormatKind));
+static_assert(sizeof(::cudaMemcpyKind) == sizeof(ours::cudaMemcpyKind));
+
+// ---- structs
+#define SAME_LAYOUT(type)                                       \
+  static_assert(sizeof(::type) == sizeof(ours::type), #type);   \
+  static_assert(alignof(::type) == alignof(ours::type), #type); \
+  static_assert(std::is_trivially_copyable_v<::type> == std::is_trivially_copyable_v<ours::type>, #type);
+#define SAME_OFFSET(type, member) \
+  static_assert(offsetof(::type, member) == offsetof(ours::type, member), #type "." #member);
+SAME_LAYOUT(dim3)
+SAME_OFFSET(dim3, x)
+SAME_OFFSET(dim3, y)
+SAME_OFFSET(dim3, z)
+SAME_LAYOUT(uint3)
+SAME_OFFSET(uint3, x)
+SAME_OFFSET(uint3, y)
+SAME_OFFSET(uint3, z)
+SAME_LAYOUT(cudaChannelFormatDesc)
+SAME_OFFSET(cudaChannelFormatDesc, x)
+SAME_OFFSET(cudaChannelFormatDesc, y)
+SAME_OFFSET(cudaChannelFormatDesc, z)
+SAME_OFFSET(cudaChannelFormatDesc, w)
+SAME_OFFSET(cudaChannelFormatDesc, f)
+#undef SAME_LAYOUT
+#undef SAME_OFFSET
+static_assert(sizeof(::cudaStream_t) == sizeof(ours::cudaStream_t));
+static_assert(sizeof(::cudaEvent_t) == sizeof(ours::cudaEvent_t));
+static_assert(sizeof(::cudaKernel_t) == sizeof(ours::cudaKernel_t));
+// dim3's defaults.
+static_assert(::dim3().x == ours::dim3().x && ::dim3().y == ours::dim3().y && ::dim3().z == ours::dim3().z);
+static_assert(::dim3(7).y == ours::dim3(7).y && ::dim3(7, 8).z == ours::dim3(7, 8).z);
+
+// ---- signatures of the hand-written entry points
+VMCUDA_CUDART_PUBLIC_HAND_WRITTEN(VMCUDA_EXPECT_SAME_ABI)
+// From crt/host_runtime.h (the other internal ones are checked under nvcc, in
+// tests/guest-lib/app/abi_parity_nvcc.cu).
+VMCUDA_EXPECT_SAME_ABI(__cudaRegisterFatBinary)
+VMCUDA_EXPECT_SAME_ABI(__cudaRegisterFatBinaryEnd)
+VMCUDA_EXPECT_SAME_ABI(__cudaUnregisterFatBinary)
+VMCUDA_EXPECT_SAME_ABI(__cudaRegisterFunction)
+VMCUDA_EXPECT_SAME_ABI(__cudaRegisterVar)
+VMCUDA_EXPECT_SAME_ABI(__cudaRegisterManagedVar)
+VMCUDA_EXPECT_SAME_ABI(__cudaInitModule)
+VMCUDA_EXPECT_SAME_ABI(__cudaPopCallConfiguration)
+// The checker itself tells signatures apart.
+static_assert(!vmcuda_test::SameAbi<int(int), int(long)>::value);
+static_assert(!vmcuda_test::SameAbi<int(int*), int(int**)>::value);
+static_assert(!vmcuda_test::SameAbi<void(::dim3), void(::uint3*)>::value);
+static_assert(!vmcuda_test::SameAbi<char(void**), int(void**)>::value);
+static_assert(!vmcuda_test::SameAbi<int(int), int(int, int)>::value);
+
+namespace {
+
+// NVIDIA's library, opened by path beside this test's own libraries (RTLD_LOCAL: its
+// symbols do not interpose anyone's).
+class NvidiaCudart : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    handle_ = dlopen(NVIDIA_CUDART_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+  }
+  template <typename F>
+  static F* sym(const char* name) {
+    void* p = dlsym(handle_, name);
+    EXPECT_NE(p, nullptr) << name;
+    return reinterpret_cast<F*>(p);
+  }
+  static void* handle_;
+};
+void* NvidiaCudart::handle_ = nullptr;
+
+TEST_F(NvidiaCudart, ErrorNamesAndStringsMatch) {
+  auto* name = sym<decltype(::cudaGetErrorName)>("cudaGetErrorName");
+  auto* string = sym<decltype(::cudaGetErrorString)>("cudaGetErrorString");
+  struct Entry {
+    int value;
+    const char* name;
+    const char* string;
+  };
+  static constexpr Entry kOurs[] = {
+#define VMCUDA_CUDART_ERROR(n, value, s) {value, #n, s},
+#include "vmcuda/cudart_errors.inc"
+#undef VMCUDA_CUDART_ERROR
+  };
+  for (const Entry& e : kOurs) {
+    EXPECT_STREQ(name(static_cast<::cudaError_t>(e.value)), e.name);
+    EXPECT_STREQ(string(static_cast<::cudaError_t>(e.value)), e.string);
+  }
+  const size_t ours_count = std::size(kOurs);
+  // And NVIDIA's names no code outside the table.
+  size_t nvidia_count = 0;
+  for (int v = 0; v < 200000; ++v)
+    nvidia_count += strcmp(name(static_cast<::cudaError_t>(v)), "unrecognized error code") != 0;
+  EXPECT_EQ(nvidia_count, ours_count);
+  for (int unknown : {-1, 1000, 10001, INT_MAX, INT_MIN}) {
+    EXPECT_STREQ(name(static_cast<::cudaError_t>(unknown)), "unrecognized error code");
+    EXPECT_STREQ(string(static_cast<::cudaError_t>(unknown)), "unrecognized error code");
+  }
+}
+
+TEST_F(NvidiaCudart, RuntimeVersionAndChannelDescMatch) {
+  int v = 0;
+  ASSERT_EQ(sym<decltype(::cudaRuntimeGetVersion)>("cudaRuntimeGetVersion")(&v), ::cudaSuccess);
+  EXPECT_EQ(v, ours::kCudartVersion);
+  auto* create = sym<decltype(::cudaCreateChannelDesc)>("cudaCreateChannelDesc");
+  ::cudaChannelFormatDesc d = create(8, 16, 24, 32, ::cudaChannelFormatKindSignedNormalized8X4);
+  ours::cudaChannelFormatDesc expected{8, 16, 24, 32, ours::cudaChannelFormatKindSignedNormalized8X4};
+  static_assert(sizeof d == sizeof expected);
+  EXPECT_EQ(memcmp(&d, &expected, sizeof d), 0);
+}
+
+}  // namespace
