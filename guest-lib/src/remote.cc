@@ -1,5 +1,6 @@
 #include "remote.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 

@@ -46,6 +46,13 @@ class Remote {
   cudaError_t flush();
 
   vmrpc::ClientSlot& slot() { return *slot_; }
+
+  // The calling thread's device (cudaSetDevice/cudaGetDevice); calls run on it: the
+  // host is told when the thread that calls differs from the last one's device.
+  static int& thread_device() {
+    thread_local int device = 0;
+    return device;
+  }
   const api::HandshakeReply& handshake() const { return handshake_; }
   const std::vector<api::DevicePropertiesReply>& devices() const { return devices_; }
 
@@ -69,6 +76,17 @@ class Remote {
   };
   std::vector<Queued> queued_;
   cudaError_t deferred_ = cudaSuccess;
+  int host_device_ = 0;  // the device the host runs this client's calls on
+
+  template <api::Call C>
+  void sync_device() {
+    if constexpr (C != api::Call::SetDevice && C != api::Call::Handshake && C != api::Call::DeviceProperties) {
+      if (thread_device() != host_device_) {
+        host_device_ = thread_device();
+        enqueue<api::Call::SetDevice>({host_device_, 0});
+      }
+    }
+  }
 };
 
 // ---------------------------------------------------------------- templates
@@ -76,6 +94,7 @@ class Remote {
 template <api::Call C>
 cudaError_t Remote::enqueue(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail) {
   static_assert(api::CallTraits<C>::kBatchable, "only batchable calls may be queued");
+  sync_device<C>();
   using A = typename api::CallTraits<C>::Args;
   constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
   auto& batch = slot_->batch();
@@ -94,6 +113,7 @@ cudaError_t Remote::enqueue(const typename api::CallTraits<C>::Args& args, std::
 template <api::Call C>
 api::RemoteResult<C> Remote::call(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail,
                                   uint32_t extra_capacity) {
+  sync_device<C>();
   using A = typename api::CallTraits<C>::Args;
   using R = typename api::CallTraits<C>::Reply;
   constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
