@@ -44,6 +44,11 @@ VMCUDA_KNOB(kLogLevel, "VMCUDA_LOG", 1,
             "0 quiet; 1 warnings (each call not yet supported, once; bad fatbins); "
             "2 info; 3 debug (every registration and launch configuration)");
 
+VMCUDA_KNOB(kInlineCopyBytes, "VMCUDA_INLINE_COPY_BYTES", 64 << 10,
+            "copies up to this size travel inside the call frame; larger ones through the shared heap");
+VMCUDA_KNOB(kCopyChunkBytes, "VMCUDA_COPY_CHUNK_BYTES", 8 << 20,
+            "size of each of the two heap chunks a large pageable copy is pipelined through");
+
 #undef VMCUDA_KNOB
 
 }  // namespace vmcuda::guest::knobs

@@ -20,6 +20,7 @@ using CUcontext = struct CUctx_st*;
 using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -28,6 +29,19 @@ inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 inline constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
 inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+
+// Special streams (cuda.h).
+inline const CUstream CU_STREAM_LEGACY = reinterpret_cast<CUstream>(0x1);
+inline const CUstream CU_STREAM_PER_THREAD = reinterpret_cast<CUstream>(0x2);
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+// CUevent_flags and record/wait flags (cuda.h).
+inline constexpr unsigned CU_EVENT_BLOCKING_SYNC = 0x1;
+inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+inline constexpr unsigned CU_EVENT_INTERPROCESS = 0x4;
+inline constexpr unsigned CU_EVENT_RECORD_EXTERNAL = 0x1;
+inline constexpr unsigned CU_EVENT_WAIT_EXTERNAL = 0x1;
 
 inline constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
@@ -66,7 +80,25 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
   X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                                   \
   X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                                      \
   X(cuMemHostUnregister, CUresult (*)(void*))                                                        \
-  X(cuGetErrorName, CUresult (*)(CUresult, const char**))
+  X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                            \
+  X(cuCtxGetStreamPriorityRange, CUresult (*)(int*, int*))                                           \
+  X(cuStreamCreateWithPriority, CUresult (*)(CUstream*, unsigned, int))                              \
+  X(cuStreamDestroy_v2, CUresult (*)(CUstream))                                                      \
+  X(cuStreamSynchronize, CUresult (*)(CUstream))                                                     \
+  X(cuStreamQuery, CUresult (*)(CUstream))                                                           \
+  X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                                    \
+  X(cuStreamGetPriority, CUresult (*)(CUstream, int*))                                               \
+  X(cuEventCreate, CUresult (*)(CUevent*, unsigned))                                                 \
+  X(cuEventDestroy_v2, CUresult (*)(CUevent))                                                        \
+  X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                                  \
+  X(cuEventRecordWithFlags, CUresult (*)(CUevent, CUstream, unsigned))                               \
+  X(cuEventSynchronize, CUresult (*)(CUevent))                                                       \
+  X(cuEventQuery, CUresult (*)(CUevent))                                                             \
+  X(cuEventElapsedTime_v2, CUresult (*)(float*, CUevent, CUevent))                                   \
+  X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))                  \
+  X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))                        \
+  X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))                  \
+  X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

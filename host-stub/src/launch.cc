@@ -11,7 +11,12 @@ using vmrpc::wire::ChannelStatus;
 int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request& req) {
   if (a.function == 0 || a.function > functions_.size()) return CUDA_ERROR_INVALID_HANDLE;
   if (a.arg_bytes != req.tail.size()) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  if (a.stream != 0) return CUDA_ERROR_INVALID_HANDLE;  // streams come with the stream area
+  CUstream stream;
+  int stream_device;
+  if (CUresult e = resolve_stream(a.stream, &stream, &stream_device); e != CUDA_SUCCESS) return e;
+  // "A kernel launch will fail if it is issued to a stream that is not associated to the
+  // current device" (cudaErrorInvalidResourceHandle).
+  if (stream_device != current_) return CUDA_ERROR_INVALID_HANDLE;
   const Function& f = functions_[a.function - 1];
   if (f.device != current_) return 98;  // cudaErrorInvalidDeviceFunction: loaded for another device
   std::vector<void*> params(f.params.size());
@@ -23,7 +28,7 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
     params[i] = base + p.offset;
   }
   return api_.cuLaunchKernel(f.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2],
-                             a.shared_bytes, nullptr, params.data(), nullptr);
+                             a.shared_bytes, stream, params.data(), nullptr);
 }
 
 }  // namespace vmcuda::host

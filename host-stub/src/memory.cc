@@ -80,3 +80,87 @@ int32_t Session::on_Memset(const api::MemsetArgs& a, api::Empty&, Request&) {
 }
 
 }  // namespace vmcuda::host
+
+// ---- async variants: ordered on the guest's stream (stream.cc resolves and checks it).
+namespace vmcuda::host {
+
+int32_t Session::on_CopyToDeviceInlineAsync(const api::CopyToDeviceInlineAsyncArgs& a, api::Empty&, Request& req) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_range(a.dst, req.tail.size())) return CUDA_ERROR_INVALID_VALUE;
+  if (req.tail.empty()) return CUDA_SUCCESS;
+  // `tail` is the decoder's private (pageable) copy: the driver stages it before
+  // returning, so it may be reused once this returns, while the copy runs on.
+  return on_device(device, [&] { return api_.cuMemcpyHtoDAsync_v2(a.dst, req.tail.data(), req.tail.size(), s); });
+}
+
+int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsyncArgs& a, api::Empty&,
+                                              Request& req) {
+  if (a.bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
+  // The bytes must be in the reply before it goes: wait for the copy (and so for the
+  // stream's earlier work, which it is ordered after).
+  CUresult e = on_device(device, [&] {
+    CUresult r = api_.cuMemcpyDtoHAsync_v2(req.extra.data(), a.src, a.bytes, s);
+    return r == CUDA_SUCCESS ? api_.cuStreamSynchronize(s) : r;
+  });
+  if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
+  return e;
+}
+
+int32_t Session::on_CopyToDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::Empty&, Request& req) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  if (host->empty()) return CUDA_SUCCESS;
+  // The heap is pinned (StubService::connection_opened): a true DMA on the stream.
+  return on_device(device, [&] {
+    CUresult r = api_.cuMemcpyHtoDAsync_v2(a.device, host->data(), host->size(), s);
+    return r == CUDA_SUCCESS && (a.flags & api::kHeapCopyWait) ? api_.cuStreamSynchronize(s) : r;
+  });
+}
+
+int32_t Session::on_CopyFromDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::Empty&, Request& req) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  if (host->empty()) return CUDA_SUCCESS;
+  return on_device(device, [&] {
+    CUresult r = api_.cuMemcpyDtoHAsync_v2(host->data(), a.device, host->size(), s);
+    return r == CUDA_SUCCESS && (a.flags & api::kHeapCopyWait) ? api_.cuStreamSynchronize(s) : r;
+  });
+}
+
+int32_t Session::on_CopyDeviceToDeviceAsync(const api::CopyDeviceAsyncArgs& a, api::Empty&, Request&) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_range(a.dst, a.bytes) || !owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
+  return on_device(device, [&] { return api_.cuMemcpyDtoDAsync_v2(a.dst, a.src, a.bytes, s); });
+}
+
+int32_t Session::on_MemsetAsync(const api::MemsetAsyncArgs& a, api::Empty&, Request&) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_range(a.dst, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
+  return on_device(device,
+                   [&] { return api_.cuMemsetD8Async(a.dst, static_cast<unsigned char>(a.value), a.bytes, s); });
+}
+
+}  // namespace vmcuda::host

@@ -12,7 +12,8 @@ using vmrpc::wire::ChannelStatus;
 namespace {
 // Calls whose argument struct is followed by variable bytes.
 constexpr bool takes_tail(api::Call c) {
-  return c == api::Call::CopyToDeviceInline || c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel;
+  return c == api::Call::CopyToDeviceInline || c == api::Call::CopyToDeviceInlineAsync ||
+         c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel;
 }
 }  // namespace
 
@@ -51,7 +52,22 @@ bool Session::ensure_context() {
 }
 
 void Session::close() {
-  size_t freed = allocations_.size(), mods = modules_.size();
+  size_t freed = allocations_.size(), mods = modules_.size(), streams = streams_.size(), events = events_.size();
+  // Nothing of the client may still run when its memory (and the connection's heap,
+  // which async copies may be reading or writing) goes away.
+  for (size_t d = 0; d < contexts_.size(); ++d)
+    if (contexts_[d]) {
+      make_current(static_cast<int>(d));
+      api_.cuCtxSynchronize();
+    }
+  for (auto& [handle, e] : events_) {
+    make_current(e.device);
+    api_.cuEventDestroy_v2(e.event);
+  }
+  for (auto& [handle, s] : streams_) {
+    make_current(s.device);
+    api_.cuStreamDestroy_v2(s.stream);
+  }
   for (auto& [ptr, a] : allocations_) {
     make_current(a.device);
     api_.cuMemFree_v2(ptr);
@@ -65,9 +81,12 @@ void Session::close() {
     if (c) api_.cuCtxDestroy_v2(c);
     c = nullptr;
   }
-  if (freed || mods)
+  if (freed || mods || streams || events)
     VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(freed) + " allocations (" +
-                                 std::to_string(allocated_) + " bytes) and " + std::to_string(mods) + " modules");
+                                 std::to_string(allocated_) + " bytes), " + std::to_string(mods) + " modules, " +
+                                 std::to_string(streams) + " streams and " + std::to_string(events) + " events");
+  events_.clear();
+  streams_.clear();
   allocations_.clear();
   modules_.clear();
   functions_.clear();

@@ -1,5 +1,5 @@
 // One client (a guest process's slot) on the host: its CUDA context and its virtual
-// object list (VOL): allocations, modules, functions. Everything here is freed when the
+// object list (VOL): allocations, modules, functions, streams, events. Everything here is freed when the
 // client closes its slot or dies. Handlers live in one file per CUDA area.
 #pragma once
 
@@ -20,6 +20,8 @@ struct StubLimits {
   uint64_t memory_quota = ~0ull;           // device bytes per client
   uint64_t max_module_bytes = 1ull << 30;  // limit on untrusted input: a fatbin
   uint32_t max_name_bytes = 4096;          // a kernel's mangled name
+  uint32_t max_streams = 4096;             // live streams per client (guest-made handles)
+  uint32_t max_events = 1u << 18;          // live events per client
 };
 
 // Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
@@ -40,7 +42,8 @@ class Session : public vmrpc::SlotService {
                std::span<std::byte> reply, uint32_t& reply_bytes) override;
   void close() override;
 
-  // Handlers, one per call of calls.def (device.cc, memory.cc, module.cc, launch.cc).
+  // Handlers, one per call of calls.def (device.cc, memory.cc, module.cc, launch.cc,
+  // stream.cc, event.cc).
 #define VMCUDA_CALL(number, name, A, R, batchable) int32_t on_##name(const api::A& args, api::R& reply, Request& req);
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
@@ -59,6 +62,29 @@ class Session : public vmrpc::SlotService {
     CUmodule module;
     int device;
   };
+  struct Stream {
+    CUstream stream;
+    int device;
+  };
+  struct Event {
+    CUevent event;
+    int device;
+    unsigned flags;
+  };
+  // A guest stream handle (api::kStream*, or one it created) as the driver's stream, and
+  // the device it belongs to (the current one for the special streams). Unknown handles:
+  // CUDA_ERROR_INVALID_HANDLE.
+  CUresult resolve_stream(uint64_t handle, CUstream* stream, int* device) const;
+  // Same for events.
+  const Event* find_event(uint64_t handle) const;
+  // Runs `f` with `device`'s context current, then makes the current device's current again.
+  template <class F>
+  CUresult on_device(int device, F&& f) {
+    make_current(device);
+    const CUresult r = f();
+    make_current(current_);
+    return r;
+  }
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();
   void make_current(int device);
@@ -77,6 +103,8 @@ class Session : public vmrpc::SlotService {
   std::map<uint64_t, Allocation> allocations_;  // device ptr -> allocation
   std::vector<Module> modules_;               // handle = index + 1
   std::vector<Function> functions_;           // handle = index + 1
+  std::map<uint64_t, Stream> streams_;        // guest handle -> stream
+  std::map<uint64_t, Event> events_;          // guest handle -> event
   std::string log_tag_;
 };
 

@@ -29,8 +29,23 @@ VMCUDA_CUDART_API cudaError_t cudaRuntimeGetVersion(int* runtimeVersion);
 // memory area (guest-lib/src/memory.cc)
 VMCUDA_CUDART_API struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
                                                                      enum cudaChannelFormatKind f);
+VMCUDA_CUDART_API cudaError_t cudaMalloc(void** devPtr, size_t size);
+VMCUDA_CUDART_API cudaError_t cudaFree(void* devPtr);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemset(void* devPtr, int value, size_t count);
+VMCUDA_CUDART_API cudaError_t cudaMallocHost(void** ptr, size_t size);
+VMCUDA_CUDART_API cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaFreeHost(void* ptr);
 
-// launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack.
+// launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack and launches.
+VMCUDA_CUDART_API cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                               size_t sharedMem, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                                    size_t sharedMem, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                                 size_t sharedMem, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                                      size_t sharedMem, cudaStream_t stream);
 VMCUDA_CUDART_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
                                                        struct CUstream_st* stream);
 VMCUDA_CUDART_API cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
@@ -110,6 +125,14 @@ VMCUDA_CUDART_END
   X(cudaPeekAtLastError)                     \
   X(cudaRuntimeGetVersion)                   \
   X(cudaCreateChannelDesc)                   \
+  X(cudaMalloc)                              \
+  X(cudaFree)                                \
+  X(cudaMemcpy)                              \
+  X(cudaMemset)                              \
+  X(cudaMallocHost)                          \
+  X(cudaHostAlloc)                           \
+  X(cudaFreeHost)                            \
+  X(cudaLaunchKernel)                        \
   X(cudaGetKernel)                           \
   VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X)
 
@@ -150,3 +173,44 @@ VMCUDA_CUDART_END
   X(__cudaRegisterManagedVar)                  \
   X(__cudaInitModule)                          \
   X(__cudaGetKernel)
+
+// ---------------------------------------------------------------- device area (device.cc)
+// Answered from the vGPU database (the handshake) where CUDA's answer is local; the
+// others are round trips. cudaRuntimeGetVersion is declared above.
+VMCUDA_CUDART_BEGIN
+VMCUDA_CUDART_API cudaError_t cudaGetDeviceCount(int* count);
+VMCUDA_CUDART_API cudaError_t cudaGetDevice(int* device);
+VMCUDA_CUDART_API cudaError_t cudaSetDevice(int device);
+VMCUDA_CUDART_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device);
+VMCUDA_CUDART_API cudaError_t cudaDriverGetVersion(int* driverVersion);
+VMCUDA_CUDART_API cudaError_t cudaChooseDevice(int* device, const struct cudaDeviceProp* prop);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device);
+VMCUDA_CUDART_API cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice);
+VMCUDA_CUDART_API cudaError_t cudaSetDeviceFlags(unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGetDeviceFlags(unsigned int* flags);
+VMCUDA_CUDART_API cudaError_t cudaDeviceSynchronize(void);
+VMCUDA_CUDART_API cudaError_t cudaDeviceReset(void);
+VMCUDA_CUDART_API cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
+VMCUDA_CUDART_END
+
+/// The device area's hand-written entry points (for the parity test).
+#define VMCUDA_CUDART_DEVICE_HAND_WRITTEN(X) \
+  X(cudaGetDeviceCount)                      \
+  X(cudaGetDevice)                           \
+  X(cudaSetDevice)                           \
+  X(cudaInitDevice)                          \
+  X(cudaGetDeviceProperties)                 \
+  X(cudaDeviceGetAttribute)                  \
+  X(cudaDriverGetVersion)                    \
+  X(cudaChooseDevice)                        \
+  X(cudaDeviceGetByPCIBusId)                 \
+  X(cudaDeviceGetPCIBusId)                   \
+  X(cudaDeviceCanAccessPeer)                 \
+  X(cudaSetDeviceFlags)                      \
+  X(cudaGetDeviceFlags)                      \
+  X(cudaDeviceSynchronize)                   \
+  X(cudaDeviceReset)                         \
+  X(cudaMemGetInfo)

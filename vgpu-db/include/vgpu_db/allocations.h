@@ -1,0 +1,38 @@
+// The guest's record of its own memory: device allocations (cudaMalloc) and pinned host
+// blocks carved from the shared heap (cudaMallocHost). Used to check pointers locally
+// (so copies and frees fail where CUDA fails them, without a round trip), to resolve
+// cudaMemcpyDefault, and for cudaPointerGetAttributes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+
+namespace vgpu_db {
+
+struct Allocation {
+  enum Kind { kDevice, kPinnedHost };
+  uint64_t base = 0;
+  uint64_t bytes = 0;
+  Kind kind = kDevice;
+  int device = 0;
+  uint64_t heap_offset = 0;  // kPinnedHost: where in the shared heap
+};
+
+class AllocationMap {
+ public:
+  static AllocationMap& process();
+
+  void add(const Allocation& a);
+  // Removes the allocation that starts at `base`; nothing when there is none.
+  std::optional<Allocation> remove(uint64_t base, Allocation::Kind kind);
+  // The allocation that holds [ptr, ptr + bytes), if one does.
+  std::optional<Allocation> find(uint64_t ptr, uint64_t bytes = 1) const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, Allocation> by_base_;
+};
+
+}  // namespace vgpu_db

@@ -1,0 +1,38 @@
+#include "vgpu_db/allocations.h"
+
+#include <mutex>
+
+namespace vgpu_db {
+
+AllocationMap& AllocationMap::process() {
+  static auto* map = new AllocationMap;  // never destroyed: used from atexit handlers
+  return *map;
+}
+
+void AllocationMap::add(const Allocation& a) {
+  std::unique_lock l(mu_);
+  by_base_[a.base] = a;
+}
+
+std::optional<Allocation> AllocationMap::remove(uint64_t base, Allocation::Kind kind) {
+  std::unique_lock l(mu_);
+  auto it = by_base_.find(base);
+  if (it == by_base_.end() || it->second.kind != kind) return std::nullopt;
+  Allocation a = it->second;
+  by_base_.erase(it);
+  return a;
+}
+
+std::optional<Allocation> AllocationMap::find(uint64_t ptr, uint64_t bytes) const {
+  std::shared_lock l(mu_);
+  auto it = by_base_.upper_bound(ptr);
+  if (it == by_base_.begin()) return std::nullopt;
+  --it;
+  const Allocation& a = it->second;
+  const uint64_t off = ptr - a.base;
+  if (off >= a.bytes && !(off == 0 && a.bytes == 0)) return std::nullopt;
+  if (bytes > a.bytes - off) return std::nullopt;
+  return a;
+}
+
+}  // namespace vgpu_db
