@@ -1,5 +1,7 @@
 #include "fake_driver.h"
+#include "fake_kernels.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -12,12 +14,37 @@ using namespace host;
 
 namespace {
 CUresult f_mem_info(size_t*, size_t*);
+// Streams and events are records: the fake runs all work at once, in call order, but it
+// keeps what the driver checks (the context each belongs to, flags, recorded or not) and
+// a clock that work advances, so that event timing is exact. While "hold completion" is
+// on, work leaves its stream busy (cuStreamQuery: not ready) and events recorded after it
+// pending, until something synchronizes them.
+struct FakeStream {
+  CUcontext ctx;
+  unsigned flags;
+  int priority;
+  uint64_t id = 0;
+  bool busy = false;
+};
+struct FakeEvent {
+  CUcontext ctx;
+  unsigned flags;
+  uint64_t recorded_on = 0;  // FakeStream::id
+  bool recorded = false;
+  bool done = true;
+  double time_ms = 0;
+};
 struct FakeGpu {
   std::mutex mu;
   uint64_t next_ptr = 0x7f0000000000ull;
   std::map<uint64_t, std::vector<std::byte>> mem;
   std::set<CUcontext> contexts;
   std::set<CUmodule> modules;
+  std::map<CUstream, FakeStream> streams;
+  std::map<std::pair<CUcontext, CUstream>, FakeStream> special_streams;  // NULL, legacy, per-thread
+  std::map<CUevent, FakeEvent> events;
+  double clock_ms = 0;
+  bool hold = false;
   uintptr_t next_handle = 0x1000;
 };
 FakeGpu& gpu() {
@@ -36,10 +63,37 @@ std::byte* find(uint64_t p, size_t n) {
   return it->second.data() + off;
 }
 
+// The calling thread's current context (cuCtxSetCurrent), as the driver keeps it.
+thread_local CUcontext t_ctx = nullptr;
+
+bool special(CUstream s) { return s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
+
+// The stream `s` names for work issued now, or nothing: a stream that does not exist or
+// belongs to a context other than the current one is CUDA_ERROR_INVALID_HANDLE. Lock held.
+FakeStream* stream_for_work(CUstream s) {
+  auto& g = gpu();
+  if (!t_ctx || !g.contexts.contains(t_ctx)) return nullptr;
+  if (special(s)) {
+    auto [it, created] = g.special_streams.try_emplace({t_ctx, s}, FakeStream{t_ctx, 0, 0});
+    if (created) it->second.id = g.next_handle++;
+    return &it->second;
+  }
+  auto it = g.streams.find(s);
+  if (it == g.streams.end() || it->second.ctx != t_ctx) return nullptr;
+  return &it->second;
+}
+// Work of `ms` on `st` has run. Lock held.
+void did_work(FakeStream* st, double ms) {
+  gpu().clock_ms += ms;
+  if (gpu().hold) st->busy = true;
+}
+constexpr double kLaunchMs = 1.0;  // each launch takes 1 ms of fake GPU time
+constexpr double kCopyMs = 0.5;    // each async copy or memset, 0.5 ms
+
 CUresult f_init(unsigned) { return CUDA_SUCCESS; }
 CUresult f_version(int* v) { return *v = 13000, CUDA_SUCCESS; }
-CUresult f_count(int* n) { return *n = 1, CUDA_SUCCESS; }
-CUresult f_get(CUdevice* d, int i) { return i == 0 ? (*d = 0, CUDA_SUCCESS) : 101; }
+CUresult f_count(int* n) { return *n = 2, CUDA_SUCCESS; }
+CUresult f_get(CUdevice* d, int i) { return i == 0 || i == 1 ? (*d = i, CUDA_SUCCESS) : 101; }
 CUresult f_name(char* s, int len, CUdevice) {
   std::strncpy(s, "vmcuda test executor", len);
   return CUDA_SUCCESS;
@@ -54,14 +108,36 @@ CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice) {
   std::lock_guard l(gpu().mu);
   *c = reinterpret_cast<CUcontext>(gpu().next_handle++);
   gpu().contexts.insert(*c);
+  t_ctx = *c;  // a new context is made current, as cuCtxCreate does
   return CUDA_SUCCESS;
 }
 CUresult f_ctx_destroy(CUcontext c) {
-  std::lock_guard l(gpu().mu);
-  return gpu().contexts.erase(c) ? CUDA_SUCCESS : 201;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!g.contexts.erase(c)) return 201;
+  // The context's streams and events go with it.
+  std::erase_if(g.streams, [c](const auto& kv) { return kv.second.ctx == c; });
+  std::erase_if(g.special_streams, [c](const auto& kv) { return kv.first.first == c; });
+  std::erase_if(g.events, [c](const auto& kv) { return kv.second.ctx == c; });
+  if (t_ctx == c) t_ctx = nullptr;
+  return CUDA_SUCCESS;
 }
-CUresult f_ctx_set(CUcontext) { return CUDA_SUCCESS; }
-CUresult f_sync() { return CUDA_SUCCESS; }
+CUresult f_ctx_set(CUcontext c) {
+  t_ctx = c;
+  return CUDA_SUCCESS;
+}
+CUresult f_sync() {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  for (auto& [s, st] : g.streams)
+    if (st.ctx == t_ctx) st.busy = false;
+  for (auto& [k, st] : g.special_streams)
+    if (k.first == t_ctx) st.busy = false;
+  for (auto& [e, ev] : g.events)
+    if (ev.ctx == t_ctx) ev.done = true;
+  return CUDA_SUCCESS;
+}
 CUresult f_alloc(CUdeviceptr* p, size_t n) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
@@ -104,7 +180,11 @@ CUresult f_memset(CUdeviceptr d, unsigned char v, size_t n) {
   return CUDA_SUCCESS;
 }
 CUresult f_mod_load(CUmodule* m, const void* image) {
-  if (std::memcmp(image, kFakeModuleMagic, sizeof kFakeModuleMagic - 1) != 0) return 200;  // INVALID_IMAGE
+  // The executor's own test images, or real fatbins (nvcc's, as the CUDA test programs ship them).
+  uint32_t magic;
+  std::memcpy(&magic, image, 4);
+  if (std::memcmp(image, kFakeModuleMagic, sizeof kFakeModuleMagic - 1) != 0 && magic != 0xBA55ED50u)
+    return 200;  // INVALID_IMAGE
   std::lock_guard l(gpu().mu);
   *m = reinterpret_cast<CUmodule>(gpu().next_handle++);
   gpu().modules.insert(*m);
@@ -114,38 +194,35 @@ CUresult f_mod_unload(CUmodule m) {
   std::lock_guard l(gpu().mu);
   return gpu().modules.erase(m) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
-CUfunction const kAddOne = reinterpret_cast<CUfunction>(0xadd1);
+// A CUfunction is the FakeKernel's address.
+const FakeKernel* kernel_of(CUfunction f) {
+  const auto* k = reinterpret_cast<const FakeKernel*>(f);
+  return k && find_fake_kernel(k->name) == k ? k : nullptr;
+}
 CUresult f_get_function(CUfunction* f, CUmodule, const char* name) {
-  if (std::strcmp(name, kAddOneKernel) != 0) return CUDA_ERROR_NOT_FOUND;
-  *f = kAddOne;
+  const FakeKernel* k = find_fake_kernel(name);
+  if (!k) return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(const_cast<FakeKernel*>(k));
   return CUDA_SUCCESS;
 }
 CUresult f_param_info(CUfunction f, size_t i, size_t* off, size_t* size) {
-  if (f != kAddOne || i > 1) return CUDA_ERROR_INVALID_VALUE;
-  *off = i == 0 ? 0 : 8;
-  *size = i == 0 ? 8 : 4;
+  const FakeKernel* k = kernel_of(f);
+  if (!k || i >= k->params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *off = k->params[i].first;
+  *size = k->params[i].second;
   return CUDA_SUCCESS;
 }
 CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                  unsigned, CUstream, void** params, void**) {
-  if (f != kAddOne) return CUDA_ERROR_INVALID_HANDLE;
+                  unsigned, CUstream stream, void** params, void**) {
+  const FakeKernel* k = kernel_of(f);
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t ptr;
-  int n;
-  std::memcpy(&ptr, params[0], 8);
-  std::memcpy(&n, params[1], 4);
   std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  did_work(st, kLaunchMs);
   const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;
-  const uint64_t count = std::min<uint64_t>(threads, n < 0 ? 0 : n);
-  std::byte* p = find(ptr, count * sizeof(int));
-  if (!p && count) return 700;  // an illegal address, as the GPU would report
-  for (uint64_t i = 0; i < count; ++i) {
-    int v;
-    std::memcpy(&v, p + i * 4, 4);
-    ++v;
-    std::memcpy(p + i * 4, &v, 4);
-  }
-  return CUDA_SUCCESS;
+  return k->run(params, threads, [](uint64_t p, size_t n) { return find(p, n); });
 }
 CUresult f_uuid(unsigned char* u, CUdevice) {
   std::memset(u, 0xab, 16);
@@ -172,6 +249,150 @@ CUresult f_unregister(void* p) {
   std::lock_guard l(gpu().mu);
   return pinned().erase(p) ? CUDA_SUCCESS : 713;
 }
+// ---- streams and events
+CUresult f_priority_range(int* least, int* greatest) {
+  *least = 0;
+  *greatest = -5;
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_create(CUstream* s, unsigned flags, int priority) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;
+  if (flags & ~CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  *s = reinterpret_cast<CUstream>(g.next_handle++);
+  g.streams[*s] = FakeStream{t_ctx, flags, std::clamp(priority, -5, 0), g.next_handle++};  // clamped, as the driver does
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_destroy(CUstream s) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.streams.find(s);
+  if (it == g.streams.end() || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
+  g.streams.erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_sync(CUstream s) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  st->busy = false;
+  for (auto& [e, ev] : gpu().events)  // what was recorded on it is complete too
+    if (ev.recorded_on == st->id) ev.done = true;
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_query(CUstream s) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  return st->busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+CUresult f_stream_wait_event(CUstream s, CUevent e, unsigned flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (!g.events.contains(e)) return CUDA_ERROR_INVALID_HANDLE;  // any context's event will do
+  if (flags & ~CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_priority(CUstream s, int* priority) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  *priority = st->priority;
+  return CUDA_SUCCESS;
+}
+CUresult f_event_create(CUevent* e, unsigned flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;
+  if (flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)) return CUDA_ERROR_INVALID_VALUE;
+  *e = reinterpret_cast<CUevent>(g.next_handle++);
+  g.events[*e] = FakeEvent{t_ctx, flags};
+  return CUDA_SUCCESS;
+}
+CUresult f_event_destroy(CUevent e) {
+  std::lock_guard l(gpu().mu);
+  return gpu().events.erase(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult f_event_record_flags(CUevent e, CUstream s, unsigned flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.events.find(e);
+  FakeStream* st = stream_for_work(s);
+  if (it == g.events.end() || !st || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags & ~CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  it->second.recorded = true;
+  it->second.recorded_on = st->id;
+  it->second.done = !st->busy;
+  it->second.time_ms = g.clock_ms;
+  return CUDA_SUCCESS;
+}
+CUresult f_event_record(CUevent e, CUstream s) { return f_event_record_flags(e, s, 0); }
+CUresult f_event_sync(CUevent e) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().events.find(e);
+  if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  it->second.done = true;
+  return CUDA_SUCCESS;
+}
+CUresult f_event_query(CUevent e) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().events.find(e);
+  if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  return it->second.done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+CUresult f_event_elapsed(float* ms, CUevent a, CUevent b) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto ia = g.events.find(a), ib = g.events.find(b);
+  if (ia == g.events.end() || ib == g.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  const FakeEvent &ea = ia->second, &eb = ib->second;
+  if (ea.ctx != eb.ctx) return CUDA_ERROR_INVALID_HANDLE;
+  if (!ea.recorded || !eb.recorded) return CUDA_ERROR_INVALID_HANDLE;
+  if ((ea.flags | eb.flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  if (!ea.done || !eb.done) return CUDA_ERROR_NOT_READY;
+  *ms = static_cast<float>(eb.time_ms - ea.time_ms);
+  return CUDA_SUCCESS;
+}
+CUresult f_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_htod(d, s, n);
+}
+CUresult f_dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_dtoh(d, s, n);
+}
+CUresult f_dtod_async(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_dtod(d, s, n);
+}
+CUresult f_memset_async(CUdeviceptr d, unsigned char v, size_t n, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_memset(d, v, n);
+}
+
 CUresult f_error_name(CUresult r, const char** s) {
   *s = r == 0 ? "CUDA_SUCCESS" : "CUDA_ERROR (test executor)";
   return CUDA_SUCCESS;
@@ -185,6 +406,11 @@ void install_fake_driver(DriverApi& api) {
     g.mem.clear();
     g.contexts.clear();
     g.modules.clear();
+    g.streams.clear();
+    g.special_streams.clear();
+    g.events.clear();
+    g.clock_ms = 0;
+    g.hold = false;
   }
   api.cuInit = f_init;
   api.cuDriverGetVersion = f_version;
@@ -214,6 +440,24 @@ void install_fake_driver(DriverApi& api) {
   api.cuDevicePrimaryCtxRetain = f_primary;
   api.cuMemHostRegister_v2 = f_register;
   api.cuMemHostUnregister = f_unregister;
+  api.cuCtxGetStreamPriorityRange = f_priority_range;
+  api.cuStreamCreateWithPriority = f_stream_create;
+  api.cuStreamDestroy_v2 = f_stream_destroy;
+  api.cuStreamSynchronize = f_stream_sync;
+  api.cuStreamQuery = f_stream_query;
+  api.cuStreamWaitEvent = f_stream_wait_event;
+  api.cuStreamGetPriority = f_stream_priority;
+  api.cuEventCreate = f_event_create;
+  api.cuEventDestroy_v2 = f_event_destroy;
+  api.cuEventRecord = f_event_record;
+  api.cuEventRecordWithFlags = f_event_record_flags;
+  api.cuEventSynchronize = f_event_sync;
+  api.cuEventQuery = f_event_query;
+  api.cuEventElapsedTime_v2 = f_event_elapsed;
+  api.cuMemcpyHtoDAsync_v2 = f_htod_async;
+  api.cuMemcpyDtoHAsync_v2 = f_dtoh_async;
+  api.cuMemcpyDtoDAsync_v2 = f_dtod_async;
+  api.cuMemsetD8Async = f_memset_async;
   api.origin = "vmcuda test executor (no GPU)";
 }
 
@@ -236,4 +480,19 @@ uint64_t fake_live_modules() {
   return gpu().modules.size();
 }
 
+}  // namespace vmcuda::testing
+
+namespace vmcuda::testing {
+uint64_t fake_live_streams() {
+  std::lock_guard l(gpu().mu);
+  return gpu().streams.size();
+}
+uint64_t fake_live_events() {
+  std::lock_guard l(gpu().mu);
+  return gpu().events.size();
+}
+void fake_hold_completion(bool on) {
+  std::lock_guard l(gpu().mu);
+  gpu().hold = on;
+}
 }  // namespace vmcuda::testing

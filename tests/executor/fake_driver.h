@@ -1,7 +1,8 @@
 // The test executor: a DriverApi that stands in for the GPU where there is none (CI).
 // Device memory is host memory at fake device addresses; modules are images that
 // start with "VMCUDA-FAKE-MODULE"; kernels are CPU functions known by their mangled
-// name. It checks what the real driver would reject (unknown pointers, bad handles).
+// name. It checks what the real driver would reject (unknown pointers, bad handles,
+// streams and events used from a context they do not belong to). Two devices (0, 1).
 #pragma once
 
 #include <cstdint>
@@ -21,5 +22,12 @@ uint64_t fake_allocated_bytes();
 uint64_t fake_live_contexts();
 uint64_t fake_live_modules();
 uint64_t fake_pinned_ranges();  // host ranges registered (cuMemHostRegister)
+uint64_t fake_live_streams();   // streams created and not destroyed (cuStreamCreateWithPriority)
+uint64_t fake_live_events();
+// While on, work issued to a stream leaves it busy (cuStreamQuery: CUDA_ERROR_NOT_READY)
+// and events recorded after it pending, until a synchronize. Work still runs at once.
+void fake_hold_completion(bool on);
+// Fake GPU time: each launch takes 1 ms and each async copy or memset 0.5 ms, so
+// cuEventElapsedTime is exact. Priorities range from 0 (least) to -5 (greatest).
 
 }  // namespace vmcuda::testing

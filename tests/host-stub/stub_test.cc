@@ -7,69 +7,15 @@
 #include <thread>
 #include <vector>
 
-#include "executor/fake_driver.h"
-#include "session.h"
-#include "support/temp_socket.h"
-#include "vmcuda/api/remote.h"
-#include "vmrpc/client.h"
-#include "vmrpc/host_endpoint.h"
+#include "host-stub/stub_fixture.h"
 
 namespace vmcuda::host {
 namespace {
 
 using vmrpc::wire::ChannelStatus;
+using test::Client;
+using test::Stub;
 namespace tst = vmcuda::testing;
-
-struct Stub {
-  DriverApi api;
-  StubService service;
-  vmrpc::HostEndpoint endpoint;
-  explicit Stub(StubLimits limits = {})
-      : service((tst::install_fake_driver(api), api), limits, {0}),
-        endpoint({vmrpc::testing::temp_socket_path("stub"), vmrpc::RegionConfig{16ull << 20, 4, 256 << 10, 4096}, 8},
-                 service) {
-    endpoint.start();
-  }
-};
-
-struct Client {
-  std::unique_ptr<vmrpc::LocalConnection> conn;
-  std::unique_ptr<vmrpc::ClientSlot> slot;
-  explicit Client(Stub& s) {
-    conn = vmrpc::LocalConnection::connect(s.endpoint.socket_path());
-    std::string why;
-    slot = vmrpc::ClientSlot::claim(conn->region(), *conn, &why);
-    EXPECT_TRUE(slot) << why;
-  }
-
-  // One call through the generic path (api/remote.h).
-  template <api::Call C>
-  int32_t call(const typename api::CallTraits<C>::Args& args, typename api::CallTraits<C>::Reply* reply = nullptr,
-               std::span<const std::byte> tail = {}, std::vector<std::byte>* extra = nullptr,
-               uint32_t extra_capacity = 0) {
-    auto r = api::remote<C>(*slot, args, tail, extra_capacity);
-    if (reply) *reply = r.reply;
-    if (extra) extra->assign(r.extra.begin(), r.extra.end());
-    return r.status;
-  }
-
-  uint64_t malloc(uint64_t n) {
-    api::PtrReply r{};
-    EXPECT_EQ(call<api::Call::Malloc>({n}, &r), 0);
-    return r.ptr;
-  }
-  void put(uint64_t dst, const std::vector<int>& v) {
-    EXPECT_EQ(call<api::Call::CopyToDeviceInline>({dst}, nullptr, std::as_bytes(std::span(v))), 0);
-  }
-  std::vector<int> get(uint64_t src, size_t n, int32_t* status = nullptr) {
-    std::vector<std::byte> extra;
-    int32_t st = call<api::Call::CopyFromDeviceInline>({src, n * 4}, nullptr, {}, &extra, n * 4);
-    if (status) *status = st;
-    std::vector<int> v(extra.size() / 4);
-    std::memcpy(v.data(), extra.data(), v.size() * 4);
-    return v;
-  }
-};
 
 TEST(Stub, HandshakeAndDevicePropertiesComeFromTheExecutor) {
   Stub s;
@@ -232,6 +178,366 @@ TEST(Stub, EachConnectionsHeapIsPinnedWhileItLives) {
   for (int i = 0; i < 500 && tst::fake_pinned_ranges() != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(tst::fake_pinned_ranges(), 0u);
+}
+
+
+// ---------------------------------------------------------------- streams and events
+
+constexpr int32_t kInvalidHandle = CUDA_ERROR_INVALID_HANDLE;  // cudaErrorInvalidResourceHandle (400)
+
+// Waits until the stub has closed every session (a client's slot is closed asynchronously).
+void wait_until_closed(Stub& s, uint64_t closed) {
+  for (int i = 0; i < 500 && s.endpoint.stats().slots_closed_total < closed; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+TEST(StubStreams, CreateLaunchSynchronizeQueryDestroy) {
+  Stub s;
+  Client c(s);
+  const uint64_t fn = c.load_add_one();
+  const uint64_t p = c.malloc(64 * 4);
+  c.put(p, std::vector<int>(64, 5));
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1000, 1, -3}), 0);  // non-blocking, priority -3
+  EXPECT_EQ(tst::fake_live_streams(), 1u);
+  ASSERT_EQ(c.launch(fn, p, 64, 0x1000), 0);
+  ASSERT_EQ(c.launch(fn, p, 64, api::kStreamDefault), 0);
+  ASSERT_EQ(c.launch(fn, p, 64, api::kStreamLegacy), 0);
+  ASSERT_EQ(c.launch(fn, p, 64, api::kStreamPerThread), 0);
+  EXPECT_EQ(c.call<api::Call::StreamSynchronize>({0x1000}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamQuery>({0x1000}), 0);
+  for (uint64_t special : {api::kStreamDefault, api::kStreamLegacy, api::kStreamPerThread}) {
+    EXPECT_EQ(c.call<api::Call::StreamSynchronize>({special}), 0);
+    EXPECT_EQ(c.call<api::Call::StreamQuery>({special}), 0);
+  }
+  EXPECT_EQ(c.get(p, 64), std::vector<int>(64, 9));
+  // The driver clamps priorities to the device's range (0 least .. -5 greatest here).
+  api::StreamPriorityReply pr{};
+  ASSERT_EQ(c.call<api::Call::StreamGetPriority>({0x1000}, &pr), 0);
+  EXPECT_EQ(pr.priority, -3);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1001, 0, -100}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetPriority>({0x1001}, &pr), 0);
+  EXPECT_EQ(pr.priority, -5);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1002, 0, 7}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetPriority>({0x1002}, &pr), 0);
+  EXPECT_EQ(pr.priority, 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetPriority>({api::kStreamDefault}, &pr), 0);
+  EXPECT_EQ(pr.priority, 0);
+  api::StreamPriorityRangeReply range{};
+  ASSERT_EQ(c.call<api::Call::StreamPriorityRange>({}, &range), 0);
+  EXPECT_EQ(range.least, 0);
+  EXPECT_EQ(range.greatest, -5);
+  // Destroyed: gone from the driver, and the handle is dead.
+  EXPECT_EQ(c.call<api::Call::StreamDestroy>({0x1000}), 0);
+  EXPECT_EQ(tst::fake_live_streams(), 2u);
+  EXPECT_EQ(c.call<api::Call::StreamDestroy>({0x1000}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::StreamSynchronize>({0x1000}), kInvalidHandle);
+  EXPECT_EQ(c.launch(fn, p, 64, 0x1000), kInvalidHandle);
+  // A destroyed handle may be made again (the guest reuses its handles).
+  EXPECT_EQ(c.call<api::Call::StreamCreate>({0x1000, 0, 0}), 0);
+}
+
+TEST(StubStreams, ForgedReservedAndForeignHandlesAreRejected) {
+  Stub s;
+  Client a(s), b(s);
+  const uint64_t fn = a.load_add_one();
+  const uint64_t p = a.malloc(4096);
+  for (uint64_t reserved : {api::kStreamDefault, api::kStreamLegacy, api::kStreamPerThread}) {
+    EXPECT_EQ(a.call<api::Call::StreamCreate>({reserved, 0, 0}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::StreamDestroy>({reserved}), kInvalidHandle);  // not the app's to destroy
+  }
+  ASSERT_EQ(a.call<api::Call::StreamCreate>({0x77, 0, 0}), 0);
+  EXPECT_EQ(a.call<api::Call::StreamCreate>({0x77, 0, 0}), kInvalidHandle);  // already exists
+  EXPECT_EQ(a.call<api::Call::StreamCreate>({0x78, 4, 0}), CUDA_ERROR_INVALID_VALUE);  // unknown flag
+  // Handles that were never created, including the host's own driver handles.
+  for (uint64_t forged : {uint64_t{0x76}, uint64_t{0x1000}, ~uint64_t{0}}) {
+    EXPECT_EQ(a.call<api::Call::StreamSynchronize>({forged}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::StreamQuery>({forged}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::StreamDestroy>({forged}), kInvalidHandle);
+    EXPECT_EQ(a.launch(fn, p, 4, forged), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::MemsetAsync>({p, 16, 0, 0, forged}), kInvalidHandle);
+  }
+  // Another client's stream does not exist for b, even under the same handle value.
+  EXPECT_EQ(b.call<api::Call::StreamSynchronize>({0x77}), kInvalidHandle);
+  EXPECT_EQ(b.call<api::Call::StreamDestroy>({0x77}), kInvalidHandle);
+  ASSERT_EQ(b.call<api::Call::StreamCreate>({0x77, 0, 0}), 0);  // b's own 0x77
+  EXPECT_EQ(b.call<api::Call::StreamDestroy>({0x77}), 0);
+  EXPECT_EQ(a.call<api::Call::StreamSynchronize>({0x77}), 0);  // a's is untouched
+}
+
+TEST(StubStreams, PerClientLimit) {
+  StubLimits limits;
+  limits.max_streams = 2;
+  limits.max_events = 1;
+  Stub s(limits);
+  Client c(s);
+  EXPECT_EQ(c.call<api::Call::StreamCreate>({10, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamCreate>({11, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamCreate>({12, 0, 0}), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(c.call<api::Call::StreamDestroy>({10}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamCreate>({12, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventCreate>({10, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventCreate>({11, 0, 0}), CUDA_ERROR_OUT_OF_MEMORY);
+}
+
+TEST(StubEvents, RecordSynchronizeQueryElapsedTime) {
+  Stub s;
+  Client c(s);
+  const uint64_t fn = c.load_add_one();
+  const uint64_t p = c.malloc(4096);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x500, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x600, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x601, 1, 0}), 0);  // blocking sync
+  EXPECT_EQ(tst::fake_live_events(), 2u);
+  // Never recorded: no elapsed time (cudaErrorInvalidResourceHandle, as CUDA says).
+  api::ElapsedTimeReply t{};
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({0x600, 0x601}, &t), kInvalidHandle);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x600, 0x500, 0, 0}), 0);
+  ASSERT_EQ(c.launch(fn, p, 4, 0x500), 0);  // 1 ms each on the executor
+  ASSERT_EQ(c.launch(fn, p, 4, 0x500), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x601, 0x500, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventSynchronize>({0x601}), 0);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x601}), 0);
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({0x600, 0x601}, &t), 0);
+  EXPECT_FLOAT_EQ(t.milliseconds, 2.0f);
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({0x601, 0x600}, &t), 0);
+  EXPECT_FLOAT_EQ(t.milliseconds, -2.0f);
+  // On the default streams too, with the external-record flag.
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x600, api::kStreamDefault, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x600, api::kStreamPerThread, 1, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventRecord>({0x600, api::kStreamDefault, 2, 0}), CUDA_ERROR_INVALID_VALUE);
+  // Timing disabled: recorded, but no elapsed time.
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x602, 2, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x602, 0x500, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({0x600, 0x602}, &t), kInvalidHandle);
+  // Destroy, then the handle is dead.
+  EXPECT_EQ(c.call<api::Call::EventDestroy>({0x602}), 0);
+  EXPECT_EQ(c.call<api::Call::EventDestroy>({0x602}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x602}), kInvalidHandle);
+  EXPECT_EQ(tst::fake_live_events(), 2u);
+}
+
+TEST(StubEvents, ForgedHandlesFlagsAndInterprocess) {
+  Stub s;
+  Client a(s), b(s);
+  ASSERT_EQ(a.call<api::Call::EventCreate>({0x600, 0, 0}), 0);
+  EXPECT_EQ(a.call<api::Call::EventCreate>({0x600, 0, 0}), kInvalidHandle);  // exists
+  EXPECT_EQ(a.call<api::Call::EventCreate>({0, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(a.call<api::Call::EventCreate>({0x601, 8, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(a.call<api::Call::EventCreate>({0x601, 4, 0}), CUDA_ERROR_INVALID_VALUE);  // needs disable-timing
+  EXPECT_EQ(a.call<api::Call::EventCreate>({0x601, 6, 0}), CUDA_ERROR_NOT_SUPPORTED);  // no IPC between guests
+  api::ElapsedTimeReply t{};
+  for (uint64_t forged : {uint64_t{0}, uint64_t{0x601}, ~uint64_t{0}}) {
+    EXPECT_EQ(a.call<api::Call::EventRecord>({forged, 0, 0, 0}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::EventSynchronize>({forged}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::EventQuery>({forged}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::EventDestroy>({forged}), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::EventElapsedTime>({0x600, forged}, &t), kInvalidHandle);
+    EXPECT_EQ(a.call<api::Call::StreamWaitEvent>({0, forged, 0, 0}), kInvalidHandle);
+  }
+  EXPECT_EQ(a.call<api::Call::EventRecord>({0x600, 0x999, 0, 0}), kInvalidHandle);  // unknown stream
+  // b cannot reach a's event.
+  EXPECT_EQ(b.call<api::Call::EventRecord>({0x600, 0, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(b.call<api::Call::StreamWaitEvent>({0, 0x600, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(b.call<api::Call::EventDestroy>({0x600}), kInvalidHandle);
+  EXPECT_EQ(a.call<api::Call::EventQuery>({0x600}), 0);
+}
+
+TEST(StubStreams, WaitEvent) {
+  Stub s;
+  Client c(s);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x10, 1, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x11, 1, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x20, 2, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x11, 0x20, 0, 0}), 0);  // not recorded yet: no-op
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x20, 0x10, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x11, 0x20, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x11, 0x20, 1, 0}), 0);  // cudaEventWaitExternal
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({api::kStreamDefault, 0x20, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x11, 0x20, 2, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x12, 0x20, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x11, 0x10, 0, 0}), kInvalidHandle);  // a stream is no event
+}
+
+TEST(StubStreams, NotReadyWhileWorkIsPending) {
+  Stub s;
+  Client c(s);
+  const uint64_t fn = c.load_add_one();
+  const uint64_t p = c.malloc(4096);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x10, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x20, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x21, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x20, 0x10, 0, 0}), 0);
+  tst::fake_hold_completion(true);
+  ASSERT_EQ(c.launch(fn, p, 4, 0x10), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x21, 0x10, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamQuery>({0x10}), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x21}), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x20}), 0);  // recorded before the work
+  api::ElapsedTimeReply t{};
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({0x20, 0x21}, &t), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(c.call<api::Call::StreamQuery>({api::kStreamDefault}), 0);  // other streams are idle
+  tst::fake_hold_completion(false);
+  EXPECT_EQ(c.call<api::Call::StreamSynchronize>({0x10}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamQuery>({0x10}), 0);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x21}), 0);
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({0x20, 0x21}, &t), 0);
+  EXPECT_FLOAT_EQ(t.milliseconds, 1.0f);
+  // An event waited for is complete; a device synchronize completes everything.
+  tst::fake_hold_completion(true);
+  ASSERT_EQ(c.launch(fn, p, 4, 0x10), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x21, 0x10, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventSynchronize>({0x21}), 0);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x21}), 0);
+  EXPECT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamQuery>({0x10}), 0);
+  tst::fake_hold_completion(false);
+}
+
+TEST(StubStreams, StreamsAndEventsBelongToTheirDevice) {
+  Stub s({}, {0, 1});
+  Client c(s);
+  const uint64_t fn0 = c.load_add_one();  // on device 0
+  const uint64_t p0 = c.malloc(4096);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x20, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::SetDevice>({1, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x11, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({0x21, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({0x21, 0x11, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::SetDevice>({0, 0}), 0);
+  // A launch into another device's stream fails; copies into it are fine (CUDA's rules).
+  EXPECT_EQ(c.launch(fn0, p0, 4, 0x11), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::MemsetAsync>({p0, 16, 7, 0, 0x11}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamSynchronize>({0x11}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamQuery>({0x11}), 0);
+  // An event is recorded only on a stream of its own device; streams may wait on any.
+  EXPECT_EQ(c.call<api::Call::EventRecord>({0x21, api::kStreamDefault, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::EventRecord>({0x20, 0x11, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::EventRecord>({0x20, api::kStreamDefault, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({api::kStreamDefault, 0x21, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamWaitEvent>({0x11, 0x20, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::EventSynchronize>({0x21}), 0);
+  EXPECT_EQ(c.call<api::Call::EventQuery>({0x21}), 0);
+  api::ElapsedTimeReply t{};
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({0x20, 0x21}, &t), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::StreamDestroy>({0x11}), 0);  // from device 0
+  EXPECT_EQ(c.call<api::Call::EventDestroy>({0x21}), 0);
+  EXPECT_EQ(tst::fake_live_streams(), 0u);
+  EXPECT_EQ(tst::fake_live_events(), 1u);
+}
+
+TEST(StubAsyncCopies, EveryDirectionOnAStream) {
+  Stub s;
+  Client c(s);
+  const uint64_t a = c.malloc(1 << 20), b = c.malloc(1 << 20);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x10, 1, 0}), 0);
+  for (uint64_t stream : {uint64_t{0x10}, api::kStreamDefault, api::kStreamLegacy, api::kStreamPerThread}) {
+    // Inline host-to-device, memset, device-to-device, inline device-to-host.
+    std::vector<int> v(256);
+    for (int i = 0; i < 256; ++i) v[i] = i * 3 + static_cast<int>(stream);
+    ASSERT_EQ(c.call<api::Call::CopyToDeviceInlineAsync>({a, stream}, nullptr, std::as_bytes(std::span(v))), 0);
+    ASSERT_EQ(c.call<api::Call::MemsetAsync>({b, 1 << 20, 0x01, 0, stream}), 0);
+    ASSERT_EQ(c.call<api::Call::CopyDeviceToDeviceAsync>({b + 64, a, 512, stream}), 0);
+    std::vector<std::byte> out;
+    ASSERT_EQ(c.call<api::Call::CopyFromDeviceInlineAsync>({b, 1024, stream}, nullptr, {}, &out, 1024), 0);
+    ASSERT_EQ(out.size(), 1024u);
+    std::vector<int> got(256);
+    std::memcpy(got.data(), out.data(), 1024);
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(got[i], 0x01010101);
+    for (int i = 16; i < 144; ++i) EXPECT_EQ(got[i], v[i - 16]);
+    for (int i = 144; i < 256; ++i) EXPECT_EQ(got[i], 0x01010101);
+  }
+  // Through the heap, staged (the host waits) and not.
+  const uint64_t n = 256 << 10;
+  auto in = c.slot->heap().allocate(n), out = c.slot->heap().allocate(n);
+  ASSERT_TRUE(in && out);
+  for (uint64_t i = 0; i < n; ++i) in->data[i] = std::byte(i * 7);
+  for (uint32_t flags : {api::kHeapCopyWait, 0u}) {
+    std::memset(out->data, 0, n);
+    ASSERT_EQ(c.call<api::Call::CopyToDeviceHeapAsync>({a, in->ref(), 0x10, flags, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::CopyFromDeviceHeapAsync>({a, out->ref(), 0x10, flags, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::StreamSynchronize>({0x10}), 0);
+    EXPECT_EQ(0, std::memcmp(in->data, out->data, n));
+  }
+  // Bad arguments: unowned ranges, heap references, flags, streams.
+  EXPECT_EQ(c.call<api::Call::CopyToDeviceHeapAsync>({a + (1 << 20) - 8, in->ref(), 0x10, 0, 0}),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::CopyFromDeviceHeapAsync>({a, {~0ull, 8}, 0x10, 0, 0}),
+            static_cast<int32_t>(ChannelStatus::kBadHeapRef));
+  EXPECT_EQ(c.call<api::Call::CopyToDeviceHeapAsync>({a, in->ref(), 0x10, 2, 0}),
+            static_cast<int32_t>(ChannelStatus::kBadArguments));
+  EXPECT_EQ(c.call<api::Call::CopyToDeviceHeapAsync>({a, in->ref(), 0x99, 0, 0}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::MemsetAsync>({a + 8, 1 << 20, 0, 0, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::CopyDeviceToDeviceAsync>({a, 0x1234, 8, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::CopyToDeviceInlineAsync>({0x1234, 0}, nullptr, std::as_bytes(std::span("abcd", 4))),
+            CUDA_ERROR_INVALID_VALUE);
+  std::vector<std::byte> out2;
+  EXPECT_EQ(c.call<api::Call::CopyFromDeviceInlineAsync>({a, 64, 0}, nullptr, {}, &out2, 32),
+            static_cast<int32_t>(ChannelStatus::kReplyTooSmall));
+  EXPECT_EQ(c.call<api::Call::CopyFromDeviceInlineAsync>({a, 64, 0x98}, nullptr, {}, &out2, 64), kInvalidHandle);
+  // Another client cannot copy from or into a's memory on its streams.
+  Client d(s);
+  ASSERT_EQ(d.call<api::Call::StreamCreate>({0x10, 0, 0}), 0);
+  EXPECT_EQ(d.call<api::Call::MemsetAsync>({a, 16, 0, 0, 0x10}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(d.call<api::Call::CopyFromDeviceInlineAsync>({a, 16, 0x10}, nullptr, {}, &out2, 16),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(StubLazy, EachQueuedCallGetsItsOwnStatusAndLaterCallsStillRun) {
+  // What the guest's lazy queue sends: creations with guest handles, async work on
+  // them, one bad call in the middle, then a synchronizing call, in one batch.
+  Stub s;
+  Client c(s);
+  const uint64_t fn = c.load_add_one();
+  const uint64_t p = c.malloc(64 * 4);
+  std::vector<int> v(64, 1);
+  const auto packed = Client::add_one_args(p, 64);
+  auto f_stream = c.queue<api::Call::StreamCreate>({0x10, 1, 0});
+  auto f_ev0 = c.queue<api::Call::EventCreate>({0x20, 0, 0});
+  auto f_ev1 = c.queue<api::Call::EventCreate>({0x21, 0, 0});
+  auto f_rec0 = c.queue<api::Call::EventRecord>({0x20, 0x10, 0, 0});
+  auto f_put = c.queue<api::Call::CopyToDeviceInlineAsync>({p, 0x10}, std::as_bytes(std::span(v)));
+  auto f_launch = c.queue<api::Call::LaunchKernel>({fn, {1, 1, 1}, {64, 1, 1}, 0, 12, 0x10}, packed);
+  auto f_bad = c.queue<api::Call::MemsetAsync>({0xdead0000, 16, 0, 0, 0x10});       // not the client's memory
+  auto f_forged = c.queue<api::Call::LaunchKernel>({fn, {1, 1, 1}, {1, 1, 1}, 0, 12, 0x11}, packed);  // no stream 0x11
+  auto f_rec1 = c.queue<api::Call::EventRecord>({0x21, 0x10, 0, 0});
+  auto f_destroy = c.queue<api::Call::StreamDestroy>({0x10});
+  auto f_sync = c.queue<api::Call::EventSynchronize>({0x21});
+  auto f_time = c.queue<api::Call::EventElapsedTime>({0x20, 0x21}, {}, sizeof(api::ElapsedTimeReply));
+  ASSERT_EQ(c.flush(), ChannelStatus::kOk);
+  EXPECT_EQ(c.status(f_stream), 0);
+  EXPECT_EQ(c.status(f_ev0), 0);
+  EXPECT_EQ(c.status(f_ev1), 0);
+  EXPECT_EQ(c.status(f_rec0), 0);
+  EXPECT_EQ(c.status(f_put), 0);
+  EXPECT_EQ(c.status(f_launch), 0);
+  EXPECT_EQ(c.status(f_bad), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.status(f_forged), kInvalidHandle);
+  EXPECT_EQ(c.status(f_rec1), 0);
+  EXPECT_EQ(c.status(f_destroy), 0);
+  EXPECT_EQ(c.status(f_sync), 0);
+  ASSERT_EQ(c.status(f_time), 0);
+  api::ElapsedTimeReply t{};
+  std::memcpy(&t, c.slot->result(f_time).reply.data(), sizeof t);
+  EXPECT_FLOAT_EQ(t.milliseconds, 1.5f);  // the copy (0.5 ms) and the launch (1 ms)
+  EXPECT_EQ(c.get(p, 64), std::vector<int>(64, 2));
+}
+
+TEST(StubStreams, EverythingIsDestroyedWhenTheClientGoes) {
+  Stub s;
+  {
+    Client c(s);
+    for (uint64_t h = 0x10; h < 0x20; ++h) ASSERT_EQ(c.call<api::Call::StreamCreate>({h, uint32_t(h & 1), 0}), 0);
+    for (uint64_t h = 0x10; h < 0x30; ++h) ASSERT_EQ(c.call<api::Call::EventCreate>({h, 0, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::EventRecord>({0x10, 0x11, 0, 0}), 0);
+    EXPECT_EQ(tst::fake_live_streams(), 16u);
+    EXPECT_EQ(tst::fake_live_events(), 32u);
+  }
+  wait_until_closed(s, 1);
+  for (int i = 0; i < 500 && tst::fake_live_contexts() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(tst::fake_live_streams(), 0u);
+  EXPECT_EQ(tst::fake_live_events(), 0u);
+  EXPECT_EQ(tst::fake_live_contexts(), 0u);
 }
 
 }  // namespace

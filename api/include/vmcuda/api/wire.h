@@ -46,6 +46,31 @@ struct CopyHeapArgs { uint64_t device; vmrpc::wire::HeapRef host; };
 struct CopyDeviceArgs { uint64_t dst; uint64_t src; uint64_t bytes; };
 struct MemsetArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t pad; };
 
+// ---- async copies and memsets: `stream` is a guest stream handle (see below).
+// Inline host-to-device, the bytes follow the struct (copied at call time: batchable).
+struct CopyToDeviceInlineAsyncArgs { uint64_t dst; uint64_t stream; };
+static_assert(sizeof(CopyToDeviceInlineAsyncArgs) == 16);
+// Inline device-to-host: the bytes come back as the reply once the copy is done.
+struct CopyFromDeviceInlineAsyncArgs { uint64_t src; uint64_t bytes; uint64_t stream; };
+static_assert(sizeof(CopyFromDeviceInlineAsyncArgs) == 24);
+// The host replies only when the copy has completed: the heap bytes are a staging copy
+// (pageable memory on the guest), reused by the guest as soon as the reply arrives.
+// Without it the copy is truly asynchronous: the heap bytes are the app's own pinned
+// memory (cudaMallocHost from the shared heap), valid until the stream is synchronized.
+inline constexpr uint32_t kHeapCopyWait = 1u << 0;
+struct CopyHeapAsyncArgs {
+  uint64_t device;
+  vmrpc::wire::HeapRef host;
+  uint64_t stream;
+  uint32_t flags;  // kHeapCopyWait
+  uint32_t pad;
+};
+static_assert(sizeof(CopyHeapAsyncArgs) == 40);
+struct CopyDeviceAsyncArgs { uint64_t dst; uint64_t src; uint64_t bytes; uint64_t stream; };
+static_assert(sizeof(CopyDeviceAsyncArgs) == 32);
+struct MemsetAsyncArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t pad; uint64_t stream; };
+static_assert(sizeof(MemsetAsyncArgs) == 32);
+
 struct ModuleLoadArgs { vmrpc::wire::HeapRef image; };
 struct HandleReply { uint64_t handle; };
 
@@ -63,8 +88,42 @@ struct LaunchArgs {
   uint32_t block[3];
   uint32_t shared_bytes;
   uint32_t arg_bytes;
-  uint64_t stream;         // 0: the client's default stream
+  uint64_t stream;         // a guest stream handle (0: the legacy default stream)
 };
 static_assert(sizeof(LaunchArgs) == 48);
+
+// ---- streams and events. Their handles are made by the guest (a cudaStream_t or
+// cudaEvent_t value it hands the app), so creations are batchable; the host maps each to
+// its own CUstream/CUevent per client and rejects any handle it did not see created.
+// Stream handles 0, 1, 2 are CUDA's special streams and are never created or destroyed.
+inline constexpr uint64_t kStreamDefault = 0;    // the legacy default stream (NULL)
+inline constexpr uint64_t kStreamLegacy = 1;     // cudaStreamLegacy
+inline constexpr uint64_t kStreamPerThread = 2;  // cudaStreamPerThread
+inline constexpr uint64_t kFirstGuestHandle = 3;  // created handles are >= this
+
+struct StreamCreateArgs {
+  uint64_t handle;
+  uint32_t flags;    // cudaStreamDefault (0) / cudaStreamNonBlocking (1)
+  int32_t priority;  // clamped to the device's range by the host, as CUDA does
+};
+static_assert(sizeof(StreamCreateArgs) == 16);
+struct StreamArgs { uint64_t stream; };
+struct StreamWaitEventArgs { uint64_t stream; uint64_t event; uint32_t flags; uint32_t pad; };
+static_assert(sizeof(StreamWaitEventArgs) == 24);
+struct StreamPriorityReply { int32_t priority; uint32_t pad; };
+static_assert(sizeof(StreamPriorityReply) == 8);
+// cudaDeviceGetStreamPriorityRange of the current device.
+struct StreamPriorityRangeReply { int32_t least; int32_t greatest; };
+static_assert(sizeof(StreamPriorityRangeReply) == 8);
+
+struct EventCreateArgs { uint64_t handle; uint32_t flags; uint32_t pad; };  // cudaEvent* flags
+static_assert(sizeof(EventCreateArgs) == 16);
+struct EventArgs { uint64_t event; };
+struct EventRecordArgs { uint64_t event; uint64_t stream; uint32_t flags; uint32_t pad; };  // cudaEventRecord*
+static_assert(sizeof(EventRecordArgs) == 24);
+struct EventPairArgs { uint64_t start; uint64_t end; };
+static_assert(sizeof(EventPairArgs) == 16);
+struct ElapsedTimeReply { float milliseconds; uint32_t pad; };
+static_assert(sizeof(ElapsedTimeReply) == 8);
 
 }  // namespace vmcuda::api
