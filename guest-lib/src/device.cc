@@ -1,10 +1,390 @@
-// device area: device, peer and version calls. Local ones answer from the vGPU database;
-// the rest are remoted (TODO(remoting): cudaGetDeviceCount, cudaGetDeviceProperties, ...).
+// device area: device, peer and version calls (docs/cuda-runtime-internals.md §7).
+//
+// Local: everything a device query answers comes from the vGPU database that the
+// handshake fills (Remote::devices(), Remote::handshake()): count, properties, attributes,
+// PCI ids, driver version, the thread's device. No round trip.
+// Remoted: cudaDeviceSynchronize and cudaMemGetInfo (synchronous: they send the lazy queue
+// and return its deferred errors first), cudaDeviceReset (a synchronize, see there).
+//
+// Errors follow runtime_state.h: every failure becomes the thread's last error; the calls
+// that use the device (set, synchronize, memory info, flags, reset) return the sticky
+// error first. Pure queries of the database ignore it: NVIDIA answers those from the
+// driver's device records without the (broken) context.
+//
+// Elsewhere: cudaDeviceGetStreamPriorityRange is the stream area's (stream.cc, a round
+// trip: no CUdevice_attribute carries the range, which the driver gives per context).
+//
+// TODO(remoting): cudaDeviceGetLimit/SetLimit, cudaDeviceGet/SetCacheConfig and the
+// peer-access calls need host calls (cuCtxGetLimit, ... on the client's context) that
+// api/calls.def does not have yet; they stay the generated not-supported stubs.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "device_props.h"
+#include "log.h"
+#include "remote.h"
 #include "runtime_state.h"
 #include "vmcuda/cudart_api.h"
 
+namespace vmcuda::guest {
+namespace {
+
+// The connected remote, or nothing and why (cudaErrorNoDevice when no stub can be
+// reached; Remote::get has logged what to do).
+Remote* connected(cudaError_t* error) noexcept {
+  *error = cudaSuccess;
+  Remote* r = Remote::get(error);
+  if (!r && *error == cudaSuccess) *error = cudaErrorNoDevice;
+  return r;
+}
+
+int device_count(const Remote& r) noexcept { return static_cast<int>(r.devices().size()); }
+
+const api::DevicePropertiesReply* find_device(const Remote& r, int device) noexcept {
+  if (device < 0 || device >= device_count(r)) return nullptr;
+  return &r.devices()[static_cast<size_t>(device)];
+}
+
+int attribute(const api::DevicePropertiesReply& d, cu::DeviceAttribute a) noexcept { return d.attributes[a]; }
+
+// ---- device flags (cudaSetDeviceFlags / cudaGetDeviceFlags / cudaInitDevice).
+// NVIDIA keeps them with each device's primary context, process-wide. Here they are
+// remembered only: the host owns the context (its scheduling mode is the host's business,
+// and how a guest thread waits for a reply is vmrpc's), and mapped pinned memory is
+// always on. cudaDeviceMapHost is implicit for the runtime, and cudaGetDeviceFlags
+// reports it, as NVIDIA's does.
+struct DeviceFlags {
+  std::mutex mu;
+  std::map<int, unsigned> flags;
+};
+DeviceFlags& device_flags() {
+  static DeviceFlags* f = new DeviceFlags;  // never destroyed: usable from atexit handlers
+  return *f;
+}
+constexpr unsigned kDefaultDeviceFlags = cudaDeviceMapHost;
+
+bool valid_device_flags(unsigned flags) noexcept {
+  if (flags & ~unsigned{cudaDeviceMask}) return false;
+  switch (flags & cudaDeviceScheduleMask) {  // at most one scheduling mode
+    case cudaDeviceScheduleAuto:
+    case cudaDeviceScheduleSpin:
+    case cudaDeviceScheduleYield:
+    case cudaDeviceScheduleBlockingSync:
+      return true;
+    default:
+      return false;
+  }
+}
+void store_device_flags(int device, unsigned flags) {
+  std::lock_guard l(device_flags().mu);
+  device_flags().flags[device] = flags | cudaDeviceMapHost;
+}
+unsigned load_device_flags(int device) {
+  std::lock_guard l(device_flags().mu);
+  auto it = device_flags().flags.find(device);
+  return it == device_flags().flags.end() ? kDefaultDeviceFlags : it->second;
+}
+
+// ---- PCI bus ids: "[domain]:[bus]:[device].[function]" in hexadecimal, as
+// cuDeviceGetPCIBusId writes it (upper-case digits, 12 characters, function 0).
+
+// One hexadecimal field of [begin, end): all of it, at least one digit.
+bool parse_hex(const char* begin, const char* end, unsigned long* value) {
+  if (begin == end || end - begin > 8) return false;
+  unsigned long v = 0;
+  for (const char* c = begin; c != end; ++c) {
+    int digit;
+    if (*c >= '0' && *c <= '9') digit = *c - '0';
+    else if (*c >= 'a' && *c <= 'f') digit = *c - 'a' + 10;
+    else if (*c >= 'A' && *c <= 'F') digit = *c - 'A' + 10;
+    else return false;
+    v = v * 16 + static_cast<unsigned long>(digit);
+  }
+  *value = v;
+  return true;
+}
+
+struct PciAddress {
+  unsigned long domain = 0, bus = 0, device = 0;
+};
+// The forms cudaDeviceGetByPCIBusId accepts: domain:bus:device.function,
+// domain:bus:device, bus:device.function (the domain is then 0). nvidia-smi's 8-digit
+// domain ("00000000:3B:00.0") is one of them.
+bool parse_pci_bus_id(const char* s, PciAddress* out) {
+  const char* colon1 = std::strchr(s, ':');
+  if (!colon1) return false;
+  const char* colon2 = std::strchr(colon1 + 1, ':');
+  const char* end = s + std::strlen(s);
+  const char* dot = std::strchr(s, '.');
+  if (dot && (dot < (colon2 ? colon2 : colon1) || std::strchr(dot + 1, '.') || std::strchr(dot + 1, ':')))
+    return false;
+  unsigned long function = 0;
+  if (dot && !parse_hex(dot + 1, end, &function)) return false;
+  const char* dev_end = dot ? dot : end;
+  PciAddress a;
+  if (colon2) {
+    if (!parse_hex(s, colon1, &a.domain) || !parse_hex(colon1 + 1, colon2, &a.bus) ||
+        !parse_hex(colon2 + 1, dev_end, &a.device))
+      return false;
+  } else {
+    if (!dot) return false;  // bus:device needs its function
+    if (!parse_hex(s, colon1, &a.bus) || !parse_hex(colon1 + 1, dev_end, &a.device)) return false;
+  }
+  *out = a;
+  return true;
+}
+
+// cudaChooseDevice: how well device `d` matches `want`. NVIDIA does not document its
+// measure; this one counts the criteria that `want` sets (fields left 0 or empty ask
+// nothing) and that the device meets: the name, compute capability at least
+// major.minor, at least as much memory, as many multiprocessors, threads per block.
+int match_score(const api::DevicePropertiesReply& d, const cudaDeviceProp& want) {
+  int score = 0;
+  if (want.name[0] != '\0' && std::strncmp(d.name, want.name, sizeof want.name) == 0) score += 8;
+  const int major = attribute(d, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  const int minor = attribute(d, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  if ((want.major || want.minor) && (major > want.major || (major == want.major && minor >= want.minor))) score += 4;
+  if (want.totalGlobalMem && d.total_mem >= want.totalGlobalMem) score += 2;
+  if (want.multiProcessorCount &&
+      attribute(d, cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) >= want.multiProcessorCount)
+    score += 1;
+  if (want.maxThreadsPerBlock &&
+      attribute(d, cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) >= want.maxThreadsPerBlock)
+    score += 1;
+  return score;
+}
+
+}  // namespace
+}  // namespace vmcuda::guest
+
+using namespace vmcuda::guest;
+namespace api = vmcuda::api;
+
 cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
-  if (runtimeVersion == nullptr) return vmcuda::guest::record(cudaErrorInvalidValue);
+  if (runtimeVersion == nullptr) return record(cudaErrorInvalidValue);
   *runtimeVersion = kCudartVersion;
+  return cudaSuccess;
+}
+
+// No host (no stub at VMCUDA_SOCKET, no /dev/vmcuda0): NVIDIA's answer without a GPU, 0
+// devices and the reason (cudaErrorNoDevice), with the message saying what to do logged once.
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) {
+    *count = 0;
+    return record(err);
+  }
+  *count = device_count(*r);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  *device = Remote::thread_device();
+  return cudaSuccess;
+}
+
+// The host hears of it with the thread's next remoted call (Remote::sync_device): setting
+// a device is local, as it is cheap with NVIDIA's library once the context exists.
+cudaError_t cudaSetDevice(int device) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (!find_device(*r, device)) return record(cudaErrorInvalidDevice);
+  Remote::thread_device() = device;
+  return cudaSuccess;
+}
+
+// Validates and records the device flags; the host's context exists already (it is made
+// when the client connects), so there is nothing else to initialize.
+cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (!find_device(*r, device)) return record(cudaErrorInvalidDevice);
+  if (flags & ~unsigned{cudaInitDeviceFlagsAreValid}) return record(cudaErrorInvalidValue);
+  if (flags & cudaInitDeviceFlagsAreValid) {
+    if (!valid_device_flags(deviceFlags)) return record(cudaErrorInvalidValue);
+    store_device_flags(device, deviceFlags);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  const api::DevicePropertiesReply* d = find_device(*r, device);
+  if (!d) return record(cudaErrorInvalidDevice);
+  fill_device_prop(*d, prop);
+  return cudaSuccess;
+}
+
+// Any attribute number CUDA 13.0 knows (1 .. cudaDevAttrMax-1), the ones cudaDeviceAttr
+// calls reserved included (the driver answers them). 0 where the host's driver has none.
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (value == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  const api::DevicePropertiesReply* d = find_device(*r, device);
+  if (!d) return record(cudaErrorInvalidDevice);
+  const int a = static_cast<int>(attr);
+  if (a < 1 || a >= static_cast<int>(cudaDevAttrMax)) return record(cudaErrorInvalidValue);
+  *value = d->attributes[a];
+  return cudaSuccess;
+}
+
+// The host driver's version. Documented: "If no driver is installed, then 0 is returned
+// as the driver version" with cudaSuccess; no host is vmcuda's "no driver".
+cudaError_t cudaDriverGetVersion(int* driverVersion) {
+  if (driverVersion == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  *driverVersion = r ? r->handshake().driver_version : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp* prop) {
+  if (device == nullptr || prop == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (device_count(*r) == 0) return record(cudaErrorNoDevice);
+  int best = 0, best_score = -1;
+  for (int i = 0; i < device_count(*r); ++i) {
+    const int s = match_score(r->devices()[static_cast<size_t>(i)], *prop);
+    if (s > best_score) best = i, best_score = s;  // ties: the lowest ordinal
+  }
+  *device = best;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
+  if (device == nullptr || pciBusId == nullptr) return record(cudaErrorInvalidValue);
+  PciAddress want;
+  if (!parse_pci_bus_id(pciBusId, &want)) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  for (int i = 0; i < device_count(*r); ++i) {
+    const auto& d = r->devices()[static_cast<size_t>(i)];
+    if (static_cast<unsigned long>(attribute(d, cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)) == want.domain &&
+        static_cast<unsigned long>(attribute(d, cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)) == want.bus &&
+        static_cast<unsigned long>(attribute(d, cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)) == want.device) {
+      *device = i;
+      return cudaSuccess;
+    }
+  }
+  return record(cudaErrorInvalidDevice);
+}
+
+// The host's PCI address of the GPU behind the device (the guest sees no PCI device of
+// its own for it). A short buffer gets as much as fits, NUL-terminated.
+cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
+  if (pciBusId == nullptr || len <= 0) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  const api::DevicePropertiesReply* d = find_device(*r, device);
+  if (!d) return record(cudaErrorInvalidDevice);
+  std::snprintf(pciBusId, static_cast<size_t>(len), "%04X:%02X:%02X.0",
+                static_cast<unsigned>(attribute(*d, cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)),
+                static_cast<unsigned>(attribute(*d, cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)),
+                static_cast<unsigned>(attribute(*d, cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)));
+  return cudaSuccess;
+}
+
+// TODO(remoting): peer access. The vGPU database has no peer matrix and the peer calls are
+// not remoted, so every pair answers 0 (as a device and itself do with NVIDIA's): the
+// application then copies between devices through the host (cudaMemcpyPeer), which is
+// correct, only slower.
+cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
+  if (canAccessPeer == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (!find_device(*r, device) || !find_device(*r, peerDevice)) return record(cudaErrorInvalidDevice);
+  *canAccessPeer = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  if (!valid_device_flags(flags)) return record(cudaErrorInvalidValue);
+  store_device_flags(Remote::thread_device(), flags);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
+  if (flags == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  *flags = load_device_flags(Remote::thread_device());
+  return cudaSuccess;
+}
+
+// Sends the lazy queue and waits for the device: the first error of the queued calls
+// (launches, async copies, ...) comes back here, as CUDA reports asynchronous errors.
+cudaError_t cudaDeviceSynchronize(void) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  auto lock = r->lock();
+  return record(static_cast<cudaError_t>(r->call<api::Call::DeviceSynchronize>({}).status));
+}
+
+// Free and total bytes of the current device as the host sees them for this client (under
+// a memory quota, the quota is the device).
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (free == nullptr || total == nullptr) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::MemGetInfo>({});
+  if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
+  *free = static_cast<size_t>(res.reply.free_bytes);
+  *total = static_cast<size_t>(res.reply.total_bytes);
+  return cudaSuccess;
+}
+
+// TODO(remoting): a real reset needs a host call that frees the client's allocations,
+// modules, streams and events on the device and recreates its context. Until then it
+// waits for the device's work and succeeds, which is what the usual caller (a program
+// about to exit, cuda-samples style) needs; what the process allocated stays allocated
+// until it exits (the host frees everything of a client whose connection closes). The
+// errors of the discarded work are dropped, as a reset drops them; sticky errors and a
+// lost connection are not (a reset does not repair those either).
+cudaError_t cudaDeviceReset(void) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    VMCUDA_LOG(kInfo, "device", "cudaDeviceReset synchronizes only: device memory, modules, streams and events stay "
+                                "until the process exits");
+  cudaError_t status;
+  {
+    auto lock = r->lock();
+    status = static_cast<cudaError_t>(r->call<api::Call::DeviceSynchronize>({}).status);
+  }
+  if (is_sticky(status) || status == cudaErrorDevicesUnavailable || status == cudaErrorUnknown) return record(status);
   return cudaSuccess;
 }

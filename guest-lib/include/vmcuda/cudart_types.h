@@ -129,3 +129,281 @@ VMCUDA_CUDART_END
 #define cudaEventWaitDefault 0x00
 #define cudaEventWaitExternal 0x01
 #endif
+
+// ---------------------------------------------------------------- device area (device.cc)
+
+/// driver_types.h: cudaDeviceAttr, as one list (the parity test checks every value). Each
+/// value is the CUdevice_attribute of the same number, which indexes
+/// api::DevicePropertiesReply::attributes.
+#define VMCUDA_CUDART_DEVICE_ATTRS(X) \
+  X(cudaDevAttrMaxThreadsPerBlock, 1) \
+  X(cudaDevAttrMaxBlockDimX, 2) \
+  X(cudaDevAttrMaxBlockDimY, 3) \
+  X(cudaDevAttrMaxBlockDimZ, 4) \
+  X(cudaDevAttrMaxGridDimX, 5) \
+  X(cudaDevAttrMaxGridDimY, 6) \
+  X(cudaDevAttrMaxGridDimZ, 7) \
+  X(cudaDevAttrMaxSharedMemoryPerBlock, 8) \
+  X(cudaDevAttrTotalConstantMemory, 9) \
+  X(cudaDevAttrWarpSize, 10) \
+  X(cudaDevAttrMaxPitch, 11) \
+  X(cudaDevAttrMaxRegistersPerBlock, 12) \
+  X(cudaDevAttrClockRate, 13) \
+  X(cudaDevAttrTextureAlignment, 14) \
+  X(cudaDevAttrGpuOverlap, 15) \
+  X(cudaDevAttrMultiProcessorCount, 16) \
+  X(cudaDevAttrKernelExecTimeout, 17) \
+  X(cudaDevAttrIntegrated, 18) \
+  X(cudaDevAttrCanMapHostMemory, 19) \
+  X(cudaDevAttrComputeMode, 20) \
+  X(cudaDevAttrMaxTexture1DWidth, 21) \
+  X(cudaDevAttrMaxTexture2DWidth, 22) \
+  X(cudaDevAttrMaxTexture2DHeight, 23) \
+  X(cudaDevAttrMaxTexture3DWidth, 24) \
+  X(cudaDevAttrMaxTexture3DHeight, 25) \
+  X(cudaDevAttrMaxTexture3DDepth, 26) \
+  X(cudaDevAttrMaxTexture2DLayeredWidth, 27) \
+  X(cudaDevAttrMaxTexture2DLayeredHeight, 28) \
+  X(cudaDevAttrMaxTexture2DLayeredLayers, 29) \
+  X(cudaDevAttrSurfaceAlignment, 30) \
+  X(cudaDevAttrConcurrentKernels, 31) \
+  X(cudaDevAttrEccEnabled, 32) \
+  X(cudaDevAttrPciBusId, 33) \
+  X(cudaDevAttrPciDeviceId, 34) \
+  X(cudaDevAttrTccDriver, 35) \
+  X(cudaDevAttrMemoryClockRate, 36) \
+  X(cudaDevAttrGlobalMemoryBusWidth, 37) \
+  X(cudaDevAttrL2CacheSize, 38) \
+  X(cudaDevAttrMaxThreadsPerMultiProcessor, 39) \
+  X(cudaDevAttrAsyncEngineCount, 40) \
+  X(cudaDevAttrUnifiedAddressing, 41) \
+  X(cudaDevAttrMaxTexture1DLayeredWidth, 42) \
+  X(cudaDevAttrMaxTexture1DLayeredLayers, 43) \
+  X(cudaDevAttrMaxTexture2DGatherWidth, 45) \
+  X(cudaDevAttrMaxTexture2DGatherHeight, 46) \
+  X(cudaDevAttrMaxTexture3DWidthAlt, 47) \
+  X(cudaDevAttrMaxTexture3DHeightAlt, 48) \
+  X(cudaDevAttrMaxTexture3DDepthAlt, 49) \
+  X(cudaDevAttrPciDomainId, 50) \
+  X(cudaDevAttrTexturePitchAlignment, 51) \
+  X(cudaDevAttrMaxTextureCubemapWidth, 52) \
+  X(cudaDevAttrMaxTextureCubemapLayeredWidth, 53) \
+  X(cudaDevAttrMaxTextureCubemapLayeredLayers, 54) \
+  X(cudaDevAttrMaxSurface1DWidth, 55) \
+  X(cudaDevAttrMaxSurface2DWidth, 56) \
+  X(cudaDevAttrMaxSurface2DHeight, 57) \
+  X(cudaDevAttrMaxSurface3DWidth, 58) \
+  X(cudaDevAttrMaxSurface3DHeight, 59) \
+  X(cudaDevAttrMaxSurface3DDepth, 60) \
+  X(cudaDevAttrMaxSurface1DLayeredWidth, 61) \
+  X(cudaDevAttrMaxSurface1DLayeredLayers, 62) \
+  X(cudaDevAttrMaxSurface2DLayeredWidth, 63) \
+  X(cudaDevAttrMaxSurface2DLayeredHeight, 64) \
+  X(cudaDevAttrMaxSurface2DLayeredLayers, 65) \
+  X(cudaDevAttrMaxSurfaceCubemapWidth, 66) \
+  X(cudaDevAttrMaxSurfaceCubemapLayeredWidth, 67) \
+  X(cudaDevAttrMaxSurfaceCubemapLayeredLayers, 68) \
+  X(cudaDevAttrMaxTexture1DLinearWidth, 69) \
+  X(cudaDevAttrMaxTexture2DLinearWidth, 70) \
+  X(cudaDevAttrMaxTexture2DLinearHeight, 71) \
+  X(cudaDevAttrMaxTexture2DLinearPitch, 72) \
+  X(cudaDevAttrMaxTexture2DMipmappedWidth, 73) \
+  X(cudaDevAttrMaxTexture2DMipmappedHeight, 74) \
+  X(cudaDevAttrComputeCapabilityMajor, 75) \
+  X(cudaDevAttrComputeCapabilityMinor, 76) \
+  X(cudaDevAttrMaxTexture1DMipmappedWidth, 77) \
+  X(cudaDevAttrStreamPrioritiesSupported, 78) \
+  X(cudaDevAttrGlobalL1CacheSupported, 79) \
+  X(cudaDevAttrLocalL1CacheSupported, 80) \
+  X(cudaDevAttrMaxSharedMemoryPerMultiprocessor, 81) \
+  X(cudaDevAttrMaxRegistersPerMultiprocessor, 82) \
+  X(cudaDevAttrManagedMemory, 83) \
+  X(cudaDevAttrIsMultiGpuBoard, 84) \
+  X(cudaDevAttrMultiGpuBoardGroupID, 85) \
+  X(cudaDevAttrHostNativeAtomicSupported, 86) \
+  X(cudaDevAttrSingleToDoublePrecisionPerfRatio, 87) \
+  X(cudaDevAttrPageableMemoryAccess, 88) \
+  X(cudaDevAttrConcurrentManagedAccess, 89) \
+  X(cudaDevAttrComputePreemptionSupported, 90) \
+  X(cudaDevAttrCanUseHostPointerForRegisteredMem, 91) \
+  X(cudaDevAttrReserved92, 92) \
+  X(cudaDevAttrReserved93, 93) \
+  X(cudaDevAttrReserved94, 94) \
+  X(cudaDevAttrCooperativeLaunch, 95) \
+  X(cudaDevAttrReserved96, 96) \
+  X(cudaDevAttrMaxSharedMemoryPerBlockOptin, 97) \
+  X(cudaDevAttrCanFlushRemoteWrites, 98) \
+  X(cudaDevAttrHostRegisterSupported, 99) \
+  X(cudaDevAttrPageableMemoryAccessUsesHostPageTables, 100) \
+  X(cudaDevAttrDirectManagedMemAccessFromHost, 101) \
+  X(cudaDevAttrMaxBlocksPerMultiprocessor, 106) \
+  X(cudaDevAttrMaxPersistingL2CacheSize, 108) \
+  X(cudaDevAttrMaxAccessPolicyWindowSize, 109) \
+  X(cudaDevAttrReservedSharedMemoryPerBlock, 111) \
+  X(cudaDevAttrSparseCudaArraySupported, 112) \
+  X(cudaDevAttrHostRegisterReadOnlySupported, 113) \
+  X(cudaDevAttrTimelineSemaphoreInteropSupported, 114) \
+  X(cudaDevAttrMemoryPoolsSupported, 115) \
+  X(cudaDevAttrGPUDirectRDMASupported, 116) \
+  X(cudaDevAttrGPUDirectRDMAFlushWritesOptions, 117) \
+  X(cudaDevAttrGPUDirectRDMAWritesOrdering, 118) \
+  X(cudaDevAttrMemoryPoolSupportedHandleTypes, 119) \
+  X(cudaDevAttrClusterLaunch, 120) \
+  X(cudaDevAttrDeferredMappingCudaArraySupported, 121) \
+  X(cudaDevAttrReserved122, 122) \
+  X(cudaDevAttrReserved123, 123) \
+  X(cudaDevAttrReserved124, 124) \
+  X(cudaDevAttrIpcEventSupport, 125) \
+  X(cudaDevAttrMemSyncDomainCount, 126) \
+  X(cudaDevAttrReserved127, 127) \
+  X(cudaDevAttrReserved128, 128) \
+  X(cudaDevAttrReserved129, 129) \
+  X(cudaDevAttrNumaConfig, 130) \
+  X(cudaDevAttrNumaId, 131) \
+  X(cudaDevAttrReserved132, 132) \
+  X(cudaDevAttrMpsEnabled, 133) \
+  X(cudaDevAttrHostNumaId, 134) \
+  X(cudaDevAttrD3D12CigSupported, 135) \
+  X(cudaDevAttrVulkanCigSupported, 138) \
+  X(cudaDevAttrGpuPciDeviceId, 139) \
+  X(cudaDevAttrGpuPciSubsystemId, 140) \
+  X(cudaDevAttrReserved141, 141) \
+  X(cudaDevAttrHostNumaMemoryPoolsSupported, 142) \
+  X(cudaDevAttrHostNumaMultinodeIpcSupported, 143) \
+  X(cudaDevAttrHostMemoryPoolsSupported, 144) \
+  X(cudaDevAttrReserved145, 145) \
+  X(cudaDevAttrOnlyPartialHostNativeAtomicSupported, 147)
+
+VMCUDA_CUDART_BEGIN
+
+enum cudaDeviceAttr {
+#define VMCUDA_CUDART_ENUMERATOR(name, value) name = value,
+  VMCUDA_CUDART_DEVICE_ATTRS(VMCUDA_CUDART_ENUMERATOR)
+#undef VMCUDA_CUDART_ENUMERATOR
+  cudaDevAttrMax  // 148 in CUDA 13.0: one past the last attribute
+};
+static_assert(sizeof(cudaDeviceAttr) == 4);
+
+/// driver_types.h: cudaUUID_t (CUuuid).
+struct CUuuid_st {
+  char bytes[16];
+};
+typedef struct CUuuid_st cudaUUID_t;
+
+/// driver_types.h: cudaDeviceProp of CUDA 13.0 (cudaGetDeviceProperties; CUDA 12's fields
+/// that 13.0 removed, clockRate, computeMode, ..., are gone, and the struct is 1008 bytes).
+struct cudaDeviceProp {
+  char name[256];
+  cudaUUID_t uuid;
+  char luid[8];
+  unsigned int luidDeviceNodeMask;
+  size_t totalGlobalMem;
+  size_t sharedMemPerBlock;
+  int regsPerBlock;
+  int warpSize;
+  size_t memPitch;
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  size_t totalConstMem;
+  int major;
+  int minor;
+  size_t textureAlignment;
+  size_t texturePitchAlignment;
+  int multiProcessorCount;
+  int integrated;
+  int canMapHostMemory;
+  int maxTexture1D;
+  int maxTexture1DMipmap;
+  int maxTexture2D[2];
+  int maxTexture2DMipmap[2];
+  int maxTexture2DLinear[3];
+  int maxTexture2DGather[2];
+  int maxTexture3D[3];
+  int maxTexture3DAlt[3];
+  int maxTextureCubemap;
+  int maxTexture1DLayered[2];
+  int maxTexture2DLayered[3];
+  int maxTextureCubemapLayered[2];
+  int maxSurface1D;
+  int maxSurface2D[2];
+  int maxSurface3D[3];
+  int maxSurface1DLayered[2];
+  int maxSurface2DLayered[3];
+  int maxSurfaceCubemap;
+  int maxSurfaceCubemapLayered[2];
+  size_t surfaceAlignment;
+  int concurrentKernels;
+  int ECCEnabled;
+  int pciBusID;
+  int pciDeviceID;
+  int pciDomainID;
+  int tccDriver;
+  int asyncEngineCount;
+  int unifiedAddressing;
+  int memoryBusWidth;
+  int l2CacheSize;
+  int persistingL2CacheMaxSize;
+  int maxThreadsPerMultiProcessor;
+  int streamPrioritiesSupported;
+  int globalL1CacheSupported;
+  int localL1CacheSupported;
+  size_t sharedMemPerMultiprocessor;
+  int regsPerMultiprocessor;
+  int managedMemory;
+  int isMultiGpuBoard;
+  int multiGpuBoardGroupID;
+  int hostNativeAtomicSupported;
+  int pageableMemoryAccess;
+  int concurrentManagedAccess;
+  int computePreemptionSupported;
+  int canUseHostPointerForRegisteredMem;
+  int cooperativeLaunch;
+  size_t sharedMemPerBlockOptin;
+  int pageableMemoryAccessUsesHostPageTables;
+  int directManagedMemAccessFromHost;
+  int maxBlocksPerMultiProcessor;
+  int accessPolicyMaxWindowSize;
+  size_t reservedSharedMemPerBlock;
+  int hostRegisterSupported;
+  int sparseCudaArraySupported;
+  int hostRegisterReadOnlySupported;
+  int timelineSemaphoreInteropSupported;
+  int memoryPoolsSupported;
+  int gpuDirectRDMASupported;
+  unsigned int gpuDirectRDMAFlushWritesOptions;
+  int gpuDirectRDMAWritesOrdering;
+  unsigned int memoryPoolSupportedHandleTypes;
+  int deferredMappingCudaArraySupported;
+  int ipcEventSupported;
+  int clusterLaunch;
+  int unifiedFunctionPointers;
+  int deviceNumaConfig;
+  int deviceNumaId;
+  int mpsEnabled;
+  int hostNumaId;
+  unsigned int gpuPciDeviceID;
+  unsigned int gpuPciSubsystemID;
+  int hostNumaMultinodeIpcSupported;
+  int reserved[56];
+};
+static_assert(sizeof(cudaDeviceProp) == 1008 && alignof(cudaDeviceProp) == 8);
+static_assert(offsetof(cudaDeviceProp, totalGlobalMem) == 288 && offsetof(cudaDeviceProp, reserved) == 784);
+
+VMCUDA_CUDART_END
+
+/// driver_types.h: device flags (cudaSetDeviceFlags, cudaGetDeviceFlags, cudaInitDevice).
+/// Macros, as NVIDIA's are; defined only where NVIDIA's headers have not defined them.
+#ifndef cudaDeviceScheduleAuto
+#define cudaDeviceScheduleAuto 0x00
+#define cudaDeviceScheduleSpin 0x01
+#define cudaDeviceScheduleYield 0x02
+#define cudaDeviceScheduleBlockingSync 0x04
+#define cudaDeviceBlockingSync 0x04
+#define cudaDeviceScheduleMask 0x07
+#define cudaDeviceMapHost 0x08
+#define cudaDeviceLmemResizeToMax 0x10
+#define cudaDeviceSyncMemops 0x80
+#define cudaDeviceMask 0xff
+#define cudaInitDeviceFlagsAreValid 0x01
+#endif
