@@ -2,15 +2,19 @@
 # Builds what the GPU machine needs into .carry/gpu (here, where the toolchain is), or,
 # with --run, runs it there: vmcuda-stub on the real driver + stub_gpu_check.
 #   scripts/gpu-check.sh            # here: build into .carry/gpu
-#   scripts/gpu-check.sh --run OUT  # on the GPU machine
+#   scripts/gpu-check.sh --run OUT  # on the GPU machine; OUT/NAME.out: native outputs
+#                                   # to check in as tests/cuda/expected/NAME.out
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
-  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub stub_gpu_check
-  mkdir -p "$carry"
-  cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/tests/stub_gpu_check" "$carry/"
+  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub stub_gpu_check vmcuda_cudart
+  mkdir -p "$carry/lib" "$carry/cuda"
+  cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/tests/stub_gpu_check" "$carry/"
+  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
+  "$top/scripts/build-cuda-tests.sh" >/dev/null
+  cp "$top"/tests/cuda/bin/* "$carry/cuda/"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -o "$carry/vecadd.fatbin" "$top/tests/gpu/vecadd.cu"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
@@ -27,4 +31,14 @@ rc=0
 "$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
 kill "$stub"; wait "$stub" || true
 cat "$out/stub.log"
+# The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.
+for prog in "$carry"/cuda/*; do
+  name=$(basename "$prog")
+  "$prog" >"$out/$name.native" 2>&1 || echo "native $name: rc $?"
+  cp "$out/$name.native" "$out/$name.out"  # the reference for tests/cuda/expected/
+  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-run-check.sock "$carry/vmcuda-run" -- "$prog" >"$out/$name.vmcuda" 2>&1 \
+    || { echo "vmcuda $name: rc $?"; rc=1; }
+  if cmp -s "$out/$name.native" "$out/$name.vmcuda"; then echo "$name: identical output natively and through vmcuda"
+  else echo "$name: OUTPUT DIFFERS"; diff "$out/$name.native" "$out/$name.vmcuda" | head -20; rc=1; fi
+done
 exit $rc

@@ -101,7 +101,19 @@ CUresult f_name(char* s, int len, CUdevice) {
 CUresult f_total(size_t* b, CUdevice) { return *b = 1ull << 30, CUDA_SUCCESS; }
 CUresult f_attr(int* v, int attr, CUdevice) {
   if (attr <= 0 || attr >= 148) return CUDA_ERROR_INVALID_VALUE;
-  *v = attr == 75 ? 9 : attr == 1 ? 1024 : 0;  // compute capability 9.x, 1024 threads per block
+  // An H100-like device: the limits launches are checked against, compute capability 9.0.
+  switch (attr) {
+    case 1: *v = 1024; break;                     // max threads per block
+    case 2: case 3: *v = 1024; break;             // max block dim x, y
+    case 4: *v = 64; break;                       // max block dim z
+    case 5: *v = 2147483647; break;               // max grid dim x
+    case 6: case 7: *v = 65535; break;            // max grid dim y, z
+    case 8: *v = 49152; break;                    // shared memory per block
+    case 10: *v = 32; break;                      // warp size
+    case 16: *v = 132; break;                     // multiprocessors
+    case 75: *v = 9; break;                       // compute capability
+    default: *v = 0;
+  }
   return CUDA_SUCCESS;
 }
 CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice) {
@@ -183,7 +195,15 @@ CUresult f_mod_load(CUmodule* m, const void* image) {
   // The executor's own test images, or real fatbins (nvcc's, as the CUDA test programs ship them).
   uint32_t magic;
   std::memcpy(&magic, image, 4);
-  if (std::memcmp(image, kFakeModuleMagic, sizeof kFakeModuleMagic - 1) != 0 && magic != 0xBA55ED50u)
+  // Byte by byte, stopping at the first difference: the driver is not told the image's
+  // size, so a short image that is not ours must not be read past its end.
+  auto is_fake = [image] {
+    const auto* p = static_cast<const char*>(image);
+    for (size_t i = 0; i + 1 < sizeof kFakeModuleMagic; ++i)
+      if (p[i] != kFakeModuleMagic[i]) return false;
+    return true;
+  };
+  if (magic != 0xBA55ED50u && !is_fake())
     return 200;  // INVALID_IMAGE
   std::lock_guard l(gpu().mu);
   *m = reinterpret_cast<CUmodule>(gpu().next_handle++);
