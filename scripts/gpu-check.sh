@@ -28,7 +28,7 @@ sock=/tmp/vmcuda-gpu-check.sock
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 rc=0
-"$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
+VMCUDA_PROFILE_OUT="$out/device_profile.inc" "$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
 kill "$stub"; wait "$stub" || true
 cat "$out/stub.log"
 # The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.

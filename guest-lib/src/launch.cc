@@ -134,14 +134,14 @@ cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, const HostKernel*
 
 // The launch configuration errors CUDA reports at once (docs §7 rule 1): no round trip.
 // Codes as NVIDIA's 13.0 runtime gives them on an H200 (tests/cuda/vector_add.cu prints
-// them natively and through vmcuda): too many threads per block is cudaErrorInvalidValue.
+// them natively and through vmcuda): every refused configuration is cudaErrorInvalidValue.
 cudaError_t check_configuration(const Remote& r, dim3 grid, dim3 block) {
   const auto& devs = r.devices();
   const int dev = Remote::thread_device();
   if (dev < 0 || static_cast<size_t>(dev) >= devs.size()) return cudaErrorInvalidDevice;
   const int32_t* a = devs[dev].attributes;
   // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1, MAX_BLOCK_DIM_X..Z = 2..4, MAX_GRID_DIM_X..Z = 5..7
-  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return cudaErrorInvalidConfiguration;
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z) return cudaErrorInvalidValue;
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (a[1] > 0 && threads > static_cast<uint64_t>(a[1])) return cudaErrorInvalidValue;
   if ((a[2] > 0 && block.x > static_cast<unsigned>(a[2])) || (a[3] > 0 && block.y > static_cast<unsigned>(a[3])) ||

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -51,6 +52,21 @@ int main(int argc, char** argv) {
   std::printf("device: %s, cc %d.%d, %d SMs, %.1f GiB, driver %d\n", info.reply.name, info.reply.attributes[75],
               info.reply.attributes[76], info.reply.attributes[16], info.reply.total_mem / 1073741824.0,
               hs.reply.driver_version);
+
+  // The device profile the test executor replays in CI (tests/executor/device_profile.inc).
+  if (const char* path = std::getenv("VMCUDA_PROFILE_OUT")) {
+    if (FILE* out = std::fopen(path, "w")) {
+      std::fprintf(out, "// Recorded from a %s by tests/gpu/stub_gpu_check (scripts/gpu-check.sh).\n", info.reply.name);
+      std::fprintf(out, "VMCUDA_PROFILE_NAME(\"%s\")\n", info.reply.name);
+      std::fprintf(out, "VMCUDA_PROFILE_TOTAL_MEM(%lluull)\n", (unsigned long long)info.reply.total_mem);
+      std::fprintf(out, "VMCUDA_PROFILE_UUID(");
+      for (int i = 0; i < 16; ++i) std::fprintf(out, "%s0x%02x", i ? ", " : "", info.reply.uuid[i]);
+      std::fprintf(out, ")\n");
+      for (uint32_t i = 1; i < api::kDeviceAttributeSlots; ++i)
+        if (info.reply.attributes[i]) std::fprintf(out, "VMCUDA_PROFILE_ATTR(%u, %d)\n", i, info.reply.attributes[i]);
+      std::fclose(out);
+    }
+  }
 
   // vecadd through the stub.
   const int n = 1 << 20;
