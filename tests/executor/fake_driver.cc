@@ -94,13 +94,56 @@ CUresult f_init(unsigned) { return CUDA_SUCCESS; }
 CUresult f_version(int* v) { return *v = 13000, CUDA_SUCCESS; }
 CUresult f_count(int* n) { return *n = 2, CUDA_SUCCESS; }
 CUresult f_get(CUdevice* d, int i) { return i == 0 || i == 1 ? (*d = i, CUDA_SUCCESS) : 101; }
+// The device the executor pretends to be: its own small identity, or (for the CUDA test
+// programs, whose output is compared with native runs) the profile recorded from the GPU
+// machine's device (device_profile.inc).
+struct Profile {
+  std::string name = "vmcuda test executor";
+  uint64_t total_mem = 1ull << 30;
+  unsigned char uuid[16];
+  std::map<int, int> attributes;
+  bool recorded = false;
+};
+Profile& profile() {
+  static Profile p;
+  return p;
+}
+void load_recorded_profile(Profile& p) {
+#if __has_include("executor/device_profile.inc")
+  p.recorded = true;
+  p.attributes.clear();
+#define VMCUDA_PROFILE_NAME(n) p.name = n;
+#define VMCUDA_PROFILE_TOTAL_MEM(m) p.total_mem = m;
+#define VMCUDA_PROFILE_UUID(...)            \
+  {                                         \
+    const unsigned char u[] = {__VA_ARGS__}; \
+    std::memcpy(p.uuid, u, 16);             \
+  }
+#define VMCUDA_PROFILE_ATTR(i, v) p.attributes[i] = v;
+#include "executor/device_profile.inc"
+#undef VMCUDA_PROFILE_NAME
+#undef VMCUDA_PROFILE_TOTAL_MEM
+#undef VMCUDA_PROFILE_UUID
+#undef VMCUDA_PROFILE_ATTR
+#endif
+}
+
 CUresult f_name(char* s, int len, CUdevice) {
+  if (profile().recorded) {
+    std::strncpy(s, profile().name.c_str(), len);
+    return CUDA_SUCCESS;
+  }
   std::strncpy(s, "vmcuda test executor", len);
   return CUDA_SUCCESS;
 }
-CUresult f_total(size_t* b, CUdevice) { return *b = 1ull << 30, CUDA_SUCCESS; }
+CUresult f_total(size_t* b, CUdevice) { return *b = profile().total_mem, CUDA_SUCCESS; }
 CUresult f_attr(int* v, int attr, CUdevice) {
   if (attr <= 0 || attr >= 148) return CUDA_ERROR_INVALID_VALUE;
+  if (profile().recorded) {
+    auto it = profile().attributes.find(attr);
+    *v = it == profile().attributes.end() ? 0 : it->second;
+    return CUDA_SUCCESS;
+  }
   // An H100-like device: the limits launches are checked against, compute capability 9.0.
   switch (attr) {
     case 1: *v = 1024; break;                     // max threads per block
@@ -245,6 +288,10 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   return k->run(params, threads, [](uint64_t p, size_t n) { return find(p, n); });
 }
 CUresult f_uuid(unsigned char* u, CUdevice) {
+  if (profile().recorded) {
+    std::memcpy(u, profile().uuid, 16);
+    return CUDA_SUCCESS;
+  }
   std::memset(u, 0xab, 16);
   return CUDA_SUCCESS;
 }
@@ -419,7 +466,9 @@ CUresult f_error_name(CUresult r, const char** s) {
 }
 }  // namespace
 
-void install_fake_driver(DriverApi& api) {
+void install_fake_driver(DriverApi& api, bool recorded_profile) {
+  profile() = Profile{};
+  if (recorded_profile) load_recorded_profile(profile());
   {
     auto& g = gpu();
     std::lock_guard l(g.mu);

@@ -16,7 +16,8 @@ inline constexpr char kFakeModuleMagic[] = "VMCUDA-FAKE-MODULE";
 inline constexpr char kAddOneKernel[] = "_Z7add_onePii";
 
 // Fills `api` with the fake's entry points and resets its state.
-void install_fake_driver(host::DriverApi& api);
+// `recorded_profile`: pretend to be the GPU recorded in device_profile.inc (when built in).
+void install_fake_driver(host::DriverApi& api, bool recorded_profile = false);
 // Bytes of fake device memory currently allocated (to check for leaks).
 uint64_t fake_allocated_bytes();
 uint64_t fake_live_contexts();
