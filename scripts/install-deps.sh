@@ -16,3 +16,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "install-deps: all ${#pkgs[@]} packages present"
 fi
+# Headers of the guest kernel, for building the ivshmem driver (the driver's VM test skips without them).
+"$here/../ivshmem-driver/install-headers.sh" || echo "install-deps: no guest kernel headers; the driver VM test will skip"

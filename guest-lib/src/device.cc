@@ -9,7 +9,15 @@
 // Errors follow runtime_state.h: every failure becomes the thread's last error; the calls
 // that use the device (set, synchronize, memory info, flags, reset) return the sticky
 // error first. Pure queries of the database ignore it: NVIDIA answers those from the
-// driver's device records without the (broken) context.
+// driver's device records without the (broken) context. Without a host, every call
+// returns why (cudaErrorNoDevice) before it looks at its arguments, as NVIDIA's returns
+// its initialization error (cudaErrorInsufficientDriver where there is no driver);
+// cudaDriverGetVersion is the exception, there as here.
+//
+// Checked against NVIDIA's library on an H200 (CUDA 13.0): tests/cuda/device_query.cu
+// prints the same natively and through vmcuda (every field, attribute, flag and error
+// code), and tests/gpu/device_props_check.cu finds NVIDIA's cudaDeviceProp equal, field
+// for field, to what fill_device_prop makes of the driver's attributes.
 //
 // Elsewhere: cudaDeviceGetStreamPriorityRange is the stream area's (stream.cc, a round
 // trip: no CUdevice_attribute carries the range, which the driver gives per context).
@@ -79,42 +87,57 @@ bool valid_device_flags(unsigned flags) noexcept {
       return false;
   }
 }
-void store_device_flags(int device, unsigned flags) {
+bool store_device_flags(int device, unsigned flags) noexcept {
   std::lock_guard l(device_flags().mu);
-  device_flags().flags[device] = flags | cudaDeviceMapHost;
+  try {
+    device_flags().flags[device] = flags | cudaDeviceMapHost;
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
-unsigned load_device_flags(int device) {
+void forget_device_flags(int device) noexcept {
+  std::lock_guard l(device_flags().mu);
+  device_flags().flags.erase(device);
+}
+unsigned load_device_flags(int device) noexcept {
   std::lock_guard l(device_flags().mu);
   auto it = device_flags().flags.find(device);
   return it == device_flags().flags.end() ? kDefaultDeviceFlags : it->second;
 }
 
 // ---- PCI bus ids: "[domain]:[bus]:[device].[function]" in hexadecimal, as
-// cuDeviceGetPCIBusId writes it (upper-case digits, 12 characters, function 0).
+// cuDeviceGetPCIBusId writes it (upper-case digits, 12 characters and the NUL, function 0).
+constexpr int kPciBusIdBytes = 13;
 
-// One hexadecimal field of [begin, end): all of it, at least one digit.
-bool parse_hex(const char* begin, const char* end, unsigned long* value) {
-  if (begin == end || end - begin > 8) return false;
-  unsigned long v = 0;
+// One hexadecimal field of [begin, end): all of it, at least one digit (leading zeros as
+// many as given: NVIDIA takes a 9-digit domain and a 4-digit device).
+bool parse_hex(const char* begin, const char* end, unsigned long long* value) {
+  while (begin != end && *begin == '0' && end - begin > 1) ++begin;
+  if (begin == end || end - begin > 16) return false;
+  unsigned long long v = 0;
   for (const char* c = begin; c != end; ++c) {
     int digit;
     if (*c >= '0' && *c <= '9') digit = *c - '0';
     else if (*c >= 'a' && *c <= 'f') digit = *c - 'a' + 10;
     else if (*c >= 'A' && *c <= 'F') digit = *c - 'A' + 10;
     else return false;
-    v = v * 16 + static_cast<unsigned long>(digit);
+    v = v * 16 + static_cast<unsigned long long>(digit);
   }
   *value = v;
   return true;
 }
 
 struct PciAddress {
-  unsigned long domain = 0, bus = 0, device = 0;
+  unsigned long long domain = 0, bus = 0, device = 0, function = 0;
 };
 // The forms cudaDeviceGetByPCIBusId accepts: domain:bus:device.function,
-// domain:bus:device, bus:device.function (the domain is then 0). nvidia-smi's 8-digit
-// domain ("00000000:3B:00.0") is one of them.
+// domain:bus:device, bus:device.function (the domain is then 0); nvidia-smi's 8-digit
+// domain ("00000000:3B:00.0") is one of them. Leading blanks are skipped, as NVIDIA's
+// does; anything else that is not a field is an invalid value (NVIDIA's also takes some
+// trailing junk, "0000:00:06.0x"; vmcuda does not).
 bool parse_pci_bus_id(const char* s, PciAddress* out) {
+  while (*s == ' ' || *s == '\t') ++s;
   const char* colon1 = std::strchr(s, ':');
   if (!colon1) return false;
   const char* colon2 = std::strchr(colon1 + 1, ':');
@@ -122,16 +145,15 @@ bool parse_pci_bus_id(const char* s, PciAddress* out) {
   const char* dot = std::strchr(s, '.');
   if (dot && (dot < (colon2 ? colon2 : colon1) || std::strchr(dot + 1, '.') || std::strchr(dot + 1, ':')))
     return false;
-  unsigned long function = 0;
-  if (dot && !parse_hex(dot + 1, end, &function)) return false;
-  const char* dev_end = dot ? dot : end;
   PciAddress a;
+  if (dot && !parse_hex(dot + 1, end, &a.function)) return false;
+  const char* dev_end = dot ? dot : end;
   if (colon2) {
     if (!parse_hex(s, colon1, &a.domain) || !parse_hex(colon1 + 1, colon2, &a.bus) ||
         !parse_hex(colon2 + 1, dev_end, &a.device))
       return false;
   } else {
-    if (!dot) return false;  // bus:device needs its function
+    if (!dot) return false;  // bus:device needs its function (NVIDIA: invalid value)
     if (!parse_hex(s, colon1, &a.bus) || !parse_hex(colon1 + 1, dev_end, &a.device)) return false;
   }
   *out = a;
@@ -170,24 +192,26 @@ cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
   return cudaSuccess;
 }
 
-// No host (no stub at VMCUDA_SOCKET, no /dev/vmcuda0): NVIDIA's answer without a GPU, 0
-// devices and the reason (cudaErrorNoDevice), with the message saying what to do logged once.
+// No host (no stub at VMCUDA_SOCKET, no /dev/vmcuda0): NVIDIA's answer without a GPU, the
+// reason (cudaErrorNoDevice), with the message saying what to do logged once, and 0
+// devices (NVIDIA's leaves *count as it was when there is no driver at all; 0 is safer for
+// a caller that ignores the error).
 cudaError_t cudaGetDeviceCount(int* count) {
-  if (count == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) {
-    *count = 0;
+    if (count) *count = 0;
     return record(err);
   }
+  if (count == nullptr) return record(cudaErrorInvalidValue);
   *count = device_count(*r);
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device) {
-  if (device == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   if (!connected(&err)) return record(err);
+  if (device == nullptr) return record(cudaErrorInvalidValue);
   *device = Remote::thread_device();
   return cudaSuccess;
 }
@@ -205,26 +229,26 @@ cudaError_t cudaSetDevice(int device) {
 }
 
 // Validates and records the device flags; the host's context exists already (it is made
-// when the client connects), so there is nothing else to initialize.
+// when the client connects), so there is nothing else to initialize. Bits of `flags` other
+// than cudaInitDeviceFlagsAreValid are ignored, as NVIDIA's ignores them.
 cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
   if (cudaError_t e = enter_device_call()) return e;
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
   if (!find_device(*r, device)) return record(cudaErrorInvalidDevice);
-  if (flags & ~unsigned{cudaInitDeviceFlagsAreValid}) return record(cudaErrorInvalidValue);
   if (flags & cudaInitDeviceFlagsAreValid) {
     if (!valid_device_flags(deviceFlags)) return record(cudaErrorInvalidValue);
-    store_device_flags(device, deviceFlags);
+    if (!store_device_flags(device, deviceFlags)) return record(cudaErrorMemoryAllocation);
   }
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (prop == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
+  if (prop == nullptr) return record(cudaErrorInvalidValue);
   const api::DevicePropertiesReply* d = find_device(*r, device);
   if (!d) return record(cudaErrorInvalidDevice);
   fill_device_prop(*d, prop);
@@ -234,10 +258,10 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 // Any attribute number CUDA 13.0 knows (1 .. cudaDevAttrMax-1), the ones cudaDeviceAttr
 // calls reserved included (the driver answers them). 0 where the host's driver has none.
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-  if (value == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
+  if (value == nullptr) return record(cudaErrorInvalidValue);
   const api::DevicePropertiesReply* d = find_device(*r, device);
   if (!d) return record(cudaErrorInvalidDevice);
   const int a = static_cast<int>(attr);
@@ -257,10 +281,10 @@ cudaError_t cudaDriverGetVersion(int* driverVersion) {
 }
 
 cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp* prop) {
-  if (device == nullptr || prop == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
+  if (device == nullptr || prop == nullptr) return record(cudaErrorInvalidValue);
   if (device_count(*r) == 0) return record(cudaErrorNoDevice);
   int best = 0, best_score = -1;
   for (int i = 0; i < device_count(*r); ++i) {
@@ -272,17 +296,18 @@ cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp* prop) {
 }
 
 cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
-  if (device == nullptr || pciBusId == nullptr) return record(cudaErrorInvalidValue);
-  PciAddress want;
-  if (!parse_pci_bus_id(pciBusId, &want)) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
-  for (int i = 0; i < device_count(*r); ++i) {
+  if (device == nullptr || pciBusId == nullptr) return record(cudaErrorInvalidValue);
+  PciAddress want;
+  if (!parse_pci_bus_id(pciBusId, &want)) return record(cudaErrorInvalidValue);
+  // A CUDA device is a PCI function 0; another function names no device (NVIDIA: invalid device).
+  for (int i = 0; i < device_count(*r) && want.function == 0; ++i) {
     const auto& d = r->devices()[static_cast<size_t>(i)];
-    if (static_cast<unsigned long>(attribute(d, cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)) == want.domain &&
-        static_cast<unsigned long>(attribute(d, cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)) == want.bus &&
-        static_cast<unsigned long>(attribute(d, cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)) == want.device) {
+    const auto id = [&d](cu::DeviceAttribute a) { return static_cast<unsigned long long>(attribute(d, a)); };
+    if (id(cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID) == want.domain && id(cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID) == want.bus &&
+        id(cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID) == want.device) {
       *device = i;
       return cudaSuccess;
     }
@@ -291,19 +316,20 @@ cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pciBusId) {
 }
 
 // The host's PCI address of the GPU behind the device (the guest sees no PCI device of
-// its own for it). A short buffer gets as much as fits, NUL-terminated.
+// its own for it). A buffer shorter than 13 bytes gets as much as fits, NUL-terminated,
+// and cudaErrorInvalidValue, as NVIDIA's does.
 cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
-  if (pciBusId == nullptr || len <= 0) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
+  if (pciBusId == nullptr || len <= 0) return record(cudaErrorInvalidValue);
   const api::DevicePropertiesReply* d = find_device(*r, device);
   if (!d) return record(cudaErrorInvalidDevice);
   std::snprintf(pciBusId, static_cast<size_t>(len), "%04X:%02X:%02X.0",
                 static_cast<unsigned>(attribute(*d, cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)),
                 static_cast<unsigned>(attribute(*d, cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)),
                 static_cast<unsigned>(attribute(*d, cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)));
-  return cudaSuccess;
+  return len < kPciBusIdBytes ? record(cudaErrorInvalidValue) : cudaSuccess;
 }
 
 // TODO(remoting): peer access. The vGPU database has no peer matrix and the peer calls are
@@ -311,10 +337,10 @@ cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
 // application then copies between devices through the host (cudaMemcpyPeer), which is
 // correct, only slower.
 cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
-  if (canAccessPeer == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
+  if (canAccessPeer == nullptr) return record(cudaErrorInvalidValue);
   if (!find_device(*r, device) || !find_device(*r, peerDevice)) return record(cudaErrorInvalidDevice);
   *canAccessPeer = 0;
   return cudaSuccess;
@@ -325,14 +351,14 @@ cudaError_t cudaSetDeviceFlags(unsigned int flags) {
   cudaError_t err;
   if (!connected(&err)) return record(err);
   if (!valid_device_flags(flags)) return record(cudaErrorInvalidValue);
-  store_device_flags(Remote::thread_device(), flags);
+  if (!store_device_flags(Remote::thread_device(), flags)) return record(cudaErrorMemoryAllocation);
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
-  if (flags == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   if (!connected(&err)) return record(err);
+  if (flags == nullptr) return record(cudaErrorInvalidValue);
   *flags = load_device_flags(Remote::thread_device());
   return cudaSuccess;
 }
@@ -349,18 +375,18 @@ cudaError_t cudaDeviceSynchronize(void) {
 }
 
 // Free and total bytes of the current device as the host sees them for this client (under
-// a memory quota, the quota is the device).
+// a memory quota, the quota is the device). Either pointer may be NULL: NVIDIA's returns
+// cudaSuccess for cudaMemGetInfo(NULL, NULL) (seen on an H200, CUDA 13.0).
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   if (cudaError_t e = enter_device_call()) return e;
-  if (free == nullptr || total == nullptr) return record(cudaErrorInvalidValue);
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
   auto lock = r->lock();
   const auto res = r->call<api::Call::MemGetInfo>({});
   if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
-  *free = static_cast<size_t>(res.reply.free_bytes);
-  *total = static_cast<size_t>(res.reply.total_bytes);
+  if (free) *free = static_cast<size_t>(res.reply.free_bytes);
+  if (total) *total = static_cast<size_t>(res.reply.total_bytes);
   return cudaSuccess;
 }
 
@@ -370,7 +396,9 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 // about to exit, cuda-samples style) needs; what the process allocated stays allocated
 // until it exits (the host frees everything of a client whose connection closes). The
 // errors of the discarded work are dropped, as a reset drops them; sticky errors and a
-// lost connection are not (a reset does not repair those either).
+// lost connection are not (a reset does not repair those either). The device's flags go
+// back to the default (NVIDIA's cudaGetDeviceFlags reads 0 right after a reset, until the
+// device is used again; vmcuda's reads cudaDeviceMapHost at once).
 cudaError_t cudaDeviceReset(void) {
   if (cudaError_t e = enter_device_call()) return e;
   cudaError_t err;
@@ -386,5 +414,6 @@ cudaError_t cudaDeviceReset(void) {
     status = static_cast<cudaError_t>(r->call<api::Call::DeviceSynchronize>({}).status);
   }
   if (is_sticky(status) || status == cudaErrorDevicesUnavailable || status == cudaErrorUnknown) return record(status);
+  forget_device_flags(Remote::thread_device());  // the device's flags go with its context
   return cudaSuccess;
 }

@@ -181,6 +181,17 @@ enum DeviceAttribute : int {
 #undef VMCUDA_CU_ENUMERATOR
   CU_DEVICE_ATTRIBUTE_MAX  // 148: one past the last
 };
+// The list leaves no number out (the parity test checks each value against cuda.h).
+constexpr bool every_number_named() {
+  bool named[CU_DEVICE_ATTRIBUTE_MAX] = {};
+#define VMCUDA_CU_NAMED(name, value) named[value] = true;
+  VMCUDA_CU_DEVICE_ATTRIBUTES(VMCUDA_CU_NAMED)
+#undef VMCUDA_CU_NAMED
+  for (int i = 1; i < CU_DEVICE_ATTRIBUTE_MAX; ++i)
+    if (!named[i]) return false;
+  return true;
+}
+static_assert(every_number_named());
 }  // namespace cu
 
 static_assert(static_cast<int>(cu::CU_DEVICE_ATTRIBUTE_MAX) == static_cast<int>(cudaDevAttrMax));

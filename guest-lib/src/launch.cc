@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "remote.h"
+#include "stream_event.h"
 #include "vgpu_db/module_registry.h"
 #include "runtime_state.h"
 #include "vmcuda/cudart_api.h"
@@ -153,8 +154,11 @@ cudaError_t check_configuration(const Remote& r, dim3 grid, dim3 block) {
   return cudaSuccess;
 }
 
-cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
+cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream,
+                   bool per_thread) {
   if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  uint64_t wire_stream = 0;
+  if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &wire_stream)) return record(se);
   auto& registry = vgpu_db::ModuleRegistry::process();
   const vgpu_db::Function* f = registry.find_function(func);
   if (!f) f = registry.function_from_kernel(func);
@@ -172,7 +176,7 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
   for (size_t i = 0; i < k->params.size(); ++i)
     std::memcpy(packed.data() + k->params[i].offset, args[i], k->params[i].size);
   api::LaunchArgs la{k->handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
-                     static_cast<uint32_t>(shared), k->arg_bytes, reinterpret_cast<uint64_t>(stream)};
+                     static_cast<uint32_t>(shared), k->arg_bytes, wire_stream};
   // Queued: the kernel's own errors come with the next synchronizing call, as in CUDA.
   return record(r->enqueue<api::Call::LaunchKernel>(la, packed));
 }
@@ -181,18 +185,17 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                              cudaStream_t stream) {
-  return launch(func, gridDim, blockDim, args, sharedMem, stream);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, false);
 }
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                   cudaStream_t stream) {
-  // TODO(streams): per-thread default stream; the legacy default stream until then.
-  return launch(func, gridDim, blockDim, args, sharedMem, stream);
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, true);
 }
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                cudaStream_t stream) {
-  return launch(kernel, gridDim, blockDim, args, sharedMem, stream);
+  return launch(kernel, gridDim, blockDim, args, sharedMem, stream, false);
 }
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
-  return launch(kernel, gridDim, blockDim, args, sharedMem, stream);
+  return launch(kernel, gridDim, blockDim, args, sharedMem, stream, true);
 }

@@ -49,11 +49,17 @@ bool is_device(const void* p, uint64_t n) {
 struct Staging {
   std::optional<vmrpc::HeapBlock> chunk[2];
 };
+// Precondition: r's lock held.
 Staging& staging(Remote& r) {
   static Staging s;
   const uint64_t bytes = static_cast<uint64_t>(vmcuda::guest::knobs::kCopyChunkBytes.get());
-  for (auto& c : s.chunk)
-    if (!c) c = r.slot().heap().allocate(bytes);
+  for (auto& c : s.chunk) {
+    if (c) continue;
+    c = r.slot().heap().allocate(bytes);
+    // Pinned, so the host's DMA reads it directly; unpinned staging still works, slower.
+    if (c && r.call<api::Call::PinHeap>({c->ref()}).status != 0)
+      VMCUDA_LOG(kWarn, "memory", "the host could not pin copy staging: large pageable copies run slower");
+  }
   return s;
 }
 
@@ -227,6 +233,13 @@ cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
                                 "(vmcuda-stub --region-bytes)", size);
     return record(cudaErrorMemoryAllocation);
   }
+  // The host pins the block (only what is used gets pinned).
+  if (auto pin = r->call<api::Call::PinHeap>({b->ref()}); pin.status != cudaSuccess) {
+    r->slot().heap().free(b->offset);
+    return record(static_cast<cudaError_t>(pin.status) == cudaErrorHostMemoryAlreadyRegistered
+                      ? cudaErrorMemoryAllocation
+                      : static_cast<cudaError_t>(pin.status));
+  }
   AllocationMap::process().add({addr(b->data), size, Allocation::kPinnedHost, Remote::thread_device(), b->offset});
   *pHost = b->data;
   return cudaSuccess;
@@ -242,7 +255,8 @@ cudaError_t cudaFreeHost(void* ptr) {
   auto a = AllocationMap::process().remove(addr(ptr), Allocation::kPinnedHost);
   if (!a) return record(cudaErrorInvalidValue);
   auto lock = r->lock();
-  // Copies that use the block may still be queued: send them before the block is reused.
+  // Copies that use the block may still be queued: they go first, then the unpin.
+  r->enqueue<api::Call::UnpinHeap>({vmrpc::wire::HeapRef{a->heap_offset, a->bytes ? a->bytes : 1}});
   cudaError_t f = r->flush();
   r->slot().heap().free(a->heap_offset);
   return record(f);

@@ -122,7 +122,8 @@ int32_t Session::on_CopyToDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  // The heap is pinned (StubService::connection_opened): a true DMA on the stream.
+  // From a pinned block (PinHeap: cudaMallocHost memory) a true DMA on the stream; from
+  // unpinned heap the driver stages it before returning.
   return on_device(device, [&] {
     CUresult r = api_.cuMemcpyHtoDAsync_v2(a.device, host->data(), host->size(), s);
     return r == CUDA_SUCCESS && (a.flags & api::kHeapCopyWait) ? api_.cuStreamSynchronize(s) : r;

@@ -77,6 +77,8 @@ void Session::close() {
     make_current(m.device);
     api_.cuModuleUnload(m.module);
   }
+  for (auto& [offset, range] : pinned_) api_.cuMemHostUnregister(range.first);  // portable: any context
+  pinned_.clear();
   for (CUcontext& c : contexts_) {
     if (c) api_.cuCtxDestroy_v2(c);
     c = nullptr;

@@ -101,6 +101,7 @@ class Session : public vmrpc::SlotService {
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;
   std::map<uint64_t, Allocation> allocations_;  // device ptr -> allocation
+  std::map<uint64_t, std::pair<void*, uint64_t>> pinned_;  // heap offset -> (host address, bytes)
   std::vector<Module> modules_;               // handle = index + 1
   std::vector<Function> functions_;           // handle = index + 1
   std::map<uint64_t, Stream> streams_;        // guest handle -> stream
@@ -108,27 +109,19 @@ class Session : public vmrpc::SlotService {
   std::string log_tag_;
 };
 
-// The vmrpc service of vmcuda-stub: one Session per claimed slot; the shared heap of
-// each connection registered with the driver (pinned), so copies from it are DMA.
+// The vmrpc service of vmcuda-stub: one Session per claimed slot.
 class StubService : public vmrpc::Service {
  public:
   StubService(const DriverApi& api, StubLimits limits, std::vector<int> devices)
       : api_(api), limits_(limits), devices_(std::move(devices)) {}
-  ~StubService() override;
   std::unique_ptr<vmrpc::SlotService> open(const vmrpc::SlotInfo& info) override {
     return std::make_unique<Session>(api_, limits_, devices_, info);
   }
-  void connection_opened(uint64_t id, const vmrpc::RegionView& region) override;
-  void connection_closed(uint64_t id, const vmrpc::RegionView& region) override;
 
  private:
-  bool bind_service_context();
-
   const DriverApi& api_;
   StubLimits limits_;
   std::vector<int> devices_;
-  CUcontext service_ctx_ = nullptr;  // primary context of the first device, for registrations
-  std::map<uint64_t, void*> registered_heaps_;
 };
 
 }  // namespace vmcuda::host

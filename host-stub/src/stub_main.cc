@@ -24,6 +24,9 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       ->check(CLI::NonNegativeNumber)
       ->delimiter(',');
   app.add_option("--memory-quota-mib", quota_mib, "device memory per client in MiB (0: no quota)");
+  StubLimits limits;
+  app.add_option("--max-streams", limits.max_streams, "live streams per client")->capture_default_str();
+  app.add_option("--max-events", limits.max_events, "live events per client")->capture_default_str();
   app.add_option("--slots", region.slot_count, "client slots per VM (= ivshmem vectors)")->check(CLI::Range(1, 2048));
   app.add_option("--region-bytes", region.region_bytes, "shared region size per VM (power of two)");
   CLI11_PARSE(app, argc, argv);
@@ -48,7 +51,6 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                    count - 1);
       return 2;
     }
-  StubLimits limits;
   if (quota_mib) limits.memory_quota = quota_mib << 20;
   StubService service(api, limits, devices);
 

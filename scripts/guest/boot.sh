@@ -16,7 +16,9 @@
 #   --append "..."          extra kernel command line (after console=ttyS0 quiet panic=-1)
 #   --log FILE              also write the console output to FILE
 #   --mem SIZE              guest memory (default 256M)
-#   --smp N                 guest CPUs (default 1)
+#   --smp N                 guest CPUs (default 2: with more than one vCPU TCG runs guest
+#                           atomics as host atomics; with one, a CAS on shared memory is a
+#                           load and a store and can undo a host write to the region)
 #   --dry-run               print the QEMU command and exit
 #
 # Env: VMCUDA_ACCEL=tcg|kvm (default tcg: /dev/kvm on the dev/CI machines is a nested
@@ -27,7 +29,7 @@ set -uo pipefail
 usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 log() { echo "boot: $*" >&2; }
 
-KERNEL='' INITRD='' SOCK='' VECTORS=1 MASTER=on TIMEOUT=120 APPEND='' LOGFILE='' MEM=256M SMP=1 DRY=0
+KERNEL='' INITRD='' SOCK='' VECTORS=1 MASTER=on TIMEOUT=120 APPEND='' LOGFILE='' MEM=256M SMP=2 DRY=0
 EXTRA=()
 while [ $# -gt 0 ]; do
     case $1 in

@@ -296,7 +296,7 @@ CUresult f_uuid(unsigned char* u, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult f_mem_info(size_t* free_bytes, size_t* total) {
-  *total = 1ull << 30;
+  *total = profile().total_mem;
   *free_bytes = *total - fake_allocated_bytes();
   return CUDA_SUCCESS;
 }

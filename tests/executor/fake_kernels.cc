@@ -56,7 +56,10 @@ int fault(void** params, uint64_t, const DeviceMemory& mem) {
   return 0;
 }
 
+int empty(void**, uint64_t, const DeviceMemory&) { return 0; }
+
 const FakeKernel kKernels[] = {
+    {"_Z12empty_kernelv", {}, empty},
     {"_Z7add_onePii", {{0, 8}, {8, 4}}, add_one},
     {"vecadd", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, vecadd},
     {"_Z6vecaddPKfS0_Pfi", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, vecadd},

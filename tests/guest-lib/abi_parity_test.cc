@@ -12,6 +12,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <cuda_runtime_api.h>
+#include <cuda.h>
 // The host-side registration entry points: the second inclusion of crt/host_runtime.h
 // declares them (the first defines the macros nvcc's generated code uses).
 #include <crt/host_runtime.h>
@@ -28,6 +29,8 @@
 // vmcuda's declarations, in namespace ours beside NVIDIA's.
 #define VMCUDA_CUDART_PARITY_NAMESPACE ours
 #include "vmcuda/cudart_api.h"
+// After it: its declarations then name NVIDIA's types (cudaDeviceProp, cudaDevAttrMax).
+#include "device_props.h"
 
 // ---- values
 #define VMCUDA_CUDART_ERROR(name, value, string)                                       \
@@ -131,6 +134,67 @@ static_assert(!vmcuda_test::SameAbi<void(::dim3), void(::uint3*)>::value);
 static_assert(!vmcuda_test::SameAbi<char(void**), int(void**)>::value);
 static_assert(!vmcuda_test::SameAbi<int(int), int(int, int)>::value);
 
+// ---- device area: cudaDeviceProp, cudaDeviceAttr, the driver's CUdevice_attribute numbers
+// that guest-lib fills cudaDeviceProp from (device_props.h), and the entry points.
+VMCUDA_CUDART_DEVICE_HAND_WRITTEN(VMCUDA_EXPECT_SAME_ABI)
+static_assert(sizeof(::cudaDeviceProp) == 1008 && sizeof(ours::cudaDeviceProp) == 1008);
+static_assert(alignof(::cudaDeviceProp) == alignof(ours::cudaDeviceProp));
+static_assert(sizeof(::cudaUUID_t) == sizeof(ours::cudaUUID_t) && offsetof(::cudaUUID_t, bytes) == 0);
+// Every field of NVIDIA's, in order (a field NVIDIA has not fails to compile; one that ours
+// lacks moves the offsets after it).
+#define DEVICE_PROP_FIELDS(X) \
+  X(name) X(uuid) X(luid) X(luidDeviceNodeMask) X(totalGlobalMem) X(sharedMemPerBlock) X(regsPerBlock) \
+  X(warpSize) X(memPitch) X(maxThreadsPerBlock) X(maxThreadsDim) X(maxGridSize) X(totalConstMem) X(major) \
+  X(minor) X(textureAlignment) X(texturePitchAlignment) X(multiProcessorCount) X(integrated) \
+  X(canMapHostMemory) X(maxTexture1D) X(maxTexture1DMipmap) X(maxTexture2D) X(maxTexture2DMipmap) \
+  X(maxTexture2DLinear) X(maxTexture2DGather) X(maxTexture3D) X(maxTexture3DAlt) X(maxTextureCubemap) \
+  X(maxTexture1DLayered) X(maxTexture2DLayered) X(maxTextureCubemapLayered) X(maxSurface1D) X(maxSurface2D) \
+  X(maxSurface3D) X(maxSurface1DLayered) X(maxSurface2DLayered) X(maxSurfaceCubemap) \
+  X(maxSurfaceCubemapLayered) X(surfaceAlignment) X(concurrentKernels) X(ECCEnabled) X(pciBusID) \
+  X(pciDeviceID) X(pciDomainID) X(tccDriver) X(asyncEngineCount) X(unifiedAddressing) X(memoryBusWidth) \
+  X(l2CacheSize) X(persistingL2CacheMaxSize) X(maxThreadsPerMultiProcessor) X(streamPrioritiesSupported) \
+  X(globalL1CacheSupported) X(localL1CacheSupported) X(sharedMemPerMultiprocessor) X(regsPerMultiprocessor) \
+  X(managedMemory) X(isMultiGpuBoard) X(multiGpuBoardGroupID) X(hostNativeAtomicSupported) \
+  X(pageableMemoryAccess) X(concurrentManagedAccess) X(computePreemptionSupported) \
+  X(canUseHostPointerForRegisteredMem) X(cooperativeLaunch) X(sharedMemPerBlockOptin) \
+  X(pageableMemoryAccessUsesHostPageTables) X(directManagedMemAccessFromHost) X(maxBlocksPerMultiProcessor) \
+  X(accessPolicyMaxWindowSize) X(reservedSharedMemPerBlock) X(hostRegisterSupported) \
+  X(sparseCudaArraySupported) X(hostRegisterReadOnlySupported) X(timelineSemaphoreInteropSupported) \
+  X(memoryPoolsSupported) X(gpuDirectRDMASupported) X(gpuDirectRDMAFlushWritesOptions) \
+  X(gpuDirectRDMAWritesOrdering) X(memoryPoolSupportedHandleTypes) X(deferredMappingCudaArraySupported) \
+  X(ipcEventSupported) X(clusterLaunch) X(unifiedFunctionPointers) X(deviceNumaConfig) X(deviceNumaId) \
+  X(mpsEnabled) X(hostNumaId) X(gpuPciDeviceID) X(gpuPciSubsystemID) X(hostNumaMultinodeIpcSupported) \
+  X(reserved)
+#define SAME_DEVICE_PROP_FIELD(f)                                                                   \
+  static_assert(offsetof(::cudaDeviceProp, f) == offsetof(ours::cudaDeviceProp, f), "cudaDeviceProp." #f); \
+  static_assert(sizeof(::cudaDeviceProp::f) == sizeof(ours::cudaDeviceProp::f), "cudaDeviceProp." #f);
+DEVICE_PROP_FIELDS(SAME_DEVICE_PROP_FIELD)
+#undef SAME_DEVICE_PROP_FIELD
+#undef DEVICE_PROP_FIELDS
+#define SAME_DEVICE_ATTR(name, value)                                                            \
+  static_assert(static_cast<int>(::name) == (value) && static_cast<int>(ours::name) == (value), #name);
+VMCUDA_CUDART_DEVICE_ATTRS(SAME_DEVICE_ATTR)
+SAME_DEVICE_ATTR(cudaDevAttrMax, 148)
+#undef SAME_DEVICE_ATTR
+static_assert(sizeof(::cudaDeviceAttr) == sizeof(ours::cudaDeviceAttr));
+#define SAME_CU_ATTRIBUTE(name, value)                                                                           \
+  static_assert(static_cast<int>(::name) == (value) && static_cast<int>(vmcuda::guest::cu::name) == (value), \
+                #name);
+VMCUDA_CU_DEVICE_ATTRIBUTES(SAME_CU_ATTRIBUTE)
+SAME_CU_ATTRIBUTE(CU_DEVICE_ATTRIBUTE_MAX, 148)
+#undef SAME_CU_ATTRIBUTE
+// The device flags are NVIDIA's macros here (cudart_types.h defines its own only without
+// them); their values are spelled out in cudart_types.h and checked against these.
+static_assert(cudaDeviceScheduleAuto == 0x00 && cudaDeviceScheduleSpin == 0x01 && cudaDeviceScheduleYield == 0x02 &&
+              cudaDeviceScheduleBlockingSync == 0x04 && cudaDeviceBlockingSync == 0x04 &&
+              cudaDeviceScheduleMask == 0x07 && cudaDeviceMapHost == 0x08 && cudaDeviceLmemResizeToMax == 0x10 &&
+              cudaDeviceSyncMemops == 0x80 && cudaDeviceMask == 0xff && cudaInitDeviceFlagsAreValid == 0x01);
+// fill_device_prop (device_props.h) compiled against NVIDIA's cudaDeviceProp: every field
+// it names is NVIDIA's.
+[[maybe_unused]] void fill_nvidia_device_prop(const vmcuda::api::DevicePropertiesReply& d, ::cudaDeviceProp* p) {
+  vmcuda::guest::fill_device_prop(d, p);
+}
+
 namespace {
 
 // NVIDIA's library, opened by path beside this test's own libraries (RTLD_LOCAL: its
@@ -189,6 +253,26 @@ TEST_F(NvidiaCudart, RuntimeVersionAndChannelDescMatch) {
   ours::cudaChannelFormatDesc expected{8, 16, 24, 32, ours::cudaChannelFormatKindSignedNormalized8X4};
   static_assert(sizeof d == sizeof expected);
   EXPECT_EQ(memcmp(&d, &expected, sizeof d), 0);
+}
+
+
+// What guest-lib's device area does without a host mirrors NVIDIA's library without a
+// driver (where this test runs on a machine without one): the driver version is 0 with
+// success, and the device calls fail with the initialization error before they look at
+// their arguments.
+TEST_F(NvidiaCudart, WithoutADriver) {
+  int version = -1;
+  ASSERT_EQ(sym<decltype(::cudaDriverGetVersion)>("cudaDriverGetVersion")(&version), ::cudaSuccess);
+  if (version != 0) GTEST_SKIP() << "a CUDA driver is installed (version " << version << ")";
+  EXPECT_EQ(sym<decltype(::cudaDriverGetVersion)>("cudaDriverGetVersion")(nullptr), ::cudaErrorInvalidValue);
+  int n = 7;
+  const ::cudaError_t e = sym<decltype(::cudaGetDeviceCount)>("cudaGetDeviceCount")(&n);
+  EXPECT_TRUE(e == ::cudaErrorInsufficientDriver || e == ::cudaErrorNoDevice) << e;
+  EXPECT_EQ(sym<decltype(::cudaGetDeviceCount)>("cudaGetDeviceCount")(nullptr), e);
+  EXPECT_EQ(sym<decltype(::cudaDeviceSynchronize)>("cudaDeviceSynchronize")(), e);
+  int v;
+  EXPECT_EQ(sym<decltype(::cudaDeviceGetAttribute)>("cudaDeviceGetAttribute")(&v, ::cudaDevAttrMaxThreadsPerBlock, 0),
+            e);
 }
 
 }  // namespace

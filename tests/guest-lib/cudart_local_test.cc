@@ -16,11 +16,9 @@
 #include "guest-lib/fatbin_builder.h"
 #include "vmcuda/cudart_api.h"
 
-// Two of the generated stubs, declared with NVIDIA's signatures (cuda_runtime_api.h).
-extern "C" cudaError_t cudaMalloc(void** devPtr, size_t size);
-extern "C" cudaError_t cudaFree(void* devPtr);
-extern "C" cudaError_t cudaDeviceSynchronize(void);
-extern "C" cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind);
+// Generated stubs (calls not remoted yet), declared with NVIDIA's signatures (cuda_runtime_api.h).
+extern "C" cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags);
+extern "C" cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count);
 
 namespace {
 
@@ -84,21 +82,22 @@ TEST(Cudart, RuntimeGetVersion) {
 TEST(Cudart, UnsupportedCallReturns801AndLogsItsNameOnce) {
   void* p = reinterpret_cast<void*>(0x1);
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cudaMalloc(&p, 256), cudaErrorNotSupported);
-  EXPECT_EQ(cudaMalloc(&p, 256), cudaErrorNotSupported);
-  EXPECT_EQ(cudaMemcpy(nullptr, nullptr, 0, cudaMemcpyHostToHost), cudaErrorNotSupported);
-  EXPECT_EQ(cudaMalloc(&p, 256), cudaErrorNotSupported);
+  EXPECT_EQ(cudaMallocManaged(&p, 256, 1), cudaErrorNotSupported);
+  EXPECT_EQ(cudaMallocManaged(&p, 256, 1), cudaErrorNotSupported);
+  EXPECT_EQ(cudaMemcpyPeer(nullptr, 0, nullptr, 0, 0), cudaErrorNotSupported);
+  EXPECT_EQ(cudaMallocManaged(&p, 256, 1), cudaErrorNotSupported);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(p, reinterpret_cast<void*>(0x1));  // untouched
-  EXPECT_EQ(count(err, "vmcuda: cudaMalloc is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
-  EXPECT_EQ(count(err, "vmcuda: cudaMemcpy is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
+  EXPECT_EQ(count(err, "vmcuda: cudaMallocManaged is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
+  EXPECT_EQ(count(err, "vmcuda: cudaMemcpyPeer is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
   EXPECT_EQ(count(err, "not supported yet"), 2u) << err;
   EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST(Cudart, LastErrorIsPerThreadPeekKeepsItGetClearsIt) {
-  EXPECT_EQ(cudaFree(nullptr), cudaErrorNotSupported);
+  void* q = nullptr;
+  EXPECT_EQ(cudaMallocManaged(&q, 16, 1), cudaErrorNotSupported);
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorNotSupported);
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorNotSupported);
   cudaError_t other_first = cudaErrorUnknown, other_second = cudaErrorUnknown;

@@ -3,7 +3,8 @@
 # libcudart.so, as any application is) and runs them against guest-lib's libcudart.so.13
 # with LD_LIBRARY_PATH alone. Checks that they load with every import bound at start
 # (LD_BIND_NOW), register their kernels and variables, get the local answers right, and
-# that each call not supported yet returns 801 and is logged once.
+# that with no stub to reach every device call returns cudaErrorNoDevice and one line
+# says why.
 # Exits 77 (skip) when there is no nvcc: CI has no CUDA toolkit.
 #
 # Usage: nvcc_app_test.sh LIBDIR REPO_ROOT WORK_DIR
@@ -53,7 +54,7 @@ for rt in libasan libtsan; do
 done
 run() {  # LOGLEVEL PROGRAM: runs it against guest-lib, stdout -> PROGRAM.LOGLEVEL.out, stderr -> .err
   local rc=0
-  env LD_LIBRARY_PATH="$libdir" LD_BIND_NOW=1 VMCUDA_LOG="$1" ${preload:+LD_PRELOAD="$preload"} \
+  env LD_LIBRARY_PATH="$libdir" LD_BIND_NOW=1 VMCUDA_LOG="$1" VMCUDA_SOCKET=/nonexistent/vmcuda.sock ${preload:+LD_PRELOAD="$preload"} \
     "./$2" > "$2.$1.out" 2> "$2.$1.err" || rc=$?
   [ "$rc" = 0 ] || { problem "$2 (VMCUDA_LOG=$1) exited with $rc; stderr:"; head -20 "$2.$1.err"; }
   if grep -E 'no version information|undefined symbol|symbol lookup error' "$2.$1.err"; then
@@ -68,24 +69,23 @@ runtime_version 0 13000
 error_string invalid argument
 error_name cudaErrorNotSupported
 last_error_initial 0
-malloc 801
-malloc_again 801
-peek 801
-get 801
+malloc 100
+malloc_again 100
+peek 100
+get 100
 get_again 0
-launch_add 801
-launch_fill 801
-launch_empty 801
+launch_add 100
+launch_fill 100
+launch_empty 100
 channel 32 32 32 32 2
-sync 801
+sync 100
 EOF
 diff -u app.expected app.1.out || problem "app's output differs (above)"
-# Each unsupported call logged once, nothing else: this also shows that guest-lib, not
+# With no stub to reach, every device call fails with cudaErrorNoDevice and one line says
+# why and what to do; nothing else is logged. This also shows that guest-lib, not
 # NVIDIA's library from the ldconfig cache, was loaded.
 cat > app.expected_err <<'EOF'
-vmcuda: cudaMalloc is not supported yet; it returns cudaErrorNotSupported (801)
-vmcuda: __cudaLaunchKernel is not supported yet; it returns cudaErrorNotSupported (801)
-vmcuda: cudaDeviceSynchronize is not supported yet; it returns cudaErrorNotSupported (801)
+vmcuda: no GPU: connect /nonexistent/vmcuda.sock (is vmcuda-stub running and serving this socket?): No such file or directory. Start the app with vmcuda-run, or set VMCUDA_SOCKET to the socket of a running vmcuda-stub
 EOF
 # (No __cudaInitModule warning: the app never touches mvar on the host.)
 diff -u app.expected_err app.1.err || problem "app's warnings differ (above)"
@@ -115,11 +115,11 @@ for line in \
 done
 grep -Eq '^vmcuda: module: module 1: fatbin wrapper version 1 at 0x[0-9a-f]+: fatbin 0x[0-9a-f]+, [0-9]+ bytes \(sm_90 ELF, compute_90 PTX zstd\), 0 relocatable fatbins$' app.3.err ||
   problem "no fatbin line for module 1 (sm_90 ELF + compute_90 PTX zstd)"
-expect_line app.3.err "vmcuda: cudaMalloc is not supported yet; it returns cudaErrorNotSupported (801)"
+expect_line app.3.err "vmcuda: no GPU: connect /nonexistent/vmcuda.sock (is vmcuda-stub running and serving this socket?): No such file or directory. Start the app with vmcuda-run, or set VMCUDA_SOCKET to the socket of a running vmcuda-stub"
 
 echo "== rdc_app (-rdc=true), VMCUDA_LOG=3"
 run 3 rdc_app
-printf 'launch_main 801\nlaunch_other 801\n' | diff -u - rdc_app.3.out || problem "rdc_app's output differs (above)"
+printf 'launch_main 100\nlaunch_other 100\n' | diff -u - rdc_app.3.out || problem "rdc_app's output differs (above)"
 grep -Eq '^vmcuda: module: module 1: fatbin wrapper version 2 at .*, 2 relocatable fatbins$' rdc_app.3.err ||
   problem "rdc_app: no version-2 wrapper with 2 relocatable fatbins"
 for line in \

@@ -5,14 +5,17 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "host-stub/stub_fixture.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "stream_event.h"
+#include "vgpu_db/allocations.h"
 #include "vmcuda/cudart_api.h"
 
 namespace {
@@ -48,14 +51,20 @@ Remote& remote() {
   return *r;
 }
 
-// Device memory through the remote (cudaMalloc is the memory area's, not tested here).
 uint64_t device_malloc(uint64_t bytes) {
-  auto& r = remote();
-  auto lock = r.lock();
-  auto res = r.call<api::Call::Malloc>({bytes});
-  EXPECT_EQ(res.status, 0);
-  return res.reply.ptr;
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
+  return reinterpret_cast<uint64_t>(p);
 }
+
+// Device memory the guest believes it has but the host never gave it (a stale map, or a
+// hostile guest): the guest's own checks pass, the host's refuse.
+struct GhostAllocation {
+  static constexpr uint64_t kBase = 0xdead0000;
+  GhostAllocation() { vgpu_db::AllocationMap::process().add({kBase, 4096, vgpu_db::Allocation::kDevice, 0, 0}); }
+  ~GhostAllocation() { vgpu_db::AllocationMap::process().remove(kBase, vgpu_db::Allocation::kDevice); }
+  void* ptr() const { return reinterpret_cast<void*>(kBase); }
+};
 
 // Frames waiting in the lazy queue (not yet sent).
 uint32_t queued_frames() {
@@ -296,27 +305,24 @@ TEST_F(GuestStreams, AsyncCopiesFromAndToPinnedHeapMemoryAreQueued) {
   // Memory in the shared heap (what cudaMallocHost hands out): a true DMA, no round trip.
   const size_t bytes = 1 << 20;
   const uint64_t d = device_malloc(bytes);
-  auto& r = remote();
-  std::optional<vmrpc::HeapBlock> in, out;
-  {
-    auto lock = r.lock();
-    in = r.slot().heap().allocate(bytes);
-    out = r.slot().heap().allocate(bytes);
-  }
-  ASSERT_TRUE(in && out);
-  std::memset(in->data, 0x42, bytes);
-  std::memset(out->data, 0, bytes);
+  uint8_t *in = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&in), bytes), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&out), bytes), cudaSuccess);
+  std::memset(in, 0x42, bytes);
+  std::memset(out, 0, bytes);
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
-  ASSERT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(d), in->data, bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
-  ASSERT_EQ(cudaMemcpyAsync(out->data, reinterpret_cast<void*>(d), bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
-  EXPECT_GE(queued_frames(), 3u);  // creation and both copies, none sent
+  ASSERT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(d), in, bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(out, reinterpret_cast<void*>(d), bytes, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  // Small ones too, and with cudaMemcpyDefault.
+  ASSERT_EQ(cudaMemcpyAsync(out + bytes - 8, reinterpret_cast<void*>(d), 8, cudaMemcpyDefault, s), cudaSuccess);
+  EXPECT_GE(queued_frames(), 4u);  // creation and the copies, none sent
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  EXPECT_EQ(0, std::memcmp(in->data, out->data, bytes));
+  EXPECT_EQ(0, std::memcmp(in, out, bytes));
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
-  auto lock = r.lock();
-  r.slot().heap().free(in->offset);
-  r.slot().heap().free(out->offset);
+  EXPECT_EQ(cudaFreeHost(in), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(out), cudaSuccess);
+  EXPECT_EQ(cudaFree(reinterpret_cast<void*>(d)), cudaSuccess);
 }
 
 TEST_F(GuestStreams, CopyArgumentsCheckedAtOnce) {
@@ -327,19 +333,40 @@ TEST_F(GuestStreams, CopyArgumentsCheckedAtOnce) {
   EXPECT_EQ(last_error(), cudaErrorInvalidMemcpyDirection);
   EXPECT_EQ(cudaMemcpyAsync(nullptr, host, 64, cudaMemcpyHostToDevice, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpyAsync(dp, host, 0, cudaMemcpyHostToDevice, nullptr), cudaSuccess);  // nothing to do
+  // Nothing to do comes before the kind is checked (NVIDIA's answer, seen on the H200).
+  EXPECT_EQ(cudaMemcpyAsync(dp, host, 0, static_cast<cudaMemcpyKind>(7), nullptr), cudaSuccess);
   EXPECT_EQ(cudaMemsetAsync(nullptr, 0, 64, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemsetAsync(nullptr, 0, 0, nullptr), cudaSuccess);
+  // Device sides are checked against this process's allocations, at once (as CUDA does).
+  EXPECT_EQ(cudaMemsetAsync(dp, 0, 65, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(0xbad000), 0, 1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyAsync(host, host, 64, cudaMemcpyHostToDevice, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyAsync(host, host, 64, cudaMemcpyDeviceToHost, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyAsync(dp, host, 64, cudaMemcpyDeviceToDevice, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyAsync(dp, dp, 128, cudaMemcpyDeviceToDevice, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(queued_frames(), 0u);  // none of them went anywhere
+  // cudaMemcpyDefault finds the direction from the allocations.
+  char back[64] = {};
+  std::memset(host, 9, sizeof host);
+  EXPECT_EQ(cudaMemcpyAsync(dp, host, 64, cudaMemcpyDefault, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(back, dp, 64, cudaMemcpyDefault, nullptr), cudaSuccess);
+  EXPECT_EQ(0, std::memcmp(back, host, 64));
+  std::memset(back, 0, sizeof back);
+  EXPECT_EQ(cudaMemcpyAsync(back, host, 64, cudaMemcpyDefault, nullptr), cudaSuccess);  // host to host
+  EXPECT_EQ(0, std::memcmp(back, host, 64));
+  EXPECT_EQ(cudaFree(dp), cudaSuccess);
   (void)last_error();
 }
 
 TEST_F(GuestStreams, AnErrorOfAQueuedCallIsTheNextSynchronizingCallsAnswer) {
   const uint64_t d = device_malloc(64);
+  GhostAllocation ghost;
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
-  // Not this client's memory: queued, so it succeeds here...
-  EXPECT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(0xdead0000), 0, 16, s), cudaSuccess);
+  // Not this client's memory on the host: queued, so it succeeds here...
+  EXPECT_EQ(cudaMemsetAsync(ghost.ptr(), 0, 16, s), cudaSuccess);
   std::vector<int> v(4, 7);
-  EXPECT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(d + 4096), v.data(), 16, cudaMemcpyHostToDevice, s), cudaSuccess);
+  EXPECT_EQ(cudaMemcpyAsync(ghost.ptr(), v.data(), 16, cudaMemcpyHostToDevice, s), cudaSuccess);
   EXPECT_EQ(cudaMemcpyAsync(reinterpret_cast<void*>(d), v.data(), 16, cudaMemcpyHostToDevice, s), cudaSuccess);
   EXPECT_EQ(peek_last_error(), cudaSuccess);
   // ... and the next synchronizing call reports the first error, once.
@@ -351,7 +378,7 @@ TEST_F(GuestStreams, AnErrorOfAQueuedCallIsTheNextSynchronizingCallsAnswer) {
   ASSERT_EQ(cudaMemcpyAsync(back.data(), reinterpret_cast<void*>(d), 16, cudaMemcpyDeviceToHost, s), cudaSuccess);
   EXPECT_EQ(back, v);
   // A round trip that returns data reports a queued error too, but still copies.
-  EXPECT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(0xdead0000), 0, 16, s), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(ghost.ptr(), 0, 16, s), cudaSuccess);
   std::fill(back.begin(), back.end(), 0);
   EXPECT_EQ(cudaMemcpyAsync(back.data(), reinterpret_cast<void*>(d), 16, cudaMemcpyDeviceToHost, s),
             cudaErrorInvalidValue);
@@ -363,6 +390,7 @@ TEST_F(GuestStreams, AnErrorOfAQueuedCallIsTheNextSynchronizingCallsAnswer) {
 
 TEST_F(GuestStreams, ManyQueuedCallsOverflowTheStackAndStillReportTheirErrors) {
   const uint64_t d = device_malloc(1 << 16);
+  GhostAllocation ghost;
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   // 8 KiB inline copies: the RPC stack (252 KiB in this stub) fills and is sent on its own.
@@ -373,7 +401,7 @@ TEST_F(GuestStreams, ManyQueuedCallsOverflowTheStackAndStillReportTheirErrors) {
                               cudaMemcpyHostToDevice, s),
               cudaSuccess);
     if (i == 3) {
-      ASSERT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(0xbad000), 0, 1, s), cudaSuccess);
+      ASSERT_EQ(cudaMemsetAsync(ghost.ptr(), 0, 1, s), cudaSuccess);
     }
   }
   EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidValue);  // from a batch sent long ago
@@ -383,6 +411,36 @@ TEST_F(GuestStreams, ManyQueuedCallsOverflowTheStackAndStillReportTheirErrors) {
   EXPECT_EQ(out, std::vector<uint8_t>(8192, 199));
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
   (void)last_error();
+}
+
+TEST_F(GuestStreams, ThreadsCreateUseAndDestroyTheirOwn) {
+  const uint64_t streams_before = tst::fake_live_streams(), events_before = tst::fake_live_events();
+  const uint64_t d = device_malloc(4 * 4096);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        cudaStream_t s;
+        cudaEvent_t e;
+        bool ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+                  cudaEventCreate(&e) == cudaSuccess &&
+                  cudaMemsetAsync(reinterpret_cast<void*>(d + t * 4096), t, 4096, s) == cudaSuccess &&
+                  cudaEventRecord(e, s) == cudaSuccess && cudaStreamWaitEvent(nullptr, e, 0) == cudaSuccess &&
+                  cudaEventSynchronize(e) == cudaSuccess && cudaEventDestroy(e) == cudaSuccess &&
+                  cudaStreamDestroy(s) == cudaSuccess;
+        if (!ok) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  EXPECT_EQ(tst::fake_live_streams(), streams_before);
+  EXPECT_EQ(tst::fake_live_events(), events_before);
+  std::vector<uint8_t> out(4 * 4096);
+  ASSERT_EQ(cudaMemcpyAsync(out.data(), reinterpret_cast<void*>(d), out.size(), cudaMemcpyDeviceToHost, nullptr),
+            cudaSuccess);
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(out[t * 4096 + 17], t);
 }
 
 // Last: it leaves the process with a sticky error until the test resets it.
@@ -424,6 +482,7 @@ TEST_F(GuestStreams, StickyErrorsStick) {
   EXPECT_EQ(cudaStreamCreate(&s2), cudaErrorIllegalAddress);
   EXPECT_EQ(cudaEventQuery(e), cudaErrorIllegalAddress);
   EXPECT_EQ(cudaMemsetAsync(reinterpret_cast<void*>(0x1000), 0, 4, s), cudaErrorIllegalAddress);
+  EXPECT_EQ(cudaMemcpyAsync(&s2, &s, 8, cudaMemcpyHostToHost, s), cudaErrorIllegalAddress);
   EXPECT_EQ(cudaStreamQuery(s), cudaErrorIllegalAddress);
   EXPECT_EQ(last_error(), cudaErrorIllegalAddress);
   vmcuda::guest::reset_sticky_error_for_testing();

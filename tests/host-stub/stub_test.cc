@@ -164,17 +164,25 @@ TEST(Stub, EverythingAClientOwnedIsFreedWhenItDies) {
   EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
   EXPECT_EQ(tst::fake_live_contexts(), 0u);
   EXPECT_EQ(tst::fake_live_modules(), 0u);
-  for (int i = 0; i < 500 && tst::fake_pinned_ranges() != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_EQ(tst::fake_pinned_ranges(), 0u);  // the connection's heap was unpinned
 }
 
-TEST(Stub, EachConnectionsHeapIsPinnedWhileItLives) {
+TEST(Stub, HeapRangesArePinnedOnRequestAndUnpinnedWithTheClient) {
   Stub s;
   {
-    Client a(s), b(s);
+    Client c(s);
+    auto a = c.slot->heap().allocate(1 << 20);
+    auto b = c.slot->heap().allocate(4096);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(c.call<api::Call::PinHeap>({a->ref()}), 0);
+    EXPECT_EQ(c.call<api::Call::PinHeap>({b->ref()}), 0);
     EXPECT_EQ(tst::fake_pinned_ranges(), 2u);
+    EXPECT_EQ(c.call<api::Call::PinHeap>({a->ref()}), 712);  // already registered
+    EXPECT_EQ(c.call<api::Call::PinHeap>({{~0ull, 16}}), static_cast<int32_t>(ChannelStatus::kBadHeapRef));
+    EXPECT_EQ(c.call<api::Call::UnpinHeap>({b->ref()}), 0);
+    EXPECT_EQ(c.call<api::Call::UnpinHeap>({b->ref()}), 713);  // not registered
+    EXPECT_EQ(tst::fake_pinned_ranges(), 1u);
   }
+  // The client went away with a range still pinned: the stub unpinned it.
   for (int i = 0; i < 500 && tst::fake_pinned_ranges() != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(tst::fake_pinned_ranges(), 0u);

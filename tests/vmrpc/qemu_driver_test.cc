@@ -57,6 +57,10 @@ class DriverTestService : public Service {
     std::lock_guard l(mu_);
     return views_;
   }
+  testing::DriverHostView last_view() {
+    std::lock_guard l(mu_);
+    return last_view_;
+  }
 
  private:
   class Slot : public SlotService {
@@ -80,6 +84,7 @@ class DriverTestService : public Service {
       reply_bytes = sizeof v;
       std::lock_guard l(s_.mu_);
       ++s_.views_;
+      s_.last_view_ = v;
       return 0;
     }
     void close() override {
@@ -100,6 +105,7 @@ class DriverTestService : public Service {
   std::mutex mu_;
   std::vector<Close> closes_;
   uint64_t views_ = 0;
+  testing::DriverHostView last_view_{};
 };
 
 TEST(QemuDriver, DevVmcudaSlotsSleepOnMsixAndAreFreedWhenTheirProcessDies) {
@@ -110,14 +116,20 @@ TEST(QemuDriver, DevVmcudaSlotsSleepOnMsixAndAreFreedWhenTheirProcessDies) {
   std::string kver = read_file(out + "/kernel/kernel-version");
   while (!kver.empty() && (kver.back() == '\n' || kver.back() == ' ')) kver.pop_back();
   ASSERT_FALSE(kver.empty());
-  const int brc = sh(src + "/ivshmem-driver/build-guest-module.sh " + out + "/driver " + kver);
-  if (brc == 77) GTEST_SKIP() << "linux-headers-" << kver << " not installed: run ivshmem-driver/install-headers.sh";
-  ASSERT_EQ(brc, 0) << "building vmcuda.ko failed";
+  // VMCUDA_GUEST_MODULE_DIR: test a vmcuda.ko built elsewhere (e.g. by DKMS) instead.
+  const char* moddir_env = std::getenv("VMCUDA_GUEST_MODULE_DIR");
+  std::string moddir = moddir_env && *moddir_env ? moddir_env : out + "/driver/modules";
+  if (!moddir_env || !*moddir_env) {
+    const int brc = sh(src + "/ivshmem-driver/build-guest-module.sh " + out + "/driver " + kver);
+    if (brc == 77) GTEST_SKIP() << "linux-headers-" << kver << " not installed: run ivshmem-driver/install-headers.sh";
+    ASSERT_EQ(brc, 0) << "building vmcuda.ko failed";
+  }
+  ASSERT_EQ(sh("test -f " + moddir + "/vmcuda.ko"), 0) << "no vmcuda.ko in " << moddir;
   const std::string initrd = out + "/driver-probe.cpio.gz";
   ASSERT_EQ(sh(src + "/scripts/guest/build-initramfs.sh " + initrd + " --init-script " + src +
                "/tests/guest/driver_guest_test.sh --add " + src +
                "/scripts/guest/find-ivshmem.sh:/bin/find-ivshmem.sh --add " DRIVER_GUEST_PROBE
-               ":/bin/driver_guest_probe --modules " + out + "/driver/modules 2>/dev/null"),
+               ":/bin/driver_guest_probe --modules " + moddir + " 2>/dev/null"),
             0);
 
   DriverTestService service;
@@ -127,13 +139,18 @@ TEST(QemuDriver, DevVmcudaSlotsSleepOnMsixAndAreFreedWhenTheirProcessDies) {
   const std::string log = out + "/driver-probe.log";
   const int rc = sh(src + "/scripts/guest/boot.sh --kernel " + out + "/kernel/vmlinux --initrd " + initrd +
                     " --ivshmem-socket " + host.socket_path() + " --vectors 4 --timeout 240 --log " + log +
+                    // Poison and check the slab: a use-after-free in the driver prints "BUG".
+                    " --append 'slub_debug=FZP,kmalloc-*'" +
                     " >/dev/null 2>&1");
   const std::string text = read_file(log);
   EXPECT_EQ(rc, 0) << "guest log:\n" << text;
   EXPECT_NE(text.find("DRIVER-GUEST-OK"), std::string::npos) << text;
   EXPECT_NE(text.find("DRIVER-UNPLUG-OK"), std::string::npos) << text;
+  // open() of a region without the vmrpc magic was refused with a clear line.
+  EXPECT_NE(text.find("shared memory has no vmrpc header"), std::string::npos) << text;
+  EXPECT_NE(text.find("is the vmcuda host stub serving"), std::string::npos) << text;
   std::smatch m;
-  EXPECT_FALSE(std::regex_search(text, m, std::regex("Oops|BUG|Call Trace|WARNING:")))
+  EXPECT_FALSE(std::regex_search(text, m, std::regex("Oops|(^|[^A-Za-z])BUG[: ]|Call Trace|WARNING:")))
       << "kernel complained: " << m.str() << "\n" << text;
 
   // The killed child's slot was closed by the guest (its driver), while the guest
@@ -145,6 +162,11 @@ TEST(QemuDriver, DevVmcudaSlotsSleepOnMsixAndAreFreedWhenTheirProcessDies) {
   for (const auto& c : closes)
     if (c.owner_tag == pid && c.slot == slot && c.views_before < service.views()) seen = true;
   EXPECT_TRUE(seen) << "no close of slot " << slot << " owned by pid " << pid << " before the guest's last query";
+  // At the guest's last query every slot but the asking one was Free in the region.
+  const auto v = service.last_view();
+  EXPECT_EQ(v.slot_count, 4u);
+  for (uint32_t i = 0; i < v.slot_count; ++i)
+    EXPECT_EQ(v.state[i], i == v.asking_slot ? 1u : 0u) << "slot " << i << " at the guest's last query";
 
   // QEMU exited: the connection is gone and every slot the service opened is closed.
   for (int i = 0; i < 300 && host.stats().connections_open != 0; ++i) usleep(10000);

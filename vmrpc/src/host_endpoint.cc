@@ -409,6 +409,20 @@ void HostEndpoint::Impl::maybe_free(Connection* c) {
 void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   auto& ctl = c.view.control(slot);
   const uint32_t state = ordering::load_acquire(ctl.state);
+  if (state == static_cast<uint32_t>(SlotState::kClosing)) {
+    // Released before a service thread attached (e.g. the guest driver claims a slot
+    // in open() and releases it in close() even if the client never said Hello):
+    // no service was opened; free its heap pages and hand the slot back.
+    reclaim_heap_pages(c.view, slot + 1);
+    ordering::store_relaxed(ctl.request_seq, uint64_t{0});
+    ordering::store_relaxed(ctl.response_seq, uint64_t{0});
+    ordering::store_relaxed(ctl.request_bytes, 0u);
+    ordering::store_relaxed(ctl.guest_sleeping, 0u);
+    ordering::store_relaxed(ctl.host_state, static_cast<uint32_t>(wire::HostSlotState::kIdle));
+    ordering::store_release(ctl.state, static_cast<uint32_t>(SlotState::kFree));
+    arm_doorbell(c, slot);
+    return;
+  }
   if (state != static_cast<uint32_t>(SlotState::kClaimed)) {
     arm_doorbell(c, slot);  // a stray doorbell: keep watching
     return;

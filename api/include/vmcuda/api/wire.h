@@ -43,6 +43,8 @@ struct CopyToDeviceInlineArgs { uint64_t dst; };
 // Inline device-to-host: the bytes come back as the reply.
 struct CopyFromDeviceInlineArgs { uint64_t src; uint64_t bytes; };
 struct CopyHeapArgs { uint64_t device; vmrpc::wire::HeapRef host; };
+// A range of the shared heap the host pins (cudaMallocHost blocks, copy staging).
+struct HeapRangeArgs { vmrpc::wire::HeapRef range; };
 struct CopyDeviceArgs { uint64_t dst; uint64_t src; uint64_t bytes; };
 struct MemsetArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t pad; };
 

@@ -1,0 +1,124 @@
+// event area: events with guest-made handles (stream_event.h). Creation, recording and
+// destruction are queued (lazy RPC); synchronize, query and elapsed time are round trips
+// that also send what is queued. The elapsed time is measured by the host's driver.
+#include "remote.h"
+#include "runtime_state.h"
+#include "stream_event.h"
+#include "vmcuda/cudart_api.h"
+
+namespace vmcuda::guest {
+namespace {
+
+cudaError_t record_event(cudaEvent_t event, cudaStream_t stream, unsigned int flags, bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  uint64_t ev, s;
+  if (cudaError_t e = event_wire_handle(event, &ev)) return record(e);
+  if (cudaError_t e = stream_wire_handle(stream, per_thread, &s)) return record(e);
+  if (flags & ~unsigned{cudaEventRecordExternal}) return record(cudaErrorInvalidValue);
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  auto lock = remote->lock();
+  // TODO(vgpu-db): an event and a stream of different devices fail on the host, so that
+  // error arrives with the next synchronizing call; the guest could tell at once if it
+  // kept each handle's device.
+  return record(remote->enqueue<api::Call::EventRecord>({ev, s, flags, 0}));
+}
+
+// A round trip on one event: sends what is queued first.
+template <api::Call C>
+cudaError_t event_round_trip(cudaEvent_t event, bool not_ready_is_an_answer) {
+  if (cudaError_t e = enter_device_call()) return e;
+  uint64_t ev;
+  if (cudaError_t e = event_wire_handle(event, &ev)) return record(e);
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  auto lock = remote->lock();
+  const auto status = static_cast<cudaError_t>(remote->call<C>({ev}).status);
+  // "Not ready" is an answer, not an error: it does not become the last error.
+  if (not_ready_is_an_answer && status == cudaErrorNotReady) return status;
+  return record(status);
+}
+
+}  // namespace
+}  // namespace vmcuda::guest
+
+using namespace vmcuda::guest;
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (cudaError_t e = enter_device_call()) return e;
+  constexpr unsigned kKnown = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+  if (event == nullptr || (flags & ~kKnown)) return record(cudaErrorInvalidValue);
+  if (flags & cudaEventInterprocess) {
+    // CUDA: an interprocess event must have timing disabled. vmcuda: events are not
+    // shared between processes (nor VMs); say so now rather than through the queue.
+    if (!(flags & cudaEventDisableTiming)) return record(cudaErrorInvalidValue);
+    return record(cudaErrorNotSupported);
+  }
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  const uint64_t h = handles::next();
+  if (!handles::add_event(h, {flags})) return record(cudaErrorMemoryAllocation);
+  {
+    auto lock = remote->lock();
+    if (cudaError_t e = remote->enqueue<vmcuda::api::Call::EventCreate>({h, flags, 0})) {
+      handles::remove_event(h);
+      return record(e);
+    }
+  }
+  *event = reinterpret_cast<cudaEvent_t>(h);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return record_event(event, stream, 0, false); }
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  return record_event(event, stream, 0, true);
+}
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return record_event(event, stream, flags, false);
+}
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  return record_event(event, stream, flags, true);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  return event_round_trip<vmcuda::api::Call::EventQuery>(event, true);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return event_round_trip<vmcuda::api::Call::EventSynchronize>(event, false);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  const auto h = reinterpret_cast<uintptr_t>(event);
+  if (h == 0 || !handles::remove_event(h)) return record(cudaErrorInvalidResourceHandle);
+  auto lock = remote->lock();
+  // Returns at once, as CUDA's does: a pending event is freed by the host when it completes.
+  return record(remote->enqueue<vmcuda::api::Call::EventDestroy>({h}));
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (ms == nullptr) return record(cudaErrorInvalidValue);
+  uint64_t s, e;
+  if (cudaError_t r = event_wire_handle(start, &s)) return record(r);
+  if (cudaError_t r = event_wire_handle(end, &e)) return record(r);
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  auto lock = remote->lock();
+  const auto r = remote->call<vmcuda::api::Call::EventElapsedTime>({s, e});
+  const auto status = static_cast<cudaError_t>(r.status);
+  if (status == cudaErrorNotReady) return status;  // an answer, as for cudaEventQuery
+  if (status != cudaSuccess) return record(status);
+  *ms = r.reply.milliseconds;
+  return cudaSuccess;
+}

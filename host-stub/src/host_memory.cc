@@ -1,0 +1,31 @@
+// Pinned host memory (calls.def PinHeap/UnpinHeap): ranges of the shared heap the guest
+// uses as cudaMallocHost memory or copy staging, registered with the driver so copies
+// from and to them are DMA. Only what is used gets pinned.
+#include "session.h"
+
+namespace vmcuda::host {
+
+using vmrpc::wire::ChannelStatus;
+
+int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& req) {
+  auto range = req.ctx.heap(a.range);
+  if (!range || range->empty()) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (pinned_.count(a.range.offset)) return 712;  // cudaErrorHostMemoryAlreadyRegistered
+  // Portable: pinned for every context of this client; device-mapped: for
+  // cudaHostAllocMapped.
+  CUresult e = api_.cuMemHostRegister_v2(range->data(), range->size(),
+                                         CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+  if (e != CUDA_SUCCESS) return e;
+  pinned_[a.range.offset] = {range->data(), range->size()};
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_UnpinHeap(const api::HeapRangeArgs& a, api::Empty&, Request&) {
+  auto it = pinned_.find(a.range.offset);
+  if (it == pinned_.end()) return 713;  // cudaErrorHostMemoryNotRegistered
+  CUresult e = api_.cuMemHostUnregister(it->second.first);
+  pinned_.erase(it);
+  return e;
+}
+
+}  // namespace vmcuda::host
