@@ -30,15 +30,16 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 rc=0
 VMCUDA_PROFILE_OUT="$out/device_profile.inc" "$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
 kill "$stub"; wait "$stub" || true
-cat "$out/stub.log"
+cat "$out/stub.log"; rm -f "$out/stub.log"
 # The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.
+work=$(mktemp -d)
 for prog in "$carry"/cuda/*; do
   name=$(basename "$prog")
-  "$prog" >"$out/$name.native" 2>&1 || echo "native $name: rc $?"
-  cp "$out/$name.native" "$out/$name.out"  # the reference for tests/cuda/expected/
-  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-run-check.sock "$carry/vmcuda-run" -- "$prog" >"$out/$name.vmcuda" 2>&1 \
+  "$prog" >"$work/$name.native" 2>&1 || echo "native $name: rc $?"
+  cp "$work/$name.native" "$out/$name.out"  # the reference for tests/cuda/expected/
+  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-run-check.sock "$carry/vmcuda-run" -- "$prog" >"$work/$name.vmcuda" 2>&1 \
     || { echo "vmcuda $name: rc $?"; rc=1; }
-  if cmp -s "$out/$name.native" "$out/$name.vmcuda"; then echo "$name: identical output natively and through vmcuda"
-  else echo "$name: OUTPUT DIFFERS"; diff "$out/$name.native" "$out/$name.vmcuda" | head -20; rc=1; fi
+  if cmp -s "$work/$name.native" "$work/$name.vmcuda"; then echo "$name: identical output natively and through vmcuda"
+  else echo "$name: OUTPUT DIFFERS"; diff "$work/$name.native" "$work/$name.vmcuda" | head -20; rc=1; fi
 done
 exit $rc

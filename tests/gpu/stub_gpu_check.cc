@@ -129,6 +129,9 @@ int main(int argc, char** argv) {
   const uint64_t big = 256ull << 20;
   auto hbig = slot->heap().allocate(big);
   CHECK(hbig.has_value(), "heap 256 MiB");
+  // Pinned on request, as cudaMallocHost memory is (the pageable figures below copy into
+  // it first, as a pageable cudaMemcpy stages through pinned chunks).
+  CHECK(api::remote<api::Call::PinHeap>(*slot, {hbig->ref()}).status == 0, "PinHeap 256 MiB");
   auto dbig = api::remote<api::Call::Malloc>(*slot, {big}).reply.ptr;
   std::vector<char> pageable(big, 1);
   host::CUdeviceptr nd;

@@ -47,8 +47,8 @@ VMRPC_KNOB(kGuestSpinNs, "VMRPC_GUEST_SPIN_NS", 200000,
            "how long a guest spins on a reply before sleeping on its interrupt");
 VMRPC_KNOB(kHostSpinNs, "VMRPC_HOST_SPIN_NS", 50000,
            "how long a host service thread spins on a request before sleeping on its eventfd");
-VMRPC_KNOB(kRegionBytes, "VMRPC_REGION_BYTES", 256ll << 20,
-           "size of a region created per connection (power of two)");
+VMRPC_KNOB(kRegionBytes, "VMRPC_REGION_BYTES", 1ll << 30,
+           "size of a region created per connection (power of two; sparse: only what is used costs memory)");
 VMRPC_KNOB(kSlotCount, "VMRPC_SLOTS", 16, "client slots per region (= MSI-X vectors)");
 VMRPC_KNOB(kSlotBytes, "VMRPC_SLOT_BYTES", 1ll << 20, "control page + RPC stack per slot");
 VMRPC_KNOB(kHeapPageBytes, "VMRPC_HEAP_PAGE_BYTES", 4096, "allocation unit of the shared heap");
