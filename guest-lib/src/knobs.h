@@ -46,8 +46,14 @@ VMCUDA_KNOB(kLogLevel, "VMCUDA_LOG", 1,
 
 VMCUDA_KNOB(kInlineCopyBytes, "VMCUDA_INLINE_COPY_BYTES", 64 << 10,
             "copies up to this size travel inside the call frame; larger ones through the shared heap");
+VMCUDA_KNOB(kInlineReadBytes, "VMCUDA_INLINE_READ_BYTES", 16 << 10,
+            "device-to-host copies up to this size come back inside the reply; larger ones through a "
+            "pinned heap chunk (the host's DMA into shared memory that is not pinned is slow)");
 VMCUDA_KNOB(kCopyChunkBytes, "VMCUDA_COPY_CHUNK_BYTES", 8 << 20,
             "size of each of the two heap chunks a large pageable copy is pipelined through");
+
+VMCUDA_KNOB(kCopyThreads, "VMCUDA_COPY_THREADS", 4,
+            "threads (the caller included) that copy a large pageable buffer to or from the staging chunks");
 
 #undef VMCUDA_KNOB
 

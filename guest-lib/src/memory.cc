@@ -10,6 +10,7 @@
 
 #include "knobs.h"
 #include "log.h"
+#include "parallel_copy.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vgpu_db/allocations.h"
@@ -83,7 +84,7 @@ cudaError_t copy_to_device(Remote& r, uint64_t dst, const void* src, uint64_t n)
   for (uint64_t off = 0, i = 0; off < n; off += chunk, ++i) {
     const uint64_t len = std::min(chunk, n - off);
     vmrpc::HeapBlock& b = *st.chunk[i % 2];
-    std::memcpy(b.data, static_cast<const std::byte*>(src) + off, len);  // while the host DMAs the other chunk
+    vmcuda::guest::parallel_copy(b.data, static_cast<const std::byte*>(src) + off, len);  // while the host DMAs the other chunk
     if (busy) {
       if (slot.wait() != vmrpc::wire::ChannelStatus::kOk) return cudaErrorDevicesUnavailable;
       if (int32_t s = slot.result(in_flight).status; s != 0 && result == cudaSuccess)
@@ -105,7 +106,7 @@ cudaError_t copy_to_device(Remote& r, uint64_t dst, const void* src, uint64_t n)
 // Precondition: r's lock held.
 cudaError_t copy_from_device(Remote& r, void* dst, uint64_t src, uint64_t n) {
   if (auto ref = heap_ref(dst, n)) return static_cast<cudaError_t>(r.call<api::Call::CopyFromDeviceHeap>({src, *ref}).status);
-  const uint64_t inline_max = static_cast<uint64_t>(vmcuda::guest::knobs::kInlineCopyBytes.get());
+  const uint64_t inline_max = static_cast<uint64_t>(vmcuda::guest::knobs::kInlineReadBytes.get());
   if (n <= inline_max) {
     auto res = r.call<api::Call::CopyFromDeviceInline>({src, n}, {}, static_cast<uint32_t>(n));
     if (res.status == cudaSuccess) std::memcpy(dst, res.extra.data(), std::min<uint64_t>(n, res.extra.size()));
@@ -132,7 +133,7 @@ cudaError_t copy_from_device(Remote& r, void* dst, uint64_t src, uint64_t n) {
     // Start the next chunk's DMA, then copy this one out while it runs.
     if (i + 1 < chunks && !(f = submit(i + 1))) return cudaErrorDevicesUnavailable;
     const uint64_t off = i * chunk;
-    std::memcpy(static_cast<std::byte*>(dst) + off, st.chunk[i % 2]->data, std::min(chunk, n - off));
+    vmcuda::guest::parallel_copy(static_cast<std::byte*>(dst) + off, st.chunk[i % 2]->data, std::min(chunk, n - off));
   }
   return cudaSuccess;
 }

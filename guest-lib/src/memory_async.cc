@@ -20,6 +20,7 @@
 
 #include "knobs.h"
 #include "log.h"
+#include "parallel_copy.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "stream_event.h"
@@ -84,7 +85,7 @@ cudaError_t staged_to_device(Remote& r, uint64_t dst, const std::byte* src, uint
   cudaError_t result = cudaSuccess;
   for (uint64_t off = 0; off < count && result == cudaSuccess; off += chunk->bytes) {
     const uint64_t n = std::min(chunk->bytes, count - off);
-    std::memcpy(chunk->data, src + off, n);
+    vmcuda::guest::parallel_copy(chunk->data, src + off, n);
     result = static_cast<cudaError_t>(
         r.call<api::Call::CopyToDeviceHeapAsync>({dst + off, chunk->ref(0, n), stream, api::kHeapCopyWait, 0}).status);
   }
@@ -114,7 +115,7 @@ cudaError_t to_host(Remote& r, std::byte* dst, uint64_t src, uint64_t count, uin
     result = static_cast<cudaError_t>(
         r.call<api::Call::CopyFromDeviceHeapAsync>({src + off, chunk->ref(0, n), stream, api::kHeapCopyWait, 0})
             .status);
-    if (result == cudaSuccess) std::memcpy(dst + off, chunk->data, n);
+    if (result == cudaSuccess) vmcuda::guest::parallel_copy(dst + off, chunk->data, n);
   }
   r.slot().heap().free(chunk->offset);
   return result;
