@@ -15,6 +15,7 @@ if [ "${1:-}" != "--run" ]; then
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" >/dev/null
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
+  cp "$top/tests/cuda/shared_stub_test.sh" "$carry/"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -o "$carry/vecadd.fatbin" "$top/tests/gpu/vecadd.cu"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
@@ -42,4 +43,6 @@ for prog in "$carry"/cuda/*; do
   if cmp -s "$work/$name.native" "$work/$name.vmcuda"; then echo "$name: identical output natively and through vmcuda"
   else echo "$name: OUTPUT DIFFERS"; diff "$work/$name.native" "$work/$name.vmcuda" | head -20; rc=1; fi
 done
+# One real stub, several programs at once, one faulting (compared with the native outputs above).
+"$carry/shared_stub_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
 exit $rc

@@ -2,6 +2,7 @@
 #include "fake_kernels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -94,6 +95,12 @@ CUresult f_init(unsigned) { return CUDA_SUCCESS; }
 CUresult f_version(int* v) { return *v = 13000, CUDA_SUCCESS; }
 CUresult f_count(int* n) { return *n = 2, CUDA_SUCCESS; }
 CUresult f_get(CUdevice* d, int i) { return i == 0 || i == 1 ? (*d = i, CUDA_SUCCESS) : 101; }
+// After an illegal address, every context of the process fails (VMCUDA_FAKE_FAULT_POISONS_DEVICE).
+bool& gpu_poisoned() {
+  static bool p = false;
+  return p;
+}
+
 // The device the executor pretends to be: its own small identity, or (for the CUDA test
 // programs, whose output is compared with native runs) the profile recorded from the GPU
 // machine's device (device_profile.inc).
@@ -160,6 +167,7 @@ CUresult f_attr(int* v, int attr, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice) {
+  if (gpu_poisoned()) return 700;
   std::lock_guard l(gpu().mu);
   *c = reinterpret_cast<CUcontext>(gpu().next_handle++);
   gpu().contexts.insert(*c);
@@ -194,6 +202,7 @@ CUresult f_sync() {
   return CUDA_SUCCESS;
 }
 CUresult f_alloc(CUdeviceptr* p, size_t n) {
+  if (gpu_poisoned()) return 700;
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (n > (1ull << 30)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -285,7 +294,9 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   did_work(st, kLaunchMs);
   const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;
-  return k->run(params, threads, [](uint64_t p, size_t n) { return find(p, n); });
+  const int r = k->run(params, threads, [](uint64_t p, size_t n) { return find(p, n); });
+  if (r == 700 && std::getenv("VMCUDA_FAKE_FAULT_POISONS_DEVICE")) gpu_poisoned() = true;
+  return r;
 }
 CUresult f_uuid(unsigned char* u, CUdevice) {
   if (profile().recorded) {

@@ -158,7 +158,8 @@ TEST(Stub, EverythingAClientOwnedIsFreedWhenItDies) {
   int st = 0;
   waitpid(pid, &st, 0);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  for (int i = 0; i < 500 && tst::fake_live_contexts() != 0; ++i)
+  // The context is made on the client's first call; wait for its slot to be closed.
+  for (int i = 0; i < 1000 && (s.endpoint.stats().slots_closed_total != 1 || tst::fake_live_contexts() != 0); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(s.endpoint.stats().slots_closed_total, 1u);
   EXPECT_EQ(tst::fake_allocated_bytes(), 0u);

@@ -1,0 +1,1 @@
+extern "C" __global__ void fault(int* p) { *p = 1; }
