@@ -10,11 +10,22 @@
 #include "driver_api.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
+#include "vmrpc/worker.h"
+
+#include <unistd.h>
 
 namespace vmcuda::host {
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
+  // A worker (started by the stub itself for one client slot) gets the stub's own options
+  // followed by the worker's (vmrpc/worker.h).
+  const bool worker = vmrpc::is_worker_invocation(argc, argv);
+  int stub_argc = argc;
+  if (worker)
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == vmrpc::kWorkerFlag) stub_argc = i;
   CLI::App app{"vmcuda-stub: serves CUDA to guests over vmrpc shared memory"};
+  std::string isolation = "process";
   std::string socket_path = "/run/vmcuda/local.sock";
   std::vector<int> devices{0};
   uint64_t quota_mib = 0;
@@ -29,7 +40,13 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   app.add_option("--max-events", limits.max_events, "live events per client")->capture_default_str();
   app.add_option("--slots", region.slot_count, "client slots per VM (= ivshmem vectors)")->check(CLI::Range(1, 2048));
   app.add_option("--region-bytes", region.region_bytes, "shared region size per VM (power of two)");
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--isolation", isolation,
+                 "process: each client slot is served by a worker process of its own, so a client whose kernel "
+                 "faults (which poisons every CUDA context of a process) cannot break others; thread: all in this "
+                 "process (faster to start, no fault isolation)")
+      ->check(CLI::IsMember({"process", "thread"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, stub_argc, argv);
 
   DriverApi api;
   std::string why;
@@ -53,6 +70,22 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     }
   if (quota_mib) limits.memory_quota = quota_mib << 20;
   StubService service(api, limits, devices);
+  if (worker) return vmrpc::run_worker(argc, argv, service);
+
+  vmrpc::HostEndpointOptions options{socket_path, region, 64};
+  if (isolation == "process") {
+    char exe[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+      std::fprintf(stderr, "vmcuda-stub: cannot find its own executable (/proc/self/exe) to start workers\n");
+      return 1;
+    }
+    const std::string self(exe, static_cast<size_t>(n));
+    const std::vector<std::string> args(argv + 1, argv + stub_argc);
+    options.spawn_worker = [self, args](const vmrpc::WorkerSpec& spec) {
+      return vmrpc::spawn_worker_process(self, args, spec);
+    };
+  }
 
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -60,12 +93,12 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // before any thread starts: they inherit it
   try {
-    vmrpc::HostEndpoint endpoint({socket_path, region, 64}, service);
+    vmrpc::HostEndpoint endpoint(options, service);
     endpoint.start();
     std::string list;
     for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
-    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s\n", socket_path.c_str(), list.c_str(),
-                 api.origin.c_str());
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client\n", socket_path.c_str(),
+                 list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread");
     int sig = 0;
     sigwait(&sigs, &sig);
     std::fprintf(stderr, "vmcuda-stub: signal %d, closing all clients\n", sig);

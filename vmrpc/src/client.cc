@@ -93,6 +93,10 @@ ChannelStatus ClientSlot::flush() {
 ChannelStatus ClientSlot::submit() {
   if (lost_) return ChannelStatus::kTransportLost;
   auto& ctl = region_.control(slot_);
+  if (ordering::load_acquire(ctl.host_state) == static_cast<uint32_t>(wire::HostSlotState::kFailed)) {
+    batch_.reset();
+    return ChannelStatus::kHandlerFailed;  // the host's server of this slot died: nobody would answer
+  }
   const uint32_t bytes = batch_.finish();
   ordering::store_relaxed(ctl.request_bytes, bytes);
   const uint64_t seq = ++seq_;

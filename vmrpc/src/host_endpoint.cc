@@ -5,6 +5,9 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "vmrpc/knobs.h"
 #include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
+#include "vmrpc/slot_server.h"
 
 namespace vmrpc {
 
@@ -48,12 +52,6 @@ void ring(int eventfd) {
   [[maybe_unused]] ssize_t n = ::write(eventfd, &one, sizeof one);
 }
 
-void drain(int eventfd) {
-  uint64_t v;
-  ssize_t n;
-  do n = ::read(eventfd, &v, sizeof v);
-  while (n < 0 && errno == EINTR);
-}
 
 }  // namespace
 
@@ -61,16 +59,19 @@ struct Connection;
 
 // One io_uring operation in flight; lives as long as its owner.
 struct Op {
-  enum Kind { kAccept, kWake, kSocketPoll, kDoorbell } kind;
+  enum Kind { kAccept, kWake, kSocketPoll, kDoorbell, kWorkerExit } kind;
   Connection* conn = nullptr;
   uint32_t slot = 0;
   uint64_t buf = 0;
 };
 
 struct SlotRuntime {
-  Op doorbell;                    // armed while no service thread owns the eventfd
-  std::thread thread;
+  Op doorbell;                    // armed while no service thread or worker owns the eventfd
+  std::thread thread;             // thread mode
   std::atomic<bool> stop{false};
+  pid_t worker = -1;              // worker mode: the process serving the slot
+  UniqueFd worker_pidfd;          // readable when it exits (polled by the loop)
+  Op worker_exit;
 };
 
 struct Connection {
@@ -117,14 +118,13 @@ class HostEndpoint::Impl {
   void on_accept(int fd);
   void on_socket_event(Connection& c);
   void on_doorbell(Connection& c, uint32_t slot);
+  bool start_worker(Connection& c, uint32_t slot);
+  void on_worker_exit(Connection& c, uint32_t slot);
   void on_messages();
   void teardown(Connection& c);
   void maybe_free(Connection* c);
   void post(Message m);
   void serve_slot(Connection* c, uint32_t slot);
-  void run_batch(Connection& c, uint32_t slot, SlotService* svc, const SlotInfo& info, DecodedBatch& batch);
-  int32_t dispatch(const CallContext& ctx, SlotService* svc, const DecodedFrame& f, const DecodedBatch& batch,
-                   std::span<std::byte> reply, uint32_t& reply_bytes);
 
   HostEndpointOptions opts_;
   Service& service_;
@@ -281,6 +281,13 @@ void HostEndpoint::Impl::loop() {
           maybe_free(c);
           break;
         }
+        case Op::kWorkerExit: {
+          Connection* c = op->conn;
+          --c->pending_ops;
+          on_worker_exit(*c, op->slot);
+          maybe_free(c);
+          break;
+        }
       }
     }
     io_uring_cq_advance(&ring_, seen);
@@ -332,6 +339,7 @@ void HostEndpoint::Impl::on_accept(int fd) {
       c->host_rx.push_back(make_eventfd());
       c->guest_rx.push_back(make_eventfd());
       c->slots[i].doorbell = Op{Op::kDoorbell, c.get(), i, 0};
+      c->slots[i].worker_exit = Op{Op::kWorkerExit, c.get(), i, 0};
     }
     c->socket_poll = Op{Op::kSocketPoll, c.get(), 0, 0};
     // The ivshmem-server handshake (QEMU reads it synchronously while creating the device).
@@ -381,6 +389,9 @@ void HostEndpoint::Impl::teardown(Connection& c) {
     SlotRuntime& s = c.slots[i];
     s.stop = true;
     if (s.thread.joinable()) threads.push_back(std::move(s.thread));
+    // A worker is killed: the OS (and the GPU driver) free all it had. Its exit
+    // completes the loop's poll of its pidfd.
+    if (s.worker > 0) ::kill(s.worker, SIGKILL);
     ring(c.host_rx[i].get());  // wakes the slot's thread, or completes the loop's read
   }
   Connection* cp = &c;
@@ -413,18 +424,20 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
     // Released before a service thread attached (e.g. the guest driver claims a slot
     // in open() and releases it in close() even if the client never said Hello):
     // no service was opened; free its heap pages and hand the slot back.
-    reclaim_heap_pages(c.view, slot + 1);
-    ordering::store_relaxed(ctl.request_seq, uint64_t{0});
-    ordering::store_relaxed(ctl.response_seq, uint64_t{0});
-    ordering::store_relaxed(ctl.request_bytes, 0u);
-    ordering::store_relaxed(ctl.guest_sleeping, 0u);
-    ordering::store_relaxed(ctl.host_state, static_cast<uint32_t>(wire::HostSlotState::kIdle));
-    ordering::store_release(ctl.state, static_cast<uint32_t>(SlotState::kFree));
+    reset_slot(c.view, slot);
     arm_doorbell(c, slot);
     return;
   }
-  if (state != static_cast<uint32_t>(SlotState::kClaimed)) {
-    arm_doorbell(c, slot);  // a stray doorbell: keep watching
+  if (state != static_cast<uint32_t>(SlotState::kClaimed) ||
+      ordering::load_acquire(ctl.host_state) == static_cast<uint32_t>(wire::HostSlotState::kFailed)) {
+    arm_doorbell(c, slot);  // a stray doorbell, or a slot whose server died: keep watching
+    return;
+  }
+  if (opts_.spawn_worker) {
+    if (!start_worker(c, slot)) {
+      fail_slot(c.view, slot, c.guest_rx[slot].get());
+      arm_doorbell(c, slot);
+    }
     return;
   }
   SlotRuntime& s = c.slots[slot];
@@ -432,12 +445,75 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   s.thread = std::thread([this, cp = &c, slot] { serve_slot(cp, slot); });
 }
 
+// ------------------------------------------------------------------ workers
+
+bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
+  auto& ctl = c.view.control(slot);
+  SlotRuntime& s = c.slots[slot];
+  const WorkerSpec spec{c.memfd.get(), c.host_rx[slot].get(), c.guest_rx[slot].get(), slot, c.id,
+                        ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region};
+  pid_t pid = -1;
+  try {
+    pid = opts_.spawn_worker(spec);
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "host", std::string("cannot start a worker: ") + e.what());
+  }
+  if (pid <= 0) return false;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) {
+    VMRPC_LOG(kWarn, "host", "pidfd_open of worker " + std::to_string(pid) + " failed; killing it");
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return false;
+  }
+  s.worker = pid;
+  s.worker_pidfd = std::move(pidfd);
+  auto* e = sqe();
+  io_uring_prep_poll_add(e, s.worker_pidfd.get(), POLLIN);
+  io_uring_sqe_set_data(e, &s.worker_exit);
+  ++c.pending_ops;
+  std::lock_guard l(stats_mu_);
+  ++stats_.slots_serving;
+  ++stats_.slots_opened_total;
+  return true;
+}
+
+void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
+  SlotRuntime& s = c.slots[slot];
+  int status = 0;
+  ::waitpid(s.worker, &status, 0);
+  const pid_t pid = s.worker;
+  s.worker = -1;
+  s.worker_pidfd.reset();
+  {
+    std::lock_guard l(stats_mu_);
+    --stats_.slots_serving;
+    ++stats_.slots_closed_total;
+  }
+  if (c.dead) return;
+  auto& ctl = c.view.control(slot);
+  const uint32_t state = ordering::load_acquire(ctl.state);
+  if (state == static_cast<uint32_t>(SlotState::kClaimed)) {
+    // The worker died while its client lives (a crash, or killed): the client's CUDA
+    // state is gone with it. Answer what it waits for; the slot stays refused until
+    // the client releases it.
+    VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) + ": worker " +
+                                 std::to_string(pid) + " ended (" +
+                                 (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                                      : "status " + std::to_string(WEXITSTATUS(status))) +
+                                 ") while its client was connected");
+    fail_slot(c.view, slot, c.guest_rx[slot].get());
+  } else if (state != static_cast<uint32_t>(SlotState::kFree)) {
+    reset_slot(c.view, slot);  // released, but the worker ended before handing it back
+  }
+  arm_doorbell(c, slot);
+}
+
 // ---------------------------------------------------------------- service thread
 
 void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot) {
   auto& ctl = c->view.control(slot);
   SlotRuntime& rt = c->slots[slot];
-  const int doorbell = c->host_rx[slot].get();
   const SlotInfo info{c->id, slot, ordering::load_relaxed(ctl.owner_tag)};
   {
     std::lock_guard l(stats_mu_);
@@ -450,142 +526,18 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot) {
   } catch (const std::exception& e) {
     VMRPC_LOG(kWarn, "host", std::string("service refused slot: ") + e.what());
   }
-  ordering::store_release(ctl.host_state, static_cast<uint32_t>(svc ? wire::HostSlotState::kServing
-                                                                     : wire::HostSlotState::kRefused));
-  const uint64_t spin_ns = static_cast<uint64_t>(knobs::kHostSpinNs.get());
-  uint64_t last_done = 0;
-  DecodedBatch batch;
-  bool guest_closed = false;
-
-  auto has_work = [&] {
-    return ordering::load_acquire(ctl.request_seq) != last_done ||
-           ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed) || rt.stop.load();
-  };
-
-  for (;;) {
-    // Spin, then sleep on the doorbell.
-    if (!has_work()) {
-      const uint64_t deadline = now_ns() + spin_ns;
-      while (!has_work() && now_ns() < deadline) ordering::cpu_relax();
-      while (!has_work()) {
-        ordering::store_release(ctl.host_sleeping, 1u);
-        ordering::full_fence();  // pairs with the guest's fence between request_seq and host_sleeping
-        if (has_work()) break;
-        drain(doorbell);
-      }
-      ordering::store_relaxed(ctl.host_sleeping, 0u);
-    }
-    if (rt.stop) break;
-    if (ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed)) {
-      guest_closed = true;
-      break;
-    }
-    const uint64_t seq = ordering::load_acquire(ctl.request_seq);
-    if (seq == last_done) continue;
-    run_batch(*c, slot, svc.get(), info, batch);
-    last_done = seq;
-    ordering::store_relaxed(ctl.served_batches, ordering::load_relaxed(ctl.served_batches) + 1);
-    // Replies and statuses are written: publish, then ring only a sleeping guest.
-    ordering::store_release(ctl.response_seq, seq);
-    ordering::full_fence();  // pairs with the guest's fence between guest_sleeping and response_seq
-    if (ordering::load_relaxed(ctl.guest_sleeping)) ring(c->guest_rx[slot].get());
-  }
-
-  if (svc) {
-    try {
-      svc->close();
-    } catch (const std::exception& e) {
-      VMRPC_LOG(kWarn, "host", std::string("closing a slot failed: ") + e.what());
-    }
-  }
-  reclaim_heap_pages(c->view, slot + 1);
-  if (guest_closed) {
-    // Make the slot reusable: reset what the next owner reads, then hand it back.
-    ordering::store_relaxed(ctl.request_seq, uint64_t{0});
-    ordering::store_relaxed(ctl.response_seq, uint64_t{0});
-    ordering::store_relaxed(ctl.request_bytes, 0u);
-    ordering::store_relaxed(ctl.guest_sleeping, 0u);
-    ordering::store_relaxed(ctl.host_state, static_cast<uint32_t>(wire::HostSlotState::kIdle));
-    ordering::store_release(ctl.state, static_cast<uint32_t>(SlotState::kFree));
-  }
+  SlotServer server{c->view, slot, c->host_rx[slot].get(), c->guest_rx[slot].get(), info, epoch_, &rt.stop,
+                    [this](const std::string&) {
+                      std::lock_guard l(stats_mu_);
+                      ++stats_.bad_batches_total;
+                    }};
+  vmrpc::serve_slot(server, svc.get());
   {
     std::lock_guard l(stats_mu_);
     --stats_.slots_serving;
     ++stats_.slots_closed_total;
   }
   post({Message::kSlotDone, c, slot});
-}
-
-void HostEndpoint::Impl::run_batch(Connection& c, uint32_t slot, SlotService* svc, const SlotInfo& info,
-                                   DecodedBatch& batch) {
-  auto& ctl = c.view.control(slot);
-  const std::span<std::byte> stack = c.view.stack(slot);
-  const uint32_t request_bytes = ordering::load_relaxed(ctl.request_bytes);  // copied out once
-  decode_batch(stack, request_bytes, batch);
-  if (batch.status != ChannelStatus::kOk) {
-    {
-      std::lock_guard l(stats_mu_);
-      ++stats_.bad_batches_total;
-    }
-    VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) +
-                                 ": rejected a batch: " + batch.error);
-    for (const auto& f : batch.frames)
-      write_frame_status(stack, f.frame_offset, static_cast<int32_t>(ChannelStatus::kNotProcessed), 0);
-    if (batch.bad_frame_offset >= 0)
-      write_frame_status(stack, static_cast<uint32_t>(batch.bad_frame_offset),
-                         static_cast<int32_t>(ChannelStatus::kBadFrame), 0);
-    ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(batch.status));
-    ordering::store_relaxed(ctl.frames_done, 0u);
-    return;
-  }
-  const CallContext ctx{info, c.view};
-  bool failed = false;
-  uint32_t done = 0;
-  for (const auto& f : batch.frames) {
-    uint32_t reply_bytes = 0;
-    int32_t status;
-    if (failed && (f.flags & wire::kFrameSkipOnError)) {
-      status = static_cast<int32_t>(ChannelStatus::kSkipped);
-    } else {
-      status = dispatch(ctx, svc, f, batch, stack.subspan(f.reply_offset, f.reply_capacity), reply_bytes);
-      if (reply_bytes > f.reply_capacity) reply_bytes = 0;  // our bug; never leak past the area
-    }
-    if (status != 0) failed = true;
-    write_frame_status(stack, f.frame_offset, status, reply_bytes);
-    ++done;
-  }
-  ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(ChannelStatus::kOk));
-  ordering::store_relaxed(ctl.frames_done, done);
-}
-
-int32_t HostEndpoint::Impl::dispatch(const CallContext& ctx, SlotService* svc, const DecodedFrame& f,
-                                     const DecodedBatch& batch, std::span<std::byte> reply, uint32_t& reply_bytes) {
-  const auto args = batch.args(f);
-  switch (static_cast<wire::MessageId>(f.call_id)) {
-    case wire::MessageId::kNop:
-      return 0;
-    case wire::MessageId::kHello: {
-      if (args.size() != sizeof(wire::HelloArgs)) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-      if (reply.size() < sizeof(wire::HelloReply)) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
-      wire::HelloReply r{wire::kAbiVersion, ctx.slot.slot, epoch_};
-      std::memcpy(reply.data(), &r, sizeof r);
-      reply_bytes = sizeof r;
-      return 0;
-    }
-    case wire::MessageId::kEcho:
-      if (reply.size() < args.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
-      if (!args.empty()) std::memcpy(reply.data(), args.data(), args.size());
-      reply_bytes = static_cast<uint32_t>(args.size());
-      return 0;
-  }
-  if (f.call_id < wire::kFirstServiceCall || !svc) return static_cast<int32_t>(ChannelStatus::kUnknownCall);
-  try {
-    return svc->call(ctx, f.call_id, args, reply, reply_bytes);
-  } catch (const std::exception& e) {
-    VMRPC_LOG(kWarn, "host", "call " + std::to_string(f.call_id) + " failed: " + e.what());
-    reply_bytes = 0;
-    return static_cast<int32_t>(ChannelStatus::kHandlerFailed);
-  }
 }
 
 // ------------------------------------------------------------------------ public

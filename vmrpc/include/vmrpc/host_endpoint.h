@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,10 +22,29 @@
 
 namespace vmrpc {
 
+// What a worker process needs to serve one slot (its fds are this process's; the
+// spawner passes them on, e.g. with posix_spawn file actions).
+struct WorkerSpec {
+  int memfd;          // the region
+  int doorbell_fd;    // the slot's doorbell (the guest rings it)
+  int notify_fd;      // the guest's vector (we ring it)
+  uint32_t slot;
+  uint64_t connection_id;
+  uint32_t owner_tag;
+  uint64_t host_epoch;
+  RegionConfig region;
+};
+
 struct HostEndpointOptions {
   std::string socket_path;
   RegionConfig region = RegionConfig::from_knobs();
   uint32_t max_connections = 64;  // limit on untrusted input: each costs a region
+  // When set, each claimed slot is served by a worker process this starts (returning its
+  // pid, or -1) instead of a thread of this process: the worker runs serve_slot()
+  // (slot_server.h). A client that breaks its worker (a GPU fault poisons every CUDA
+  // context of a process) cannot break anyone else's. The endpoint watches the worker,
+  // kills it when the connection goes, and frees the slot when it ends.
+  std::function<int(const WorkerSpec&)> spawn_worker;
 };
 
 struct HostEndpointStats {

@@ -60,6 +60,7 @@ enum class HostSlotState : uint32_t {
   kIdle = 0,     // no service thread attached
   kServing = 1,  // a service thread owns the slot
   kRefused = 2,  // host refused the slot (e.g. policy); guest must release it
+  kFailed = 3,   // the slot's server died (its worker crashed): calls fail; release the slot
 };
 
 // One control page per slot. Guest-written and host-written fields sit on separate

@@ -1,0 +1,41 @@
+// Host side: serving one claimed slot — wait for a batch (spin, then sleep on the
+// doorbell), decode it from a private copy, run its frames, answer in place, ring a
+// sleeping guest. Used by the host endpoint's service threads and by worker processes
+// (a worker serves one slot in a process of its own, so that a client that breaks its
+// CUDA context cannot break anyone else's: see host-stub).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "vmrpc/region.h"
+#include "vmrpc/service.h"
+
+namespace vmrpc {
+
+struct SlotServer {
+  RegionView view;
+  uint32_t slot = 0;
+  int doorbell_fd = -1;  // the guest rings it (host_rx of the slot's vector)
+  int notify_fd = -1;    // we ring it (the guest's vector: an eventfd, MSI-X in a VM)
+  SlotInfo info;
+  uint64_t host_epoch = 0;
+  const std::atomic<bool>* stop = nullptr;  // set, then ring doorbell_fd, to make it return
+  std::function<void(const std::string&)> on_bad_batch;  // for statistics and the log
+};
+
+// Serves the slot with `svc` (may be null: every service call is then kUnknownCall)
+// until the guest releases it or *stop. Closes `svc` before it returns. Returns true
+// when the guest released the slot: it was then reset and handed back (Free).
+bool serve_slot(const SlotServer& s, SlotService* svc);
+
+// Makes a slot reusable: reclaims its heap pages, resets what the next owner reads,
+// hands it back (Free). Precondition: nobody serves the slot.
+void reset_slot(const RegionView& view, uint32_t slot);
+
+// Answers a batch that will never run (the slot's server died): every frame
+// kHandlerFailed, the batch answered, the slot marked refused.
+void fail_slot(const RegionView& view, uint32_t slot, int notify_fd);
+
+}  // namespace vmrpc

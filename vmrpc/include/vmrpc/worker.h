@@ -1,0 +1,33 @@
+// Worker processes: one process serves one slot (HostEndpointOptions::spawn_worker).
+// The endpoint's side starts a program with the region and the slot's eventfds as fds
+// 3, 4, 5 and the rest on its command line; the worker's side reads them back and runs
+// serve_slot() with a service of its own.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vmrpc/host_endpoint.h"
+#include "vmrpc/service.h"
+
+namespace vmrpc {
+
+inline constexpr int kWorkerMemfd = 3;
+inline constexpr int kWorkerDoorbellFd = 4;
+inline constexpr int kWorkerNotifyFd = 5;
+inline constexpr const char* kWorkerFlag = "--vmrpc-worker";
+
+// Starts `exe` with `args` and the worker arguments of `spec` (kWorkerFlag first, then
+// the spec); returns its pid or -1 (errno set). Use as HostEndpointOptions::spawn_worker.
+int spawn_worker_process(const std::string& exe, const std::vector<std::string>& args, const WorkerSpec& spec);
+
+// Whether argv asks for a worker (kWorkerFlag is present).
+bool is_worker_invocation(int argc, char** argv);
+
+// The worker's side: maps the region from fd 3, checks its layout against the
+// arguments, opens a slot service from `service` and serves the slot until the client
+// releases it (exit status 0) or the endpoint kills the worker. Returns the exit status:
+// 2 for bad arguments. The worker dies with its parent (PR_SET_PDEATHSIG).
+int run_worker(int argc, char** argv, Service& service);
+
+}  // namespace vmrpc

@@ -1,0 +1,106 @@
+#include "vmrpc/worker.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "vmrpc/fd.h"
+#include "vmrpc/log.h"
+#include "vmrpc/slot_server.h"
+
+extern char** environ;
+
+namespace vmrpc {
+
+int spawn_worker_process(const std::string& exe, const std::vector<std::string>& args, const WorkerSpec& spec) {
+  std::vector<std::string> all{exe};
+  all.insert(all.end(), args.begin(), args.end());
+  const std::vector<std::string> worker_args = {
+      kWorkerFlag,
+      std::to_string(spec.slot),
+      std::to_string(spec.connection_id),
+      std::to_string(spec.owner_tag),
+      std::to_string(spec.host_epoch),
+      std::to_string(spec.region.region_bytes),
+      std::to_string(spec.region.slot_count),
+      std::to_string(spec.region.slot_bytes),
+      std::to_string(spec.region.heap_page_bytes),
+      std::to_string(spec.region.host_peer_id),
+      std::to_string(spec.region.guest_peer_id)};
+  all.insert(all.end(), worker_args.begin(), worker_args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  // dup2 clears close-on-exec on the target; everything else of ours is close-on-exec.
+  posix_spawn_file_actions_adddup2(&fa, spec.memfd, kWorkerMemfd);
+  posix_spawn_file_actions_adddup2(&fa, spec.doorbell_fd, kWorkerDoorbellFd);
+  posix_spawn_file_actions_adddup2(&fa, spec.notify_fd, kWorkerNotifyFd);
+  // The worker starts with no signal blocked (the endpoint's process may block some).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    errno = rc;
+    return -1;
+  }
+  return pid;
+}
+
+bool is_worker_invocation(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], kWorkerFlag) == 0) return true;
+  return false;
+}
+
+int run_worker(int argc, char** argv, Service& service) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no worker outlives the endpoint
+  int at = 1;
+  while (at < argc && std::strcmp(argv[at], kWorkerFlag) != 0) ++at;
+  if (argc - at < 11) {
+    std::fprintf(stderr, "vmrpc worker: expected 10 arguments after %s\n", kWorkerFlag);
+    return 2;
+  }
+  auto u = [&](int i) { return std::strtoull(argv[at + i], nullptr, 10); };
+  const uint32_t slot = static_cast<uint32_t>(u(1));
+  SlotInfo info{u(2), slot, static_cast<uint32_t>(u(3))};
+  const uint64_t epoch = u(4);
+  RegionConfig cfg{u(5), static_cast<uint32_t>(u(6)), static_cast<uint32_t>(u(7)), static_cast<uint32_t>(u(8)),
+                   static_cast<uint32_t>(u(9)), static_cast<uint32_t>(u(10))};
+  std::string why;
+  auto layout = Layout::plan(cfg, &why);
+  struct stat st{};
+  if (!layout || ::fstat(kWorkerMemfd, &st) < 0 || static_cast<uint64_t>(st.st_size) != cfg.region_bytes ||
+      slot >= layout->slot_count) {
+    std::fprintf(stderr, "vmrpc worker: the region does not match the arguments %s\n", why.c_str());
+    return 2;
+  }
+  Mapping map = Mapping::map_shared(kWorkerMemfd, cfg.region_bytes, "worker region");
+  RegionView view(map.data(), *layout);
+  std::unique_ptr<SlotService> svc;
+  try {
+    svc = service.open(info);
+  } catch (const std::exception& e) {
+    VMRPC_LOG(kWarn, "worker", std::string("service refused slot: ") + e.what());
+  }
+  SlotServer server{view, slot, kWorkerDoorbellFd, kWorkerNotifyFd, info, epoch, nullptr, nullptr};
+  serve_slot(server, svc.get());
+  svc.reset();
+  return 0;
+}
+
+}  // namespace vmrpc
