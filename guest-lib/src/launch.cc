@@ -6,10 +6,10 @@
 // The arguments are evaluated between the push and the pop and may launch kernels
 // themselves, so the configurations form a stack, one per thread.
 #include <cstring>
-#include <map>
 #include <span>
 #include <vector>
 
+#include "host_objects.h"
 #include "log.h"
 #include "remote.h"
 #include "stream_event.h"
@@ -63,75 +63,17 @@ cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sh
 //
 // A launch names a kernel by its host stub (cudaLaunchKernel, <<<>>>) or its cudaKernel_t
 // (__cudaLaunchKernel, which NVIDIA's library makes a jump to cudaLaunchKernel, so both
-// accept either). The first launch of a kernel on a device ships its module's fatbin
-// once and learns the kernel's parameter layout from the host (cuFuncGetParamInfo);
-// every launch then packs the arguments by that layout into one queued frame.
+// accept either). The first use of a kernel on a device ships its module's fatbin once
+// and learns the kernel's parameter layout from the host (cuFuncGetParamInfo;
+// host_objects.h); every launch then packs the arguments by that layout into one queued
+// frame.
 
 namespace {
 
+using vmcuda::guest::HostKernel;
 using vmcuda::guest::Remote;
 using vmcuda::guest::record;
 namespace api = vmcuda::api;
-
-struct HostKernel {
-  uint64_t handle = 0;
-  std::vector<api::ParamInfo> params;
-  uint32_t arg_bytes = 0;  // end of the last parameter
-};
-
-// Host handles per (module or kernel, device). Guarded by the Remote's lock.
-std::map<std::pair<const vgpu_db::Module*, int>, uint64_t>& host_modules() {
-  static auto* m = new std::map<std::pair<const vgpu_db::Module*, int>, uint64_t>;
-  return *m;
-}
-std::map<std::pair<const vgpu_db::Function*, int>, HostKernel>& host_kernels() {
-  static auto* m = new std::map<std::pair<const vgpu_db::Function*, int>, HostKernel>;
-  return *m;
-}
-
-// Precondition: r's lock held.
-cudaError_t load_module(Remote& r, const vgpu_db::Module& m, uint64_t* handle) {
-  const int dev = Remote::thread_device();
-  auto key = std::make_pair(&m, dev);
-  if (auto it = host_modules().find(key); it != host_modules().end()) return *handle = it->second, cudaSuccess;
-  if (!m.valid) {
-    VMCUDA_LOG(kWarn, "launch", "module %llu cannot be loaded: %s", static_cast<unsigned long long>(m.id),
-               m.problem.c_str());
-    return cudaErrorInvalidKernelImage;
-  }
-  const auto& fb = m.image.fatbin;
-  auto block = r.slot().heap().allocate(fb.size);
-  if (!block) return cudaErrorMemoryAllocation;
-  std::memcpy(block->data, fb.data, fb.size);
-  auto res = r.call<api::Call::ModuleLoad>({block->ref()});
-  r.slot().heap().free(block->offset);
-  if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
-  host_modules()[key] = res.reply.handle;
-  *handle = res.reply.handle;
-  return cudaSuccess;
-}
-
-// Precondition: r's lock held.
-cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, const HostKernel** out) {
-  const int dev = Remote::thread_device();
-  auto key = std::make_pair(&f, dev);
-  auto& cache = host_kernels();
-  if (auto it = cache.find(key); it != cache.end()) return *out = &it->second, cudaSuccess;
-  uint64_t module = 0;
-  if (cudaError_t e = load_module(r, *f.module, &module)) return e;
-  auto res = r.call<api::Call::ModuleGetFunction>({module, static_cast<uint32_t>(f.name.size()), 0},
-                                                 std::as_bytes(std::span(f.name)),
-                                                 api::kMaxKernelParams * sizeof(api::ParamInfo));
-  if (res.status != cudaSuccess)
-    return res.status == 500 ? cudaErrorInvalidDeviceFunction : static_cast<cudaError_t>(res.status);
-  HostKernel k;
-  k.handle = res.reply.function;
-  k.params.resize(std::min<size_t>(res.reply.param_count, res.extra.size() / sizeof(api::ParamInfo)));
-  std::memcpy(k.params.data(), res.extra.data(), k.params.size() * sizeof(api::ParamInfo));
-  for (const auto& p : k.params) k.arg_bytes = std::max(k.arg_bytes, p.offset + p.size);
-  *out = &(cache[key] = std::move(k));
-  return cudaSuccess;
-}
 
 // The launch configuration errors CUDA reports at once (docs §7 rule 1): no round trip.
 // Codes as NVIDIA's 13.0 runtime gives them on an H200 (tests/cuda/vector_add.cu prints
@@ -159,17 +101,15 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
   if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
   uint64_t wire_stream = 0;
   if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &wire_stream)) return record(se);
-  auto& registry = vgpu_db::ModuleRegistry::process();
-  const vgpu_db::Function* f = registry.find_function(func);
-  if (!f) f = registry.function_from_kernel(func);
+  const vgpu_db::Function* f = vmcuda::guest::find_kernel(func);
   if (!f) return record(cudaErrorInvalidDeviceFunction);
   cudaError_t e;
   Remote* r = Remote::get(&e);
   if (!r) return record(e);
   if (cudaError_t c = check_configuration(*r, grid, block)) return record(c);
   auto lock = r->lock();
-  const HostKernel* k = nullptr;
-  if (cudaError_t ke = host_kernel(*r, *f, &k)) return record(ke);
+  HostKernel* k = nullptr;
+  if (cudaError_t ke = vmcuda::guest::host_kernel(*r, *f, &k)) return record(ke);
   if (!k->params.empty() && !args) return record(cudaErrorInvalidValue);
   thread_local std::vector<std::byte> packed;
   packed.assign(k->arg_bytes, std::byte{0});

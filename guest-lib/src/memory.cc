@@ -43,7 +43,7 @@ std::optional<vmrpc::wire::HeapRef> heap_ref(const void* p, uint64_t n) {
 
 bool is_device(const void* p, uint64_t n) {
   auto a = AllocationMap::process().find(addr(p), n);
-  return a && a->kind == Allocation::kDevice;
+  return a && a->is_device();
 }
 
 // Two heap chunks per process for pipelined pageable copies, made on first use.
@@ -261,4 +261,32 @@ cudaError_t cudaFreeHost(void* ptr) {
   cudaError_t f = r->flush();
   r->slot().heap().free(a->heap_offset);
   return record(f);
+}
+
+// Answered from this process's allocation map, with no round trip (docs §7): device memory
+// (cudaMalloc, cudaMallocPitch, a module variable's storage), pinned host memory
+// (cudaMallocHost), and any other pointer as unregistered host memory (CUDA 11 and later:
+// cudaMemoryTypeUnregistered and cudaSuccess).
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  if (!attributes) return record(cudaErrorInvalidValue);
+  *attributes = cudaPointerAttributes{};
+  auto a = AllocationMap::process().find(addr(ptr));
+  if (a && a->is_device()) {
+    attributes->type = cudaMemoryTypeDevice;
+    attributes->device = a->device;
+    attributes->devicePointer = const_cast<void*>(ptr);
+  } else if (a && a->kind == Allocation::kPinnedHost) {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->device = a->device;
+    // TODO(remoting): mapped pinned memory (cudaHostAllocMapped) has no device address yet,
+    // so no device may dereference it: NULL, as the field's documentation says.
+    attributes->devicePointer = nullptr;
+    attributes->hostPointer = const_cast<void*>(ptr);
+  } else {
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = cudaInvalidDeviceId;
+    attributes->hostPointer = const_cast<void*>(ptr);
+  }
+  return cudaSuccess;
 }

@@ -39,7 +39,7 @@ uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 bool is_device(const void* p, uint64_t n) {
   auto a = AllocationMap::process().find(addr(p), n);
-  return a && a->kind == Allocation::kDevice;
+  return a && a->is_device();
 }
 
 // [p, p+n) as a reference into the shared heap, when it lies in one pinned block.

@@ -7,6 +7,7 @@
 #include <cinttypes>
 #include <string>
 
+#include "host_objects.h"
 #include "log.h"
 #include "runtime_state.h"
 #include "vgpu_db/module_registry.h"
@@ -106,15 +107,17 @@ void __cudaRegisterFatBinaryEnd(void** fatCubinHandle) {
     VMCUDA_LOG(kDebug, "module", "module %" PRIu64 ": registered %zu functions, %zu variables (%zu managed)", mod.id,
                mod.functions.size(), mod.variables.size(), managed);
   });
-  // TODO(remoting): nothing is sent here; the fatbin travels to the host once, at the
-  // module's first use (a launch or symbol access), per DESIGN.md.
+  // Nothing is sent here: the fatbin travels to the host once per device, at the module's
+  // first use (a launch, a symbol, a function attribute: host_objects.h), per DESIGN.md.
 }
 
 void __cudaUnregisterFatBinary(void** fatCubinHandle) {
   Module* m = module_of(fatCubinHandle, "__cudaUnregisterFatBinary");
   if (m == nullptr) return;
   uint64_t id = m->id;
-  // TODO(remoting): tell the host to unload the module if it was loaded.
+  // What the host answered about the module goes, so that a module registered later at the
+  // same address starts afresh. TODO(remoting): tell the host to unload it too.
+  vmcuda::guest::forget_module(m);
   registry().remove_module(m);
   VMCUDA_LOG(kDebug, "module", "module %" PRIu64 ": unregistered", id);
 }

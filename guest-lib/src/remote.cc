@@ -1,10 +1,15 @@
 #include "remote.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 #include "log.h"
+#include "vmrpc/driver_doorbell.h"
 
 namespace vmcuda::guest {
 
@@ -13,6 +18,15 @@ using vmrpc::wire::ChannelStatus;
 namespace {
 // Where vmcuda-run and the stub's default put the local socket.
 constexpr const char* kDefaultSocket = "/run/vmcuda/local.sock";
+// The first device of the guest kernel driver (ivshmem-driver/), inside a VM.
+constexpr const char* kDefaultDevice = "/dev/vmcuda0";
+
+// Whether DriverDevice::open failed because every slot is taken (EBUSY): the device
+// exists but is busy, as CUDA's cudaErrorDevicesUnavailable means.
+bool errno_busy(const std::exception& e) {
+  const auto* se = dynamic_cast<const std::system_error*>(&e);
+  return se && se->code().value() == EBUSY;
+}
 }  // namespace
 
 cudaError_t to_cuda_error(int32_t status, const char* call) noexcept {
@@ -44,13 +58,38 @@ Remote* Remote::get(cudaError_t* error) noexcept {
   return instance;
 }
 
-bool Remote::connect(cudaError_t* error) {
-  const char* env = std::getenv("VMCUDA_SOCKET");
-  const std::string path = env && *env ? env : kDefaultSocket;
+bool Remote::open_device(const std::string& device, bool explicit_choice, cudaError_t* error) {
   try {
-    conn_ = vmrpc::LocalConnection::connect(path);
+    auto dev = vmrpc::DriverDevice::open(device);
+    const unsigned slot = dev->slot();
     std::string why;
-    slot_ = vmrpc::ClientSlot::claim(conn_->region(), *conn_, &why);
+    slot_ = vmrpc::ClientSlot::adopt(dev->region(), *dev, slot, &why);
+    transport_ = std::move(dev);
+    if (!slot_) {
+      VMCUDA_LOG(kWarn, "remote", "cannot open slot %u of %s: %s. Check that vmcuda-stub serves this VM's "
+                                  "ivshmem socket (the host's stub log says why)",
+                 slot, device.c_str(), why.c_str());
+      *error = cudaErrorDevicesUnavailable;
+      return false;
+    }
+  } catch (const std::exception& e) {
+    // DriverDevice's message names the device and what to do (load the module, free
+    // slots, start the stub).
+    VMCUDA_LOG(kWarn, "remote", "no GPU: %s%s", e.what(),
+               explicit_choice ? " (VMCUDA_DEVICE names it; unset VMCUDA_DEVICE to use the local socket)" : "");
+    *error = errno_busy(e) ? cudaErrorDevicesUnavailable : cudaErrorNoDevice;
+    return false;
+  }
+  VMCUDA_LOG(kInfo, "remote", "connected through %s (slot %u)", device.c_str(), static_cast<unsigned>(slot_->index()));
+  return true;
+}
+
+bool Remote::open_socket(const std::string& path, bool explicit_choice, cudaError_t* error) {
+  try {
+    auto conn = vmrpc::LocalConnection::connect(path);
+    std::string why;
+    slot_ = vmrpc::ClientSlot::claim(conn->region(), *conn, &why);
+    transport_ = std::move(conn);
     if (!slot_) {
       VMCUDA_LOG(kWarn, "remote", "cannot open a slot on %s: %s", path.c_str(), why.c_str());
       *error = cudaErrorDevicesUnavailable;
@@ -58,8 +97,27 @@ bool Remote::connect(cudaError_t* error) {
     }
   } catch (const std::exception& e) {
     VMCUDA_LOG(kWarn, "remote", "no GPU: %s. Start the app with vmcuda-run, or set VMCUDA_SOCKET to the socket "
-                                "of a running vmcuda-stub", e.what());
+                                "of a running vmcuda-stub%s", e.what(),
+               explicit_choice ? "" : "; inside a VM, load the vmcuda module (ivshmem-driver/) so that "
+                                      "/dev/vmcuda0 exists, or set VMCUDA_DEVICE");
     *error = cudaErrorNoDevice;
+    return false;
+  }
+  VMCUDA_LOG(kInfo, "remote", "connected through %s (slot %u)", path.c_str(), static_cast<unsigned>(slot_->index()));
+  return true;
+}
+
+bool Remote::connect(cudaError_t* error) {
+  const char* device_env = std::getenv("VMCUDA_DEVICE");
+  const char* socket_env = std::getenv("VMCUDA_SOCKET");
+  bool ok;
+  if (device_env && *device_env) ok = open_device(device_env, true, error);
+  else if (socket_env && *socket_env) ok = open_socket(socket_env, true, error);
+  else if (::access(kDefaultDevice, F_OK) == 0) ok = open_device(kDefaultDevice, false, error);
+  else ok = open_socket(kDefaultSocket, false, error);
+  if (!ok) {
+    slot_.reset();  // before its transport
+    transport_.reset();
     return false;
   }
   // The handshake fills the vGPU database: later device queries are local.

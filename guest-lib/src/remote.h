@@ -5,13 +5,19 @@
 // the stack is full. An error of a queued call is kept and returned by the next
 // synchronizing call, as CUDA reports asynchronous errors.
 //
-// Transport: VMCUDA_SOCKET (the local transport: a process on the host or in a
-// container) or, inside a VM, /dev/vmcuda0 (TODO(vm): with the ivshmem driver).
+// Transport, chosen once at the first CUDA call; the vmrpc code above it is the same:
+//  1. VMCUDA_DEVICE=/dev/vmcudaN: that device of the guest kernel driver
+//     (ivshmem-driver/; vmrpc::DriverDevice, the slot the driver claimed in open());
+//  2. VMCUDA_SOCKET=PATH: the local transport (a process on the host or in a container);
+//  3. /dev/vmcuda0 when it exists (inside a VM with the driver loaded);
+//  4. the local transport on the default socket /run/vmcuda/local.sock.
+// An explicit choice (1, 2) that fails is reported, never replaced by another transport.
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "vmcuda/api/remote.h"
@@ -65,8 +71,15 @@ class Remote {
   void send_queue();
   cudaError_t take_deferred();
 
+  // Opens the slot through /dev/vmcudaN (`device`) or the socket `socket`; false (and the
+  // reason logged, `*error` set) when it cannot.
+  bool open_device(const std::string& device, bool explicit_choice, cudaError_t* error);
+  bool open_socket(const std::string& socket, bool explicit_choice, cudaError_t* error);
+
   std::mutex mu_;
-  std::unique_ptr<vmrpc::LocalConnection> conn_;
+  // The transport (vmrpc::DriverDevice or vmrpc::LocalConnection): it must outlive slot_
+  // (declared first, destroyed last; a DriverDevice releases the slot when destroyed).
+  std::unique_ptr<vmrpc::GuestDoorbell> transport_;
   std::unique_ptr<vmrpc::ClientSlot> slot_;
   api::HandshakeReply handshake_{};
   std::vector<api::DevicePropertiesReply> devices_;

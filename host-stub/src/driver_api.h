@@ -21,6 +21,35 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUarray = struct CUarray_st*;
+
+// CUmemorytype and CUDA_MEMCPY2D (cuMemcpy2D), as cuda.h declares them.
+enum CUmemorytype : int {
+  CU_MEMORYTYPE_HOST = 0x01,
+  CU_MEMORYTYPE_DEVICE = 0x02,
+  CU_MEMORYTYPE_ARRAY = 0x03,
+  CU_MEMORYTYPE_UNIFIED = 0x04,
+};
+struct CUDA_MEMCPY2D {
+  size_t srcXInBytes;
+  size_t srcY;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes;
+  size_t dstY;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes;
+  size_t Height;
+};
+static_assert(sizeof(CUDA_MEMCPY2D) == 128 && offsetof(CUDA_MEMCPY2D, srcHost) == 24 &&
+              offsetof(CUDA_MEMCPY2D, dstMemoryType) == 72 && offsetof(CUDA_MEMCPY2D, Height) == 120);
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
@@ -49,6 +78,16 @@ inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 // CUdevice_attribute values used here (cuda.h).
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+
+// CUfunction_attribute: 0 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK .. 15
+// CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE (the same numbers as
+// cudaFuncAttribute where that has them); CU_FUNC_ATTRIBUTE_MAX is 16.
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+inline constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+inline constexpr int CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9;
+inline constexpr int CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15;
+inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
 
 // The entry points, by their exported (versioned) names.
 #define VMCUDA_DRIVER_FUNCTIONS(X)                                                                   \
@@ -98,7 +137,15 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
   X(cuMemcpyHtoDAsync_v2, CUresult (*)(CUdeviceptr, const void*, size_t, CUstream))                  \
   X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))                        \
   X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))                  \
-  X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))
+  X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))                    \
+  X(cuModuleGetGlobal_v2, CUresult (*)(CUdeviceptr*, size_t*, CUmodule, const char*))                \
+  X(cuMemAllocPitch_v2, CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))               \
+  X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                               \
+  X(cuMemsetD2D8_v2, CUresult (*)(CUdeviceptr, size_t, unsigned char, size_t, size_t))               \
+  X(cuFuncGetAttribute, CUresult (*)(int*, int, CUfunction))                                         \
+  X(cuFuncSetAttribute, CUresult (*)(CUfunction, int, int))                                          \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult (*)(int*, CUfunction, int, size_t))       \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, CUresult (*)(int*, CUfunction, int, size_t, unsigned))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

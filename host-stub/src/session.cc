@@ -13,7 +13,8 @@ namespace {
 // Calls whose argument struct is followed by variable bytes.
 constexpr bool takes_tail(api::Call c) {
   return c == api::Call::CopyToDeviceInline || c == api::Call::CopyToDeviceInlineAsync ||
-         c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel;
+         c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel ||
+         c == api::Call::Copy2DToDeviceInline || c == api::Call::ModuleGetGlobal;
 }
 }  // namespace
 
@@ -90,18 +91,35 @@ void Session::close() {
   events_.clear();
   streams_.clear();
   allocations_.clear();
+  globals_.clear();  // the driver freed them with their modules
   modules_.clear();
   functions_.clear();
   allocated_ = 0;
   bound_ = -1;
 }
 
-bool Session::owns_range(uint64_t ptr, uint64_t bytes) const {
-  auto it = allocations_.upper_bound(ptr);
-  if (it == allocations_.begin()) return false;
+namespace {
+// Whether [ptr, ptr+bytes) lies inside one entry of `ranges` (start -> {bytes, ...}).
+template <class Map>
+bool inside_one(const Map& ranges, uint64_t ptr, uint64_t bytes) {
+  auto it = ranges.upper_bound(ptr);
+  if (it == ranges.begin()) return false;
   --it;
   const uint64_t off = ptr - it->first;
   return off <= it->second.bytes && bytes <= it->second.bytes - off;
+}
+}  // namespace
+
+bool Session::owns_range(uint64_t ptr, uint64_t bytes) const {
+  return inside_one(allocations_, ptr, bytes) || inside_one(globals_, ptr, bytes);
+}
+
+bool Session::owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const {
+  if (width > pitch) return false;
+  if (height == 0 || width == 0) return true;
+  // pitch * (height - 1) + width, refused when it overflows.
+  if (pitch != 0 && height - 1 > (~0ull - width) / pitch) return false;
+  return owns_range(ptr, pitch * (height - 1) + width);
 }
 
 int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,

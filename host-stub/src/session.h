@@ -1,5 +1,5 @@
 // One client (a guest process's slot) on the host: its CUDA context and its virtual
-// object list (VOL): allocations, modules, functions, streams, events. Everything here is freed when the
+// object list (VOL): allocations, modules, functions, module globals, streams, events. Everything here is freed when the
 // client closes its slot or dies. Handlers live in one file per CUDA area.
 #pragma once
 
@@ -42,8 +42,8 @@ class Session : public vmrpc::SlotService {
                std::span<std::byte> reply, uint32_t& reply_bytes) override;
   void close() override;
 
-  // Handlers, one per call of calls.def (device.cc, memory.cc, module.cc, launch.cc,
-  // stream.cc, event.cc).
+  // Handlers, one per call of calls.def (device.cc, memory.cc, memory_2d.cc, module.cc,
+  // symbol.cc, launch.cc, function.cc, stream.cc, event.cc).
 #define VMCUDA_CALL(number, name, A, R, batchable) int32_t on_##name(const api::A& args, api::R& reply, Request& req);
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
@@ -61,6 +61,15 @@ class Session : public vmrpc::SlotService {
   struct Module {
     CUmodule module;
     int device;
+  };
+  // A module's __device__/__constant__ variable (ModuleGetGlobal): device memory the
+  // client may copy to and from (owns_range), which the driver frees with the module;
+  // Free refuses it.
+  struct Global {
+    uint64_t bytes;
+    int device;
+    uint64_t module;   // the module handle
+    std::string name;  // as the module names it (to find it again in a reloaded module)
   };
   struct Stream {
     CUstream stream;
@@ -88,8 +97,14 @@ class Session : public vmrpc::SlotService {
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();
   void make_current(int device);
-  // Whether [ptr, ptr+bytes) lies inside one allocation of this client.
+  // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
   bool owns_range(uint64_t ptr, uint64_t bytes) const;
+  // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
+  bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
+  // A function handle (ModuleGetFunction) of this client, or nullptr.
+  const Function* find_function(uint64_t handle) const {
+    return handle == 0 || handle > functions_.size() ? nullptr : &functions_[handle - 1];
+  }
 
   const DriverApi& api_;
   StubLimits limits_;
@@ -101,6 +116,7 @@ class Session : public vmrpc::SlotService {
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;
   std::map<uint64_t, Allocation> allocations_;  // device ptr -> allocation
+  std::map<uint64_t, Global> globals_;          // device ptr -> module variable (never freed here)
   std::map<uint64_t, std::pair<void*, uint64_t>> pinned_;  // heap offset -> (host address, bytes)
   std::vector<Module> modules_;               // handle = index + 1
   std::vector<Function> functions_;           // handle = index + 1

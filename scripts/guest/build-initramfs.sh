@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # build-initramfs.sh OUT.cpio.gz [--add SRC:DEST]... [--init-script FILE] [--modules DIR]
+#                    [--skip-lib NAME]...
 #
 # Builds a busybox-static initramfs for a vmcuda test guest. Its /init mounts proc,
 # sysfs, devtmpfs, prints "VMCUDA-GUEST-BOOTED ...", runs /test.sh (the --init-script
@@ -11,6 +12,9 @@
 #   --init-script FILE the test, installed as /test.sh (mode 755). Without it /init
 #                      starts an interactive shell on the console.
 #   --modules DIR      copy DIR/*.ko into /lib/modules/ (test.sh does the insmod).
+#   --skip-lib NAME    do not copy the shared library whose file name is NAME (e.g.
+#                      libcudart.so.13) along with dynamic ELF files: the image brings
+#                      its own (repeatable).
 #
 # Kernel command line knobs understood by /init:
 #   vmcuda.shell=1     drop to a shell after /test.sh instead of powering off.
@@ -20,12 +24,13 @@ set -euo pipefail
 
 log() { echo "build-initramfs: $*" >&2; }
 die() { echo "build-initramfs: error: $*" >&2; exit 1; }
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 OUT=
 ADDS=()
 INIT_SCRIPT=
 MODDIRS=()
+SKIP_LIBS=()
 while [ $# -gt 0 ]; do
     case $1 in
         --add) [ $# -ge 2 ] || usage; ADDS+=("$2"); shift 2 ;;
@@ -34,6 +39,8 @@ while [ $# -gt 0 ]; do
         --init-script=*) INIT_SCRIPT=${1#--init-script=}; shift ;;
         --modules) [ $# -ge 2 ] || usage; MODDIRS+=("$2"); shift 2 ;;
         --modules=*) MODDIRS+=("${1#--modules=}"); shift ;;
+        --skip-lib) [ $# -ge 2 ] || usage; SKIP_LIBS+=("$2"); shift 2 ;;
+        --skip-lib=*) SKIP_LIBS+=("${1#--skip-lib=}"); shift ;;
         -h|--help) usage ;;
         -*) echo "build-initramfs: unknown option $1" >&2; usage ;;
         *) [ -z "$OUT" ] || usage; OUT=$1; shift ;;
@@ -118,6 +125,7 @@ copy_libs() { # copy the shared libraries of ELF $1 into the stage
     for lib in $(LC_ALL=C ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
         [ -e "$lib" ] || continue
         [ -e "$STAGE$lib" ] && continue
+        case " ${SKIP_LIBS[*]-} " in *" $(basename "$lib") "*) continue ;; esac
         mkdir -p "$STAGE$(dirname "$lib")"
         cp -L "$lib" "$STAGE$lib"
     done

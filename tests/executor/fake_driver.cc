@@ -35,12 +35,28 @@ struct FakeEvent {
   bool done = true;
   double time_ms = 0;
 };
+// A loaded module: the context it was loaded in and its variables' storage (made on first
+// use: the executor cannot read a fatbin's variables, so every module has each of
+// fake_globals', fake_kernels.cc).
+struct FakeModule {
+  CUcontext ctx;
+  std::map<std::string, uint64_t> globals;  // name -> device address
+};
+// A kernel of a loaded module (cuModuleGetFunction): the CPU kernel and its settable
+// attributes (cuFuncSetAttribute), indexed by CUfunction_attribute.
+struct FakeFunction {
+  const FakeKernel* kernel;
+  CUmodule module;
+  int attrs[CU_FUNC_ATTRIBUTE_MAX];
+};
 struct FakeGpu {
   std::mutex mu;
   uint64_t next_ptr = 0x7f0000000000ull;
   std::map<uint64_t, std::vector<std::byte>> mem;
+  std::set<uint64_t> global_ptrs;  // the parts of mem that are module variables
   std::set<CUcontext> contexts;
-  std::set<CUmodule> modules;
+  std::map<CUmodule, FakeModule> modules;
+  std::map<CUfunction, FakeFunction> functions;
   std::map<CUstream, FakeStream> streams;
   std::map<std::pair<CUcontext, CUstream>, FakeStream> special_streams;  // NULL, legacy, per-thread
   std::map<CUevent, FakeEvent> events;
@@ -62,6 +78,42 @@ std::byte* find(uint64_t p, size_t n) {
   const uint64_t off = p - it->first;
   if (off > it->second.size() || n > it->second.size() - off) return nullptr;
   return it->second.data() + off;
+}
+
+// New device memory of n bytes (zeros). Lock held.
+uint64_t alloc_locked(size_t n) {
+  auto& g = gpu();
+  const uint64_t p = g.next_ptr;
+  g.next_ptr += (n + 0xfffff) & ~0xfffffull;
+  if (n == 0) g.next_ptr += 0x100000;
+  g.mem[p].resize(n);
+  return p;
+}
+
+// The device address of module m's variable `name` (made on first use, with its initial
+// bytes), or 0 when the executor knows no such variable. Lock held.
+uint64_t global_locked(FakeModule& m, const char* name) {
+  const FakeGlobal* v = find_fake_global(name);
+  if (!v) return 0;
+  auto [it, created] = m.globals.try_emplace(name, 0);
+  if (created) {
+    it->second = alloc_locked(v->bytes);
+    auto& bytes = gpu().mem[it->second];
+    std::copy_n(v->init.begin(), std::min(v->init.size(), bytes.size()), bytes.begin());
+    gpu().global_ptrs.insert(it->second);
+  }
+  return it->second;
+}
+
+// Unloads a module: its functions and its variables' storage go. Lock held.
+void unload_locked(std::map<CUmodule, FakeModule>::iterator it) {
+  auto& g = gpu();
+  for (auto& [name, p] : it->second.globals) {
+    g.mem.erase(p);
+    g.global_ptrs.erase(p);
+  }
+  std::erase_if(g.functions, [m = it->first](const auto& kv) { return kv.second.module == m; });
+  g.modules.erase(it);
 }
 
 // The calling thread's current context (cuCtxSetCurrent), as the driver keeps it.
@@ -95,7 +147,7 @@ CUresult f_init(unsigned) { return CUDA_SUCCESS; }
 CUresult f_version(int* v) { return *v = 13000, CUDA_SUCCESS; }
 CUresult f_count(int* n) { return *n = 2, CUDA_SUCCESS; }
 CUresult f_get(CUdevice* d, int i) { return i == 0 || i == 1 ? (*d = i, CUDA_SUCCESS) : 101; }
-// After an illegal address, every context of the process fails (VMCUDA_FAKE_FAULT_POISONS_DEVICE).
+// After an illegal address, every context of the process fails.
 bool& gpu_poisoned() {
   static bool p = false;
   return p;
@@ -160,8 +212,16 @@ CUresult f_attr(int* v, int attr, CUdevice) {
     case 6: case 7: *v = 65535; break;            // max grid dim y, z
     case 8: *v = 49152; break;                    // shared memory per block
     case 10: *v = 32; break;                      // warp size
+    case 12: *v = 65536; break;                   // registers per block
+    case 14: *v = 512; break;                     // texture alignment (cuMemAllocPitch's pitch)
     case 16: *v = 132; break;                     // multiprocessors
+    case 39: *v = 2048; break;                    // threads per multiprocessor
     case 75: *v = 9; break;                       // compute capability
+    case 81: *v = 233472; break;                  // shared memory per multiprocessor
+    case 82: *v = 65536; break;                   // registers per multiprocessor
+    case 97: *v = 232448; break;                  // shared memory per block, opt-in
+    case 106: *v = 32; break;                     // blocks per multiprocessor
+    case 111: *v = 1024; break;                   // shared memory reserved per block
     default: *v = 0;
   }
   return CUDA_SUCCESS;
@@ -178,7 +238,12 @@ CUresult f_ctx_destroy(CUcontext c) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (!g.contexts.erase(c)) return 201;
-  // The context's streams and events go with it.
+  // The context's streams, events and modules go with it.
+  for (auto it = g.modules.begin(); it != g.modules.end();) {
+    auto next = std::next(it);
+    if (it->second.ctx == c) unload_locked(it);
+    it = next;
+  }
   std::erase_if(g.streams, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.special_streams, [c](const auto& kv) { return kv.first.first == c; });
   std::erase_if(g.events, [c](const auto& kv) { return kv.second.ctx == c; });
@@ -206,13 +271,12 @@ CUresult f_alloc(CUdeviceptr* p, size_t n) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (n > (1ull << 30)) return CUDA_ERROR_OUT_OF_MEMORY;
-  *p = g.next_ptr;
-  g.next_ptr += (n + 0xfffff) & ~0xfffffull;
-  g.mem[*p].resize(n);
+  *p = alloc_locked(n);
   return CUDA_SUCCESS;
 }
 CUresult f_free(CUdeviceptr p) {
   std::lock_guard l(gpu().mu);
+  if (gpu().global_ptrs.contains(p)) return CUDA_ERROR_INVALID_VALUE;  // a module's: freed with it
   return gpu().mem.erase(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 CUresult f_htod(CUdeviceptr d, const void* s, size_t n) {
@@ -259,44 +323,206 @@ CUresult f_mod_load(CUmodule* m, const void* image) {
     return 200;  // INVALID_IMAGE
   std::lock_guard l(gpu().mu);
   *m = reinterpret_cast<CUmodule>(gpu().next_handle++);
-  gpu().modules.insert(*m);
+  gpu().modules[*m] = FakeModule{t_ctx, {}};
   return CUDA_SUCCESS;
 }
 CUresult f_mod_unload(CUmodule m) {
   std::lock_guard l(gpu().mu);
-  return gpu().modules.erase(m) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  auto it = gpu().modules.find(m);
+  if (it == gpu().modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+  unload_locked(it);
+  return CUDA_SUCCESS;
 }
-// A CUfunction is the FakeKernel's address.
-const FakeKernel* kernel_of(CUfunction f) {
-  const auto* k = reinterpret_cast<const FakeKernel*>(f);
-  return k && find_fake_kernel(k->name) == k ? k : nullptr;
+// A device attribute of the device the executor presents, or `fallback` where it has none.
+int dev_attr(int attr, int fallback) {
+  int v = 0;
+  return f_attr(&v, attr, 0) == CUDA_SUCCESS && v > 0 ? v : fallback;
 }
-CUresult f_get_function(CUfunction* f, CUmodule, const char* name) {
+// A CUfunction is a key of FakeGpu::functions. Lock held.
+FakeFunction* function_of(CUfunction f) {
+  auto it = gpu().functions.find(f);
+  return it == gpu().functions.end() ? nullptr : &it->second;
+}
+CUresult f_get_function(CUfunction* f, CUmodule m, const char* name) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!g.modules.contains(m)) return CUDA_ERROR_INVALID_HANDLE;
   const FakeKernel* k = find_fake_kernel(name);
   if (!k) return CUDA_ERROR_NOT_FOUND;
-  *f = reinterpret_cast<CUfunction>(const_cast<FakeKernel*>(k));
+  for (auto& [handle, fn] : g.functions)  // the same kernel of the same module: the same handle
+    if (fn.module == m && fn.kernel == k) return *f = handle, CUDA_SUCCESS;
+  *f = reinterpret_cast<CUfunction>(g.next_handle++);
+  FakeFunction fn{k, m, {}};
+  // The settable attributes' defaults (cuda.h): the dynamic shared memory a launch may use
+  // is the per-block maximum less the kernel's static shared memory; no carveout preference.
+  fn.attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = std::max(0, dev_attr(8, 49152) - k->shared_bytes);
+  fn.attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+  g.functions[*f] = fn;
   return CUDA_SUCCESS;
 }
 CUresult f_param_info(CUfunction f, size_t i, size_t* off, size_t* size) {
-  const FakeKernel* k = kernel_of(f);
-  if (!k || i >= k->params.size()) return CUDA_ERROR_INVALID_VALUE;
-  *off = k->params[i].first;
-  *size = k->params[i].second;
+  std::lock_guard l(gpu().mu);
+  const FakeFunction* fn = function_of(f);
+  if (!fn || i >= fn->kernel->params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *off = fn->kernel->params[i].first;
+  *size = fn->kernel->params[i].second;
   return CUDA_SUCCESS;
 }
 CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                  unsigned, CUstream stream, void** params, void**) {
-  const FakeKernel* k = kernel_of(f);
-  if (!k) return CUDA_ERROR_INVALID_HANDLE;
-  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+                  unsigned shared, CUstream stream, void** params, void**) {
   std::lock_guard l(gpu().mu);
+  FakeFunction* fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  // More dynamic shared memory than the kernel's attribute allows (cuFuncSetAttribute).
+  if (shared > static_cast<unsigned>(fn->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES]))
+    return CUDA_ERROR_INVALID_VALUE;
   FakeStream* st = stream_for_work(stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   did_work(st, kLaunchMs);
-  const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;
-  const int r = k->run(params, threads, [](uint64_t p, size_t n) { return find(p, n); });
-  if (r == 700 && std::getenv("VMCUDA_FAKE_FAULT_POISONS_DEVICE")) gpu_poisoned() = true;
+  FakeModule& mod = gpu().modules.at(fn->module);
+  const FakeLaunch launch{uint64_t{gx} * gy * gz * bx * by * bz,
+                          {gx, gy, gz},
+                          {bx, by, bz},
+                          shared,
+                          [](uint64_t p, size_t n) { return find(p, n); },
+                          [&mod](const char* name) -> std::byte* {
+                            const uint64_t p = global_locked(mod, name);
+                            return p ? find(p, find_fake_global(name)->bytes) : nullptr;
+                          }};
+  const int r = fn->kernel->run(params, launch);
+  // As on the H200 (tests/gpu/context_fault_probe.cc): an illegal address poisons every
+  // context of the process, new ones included.
+  if (r == 700) gpu_poisoned() = true;
   return r;
+}
+// ---- module variables, function attributes, occupancy
+CUresult f_get_global(CUdeviceptr* ptr, size_t* bytes, CUmodule m, const char* name) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.modules.find(m);
+  if (it == g.modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t p = global_locked(it->second, name);
+  if (!p) return CUDA_ERROR_NOT_FOUND;
+  if (ptr) *ptr = p;
+  if (bytes) *bytes = find_fake_global(name)->bytes;
+  return CUDA_SUCCESS;
+}
+CUresult f_func_get_attribute(int* v, int attr, CUfunction f) {
+  std::lock_guard l(gpu().mu);
+  const FakeFunction* fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  const FakeKernel& k = *fn->kernel;
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: {
+      // As many threads as its registers allow, in whole warps, at most the device's maximum.
+      const int per_warp = (k.num_regs * 32 + 255) / 256 * 256;
+      *v = std::min(dev_attr(1, 1024), per_warp ? dev_attr(12, 65536) / per_warp * 32 : 1024);
+      return CUDA_SUCCESS;
+    }
+    case 1: *v = k.shared_bytes; return CUDA_SUCCESS;
+    case 2: *v = k.const_bytes; return CUDA_SUCCESS;
+    case 3: *v = k.local_bytes; return CUDA_SUCCESS;
+    case 4: *v = k.num_regs; return CUDA_SUCCESS;
+    case 5: case 6: *v = 90; return CUDA_SUCCESS;  // PTX and binary version: the programs' sm_90
+    case 7: *v = 0; return CUDA_SUCCESS;           // cache mode CA
+    default:
+      if (attr < 0 || attr >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+      *v = fn->attrs[attr];
+      return CUDA_SUCCESS;
+  }
+}
+CUresult f_func_set_attribute(CUfunction f, int attr, int value) {
+  std::lock_guard l(gpu().mu);
+  FakeFunction* fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      // Up to the opt-in maximum less the static shared memory (cuda.h).
+      if (value < 0 || value > dev_attr(97, 232448) - fn->kernel->shared_bytes) return CUDA_ERROR_INVALID_VALUE;
+      break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      if (value < -1 || value > 100) return CUDA_ERROR_INVALID_VALUE;
+      break;
+    default:
+      if (attr < 10 || attr >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  }
+  fn->attrs[attr] = value;
+  return CUDA_SUCCESS;
+}
+// The occupancy calculator's arithmetic: the fewest blocks that the threads, the blocks,
+// the registers and the shared memory of a multiprocessor each allow.
+CUresult f_occupancy_flags(int* blocks, CUfunction f, int block_size, size_t dynamic_shared, unsigned flags) {
+  std::lock_guard l(gpu().mu);
+  const FakeFunction* fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!blocks || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+  if (block_size <= 0 || block_size > dev_attr(1, 1024) ||
+      dynamic_shared > static_cast<size_t>(fn->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES])) {
+    *blocks = 0;
+    return CUDA_SUCCESS;
+  }
+  const int warp = dev_attr(10, 32);
+  const int warps = (block_size + warp - 1) / warp;
+  int n = std::min(dev_attr(39, 2048) / (warps * warp), dev_attr(106, 32));
+  const int regs_per_warp = (fn->kernel->num_regs * warp + 255) / 256 * 256;
+  if (regs_per_warp) n = std::min(n, dev_attr(82, 65536) / regs_per_warp / warps);
+  const uint64_t shared = dynamic_shared + fn->kernel->shared_bytes + dev_attr(111, 1024);
+  n = static_cast<int>(std::min<uint64_t>(n, dev_attr(81, 233472) / shared));
+  *blocks = n;
+  return CUDA_SUCCESS;
+}
+CUresult f_occupancy(int* blocks, CUfunction f, int block_size, size_t dynamic_shared) {
+  return f_occupancy_flags(blocks, f, block_size, dynamic_shared, 0);
+}
+// ---- pitched memory and 2D copies
+CUresult f_alloc_pitch(CUdeviceptr* p, size_t* pitch, size_t width, size_t height, unsigned element_bytes) {
+  if (!p || !pitch || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (element_bytes != 4 && element_bytes != 8 && element_bytes != 16) return CUDA_ERROR_INVALID_VALUE;
+  const size_t align = static_cast<size_t>(dev_attr(14, 512));  // the texture alignment
+  const size_t pt = (width + align - 1) / align * align;
+  if (height > (1ull << 30) / pt) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  *p = alloc_locked(pt * height);
+  *pitch = pt;
+  return CUDA_SUCCESS;
+}
+// One row of one side of a 2D copy, or nullptr when it is not valid memory. Lock held.
+std::byte* row_of(CUmemorytype type, const void* host, CUdeviceptr device, size_t x, size_t y, size_t pitch,
+                  size_t width, size_t row) {
+  const uint64_t off = (y + row) * pitch + x;
+  if (type == CU_MEMORYTYPE_HOST) return static_cast<std::byte*>(const_cast<void*>(host)) + off;
+  if (type == CU_MEMORYTYPE_DEVICE) return find(device + off, width);
+  return nullptr;  // arrays and unified memory: not in the executor
+}
+CUresult f_memcpy_2d(const CUDA_MEMCPY2D* c) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  for (size_t y = 0; y < c->Height; ++y) {
+    const std::byte* s = row_of(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch,
+                                c->WidthInBytes, y);
+    std::byte* d = row_of(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch,
+                          c->WidthInBytes, y);
+    if (!s || !d) return CUDA_ERROR_INVALID_VALUE;
+    std::memmove(d, s, c->WidthInBytes);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_memset_2d(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height) {
+  if (width > pitch) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  for (size_t y = 0; y < height; ++y) {
+    std::byte* d = find(dst + y * pitch, width);
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    std::memset(d, v, width);
+  }
+  return CUDA_SUCCESS;
 }
 CUresult f_uuid(unsigned char* u, CUdevice) {
   if (profile().recorded) {
@@ -484,8 +710,10 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     auto& g = gpu();
     std::lock_guard l(g.mu);
     g.mem.clear();
+    g.global_ptrs.clear();
     g.contexts.clear();
     g.modules.clear();
+    g.functions.clear();
     g.streams.clear();
     g.special_streams.clear();
     g.events.clear();
@@ -538,6 +766,14 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemcpyDtoHAsync_v2 = f_dtoh_async;
   api.cuMemcpyDtoDAsync_v2 = f_dtod_async;
   api.cuMemsetD8Async = f_memset_async;
+  api.cuModuleGetGlobal_v2 = f_get_global;
+  api.cuMemAllocPitch_v2 = f_alloc_pitch;
+  api.cuMemcpy2D_v2 = f_memcpy_2d;
+  api.cuMemsetD2D8_v2 = f_memset_2d;
+  api.cuFuncGetAttribute = f_func_get_attribute;
+  api.cuFuncSetAttribute = f_func_set_attribute;
+  api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occupancy;
+  api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
   api.origin = "vmcuda test executor (no GPU)";
 }
 

@@ -3,6 +3,9 @@
 // start with "VMCUDA-FAKE-MODULE"; kernels are CPU functions known by their mangled
 // name. It checks what the real driver would reject (unknown pointers, bad handles,
 // streams and events used from a context they do not belong to). Two devices (0, 1).
+// Module variables live in fake device memory, made when first named; pitched
+// allocations have the texture alignment's pitch (512 bytes); function attributes and
+// occupancy come from each fake kernel's registers and shared memory.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +17,10 @@ namespace vmcuda::testing {
 inline constexpr char kFakeModuleMagic[] = "VMCUDA-FAKE-MODULE";
 // A kernel the fake runs: void add_one(int* p, int n): p[i] += 1 for i < n.
 inline constexpr char kAddOneKernel[] = "_Z7add_onePii";
+// A module variable every loaded module has (cuModuleGetGlobal): 256 bytes, initially
+// 0, 1, ..., 255. The CUDA test programs' variables are in fake_kernels.cc too.
+inline constexpr char kTestGlobal[] = "vmcuda_test_global";
+inline constexpr uint64_t kTestGlobalBytes = 256;
 
 // Fills `api` with the fake's entry points and resets its state.
 // `recorded_profile`: pretend to be the GPU recorded in device_profile.inc (when built in).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 
 namespace vmcuda::testing {
 namespace {
@@ -13,50 +14,118 @@ T arg(void** params, int i) {
   return v;
 }
 
+uint64_t count_of(const FakeLaunch& l, int n) { return std::min<uint64_t>(l.threads, n < 0 ? 0 : n); }
+
+template <class T>
+T load(const std::byte* p, uint64_t i) {
+  T v;
+  std::memcpy(&v, p + i * sizeof(T), sizeof v);
+  return v;
+}
+template <class T>
+void store(std::byte* p, uint64_t i, T v) {
+  std::memcpy(p + i * sizeof(T), &v, sizeof v);
+}
+
 // void add_one(int* p, int n): p[i] += 1
-int add_one(void** params, uint64_t threads, const DeviceMemory& mem) {
+int add_one(void** params, const FakeLaunch& l) {
   const auto p = arg<uint64_t>(params, 0);
-  const int n = arg<int>(params, 1);
-  const uint64_t count = std::min<uint64_t>(threads, n < 0 ? 0 : n);
-  std::byte* b = mem(p, count * 4);
+  const uint64_t count = count_of(l, arg<int>(params, 1));
+  std::byte* b = l.mem(p, count * 4);
   if (!b && count) return 700;
-  for (uint64_t i = 0; i < count; ++i) {
-    int v;
-    std::memcpy(&v, b + i * 4, 4);
-    ++v;
-    std::memcpy(b + i * 4, &v, 4);
-  }
+  for (uint64_t i = 0; i < count; ++i) store<int>(b, i, load<int>(b, i) + 1);
   return 0;
 }
 
 // void vecadd(const float* a, const float* b, float* c, int n): c[i] = a[i] + b[i]
-int vecadd(void** params, uint64_t threads, const DeviceMemory& mem) {
-  const int n = arg<int>(params, 3);
-  const uint64_t count = std::min<uint64_t>(threads, n < 0 ? 0 : n);
-  std::byte* a = mem(arg<uint64_t>(params, 0), count * 4);
-  std::byte* b = mem(arg<uint64_t>(params, 1), count * 4);
-  std::byte* c = mem(arg<uint64_t>(params, 2), count * 4);
+int vecadd(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 3));
+  std::byte* a = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* b = l.mem(arg<uint64_t>(params, 1), count * 4);
+  std::byte* c = l.mem(arg<uint64_t>(params, 2), count * 4);
   if ((!a || !b || !c) && count) return 700;
-  for (uint64_t i = 0; i < count; ++i) {
-    float x, y;
-    std::memcpy(&x, a + i * 4, 4);
-    std::memcpy(&y, b + i * 4, 4);
-    x += y;
-    std::memcpy(c + i * 4, &x, 4);
-  }
+  for (uint64_t i = 0; i < count; ++i) store<float>(c, i, load<float>(a, i) + load<float>(b, i));
   return 0;
 }
 
 // void fault(int* p): *p = 1 — the test programs pass a bad pointer to get error 700.
-int fault(void** params, uint64_t, const DeviceMemory& mem) {
-  std::byte* p = mem(arg<uint64_t>(params, 0), 4);
+int fault(void** params, const FakeLaunch& l) {
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), 4);
   if (!p) return 700;
-  const int one = 1;
-  std::memcpy(p, &one, 4);
+  store<int>(p, 0, 1);
   return 0;
 }
 
-int empty(void**, uint64_t, const DeviceMemory&) { return 0; }
+int empty(void**, const FakeLaunch&) { return 0; }
+
+// ---- tests/cuda/symbols_pitch.cu
+
+// apply_coef(const int* in, int* out, int n):
+//   out[i] = in[i] * c_coef[i % 4] + d_table[i % 8]; atomicAdd(&d_counter, 1)
+int apply_coef(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 2));
+  std::byte* in = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* out = l.mem(arg<uint64_t>(params, 1), count * 4);
+  std::byte *coef = l.global("c_coef"), *table = l.global("d_table"), *counter = l.global("d_counter");
+  if (!coef || !table || !counter) return 700;
+  if ((!in || !out) && count) return 700;
+  for (uint64_t i = 0; i < count; ++i) {
+    // In 32-bit unsigned arithmetic, as the GPU's int arithmetic wraps.
+    const uint32_t v = load<uint32_t>(in, i) * load<uint32_t>(coef, i & 3) + load<uint32_t>(table, i & 7);
+    store<uint32_t>(out, i, v);
+  }
+  store<uint32_t>(counter, 0, load<uint32_t>(counter, 0) + static_cast<uint32_t>(count));
+  return 0;
+}
+
+// big_fill(unsigned long long* p, int n): p[i] = 3 * i + 1
+int big_fill(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 1));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 8);
+  if (!p && count) return 700;
+  for (uint64_t i = 0; i < count; ++i) store<uint64_t>(p, i, 3 * i + 1);
+  return 0;
+}
+
+// pitch_add(int* p, size_t pitch, int width, int height, int v): the ints (x, y) the 2D grid
+// covers, x < width and y < height, get v added.
+int pitch_add(void** params, const FakeLaunch& l) {
+  const auto p = arg<uint64_t>(params, 0);
+  const auto pitch = arg<uint64_t>(params, 1);
+  const int width = arg<int>(params, 2), height = arg<int>(params, 3), v = arg<int>(params, 4);
+  const uint64_t w = std::min<uint64_t>(width < 0 ? 0 : width, uint64_t{l.grid[0]} * l.block[0]);
+  const uint64_t h = std::min<uint64_t>(height < 0 ? 0 : height, uint64_t{l.grid[1]} * l.block[1]);
+  for (uint64_t y = 0; y < h; ++y) {
+    std::byte* row = l.mem(p + y * pitch, w * 4);
+    if (!row && w) return 700;
+    for (uint64_t x = 0; x < w; ++x) store<uint32_t>(row, x, load<uint32_t>(row, x) + static_cast<uint32_t>(v));
+  }
+  return 0;
+}
+
+// static_shared(int* out), blocks of 256: out[t] = 255 - t (through 1 KiB of static shared memory).
+int static_shared(void** params, const FakeLaunch& l) {
+  const uint64_t threads = std::min<uint64_t>(l.block[0], 256);
+  std::byte* out = l.mem(arg<uint64_t>(params, 0), threads * 4);
+  if (!out && threads) return 700;
+  for (uint64_t t = 0; t < threads; ++t) store<int>(out, t, 255 - static_cast<int>(t));
+  return 0;
+}
+
+// dyn_shared(const int* in, int* out, int n), one block with n ints of dynamic shared
+// memory: out[i] = in[n - 1 - i] + 1.
+int dyn_shared(void** params, const FakeLaunch& l) {
+  const int n = arg<int>(params, 2);
+  const uint64_t count = n < 0 ? 0 : n;
+  if (count * 4 > l.shared_bytes) return 700;  // past the block's shared memory
+  std::byte* in = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* out = l.mem(arg<uint64_t>(params, 1), count * 4);
+  if ((!in || !out) && count) return 700;
+  std::vector<int> s(count);
+  for (uint64_t i = 0; i < count; ++i) s[i] = load<int>(in, i);
+  for (uint64_t i = 0; i < count; ++i) store<int>(out, i, s[count - 1 - i] + 1);
+  return 0;
+}
 
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
@@ -64,6 +133,34 @@ const FakeKernel kKernels[] = {
     {"vecadd", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, vecadd},
     {"_Z6vecaddPKfS0_Pfi", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, vecadd},
     {"_Z5faultPi", {{0, 8}}, fault},
+    // tests/cuda/symbols_pitch.cu; registers and shared memory as ptxas -v says for sm_90.
+    {"_Z10apply_coefPKiPii", {{0, 8}, {8, 8}, {16, 4}}, apply_coef, 18},
+    {"_Z8big_fillPyi", {{0, 8}, {8, 4}}, big_fill, 10},
+    {"_Z9pitch_addPimiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}, {24, 4}}, pitch_add, 10},
+    {"_Z13static_sharedPi", {{0, 8}}, static_shared, 10, 1024},
+    {"_Z10dyn_sharedPKiPii", {{0, 8}, {8, 8}, {16, 4}}, dyn_shared, 14},
+};
+
+template <class T>
+std::vector<std::byte> bytes_of(std::initializer_list<T> values) {
+  std::vector<std::byte> b(values.size() * sizeof(T));
+  std::memcpy(b.data(), values.begin(), b.size());
+  return b;
+}
+std::vector<std::byte> iota_bytes(size_t n) {
+  std::vector<std::byte> b(n);
+  for (size_t i = 0; i < n; ++i) b[i] = std::byte(i);
+  return b;
+}
+
+const FakeGlobal kGlobals[] = {
+    // The host-stub tests' own (fake_driver.h: kTestGlobal).
+    {"vmcuda_test_global", 256, iota_bytes(256)},
+    // tests/cuda/symbols_pitch.cu
+    {"d_table", 32, bytes_of<int>({1, 2, 3, 4, 5, 6, 7, 8})},
+    {"c_coef", 16, {}},
+    {"d_counter", 4, {}},
+    {"d_big", 32768, {}},
 };
 
 }  // namespace
@@ -71,6 +168,12 @@ const FakeKernel kKernels[] = {
 const FakeKernel* find_fake_kernel(const char* name) {
   for (const auto& k : kKernels)
     if (std::strcmp(k.name, name) == 0) return &k;
+  return nullptr;
+}
+
+const FakeGlobal* find_fake_global(const char* name) {
+  for (const auto& g : kGlobals)
+    if (std::strcmp(g.name, name) == 0) return &g;
   return nullptr;
 }
 

@@ -1,5 +1,7 @@
 // The kernels the test executor can run: CPU versions of the kernels in the CUDA test
-// programs (tests/cuda/), found by their mangled names as the driver finds them.
+// programs (tests/cuda/), found by their mangled names as the driver finds them; and the
+// module variables (__device__, __constant__) those programs declare, found by name as
+// cuModuleGetGlobal finds them.
 #pragma once
 
 #include <cstddef>
@@ -11,15 +13,46 @@ namespace vmcuda::testing {
 
 // Device memory [ptr, ptr + bytes) as host bytes, or nullptr (an illegal address).
 using DeviceMemory = std::function<std::byte*(uint64_t ptr, size_t bytes)>;
+// The bytes of a variable of the launched kernel's module, by name, or nullptr when the
+// module has none of that name (see fake_globals below).
+using ModuleGlobal = std::function<std::byte*(const char* name)>;
+
+// What a kernel is launched with, besides its parameters.
+struct FakeLaunch {
+  uint64_t threads;       // grid * block, all dimensions
+  unsigned grid[3];
+  unsigned block[3];
+  uint32_t shared_bytes;  // dynamic shared memory
+  DeviceMemory mem;
+  ModuleGlobal global;
+};
 
 struct FakeKernel {
   const char* name;
   std::vector<std::pair<uint32_t, uint32_t>> params;  // (offset, size), as cuFuncGetParamInfo
-  // Runs `threads` threads' worth of work; returns a CUresult (700 for an illegal address).
-  int (*run)(void** params, uint64_t threads, const DeviceMemory& mem);
+  // Runs the launch's worth of work; returns a CUresult (700 for an illegal address).
+  int (*run)(void** params, const FakeLaunch& launch);
+  // What cuFuncGetAttribute reports: registers per thread (ptxas -v for the test programs'
+  // sm_90 code) and static shared, constant and local memory in bytes.
+  int num_regs = 16;
+  int shared_bytes = 0;
+  int const_bytes = 0;
+  int local_bytes = 0;
 };
 
 // The kernel named `name`, or nullptr.
 const FakeKernel* find_fake_kernel(const char* name);
+
+// A module variable of the test programs: every module the executor loads has each of
+// these (storage made on first use), with its initial bytes (zeros where `init` is
+// shorter). A test image (kFakeModuleMagic) has them too.
+struct FakeGlobal {
+  const char* name;  // as registered (__cudaRegisterVar's deviceName)
+  size_t bytes;
+  std::vector<std::byte> init;
+};
+
+// The variable named `name`, or nullptr (cuModuleGetGlobal: CUDA_ERROR_NOT_FOUND).
+const FakeGlobal* find_fake_global(const char* name);
 
 }  // namespace vmcuda::testing

@@ -31,6 +31,21 @@
 #include "vmcuda/cudart_api.h"
 // After it: its declarations then name NVIDIA's types (cudaDeviceProp, cudaDevAttrMax).
 #include "device_props.h"
+// vmcuda-stub's transcription of the driver structures it passes (host-stub/src); cuda.h's
+// macros of the same names are set aside meanwhile.
+#pragma push_macro("CU_STREAM_LEGACY")
+#pragma push_macro("CU_STREAM_PER_THREAD")
+#pragma push_macro("CU_MEMHOSTREGISTER_PORTABLE")
+#pragma push_macro("CU_MEMHOSTREGISTER_DEVICEMAP")
+#undef CU_STREAM_LEGACY
+#undef CU_STREAM_PER_THREAD
+#undef CU_MEMHOSTREGISTER_PORTABLE
+#undef CU_MEMHOSTREGISTER_DEVICEMAP
+#include "driver_api.h"
+#pragma pop_macro("CU_STREAM_LEGACY")
+#pragma pop_macro("CU_STREAM_PER_THREAD")
+#pragma pop_macro("CU_MEMHOSTREGISTER_PORTABLE")
+#pragma pop_macro("CU_MEMHOSTREGISTER_DEVICEMAP")
 
 // ---- values
 #define VMCUDA_CUDART_ERROR(name, value, string)                                       \
@@ -81,7 +96,67 @@ SAME_ENUMERATOR(cudaMemcpyHostToDevice)
 SAME_ENUMERATOR(cudaMemcpyDeviceToHost)
 SAME_ENUMERATOR(cudaMemcpyDeviceToDevice)
 SAME_ENUMERATOR(cudaMemcpyDefault)
+SAME_ENUMERATOR(cudaMemoryTypeUnregistered)
+SAME_ENUMERATOR(cudaMemoryTypeHost)
+SAME_ENUMERATOR(cudaMemoryTypeDevice)
+SAME_ENUMERATOR(cudaMemoryTypeManaged)
+SAME_ENUMERATOR(cudaFuncAttributeMaxDynamicSharedMemorySize)
+SAME_ENUMERATOR(cudaFuncAttributePreferredSharedMemoryCarveout)
+SAME_ENUMERATOR(cudaFuncAttributeClusterDimMustBeSet)
+SAME_ENUMERATOR(cudaFuncAttributeRequiredClusterWidth)
+SAME_ENUMERATOR(cudaFuncAttributeRequiredClusterHeight)
+SAME_ENUMERATOR(cudaFuncAttributeRequiredClusterDepth)
+SAME_ENUMERATOR(cudaFuncAttributeNonPortableClusterSizeAllowed)
+SAME_ENUMERATOR(cudaFuncAttributeClusterSchedulingPolicyPreference)
+SAME_ENUMERATOR(cudaFuncAttributeMax)
 #undef SAME_ENUMERATOR
+static_assert(sizeof(::cudaMemoryType) == sizeof(ours::cudaMemoryType));
+static_assert(sizeof(::cudaFuncAttribute) == sizeof(ours::cudaFuncAttribute));
+// The CUfunction_attribute numbers cudaFuncAttributes is filled from, and the driver
+// structures vmcuda-stub passes (host-stub/src/driver_api.h, checked by its own tests).
+static_assert(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK == 0 && CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES == 1 &&
+              CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES == 2 && CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES == 3 &&
+              CU_FUNC_ATTRIBUTE_NUM_REGS == 4 && CU_FUNC_ATTRIBUTE_PTX_VERSION == 5 &&
+              CU_FUNC_ATTRIBUTE_BINARY_VERSION == 6 && CU_FUNC_ATTRIBUTE_CACHE_MODE_CA == 7 &&
+              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == 8 &&
+              CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT == 9 &&
+              CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET == 10 && CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH == 11 &&
+              CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT == 12 && CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH == 13 &&
+              CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED == 14 &&
+              CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE == 15 && CU_FUNC_ATTRIBUTE_MAX == 16);
+static_assert(cudaInvalidDeviceId == -2 && cudaOccupancyDefault == 0 && cudaOccupancyDisableCachingOverride == 1);
+#define SAME_MEMCPY2D_FIELD(f)                                                                                   \
+  static_assert(offsetof(::CUDA_MEMCPY2D, f) == offsetof(vmcuda::host::CUDA_MEMCPY2D, f), "CUDA_MEMCPY2D." #f); \
+  static_assert(sizeof(::CUDA_MEMCPY2D::f) == sizeof(vmcuda::host::CUDA_MEMCPY2D::f), "CUDA_MEMCPY2D." #f);
+SAME_MEMCPY2D_FIELD(srcXInBytes)
+SAME_MEMCPY2D_FIELD(srcY)
+SAME_MEMCPY2D_FIELD(srcMemoryType)
+SAME_MEMCPY2D_FIELD(srcHost)
+SAME_MEMCPY2D_FIELD(srcDevice)
+SAME_MEMCPY2D_FIELD(srcArray)
+SAME_MEMCPY2D_FIELD(srcPitch)
+SAME_MEMCPY2D_FIELD(dstXInBytes)
+SAME_MEMCPY2D_FIELD(dstY)
+SAME_MEMCPY2D_FIELD(dstMemoryType)
+SAME_MEMCPY2D_FIELD(dstHost)
+SAME_MEMCPY2D_FIELD(dstDevice)
+SAME_MEMCPY2D_FIELD(dstArray)
+SAME_MEMCPY2D_FIELD(dstPitch)
+SAME_MEMCPY2D_FIELD(WidthInBytes)
+SAME_MEMCPY2D_FIELD(Height)
+#undef SAME_MEMCPY2D_FIELD
+static_assert(sizeof(::CUDA_MEMCPY2D) == sizeof(vmcuda::host::CUDA_MEMCPY2D));
+static_assert(int{::CU_MEMORYTYPE_HOST} == int{vmcuda::host::CU_MEMORYTYPE_HOST} &&
+              int{::CU_MEMORYTYPE_DEVICE} == int{vmcuda::host::CU_MEMORYTYPE_DEVICE} &&
+              int{::CU_MEMORYTYPE_ARRAY} == int{vmcuda::host::CU_MEMORYTYPE_ARRAY} &&
+              int{::CU_MEMORYTYPE_UNIFIED} == int{vmcuda::host::CU_MEMORYTYPE_UNIFIED});
+static_assert(::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
+                  vmcuda::host::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
+              ::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ==
+                  vmcuda::host::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT &&
+              ::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE ==
+                  vmcuda::host::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE &&
+              ::CU_FUNC_ATTRIBUTE_MAX == vmcuda::host::CU_FUNC_ATTRIBUTE_MAX);
 static_assert(sizeof(::cudaChannelFormatKind) == sizeof(ours::cudaChannelFormatKind));
 static_assert(sizeof(::cudaMemcpyKind) == sizeof(ours::cudaMemcpyKind));
 
@@ -106,6 +181,31 @@ SAME_OFFSET(cudaChannelFormatDesc, y)
 SAME_OFFSET(cudaChannelFormatDesc, z)
 SAME_OFFSET(cudaChannelFormatDesc, w)
 SAME_OFFSET(cudaChannelFormatDesc, f)
+// Pointer and function attributes.
+SAME_LAYOUT(cudaPointerAttributes)
+SAME_OFFSET(cudaPointerAttributes, type)
+SAME_OFFSET(cudaPointerAttributes, device)
+SAME_OFFSET(cudaPointerAttributes, devicePointer)
+SAME_OFFSET(cudaPointerAttributes, hostPointer)
+SAME_OFFSET(cudaPointerAttributes, reserved)
+SAME_LAYOUT(cudaFuncAttributes)
+SAME_OFFSET(cudaFuncAttributes, sharedSizeBytes)
+SAME_OFFSET(cudaFuncAttributes, constSizeBytes)
+SAME_OFFSET(cudaFuncAttributes, localSizeBytes)
+SAME_OFFSET(cudaFuncAttributes, maxThreadsPerBlock)
+SAME_OFFSET(cudaFuncAttributes, numRegs)
+SAME_OFFSET(cudaFuncAttributes, ptxVersion)
+SAME_OFFSET(cudaFuncAttributes, binaryVersion)
+SAME_OFFSET(cudaFuncAttributes, cacheModeCA)
+SAME_OFFSET(cudaFuncAttributes, maxDynamicSharedSizeBytes)
+SAME_OFFSET(cudaFuncAttributes, preferredShmemCarveout)
+SAME_OFFSET(cudaFuncAttributes, clusterDimMustBeSet)
+SAME_OFFSET(cudaFuncAttributes, requiredClusterWidth)
+SAME_OFFSET(cudaFuncAttributes, requiredClusterHeight)
+SAME_OFFSET(cudaFuncAttributes, requiredClusterDepth)
+SAME_OFFSET(cudaFuncAttributes, clusterSchedulingPolicyPreference)
+SAME_OFFSET(cudaFuncAttributes, nonPortableClusterSizeAllowed)
+SAME_OFFSET(cudaFuncAttributes, reserved)
 #undef SAME_LAYOUT
 #undef SAME_OFFSET
 static_assert(sizeof(::cudaStream_t) == sizeof(ours::cudaStream_t));

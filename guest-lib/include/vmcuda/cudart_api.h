@@ -106,6 +106,45 @@ VMCUDA_CUDART_API cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, s
                                                    cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream);
 
+// pitched memory, 2D copies and memsets (guest-lib/src/memory_2d.cc); pointer attributes
+// (memory.cc, answered from the process's allocation map)
+VMCUDA_CUDART_API cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                           size_t height, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height);
+VMCUDA_CUDART_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr);
+
+// module variables (guest-lib/src/symbol.cc): __device__ and __constant__ variables by
+// their host shadow's address. With NVIDIA's default arguments.
+VMCUDA_CUDART_API cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol);
+VMCUDA_CUDART_API cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset = 0,
+                                                 enum cudaMemcpyKind kind = cudaMemcpyHostToDevice);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset = 0,
+                                                   enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
+                                                      size_t offset, enum cudaMemcpyKind kind,
+                                                      cudaStream_t stream = nullptr);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
+                                                        enum cudaMemcpyKind kind, cudaStream_t stream = nullptr);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count,
+                                                           size_t offset, enum cudaMemcpyKind kind,
+                                                           cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
+                                                             size_t offset, enum cudaMemcpyKind kind,
+                                                             cudaStream_t stream);
+
+// function attributes and occupancy (guest-lib/src/function.cc): cached per kernel and device.
+VMCUDA_CUDART_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func);
+VMCUDA_CUDART_API cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value);
+VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,
+                                                                            int blockSize, size_t dynamicSMemSize);
+VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks,
+                                                                                     const void* func,
+                                                                                     int blockSize,
+                                                                                     size_t dynamicSMemSize,
+                                                                                     unsigned int flags);
+
 // Exported by NVIDIA's library but declared in no header. Signatures from its machine code
 // (argument registers used) and from LLVM flang's CUDA Fortran runtime, which calls
 // __cudaRegisterHostVar.
@@ -134,7 +173,8 @@ VMCUDA_CUDART_END
   X(cudaFreeHost)                            \
   X(cudaLaunchKernel)                        \
   X(cudaGetKernel)                           \
-  VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X)
+  VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X) \
+  VMCUDA_CUDART_SYMBOL_PITCH_FUNC_HAND_WRITTEN(X)
 
 /// The stream, event and async copy entry points (for the parity test, through the list
 /// above; the _ptsz variants are not declared by cuda_runtime_api.h without its renaming).
@@ -159,6 +199,25 @@ VMCUDA_CUDART_END
   X(cudaEventElapsedTime)                          \
   X(cudaMemcpyAsync)                               \
   X(cudaMemsetAsync)
+
+/// Module variables, pitched memory and 2D copies, pointer attributes, function attributes
+/// and occupancy (for the parity test, through the public list; the _ptsz variants are
+/// not declared by cuda_runtime_api.h without its renaming).
+#define VMCUDA_CUDART_SYMBOL_PITCH_FUNC_HAND_WRITTEN(X) \
+  X(cudaGetSymbolAddress)                               \
+  X(cudaGetSymbolSize)                                  \
+  X(cudaMemcpyToSymbol)                                 \
+  X(cudaMemcpyFromSymbol)                               \
+  X(cudaMemcpyToSymbolAsync)                            \
+  X(cudaMemcpyFromSymbolAsync)                          \
+  X(cudaMallocPitch)                                    \
+  X(cudaMemcpy2D)                                       \
+  X(cudaMemset2D)                                       \
+  X(cudaPointerGetAttributes)                           \
+  X(cudaFuncGetAttributes)                              \
+  X(cudaFuncSetAttribute)                               \
+  X(cudaOccupancyMaxActiveBlocksPerMultiprocessor)      \
+  X(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
 
 /// The hand-written entry points that only nvcc's internal headers declare (checked when
 /// compiling with nvcc, tests/guest-lib/app/abi_parity_nvcc.cu).

@@ -104,6 +104,57 @@ enum cudaMemcpyKind {
   cudaMemcpyDefault = 4,
 };
 
+/// driver_types.h: cudaMemoryType and cudaPointerAttributes (cudaPointerGetAttributes).
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3,
+};
+struct cudaPointerAttributes {
+  enum cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+  long reserved[8];
+};
+static_assert(sizeof(cudaPointerAttributes) == 88 && offsetof(cudaPointerAttributes, devicePointer) == 8);
+
+/// driver_types.h: cudaFuncAttributes (cudaFuncGetAttributes) and cudaFuncAttribute
+/// (cudaFuncSetAttribute; the same numbers as the driver's CUfunction_attribute).
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes;
+  size_t constSizeBytes;
+  size_t localSizeBytes;
+  int maxThreadsPerBlock;
+  int numRegs;
+  int ptxVersion;
+  int binaryVersion;
+  int cacheModeCA;
+  int maxDynamicSharedSizeBytes;
+  int preferredShmemCarveout;
+  int clusterDimMustBeSet;
+  int requiredClusterWidth;
+  int requiredClusterHeight;
+  int requiredClusterDepth;
+  int clusterSchedulingPolicyPreference;
+  int nonPortableClusterSizeAllowed;
+  int reserved[16];
+};
+static_assert(sizeof(cudaFuncAttributes) == 144 && offsetof(cudaFuncAttributes, maxThreadsPerBlock) == 24 &&
+              offsetof(cudaFuncAttributes, reserved) == 76);
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+  cudaFuncAttributePreferredSharedMemoryCarveout = 9,
+  cudaFuncAttributeClusterDimMustBeSet = 10,
+  cudaFuncAttributeRequiredClusterWidth = 11,
+  cudaFuncAttributeRequiredClusterHeight = 12,
+  cudaFuncAttributeRequiredClusterDepth = 13,
+  cudaFuncAttributeNonPortableClusterSizeAllowed = 14,
+  cudaFuncAttributeClusterSchedulingPolicyPreference = 15,
+  cudaFuncAttributeMax
+};
+
 /// Opaque handles. The guest library makes these up itself (virtual handles); only their
 /// size (a pointer) is fixed by the ABI.
 typedef struct CUstream_st* cudaStream_t;
@@ -111,6 +162,15 @@ typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUkern_st* cudaKernel_t;
 
 VMCUDA_CUDART_END
+
+/// driver_types.h: the device id of no device, and the occupancy flags. Macros, as NVIDIA's are.
+#ifndef cudaInvalidDeviceId
+#define cudaInvalidDeviceId ((int)-2)
+#endif
+#ifndef cudaOccupancyDefault
+#define cudaOccupancyDefault 0x00
+#define cudaOccupancyDisableCachingOverride 0x01
+#endif
 
 /// driver_types.h: stream and event flags and the special streams. Macros, as NVIDIA's are
 /// (so they are global even under VMCUDA_CUDART_PARITY_NAMESPACE); defined only where

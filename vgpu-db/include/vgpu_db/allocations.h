@@ -1,5 +1,7 @@
-// The guest's record of its own memory: device allocations (cudaMalloc) and pinned host
-// blocks carved from the shared heap (cudaMallocHost). Used to check pointers locally
+// The guest's record of its own memory: device allocations (cudaMalloc, cudaMallocPitch),
+// pinned host blocks carved from the shared heap (cudaMallocHost), and the device storage
+// of module variables once resolved (cudaGetSymbolAddress and friends: device memory the
+// process may copy to and from, but not free). Used to check pointers locally
 // (so copies and frees fail where CUDA fails them, without a round trip), to resolve
 // cudaMemcpyDefault, and for cudaPointerGetAttributes.
 #pragma once
@@ -12,12 +14,15 @@
 namespace vgpu_db {
 
 struct Allocation {
-  enum Kind { kDevice, kPinnedHost };
+  enum Kind { kDevice, kPinnedHost, kModuleGlobal };
   uint64_t base = 0;
   uint64_t bytes = 0;
   Kind kind = kDevice;
   int device = 0;
   uint64_t heap_offset = 0;  // kPinnedHost: where in the shared heap
+
+  // Device memory: a cudaMalloc'ed block or a module variable's storage.
+  bool is_device() const { return kind == kDevice || kind == kModuleGlobal; }
 };
 
 class AllocationMap {

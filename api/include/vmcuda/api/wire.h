@@ -73,6 +73,41 @@ static_assert(sizeof(CopyDeviceAsyncArgs) == 32);
 struct MemsetAsyncArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t pad; uint64_t stream; };
 static_assert(sizeof(MemsetAsyncArgs) == 32);
 
+// ---- pitched memory and 2D copies (cudaMallocPitch, cudaMemcpy2D, cudaMemset2D). A 2D
+// region of `height` rows of `width` bytes, `pitch` bytes apart, spans
+// pitch * (height - 1) + width bytes; every pitch is at least the width.
+// element_bytes: cuMemAllocPitch's ElementSizeBytes (4, 8 or 16).
+struct MallocPitchArgs { uint64_t width; uint64_t height; uint32_t element_bytes; uint32_t pad; };
+static_assert(sizeof(MallocPitchArgs) == 24);
+struct PitchReply { uint64_t ptr; uint64_t pitch; };
+static_assert(sizeof(PitchReply) == 16);
+// Inline: the host side is width * height packed bytes, after the struct (to the device) or
+// as the reply (from the device).
+struct Copy2DInlineArgs { uint64_t device; uint64_t device_pitch; uint64_t width; uint64_t height; };
+static_assert(sizeof(Copy2DInlineArgs) == 32);
+// Through the shared heap: the host side is `host`, rows host_pitch bytes apart (the app's
+// pinned memory with its own pitch, or packed staging). Synchronous, as cudaMemcpy2D is.
+struct Copy2DHeapArgs {
+  uint64_t device;
+  uint64_t device_pitch;
+  uint64_t width;
+  uint64_t height;
+  vmrpc::wire::HeapRef host;
+  uint64_t host_pitch;
+};
+static_assert(sizeof(Copy2DHeapArgs) == 56 && offsetof(Copy2DHeapArgs, host) == 32);
+struct Copy2DDeviceArgs {
+  uint64_t dst;
+  uint64_t dst_pitch;
+  uint64_t src;
+  uint64_t src_pitch;
+  uint64_t width;
+  uint64_t height;
+};
+static_assert(sizeof(Copy2DDeviceArgs) == 48);
+struct Memset2DArgs { uint64_t dst; uint64_t pitch; uint64_t width; uint64_t height; uint32_t value; uint32_t pad; };
+static_assert(sizeof(Memset2DArgs) == 40);
+
 struct ModuleLoadArgs { vmrpc::wire::HeapRef image; };
 struct HandleReply { uint64_t handle; };
 
@@ -82,6 +117,13 @@ struct ParamInfo { uint32_t offset; uint32_t size; };
 inline constexpr uint32_t kMaxKernelParams = 1024;
 // Followed by param_count ParamInfo.
 struct GetFunctionReply { uint64_t function; uint32_t param_count; uint32_t pad; };
+
+// A module's __device__ or __constant__ variable: its name follows the struct (name_bytes,
+// no terminator), as GetFunctionArgs'. The reply is cuModuleGetGlobal's address and size.
+struct GetGlobalArgs { uint64_t module; uint32_t name_bytes; uint32_t pad; };
+static_assert(sizeof(GetGlobalArgs) == 16);
+struct GlobalReply { uint64_t ptr; uint64_t bytes; };
+static_assert(sizeof(GlobalReply) == 16);
 
 // Followed by arg_bytes of packed parameters (laid out as ParamInfo says).
 struct LaunchArgs {
@@ -93,6 +135,22 @@ struct LaunchArgs {
   uint64_t stream;         // a guest stream handle (0: the legacy default stream)
 };
 static_assert(sizeof(LaunchArgs) == 48);
+
+// ---- function attributes and occupancy, of a function handle (GetFunctionReply::function).
+struct FunctionArgs { uint64_t function; };
+// Every CUfunction_attribute value (0 MAX_THREADS_PER_BLOCK .. 15
+// CLUSTER_SCHEDULING_POLICY_PREFERENCE), indexed by number: what cudaFuncGetAttributes reports.
+inline constexpr uint32_t kFuncAttributeSlots = 16;
+struct FuncAttributesReply { int32_t values[kFuncAttributeSlots]; };
+static_assert(sizeof(FuncAttributesReply) == 64);
+// cudaFuncSetAttribute: `attribute` is a cudaFuncAttribute (== CUfunction_attribute, 8..15).
+struct FuncSetAttributeArgs { uint64_t function; int32_t attribute; int32_t value; };
+static_assert(sizeof(FuncSetAttributeArgs) == 16);
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]; flags: cudaOccupancy*.
+struct OccupancyArgs { uint64_t function; int32_t block_size; uint32_t flags; uint64_t dynamic_shared_bytes; };
+static_assert(sizeof(OccupancyArgs) == 24);
+struct OccupancyReply { int32_t blocks; uint32_t pad; };
+static_assert(sizeof(OccupancyReply) == 8);
 
 // ---- streams and events. Their handles are made by the guest (a cudaStream_t or
 // cudaEvent_t value it hands the app), so creations are batchable; the host maps each to

@@ -1,0 +1,161 @@
+// Function attributes and occupancy: cudaFuncGetAttributes, cudaFuncSetAttribute,
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]. The host answers with the
+// driver's (cuFuncGetAttribute, cuOccupancyMaxActiveBlocksPerMultiprocessor) once per
+// kernel and device, and once per (block size, dynamic shared memory, flags) for
+// occupancy; the answers are kept with the kernel (host_objects.h), so later calls are
+// local, as frameworks that ask before every launch need (docs/cuda-runtime-internals.md
+// §7). cudaFuncSetAttribute is checked here as the driver checks it, then queued (lazy
+// RPC); the kept answers follow the value set.
+#include "host_objects.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "vmcuda/cudart_api.h"
+
+namespace vmcuda::guest {
+namespace {
+
+// CUfunction_attribute numbers (== cudaFuncAttribute's where both have them).
+enum : int {
+  kMaxThreadsPerBlock = 0,
+  kSharedSizeBytes = 1,
+  kConstSizeBytes = 2,
+  kLocalSizeBytes = 3,
+  kNumRegs = 4,
+  kPtxVersion = 5,
+  kBinaryVersion = 6,
+  kCacheModeCa = 7,
+  kMaxDynamicSharedSizeBytes = 8,
+  kPreferredSharedMemoryCarveout = 9,
+  kClusterSizeMustBeSet = 10,
+  kRequiredClusterWidth = 11,
+  kRequiredClusterHeight = 12,
+  kRequiredClusterDepth = 13,
+  kNonPortableClusterSizeAllowed = 14,
+  kClusterSchedulingPolicyPreference = 15,
+};
+// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN.
+constexpr int kDeviceSharedOptin = 97;
+
+// The kernel `func` names on the calling thread's device, with the Remote locked. A
+// pointer that names no kernel is an invalid handle (cudaErrorInvalidResourceHandle), as
+// NVIDIA's 13.0 runtime answers these calls (not cudaErrorInvalidDeviceFunction, which
+// launches answer): tests/cuda/symbols_pitch.cu prints it natively and through vmcuda.
+struct Kernel {
+  Remote* remote = nullptr;
+  std::unique_lock<std::mutex> lock;
+  HostKernel* kernel = nullptr;
+};
+cudaError_t kernel_of(const void* func, Kernel* k) {
+  const vgpu_db::Function* f = find_kernel(func);
+  if (!f) return cudaErrorInvalidResourceHandle;
+  cudaError_t e = cudaSuccess;
+  k->remote = Remote::get(&e);
+  if (!k->remote) return e;
+  k->lock = k->remote->lock();
+  return host_kernel(*k->remote, *f, &k->kernel);
+}
+
+// The kernel's attributes, asked once. Precondition: k's lock held.
+cudaError_t attributes_of(Kernel& k, const api::FuncAttributesReply** out) {
+  if (!k.kernel->attributes) {
+    auto res = k.remote->call<api::Call::FuncGetAttributes>({k.kernel->handle});
+    if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+    k.kernel->attributes = res.reply;
+  }
+  *out = &*k.kernel->attributes;
+  return cudaSuccess;
+}
+
+cudaError_t occupancy(int* blocks, const void* func, int block_size, size_t shared, unsigned flags) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!blocks) return record(cudaErrorInvalidValue);
+  if (flags & ~unsigned{cudaOccupancyDisableCachingOverride}) return record(cudaErrorInvalidValue);
+  Kernel k;
+  if (cudaError_t e = kernel_of(func, &k)) return record(e);
+  const auto key = std::make_tuple(block_size, uint64_t{shared}, flags);
+  if (auto it = k.kernel->occupancy.find(key); it != k.kernel->occupancy.end()) return *blocks = it->second, cudaSuccess;
+  auto res = k.remote->call<api::Call::OccupancyMaxActiveBlocks>(
+      {k.kernel->handle, block_size, flags, uint64_t{shared}});
+  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+  k.kernel->occupancy[key] = res.reply.blocks;
+  *blocks = res.reply.blocks;
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace vmcuda::guest
+
+using vmcuda::guest::record;
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  if (!attr) return record(cudaErrorInvalidValue);
+  g::Kernel k;
+  if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
+  const vmcuda::api::FuncAttributesReply* a = nullptr;
+  if (cudaError_t e = g::attributes_of(k, &a)) return record(e);
+  const int32_t* v = a->values;
+  *attr = cudaFuncAttributes{};
+  attr->sharedSizeBytes = static_cast<size_t>(v[g::kSharedSizeBytes]);
+  attr->constSizeBytes = static_cast<size_t>(v[g::kConstSizeBytes]);
+  attr->localSizeBytes = static_cast<size_t>(v[g::kLocalSizeBytes]);
+  attr->maxThreadsPerBlock = v[g::kMaxThreadsPerBlock];
+  attr->numRegs = v[g::kNumRegs];
+  attr->ptxVersion = v[g::kPtxVersion];
+  attr->binaryVersion = v[g::kBinaryVersion];
+  attr->cacheModeCA = v[g::kCacheModeCa];
+  attr->maxDynamicSharedSizeBytes = v[g::kMaxDynamicSharedSizeBytes];
+  attr->preferredShmemCarveout = v[g::kPreferredSharedMemoryCarveout];
+  attr->clusterDimMustBeSet = v[g::kClusterSizeMustBeSet];
+  attr->requiredClusterWidth = v[g::kRequiredClusterWidth];
+  attr->requiredClusterHeight = v[g::kRequiredClusterHeight];
+  attr->requiredClusterDepth = v[g::kRequiredClusterDepth];
+  attr->clusterSchedulingPolicyPreference = v[g::kClusterSchedulingPolicyPreference];
+  attr->nonPortableClusterSizeAllowed = v[g::kNonPortableClusterSizeAllowed];
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  g::Kernel k;
+  if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
+  if (attr < cudaFuncAttributeMaxDynamicSharedMemorySize || attr >= cudaFuncAttributeMax)
+    return record(cudaErrorInvalidValue);
+  // The values the driver refuses, refused here at once (the call is queued).
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    const vmcuda::api::FuncAttributesReply* a = nullptr;
+    if (cudaError_t e = g::attributes_of(k, &a)) return record(e);
+    const auto& devices = k.remote->devices();
+    const int dev = g::Remote::thread_device();
+    const int optin = dev >= 0 && static_cast<size_t>(dev) < devices.size()
+                          ? devices[dev].attributes[g::kDeviceSharedOptin]
+                          : 0;
+    // Up to the device's opt-in maximum less the kernel's static shared memory (cuda.h).
+    if (value < 0 || (optin > 0 && value > optin - a->values[g::kSharedSizeBytes]))
+      return record(cudaErrorInvalidValue);
+  } else if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
+    if (value < -1 || value > 100) return record(cudaErrorInvalidValue);  // percent, or -1: no preference
+  }
+  if (cudaError_t e = k.remote->enqueue<vmcuda::api::Call::FuncSetAttribute>({k.kernel->handle, attr, value}))
+    return record(e);
+  // What the kernel now reports. The cluster attributes the driver may still refuse (the
+  // error comes with the next synchronizing call): those are asked again.
+  if (k.kernel->attributes && attr <= cudaFuncAttributePreferredSharedMemoryCarveout)
+    k.kernel->attributes->values[attr] = value;
+  else
+    k.kernel->attributes.reset();
+  k.kernel->occupancy.clear();
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,
+                                                          size_t dynamicSMemSize) {
+  return vmcuda::guest::occupancy(numBlocks, func, blockSize, dynamicSMemSize, cudaOccupancyDefault);
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func, int blockSize,
+                                                                   size_t dynamicSMemSize, unsigned int flags) {
+  return vmcuda::guest::occupancy(numBlocks, func, blockSize, dynamicSMemSize, flags);
+}

@@ -1,0 +1,67 @@
+// The host's side of this process's modules: a module's fatbin is shipped to vmcuda-stub
+// once per device, at its first use (a launch, a symbol, a function attribute), and the
+// host's handles of the module, its kernels and its variables are kept here per device,
+// with what the host answered about them (parameter layouts, addresses and sizes,
+// function attributes, occupancy), so that later uses answer locally
+// (docs/cuda-runtime-internals.md §1, §7).
+//
+// Locking: callers hold the Remote's lock (every use of the slot does); the tables have
+// their own leaf lock as well, because __cudaUnregisterFatBinary (forget_module) runs at
+// exit without the Remote. A pointer handed out stays valid until its module is forgotten;
+// an application that unregisters a module while another thread uses its kernels is
+// undefined in CUDA too.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "remote.h"
+#include "vgpu_db/module_registry.h"
+#include "vmcuda/api/wire.h"
+#include "vmcuda/cudart_types.h"
+
+namespace vmcuda::guest {
+
+/// A kernel as loaded on one device.
+struct HostKernel {
+  uint64_t handle = 0;                  ///< the host's function handle
+  std::vector<api::ParamInfo> params;   ///< cuFuncGetParamInfo's layout
+  uint32_t arg_bytes = 0;               ///< end of the last parameter
+  /// cudaFuncGetAttributes' answer (every CUfunction_attribute), once asked.
+  std::optional<api::FuncAttributesReply> attributes;
+  /// Occupancy answers: (block size, dynamic shared bytes, flags) -> blocks per multiprocessor.
+  std::map<std::tuple<int, uint64_t, unsigned>, int> occupancy;
+};
+
+/// A module variable (__device__, __constant__) as loaded on one device.
+struct HostGlobal {
+  uint64_t ptr = 0;    ///< its device address (cuModuleGetGlobal)
+  uint64_t bytes = 0;  ///< its size
+};
+
+/// The kernel `func` names: a host stub (what <<<>>>, cudaLaunchKernel and
+/// cudaFuncGetAttributes are given) or a cudaKernel_t (__cudaGetKernel's handle); nullptr
+/// when it is neither.
+const vgpu_db::Function* find_kernel(const void* func) noexcept;
+
+/// Preconditions for the three below: r's lock held. Each is per the calling thread's
+/// device (Remote::thread_device), and a round trip only the first time.
+
+/// The host's handle of module `m`, shipping its fatbin on first use.
+cudaError_t load_module(Remote& r, const vgpu_db::Module& m, uint64_t* handle);
+/// Kernel `f` on the host: its handle and parameter layout (loading its module first).
+cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, HostKernel** out);
+/// Variable `v` on the host: its address and size (loading its module first). The storage
+/// joins the process's AllocationMap as Allocation::kModuleGlobal, so copies may name it.
+/// A variable the module does not have is cudaErrorInvalidSymbol.
+cudaError_t host_global(Remote& r, const vgpu_db::Variable& v, HostGlobal* out);
+
+/// Forgets what the host holds of module `m` on every device (it is being unregistered):
+/// its handles, kernels and variables, and its variables' entries in the AllocationMap.
+/// The host keeps the module loaded until the process's slot closes.
+void forget_module(const vgpu_db::Module* m) noexcept;
+
+}  // namespace vmcuda::guest

@@ -1,0 +1,135 @@
+// Module variables: cudaGetSymbolAddress, cudaGetSymbolSize and the symbol copies, for the
+// __device__ and __constant__ variables nvcc's host code registers (__cudaRegisterVar,
+// docs/cuda-runtime-internals.md §1). A symbol is its host shadow's address; the first use
+// on a device loads the module on the host and asks it where the variable is
+// (cuModuleGetGlobal, host_objects.h); later uses answer locally. The storage is then
+// device memory of this process like a cudaMalloc'ed block (vgpu_db::AllocationMap,
+// Allocation::kModuleGlobal): the copies are cudaMemcpy and cudaMemcpyAsync at its
+// address, and the address works in kernels and every copy, but not with cudaFree.
+#include <atomic>
+
+#include "host_objects.h"
+#include "log.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "vgpu_db/module_registry.h"
+#include "vmcuda/cudart_api.h"
+
+namespace vmcuda::guest {
+namespace {
+
+using vgpu_db::Variable;
+
+// Where `symbol` lives on the calling thread's device.
+cudaError_t resolve(const void* symbol, HostGlobal* out) {
+  if (cudaError_t e = enter_device_call()) return e;
+  const Variable* v = vgpu_db::ModuleRegistry::process().find_variable(symbol);
+  if (!v || v->kind == Variable::kHost) return cudaErrorInvalidSymbol;
+  if (v->kind == Variable::kManaged) {
+    // TODO(remoting): __managed__ variables (__cudaInitModule leaves their slots empty).
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      VMCUDA_LOG(kWarn, "symbol", "%s is a __managed__ variable: not supported yet (cudaErrorNotSupported)",
+                 v->name.c_str());
+    return cudaErrorNotSupported;
+  }
+  cudaError_t e = cudaSuccess;
+  Remote* r = Remote::get(&e);
+  if (!r) return e;
+  auto lock = r->lock();
+  return host_global(*r, *v, out);
+}
+
+// [offset, offset + count) of a variable of `bytes` bytes.
+bool fits(uint64_t bytes, size_t offset, size_t count) { return offset <= bytes && count <= bytes - offset; }
+
+void* at(const HostGlobal& g, size_t offset) { return reinterpret_cast<void*>(g.ptr + offset); }
+
+// The copy kinds each direction allows (cuda_runtime_api.h).
+bool to_symbol_kind(cudaMemcpyKind k) {
+  return k == cudaMemcpyHostToDevice || k == cudaMemcpyDeviceToDevice || k == cudaMemcpyDefault;
+}
+bool from_symbol_kind(cudaMemcpyKind k) {
+  return k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice || k == cudaMemcpyDefault;
+}
+
+// The variable's range [offset, offset + count), checked, or the error.
+cudaError_t range(const void* symbol, size_t count, size_t offset, HostGlobal* g) {
+  if (cudaError_t e = resolve(symbol, g)) return e;
+  return fits(g->bytes, offset, count) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t to_symbol_async(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind,
+                            cudaStream_t stream, bool per_thread) {
+  if (!to_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
+  HostGlobal g;
+  if (cudaError_t e = range(symbol, count, offset, &g)) return record(e);
+  return per_thread ? cudaMemcpyAsync_ptsz(at(g, offset), src, count, kind, stream)
+                    : cudaMemcpyAsync(at(g, offset), src, count, kind, stream);
+}
+
+cudaError_t from_symbol_async(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
+                              cudaStream_t stream, bool per_thread) {
+  if (!from_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
+  HostGlobal g;
+  if (cudaError_t e = range(symbol, count, offset, &g)) return record(e);
+  return per_thread ? cudaMemcpyAsync_ptsz(dst, at(g, offset), count, kind, stream)
+                    : cudaMemcpyAsync(dst, at(g, offset), count, kind, stream);
+}
+
+}  // namespace
+}  // namespace vmcuda::guest
+
+using vmcuda::guest::HostGlobal;
+using vmcuda::guest::record;
+
+cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
+  if (!devPtr) return record(cudaErrorInvalidValue);
+  HostGlobal g;
+  if (cudaError_t e = vmcuda::guest::resolve(symbol, &g)) return record(e);
+  *devPtr = reinterpret_cast<void*>(g.ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  if (!size) return record(cudaErrorInvalidValue);
+  HostGlobal g;
+  if (cudaError_t e = vmcuda::guest::resolve(symbol, &g)) return record(e);
+  *size = g.bytes;
+  return cudaSuccess;
+}
+
+// Synchronous as cudaMemcpy is (host to device from pageable memory: once the bytes are
+// staged; device to host: once they have arrived).
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind) {
+  if (!vmcuda::guest::to_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
+  HostGlobal g;
+  if (cudaError_t e = vmcuda::guest::range(symbol, count, offset, &g)) return record(e);
+  return cudaMemcpy(vmcuda::guest::at(g, offset), src, count, kind);
+}
+
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
+                                 enum cudaMemcpyKind kind) {
+  if (!vmcuda::guest::from_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
+  HostGlobal g;
+  if (cudaError_t e = vmcuda::guest::range(symbol, count, offset, &g)) return record(e);
+  return cudaMemcpy(dst, vmcuda::guest::at(g, offset), count, kind);
+}
+
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return vmcuda::guest::to_symbol_async(symbol, src, count, offset, kind, stream, false);
+}
+cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count, size_t offset,
+                                         enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return vmcuda::guest::to_symbol_async(symbol, src, count, offset, kind, stream, true);
+}
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return vmcuda::guest::from_symbol_async(dst, symbol, count, offset, kind, stream, false);
+}
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count, size_t offset,
+                                           enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return vmcuda::guest::from_symbol_async(dst, symbol, count, offset, kind, stream, true);
+}

@@ -1,0 +1,54 @@
+// Function attributes and occupancy (calls.def, 0x1410), of a kernel this client found
+// with ModuleGetFunction; each runs in the context of the device the kernel was loaded on.
+// The guest caches the answers (per kernel and device; occupancy per block size and
+// dynamic shared memory too) and drops them when it sets an attribute.
+#include "session.h"
+
+namespace vmcuda::host {
+
+namespace {
+// cudaFuncAttribute's values: the settable CUfunction_attributes.
+constexpr bool settable(int32_t attribute) {
+  return attribute >= CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES &&
+         attribute <= CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+}
+}  // namespace
+
+int32_t Session::on_FuncGetAttributes(const api::FunctionArgs& a, api::FuncAttributesReply& r, Request&) {
+  const Function* f = find_function(a.function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  static_assert(api::kFuncAttributeSlots == CU_FUNC_ATTRIBUTE_MAX);
+  return on_device(f->device, [&] {
+    for (int i = 0; i < CU_FUNC_ATTRIBUTE_MAX; ++i) {
+      CUresult e = api_.cuFuncGetAttribute(&r.values[i], i, f->fn);
+      if (e == CUDA_SUCCESS) continue;
+      // The attributes cudaFuncAttributes has always had must answer; the cluster ones
+      // (10 and up) are 0 where the device or driver knows none.
+      if (i < 10) return e;
+      r.values[i] = 0;
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+int32_t Session::on_FuncSetAttribute(const api::FuncSetAttributeArgs& a, api::Empty&, Request&) {
+  const Function* f = find_function(a.function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (!settable(a.attribute)) return CUDA_ERROR_INVALID_VALUE;
+  // The driver checks the value (the dynamic shared memory against the device's opt-in
+  // maximum less the kernel's static shared memory, ...).
+  return on_device(f->device, [&] { return api_.cuFuncSetAttribute(f->fn, a.attribute, a.value); });
+}
+
+int32_t Session::on_OccupancyMaxActiveBlocks(const api::OccupancyArgs& a, api::OccupancyReply& r, Request&) {
+  const Function* f = find_function(a.function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return on_device(f->device, [&] {
+    return a.flags == 0 ? api_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks, f->fn, a.block_size,
+                                                                           a.dynamic_shared_bytes)
+                        : api_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                              &r.blocks, f->fn, a.block_size, a.dynamic_shared_bytes, a.flags);
+  });
+}
+
+}  // namespace vmcuda::host

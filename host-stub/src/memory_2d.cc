@@ -1,0 +1,148 @@
+// Pitched memory and 2D copies (calls.def, 0x1120): cuMemAllocPitch, cuMemcpy2D and
+// cuMemsetD2D8. As for the 1D calls (memory.cc), every device region a client names must
+// lie inside one of its own allocations or module globals, here all rows of it; and the
+// host side of a copy must lie inside the frame or the heap range it came with.
+#include "session.h"
+
+namespace vmcuda::host {
+
+using vmrpc::wire::ChannelStatus;
+
+namespace {
+
+// width * height, or false when it overflows.
+bool packed_bytes(uint64_t width, uint64_t height, uint64_t* bytes) {
+  if (height != 0 && width > ~0ull / height) return false;
+  *bytes = width * height;
+  return true;
+}
+
+// Bytes a host region of `height` rows of `width` bytes, `pitch` apart, spans; false when
+// the pitch is too small or the span overflows.
+bool host_span(uint64_t pitch, uint64_t width, uint64_t height, uint64_t* span) {
+  if (width > pitch) return false;
+  if (height == 0) return *span = 0, true;
+  if (pitch != 0 && height - 1 > (~0ull - width) / pitch) return false;
+  *span = pitch * (height - 1) + width;
+  return true;
+}
+
+CUDA_MEMCPY2D device_to_device(uint64_t dst, uint64_t dst_pitch, uint64_t src, uint64_t src_pitch, uint64_t width,
+                               uint64_t height) {
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = src;
+  c.srcPitch = src_pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = dst;
+  c.dstPitch = dst_pitch;
+  c.WidthInBytes = width;
+  c.Height = height;
+  return c;
+}
+CUDA_MEMCPY2D host_to_device(uint64_t dst, uint64_t dst_pitch, const void* src, uint64_t src_pitch, uint64_t width,
+                             uint64_t height) {
+  CUDA_MEMCPY2D c = device_to_device(dst, dst_pitch, 0, src_pitch, width, height);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src;
+  return c;
+}
+CUDA_MEMCPY2D device_to_host(void* dst, uint64_t dst_pitch, uint64_t src, uint64_t src_pitch, uint64_t width,
+                             uint64_t height) {
+  CUDA_MEMCPY2D c = device_to_device(0, dst_pitch, src, src_pitch, width, height);
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = dst;
+  return c;
+}
+
+}  // namespace
+
+int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& r, Request&) {
+  if (a.element_bytes != 4 && a.element_bytes != 8 && a.element_bytes != 16) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) {
+    r.ptr = 0;
+    r.pitch = 0;
+    return CUDA_SUCCESS;
+  }
+  uint64_t least;
+  if (!packed_bytes(a.width, a.height, &least) || least > limits_.memory_quota - allocated_)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  CUdeviceptr p = 0;
+  size_t pitch = 0;
+  if (CUresult e = api_.cuMemAllocPitch_v2(&p, &pitch, a.width, a.height, a.element_bytes); e != CUDA_SUCCESS)
+    return e;
+  // The driver's pitch decides what the allocation holds (and what the quota counts).
+  uint64_t bytes;
+  if (!packed_bytes(pitch, a.height, &bytes) || bytes > limits_.memory_quota - allocated_) {
+    api_.cuMemFree_v2(p);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  allocations_[p] = {bytes, current_};
+  allocated_ += bytes;
+  r.ptr = p;
+  r.pitch = pitch;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_Copy2DToDeviceInline(const api::Copy2DInlineArgs& a, api::Empty&, Request& req) {
+  uint64_t bytes;
+  if (!packed_bytes(a.width, a.height, &bytes) || bytes != req.tail.size())
+    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) return CUDA_SUCCESS;
+  const CUDA_MEMCPY2D c = host_to_device(a.device, a.device_pitch, req.tail.data(), a.width, a.width, a.height);
+  return api_.cuMemcpy2D_v2(&c);
+}
+
+int32_t Session::on_Copy2DFromDeviceInline(const api::Copy2DInlineArgs& a, api::Empty&, Request& req) {
+  uint64_t bytes;
+  if (!packed_bytes(a.width, a.height, &bytes)) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) return CUDA_SUCCESS;
+  // Packed, straight into the shared reply area.
+  const CUDA_MEMCPY2D c = device_to_host(req.extra.data(), a.width, a.device, a.device_pitch, a.width, a.height);
+  CUresult e = api_.cuMemcpy2D_v2(&c);
+  if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(bytes);
+  return e;
+}
+
+int32_t Session::on_Copy2DToDeviceHeap(const api::Copy2DHeapArgs& a, api::Empty&, Request& req) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  uint64_t span;
+  if (!host_span(a.host_pitch, a.width, a.height, &span) || span > host->size())
+    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  const CUDA_MEMCPY2D c = host_to_device(a.device, a.device_pitch, host->data(), a.host_pitch, a.width, a.height);
+  return api_.cuMemcpy2D_v2(&c);
+}
+
+int32_t Session::on_Copy2DFromDeviceHeap(const api::Copy2DHeapArgs& a, api::Empty&, Request& req) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  uint64_t span;
+  if (!host_span(a.host_pitch, a.width, a.height, &span) || span > host->size())
+    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  const CUDA_MEMCPY2D c = device_to_host(host->data(), a.host_pitch, a.device, a.device_pitch, a.width, a.height);
+  return api_.cuMemcpy2D_v2(&c);
+}
+
+int32_t Session::on_Copy2DDeviceToDevice(const api::Copy2DDeviceArgs& a, api::Empty&, Request&) {
+  if (!owns_2d(a.dst, a.dst_pitch, a.width, a.height) || !owns_2d(a.src, a.src_pitch, a.width, a.height))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  const CUDA_MEMCPY2D c = device_to_device(a.dst, a.dst_pitch, a.src, a.src_pitch, a.width, a.height);
+  return api_.cuMemcpy2D_v2(&c);
+}
+
+int32_t Session::on_Memset2D(const api::Memset2DArgs& a, api::Empty&, Request&) {
+  if (!owns_2d(a.dst, a.pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  return api_.cuMemsetD2D8_v2(a.dst, a.pitch, static_cast<unsigned char>(a.value), a.width, a.height);
+}
+
+}  // namespace vmcuda::host

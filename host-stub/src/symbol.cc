@@ -1,0 +1,32 @@
+// Module variables (calls.def, 0x1310): a module's __device__ and __constant__ variables,
+// found by name with cuModuleGetGlobal in a module this client loaded
+// (docs/cuda-runtime-internals.md §1). Each one found joins the client's VOL as a global:
+// copies and memsets may name its bytes (owns_range), Free may not (the driver frees it
+// with its module), and suspend can re-fill it by name after reloading the module.
+#include <string>
+
+#include "session.h"
+
+namespace vmcuda::host {
+
+using vmrpc::wire::ChannelStatus;
+
+int32_t Session::on_ModuleGetGlobal(const api::GetGlobalArgs& a, api::GlobalReply& r, Request& req) {
+  if (a.module == 0 || a.module > modules_.size() || !modules_[a.module - 1].module) return CUDA_ERROR_INVALID_HANDLE;
+  const Module& mod = modules_[a.module - 1];
+  if (mod.device != current_) return CUDA_ERROR_INVALID_HANDLE;
+  if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
+    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
+  if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod.module, name.c_str()); e != CUDA_SUCCESS) return e;
+  // Asked again (another thread's first use, or a guest that forgot): the same entry.
+  globals_[ptr] = {bytes, mod.device, a.module, name};
+  r.ptr = ptr;
+  r.bytes = bytes;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace vmcuda::host
