@@ -79,8 +79,14 @@ fuzz:
 clean:
 	rm -rf build build-*
 
-# The main job for now: a real QEMU guest talking to the vmrpc host endpoint.
+# The main job: CUDA programs inside a QEMU guest (guest-lib over /dev/vmcuda0 and
+# ivshmem) against vmcuda-stub on this host: the real GPU where the NVIDIA driver is,
+# the test executor standing in for one elsewhere. Outputs are those of native runs.
+VM_DEMO_PROGRAMS ?= device_query vector_add streams_events
 vm-demo: build
-	$(BUILD)/tests/vmrpc_qemu_tests
-	@echo "--- guest console (from $(BUILD)/guest/vmrpc-probe.log):"
-	@grep -a -E 'ivshmem at|guest:|VMRPC-GUEST' $(BUILD)/guest/vmrpc-probe.log
+	@if ldconfig -p | grep -q libcuda.so.1; then \
+	  scripts/vmcuda-vm-run.sh --build $(BUILD) $(VM_DEMO_PROGRAMS); \
+	else \
+	  echo "vm-demo: no NVIDIA driver here: the stub runs on the test executor"; \
+	  scripts/vmcuda-vm-run.sh --build $(BUILD) --test-stub $(VM_DEMO_PROGRAMS); \
+	fi

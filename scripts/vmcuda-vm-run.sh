@@ -34,7 +34,7 @@
 #   --kernel FILE       guest kernel (default BUILD/guest/kernel/vmlinux, fetched if missing)
 #   --job FILE          a guest shell fragment to run instead of PROGRAMs; it may call
 #                       `run_program NAME PROGRAM [ARGS...]` (scripts/guest/cuda-guest.sh)
-#   --mem SIZE          guest RAM (default 1G)    --smp N   guest CPUs (default 2)
+#   --mem SIZE          guest RAM (default 1G)    --smp N   guest CPUs (default 1, see boot.sh)
 #   --append "..."      kernel command line additions, e.g. vmcuda.spin_ns=0 vmcuda.log=2
 #   --timeout S         whole run, boot included (default 600)
 # Output:
@@ -60,7 +60,7 @@ die() { local rc=$1; shift; echo "vmcuda-vm-run: error: $*" >&2; exit "$rc"; }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 BUILD=$REPO/build STUB=${VMCUDA_STUB:-} TEST_STUB=0 STUB_ARGS=() SLOTS=8 REGION_MIB=1024
-IMAGE='' ADD_PROGS=() KERNEL='' JOB='' MEM=1G SMP=2 APPEND='' TIMEOUT=600 OUTDIR='' VERBOSE=0
+IMAGE='' ADD_PROGS=() KERNEL='' JOB='' MEM=1G SMP=1 APPEND='' TIMEOUT=600 OUTDIR='' VERBOSE=0
 PROGS=() ARGV_MODE=0
 need() { [ $# -ge 2 ] || { say "$1 wants a value"; usage; }; }
 while [ $# -gt 0 ]; do
