@@ -29,8 +29,8 @@ struct WorkerChannel {
     return last_pid;
   }
   HostEndpoint host;
-  WorkerChannel()
-      : host(HostEndpointOptions{testing::temp_socket_path("worker"), RegionConfig{16ull << 20, 4, 64 << 10, 4096}, 8,
+  explicit WorkerChannel(uint32_t slots = 4)
+      : host(HostEndpointOptions{testing::temp_socket_path("worker"), RegionConfig{16ull << 20, slots, 64 << 10, 4096}, 8,
                                  [this](const WorkerSpec& spec) {
                                    int pid = spawn_worker_process(VMRPC_TEST_WORKER, {}, spec);
                                    last_pid = pid;
@@ -115,6 +115,27 @@ TEST(Worker, AWorkerThatDiesFailsOnlyItsOwnClient) {
   auto again = ClientSlot::claim(conn->region(), *conn, &why);
   ASSERT_TRUE(again) << why;
   EXPECT_EQ(again->call(static_cast<uint32_t>(wire::MessageId::kNop), {}, 0).status, 0);
+}
+
+TEST(Worker, ASlotReleasedAndClaimedAtOnceGetsAFreshWorker) {
+  // The old worker must not hand the slot back before it is gone: a client claiming it in
+  // between would be taken for the old worker's orphan and failed. One slot: every
+  // round reuses it.
+  WorkerChannel ch(1);
+  auto conn = LocalConnection::connect(ch.host.socket_path());
+  for (int i = 0; i < 30; ++i) {
+    std::string why;
+    std::unique_ptr<ClientSlot> s;
+    // Claim the moment the slot is free (the race window is short).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!s && std::chrono::steady_clock::now() < deadline) {
+      s = ClientSlot::claim(conn->region(), *conn, &why);
+      // Busy is fine (the last client's slot is still being freed); refused is the bug.
+      ASSERT_TRUE(s || why.find("in use") != std::string::npos) << "round " << i << ": " << why;
+    }
+    ASSERT_TRUE(s) << "round " << i << ": " << why;
+    ASSERT_EQ(s->call(static_cast<uint32_t>(wire::MessageId::kNop), {}, 0).status, 0) << "round " << i;
+  }
 }
 
 TEST(Worker, WorkersAreKilledWhenTheConnectionGoes) {

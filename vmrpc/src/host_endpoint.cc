@@ -503,8 +503,8 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
                                                       : "status " + std::to_string(WEXITSTATUS(status))) +
                                  ") while its client was connected");
     fail_slot(c.view, slot, c.guest_rx[slot].get());
-  } else if (state != static_cast<uint32_t>(SlotState::kFree)) {
-    reset_slot(c.view, slot);  // released, but the worker ended before handing it back
+  } else {
+    reset_slot(c.view, slot);  // released: workers leave the hand-back to us
   }
   arm_doorbell(c, slot);
 }

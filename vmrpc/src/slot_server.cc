@@ -157,8 +157,8 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
       VMRPC_LOG(kWarn, "host", std::string("closing a slot failed: ") + e.what());
     }
   }
-  if (guest_closed) reset_slot(s.view, s.slot);
-  else reclaim_heap_pages(s.view, s.slot + 1);
+  if (guest_closed && s.hand_back) reset_slot(s.view, s.slot);
+  else if (s.hand_back) reclaim_heap_pages(s.view, s.slot + 1);
   return guest_closed;
 }
 

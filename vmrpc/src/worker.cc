@@ -98,6 +98,7 @@ int run_worker(int argc, char** argv, Service& service) {
     VMRPC_LOG(kWarn, "worker", std::string("service refused slot: ") + e.what());
   }
   SlotServer server{view, slot, kWorkerDoorbellFd, kWorkerNotifyFd, info, epoch, nullptr, nullptr};
+  server.hand_back = false;  // the endpoint frees the slot once this process is gone
   serve_slot(server, svc.get());
   svc.reset();
   return 0;

@@ -23,11 +23,17 @@ struct SlotServer {
   uint64_t host_epoch = 0;
   const std::atomic<bool>* stop = nullptr;  // set, then ring doorbell_fd, to make it return
   std::function<void(const std::string&)> on_bad_batch;  // for statistics and the log
+  // Whether serve_slot hands a released slot back (Free) itself. A worker process must
+  // not: a new client could claim the slot before the worker has exited, and the
+  // endpoint would take that for the worker dying under its client. The endpoint hands
+  // it back once the worker is gone.
+  bool hand_back = true;
 };
 
 // Serves the slot with `svc` (may be null: every service call is then kUnknownCall)
 // until the guest releases it or *stop. Closes `svc` before it returns. Returns true
-// when the guest released the slot: it was then reset and handed back (Free).
+// when the guest released the slot: it was then reset and handed back (Free) if
+// `hand_back`, else left Closing for the endpoint.
 bool serve_slot(const SlotServer& s, SlotService* svc);
 
 // Makes a slot reusable: reclaims its heap pages, resets what the next owner reads,
