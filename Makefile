@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-sanitizers test-asan test-tsan fuzz bench guest-test clean vm-demo
+.PHONY: all build test test-sanitizers test-asan test-tsan fuzz bench clean vm-demo
 
 all: build
 
@@ -75,6 +75,10 @@ fuzz:
 	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/frame_decoder_fuzz -max_total_time=$(FUZZ_SECONDS) \
 	  -max_len=70000 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=fuzz-artifacts/ \
 	  $(FUZZ_FLAGS) fuzz-corpus
+
+# The channel benchmark on this machine (docs/benchmarks.md); GPU benchmarks: scripts/gpu-bench.sh.
+bench: build
+	$(BUILD)/bench/vmrpc_bench
 
 clean:
 	rm -rf build build-*

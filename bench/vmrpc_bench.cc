@@ -238,9 +238,11 @@ void print_load(const CpuSnapshot& a) {
   const CpuSnapshot b = CpuSnapshot::take();
   const double wall = b.wall - a.wall, other = std::max(0.0, (b.busy - a.busy) - (b.own - a.own));
   const int n = static_cast<int>(std::thread::hardware_concurrency());
-  std::printf("\n(section took %.1f s; other processes used %.0f%% of the machine's %d CPUs, steal %.0f%%%s)\n", wall,
-              100 * other / (wall * n), n, 100 * (b.steal - a.steal) / (wall * n),
-              other / (wall * n) > 0.05 ? " — NOT an idle machine: numbers disturbed" : "");
+  const double other_pct = 100 * other / (wall * n), steal_pct = 100 * (b.steal - a.steal) / (wall * n);
+  std::printf("\n(section took %.1f s; other processes used %.0f%% of the machine's %d CPUs, hypervisor steal "
+              "%.0f%%%s)\n",
+              wall, other_pct, n, steal_pct,
+              other_pct > 5 || steal_pct > 5 ? " — NOT a quiet machine: numbers disturbed" : "");
   std::fflush(stdout);
 }
 
@@ -687,11 +689,18 @@ bool parse(int argc, char** argv) {
       else if (s == "none") opt.pin = Pin::kNone;
       else return false;
     } else if (const char* v = val("--only=")) {
-      std::string s = std::string(",") + v + ",";
-      opt.ref = s.find(",ref,") != std::string::npos;
-      opt.latency = s.find(",latency,") != std::string::npos;
-      opt.batch = s.find(",batch,") != std::string::npos;
-      opt.bulk = s.find(",bulk,") != std::string::npos;
+      opt.ref = opt.latency = opt.batch = opt.bulk = false;
+      std::string list = v;
+      for (size_t at = 0; at <= list.size();) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        const std::string name = list.substr(at, end - at);
+        if (name == "ref") opt.ref = true;
+        else if (name == "latency") opt.latency = true;
+        else if (name == "batch") opt.batch = true;
+        else if (name == "bulk") opt.bulk = true;
+        else return false;
+        at = end + 1;
+      }
     } else if (const char* v = val("--calls=")) {
       opt.calls = std::strtoull(v, nullptr, 0);
       if (opt.calls == 0) return false;
