@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "host_pointers.h"
 #include "knobs.h"
 #include "log.h"
 #include "parallel_copy.h"
@@ -19,12 +20,13 @@
 using vgpu_db::Allocation;
 using vgpu_db::AllocationMap;
 using vmcuda::guest::Remote;
+using vmcuda::guest::addr;
+using vmcuda::guest::is_device;
+using vmcuda::guest::pinned_range;
 using vmcuda::guest::record;
 namespace api = vmcuda::api;
 
 namespace {
-
-uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // Connects (first use) and checks for a sticky error.
 Remote* device_call(cudaError_t* error) {
@@ -32,18 +34,6 @@ Remote* device_call(cudaError_t* error) {
   Remote* r = Remote::get(error);
   if (!r) record(*error);
   return r;
-}
-
-// The part of the heap a pinned block [p, p+n) is, if it is one.
-std::optional<vmrpc::wire::HeapRef> heap_ref(const void* p, uint64_t n) {
-  auto a = AllocationMap::process().find(addr(p), n);
-  if (!a || a->kind != Allocation::kPinnedHost) return std::nullopt;
-  return vmrpc::wire::HeapRef{a->heap_offset + (addr(p) - a->base), n};
-}
-
-bool is_device(const void* p, uint64_t n) {
-  auto a = AllocationMap::process().find(addr(p), n);
-  return a && a->is_device();
 }
 
 // Two heap chunks per process for pipelined pageable copies, made on first use.
@@ -66,7 +56,7 @@ Staging& staging(Remote& r) {
 
 // Precondition: r's lock held.
 cudaError_t copy_to_device(Remote& r, uint64_t dst, const void* src, uint64_t n) {
-  if (auto ref = heap_ref(src, n)) return static_cast<cudaError_t>(r.call<api::Call::CopyToDeviceHeap>({dst, *ref}).status);
+  if (auto ref = pinned_range(src, n)) return static_cast<cudaError_t>(r.call<api::Call::CopyToDeviceHeap>({dst, *ref}).status);
   const uint64_t inline_max = static_cast<uint64_t>(vmcuda::guest::knobs::kInlineCopyBytes.get());
   if (n <= inline_max) {
     // The bytes are in the frame: the copy may wait in the queue (CUDA returns once a
@@ -105,7 +95,7 @@ cudaError_t copy_to_device(Remote& r, uint64_t dst, const void* src, uint64_t n)
 
 // Precondition: r's lock held.
 cudaError_t copy_from_device(Remote& r, void* dst, uint64_t src, uint64_t n) {
-  if (auto ref = heap_ref(dst, n)) return static_cast<cudaError_t>(r.call<api::Call::CopyFromDeviceHeap>({src, *ref}).status);
+  if (auto ref = pinned_range(dst, n)) return static_cast<cudaError_t>(r.call<api::Call::CopyFromDeviceHeap>({src, *ref}).status);
   const uint64_t inline_max = static_cast<uint64_t>(vmcuda::guest::knobs::kInlineReadBytes.get());
   if (n <= inline_max) {
     auto res = r.call<api::Call::CopyFromDeviceInline>({src, n}, {}, static_cast<uint32_t>(n));

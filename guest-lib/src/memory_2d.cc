@@ -13,6 +13,7 @@
 #include <optional>
 #include <vector>
 
+#include "host_pointers.h"
 #include "knobs.h"
 #include "parallel_copy.h"
 #include "remote.h"
@@ -28,26 +29,12 @@ using vgpu_db::AllocationMap;
 
 constexpr uint64_t kMinChunk = 64 << 10;
 
-uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
 // Bytes `height` rows of `width` bytes, `pitch` apart, span (pitch >= width, height > 0);
 // false when that overflows.
 bool span_of(uint64_t pitch, uint64_t width, uint64_t height, uint64_t* span) {
   if (height - 1 > (~0ull - width) / std::max<uint64_t>(pitch, 1)) return false;
   *span = pitch * (height - 1) + width;
   return true;
-}
-
-bool is_device(const void* p, uint64_t n) {
-  auto a = AllocationMap::process().find(addr(p), n);
-  return a && a->is_device();
-}
-
-// [p, p+n) as a reference into the shared heap, when it lies in one pinned block.
-std::optional<vmrpc::wire::HeapRef> pinned_range(const void* p, uint64_t n) {
-  auto a = AllocationMap::process().find(addr(p), n);
-  if (!a || a->kind != Allocation::kPinnedHost) return std::nullopt;
-  return vmrpc::wire::HeapRef{a->heap_offset + (addr(p) - a->base), n};
 }
 
 // Largest packed region that travels in a frame (or comes back in a reply).

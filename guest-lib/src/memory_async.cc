@@ -18,6 +18,7 @@
 #include <cstring>
 #include <optional>
 
+#include "host_pointers.h"
 #include "knobs.h"
 #include "log.h"
 #include "parallel_copy.h"
@@ -34,20 +35,6 @@ using vgpu_db::Allocation;
 using vgpu_db::AllocationMap;
 
 constexpr uint64_t kMinChunk = 64 << 10;
-
-uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-
-bool is_device(const void* p, uint64_t n) {
-  auto a = AllocationMap::process().find(addr(p), n);
-  return a && a->is_device();
-}
-
-// [p, p+n) as a reference into the shared heap, when it lies in one pinned block.
-std::optional<vmrpc::wire::HeapRef> pinned_range(const void* p, uint64_t n) {
-  auto a = AllocationMap::process().find(addr(p), n);
-  if (!a || a->kind != Allocation::kPinnedHost) return std::nullopt;
-  return vmrpc::wire::HeapRef{a->heap_offset + (addr(p) - a->base), n};
-}
 
 // Largest copy that travels in a frame: the knob, but at most a quarter of the RPC stack.
 uint64_t inline_limit(Remote& r) {
