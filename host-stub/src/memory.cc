@@ -113,7 +113,8 @@ int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsy
   return e;
 }
 
-int32_t Session::on_CopyToDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::Empty&, Request& req) {
+// Both directions of an async copy between device memory and the shared heap.
+int32_t Session::heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device) {
   auto host = req.ctx.heap(a.host);
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
@@ -122,27 +123,21 @@ int32_t Session::on_CopyToDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  // From a pinned block (PinHeap: cudaMallocHost memory) a true DMA on the stream; from
-  // unpinned heap the driver stages it before returning.
+  // From or into a pinned block (PinHeap: cudaMallocHost memory) a true DMA on the
+  // stream; with unpinned heap the driver stages it before returning.
   return on_device(device, [&] {
-    CUresult r = api_.cuMemcpyHtoDAsync_v2(a.device, host->data(), host->size(), s);
+    CUresult r = to_device ? api_.cuMemcpyHtoDAsync_v2(a.device, host->data(), host->size(), s)
+                           : api_.cuMemcpyDtoHAsync_v2(host->data(), a.device, host->size(), s);
     return r == CUDA_SUCCESS && (a.flags & api::kHeapCopyWait) ? api_.cuStreamSynchronize(s) : r;
   });
 }
 
+int32_t Session::on_CopyToDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::Empty&, Request& req) {
+  return heap_copy_async(a, req, true);
+}
+
 int32_t Session::on_CopyFromDeviceHeapAsync(const api::CopyHeapAsyncArgs& a, api::Empty&, Request& req) {
-  auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  CUstream s;
-  int device;
-  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
-  if (host->empty()) return CUDA_SUCCESS;
-  return on_device(device, [&] {
-    CUresult r = api_.cuMemcpyDtoHAsync_v2(host->data(), a.device, host->size(), s);
-    return r == CUDA_SUCCESS && (a.flags & api::kHeapCopyWait) ? api_.cuStreamSynchronize(s) : r;
-  });
+  return heap_copy_async(a, req, false);
 }
 
 int32_t Session::on_CopyDeviceToDeviceAsync(const api::CopyDeviceAsyncArgs& a, api::Empty&, Request&) {

@@ -98,6 +98,7 @@ class Session : public vmrpc::SlotService {
   bool ensure_context();
   void make_current(int device);
   // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
+  int32_t heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const;
   // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
   bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
