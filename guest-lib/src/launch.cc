@@ -5,6 +5,7 @@
 // and k's host stub pops the configuration and launches (docs/cuda-runtime-internals.md §1).
 // The arguments are evaluated between the push and the pop and may launch kernels
 // themselves, so the configurations form a stack, one per thread.
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -111,6 +112,19 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
   HostKernel* k = nullptr;
   if (cudaError_t ke = vmcuda::guest::host_kernel(*r, *f, &k)) return record(ke);
   if (!k->params.empty() && !args) return record(cudaErrorInvalidValue);
+  // More dynamic shared memory than the kernel allows (cudaFuncAttributeMaxDynamicSharedMemorySize)
+  // is refused at the launch natively, not at the next synchronize: check it here against the
+  // kernel's attributes, asked once per kernel and only by launches that use dynamic shared memory.
+  if (shared > 0) {
+    if (!k->attributes) {
+      auto res = r->call<api::Call::FuncGetAttributes>({k->handle});
+      if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+      k->attributes = res.reply;
+    }
+    constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    if (shared > static_cast<uint64_t>(std::max(0, k->attributes->values[kMaxDynamicSharedSizeBytes])))
+      return record(cudaErrorInvalidValue);
+  }
   thread_local std::vector<std::byte> packed;
   packed.assign(k->arg_bytes, std::byte{0});
   for (size_t i = 0; i < k->params.size(); ++i)

@@ -127,8 +127,79 @@ int dyn_shared(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// ---- tests/cuda/execution.cu
+
+// scale<T>(T* p, T factor, int n): p[i] *= factor
+template <class T>
+int scale(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 2));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * sizeof(T));
+  if (!p && count) return 700;
+  const T factor = arg<T>(params, 1);
+  for (uint64_t i = 0; i < count; ++i) store<T>(p, i, static_cast<T>(load<T>(p, i) * factor));
+  return 0;
+}
+
+// struct_arg(Params p, long long* out), Params {int a; double b; char c;} (24 bytes):
+// out = {a, (long long)(b * 2), c}
+int struct_arg(void** params, const FakeLaunch& l) {
+  const std::byte* p = static_cast<const std::byte*>(params[0]);
+  std::byte* out = l.mem(arg<uint64_t>(params, 1), 24);
+  if (!out) return 700;
+  store<int64_t>(out, 0, load<int>(p, 0));
+  store<int64_t>(out, 1, static_cast<int64_t>(load<double>(p + 8, 0) * 2));
+  store<int64_t>(out, 2, static_cast<int64_t>(static_cast<signed char>(p[16])));
+  return 0;
+}
+
+// tests/cuda/mapped_memory.cu: mm_fill(int* p, int n, int base): p[i] = base + 3 * i
+int mm_fill(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 1));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 4);
+  if (!p && count) return 700;
+  const int base = arg<int>(params, 2);
+  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, base + 3 * static_cast<int>(i));
+  return 0;
+}
+
+// mm_axpy(const int* x, int* y, int n, int a): y[i] += a * x[i] (x may be y)
+int mm_axpy(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 2));
+  const std::byte* x = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* y = l.mem(arg<uint64_t>(params, 1), count * 4);
+  if ((!x || !y) && count) return 700;
+  const int a = arg<int>(params, 3);
+  for (uint64_t i = 0; i < count; ++i) store<int>(y, i, load<int>(y, i) + a * load<int>(x, i));
+  return 0;
+}
+
+// ---- tests/cuda/managed_vars.cu (__managed__ m_counter, m_values)
+
+// managed_bump(int by): every thread adds `by` to m_counter.
+int managed_bump(void** params, const FakeLaunch& l) {
+  std::byte* counter = l.global("m_counter");
+  if (!counter) return 700;
+  const uint32_t add = static_cast<uint32_t>(arg<int>(params, 0)) * static_cast<uint32_t>(l.threads);
+  store<uint32_t>(counter, 0, load<uint32_t>(counter, 0) + add);
+  return 0;
+}
+
+// managed_scale(float f, int n): m_values[i] = m_values[i] * f + m_counter, i < n (8 at most).
+int managed_scale(void** params, const FakeLaunch& l) {
+  std::byte *values = l.global("m_values"), *counter = l.global("m_counter");
+  if (!values || !counter) return 700;
+  const uint64_t count = std::min<uint64_t>(count_of(l, arg<int>(params, 1)), 8);
+  const float f = arg<float>(params, 0);
+  const float c = static_cast<float>(load<int>(counter, 0));
+  for (uint64_t i = 0; i < count; ++i) store<float>(values, i, load<float>(values, i) * f + c);
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
+    // tests/cuda/managed_vars.cu
+    {"_Z12managed_bumpi", {{0, 4}}, managed_bump, 8},
+    {"_Z13managed_scalefi", {{0, 4}, {4, 4}}, managed_scale, 10},
     {"_Z7add_onePii", {{0, 8}, {8, 4}}, add_one},
     {"vecadd", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, vecadd},
     {"_Z6vecaddPKfS0_Pfi", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, vecadd},
@@ -139,6 +210,13 @@ const FakeKernel kKernels[] = {
     {"_Z9pitch_addPimiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}, {24, 4}}, pitch_add, 10},
     {"_Z13static_sharedPi", {{0, 8}}, static_shared, 10, 1024},
     {"_Z10dyn_sharedPKiPii", {{0, 8}, {8, 8}, {16, 4}}, dyn_shared, 14},
+    // tests/cuda/execution.cu
+    {"_Z5scaleIiEvPT_S0_i", {{0, 8}, {8, 4}, {12, 4}}, scale<int>, 8},
+    {"_Z5scaleIdEvPT_S0_i", {{0, 8}, {8, 8}, {16, 4}}, scale<double>, 8},
+    {"_Z10struct_arg6ParamsPx", {{0, 24}, {24, 8}}, struct_arg, 12},
+    // tests/cuda/mapped_memory.cu
+    {"_Z7mm_fillPiii", {{0, 8}, {8, 4}, {12, 4}}, mm_fill, 10},
+    {"_Z7mm_axpyPKiPiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, mm_axpy, 10},
 };
 
 template <class T>
@@ -154,6 +232,9 @@ std::vector<std::byte> iota_bytes(size_t n) {
 }
 
 const FakeGlobal kGlobals[] = {
+    // tests/cuda/managed_vars.cu's __managed__ variables.
+    {"m_counter", 4, bytes_of<int>({7})},
+    {"m_values", 32, bytes_of<float>({0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f})},
     // The host-stub tests' own (fake_driver.h: kTestGlobal).
     {"vmcuda_test_global", 256, iota_bytes(256)},
     // tests/cuda/symbols_pitch.cu
