@@ -4,7 +4,11 @@
 // handshake fills (Remote::devices(), Remote::handshake()): count, properties, attributes,
 // PCI ids, driver version, the thread's device. No round trip.
 // Remoted: cudaDeviceSynchronize and cudaMemGetInfo (synchronous: they send the lazy queue
-// and return its deferred errors first), cudaDeviceReset (a synchronize, see there).
+// and return its deferred errors first); limits (cached per device once the host has
+// answered), cache configuration (cudaFuncSetCacheConfig with the kernel's host handle,
+// host_objects.h); cudaDeviceReset (see there). The deprecated shared memory bank calls
+// are local: every device CUDA 13 supports has a fixed 4-byte bank size. Peer access is
+// peer.cc's.
 //
 // Errors follow runtime_state.h: every failure becomes the thread's last error; the calls
 // that use the device (set, synchronize, memory info, flags, reset) return the sticky
@@ -22,9 +26,6 @@
 // Elsewhere: cudaDeviceGetStreamPriorityRange is the stream area's (stream.cc, a round
 // trip: no CUdevice_attribute carries the range, which the driver gives per context).
 //
-// TODO(remoting): cudaDeviceGetLimit/SetLimit, cudaDeviceGet/SetCacheConfig and the
-// peer-access calls need host calls (cuCtxGetLimit, ... on the client's context) that
-// api/calls.def does not have yet; they stay the generated not-supported stubs.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -33,9 +34,12 @@
 #include <mutex>
 
 #include "device_props.h"
+#include "host_objects.h"
 #include "log.h"
 #include "remote.h"
 #include "runtime_state.h"
+#include "stream_event.h"
+#include "vgpu_db/allocations.h"
 #include "vmcuda/cudart_api.h"
 
 namespace vmcuda::guest {
@@ -104,6 +108,54 @@ unsigned load_device_flags(int device) noexcept {
   std::lock_guard l(device_flags().mu);
   auto it = device_flags().flags.find(device);
   return it == device_flags().flags.end() ? kDefaultDeviceFlags : it->second;
+}
+
+// ---- limits: what the host answered (a get, or the value a set left), per device and
+// cudaLimit, so that frequent queries stay local. Only this process changes its contexts'
+// limits; a set or a reset drops the entry.
+struct LimitCache {
+  std::mutex mu;
+  std::map<std::pair<int, int>, size_t> values;
+};
+LimitCache& limit_cache() {
+  static LimitCache* c = new LimitCache;  // never destroyed: usable from atexit handlers
+  return *c;
+}
+bool cached_limit(int device, int limit, size_t* value) noexcept {
+  std::lock_guard l(limit_cache().mu);
+  auto it = limit_cache().values.find({device, limit});
+  if (it == limit_cache().values.end()) return false;
+  *value = it->second;
+  return true;
+}
+void cache_limit(int device, int limit, const size_t* value) noexcept {
+  std::lock_guard l(limit_cache().mu);
+  try {
+    if (value)
+      limit_cache().values[{device, limit}] = *value;
+    else
+      limit_cache().values.erase({device, limit});
+  } catch (...) {
+  }
+}
+void forget_limits(int device) noexcept {
+  std::lock_guard l(limit_cache().mu);
+  std::erase_if(limit_cache().values, [device](const auto& kv) { return kv.first.first == device; });
+}
+// cudaLimit's values (CUlimit has more, which the runtime does not pass on).
+bool known_limit(cudaLimit limit) noexcept {
+  return static_cast<unsigned>(limit) <= static_cast<unsigned>(cudaLimitPersistingL2CacheSize);
+}
+
+// The kernel `func` names, loaded on the calling thread's device (r's lock held). An
+// unknown pointer is an invalid resource handle, as for cudaFuncSetAttribute (function.cc).
+cudaError_t kernel_handle(Remote& r, const void* func, uint64_t* handle) {
+  const vgpu_db::Function* f = find_kernel(func);
+  if (!f) return cudaErrorInvalidResourceHandle;
+  HostKernel* k = nullptr;
+  if (cudaError_t e = host_kernel(r, *f, &k)) return e;
+  *handle = k->handle;
+  return cudaSuccess;
 }
 
 // ---- PCI bus ids: "[domain]:[bus]:[device].[function]" in hexadecimal, as
@@ -332,20 +384,6 @@ cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
   return len < kPciBusIdBytes ? record(cudaErrorInvalidValue) : cudaSuccess;
 }
 
-// TODO(remoting): peer access. The vGPU database has no peer matrix and the peer calls are
-// not remoted, so every pair answers 0 (as a device and itself do with NVIDIA's): the
-// application then copies between devices through the host (cudaMemcpyPeer), which is
-// correct, only slower.
-cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevice) {
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  if (canAccessPeer == nullptr) return record(cudaErrorInvalidValue);
-  if (!find_device(*r, device) || !find_device(*r, peerDevice)) return record(cudaErrorInvalidDevice);
-  *canAccessPeer = 0;
-  return cudaSuccess;
-}
-
 cudaError_t cudaSetDeviceFlags(unsigned int flags) {
   if (cudaError_t e = enter_device_call()) return e;
   cudaError_t err;
@@ -390,30 +428,140 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   return cudaSuccess;
 }
 
-// TODO(remoting): a real reset needs a host call that frees the client's allocations,
-// modules, streams and events on the device and recreates its context. Until then it
-// waits for the device's work and succeeds, which is what the usual caller (a program
-// about to exit, cuda-samples style) needs; what the process allocated stays allocated
-// until it exits (the host frees everything of a client whose connection closes). The
-// errors of the discarded work are dropped, as a reset drops them; sticky errors and a
-// lost connection are not (a reset does not repair those either). The device's flags go
-// back to the default (NVIDIA's cudaGetDeviceFlags reads 0 right after a reset, until the
-// device is used again; vmcuda's reads cudaDeviceMapHost at once).
+// ---- limits and cache configuration of the current device (the client's context on the host).
+
+cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (!known_limit(limit)) return record(cudaErrorUnsupportedLimit);
+  const int device = Remote::thread_device();
+  auto lock = r->lock();
+  // Synchronous: the driver may refuse (memory for the reservation, a limit the device
+  // does not have) or round the value, which the reply says.
+  const auto res = r->call<api::Call::DeviceSetLimit>({uint64_t{value}, static_cast<int32_t>(limit), 0});
+  if (res.status != cudaSuccess) {
+    cache_limit(device, limit, nullptr);
+    return record(static_cast<cudaError_t>(res.status));
+  }
+  const size_t now = static_cast<size_t>(res.reply.value);
+  cache_limit(device, limit, &now);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (pValue == nullptr) return record(cudaErrorInvalidValue);
+  if (!known_limit(limit)) return record(cudaErrorUnsupportedLimit);
+  const int device = Remote::thread_device();
+  if (cached_limit(device, limit, pValue)) return cudaSuccess;
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::DeviceGetLimit>({static_cast<int32_t>(limit), 0});
+  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+  *pValue = static_cast<size_t>(res.reply.value);
+  cache_limit(device, limit, pValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* pCacheConfig) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (pCacheConfig == nullptr) return record(cudaErrorInvalidValue);
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::DeviceGetCacheConfig>({});
+  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+  *pCacheConfig = static_cast<cudaFuncCache>(res.reply.config);
+  return cudaSuccess;
+}
+
+// A preference: checked here, queued (the driver refuses nothing else).
+cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  if (static_cast<unsigned>(cacheConfig) > cudaFuncCachePreferEqual) return record(cudaErrorInvalidValue);
+  auto lock = r->lock();
+  return record(r->enqueue<api::Call::DeviceSetCacheConfig>({static_cast<int32_t>(cacheConfig), 0}));
+}
+
+cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheConfig) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  Remote* r = connected(&err);
+  if (!r) return record(err);
+  auto lock = r->lock();
+  uint64_t handle = 0;
+  if (cudaError_t e = kernel_handle(*r, func, &handle)) return record(e);
+  if (static_cast<unsigned>(cacheConfig) > cudaFuncCachePreferEqual) return record(cudaErrorInvalidValue);
+  return record(r->enqueue<api::Call::FuncSetCacheConfig>({handle, static_cast<int32_t>(cacheConfig), 0}));
+}
+
+// Deprecated bank size calls. Every device CUDA 13 supports (compute capability 7.5 and
+// up) has 4-byte banks that cannot be changed: a set "does nothing on devices with fixed
+// shared memory bank size" and a get "returns the fixed bank size of the hardware"
+// (cuda_runtime_api.h). No host call needed.
+cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig* pConfig) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  if (pConfig == nullptr) return record(cudaErrorInvalidValue);
+  *pConfig = cudaSharedMemBankSizeFourByte;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  if (static_cast<unsigned>(config) > cudaSharedMemBankSizeEightByte) return record(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfig config) {
+  if (cudaError_t e = enter_device_call()) return e;
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  if (!find_kernel(func)) return record(cudaErrorInvalidResourceHandle);
+  if (static_cast<unsigned>(config) > cudaSharedMemBankSizeEightByte) return record(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+// Destroys what this process has on the current device, as NVIDIA's does by destroying
+// the device's primary context: the host (host-stub device.cc) waits for the device's
+// work, frees this client's allocations, streams and events there, puts its limits and
+// cache configuration back and ends peer access from and to it; here the records of those
+// allocations, streams and events go (a later use is an invalid value / invalid resource
+// handle at once), as do the cached limits and the device flags (NVIDIA's
+// cudaGetDeviceFlags reads 0 right after a reset, until the device is used again;
+// vmcuda's reads cudaDeviceMapHost at once).
+// Differs from NVIDIA's: modules stay loaded on the host (NVIDIA's runtime reloads them
+// invisibly), so __device__ variables keep their contents and kernels their attributes
+// (cudaFuncSetAttribute, cudaFuncSetCacheConfig); pinned host memory (cudaMallocHost)
+// stays valid. The errors of the discarded work are dropped, as a reset drops them;
+// sticky errors and a lost connection are not (a reset does not repair those either:
+// driver_types.h says the process must be relaunched).
 cudaError_t cudaDeviceReset(void) {
   if (cudaError_t e = enter_device_call()) return e;
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    VMCUDA_LOG(kInfo, "device", "cudaDeviceReset synchronizes only: device memory, modules, streams and events stay "
-                                "until the process exits");
+  const int device = Remote::thread_device();
   cudaError_t status;
   {
     auto lock = r->lock();
-    status = static_cast<cudaError_t>(r->call<api::Call::DeviceSynchronize>({}).status);
+    status = static_cast<cudaError_t>(r->call<api::Call::DeviceReset>({}).status);
+    vgpu_db::AllocationMap::process().remove_device(device, vgpu_db::Allocation::kDevice);
+    handles::forget_device(device);
+    forget_limits(device);
   }
+  forget_device_flags(device);  // the device's flags go with its context
   if (is_sticky(status) || status == cudaErrorDevicesUnavailable || status == cudaErrorUnknown) return record(status);
-  forget_device_flags(Remote::thread_device());  // the device's flags go with its context
   return cudaSuccess;
 }

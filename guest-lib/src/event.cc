@@ -62,7 +62,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   Remote* remote = Remote::get(&err);
   if (!remote) return record(err);
   const uint64_t h = handles::next();
-  if (!handles::add_event(h, {flags})) return record(cudaErrorMemoryAllocation);
+  if (!handles::add_event(h, {flags, Remote::thread_device()})) return record(cudaErrorMemoryAllocation);
   {
     auto lock = remote->lock();
     if (cudaError_t e = remote->enqueue<vmcuda::api::Call::EventCreate>({h, flags, 0})) {

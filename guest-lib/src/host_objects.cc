@@ -6,6 +6,7 @@
 #include <span>
 
 #include "log.h"
+#include "managed.h"
 #include "vgpu_db/allocations.h"
 
 namespace vmcuda::guest {
@@ -53,10 +54,12 @@ cudaError_t load_module(Remote& r, const vgpu_db::Module& m, uint64_t* handle) {
   auto res = r.call<api::Call::ModuleLoad>({block->ref()});
   r.slot().heap().free(block->offset);
   if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
-  std::lock_guard l(t.mu);
-  t.modules[key] = res.reply.handle;
+  {
+    std::lock_guard l(t.mu);
+    t.modules[key] = res.reply.handle;
+  }
   *handle = res.reply.handle;
-  return cudaSuccess;
+  return bind_managed(r, m, res.reply.handle);  // its __managed__ variables, wherever it is loaded
 }
 
 cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, HostKernel** out) {

@@ -9,6 +9,7 @@
 
 #include "host_objects.h"
 #include "log.h"
+#include "managed.h"
 #include "runtime_state.h"
 #include "vgpu_db/module_registry.h"
 #include "vmcuda/cudart_api.h"
@@ -117,6 +118,7 @@ void __cudaUnregisterFatBinary(void** fatCubinHandle) {
   uint64_t id = m->id;
   // What the host answered about the module goes, so that a module registered later at the
   // same address starts afresh. TODO(remoting): tell the host to unload it too.
+  vmcuda::guest::forget_managed(m);
   vmcuda::guest::forget_module(m);
   registry().remove_module(m);
   VMCUDA_LOG(kDebug, "module", "module %" PRIu64 ": unregistered", id);
@@ -185,17 +187,15 @@ char __cudaInitModule(void** fatCubinHandle) {
     return 0;
   }
   if (unfilled == 0) return 1;
-  // TODO(remoting): load the module on the host, allocate each managed variable in the
-  // shared heap (cudaMallocManaged semantics, the initial value copied in), store its guest
-  // address in *slot, then return 1.
-  static std::atomic<bool> logged{false};
-  if (!logged.exchange(true))
-    VMCUDA_LOG(kWarn, "module",
-               "__managed__ variables are not supported yet (module %" PRIu64
-               ": %s); __cudaInitModule returns 0 and leaves them unallocated",
-               id, names.c_str());
-  vmcuda::guest::record(cudaErrorNotSupported);
-  return 0;
+  // The module is loaded on the calling thread's device, which binds each managed variable
+  // to its shadow in the shared heap and points its slot there (managed.h).
+  const Module* m = registry().find_module(fatCubinHandle);
+  const cudaError_t e = m ? vmcuda::guest::init_managed(*m) : cudaErrorInvalidResourceHandle;
+  if (e == cudaSuccess) return 1;
+  VMCUDA_LOG(kWarn, "module", "__cudaInitModule: the __managed__ variables of module %" PRIu64 " (%s): error %d", id,
+             names.c_str(), static_cast<int>(e));
+  vmcuda::guest::record(e);
+  return 0;  // their slots stay NULL: the access that follows crashes, as with NVIDIA's library
 }
 
 cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) { return get_kernel(kernel, hostFun); }

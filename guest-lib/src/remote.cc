@@ -1,5 +1,6 @@
 #include "remote.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,26 @@ constexpr const char* kDefaultDevice = "/dev/vmcuda0";
 bool errno_busy(const std::exception& e) {
   const auto* se = dynamic_cast<const std::system_error*>(&e);
   return se && se->code().value() == EBUSY;
+}
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000  // Linux 4.17; older kernels take it as a hint (checked below)
+#endif
+
+// Reserves the client's device arena range (handshake) in this process, inaccessible and
+// without memory, so that no host pointer of this process can ever equal a device pointer
+// (pointer classification, cudaMemcpyDefault). Kept for the process's life. Where the
+// range is taken (the stub in this very process, an old kernel) it is only logged: the
+// allocation map stays the source of truth.
+void reserve_device_range(uint64_t base, uint64_t bytes) {
+  if (base == 0 || bytes == 0) return;
+  void* want = reinterpret_cast<void*>(base);
+  void* got = ::mmap(want, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (got == want) return;
+  const int err = got == MAP_FAILED ? errno : 0;
+  if (got != MAP_FAILED) ::munmap(got, bytes);  // placed elsewhere: no use
+  VMCUDA_LOG(kDebug, "remote", "cannot reserve the device range [0x%llx, +0x%llx) in this process (errno %d)",
+             static_cast<unsigned long long>(base), static_cast<unsigned long long>(bytes), err);
 }
 }  // namespace
 
@@ -127,6 +148,7 @@ bool Remote::connect(cudaError_t* error) {
     return false;
   }
   handshake_ = hs.reply;
+  reserve_device_range(handshake_.arena_base, handshake_.arena_bytes);
   for (int i = 0; i < handshake_.device_count; ++i) {
     auto p = api::remote<api::Call::DeviceProperties>(*slot_, {i, 0});
     if (p.status != 0) {

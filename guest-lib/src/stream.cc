@@ -73,6 +73,11 @@ bool remove_event(uint64_t h) noexcept {
   std::lock_guard l(registry().mu);
   return registry().events.erase(h) != 0;
 }
+void forget_device(int device) noexcept {
+  std::lock_guard l(registry().mu);
+  std::erase_if(registry().streams, [device](const auto& kv) { return kv.second.device == device; });
+  std::erase_if(registry().events, [device](const auto& kv) { return kv.second.device == device; });
+}
 bool find_event(uint64_t h, EventInfo* info) noexcept {
   std::lock_guard l(registry().mu);
   auto it = registry().events.find(h);
@@ -181,7 +186,7 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int fla
   Remote* remote = Remote::get(&err);
   if (!remote) return record(err);
   const uint64_t h = handles::next();
-  if (!handles::add_stream(h, {flags, priority})) return record(cudaErrorMemoryAllocation);
+  if (!handles::add_stream(h, {flags, priority, Remote::thread_device()})) return record(cudaErrorMemoryAllocation);
   {
     auto lock = remote->lock();
     if (cudaError_t e = remote->enqueue<vmcuda::api::Call::StreamCreate>({h, flags, priority})) {

@@ -22,9 +22,11 @@ namespace vmcuda::guest {
 struct StreamInfo {
   unsigned flags = 0;  // cudaStreamDefault / cudaStreamNonBlocking
   int priority = 0;    // as asked (the host clamps it; cudaStreamGetPriority asks the host)
+  int device = 0;      // the device it was created on (cudaDeviceReset destroys it)
 };
 struct EventInfo {
   unsigned flags = 0;  // cudaEvent* flags
+  int device = 0;
 };
 
 /// The wire handle of `stream`, as named by an entry point: `per_thread_default` for the
@@ -45,6 +47,8 @@ bool find_stream(uint64_t handle, StreamInfo* info) noexcept;
 bool add_event(uint64_t handle, EventInfo info) noexcept;
 bool remove_event(uint64_t handle) noexcept;
 bool find_event(uint64_t handle, EventInfo* info) noexcept;
+/// Forgets the streams and events of `device` (cudaDeviceReset destroyed them on the host).
+void forget_device(int device) noexcept;
 }  // namespace handles
 
 }  // namespace vmcuda::guest

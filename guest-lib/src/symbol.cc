@@ -6,12 +6,19 @@
 // device memory of this process like a cudaMalloc'ed block (vgpu_db::AllocationMap,
 // Allocation::kModuleGlobal): the copies are cudaMemcpy and cudaMemcpyAsync at its
 // address, and the address works in kernels and every copy, but not with cudaFree.
-#include <atomic>
-
+//
+// A __managed__ variable's symbol is its shadow in the shared heap (managed.h): what the
+// host code sees, so what cudaGetSymbolAddress gives. Its copies go to the variable's
+// device storage on the calling thread's device, after the guest's writes to the shadow
+// (ManagedVarSync, queued on the copy's stream); a synchronous copy to it then refreshes
+// the shadow, an asynchronous one leaves that to the next synchronizing call, as CUDA
+// leaves the host's view to it.
 #include "host_objects.h"
 #include "log.h"
+#include "managed.h"
 #include "remote.h"
 #include "runtime_state.h"
+#include "stream_event.h"
 #include "vgpu_db/module_registry.h"
 #include "vmcuda/cudart_api.h"
 
@@ -20,24 +27,25 @@ namespace {
 
 using vgpu_db::Variable;
 
-// Where `symbol` lives on the calling thread's device.
-cudaError_t resolve(const void* symbol, HostGlobal* out) {
+// Where `symbol` lives on the calling thread's device; for a managed variable, `*managed`
+// is its binding's handle there (0 for the others).
+cudaError_t resolve(const void* symbol, HostGlobal* out, uint64_t* managed = nullptr) {
   if (cudaError_t e = enter_device_call()) return e;
+  if (managed) *managed = 0;
   const Variable* v = vgpu_db::ModuleRegistry::process().find_variable(symbol);
-  if (!v || v->kind == Variable::kHost) return cudaErrorInvalidSymbol;
-  if (v->kind == Variable::kManaged) {
-    // TODO(remoting): __managed__ variables (__cudaInitModule leaves their slots empty).
-    static std::atomic<bool> said{false};
-    if (!said.exchange(true))
-      VMCUDA_LOG(kWarn, "symbol", "%s is a __managed__ variable: not supported yet (cudaErrorNotSupported)",
-                 v->name.c_str());
-    return cudaErrorNotSupported;
-  }
+  // A managed variable is known by its shadow (the registry knows its slot, which is no symbol).
+  const Variable* mv = v ? nullptr : find_managed(symbol);
+  if (!mv && (!v || v->kind == Variable::kHost || v->kind == Variable::kManaged)) return cudaErrorInvalidSymbol;
   cudaError_t e = cudaSuccess;
   Remote* r = Remote::get(&e);
   if (!r) return e;
   auto lock = r->lock();
-  return host_global(*r, *v, out);
+  if (!mv) return host_global(*r, *v, out);
+  ManagedBinding b;
+  if (cudaError_t be = managed_binding(*r, *mv, &b)) return be;
+  *out = HostGlobal{b.ptr, b.bytes};
+  if (managed) *managed = b.var;
+  return cudaSuccess;
 }
 
 // [offset, offset + count) of a variable of `bytes` bytes.
@@ -53,17 +61,25 @@ bool from_symbol_kind(cudaMemcpyKind k) {
   return k == cudaMemcpyDeviceToHost || k == cudaMemcpyDeviceToDevice || k == cudaMemcpyDefault;
 }
 
-// The variable's range [offset, offset + count), checked, or the error.
-cudaError_t range(const void* symbol, size_t count, size_t offset, HostGlobal* g) {
-  if (cudaError_t e = resolve(symbol, g)) return e;
-  return fits(g->bytes, offset, count) ? cudaSuccess : cudaErrorInvalidValue;
+// The variable's range [offset, offset + count), checked, or the error. For a managed
+// variable (*managed != 0) the guest's writes to its shadow are queued to reach it first,
+// ordered on `stream` (what the copy that follows names).
+cudaError_t range(const void* symbol, size_t count, size_t offset, HostGlobal* g, uint64_t* managed,
+                  cudaStream_t stream = nullptr, bool per_thread = false) {
+  if (cudaError_t e = resolve(symbol, g, managed)) return e;
+  if (!fits(g->bytes, offset, count)) return cudaErrorInvalidValue;
+  if (!*managed) return cudaSuccess;
+  uint64_t wire = 0;
+  if (cudaError_t e = stream_wire_handle(stream, per_thread, &wire)) return e;
+  return sync_managed(*managed, wire, false);
 }
 
 cudaError_t to_symbol_async(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind,
                             cudaStream_t stream, bool per_thread) {
   if (!to_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
   HostGlobal g;
-  if (cudaError_t e = range(symbol, count, offset, &g)) return record(e);
+  uint64_t managed = 0;
+  if (cudaError_t e = range(symbol, count, offset, &g, &managed, stream, per_thread)) return record(e);
   return per_thread ? cudaMemcpyAsync_ptsz(at(g, offset), src, count, kind, stream)
                     : cudaMemcpyAsync(at(g, offset), src, count, kind, stream);
 }
@@ -72,7 +88,8 @@ cudaError_t from_symbol_async(void* dst, const void* symbol, size_t count, size_
                               cudaStream_t stream, bool per_thread) {
   if (!from_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
   HostGlobal g;
-  if (cudaError_t e = range(symbol, count, offset, &g)) return record(e);
+  uint64_t managed = 0;
+  if (cudaError_t e = range(symbol, count, offset, &g, &managed, stream, per_thread)) return record(e);
   return per_thread ? cudaMemcpyAsync_ptsz(dst, at(g, offset), count, kind, stream)
                     : cudaMemcpyAsync(dst, at(g, offset), count, kind, stream);
 }
@@ -85,6 +102,12 @@ using vmcuda::guest::record;
 
 cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
   if (!devPtr) return record(cudaErrorInvalidValue);
+  if (vmcuda::guest::find_managed(symbol)) {
+    // Managed memory has one address for the host and the device: here, what the host sees.
+    if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+    *devPtr = const_cast<void*>(symbol);
+    return cudaSuccess;
+  }
   HostGlobal g;
   if (cudaError_t e = vmcuda::guest::resolve(symbol, &g)) return record(e);
   *devPtr = reinterpret_cast<void*>(g.ptr);
@@ -105,15 +128,20 @@ cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count
                                enum cudaMemcpyKind kind) {
   if (!vmcuda::guest::to_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
   HostGlobal g;
-  if (cudaError_t e = vmcuda::guest::range(symbol, count, offset, &g)) return record(e);
-  return cudaMemcpy(vmcuda::guest::at(g, offset), src, count, kind);
+  uint64_t managed = 0;
+  if (cudaError_t e = vmcuda::guest::range(symbol, count, offset, &g, &managed)) return record(e);
+  cudaError_t e = cudaMemcpy(vmcuda::guest::at(g, offset), src, count, kind);
+  // The host code reads the variable next: its shadow is refreshed now.
+  if (e == cudaSuccess && managed) e = record(vmcuda::guest::sync_managed(managed, 0, true));
+  return e;
 }
 
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                  enum cudaMemcpyKind kind) {
   if (!vmcuda::guest::from_symbol_kind(kind)) return record(cudaErrorInvalidMemcpyDirection);
   HostGlobal g;
-  if (cudaError_t e = vmcuda::guest::range(symbol, count, offset, &g)) return record(e);
+  uint64_t managed = 0;
+  if (cudaError_t e = vmcuda::guest::range(symbol, count, offset, &g, &managed)) return record(e);
   return cudaMemcpy(dst, vmcuda::guest::at(g, offset), count, kind);
 }
 

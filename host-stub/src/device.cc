@@ -1,6 +1,8 @@
-// Device management calls (calls.def, 0x1000).
+// Device management calls (calls.def, 0x1000): properties, the current device, memory
+// information, limits and cache configuration of the client's context, reset.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "session.h"
 
@@ -10,6 +12,8 @@ int32_t Session::on_Handshake(const api::Empty&, api::HandshakeReply& r, Request
   r.device_count = static_cast<int32_t>(devices_.size());
   api_.cuDriverGetVersion(&r.driver_version);
   r.memory_quota = limits_.memory_quota;
+  r.arena_base = arena_ ? arena_->base() : 0;
+  r.arena_bytes = arena_ ? arena_->bytes() : 0;
   return CUDA_SUCCESS;
 }
 
@@ -47,10 +51,135 @@ int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&
   return CUDA_SUCCESS;
 }
 
-int32_t Session::on_DeviceSynchronize(const api::Empty&, api::Empty&, Request&) {
+int32_t Session::on_DeviceSynchronize(const api::Empty&, api::Empty&, Request& req) {
   // TODO(perf): synchronous waits move to the GPU's working thread (events), so a
   // long kernel of one client never holds a thread the others need.
-  return api_.cuCtxSynchronize();
+  return managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true);
+}
+
+// ---- limits (cudaLimit == CUlimit 0..6) and cache configuration, of the client's context
+// on the current device. What the client changes is remembered so that DeviceReset puts it back.
+
+namespace {
+constexpr bool known_limit(int32_t limit) { return limit >= 0 && limit <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE; }
+constexpr int kLimitStackSize = 0, kLimitPrintfFifoSize = 1, kLimitMallocHeapSize = 2;
+constexpr int kAttrMultiprocessors = 16, kAttrThreadsPerMultiprocessor = 39;
+}  // namespace
+
+int32_t Session::on_DeviceGetLimit(const api::LimitArgs& a, api::LimitReply& r, Request&) {
+  if (!known_limit(a.limit)) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  size_t v = 0;
+  const CUresult e = api_.cuCtxGetLimit(&v, a.limit);
+  r.value = v;
+  return e;
+}
+
+int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& r, Request&) {
+  if (!known_limit(a.limit)) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  // The driver reserves device memory for the stack, the printf FIFO and the device heap
+  // outside any allocation: under a quota, a client may not grow them by more than it has left.
+  if (limits_.memory_quota != ~0ull &&
+      (a.limit == kLimitStackSize || a.limit == kLimitPrintfFifoSize || a.limit == kLimitMallocHeapSize)) {
+    size_t now = 0;
+    if (CUresult e = api_.cuCtxGetLimit(&now, a.limit); e != CUDA_SUCCESS) return e;
+    uint64_t growth = a.value > now ? a.value - now : 0;
+    if (a.limit == kLimitStackSize && growth) {  // per resident thread of the whole device
+      CUdevice dev;
+      int sms = 0, threads = 0;
+      if (api_.cuDeviceGet(&dev, devices_[current_]) == CUDA_SUCCESS) {
+        api_.cuDeviceGetAttribute(&sms, kAttrMultiprocessors, dev);
+        api_.cuDeviceGetAttribute(&threads, kAttrThreadsPerMultiprocessor, dev);
+      }
+      const uint64_t resident = static_cast<uint64_t>(std::max(sms, 1)) * static_cast<uint64_t>(std::max(threads, 1));
+      growth = growth > ~0ull / resident ? ~0ull : growth * resident;
+    }
+    if (growth > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  size_t before = 0;
+  const bool first = !limit_defaults_.contains({current_, a.limit});
+  if (first && api_.cuCtxGetLimit(&before, a.limit) != CUDA_SUCCESS) before = 0;
+  if (CUresult e = api_.cuCtxSetLimit(a.limit, a.value); e != CUDA_SUCCESS) return e;
+  if (first) limit_defaults_[{current_, a.limit}] = before;
+  // What the driver made of the request (rounded, clamped): the guest caches it.
+  size_t v = 0;
+  const CUresult e = api_.cuCtxGetLimit(&v, a.limit);
+  r.value = v;
+  return e;
+}
+
+int32_t Session::on_DeviceGetCacheConfig(const api::Empty&, api::CacheConfigReply& r, Request&) {
+  int c = 0;
+  const CUresult e = api_.cuCtxGetCacheConfig(&c);
+  r.config = c;
+  return e;
+}
+
+int32_t Session::on_DeviceSetCacheConfig(const api::CacheConfigArgs& a, api::Empty&, Request&) {
+  if (a.config < 0 || a.config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+  int before = 0;
+  const bool first = !cache_config_defaults_.contains(current_);
+  if (first && api_.cuCtxGetCacheConfig(&before) != CUDA_SUCCESS) before = 0;
+  if (CUresult e = api_.cuCtxSetCacheConfig(a.config); e != CUDA_SUCCESS) return e;
+  if (first) cache_config_defaults_[current_] = before;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_FuncSetCacheConfig(const api::FuncCacheConfigArgs& a, api::Empty&, Request&) {
+  const Function* f = find_function(a.function);
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (a.config < 0 || a.config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+  return on_device(f->device, [&] { return api_.cuFuncSetCacheConfig(f->fn, a.config); });
+}
+
+// cudaDeviceReset of the current device: its work finishes, then the client's events,
+// streams and allocations on it are freed, its limits and cache configuration go back to
+// what they were, and peer access from and to it ends, as when CUDA destroys the primary
+// context. The context itself stays, and with it the modules (NVIDIA's runtime reloads
+// them invisibly after a reset; here their handles simply stay valid) and the module
+// variables' storage, which keeps its contents. Returns the synchronization's error (the
+// guest drops all but the sticky ones).
+int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request& req) {
+  const int d = current_;
+  const CUresult sync = api_.cuCtxSynchronize();
+  for (auto it = events_.begin(); it != events_.end();) {
+    if (it->second.device != d) {
+      ++it;
+      continue;
+    }
+    api_.cuEventDestroy_v2(it->second.event);
+    it = events_.erase(it);
+  }
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    if (it->second.device != d) {
+      ++it;
+      continue;
+    }
+    api_.cuStreamDestroy_v2(it->second.stream);
+    it = streams_.erase(it);
+  }
+  // Through on_Free, so that every allocation goes the way a cudaFree would take it.
+  std::vector<uint64_t> ptrs;
+  for (const auto& [ptr, a] : allocations_)
+    if (a.device == d) ptrs.push_back(ptr);
+  for (uint64_t p : ptrs) {
+    api::Empty none;
+    on_Free(api::PtrArgs{p}, none, req);
+  }
+  for (auto it = limit_defaults_.begin(); it != limit_defaults_.end();) {
+    if (it->first.first != d) {
+      ++it;
+      continue;
+    }
+    api_.cuCtxSetLimit(it->first.second, it->second);
+    it = limit_defaults_.erase(it);
+  }
+  if (auto it = cache_config_defaults_.find(d); it != cache_config_defaults_.end()) {
+    api_.cuCtxSetCacheConfig(it->second);
+    cache_config_defaults_.erase(it);
+  }
+  drop_peer_access(d);
+  make_current(current_);
+  return sync;
 }
 
 }  // namespace vmcuda::host

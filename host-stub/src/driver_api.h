@@ -22,6 +22,8 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUarray = struct CUarray_st*;
+using CUhostFn = void (*)(void* userData);                                  // cuLaunchHostFunc
+using CUstreamCallback = void (*)(CUstream, CUresult status, void* userData);  // cuStreamAddCallback
 
 // CUmemorytype and CUDA_MEMCPY2D (cuMemcpy2D), as cuda.h declares them.
 enum CUmemorytype : int {
@@ -51,6 +53,46 @@ struct CUDA_MEMCPY2D {
 static_assert(sizeof(CUDA_MEMCPY2D) == 128 && offsetof(CUDA_MEMCPY2D, srcHost) == 24 &&
               offsetof(CUDA_MEMCPY2D, dstMemoryType) == 72 && offsetof(CUDA_MEMCPY2D, Height) == 120);
 
+// Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...; arena.h),
+// as cuda.h declares it.
+using CUmemGenericAllocationHandle = unsigned long long;
+enum CUmemAllocationType : int { CU_MEM_ALLOCATION_TYPE_PINNED = 0x1 };
+enum CUmemAllocationHandleType : int { CU_MEM_HANDLE_TYPE_NONE = 0x0 };
+enum CUmemLocationType : int { CU_MEM_LOCATION_TYPE_INVALID = 0x0, CU_MEM_LOCATION_TYPE_DEVICE = 0x1 };
+enum CUmemAccess_flags : int {
+  CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
+  CU_MEM_ACCESS_FLAGS_PROT_READ = 0x1,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+};
+enum CUmemAllocationGranularity_flags : int {
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
+};
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;
+};
+struct CUmemAllocationProp {
+  CUmemAllocationType type;
+  CUmemAllocationHandleType requestedHandleTypes;
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  CUmemAccess_flags flags;
+};
+static_assert(sizeof(CUmemLocation) == 8 && sizeof(CUmemAccessDesc) == 12 && sizeof(CUmemAllocationProp) == 32 &&
+              offsetof(CUmemAllocationProp, location) == 8 &&
+              offsetof(CUmemAllocationProp, win32HandleMetaData) == 16 &&
+              offsetof(CUmemAllocationProp, allocFlags) == 24);
+
 inline constexpr CUresult CUDA_SUCCESS = 0;
 inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
 inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
@@ -60,6 +102,13 @@ inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+// Limits and peer access (cuda.h).
+inline constexpr CUresult CUDA_ERROR_UNSUPPORTED_LIMIT = 215;
+inline constexpr CUresult CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;
+inline constexpr CUresult CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
+inline constexpr CUresult CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705;
+inline constexpr int CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6;  // cudaLimit's last (CU_LIMIT_* == cudaLimit*)
+inline constexpr int CU_FUNC_CACHE_PREFER_EQUAL = 3;        // CUfunc_cache's last (== cudaFuncCache)
 
 // Special streams (cuda.h).
 inline const CUstream CU_STREAM_LEGACY = reinterpret_cast<CUstream>(0x1);
@@ -102,8 +151,29 @@ inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
   X(cuCtxDestroy_v2, CUresult (*)(CUcontext))                                                        \
   X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                                        \
   X(cuCtxSynchronize, CUresult (*)())                                                                \
+  X(cuCtxGetLimit, CUresult (*)(size_t*, int))                                                      \
+  X(cuCtxSetLimit, CUresult (*)(int, size_t))                                                       \
+  X(cuCtxGetCacheConfig, CUresult (*)(int*))                                                        \
+  X(cuCtxSetCacheConfig, CUresult (*)(int))                                                         \
+  X(cuFuncSetCacheConfig, CUresult (*)(CUfunction, int))                                            \
+  X(cuDeviceCanAccessPeer, CUresult (*)(int*, CUdevice, CUdevice))                                  \
+  X(cuCtxEnablePeerAccess, CUresult (*)(CUcontext, unsigned))                                       \
+  X(cuCtxDisablePeerAccess, CUresult (*)(CUcontext))                                                \
+  X(cuDeviceGetP2PAttribute, CUresult (*)(int*, int, CUdevice, CUdevice))                           \
+  X(cuMemcpyPeer, CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t))             \
+  X(cuMemcpyPeerAsync, CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)) \
   X(cuMemAlloc_v2, CUresult (*)(CUdeviceptr*, size_t))                                               \
   X(cuMemFree_v2, CUresult (*)(CUdeviceptr))                                                         \
+  X(cuMemAddressReserve, CUresult (*)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long))  \
+  X(cuMemAddressFree, CUresult (*)(CUdeviceptr, size_t))                                             \
+  X(cuMemCreate, CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,     \
+                              unsigned long long))                                                   \
+  X(cuMemRelease, CUresult (*)(CUmemGenericAllocationHandle))                                        \
+  X(cuMemMap, CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+  X(cuMemUnmap, CUresult (*)(CUdeviceptr, size_t))                                                   \
+  X(cuMemSetAccess, CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))               \
+  X(cuMemGetAllocationGranularity, CUresult (*)(size_t*, const CUmemAllocationProp*,                 \
+                                                CUmemAllocationGranularity_flags))                   \
   X(cuMemcpyHtoD_v2, CUresult (*)(CUdeviceptr, const void*, size_t))                                 \
   X(cuMemcpyDtoH_v2, CUresult (*)(void*, CUdeviceptr, size_t))                                       \
   X(cuMemcpyDtoD_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t))                                 \
@@ -119,6 +189,7 @@ inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
   X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                                   \
   X(cuMemHostRegister_v2, CUresult (*)(void*, size_t, unsigned))                                      \
   X(cuMemHostUnregister, CUresult (*)(void*))                                                        \
+  X(cuMemHostGetDevicePointer_v2, CUresult (*)(CUdeviceptr*, void*, unsigned))                        \
   X(cuGetErrorName, CUresult (*)(CUresult, const char**))                                            \
   X(cuCtxGetStreamPriorityRange, CUresult (*)(int*, int*))                                           \
   X(cuStreamCreateWithPriority, CUresult (*)(CUstream*, unsigned, int))                              \
@@ -127,6 +198,8 @@ inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
   X(cuStreamQuery, CUresult (*)(CUstream))                                                           \
   X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                                    \
   X(cuStreamGetPriority, CUresult (*)(CUstream, int*))                                               \
+  X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                                      \
+  X(cuStreamAddCallback, CUresult (*)(CUstream, CUstreamCallback, void*, unsigned))                  \
   X(cuEventCreate, CUresult (*)(CUevent*, unsigned))                                                 \
   X(cuEventDestroy_v2, CUresult (*)(CUevent))                                                        \
   X(cuEventRecord, CUresult (*)(CUevent, CUstream))                                                  \
@@ -142,6 +215,8 @@ inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
   X(cuMemAllocPitch_v2, CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))               \
   X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                               \
   X(cuMemsetD2D8_v2, CUresult (*)(CUdeviceptr, size_t, unsigned char, size_t, size_t))               \
+  X(cuMemcpy2DAsync_v2, CUresult (*)(const CUDA_MEMCPY2D*, CUstream))                                \
+  X(cuMemsetD2D8Async, CUresult (*)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream))     \
   X(cuFuncGetAttribute, CUresult (*)(int*, int, CUfunction))                                         \
   X(cuFuncSetAttribute, CUresult (*)(CUfunction, int, int))                                          \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult (*)(int*, CUfunction, int, size_t))       \

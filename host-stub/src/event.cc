@@ -54,19 +54,19 @@ int32_t Session::on_EventRecord(const api::EventRecordArgs& a, api::Empty&, Requ
   });
 }
 
-int32_t Session::on_EventSynchronize(const api::EventArgs& a, api::Empty&, Request&) {
+int32_t Session::on_EventSynchronize(const api::EventArgs& a, api::Empty&, Request& req) {
   const Event* ev = find_event(a.event);
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   // TODO(perf): as StreamSynchronize, on the GPU's working thread.
   const CUevent e = ev->event;
-  return on_device(ev->device, [&] { return api_.cuEventSynchronize(e); });
+  return managed_after_sync(req.ctx, ev->device, on_device(ev->device, [&] { return api_.cuEventSynchronize(e); }));
 }
 
-int32_t Session::on_EventQuery(const api::EventArgs& a, api::Empty&, Request&) {
+int32_t Session::on_EventQuery(const api::EventArgs& a, api::Empty&, Request& req) {
   const Event* ev = find_event(a.event);
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   const CUevent e = ev->event;
-  return on_device(ev->device, [&] { return api_.cuEventQuery(e); });  // CUDA_ERROR_NOT_READY while pending
+  return managed_after_sync(req.ctx, ev->device, on_device(ev->device, [&] { return api_.cuEventQuery(e); }));  // NOT_READY while pending
 }
 
 int32_t Session::on_EventElapsedTime(const api::EventPairArgs& a, api::ElapsedTimeReply& r, Request&) {

@@ -20,6 +20,24 @@ int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& r
   return CUDA_SUCCESS;
 }
 
+// For a guest whose region is not at this process's address: the device address of pinned
+// heap bytes (a guest at the same address uses its own pointer, which is this one).
+int32_t Session::on_HostGetDevicePointer(const api::HeapRangeArgs& a, api::PtrReply& reply, Request& req) {
+  auto range = req.ctx.heap(a.range);
+  if (!range) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  // Only bytes inside one block this client pinned (with DEVICEMAP) have a device address.
+  auto it = pinned_.upper_bound(a.range.offset);
+  if (it == pinned_.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --it;
+  const uint64_t off = a.range.offset - it->first;
+  if (off >= it->second.second || a.range.bytes > it->second.second - off) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr d = 0;
+  CUresult e = api_.cuMemHostGetDevicePointer_v2(&d, range->data(), 0);
+  if (e != CUDA_SUCCESS) return e;
+  reply.ptr = d;
+  return CUDA_SUCCESS;
+}
+
 int32_t Session::on_UnpinHeap(const api::HeapRangeArgs& a, api::Empty&, Request&) {
   auto it = pinned_.find(a.range.offset);
   if (it == pinned_.end()) return 713;  // cudaErrorHostMemoryNotRegistered

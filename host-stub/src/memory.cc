@@ -4,10 +4,24 @@
 #include <cstring>
 
 #include "session.h"
+#include "vmrpc/log.h"
 
 namespace vmcuda::host {
 
 using vmrpc::wire::ChannelStatus;
+
+// Device memory comes from the client's arena (arena.h): fixed addresses per client, so
+// they can survive a resume. The quota counts the bytes asked for, as before.
+CUresult Session::arena_allocate(uint64_t bytes, uint64_t* ptr) {
+  if (!arena_) return CUDA_ERROR_OUT_OF_MEMORY;  // closed
+  std::string why;
+  const CUresult e = arena_->allocate(devices_[current_], bytes, ptr, &why);
+  if (e != CUDA_SUCCESS && !why.empty() && !arena_warned_) {
+    arena_warned_ = true;
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": device memory unavailable: " + why);
+  }
+  return e;
+}
 
 int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&) {
   if (a.bytes == 0) {
@@ -15,8 +29,8 @@ int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&)
     return CUDA_SUCCESS;
   }
   if (a.bytes > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
-  CUdeviceptr p = 0;
-  if (CUresult e = api_.cuMemAlloc_v2(&p, a.bytes); e != CUDA_SUCCESS) return e;
+  uint64_t p = 0;
+  if (CUresult e = arena_allocate(a.bytes, &p); e != CUDA_SUCCESS) return e;
   allocations_[p] = {a.bytes, current_};
   allocated_ += a.bytes;
   r.ptr = p;
@@ -25,11 +39,11 @@ int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&)
 
 int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
   if (a.ptr == 0) return CUDA_SUCCESS;
+  // Only what Malloc/MallocPitch returned (not module globals, not interior pointers).
   auto it = allocations_.find(a.ptr);
-  if (it == allocations_.end()) return CUDA_ERROR_INVALID_VALUE;
-  make_current(it->second.device);
-  CUresult e = api_.cuMemFree_v2(a.ptr);
-  make_current(current_);
+  if (it == allocations_.end() || !arena_) return CUDA_ERROR_INVALID_VALUE;
+  // Synchronizes the client's devices first, as cudaFree does.
+  const CUresult e = arena_->free(a.ptr);
   allocated_ -= it->second.bytes;
   allocations_.erase(it);
   return e;
@@ -46,7 +60,7 @@ int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a,
   if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   // Straight into the shared reply area (the host never reads it back).
-  CUresult e = api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
+  CUresult e = managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes));
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
   return e;
 }
@@ -64,7 +78,7 @@ int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, 
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
+  return managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size()));
 }
 
 int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&, Request&) {

@@ -67,16 +67,26 @@ int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& 
   uint64_t least;
   if (!packed_bytes(a.width, a.height, &least) || least > limits_.memory_quota - allocated_)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  CUdeviceptr p = 0;
-  size_t pitch = 0;
-  if (CUresult e = api_.cuMemAllocPitch_v2(&p, &pitch, a.width, a.height, a.element_bytes); e != CUDA_SUCCESS)
-    return e;
-  // The driver's pitch decides what the allocation holds (and what the quota counts).
-  uint64_t bytes;
-  if (!packed_bytes(pitch, a.height, &bytes) || bytes > limits_.memory_quota - allocated_) {
-    api_.cuMemFree_v2(p);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  // The driver's pitch for this width (learnt once with a one-row cuMemAllocPitch), so
+  // pitches are the native ones; the memory itself comes from the arena.
+  const auto key = std::make_tuple(devices_[current_], a.width, a.element_bytes);
+  auto known = pitches_.find(key);
+  if (known == pitches_.end()) {
+    CUdeviceptr probe = 0;
+    size_t pitch = 0;
+    if (CUresult e = api_.cuMemAllocPitch_v2(&probe, &pitch, a.width, 1, a.element_bytes); e != CUDA_SUCCESS)
+      return e;
+    api_.cuMemFree_v2(probe);
+    if (pitch < a.width) return CUDA_ERROR_INVALID_VALUE;  // not what the driver promises
+    known = pitches_.emplace(key, pitch).first;
   }
+  const uint64_t pitch = known->second;
+  // The pitch decides what the allocation holds (and what the quota counts).
+  uint64_t bytes;
+  if (!packed_bytes(pitch, a.height, &bytes) || bytes > limits_.memory_quota - allocated_)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  uint64_t p = 0;
+  if (CUresult e = arena_allocate(bytes, &p); e != CUDA_SUCCESS) return e;
   allocations_[p] = {bytes, current_};
   allocated_ += bytes;
   r.ptr = p;
@@ -143,6 +153,100 @@ int32_t Session::on_Memset2D(const api::Memset2DArgs& a, api::Empty&, Request&) 
   if (!owns_2d(a.dst, a.pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
   return api_.cuMemsetD2D8_v2(a.dst, a.pitch, static_cast<unsigned char>(a.value), a.width, a.height);
+}
+
+}  // namespace vmcuda::host
+
+// ---- async variants (0x1127): the same checks, ordered on the guest's stream (stream.cc
+// resolves and checks it), run on the stream's device.
+namespace vmcuda::host {
+
+int32_t Session::on_Copy2DToDeviceInlineAsync(const api::Copy2DInlineAsyncArgs& a, api::Empty&, Request& req) {
+  uint64_t bytes;
+  if (!packed_bytes(a.width, a.height, &bytes) || bytes != req.tail.size())
+    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) return CUDA_SUCCESS;
+  // `tail` is the decoder's private (pageable) copy: the driver stages it before returning.
+  const CUDA_MEMCPY2D c = host_to_device(a.device, a.device_pitch, req.tail.data(), a.width, a.width, a.height);
+  return on_device(device, [&] { return api_.cuMemcpy2DAsync_v2(&c, s); });
+}
+
+int32_t Session::on_Copy2DFromDeviceInlineAsync(const api::Copy2DInlineAsyncArgs& a, api::Empty&, Request& req) {
+  uint64_t bytes;
+  if (!packed_bytes(a.width, a.height, &bytes)) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes == 0) return CUDA_SUCCESS;
+  // The bytes must be in the reply before it goes: wait for the copy (and so for the
+  // stream's earlier work).
+  const CUDA_MEMCPY2D c = device_to_host(req.extra.data(), a.width, a.device, a.device_pitch, a.width, a.height);
+  CUresult e = on_device(device, [&] {
+    CUresult r = api_.cuMemcpy2DAsync_v2(&c, s);
+    return r == CUDA_SUCCESS ? api_.cuStreamSynchronize(s) : r;
+  });
+  if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(bytes);
+  return e;
+}
+
+// Both directions of an async 2D copy between device memory and the shared heap: a true
+// DMA from or into a pinned block (the app's cudaMallocHost memory); with kHeapCopyWait
+// (staging the guest reuses at once) the reply waits for the copy.
+int32_t Session::heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device) {
+  auto host = req.ctx.heap(a.host);
+  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  uint64_t span;
+  if (!host_span(a.host_pitch, a.width, a.height, &span) || span > host->size())
+    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  const CUDA_MEMCPY2D c =
+      to_device ? host_to_device(a.device, a.device_pitch, host->data(), a.host_pitch, a.width, a.height)
+                : device_to_host(host->data(), a.host_pitch, a.device, a.device_pitch, a.width, a.height);
+  return on_device(device, [&] {
+    CUresult r = api_.cuMemcpy2DAsync_v2(&c, s);
+    return r == CUDA_SUCCESS && (a.flags & api::kHeapCopyWait) ? api_.cuStreamSynchronize(s) : r;
+  });
+}
+
+int32_t Session::on_Copy2DToDeviceHeapAsync(const api::Copy2DHeapAsyncArgs& a, api::Empty&, Request& req) {
+  return heap_copy_2d_async(a, req, true);
+}
+
+int32_t Session::on_Copy2DFromDeviceHeapAsync(const api::Copy2DHeapAsyncArgs& a, api::Empty&, Request& req) {
+  return heap_copy_2d_async(a, req, false);
+}
+
+int32_t Session::on_Copy2DDeviceToDeviceAsync(const api::Copy2DDeviceAsyncArgs& a, api::Empty&, Request&) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_2d(a.dst, a.dst_pitch, a.width, a.height) || !owns_2d(a.src, a.src_pitch, a.width, a.height))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  const CUDA_MEMCPY2D c = device_to_device(a.dst, a.dst_pitch, a.src, a.src_pitch, a.width, a.height);
+  return on_device(device, [&] { return api_.cuMemcpy2DAsync_v2(&c, s); });
+}
+
+int32_t Session::on_Memset2DAsync(const api::Memset2DAsyncArgs& a, api::Empty&, Request&) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!owns_2d(a.dst, a.pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  return on_device(device, [&] {
+    return api_.cuMemsetD2D8Async(a.dst, a.pitch, static_cast<unsigned char>(a.value), a.width, a.height, s);
+  });
 }
 
 }  // namespace vmcuda::host

@@ -14,7 +14,8 @@ namespace {
 constexpr bool takes_tail(api::Call c) {
   return c == api::Call::CopyToDeviceInline || c == api::Call::CopyToDeviceInlineAsync ||
          c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel ||
-         c == api::Call::Copy2DToDeviceInline || c == api::Call::ModuleGetGlobal;
+         c == api::Call::Copy2DToDeviceInline || c == api::Call::Copy2DToDeviceInlineAsync ||
+         c == api::Call::ModuleGetGlobal || c == api::Call::ManagedVarBind;
 }
 }  // namespace
 
@@ -23,6 +24,18 @@ Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int
     : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr) {
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
+  arena_ = std::make_unique<DeviceArena>(api_, [this] { return synchronize_all(); });
+}
+
+CUresult Session::synchronize_all() {
+  CUresult first = CUDA_SUCCESS;
+  for (size_t d = 0; d < contexts_.size(); ++d)
+    if (contexts_[d]) {
+      make_current(static_cast<int>(d));
+      if (CUresult r = api_.cuCtxSynchronize(); r != CUDA_SUCCESS && first == CUDA_SUCCESS) first = r;
+    }
+  if (contexts_[current_]) make_current(current_);
+  return first;
 }
 
 Session::~Session() { close(); }
@@ -54,6 +67,9 @@ bool Session::ensure_context() {
 
 void Session::close() {
   size_t freed = allocations_.size(), mods = modules_.size(), streams = streams_.size(), events = events_.size();
+  // Host functions' gates stop waiting for a guest that is gone (host_func.cc), so that the
+  // synchronize below ends.
+  closing_.store(true);
   // Nothing of the client may still run when its memory (and the connection's heap,
   // which async copies may be reading or writing) goes away.
   for (size_t d = 0; d < contexts_.size(); ++d)
@@ -69,10 +85,11 @@ void Session::close() {
     make_current(s.device);
     api_.cuStreamDestroy_v2(s.stream);
   }
-  for (auto& [ptr, a] : allocations_) {
-    make_current(a.device);
-    api_.cuMemFree_v2(ptr);
-  }
+  managed_close();
+  // The arena's memory (every allocation): unmapped, released, its range and index given
+  // back; a later session may take the same range.
+  arena_.reset();
+  pitches_.clear();
   for (const Module& m : modules_) {
     if (!m.module) continue;
     make_current(m.device);
@@ -84,6 +101,7 @@ void Session::close() {
     if (c) api_.cuCtxDestroy_v2(c);
     c = nullptr;
   }
+  free_gates(true);  // the driver calls no gate of a destroyed context
   if (freed || mods || streams || events)
     VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(freed) + " allocations (" +
                                  std::to_string(allocated_) + " bytes), " + std::to_string(mods) + " modules, " +
@@ -92,6 +110,9 @@ void Session::close() {
   streams_.clear();
   allocations_.clear();
   globals_.clear();  // the driver freed them with their modules
+  peer_access_.clear();  // went with the contexts
+  limit_defaults_.clear();
+  cache_config_defaults_.clear();
   modules_.clear();
   functions_.clear();
   allocated_ = 0;

@@ -3,13 +3,17 @@
 // client closes its slot or dies. Handlers live in one file per CUDA area.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "arena.h"
 #include "driver_api.h"
 #include "vmcuda/api/calls.h"
 #include "vmrpc/service.h"
@@ -22,6 +26,7 @@ struct StubLimits {
   uint32_t max_name_bytes = 4096;          // a kernel's mangled name
   uint32_t max_streams = 4096;             // live streams per client (guest-made handles)
   uint32_t max_events = 1u << 18;          // live events per client
+  uint32_t max_host_funcs = 1u << 16;      // host functions queued and not yet run, per client
 };
 
 // Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
@@ -30,6 +35,19 @@ struct Request {
   std::span<std::byte> extra;
   uint32_t extra_bytes = 0;
   const vmrpc::CallContext& ctx;
+};
+
+// A host function's gate on a stream (host_func.cc): the driver calls it when the stream
+// reaches it; it publishes that in the guest's mailbox entry and holds the stream until the
+// guest has run the function, the client has released its slot, or the session closes.
+struct HostFuncGate {
+  api::HostFuncEntry* entry;        // shared heap: the guest may write it at any time
+  uint32_t* slot_state;             // the slot's SlotControl::state (guest-written; only read)
+  const std::atomic<bool>* closing;
+  const std::atomic<bool>* endpoint_stop;  // the endpoint stops serving the slot (may be null)
+  std::atomic<uint32_t>* reached;   // the session's count of reached gates
+  uint32_t generation;
+  std::atomic<int> phase{0};        // 0 queued, 1 running, 2 finished
 };
 
 class Session : public vmrpc::SlotService {
@@ -97,8 +115,15 @@ class Session : public vmrpc::SlotService {
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();
   void make_current(int device);
+  // Device memory (memory.cc): `bytes` from the client's arena on the current device;
+  // logs once why the arena cannot serve (its range taken, no index).
+  CUresult arena_allocate(uint64_t bytes, uint64_t* ptr);
+  // Waits for everything of the client on each of its devices (the arena's Synchronize).
+  CUresult synchronize_all();
   // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
   int32_t heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device);
+  // Same for async 2D copies (memory_2d.cc).
+  int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const;
   // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
   bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
@@ -106,6 +131,16 @@ class Session : public vmrpc::SlotService {
   const Function* find_function(uint64_t handle) const {
     return handle == 0 || handle > functions_.size() ? nullptr : &functions_[handle - 1];
   }
+  // Device settings and peer access (device.cc, peer.cc). The context of guest device
+  // `device`, created on first use (nullptr, and ctx_error_, when it cannot be); the
+  // current device's context stays current.
+  CUcontext context_of(int device);
+  bool valid_device(int device) const { return device >= 0 && static_cast<size_t>(device) < devices_.size(); }
+  // Turns off peer access from and to guest device `device` (a reset: its context's
+  // mappings go, as when CUDA destroys the context).
+  void drop_peer_access(int device);
+  CUresult set_peer_access(int device, int peer, bool enable);
+  bool has_peer_access(int device) const;  // to any peer
 
   const DriverApi& api_;
   StubLimits limits_;
@@ -116,14 +151,57 @@ class Session : public vmrpc::SlotService {
   std::vector<CUcontext> contexts_;           // per guest device, created on first use
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;
-  std::map<uint64_t, Allocation> allocations_;  // device ptr -> allocation
+  // device ptr -> allocation; every one from arena_allocate (Free and close give them
+  // back through the arena, never cuMemFree).
+  std::map<uint64_t, Allocation> allocations_;
+  // Where allocations_ come from (arena.h): made with the session (its index, so the
+  // handshake can name the range), the VA reserved at the first allocation; freed on close.
+  std::unique_ptr<DeviceArena> arena_;
+  bool arena_warned_ = false;
+  // cuMemAllocPitch's pitch per (host device, width, element bytes), learnt once.
+  std::map<std::tuple<int, uint64_t, uint32_t>, uint64_t> pitches_;
   std::map<uint64_t, Global> globals_;          // device ptr -> module variable (never freed here)
   std::map<uint64_t, std::pair<void*, uint64_t>> pinned_;  // heap offset -> (host address, bytes)
   std::vector<Module> modules_;               // handle = index + 1
   std::vector<Function> functions_;           // handle = index + 1
   std::map<uint64_t, Stream> streams_;        // guest handle -> stream
   std::map<uint64_t, Event> events_;          // guest handle -> event
+  // __managed__ variables (managed.cc): each bound to a shadow in the shared heap; `last`
+  // is the shadow as last made equal to the variable (its bytes that differ now are the
+  // guest's writes). The hooks below cost nothing while there are none.
+  struct ManagedVar {
+    uint64_t module;  // the module handle
+    int device;
+    CUdeviceptr ptr;  // the variable (cuModuleGetGlobal)
+    vmrpc::wire::HeapRef shadow;
+    std::vector<std::byte> last;
+    std::string name;
+  };
+  std::vector<ManagedVar> managed_;         // handle = index + 1
+  std::vector<CUstream> managed_streams_;   // per guest device: the pulls' own stream
+  std::vector<char> managed_dirty_;         // per guest device: work since the last full pull
+  // Hooks of the other areas (one line each). Before a launch on `stream` of the current
+  // device: the guest's writes to the shadows reach the variables, ordered on the stream.
+  CUresult managed_before_launch(const vmrpc::CallContext& ctx, CUstream stream);
+  // After a call that waited for work of `device` (`r`: its result, returned): the
+  // variables' values reach the shadows. `all`: every stream of the device (cudaDeviceSynchronize).
+  CUresult managed_after_sync(const vmrpc::CallContext& ctx, int device, CUresult r, bool all = false);
+  CUresult managed_push(const vmrpc::CallContext& ctx, ManagedVar& v, CUstream stream);
+  CUresult managed_pull(const vmrpc::CallContext& ctx, ManagedVar& v, CUstream stream);
+  void managed_close();
+  // What cudaDeviceReset puts back: per (guest device, CUlimit) the value before the
+  // client's first set, and per device the cache configuration before its first set.
+  std::map<std::pair<int, int>, size_t> limit_defaults_;
+  std::map<int, int> cache_config_defaults_;
+  std::set<std::pair<int, int>> peer_access_;  // (device, peer): device may access peer's memory
   std::string log_tag_;
+  // Host functions (host_func.cc): gates the driver runs on its own thread, each waiting
+  // for the guest to run its function. Freed once run, or at close (after the contexts).
+  std::vector<std::unique_ptr<HostFuncGate>> gates_;
+  size_t reap_gates_at_ = 64;
+  std::atomic<bool> closing_{false};     // close() began: gates stop waiting for the guest
+  std::atomic<uint32_t> gates_reached_{0};  // HostFuncEntry::order
+  void free_gates(bool all);
 };
 
 // The vmrpc service of vmcuda-stub: one Session per claimed slot.

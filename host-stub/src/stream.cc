@@ -61,20 +61,20 @@ int32_t Session::on_StreamDestroy(const api::StreamArgs& a, api::Empty&, Request
   return on_device(s.device, [&] { return api_.cuStreamDestroy_v2(s.stream); });
 }
 
-int32_t Session::on_StreamSynchronize(const api::StreamArgs& a, api::Empty&, Request&) {
+int32_t Session::on_StreamSynchronize(const api::StreamArgs& a, api::Empty&, Request& req) {
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   // TODO(perf): synchronous waits move to the GPU's working thread (events), as for
   // DeviceSynchronize.
-  return on_device(device, [&] { return api_.cuStreamSynchronize(s); });
+  return managed_after_sync(req.ctx, device, on_device(device, [&] { return api_.cuStreamSynchronize(s); }));
 }
 
-int32_t Session::on_StreamQuery(const api::StreamArgs& a, api::Empty&, Request&) {
+int32_t Session::on_StreamQuery(const api::StreamArgs& a, api::Empty&, Request& req) {
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  return on_device(device, [&] { return api_.cuStreamQuery(s); });  // CUDA_ERROR_NOT_READY while busy
+  return managed_after_sync(req.ctx, device, on_device(device, [&] { return api_.cuStreamQuery(s); }));  // NOT_READY while busy
 }
 
 int32_t Session::on_StreamWaitEvent(const api::StreamWaitEventArgs& a, api::Empty&, Request&) {

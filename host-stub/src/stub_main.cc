@@ -21,9 +21,13 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   // followed by the worker's (vmrpc/worker.h).
   const bool worker = vmrpc::is_worker_invocation(argc, argv);
   int stub_argc = argc;
-  if (worker)
+  if (worker) {
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == vmrpc::kWorkerFlag) stub_argc = i;
+    // First of all, before the driver reserves address space: the region at the address
+    // the guest shares with us (mapped pinned memory has one address on both sides).
+    if (!vmrpc::map_worker_region(argc, argv)) return 2;
+  }
   CLI::App app{"vmcuda-stub: serves CUDA to guests over vmrpc shared memory"};
   std::string isolation = "process";
   std::string socket_path = "/run/vmcuda/local.sock";

@@ -49,6 +49,19 @@ struct FakeFunction {
   CUmodule module;
   int attrs[CU_FUNC_ATTRIBUTE_MAX];
 };
+// VMM physical memory (cuMemCreate) and its mappings (cuMemMap). The fake maps a handle
+// at one VA at a time (the arena never maps one twice).
+struct FakePhys {
+  uint64_t bytes;
+  int device;
+  std::vector<std::byte> data;  // while unmapped
+  uint64_t mapped_at = 0;
+  bool released = false;        // cuMemRelease while mapped: freed at the unmap
+};
+struct FakeMap {
+  uint64_t handle;
+  unsigned access = 0;  // bit d: device d may read and write (cuMemSetAccess)
+};
 struct FakeGpu {
   std::mutex mu;
   uint64_t next_ptr = 0x7f0000000000ull;
@@ -63,6 +76,14 @@ struct FakeGpu {
   double clock_ms = 0;
   bool hold = false;
   uintptr_t next_handle = 0x1000;
+  // VMM (cuMemAddressReserve/cuMemCreate/cuMemMap): reserved ranges (start -> bytes),
+  // physical allocations (handle -> FakePhys) and mappings (VA -> FakeMap). A mapped
+  // handle's bytes live in `mem` at its VA, so copies, memsets and kernels find them.
+  std::map<uint64_t, uint64_t> reservations;
+  std::map<uint64_t, struct FakePhys> phys;
+  std::map<uint64_t, struct FakeMap> maps;
+  uint64_t next_va = 0x302000000ull;  // where moved reservations go (the H200 gave 0x302000000)
+  bool move_hints = false;            // fake_move_reservations
 };
 FakeGpu& gpu() {
   static FakeGpu g;
@@ -70,13 +91,18 @@ FakeGpu& gpu() {
 }
 
 // The bytes at [p, p+n) if one allocation holds them.
+std::byte* find_mapped_host(uint64_t p, size_t n);
 std::byte* find(uint64_t p, size_t n) {
+  if (std::byte* h = find_mapped_host(p, n)) return h;  // host memory registered with DEVICEMAP
   auto& g = gpu();
   auto it = g.mem.upper_bound(p);
   if (it == g.mem.begin()) return nullptr;
   --it;
   const uint64_t off = p - it->first;
   if (off > it->second.size() || n > it->second.size() - off) return nullptr;
+  // A VMM mapping without cuMemSetAccess is not accessible (the executor does not track
+  // which device asks, only whether any may).
+  if (auto m = g.maps.find(it->first); m != g.maps.end() && m->second.access == 0) return nullptr;
   return it->second.data() + off;
 }
 
@@ -226,11 +252,24 @@ CUresult f_attr(int* v, int attr, CUdevice) {
   }
   return CUDA_SUCCESS;
 }
-CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice) {
+// Per context: its device, limits (CUlimit 0..6, the H200's defaults), cache
+// configuration and the contexts it has peer access to. Under gpu().mu.
+struct FakeCtxState {
+  CUdevice device = 0;
+  size_t limits[7] = {1024, 1048576, 8388608, 2, 2048, 64, 0};
+  int cache_config = 0;  // CU_FUNC_CACHE_PREFER_NONE
+  std::set<CUcontext> peers;
+};
+std::map<CUcontext, FakeCtxState>& ctx_state() {
+  static std::map<CUcontext, FakeCtxState> s;
+  return s;
+}
+CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice dev) {
   if (gpu_poisoned()) return 700;
   std::lock_guard l(gpu().mu);
   *c = reinterpret_cast<CUcontext>(gpu().next_handle++);
   gpu().contexts.insert(*c);
+  ctx_state()[*c] = FakeCtxState{dev};
   t_ctx = *c;  // a new context is made current, as cuCtxCreate does
   return CUDA_SUCCESS;
 }
@@ -238,6 +277,8 @@ CUresult f_ctx_destroy(CUcontext c) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (!g.contexts.erase(c)) return 201;
+  ctx_state().erase(c);  // and peer access from and to it
+  for (auto& [other, st] : ctx_state()) st.peers.erase(c);
   // The context's streams, events and modules go with it.
   for (auto it = g.modules.begin(); it != g.modules.end();) {
     auto next = std::next(it);
@@ -277,7 +318,163 @@ CUresult f_alloc(CUdeviceptr* p, size_t n) {
 CUresult f_free(CUdeviceptr p) {
   std::lock_guard l(gpu().mu);
   if (gpu().global_ptrs.contains(p)) return CUDA_ERROR_INVALID_VALUE;  // a module's: freed with it
+  if (gpu().maps.contains(p)) return CUDA_ERROR_INVALID_VALUE;  // VMM memory: cuMemUnmap
   return gpu().mem.erase(p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+// ---- virtual memory management, with the real driver's rules as far as the arena uses
+// them: 2 MiB granularity, flags 0, a hint honoured when free and aligned (else another
+// address, or INVALID_VALUE when unaligned), mappings inside one reservation.
+constexpr uint64_t kVmmGranularity = 2ull << 20;
+bool valid_prop(const CUmemAllocationProp* prop) {
+  return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+         (prop->location.id == 0 || prop->location.id == 1);
+}
+CUresult f_granularity(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
+  if (!g || !valid_prop(prop)) return CUDA_ERROR_INVALID_VALUE;
+  *g = kVmmGranularity;
+  return CUDA_SUCCESS;
+}
+// Whether [p, p+n) overlaps a reservation or other device memory. Lock held.
+bool va_taken_locked(uint64_t p, uint64_t n) {
+  auto& g = gpu();
+  auto overlaps = [&](const auto& ranges, auto size_of) {
+    auto it = ranges.lower_bound(p + n);
+    if (it == ranges.begin()) return false;
+    --it;
+    return it->first + size_of(it->second) > p;
+  };
+  return overlaps(g.reservations, [](uint64_t b) { return b; }) ||
+         overlaps(g.mem, [](const std::vector<std::byte>& v) { return std::max<uint64_t>(v.size(), 1); });
+}
+CUresult f_address_reserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                           unsigned long long flags) {
+  if (!ptr || size == 0 || size % kVmmGranularity || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (alignment && (alignment & (alignment - 1))) return CUDA_ERROR_INVALID_VALUE;
+  if (addr % kVmmGranularity || (alignment && addr % alignment)) return CUDA_ERROR_INVALID_VALUE;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  uint64_t p = addr;
+  if (!addr || g.move_hints || addr + size < addr || va_taken_locked(addr, size)) {
+    // As the driver does with a hint in use: success, somewhere else.
+    const uint64_t a = std::max<uint64_t>(alignment, kVmmGranularity);
+    do {
+      p = (g.next_va + a - 1) / a * a;
+      g.next_va = p + size;
+    } while (va_taken_locked(p, size));
+  }
+  g.reservations[p] = size;
+  *ptr = p;
+  return CUDA_SUCCESS;
+}
+CUresult f_address_free(CUdeviceptr ptr, size_t size) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.reservations.find(ptr);
+  if (it == g.reservations.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
+  // Still mapped inside: refused, so that a leak shows.
+  if (auto m = g.maps.lower_bound(ptr); m != g.maps.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
+  g.reservations.erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_create(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
+                      unsigned long long flags) {
+  if (gpu_poisoned()) return 700;
+  if (!h || !valid_prop(prop) || flags || size == 0 || size % kVmmGranularity) return CUDA_ERROR_INVALID_VALUE;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  uint64_t on_device = 0;
+  for (auto& [handle, ph] : g.phys)
+    if (ph.device == prop->location.id) on_device += ph.bytes;
+  if (size > profile().total_mem || on_device > profile().total_mem - size) return CUDA_ERROR_OUT_OF_MEMORY;
+  *h = g.next_handle++;
+  FakePhys& ph = g.phys[*h];
+  ph.bytes = size;
+  ph.device = prop->location.id;
+  ph.data.resize(size);
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_release(CUmemGenericAllocationHandle h) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.phys.find(h);
+  if (it == g.phys.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
+  if (it->second.mapped_at)
+    it->second.released = true;
+  else
+    g.phys.erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                   unsigned long long flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.phys.find(h);
+  if (it == g.phys.end() || it->second.released) return CUDA_ERROR_INVALID_HANDLE;
+  FakePhys& ph = it->second;
+  if (flags || ptr % kVmmGranularity || offset) return CUDA_ERROR_INVALID_VALUE;
+  if (size != ph.bytes || ph.mapped_at) return CUDA_ERROR_NOT_SUPPORTED;  // whole, once: the fake's limit
+  // Inside one reservation, over nothing mapped.
+  auto r = g.reservations.upper_bound(ptr);
+  if (r == g.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --r;
+  if (ptr - r->first >= r->second || size > r->second - (ptr - r->first)) return CUDA_ERROR_INVALID_VALUE;
+  if (auto m = g.mem.lower_bound(ptr); m != g.mem.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
+  if (auto m = g.mem.lower_bound(ptr); m != g.mem.begin() && std::prev(m)->first + std::prev(m)->second.size() > ptr)
+    return CUDA_ERROR_INVALID_VALUE;
+  g.mem[ptr] = std::move(ph.data);
+  ph.data = {};
+  ph.mapped_at = ptr;
+  g.maps[ptr] = FakeMap{h, 0};
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_unmap(CUdeviceptr ptr, size_t size) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  // Whole contiguous mappings only, at least one.
+  auto first = g.maps.find(ptr);
+  if (first == g.maps.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto last = first;
+  uint64_t end = ptr;
+  for (; last != g.maps.end() && last->first == end && end - ptr < size; ++last) end += g.phys.at(last->second.handle).bytes;
+  if (end - ptr != size) return CUDA_ERROR_INVALID_VALUE;
+  for (auto m = first; m != last;) {
+    auto ph = g.phys.find(m->second.handle);
+    auto data = g.mem.find(m->first);
+    if (ph->second.released) {
+      g.phys.erase(ph);
+    } else {
+      ph->second.data = std::move(data->second);
+      ph->second.mapped_at = 0;
+    }
+    g.mem.erase(data);
+    m = g.maps.erase(m);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (desc[i].location.id != 0 && desc[i].location.id != 1) return CUDA_ERROR_INVALID_DEVICE;
+    if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  // The range must be mapped throughout (whole mappings, contiguous).
+  auto first = g.maps.find(ptr);
+  if (first == g.maps.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto last = first;
+  uint64_t end = ptr;
+  for (; last != g.maps.end() && last->first == end && end - ptr < size; ++last) end += g.phys.at(last->second.handle).bytes;
+  if (end - ptr != size) return CUDA_ERROR_INVALID_VALUE;
+  for (auto m = first; m != last; ++m)
+    for (size_t i = 0; i < count; ++i) {
+      const unsigned bit = 1u << desc[i].location.id;
+      m->second.access = desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE ? m->second.access & ~bit : m->second.access | bit;
+    }
+  return CUDA_SUCCESS;
 }
 CUresult f_htod(CUdeviceptr d, const void* s, size_t n) {
   std::lock_guard l(gpu().mu);
@@ -524,6 +721,26 @@ CUresult f_memset_2d(CUdeviceptr dst, size_t pitch, unsigned char v, size_t widt
   }
   return CUDA_SUCCESS;
 }
+// The async 2D calls: stream work (checked, timed), then the synchronous copy or memset.
+CUresult f_memcpy_2d_async(const CUDA_MEMCPY2D* c, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_memcpy_2d(c);
+}
+CUresult f_memset_2d_async(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height,
+                           CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_memset_2d(dst, pitch, v, width, height);
+}
 CUresult f_uuid(unsigned char* u, CUdevice) {
   if (profile().recorded) {
     std::memcpy(u, profile().uuid, 16);
@@ -541,17 +758,45 @@ CUresult f_primary(CUcontext* c, CUdevice) {
   *c = reinterpret_cast<CUcontext>(0x5e);
   return CUDA_SUCCESS;
 }
-std::set<void*>& pinned() {
-  static std::set<void*> p;
+// Registered host ranges (cuMemHostRegister): start -> {bytes, flags}. Lock held.
+struct PinnedRange {
+  uint64_t bytes;
+  unsigned flags;
+};
+std::map<uint64_t, PinnedRange>& pinned() {
+  static std::map<uint64_t, PinnedRange> p;
   return p;
 }
-CUresult f_register(void* p, size_t, unsigned) {
+// Host memory registered with DEVICEMAP is device memory at the same address (unified
+// addressing, canUseHostPointerForRegisteredMem): kernels and copies reach it. Lock held.
+std::byte* find_mapped_host(uint64_t p, size_t n) {
+  auto it = pinned().upper_bound(p);
+  if (it == pinned().begin()) return nullptr;
+  --it;
+  const uint64_t off = p - it->first;
+  if (!(it->second.flags & CU_MEMHOSTREGISTER_DEVICEMAP) || off >= it->second.bytes || n > it->second.bytes - off)
+    return nullptr;
+  return reinterpret_cast<std::byte*>(p);
+}
+CUresult f_register(void* p, size_t n, unsigned flags) {
   std::lock_guard l(gpu().mu);
-  return pinned().insert(p).second ? CUDA_SUCCESS : 712;  // HOST_MEMORY_ALREADY_REGISTERED
+  if (!p || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  auto next = pinned().lower_bound(a);
+  if (next != pinned().end() && next->first < a + n) return 712;  // HOST_MEMORY_ALREADY_REGISTERED
+  if (next != pinned().begin() && std::prev(next)->first + std::prev(next)->second.bytes > a) return 712;
+  pinned()[a] = {n, flags};
+  return CUDA_SUCCESS;
 }
 CUresult f_unregister(void* p) {
   std::lock_guard l(gpu().mu);
-  return pinned().erase(p) ? CUDA_SUCCESS : 713;
+  return pinned().erase(reinterpret_cast<uint64_t>(p)) ? CUDA_SUCCESS : 713;
+}
+CUresult f_host_device_pointer(CUdeviceptr* d, void* p, unsigned flags) {
+  std::lock_guard l(gpu().mu);
+  if (flags != 0 || !find_mapped_host(reinterpret_cast<uint64_t>(p), 1)) return CUDA_ERROR_INVALID_VALUE;
+  *d = reinterpret_cast<uint64_t>(p);
+  return CUDA_SUCCESS;
 }
 // ---- streams and events
 CUresult f_priority_range(int* least, int* greatest) {
@@ -605,6 +850,29 @@ CUresult f_stream_priority(CUstream s, int* priority) {
   FakeStream* st = stream_for_work(s);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   *priority = st->priority;
+  return CUDA_SUCCESS;
+}
+// Host functions run at once, like all the fake's work, on the caller's thread and without
+// the lock: the stub's gate blocks there until its guest has run the function. After a
+// fault both fail, as every call does in a context with an error.
+CUresult f_launch_host_func(CUstream s, CUhostFn fn, void* data) {
+  {
+    std::lock_guard l(gpu().mu);
+    if (!stream_for_work(s)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  if (gpu_poisoned()) return 700;
+  fn(data);
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_add_callback(CUstream s, CUstreamCallback cb, void* data, unsigned flags) {
+  {
+    std::lock_guard l(gpu().mu);
+    if (!stream_for_work(s)) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (!cb || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (gpu_poisoned()) return 700;
+  cb(s, CUDA_SUCCESS, data);
   return CUDA_SUCCESS;
 }
 CUresult f_event_create(CUevent* e, unsigned flags) {
@@ -697,6 +965,100 @@ CUresult f_memset_async(CUdeviceptr d, unsigned char v, size_t n, CUstream strea
   return f_memset(d, v, n);
 }
 
+// ---- limits, cache configuration, peer access. The fake's device has compute capability
+// 9.0: no device-runtime synchronize depth there (cuda_runtime_api.h: unsupported limit).
+// Its two devices can reach each other; a device and itself cannot (invalid device).
+FakeCtxState* current_state() {
+  if (!t_ctx) return nullptr;
+  auto it = ctx_state().find(t_ctx);
+  return it == ctx_state().end() ? nullptr : &it->second;
+}
+CUresult f_ctx_get_limit(size_t* v, int limit) {
+  std::lock_guard l(gpu().mu);
+  FakeCtxState* st = current_state();
+  if (!st) return 201;
+  if (limit < 0 || limit > 6 || limit == 3) return 215;  // CUDA_ERROR_UNSUPPORTED_LIMIT
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = st->limits[limit];
+  return CUDA_SUCCESS;
+}
+CUresult f_ctx_set_limit(int limit, size_t v) {
+  std::lock_guard l(gpu().mu);
+  FakeCtxState* st = current_state();
+  if (!st) return 201;
+  if (limit < 0 || limit > 6 || limit == 3) return 215;
+  if (limit == 5) v = std::min<size_t>(v, 128);  // the L2 fetch granularity is a hint, clamped
+  st->limits[limit] = v;
+  return CUDA_SUCCESS;
+}
+CUresult f_ctx_get_cache_config(int* c) {
+  std::lock_guard l(gpu().mu);
+  FakeCtxState* st = current_state();
+  if (!st) return 201;
+  *c = st->cache_config;
+  return CUDA_SUCCESS;
+}
+CUresult f_ctx_set_cache_config(int c) {
+  std::lock_guard l(gpu().mu);
+  FakeCtxState* st = current_state();
+  if (!st) return 201;
+  if (c < 0 || c > 3) return CUDA_ERROR_INVALID_VALUE;
+  st->cache_config = c;
+  return CUDA_SUCCESS;
+}
+CUresult f_func_set_cache_config(CUfunction f, int c) {
+  std::lock_guard l(gpu().mu);
+  if (!function_of(f)) return CUDA_ERROR_INVALID_HANDLE;
+  return c < 0 || c > 3 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+CUresult f_can_access_peer(int* can, CUdevice dev, CUdevice peer) {
+  if (dev < 0 || dev > 1 || peer < 0 || peer > 1) return CUDA_ERROR_INVALID_DEVICE;
+  *can = dev != peer;
+  return CUDA_SUCCESS;
+}
+CUresult f_enable_peer(CUcontext peer, unsigned flags) {
+  std::lock_guard l(gpu().mu);
+  FakeCtxState* st = current_state();
+  auto p = ctx_state().find(peer);
+  if (!st || p == ctx_state().end()) return 201;
+  if (flags) return CUDA_ERROR_INVALID_VALUE;
+  if (p->second.device == st->device) return CUDA_ERROR_INVALID_DEVICE;
+  if (!st->peers.insert(peer).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  return CUDA_SUCCESS;
+}
+CUresult f_disable_peer(CUcontext peer) {
+  std::lock_guard l(gpu().mu);
+  FakeCtxState* st = current_state();
+  if (!st || !ctx_state().contains(peer)) return 201;
+  return st->peers.erase(peer) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}
+CUresult f_p2p_attribute(int* v, int attr, CUdevice src, CUdevice dst) {
+  if (src < 0 || src > 1 || dst < 0 || dst > 1 || src == dst) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attr) {
+    case 1: *v = 0; return CUDA_SUCCESS;  // performance rank
+    case 2: case 3: case 4: *v = 1; return CUDA_SUCCESS;  // access, native atomics, arrays
+    case 5: *v = 0; return CUDA_SUCCESS;  // only partial atomics
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult f_memcpy_peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
+  {
+    std::lock_guard l(gpu().mu);
+    if (!ctx_state().contains(dc) || !ctx_state().contains(sc)) return 201;
+  }
+  return f_dtod(d, s, n);
+}
+CUresult f_memcpy_peer_async(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    if (!ctx_state().contains(dc) || !ctx_state().contains(sc)) return 201;
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return f_dtod(d, s, n);
+}
+
 CUresult f_error_name(CUresult r, const char** s) {
   *s = r == 0 ? "CUDA_SUCCESS" : "CUDA_ERROR (test executor)";
   return CUDA_SUCCESS;
@@ -712,6 +1074,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     g.mem.clear();
     g.global_ptrs.clear();
     g.contexts.clear();
+    ctx_state().clear();
     g.modules.clear();
     g.functions.clear();
     g.streams.clear();
@@ -719,6 +1082,11 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     g.events.clear();
     g.clock_ms = 0;
     g.hold = false;
+    g.reservations.clear();
+    g.phys.clear();
+    g.maps.clear();
+    g.next_va = 0x302000000ull;
+    g.move_hints = false;
   }
   api.cuInit = f_init;
   api.cuDriverGetVersion = f_version;
@@ -733,6 +1101,14 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuCtxSynchronize = f_sync;
   api.cuMemAlloc_v2 = f_alloc;
   api.cuMemFree_v2 = f_free;
+  api.cuMemAddressReserve = f_address_reserve;
+  api.cuMemAddressFree = f_address_free;
+  api.cuMemCreate = f_mem_create;
+  api.cuMemRelease = f_mem_release;
+  api.cuMemMap = f_mem_map;
+  api.cuMemUnmap = f_mem_unmap;
+  api.cuMemSetAccess = f_mem_set_access;
+  api.cuMemGetAllocationGranularity = f_granularity;
   api.cuMemcpyHtoD_v2 = f_htod;
   api.cuMemcpyDtoH_v2 = f_dtoh;
   api.cuMemcpyDtoD_v2 = f_dtod;
@@ -748,6 +1124,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuDevicePrimaryCtxRetain = f_primary;
   api.cuMemHostRegister_v2 = f_register;
   api.cuMemHostUnregister = f_unregister;
+  api.cuMemHostGetDevicePointer_v2 = f_host_device_pointer;
   api.cuCtxGetStreamPriorityRange = f_priority_range;
   api.cuStreamCreateWithPriority = f_stream_create;
   api.cuStreamDestroy_v2 = f_stream_destroy;
@@ -755,6 +1132,8 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuStreamQuery = f_stream_query;
   api.cuStreamWaitEvent = f_stream_wait_event;
   api.cuStreamGetPriority = f_stream_priority;
+  api.cuLaunchHostFunc = f_launch_host_func;
+  api.cuStreamAddCallback = f_stream_add_callback;
   api.cuEventCreate = f_event_create;
   api.cuEventDestroy_v2 = f_event_destroy;
   api.cuEventRecord = f_event_record;
@@ -770,18 +1149,50 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemAllocPitch_v2 = f_alloc_pitch;
   api.cuMemcpy2D_v2 = f_memcpy_2d;
   api.cuMemsetD2D8_v2 = f_memset_2d;
+  api.cuMemcpy2DAsync_v2 = f_memcpy_2d_async;
+  api.cuMemsetD2D8Async = f_memset_2d_async;
   api.cuFuncGetAttribute = f_func_get_attribute;
   api.cuFuncSetAttribute = f_func_set_attribute;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occupancy;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
+  api.cuCtxGetLimit = f_ctx_get_limit;
+  api.cuCtxSetLimit = f_ctx_set_limit;
+  api.cuCtxGetCacheConfig = f_ctx_get_cache_config;
+  api.cuCtxSetCacheConfig = f_ctx_set_cache_config;
+  api.cuFuncSetCacheConfig = f_func_set_cache_config;
+  api.cuDeviceCanAccessPeer = f_can_access_peer;
+  api.cuCtxEnablePeerAccess = f_enable_peer;
+  api.cuCtxDisablePeerAccess = f_disable_peer;
+  api.cuDeviceGetP2PAttribute = f_p2p_attribute;
+  api.cuMemcpyPeer = f_memcpy_peer;
+  api.cuMemcpyPeerAsync = f_memcpy_peer_async;
   api.origin = "vmcuda test executor (no GPU)";
 }
 
 uint64_t fake_allocated_bytes() {
   std::lock_guard l(gpu().mu);
   uint64_t s = 0;
-  for (auto& [p, v] : gpu().mem) s += v.size();
+  for (auto& [p, v] : gpu().mem)
+    if (!gpu().maps.contains(p)) s += v.size();  // mapped VMM memory: counted below
+  for (auto& [h, ph] : gpu().phys) s += ph.bytes;
   return s;
+}
+void fake_move_reservations(bool on) {
+  std::lock_guard l(gpu().mu);
+  gpu().move_hints = on;
+}
+unsigned fake_vmm_access(uint64_t va) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().maps.find(va);
+  return it == gpu().maps.end() ? 0 : it->second.access;
+}
+uint64_t fake_live_reservations() {
+  std::lock_guard l(gpu().mu);
+  return gpu().reservations.size();
+}
+uint64_t fake_vmm_mappings() {
+  std::lock_guard l(gpu().mu);
+  return gpu().maps.size();
 }
 uint64_t fake_live_contexts() {
   std::lock_guard l(gpu().mu);

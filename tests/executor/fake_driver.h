@@ -2,7 +2,9 @@
 // Device memory is host memory at fake device addresses; modules are images that
 // start with "VMCUDA-FAKE-MODULE"; kernels are CPU functions known by their mangled
 // name. It checks what the real driver would reject (unknown pointers, bad handles,
-// streams and events used from a context they do not belong to). Two devices (0, 1).
+// streams and events used from a context they do not belong to). Two devices (0, 1), which
+// can reach each other (peer access, cuMemcpyPeer); each context has its own limits (the
+// H200's defaults; no device-runtime sync depth at compute capability 9.0) and cache config.
 // Module variables live in fake device memory, made when first named; pitched
 // allocations have the texture alignment's pitch (512 bytes); function attributes and
 // occupancy come from each fake kernel's registers and shared memory.
@@ -25,8 +27,17 @@ inline constexpr uint64_t kTestGlobalBytes = 256;
 // Fills `api` with the fake's entry points and resets its state.
 // `recorded_profile`: pretend to be the GPU recorded in device_profile.inc (when built in).
 void install_fake_driver(host::DriverApi& api, bool recorded_profile = false);
-// Bytes of fake device memory currently allocated (to check for leaks).
+// Bytes of fake device memory currently allocated (to check for leaks): cuMemAlloc'd,
+// module variables and VMM physical memory (cuMemCreate, mapped or not).
 uint64_t fake_allocated_bytes();
+// VMM: while on, every cuMemAddressReserve hint is treated as taken, so the driver
+// returns another address, as the real one silently does.
+void fake_move_reservations(bool on);
+// Devices (bit d: device d) with RW access to the mapping at `va` (cuMemSetAccess); 0 when
+// none or nothing is mapped there.
+unsigned fake_vmm_access(uint64_t va);
+uint64_t fake_live_reservations();  // cuMemAddressReserve'd ranges not freed
+uint64_t fake_vmm_mappings();       // cuMemMap'd ranges not unmapped
 uint64_t fake_live_contexts();
 uint64_t fake_live_modules();
 uint64_t fake_pinned_ranges();  // host ranges registered (cuMemHostRegister)

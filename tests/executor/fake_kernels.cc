@@ -195,6 +195,17 @@ int managed_scale(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// tests/cuda/host_func.cu: void scale_add(int* p, int mul, int add, int n): p[i] = p[i] * mul + add
+int scale_add(void** params, const FakeLaunch& l) {
+  const auto p = arg<uint64_t>(params, 0);
+  const int mul = arg<int>(params, 1), add = arg<int>(params, 2);
+  const uint64_t count = count_of(l, arg<int>(params, 3));
+  std::byte* b = l.mem(p, count * 4);
+  if (!b && count) return 700;
+  for (uint64_t i = 0; i < count; ++i) store<int>(b, i, load<int>(b, i) * mul + add);
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
     // tests/cuda/managed_vars.cu
@@ -217,6 +228,8 @@ const FakeKernel kKernels[] = {
     // tests/cuda/mapped_memory.cu
     {"_Z7mm_fillPiii", {{0, 8}, {8, 4}, {12, 4}}, mm_fill, 10},
     {"_Z7mm_axpyPKiPiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, mm_axpy, 10},
+    // tests/cuda/host_func.cu
+    {"_Z9scale_addPiiii", {{0, 8}, {8, 4}, {12, 4}, {16, 4}}, scale_add, 8},
 };
 
 template <class T>

@@ -77,6 +77,14 @@ int main(int argc, char** argv) {
     CHECK(r.status == 0, "Malloc %d", r.status);
     p = r.reply.ptr;
   }
+  // Device memory comes from the client's VMM arena at its fixed range (host-stub/src/arena.h):
+  // the driver honoured the hint, large allocations lie back to back, granularity-rounded.
+  std::printf("arena [0x%llx, +0x%llx): 0x%llx 0x%llx 0x%llx\n", (unsigned long long)hs.reply.arena_base,
+              (unsigned long long)hs.reply.arena_bytes, (unsigned long long)d[0], (unsigned long long)d[1],
+              (unsigned long long)d[2]);
+  CHECK(hs.reply.arena_base == 0x500000000000ull && d[0] == hs.reply.arena_base && d[1] == d[0] + bytes &&
+            d[2] == d[1] + bytes,
+        "arena pointers");
   auto ha = slot->heap().allocate(bytes), hb = slot->heap().allocate(bytes), hc = slot->heap().allocate(bytes);
   auto* a = reinterpret_cast<float*>(ha->data);
   auto* b = reinterpret_cast<float*>(hb->data);

@@ -181,6 +181,25 @@ SAME_OFFSET(cudaChannelFormatDesc, y)
 SAME_OFFSET(cudaChannelFormatDesc, z)
 SAME_OFFSET(cudaChannelFormatDesc, w)
 SAME_OFFSET(cudaChannelFormatDesc, f)
+// Pitched memory and 3D copies (memory_3d.cc).
+SAME_LAYOUT(cudaPitchedPtr)
+SAME_OFFSET(cudaPitchedPtr, ptr)
+SAME_OFFSET(cudaPitchedPtr, pitch)
+SAME_OFFSET(cudaPitchedPtr, xsize)
+SAME_OFFSET(cudaPitchedPtr, ysize)
+SAME_LAYOUT(cudaExtent)
+SAME_OFFSET(cudaExtent, depth)
+SAME_LAYOUT(cudaPos)
+SAME_OFFSET(cudaPos, z)
+SAME_LAYOUT(cudaMemcpy3DParms)
+SAME_OFFSET(cudaMemcpy3DParms, srcArray)
+SAME_OFFSET(cudaMemcpy3DParms, srcPos)
+SAME_OFFSET(cudaMemcpy3DParms, srcPtr)
+SAME_OFFSET(cudaMemcpy3DParms, dstArray)
+SAME_OFFSET(cudaMemcpy3DParms, dstPos)
+SAME_OFFSET(cudaMemcpy3DParms, dstPtr)
+SAME_OFFSET(cudaMemcpy3DParms, extent)
+SAME_OFFSET(cudaMemcpy3DParms, kind)
 // Pointer and function attributes.
 SAME_LAYOUT(cudaPointerAttributes)
 SAME_OFFSET(cudaPointerAttributes, type)
@@ -237,6 +256,36 @@ static_assert(!vmcuda_test::SameAbi<int(int), int(int, int)>::value);
 // ---- device area: cudaDeviceProp, cudaDeviceAttr, the driver's CUdevice_attribute numbers
 // that guest-lib fills cudaDeviceProp from (device_props.h), and the entry points.
 VMCUDA_CUDART_DEVICE_HAND_WRITTEN(VMCUDA_EXPECT_SAME_ABI)
+// Limits, cache and shared memory configuration, peer attributes: the values travel to the
+// host as CUlimit, CUfunc_cache and CUdevice_P2PAttribute (the same numbers).
+#define SAME_VALUE(name) static_assert(static_cast<int>(::name) == static_cast<int>(ours::name), #name);
+SAME_VALUE(cudaLimitStackSize)
+SAME_VALUE(cudaLimitPrintfFifoSize)
+SAME_VALUE(cudaLimitMallocHeapSize)
+SAME_VALUE(cudaLimitDevRuntimeSyncDepth)
+SAME_VALUE(cudaLimitDevRuntimePendingLaunchCount)
+SAME_VALUE(cudaLimitMaxL2FetchGranularity)
+SAME_VALUE(cudaLimitPersistingL2CacheSize)
+static_assert(int{::CU_LIMIT_PERSISTING_L2_CACHE_SIZE} == vmcuda::host::CU_LIMIT_PERSISTING_L2_CACHE_SIZE);
+SAME_VALUE(cudaFuncCachePreferNone)
+SAME_VALUE(cudaFuncCachePreferShared)
+SAME_VALUE(cudaFuncCachePreferL1)
+SAME_VALUE(cudaFuncCachePreferEqual)
+static_assert(int{::CU_FUNC_CACHE_PREFER_EQUAL} == vmcuda::host::CU_FUNC_CACHE_PREFER_EQUAL);
+SAME_VALUE(cudaSharedMemBankSizeDefault)
+SAME_VALUE(cudaSharedMemBankSizeFourByte)
+SAME_VALUE(cudaSharedMemBankSizeEightByte)
+SAME_VALUE(cudaDevP2PAttrPerformanceRank)
+SAME_VALUE(cudaDevP2PAttrAccessSupported)
+SAME_VALUE(cudaDevP2PAttrNativeAtomicSupported)
+SAME_VALUE(cudaDevP2PAttrCudaArrayAccessSupported)
+SAME_VALUE(cudaDevP2PAttrOnlyPartialNativeAtomicSupported)
+static_assert(sizeof(::cudaLimit) == sizeof(ours::cudaLimit) && sizeof(::cudaFuncCache) == sizeof(ours::cudaFuncCache));
+static_assert(vmcuda::host::CUDA_ERROR_UNSUPPORTED_LIMIT == ::CUDA_ERROR_UNSUPPORTED_LIMIT &&
+              vmcuda::host::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED == ::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED &&
+              vmcuda::host::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED == ::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED &&
+              vmcuda::host::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED == ::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+#undef SAME_VALUE
 static_assert(sizeof(::cudaDeviceProp) == 1008 && sizeof(ours::cudaDeviceProp) == 1008);
 static_assert(alignof(::cudaDeviceProp) == alignof(ours::cudaDeviceProp));
 static_assert(sizeof(::cudaUUID_t) == sizeof(ours::cudaUUID_t) && offsetof(::cudaUUID_t, bytes) == 0);

@@ -300,7 +300,7 @@ TEST_F(Device, CanAccessPeer) {
     for (int b = 0; b < kDevices; ++b) {
       can = -1;
       EXPECT_EQ(cudaDeviceCanAccessPeer(&can, a, b), cudaSuccess);
-      EXPECT_EQ(can, 0);
+      EXPECT_EQ(can, a != b ? 1 : 0);  // the executor's two devices are peers; never itself
     }
   EXPECT_RECORDED(cudaDeviceCanAccessPeer(&can, 0, kDevices), cudaErrorInvalidDevice);
   EXPECT_RECORDED(cudaDeviceCanAccessPeer(&can, -1, 0), cudaErrorInvalidDevice);

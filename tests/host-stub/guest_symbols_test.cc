@@ -537,7 +537,13 @@ TEST_F(GuestPointers, AnsweredFromTheAllocationMap) {
   EXPECT_EQ(pa.type, cudaMemoryTypeHost);
   EXPECT_EQ(pa.device, 0);
   EXPECT_EQ(pa.hostPointer, static_cast<char*>(h) + 10);
-  EXPECT_EQ(pa.devicePointer, nullptr);  // not mapped into the device's address space yet
+  // Mapped into the device's address space (the shared heap): the same pointer when guest
+  // and host map the heap at one address, as UVA reports it natively; here, with both in one
+  // process, the host's, as cudaHostGetDevicePointer gives it.
+  void* dp = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&dp, h, 0), cudaSuccess);
+  EXPECT_NE(dp, nullptr);
+  EXPECT_EQ(pa.devicePointer, static_cast<char*>(dp) + 10);
   int local = 0;
   ASSERT_EQ(cudaPointerGetAttributes(&pa, &local), cudaSuccess);
   EXPECT_EQ(pa.type, cudaMemoryTypeUnregistered);

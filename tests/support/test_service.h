@@ -18,6 +18,7 @@ enum TestCall : uint32_t {
   kCallIndex = 0x103,   // -> uint64: how many calls this slot served before this one
   kFail = 0x104,        // -> returns the int32 status it is given
   kHeapChecksum = 0x105,// HeapRef -> uint64 FNV-1a of those heap bytes
+  kHeapAddress = 0x106, // HeapRef -> uint64: where this host process sees those bytes
 };
 
 struct XorCopyArgs {
@@ -82,6 +83,14 @@ class TestSlot : public SlotService {
         auto b = ctx.heap(r);
         if (!b) return static_cast<int32_t>(wire::ChannelStatus::kBadHeapRef);
         return put_u64(fnv1a(b->data(), b->size()));
+      }
+      case kHeapAddress: {
+        wire::HeapRef r;
+        if (args.size() != sizeof r) return static_cast<int32_t>(wire::ChannelStatus::kBadArguments);
+        std::memcpy(&r, args.data(), sizeof r);
+        auto b = ctx.heap(r);
+        if (!b) return static_cast<int32_t>(wire::ChannelStatus::kBadHeapRef);
+        return put_u64(reinterpret_cast<uint64_t>(b->data()));
       }
       case kSleepMs: {
         uint32_t ms;

@@ -1,5 +1,6 @@
 #include "vgpu_db/allocations.h"
 
+#include <iterator>
 #include <mutex>
 
 namespace vgpu_db {
@@ -23,6 +24,11 @@ std::optional<Allocation> AllocationMap::remove(uint64_t base, Allocation::Kind 
   return a;
 }
 
+size_t AllocationMap::remove_device(int device, Allocation::Kind kind) {
+  std::unique_lock l(mu_);
+  return std::erase_if(by_base_, [&](const auto& kv) { return kv.second.device == device && kv.second.kind == kind; });
+}
+
 std::optional<Allocation> AllocationMap::find(uint64_t ptr, uint64_t bytes) const {
   std::shared_lock l(mu_);
   auto it = by_base_.upper_bound(ptr);
@@ -33,6 +39,17 @@ std::optional<Allocation> AllocationMap::find(uint64_t ptr, uint64_t bytes) cons
   if (off >= a.bytes && !(off == 0 && a.bytes == 0)) return std::nullopt;
   if (bytes > a.bytes - off) return std::nullopt;
   return a;
+}
+
+std::optional<Allocation> AllocationMap::first_overlap(uint64_t ptr, uint64_t bytes) const {
+  std::shared_lock l(mu_);
+  auto it = by_base_.upper_bound(ptr);
+  if (it != by_base_.begin()) {
+    auto prev = std::prev(it);
+    if (ptr - prev->first < prev->second.bytes) return prev->second;  // holds ptr
+  }
+  if (it != by_base_.end() && it->first - ptr < bytes) return it->second;  // starts inside
+  return std::nullopt;
 }
 
 }  // namespace vgpu_db

@@ -14,6 +14,7 @@
 #include "vmrpc/fd.h"
 #include "vmrpc/ivshmem_protocol.h"
 #include "vmrpc/knobs.h"
+#include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
 
 namespace vmrpc {
@@ -208,6 +209,10 @@ std::unique_ptr<LocalConnection> LocalConnection::connect(const std::string& soc
   auto layout = Layout::from_header(*reinterpret_cast<const wire::RegionHeader*>(s.map.data()),
                                     static_cast<uint64_t>(st.st_size), &why);
   if (!layout) throw std::runtime_error("vmrpc: " + why);
+  // At the host's address when free, so that pointers into the heap mean the same on
+  // both sides (region().same_address() says whether it worked).
+  if (!map_at_host_address(s.memfd.get(), 0, *layout, s.map, &why))
+    VMRPC_LOG(kInfo, "client", "region not at the host's address: " + why);
   const uint32_t n = layout->slot_count;
   while (s.host_fds.size() < n || s.own_fds.size() < n) {
     next(v, fd);

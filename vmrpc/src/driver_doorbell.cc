@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "uapi/vmcuda.h"
+#include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
 
 namespace vmrpc {
@@ -55,6 +56,9 @@ std::unique_ptr<DriverDevice> DriverDevice::open(const std::string& path) {
       layout->host_peer_id != i.host_peer_id)
     throw std::runtime_error("vmrpc: " + path + ": driver and region header disagree (slot " +
                              std::to_string(i.slot) + " of " + std::to_string(i.slot_count) + ")");
+  // At the host's address when free (the driver's mmap takes the address like any file's).
+  if (!map_at_host_address(d->fd_.get(), 0, *layout, d->map_, &why))
+    VMRPC_LOG(kInfo, "client", path + ": region not at the host's address: " + why);
   d->region_ = RegionView(d->map_.data(), *layout);
   return d;
 }

@@ -331,8 +331,14 @@ void HostEndpoint::Impl::on_accept(int fd) {
     if (!c->memfd) throw_errno("memfd_create");
     if (::ftruncate(c->memfd.get(), static_cast<off_t>(layout_.region_bytes)) < 0) throw_errno("ftruncate region");
     c->map = Mapping::map_shared(c->memfd.get(), layout_.region_bytes, "region");
-    c->view = RegionView(c->map.data(), layout_);
-    layout_.write_header(c->view.header(), epoch_);
+    // The address where the serving process maps the region, for guests that map it at
+    // the same address: each worker maps it at a fixed one (its own address space), the
+    // threads of this process serve it at this mapping (distinct per connection).
+    Layout layout = layout_;
+    layout.host_map_address = opts_.spawn_worker ? opts_.worker_map_address
+                                                 : reinterpret_cast<uint64_t>(c->map.data());
+    c->view = RegionView(c->map.data(), layout);
+    layout.write_header(c->view.header(), epoch_);
     const uint32_t n = layout_.slot_count;
     c->slots = std::make_unique<SlotRuntime[]>(n);
     for (uint32_t i = 0; i < n; ++i) {
@@ -451,7 +457,8 @@ bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
   auto& ctl = c.view.control(slot);
   SlotRuntime& s = c.slots[slot];
   const WorkerSpec spec{c.memfd.get(), c.host_rx[slot].get(), c.guest_rx[slot].get(), slot, c.id,
-                        ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region};
+                        ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region,
+                        c.view.layout().host_map_address};
   pid_t pid = -1;
   try {
     pid = opts_.spawn_worker(spec);

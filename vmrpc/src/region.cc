@@ -1,7 +1,11 @@
 #include "vmrpc/region.h"
 
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstring>
 
+#include "vmrpc/fd.h"
 #include "vmrpc/knobs.h"
 
 namespace vmrpc {
@@ -104,6 +108,8 @@ std::optional<Layout> Layout::from_header(const wire::RegionHeader& src, uint64_
     fail(why, "region header layout does not match this library's layout rules");
     return std::nullopt;
   }
+  // Only a hint for where to map: an unaligned one is ignored (no same-address mapping).
+  l->host_map_address = h.host_map_address % wire::kPageBytes ? 0 : h.host_map_address;
   return l;
 }
 
@@ -123,7 +129,29 @@ void Layout::write_header(wire::RegionHeader& h, uint64_t host_epoch) const {
   n.host_peer_id = host_peer_id;
   n.guest_peer_id = guest_peer_id;
   n.host_epoch = host_epoch;
+  n.host_map_address = host_map_address;
   std::memcpy(&h, &n, sizeof n);
+}
+
+bool map_at_host_address(int fd, off_t offset, const Layout& layout, Mapping& map, std::string* why) {
+  const uint64_t want = layout.host_map_address;
+  if (want == 0) return fail(why, "the host maps the region at no fixed address");
+  if (reinterpret_cast<uint64_t>(map.data()) == want) return true;
+  if (knobs::kGuestSameAddress.get() == 0) return fail(why, "VMRPC_SAME_ADDRESS=0");
+  if (want + layout.region_bytes < want) return fail(why, "the host's address range wraps around");
+  void* p = ::mmap(reinterpret_cast<void*>(want), layout.region_bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_FIXED_NOREPLACE, fd, offset);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    return fail(why, std::string("the host's address is not free here (") + std::strerror(err) + ")");
+  }
+  if (reinterpret_cast<uint64_t>(p) != want) {
+    // A kernel older than 4.17 takes MAP_FIXED_NOREPLACE for a hint and maps elsewhere.
+    ::munmap(p, layout.region_bytes);
+    return fail(why, "the host's address is not free here");
+  }
+  map = Mapping(p, layout.region_bytes);  // unmaps the first mapping
+  return true;
 }
 
 std::optional<std::span<std::byte>> RegionView::resolve(const wire::HeapRef& ref) const {

@@ -85,7 +85,7 @@ void run_batch(const SlotServer& s, SlotService* svc, DecodedBatch& batch) {
     ordering::store_relaxed(ctl.frames_done, 0u);
     return;
   }
-  const CallContext ctx{s.info, s.view};
+  const CallContext ctx{s.info, s.view, s.stop};
   bool failed = false;
   uint32_t done = 0;
   for (const auto& f : batch.frames) {

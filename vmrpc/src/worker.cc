@@ -2,10 +2,12 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -32,7 +34,8 @@ int spawn_worker_process(const std::string& exe, const std::vector<std::string>&
       std::to_string(spec.region.slot_bytes),
       std::to_string(spec.region.heap_page_bytes),
       std::to_string(spec.region.host_peer_id),
-      std::to_string(spec.region.guest_peer_id)};
+      std::to_string(spec.region.guest_peer_id),
+      std::to_string(spec.map_address)};
   all.insert(all.end(), worker_args.begin(), worker_args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
@@ -67,12 +70,54 @@ bool is_worker_invocation(int argc, char** argv) {
   return false;
 }
 
+namespace {
+// The region as map_worker_region() mapped it, for run_worker().
+Mapping& worker_mapping() {
+  static Mapping m;
+  return m;
+}
+// The argument after kWorkerFlag at `i` (1-based); 0 when absent.
+uint64_t worker_arg(int argc, char** argv, int i) {
+  int at = 1;
+  while (at < argc && std::strcmp(argv[at], kWorkerFlag) != 0) ++at;
+  return at + i < argc ? std::strtoull(argv[at + i], nullptr, 10) : 0;
+}
+}  // namespace
+
+bool map_worker_region(int argc, char** argv) {
+  if (worker_mapping()) return true;
+  const uint64_t bytes = worker_arg(argc, argv, 5), at = worker_arg(argc, argv, 11);
+  struct stat st{};
+  if (bytes == 0 || ::fstat(kWorkerMemfd, &st) < 0 || static_cast<uint64_t>(st.st_size) != bytes) {
+    std::fprintf(stderr, "vmrpc worker: fd %d is not a region of %llu bytes\n", kWorkerMemfd,
+                 static_cast<unsigned long long>(bytes));
+    return false;
+  }
+  if (at == 0) {
+    worker_mapping() = Mapping::map_shared(kWorkerMemfd, bytes, "worker region");
+    return true;
+  }
+  // The guest maps the region at this address too (it read it from the header): only
+  // there may this worker serve it, or the pointers they share would name other bytes.
+  void* p = ::mmap(reinterpret_cast<void*>(at), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+                   kWorkerMemfd, 0);
+  if (p == MAP_FAILED || reinterpret_cast<uint64_t>(p) != at) {
+    const int err = p == MAP_FAILED ? errno : EEXIST;
+    if (p != MAP_FAILED) ::munmap(p, bytes);
+    std::fprintf(stderr, "vmrpc worker: cannot map the region at 0x%llx (%s); choose another address with "
+                 "VMRPC_WORKER_MAP_ADDRESS\n", static_cast<unsigned long long>(at), std::strerror(err));
+    return false;
+  }
+  worker_mapping() = Mapping(p, bytes);
+  return true;
+}
+
 int run_worker(int argc, char** argv, Service& service) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // no worker outlives the endpoint
   int at = 1;
   while (at < argc && std::strcmp(argv[at], kWorkerFlag) != 0) ++at;
   if (argc - at < 11) {
-    std::fprintf(stderr, "vmrpc worker: expected 10 arguments after %s\n", kWorkerFlag);
+    std::fprintf(stderr, "vmrpc worker: expected 10 or 11 arguments after %s\n", kWorkerFlag);
     return 2;
   }
   auto u = [&](int i) { return std::strtoull(argv[at + i], nullptr, 10); };
@@ -89,7 +134,9 @@ int run_worker(int argc, char** argv, Service& service) {
     std::fprintf(stderr, "vmrpc worker: the region does not match the arguments %s\n", why.c_str());
     return 2;
   }
-  Mapping map = Mapping::map_shared(kWorkerMemfd, cfg.region_bytes, "worker region");
+  if (!map_worker_region(argc, argv)) return 2;
+  Mapping map = std::move(worker_mapping());
+  layout->host_map_address = worker_arg(argc, argv, 11);
   RegionView view(map.data(), *layout);
   std::unique_ptr<SlotService> svc;
   try {

@@ -36,6 +36,18 @@ VMCUDA_CUDART_API cudaError_t cudaMemset(void* devPtr, int value, size_t count);
 VMCUDA_CUDART_API cudaError_t cudaMallocHost(void** ptr, size_t size);
 VMCUDA_CUDART_API cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags);
 VMCUDA_CUDART_API cudaError_t cudaFreeHost(void* ptr);
+VMCUDA_CUDART_API cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaHostGetFlags(unsigned int* pFlags, void* pHost);
+VMCUDA_CUDART_API cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaHostUnregister(void* ptr);
+VMCUDA_CUDART_API cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMemLocation location,
+                                                   unsigned int flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count,
+                                                        struct cudaMemLocation location, unsigned int flags,
+                                                        cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
+                                            struct cudaMemLocation location);
 
 // launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack and launches.
 VMCUDA_CUDART_API cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
@@ -85,6 +97,13 @@ VMCUDA_CUDART_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* priority);
+// host functions (guest-lib/src/host_func.cc): run in this process, in stream order.
+VMCUDA_CUDART_API cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData);
+VMCUDA_CUDART_API cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
+                                                    unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void* userData);
+VMCUDA_CUDART_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+                                                         void* userData, unsigned int flags);
 
 // event area (guest-lib/src/event.cc)
 VMCUDA_CUDART_API cudaError_t cudaEventCreate(cudaEvent_t* event);
@@ -112,6 +131,25 @@ VMCUDA_CUDART_API cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size
 VMCUDA_CUDART_API cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
                                            size_t height, enum cudaMemcpyKind kind);
 VMCUDA_CUDART_API cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                                size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,
+                                                cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                                     size_t width, size_t height, enum cudaMemcpyKind kind,
+                                                     cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemset2DAsync_ptsz(void* devPtr, size_t pitch, int value, size_t width,
+                                                     size_t height, cudaStream_t stream);
+// 3D pitched memory (guest-lib/src/memory_3d.cc): made of the 2D calls, slice by slice.
+VMCUDA_CUDART_API cudaError_t cudaMalloc3D(struct cudaPitchedPtr* pitchedDevPtr, struct cudaExtent extent);
+VMCUDA_CUDART_API cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+VMCUDA_CUDART_API cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
+                                                cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value,
+                                                     struct cudaExtent extent, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr);
 
 // module variables (guest-lib/src/symbol.cc): __device__ and __constant__ variables by
@@ -171,6 +209,13 @@ VMCUDA_CUDART_END
   X(cudaMallocHost)                          \
   X(cudaHostAlloc)                           \
   X(cudaFreeHost)                            \
+  X(cudaHostGetDevicePointer)                \
+  X(cudaHostGetFlags)                        \
+  X(cudaHostRegister)                        \
+  X(cudaHostUnregister)                      \
+  X(cudaMallocManaged)                       \
+  X(cudaMemAdvise)                           \
+  X(cudaMemPrefetchAsync)                    \
   X(cudaLaunchKernel)                        \
   X(cudaGetKernel)                           \
   VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X) \
@@ -198,7 +243,9 @@ VMCUDA_CUDART_END
   X(cudaEventDestroy)                              \
   X(cudaEventElapsedTime)                          \
   X(cudaMemcpyAsync)                               \
-  X(cudaMemsetAsync)
+  X(cudaMemsetAsync)                               \
+  X(cudaLaunchHostFunc)                            \
+  X(cudaStreamAddCallback)
 
 /// Module variables, pitched memory and 2D copies, pointer attributes, function attributes
 /// and occupancy (for the parity test, through the public list; the _ptsz variants are
@@ -213,6 +260,13 @@ VMCUDA_CUDART_END
   X(cudaMallocPitch)                                    \
   X(cudaMemcpy2D)                                       \
   X(cudaMemset2D)                                       \
+  X(cudaMemcpy2DAsync)                                  \
+  X(cudaMemset2DAsync)                                  \
+  X(cudaMalloc3D)                                       \
+  X(cudaMemset3D)                                       \
+  X(cudaMemset3DAsync)                                  \
+  X(cudaMemcpy3D)                                       \
+  X(cudaMemcpy3DAsync)                                  \
   X(cudaPointerGetAttributes)                           \
   X(cudaFuncGetAttributes)                              \
   X(cudaFuncSetAttribute)                               \
@@ -253,6 +307,22 @@ VMCUDA_CUDART_API cudaError_t cudaGetDeviceFlags(unsigned int* flags);
 VMCUDA_CUDART_API cudaError_t cudaDeviceSynchronize(void);
 VMCUDA_CUDART_API cudaError_t cudaDeviceReset(void);
 VMCUDA_CUDART_API cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
+VMCUDA_CUDART_API cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* pCacheConfig);
+VMCUDA_CUDART_API cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig);
+VMCUDA_CUDART_API cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheConfig);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig* pConfig);
+VMCUDA_CUDART_API cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config);
+VMCUDA_CUDART_API cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfig config);
+// peer access (guest-lib/src/peer.cc)
+VMCUDA_CUDART_API cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaDeviceDisablePeerAccess(int peerDevice);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr attr, int srcDevice,
+                                                        int dstDevice);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice,
+                                                  size_t count, cudaStream_t stream);
 VMCUDA_CUDART_END
 
 /// The device area's hand-written entry points (for the parity test).
@@ -272,4 +342,17 @@ VMCUDA_CUDART_END
   X(cudaGetDeviceFlags)                      \
   X(cudaDeviceSynchronize)                   \
   X(cudaDeviceReset)                         \
-  X(cudaMemGetInfo)
+  X(cudaMemGetInfo)                          \
+  X(cudaDeviceSetLimit)                      \
+  X(cudaDeviceGetLimit)                      \
+  X(cudaDeviceGetCacheConfig)                \
+  X(cudaDeviceSetCacheConfig)                \
+  X(cudaFuncSetCacheConfig)                  \
+  X(cudaDeviceGetSharedMemConfig)            \
+  X(cudaDeviceSetSharedMemConfig)            \
+  X(cudaFuncSetSharedMemConfig)              \
+  X(cudaDeviceEnablePeerAccess)              \
+  X(cudaDeviceDisablePeerAccess)             \
+  X(cudaDeviceGetP2PAttribute)               \
+  X(cudaMemcpyPeer)                          \
+  X(cudaMemcpyPeerAsync)

@@ -104,6 +104,38 @@ enum cudaMemcpyKind {
   cudaMemcpyDefault = 4,
 };
 
+/// driver_types.h: pitched memory and 3D copies (cudaMalloc3D, cudaMemset3D, cudaMemcpy3D;
+/// memory_3d.cc). Arrays are opaque: vmcuda does not remote them yet.
+typedef struct cudaArray* cudaArray_t;
+struct cudaPitchedPtr {
+  void* ptr;
+  size_t pitch;
+  size_t xsize;
+  size_t ysize;
+};
+struct cudaExtent {
+  size_t width;
+  size_t height;
+  size_t depth;
+};
+struct cudaPos {
+  size_t x;
+  size_t y;
+  size_t z;
+};
+struct cudaMemcpy3DParms {
+  cudaArray_t srcArray;
+  struct cudaPos srcPos;
+  struct cudaPitchedPtr srcPtr;
+  cudaArray_t dstArray;
+  struct cudaPos dstPos;
+  struct cudaPitchedPtr dstPtr;
+  struct cudaExtent extent;
+  enum cudaMemcpyKind kind;
+};
+static_assert(sizeof(cudaMemcpy3DParms) == 160 && offsetof(cudaMemcpy3DParms, dstArray) == 64 &&
+              offsetof(cudaMemcpy3DParms, extent) == 128 && offsetof(cudaMemcpy3DParms, kind) == 152);
+
 /// driver_types.h: cudaMemoryType and cudaPointerAttributes (cudaPointerGetAttributes).
 enum cudaMemoryType {
   cudaMemoryTypeUnregistered = 0,
@@ -119,6 +151,29 @@ struct cudaPointerAttributes {
   long reserved[8];
 };
 static_assert(sizeof(cudaPointerAttributes) == 88 && offsetof(cudaPointerAttributes, devicePointer) == 8);
+
+/// driver_types.h: memory locations and advice (cudaMemPrefetchAsync, cudaMemAdvise).
+enum cudaMemLocationType {
+  cudaMemLocationTypeInvalid = 0,
+  cudaMemLocationTypeNone = 0,
+  cudaMemLocationTypeDevice = 1,
+  cudaMemLocationTypeHost = 2,
+  cudaMemLocationTypeHostNuma = 3,
+  cudaMemLocationTypeHostNumaCurrent = 4,
+};
+struct cudaMemLocation {
+  enum cudaMemLocationType type;
+  int id;
+};
+static_assert(sizeof(cudaMemLocation) == 8);
+enum cudaMemoryAdvise {
+  cudaMemAdviseSetReadMostly = 1,
+  cudaMemAdviseUnsetReadMostly = 2,
+  cudaMemAdviseSetPreferredLocation = 3,
+  cudaMemAdviseUnsetPreferredLocation = 4,
+  cudaMemAdviseSetAccessedBy = 5,
+  cudaMemAdviseUnsetAccessedBy = 6,
+};
 
 /// driver_types.h: cudaFuncAttributes (cudaFuncGetAttributes) and cudaFuncAttribute
 /// (cudaFuncSetAttribute; the same numbers as the driver's CUfunction_attribute).
@@ -154,6 +209,34 @@ enum cudaFuncAttribute {
   cudaFuncAttributeClusterSchedulingPolicyPreference = 15,
   cudaFuncAttributeMax
 };
+/// driver_types.h: limits, cache and shared memory configuration, peer attributes (device.cc, peer.cc).
+enum cudaLimit {
+  cudaLimitStackSize = 0x00,
+  cudaLimitPrintfFifoSize = 0x01,
+  cudaLimitMallocHeapSize = 0x02,
+  cudaLimitDevRuntimeSyncDepth = 0x03,
+  cudaLimitDevRuntimePendingLaunchCount = 0x04,
+  cudaLimitMaxL2FetchGranularity = 0x05,
+  cudaLimitPersistingL2CacheSize = 0x06
+};
+enum cudaFuncCache {
+  cudaFuncCachePreferNone = 0,
+  cudaFuncCachePreferShared = 1,
+  cudaFuncCachePreferL1 = 2,
+  cudaFuncCachePreferEqual = 3
+};
+enum cudaSharedMemConfig {
+  cudaSharedMemBankSizeDefault = 0,
+  cudaSharedMemBankSizeFourByte = 1,
+  cudaSharedMemBankSizeEightByte = 2
+};
+enum cudaDeviceP2PAttr {
+  cudaDevP2PAttrPerformanceRank = 1,
+  cudaDevP2PAttrAccessSupported = 2,
+  cudaDevP2PAttrNativeAtomicSupported = 3,
+  cudaDevP2PAttrCudaArrayAccessSupported = 4,
+  cudaDevP2PAttrOnlyPartialNativeAtomicSupported = 5
+};
 
 /// Opaque handles. The guest library makes these up itself (virtual handles); only their
 /// size (a pointer) is fixed by the ABI.
@@ -161,7 +244,27 @@ typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUkern_st* cudaKernel_t;
 
+/// Host functions (cudaLaunchHostFunc, cudaStreamAddCallback; CUDART_CB is empty on Linux).
+typedef void (*cudaHostFn_t)(void* userData);
+typedef void (*cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void* userData);
+
 VMCUDA_CUDART_END
+
+/// driver_types.h: cudaHostAlloc, cudaHostRegister and cudaMallocManaged flags. Macros, as NVIDIA's are.
+#ifndef cudaHostAllocDefault
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+#define cudaHostAllocMapped 0x02
+#define cudaHostAllocWriteCombined 0x04
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostRegisterMapped 0x02
+#define cudaHostRegisterIoMemory 0x04
+#define cudaHostRegisterReadOnly 0x08
+#define cudaMemAttachGlobal 0x01
+#define cudaMemAttachHost 0x02
+#define cudaMemAttachSingle 0x04
+#endif
 
 /// driver_types.h: the device id of no device, and the occupancy flags. Macros, as NVIDIA's are.
 #ifndef cudaInvalidDeviceId

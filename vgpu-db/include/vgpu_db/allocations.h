@@ -14,12 +14,15 @@
 namespace vgpu_db {
 
 struct Allocation {
-  enum Kind { kDevice, kPinnedHost, kModuleGlobal };
+  // kManaged: cudaMallocManaged, a pinned and mapped block of the shared heap at the same
+  // address on both sides; kRegisteredHost: cudaHostRegister'ed app memory outside the heap.
+  enum Kind { kDevice, kPinnedHost, kModuleGlobal, kManaged, kRegisteredHost };
   uint64_t base = 0;
   uint64_t bytes = 0;
   Kind kind = kDevice;
   int device = 0;
-  uint64_t heap_offset = 0;  // kPinnedHost: where in the shared heap
+  uint64_t heap_offset = 0;  // kPinnedHost, kManaged: where in the shared heap
+  unsigned flags = 0;        // kPinnedHost: cudaHostAlloc's; kRegisteredHost: cudaHostRegister's
 
   // Device memory: a cudaMalloc'ed block or a module variable's storage.
   bool is_device() const { return kind == kDevice || kind == kModuleGlobal; }
@@ -32,8 +35,12 @@ class AllocationMap {
   void add(const Allocation& a);
   // Removes the allocation that starts at `base`; nothing when there is none.
   std::optional<Allocation> remove(uint64_t base, Allocation::Kind kind);
+  // Removes every allocation of `kind` on `device` (cudaDeviceReset); returns how many.
+  size_t remove_device(int device, Allocation::Kind kind);
   // The allocation that holds [ptr, ptr + bytes), if one does.
   std::optional<Allocation> find(uint64_t ptr, uint64_t bytes = 1) const;
+  // The lowest allocation that shares a byte with [ptr, ptr + bytes), if any does.
+  std::optional<Allocation> first_overlap(uint64_t ptr, uint64_t bytes) const;
 
  private:
   mutable std::shared_mutex mu_;

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "vmrpc/knobs.h"
 #include "vmrpc/region.h"
 #include "vmrpc/service.h"
 
@@ -33,6 +34,7 @@ struct WorkerSpec {
   uint32_t owner_tag;
   uint64_t host_epoch;
   RegionConfig region;
+  uint64_t map_address;  // where the worker must map the region (RegionHeader::host_map_address; 0: anywhere)
 };
 
 struct HostEndpointOptions {
@@ -45,6 +47,10 @@ struct HostEndpointOptions {
   // context of a process) cannot break anyone else's. The endpoint watches the worker,
   // kills it when the connection goes, and frees the slot when it ends.
   std::function<int(const WorkerSpec&)> spawn_worker;
+  // Worker mode: the address every worker maps its region at, written into the header
+  // (RegionHeader::host_map_address) so that guests can map it there too. Workers map it
+  // before anything else, so it is free in them; 0: anywhere (no same-address mapping).
+  uint64_t worker_map_address = static_cast<uint64_t>(knobs::kWorkerMapAddress.get());
 };
 
 struct HostEndpointStats {

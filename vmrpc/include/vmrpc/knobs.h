@@ -52,6 +52,10 @@ VMRPC_KNOB(kRegionBytes, "VMRPC_REGION_BYTES", 1ll << 30,
 VMRPC_KNOB(kSlotCount, "VMRPC_SLOTS", 16, "client slots per region (= MSI-X vectors)");
 VMRPC_KNOB(kSlotBytes, "VMRPC_SLOT_BYTES", 1ll << 20, "control page + RPC stack per slot");
 VMRPC_KNOB(kHeapPageBytes, "VMRPC_HEAP_PAGE_BYTES", 4096, "allocation unit of the shared heap");
+VMRPC_KNOB(kWorkerMapAddress, "VMRPC_WORKER_MAP_ADDRESS", 0x600000000000ll,
+           "address at which each worker process maps its region (RegionHeader::host_map_address); 0: anywhere");
+VMRPC_KNOB(kGuestSameAddress, "VMRPC_SAME_ADDRESS", 1,
+           "1: a guest maps the region at the host's address when it is free there; 0: never (tests)");
 VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");
 
 #undef VMRPC_KNOB

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <sys/types.h>
 
 #include "vmrpc/wire.h"
 
@@ -36,6 +37,9 @@ struct Layout {
   uint32_t heap_page_bytes = 0;
   uint32_t host_peer_id = 0;
   uint32_t guest_peer_id = 0;
+  // Where the serving host process maps the region (RegionHeader::host_map_address; 0:
+  // not fixed). Per connection, so plan() leaves it 0 and the endpoint sets it.
+  uint64_t host_map_address = 0;
 
   uint64_t heap_pages() const { return heap_page_bytes ? heap_bytes / heap_page_bytes : 0; }
   uint32_t stack_bytes() const { return slot_bytes - wire::kPageBytes; }
@@ -58,6 +62,11 @@ class RegionView {
 
   const Layout& layout() const { return layout_; }
   std::byte* base() const { return base_; }
+  // Whether this mapping is at the host's address (RegionHeader::host_map_address): then a
+  // pointer into the region means the same bytes on both sides.
+  bool same_address() const {
+    return layout_.host_map_address != 0 && reinterpret_cast<uint64_t>(base_) == layout_.host_map_address;
+  }
   wire::RegionHeader& header() const { return *reinterpret_cast<wire::RegionHeader*>(base_); }
   wire::SlotControl& control(uint32_t slot) const {
     return *reinterpret_cast<wire::SlotControl*>(base_ + layout_.slot_offset(slot));
@@ -77,5 +86,14 @@ class RegionView {
   std::byte* base_ = nullptr;
   Layout layout_{};
 };
+
+class Mapping;
+
+// Guest side: `map` holds the whole region of `fd` (at `offset`), its header checked into
+// `layout`. When the header names a host address and `map` is not there yet, maps the
+// region again at that address if it is free (MAP_FIXED_NOREPLACE; knob
+// VMRPC_SAME_ADDRESS=0 turns this off) and replaces `map` with it; otherwise keeps `map`
+// and says why in `*why`. Returns whether `map` is now at the host's address.
+bool map_at_host_address(int fd, off_t offset, const Layout& layout, Mapping& map, std::string* why);
 
 }  // namespace vmrpc

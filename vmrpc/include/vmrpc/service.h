@@ -2,6 +2,7 @@
 // dispatcher, or a test service). vmrpc itself knows nothing of CUDA.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -22,6 +23,9 @@ struct SlotInfo {
 struct CallContext {
   const SlotInfo& slot;
   const RegionView& region;
+  // Set when the endpoint stops serving this slot (a local client's connection died, the
+  // endpoint shuts down): a handler that waits on the guest must give up then. May be null.
+  const std::atomic<bool>* stop = nullptr;
   // Bytes of the shared heap `ref` names, or nothing if it points outside the heap.
   // The guest may change these bytes at any time: copy what you must check.
   std::optional<std::span<std::byte>> heap(const wire::HeapRef& ref) const { return region.resolve(ref); }

@@ -37,9 +37,14 @@ struct RegionHeader {
   uint32_t guest_peer_id;      // ivshmem peer id the region's guest was given (0)
   uint32_t reserved0;
   uint64_t host_epoch;         // changes each time a host endpoint (re)initialises
-  uint8_t reserved[56];
+  // Where the host process that serves this region's slots maps it (0: not fixed). A
+  // guest that maps the region at the same address shares pointers into it with the host
+  // (mapped pinned memory under unified addressing): see README.md, "Same address".
+  uint64_t host_map_address;
+  uint8_t reserved[48];
 };
 static_assert(sizeof(RegionHeader) == 144);
+static_assert(offsetof(RegionHeader, host_map_address) == 88);
 static_assert(offsetof(RegionHeader, slot_count) == 24);
 static_assert(offsetof(RegionHeader, heap_page_bytes) == 64);
 static_assert(offsetof(RegionHeader, host_epoch) == 80);

@@ -24,7 +24,14 @@ int spawn_worker_process(const std::string& exe, const std::vector<std::string>&
 // Whether argv asks for a worker (kWorkerFlag is present).
 bool is_worker_invocation(int argc, char** argv);
 
-// The worker's side: maps the region from fd 3, checks its layout against the
+// The worker's first step, before anything else maps memory (before cuInit, so that the
+// driver's address reservations avoid it): maps the region from fd 3 at the address the
+// endpoint chose (WorkerSpec::map_address, the 11th worker argument; anywhere when 0 or
+// absent). False (and a message on stderr) when that address is taken. run_worker() does
+// it itself when it was not done.
+bool map_worker_region(int argc, char** argv);
+
+// The worker's side: maps the region from fd 3 (map_worker_region), checks its layout against the
 // arguments, opens a slot service from `service` and serves the slot until the client
 // releases it (exit status 0) or the endpoint kills the worker. Returns the exit status:
 // 2 for bad arguments. The worker dies with its parent (PR_SET_PDEATHSIG).

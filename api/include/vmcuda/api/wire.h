@@ -16,8 +16,13 @@ struct HandshakeReply {
   int32_t device_count;    // devices this stub gives the guest (cudaSetDevice indexes them)
   int32_t driver_version;  // cuDriverGetVersion
   uint64_t memory_quota;   // device bytes per client (~0: none)
+  // The client's device arena (host-stub/src/arena.h): every device pointer it gets lies
+  // in [arena_base, arena_base + arena_bytes); the guest reserves that range in its own
+  // address space so that no host pointer can equal a device pointer. 0, 0: none.
+  uint64_t arena_base;
+  uint64_t arena_bytes;
 };
-static_assert(sizeof(HandshakeReply) == 16);
+static_assert(sizeof(HandshakeReply) == 32);
 
 struct DeviceArgs { int32_t device; uint32_t pad; };
 
@@ -33,6 +38,42 @@ struct DevicePropertiesReply {
 static_assert(sizeof(DevicePropertiesReply) == 256 + 16 + 8 + 4 * kDeviceAttributeSlots);
 
 struct MemInfoReply { uint64_t free_bytes; uint64_t total_bytes; };
+
+// ---- limits and cache configuration (cudaLimit == CUlimit, cudaFuncCache == CUfunc_cache).
+struct LimitArgs { int32_t limit; uint32_t pad; };
+static_assert(sizeof(LimitArgs) == 8);
+struct SetLimitArgs { uint64_t value; int32_t limit; uint32_t pad; };
+static_assert(sizeof(SetLimitArgs) == 16);
+// The limit's value (after a set: what the driver made of the request, rounded or clamped).
+struct LimitReply { uint64_t value; };
+struct CacheConfigArgs { int32_t config; uint32_t pad; };
+static_assert(sizeof(CacheConfigArgs) == 8);
+struct CacheConfigReply { int32_t config; uint32_t pad; };
+static_assert(sizeof(CacheConfigReply) == 8);
+struct FuncCacheConfigArgs { uint64_t function; int32_t config; uint32_t pad; };
+static_assert(sizeof(FuncCacheConfigArgs) == 16);
+
+// ---- peer access: devices are guest device indexes.
+struct PeerArgs { int32_t device; int32_t peer; };
+static_assert(sizeof(PeerArgs) == 8);
+struct PeerReply { int32_t value; uint32_t pad; };
+static_assert(sizeof(PeerReply) == 8);
+// From the current device to `peer`; flags must be 0.
+struct PeerAccessArgs { int32_t peer; uint32_t flags; };
+static_assert(sizeof(PeerAccessArgs) == 8);
+struct P2PAttributeArgs { int32_t attribute; int32_t src; int32_t dst; uint32_t pad; };  // cudaDeviceP2PAttr
+static_assert(sizeof(P2PAttributeArgs) == 16);
+struct MemcpyPeerArgs { uint64_t dst; uint64_t src; uint64_t bytes; int32_t dst_device; int32_t src_device; };
+static_assert(sizeof(MemcpyPeerArgs) == 32);
+struct MemcpyPeerAsyncArgs {
+  uint64_t dst;
+  uint64_t src;
+  uint64_t bytes;
+  int32_t dst_device;
+  int32_t src_device;
+  uint64_t stream;  // a guest stream handle
+};
+static_assert(sizeof(MemcpyPeerAsyncArgs) == 40);
 
 struct MallocArgs { uint64_t bytes; };
 struct PtrReply { uint64_t ptr; };
@@ -107,6 +148,42 @@ struct Copy2DDeviceArgs {
 static_assert(sizeof(Copy2DDeviceArgs) == 48);
 struct Memset2DArgs { uint64_t dst; uint64_t pitch; uint64_t width; uint64_t height; uint32_t value; uint32_t pad; };
 static_assert(sizeof(Memset2DArgs) == 40);
+// Async 2D copies and memsets (cudaMemcpy2DAsync, cudaMemset2DAsync): the same regions on a
+// guest stream handle; heap copies take kHeapCopyWait as CopyHeapAsyncArgs do.
+struct Copy2DInlineAsyncArgs { uint64_t device; uint64_t device_pitch; uint64_t width; uint64_t height; uint64_t stream; };
+static_assert(sizeof(Copy2DInlineAsyncArgs) == 40);
+struct Copy2DHeapAsyncArgs {
+  uint64_t device;
+  uint64_t device_pitch;
+  uint64_t width;
+  uint64_t height;
+  vmrpc::wire::HeapRef host;
+  uint64_t host_pitch;
+  uint64_t stream;
+  uint32_t flags;  // kHeapCopyWait
+  uint32_t pad;
+};
+static_assert(sizeof(Copy2DHeapAsyncArgs) == 72 && offsetof(Copy2DHeapAsyncArgs, host) == 32);
+struct Copy2DDeviceAsyncArgs {
+  uint64_t dst;
+  uint64_t dst_pitch;
+  uint64_t src;
+  uint64_t src_pitch;
+  uint64_t width;
+  uint64_t height;
+  uint64_t stream;
+};
+static_assert(sizeof(Copy2DDeviceAsyncArgs) == 56);
+struct Memset2DAsyncArgs {
+  uint64_t dst;
+  uint64_t pitch;
+  uint64_t width;
+  uint64_t height;
+  uint32_t value;
+  uint32_t pad;
+  uint64_t stream;
+};
+static_assert(sizeof(Memset2DAsyncArgs) == 48);
 
 struct ModuleLoadArgs { vmrpc::wire::HeapRef image; };
 struct HandleReply { uint64_t handle; };
@@ -124,6 +201,20 @@ struct GetGlobalArgs { uint64_t module; uint32_t name_bytes; uint32_t pad; };
 static_assert(sizeof(GetGlobalArgs) == 16);
 struct GlobalReply { uint64_t ptr; uint64_t bytes; };
 static_assert(sizeof(GlobalReply) == 16);
+
+// A module's __managed__ variable (its name follows the struct, name_bytes, no terminator)
+// bound to `shadow`: heap bytes of exactly the variable's size, filled with its value. The
+// reply is the binding's handle and the variable's device address and size. With
+// kManagedBindKeep (the shadow is bound on another device already) the shadow keeps its
+// bytes, and the next launch gives them to this device's variable.
+inline constexpr uint32_t kManagedBindKeep = 1u << 0;
+struct ManagedBindArgs { uint64_t module; vmrpc::wire::HeapRef shadow; uint32_t name_bytes; uint32_t flags; };
+static_assert(sizeof(ManagedBindArgs) == 32);
+struct ManagedBindReply { uint64_t var; uint64_t ptr; uint64_t bytes; };
+static_assert(sizeof(ManagedBindReply) == 24);
+inline constexpr uint32_t kManagedPull = 1u << 0;
+struct ManagedSyncArgs { uint64_t var; uint64_t stream; uint32_t flags; uint32_t pad; };  // flags: kManagedPull
+static_assert(sizeof(ManagedSyncArgs) == 24);
 
 // Followed by arg_bytes of packed parameters (laid out as ParamInfo says).
 struct LaunchArgs {
@@ -175,6 +266,31 @@ static_assert(sizeof(StreamPriorityReply) == 8);
 // cudaDeviceGetStreamPriorityRange of the current device.
 struct StreamPriorityRangeReply { int32_t least; int32_t greatest; };
 static_assert(sizeof(StreamPriorityRangeReply) == 8);
+
+// ---- host functions (cudaLaunchHostFunc, cudaStreamAddCallback). The function runs in the
+// guest: the guest keeps a mailbox, an array of HostFuncEntry in the shared heap; the host
+// puts a gate on the stream that, when the stream reaches it, publishes `reached` and holds
+// the stream until the guest has run the function and published `done` (or the client
+// goes away). An entry is reused; its generation (the guest's count of its uses, wrapping)
+// tells the uses apart: the gate of generation g waits until (int32_t)(done - g) >= 0, so a
+// gate that looks late is never stuck behind a newer use.
+struct HostFuncEntry {
+  uint32_t reached;  // host: the generation reached (stored last, with release)
+  uint32_t done;     // guest: the generation it has run (release)
+  int32_t status;    // host: the stream's CUresult when reached (cudaStreamAddCallback's status)
+  uint32_t order;    // host: this client's count of reached gates: the guest runs them in this order
+};
+static_assert(sizeof(HostFuncEntry) == 16);
+inline constexpr uint32_t kHostFuncCallback = 1u << 0;  // cudaStreamAddCallback: runs even on a stream error
+struct LaunchHostFuncArgs {
+  uint64_t stream;               // a guest stream handle
+  vmrpc::wire::HeapRef mailbox;  // the whole mailbox (16-byte aligned, whole entries)
+  uint32_t index;                // the entry
+  uint32_t generation;
+  uint32_t flags;                // kHostFuncCallback
+  uint32_t pad;
+};
+static_assert(sizeof(LaunchHostFuncArgs) == 40);
 
 struct EventCreateArgs { uint64_t handle; uint32_t flags; uint32_t pad; };  // cudaEvent* flags
 static_assert(sizeof(EventCreateArgs) == 16);

@@ -1,0 +1,197 @@
+// memory area, 3D half: cudaMalloc3D, cudaMemset3D[Async], cudaMemcpy3D[Async] on pitched
+// memory (cudaPitchedPtr). CUDA arrays are not remoted yet: a copy naming one returns
+// cudaErrorNotSupported (logged once).
+//
+// Made of the 2D calls (memory_2d.cc), not of a host cuMemcpy3D handler: a 3D region of
+// pitched memory is `depth` 2D regions, pitch * ysize bytes apart, so the 2D wire calls, their
+// host-side checks (Session::owns_2d) and their staging of pageable memory serve unchanged,
+// and a hostile guest has no further call to abuse. The common case, whole slices
+// (extent.height == ysize on both sides), is one 2D region of height * depth rows: one call.
+// Only sub-volumes cost one (queued, for device memory) call per slice.
+//
+// Checks and their error codes are NVIDIA's, as seen on the H200 (tests/cuda/memory_2d_3d.cu's
+// probes); every region is checked whole before the first slice is sent, so a bad copy
+// does nothing.
+#include <algorithm>
+#include <atomic>
+#include <optional>
+
+#include "host_pointers.h"
+#include "log.h"
+#include "memory_2d.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "stream_event.h"
+#include "vmcuda/cudart_api.h"
+
+namespace vmcuda::guest {
+namespace {
+
+// One side of a 3D copy or a memset: where its region starts and how far it reaches.
+struct Side {
+  std::byte* base;     // the byte at the position
+  uint64_t pitch;      // between rows
+  uint64_t slice;      // between slices: pitch * ysize
+  uint64_t span;       // bytes from base to the region's last byte, inclusive
+};
+
+// The region of `e` at `pos` in `p`; false when its numbers overflow.
+bool side_of(const cudaPitchedPtr& p, const cudaPos& pos, const cudaExtent& e, Side* out) {
+  constexpr uint64_t kMax = ~0ull;
+  const uint64_t pitch = p.pitch, ysize = p.ysize;
+  if (ysize != 0 && pitch > kMax / ysize) return false;
+  const uint64_t slice = pitch * ysize;
+  // Offset of the position, and of the region's last row from its first.
+  if (pos.z != 0 && pos.z > kMax / std::max<uint64_t>(slice, 1)) return false;
+  if (pos.y != 0 && pos.y > kMax / std::max<uint64_t>(pitch, 1)) return false;
+  const uint64_t oz = pos.z * slice, oy = pos.y * pitch;
+  if (oz > kMax - oy || oz + oy > kMax - pos.x) return false;
+  const uint64_t offset = oz + oy + pos.x;
+  if (e.depth - 1 != 0 && e.depth - 1 > kMax / std::max<uint64_t>(slice, 1)) return false;
+  if (e.height - 1 != 0 && e.height - 1 > kMax / std::max<uint64_t>(pitch, 1)) return false;
+  const uint64_t lz = (e.depth - 1) * slice, ly = (e.height - 1) * pitch;
+  if (lz > kMax - ly || lz + ly > kMax - e.width) return false;
+  const uint64_t span = lz + ly + e.width;
+  const uint64_t base = addr(p.ptr);
+  if (offset > kMax - base || span > kMax - (base + offset)) return false;
+  *out = {reinterpret_cast<std::byte*>(base + offset), pitch, slice, span};
+  return true;
+}
+
+// Whether each slice's rows follow the previous slice's: then the region is one 2D region of
+// height * depth rows.
+bool whole_slices(const cudaExtent& e, const cudaPitchedPtr& p) { return e.depth == 1 || e.height == p.ysize; }
+
+cudaError_t copy_3d(const cudaMemcpy3DParms* p, std::optional<uint64_t> stream, const char* name) {
+  if (!p) return cudaErrorInvalidValue;
+  // One source and one destination each (the API's rule), then arrays: not remoted yet.
+  if ((p->srcArray && p->srcPtr.ptr) || (p->dstArray && p->dstPtr.ptr)) return cudaErrorInvalidValue;
+  if (p->srcArray || p->dstArray) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      VMCUDA_LOG(kWarn, "memory", "%s with a CUDA array: arrays are not remoted yet; it returns cudaErrorNotSupported (801)",
+                 name);
+    return cudaErrorNotSupported;
+  }
+  const cudaExtent& e = p->extent;
+  if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
+  cudaMemcpyKind kind = p->kind;
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+  const cudaPitchedPtr &sp = p->srcPtr, &dp = p->dstPtr;
+  if (!sp.ptr || !dp.ptr) return cudaErrorInvalidValue;
+  // NVIDIA's runtime: a width beyond a pitch, or (for several slices) a height beyond a
+  // slice, is a pitch error; a region past the end of a row or of a slice is a value error
+  // (ysize 0 means no slice height: allowed for one slice).
+  if (e.width > sp.pitch || e.width > dp.pitch) return cudaErrorInvalidPitchValue;
+  if (e.depth > 1 && (e.height > sp.ysize || e.height > dp.ysize)) return cudaErrorInvalidPitchValue;
+  if (p->srcPos.x > sp.pitch - e.width || p->dstPos.x > dp.pitch - e.width) return cudaErrorInvalidValue;
+  if (sp.ysize != 0 && (e.height > sp.ysize || p->srcPos.y > sp.ysize - e.height)) return cudaErrorInvalidValue;
+  if (dp.ysize != 0 && (e.height > dp.ysize || p->dstPos.y > dp.ysize - e.height)) return cudaErrorInvalidValue;
+  Side src, dst;
+  if (!side_of(sp, p->srcPos, e, &src) || !side_of(dp, p->dstPos, e, &dst)) return cudaErrorInvalidValue;
+  if (kind == cudaMemcpyDefault) {
+    // Unified addressing: where each side is comes from this process's allocations; the
+    // 2D copies below are told, so that every slice goes the same way.
+    const bool d = is_device(dst.base, dst.span), s = is_device(src.base, src.span);
+    kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+             : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  }
+  // The device sides must be this process's device memory, all of them, before any slice goes.
+  if ((kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice) && !is_device(dst.base, dst.span))
+    return cudaErrorInvalidValue;
+  if ((kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice) && !is_device(src.base, src.span))
+    return cudaErrorInvalidValue;
+  if (whole_slices(e, sp) && whole_slices(e, dp))
+    return copy_2d(dst.base, dst.pitch, src.base, src.pitch, e.width, e.height * e.depth, kind, stream);
+  for (uint64_t z = 0; z < e.depth; ++z)
+    if (cudaError_t r = copy_2d(dst.base + z * dst.slice, dst.pitch, src.base + z * src.slice, src.pitch, e.width,
+                                e.height, kind, stream))
+      return r;
+  return cudaSuccess;
+}
+
+cudaError_t memset_3d(const cudaPitchedPtr& p, int value, const cudaExtent& e, std::optional<uint64_t> stream) {
+  if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
+  // All value errors for cudaMemset3D, even a height beyond ysize for one slice (as NVIDIA's).
+  if (!p.ptr || e.width > p.pitch || e.height > p.ysize) return cudaErrorInvalidValue;
+  Side d;
+  if (!side_of(p, cudaPos{0, 0, 0}, e, &d) || !is_device(d.base, d.span)) return cudaErrorInvalidValue;
+  if (whole_slices(e, p)) return memset_2d(d.base, d.pitch, value, e.width, e.height * e.depth, stream);
+  for (uint64_t z = 0; z < e.depth; ++z)
+    if (cudaError_t r = memset_2d(d.base + z * d.slice, d.pitch, value, e.width, e.height, stream)) return r;
+  return cudaSuccess;
+}
+
+cudaError_t wire_stream(cudaStream_t stream, bool per_thread, std::optional<uint64_t>* out) {
+  uint64_t s;
+  if (cudaError_t e = stream_wire_handle(stream, per_thread, &s)) return e;
+  *out = s;
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace vmcuda::guest
+
+using vmcuda::guest::record;
+
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr* pitchedDevPtr, struct cudaExtent extent) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  if (!pitchedDevPtr) return record(cudaErrorInvalidValue);
+  // Nothing to allocate: a NULL pointer with pitch 0 and the extent's sizes (as NVIDIA's).
+  if (extent.width == 0 || extent.height == 0 || extent.depth == 0) {
+    *pitchedDevPtr = {nullptr, 0, extent.width, extent.height};
+    return cudaSuccess;
+  }
+  // height * depth rows of pitched memory: slice z starts at row z * height.
+  if (extent.height > ~size_t{0} / extent.depth) return record(cudaErrorMemoryAllocation);
+  void* ptr = nullptr;
+  size_t pitch = 0;
+  if (cudaError_t e = cudaMallocPitch(&ptr, &pitch, extent.width, extent.height * extent.depth)) return e;
+  *pitchedDevPtr = {ptr, pitch, extent.width, extent.height};
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  return record(vmcuda::guest::memset_3d(pitchedDevPtr, value, extent, std::nullopt));
+}
+
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  return record(vmcuda::guest::copy_3d(p, std::nullopt, "cudaMemcpy3D"));
+}
+
+namespace {
+
+cudaError_t memset_3d_async(cudaPitchedPtr p, int value, cudaExtent extent, cudaStream_t stream, bool per_thread) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  std::optional<uint64_t> s;
+  if (cudaError_t e = g::wire_stream(stream, per_thread, &s)) return record(e);
+  return record(g::memset_3d(p, value, extent, s));
+}
+
+cudaError_t copy_3d_async(const cudaMemcpy3DParms* p, cudaStream_t stream, bool per_thread) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  std::optional<uint64_t> s;
+  if (cudaError_t e = g::wire_stream(stream, per_thread, &s)) return record(e);
+  return record(g::copy_3d(p, s, "cudaMemcpy3DAsync"));
+}
+
+}  // namespace
+
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
+                              cudaStream_t stream) {
+  return memset_3d_async(pitchedDevPtr, value, extent, stream, false);
+}
+cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
+                                   cudaStream_t stream) {
+  return memset_3d_async(pitchedDevPtr, value, extent, stream, true);
+}
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  return copy_3d_async(p, stream, false);
+}
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  return copy_3d_async(p, stream, true);
+}

@@ -1,0 +1,272 @@
+#include "arena.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include "vmrpc/log.h"
+
+namespace vmcuda::host {
+
+namespace {
+
+// Which arena indexes this process has handed out (thread mode: many sessions).
+std::mutex g_index_mu;
+std::vector<bool> g_index_used(kArenaMaxIndex, false);
+
+int claim_index() {
+  std::lock_guard l(g_index_mu);
+  for (unsigned i = 0; i < kArenaMaxIndex; ++i)
+    if (!g_index_used[i]) {
+      g_index_used[i] = true;
+      return static_cast<int>(i);
+    }
+  return -1;
+}
+
+void release_index(int i) {
+  if (i < 0) return;
+  std::lock_guard l(g_index_mu);
+  g_index_used[static_cast<unsigned>(i)] = false;
+}
+
+// First fit in a free list (start -> bytes): the lowest range of at least `bytes`, taken
+// from its start (which keeps every range's alignment).
+bool take_first_fit(std::map<uint64_t, uint64_t>& free, uint64_t bytes, uint64_t* at) {
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    if (it->second < bytes) continue;
+    *at = it->first;
+    const uint64_t rest = it->second - bytes;
+    free.erase(it);
+    if (rest) free.emplace(*at + bytes, rest);
+    return true;
+  }
+  return false;
+}
+
+// Returns [at, at+bytes) to a free list, merged with its neighbours.
+void give_coalescing(std::map<uint64_t, uint64_t>& free, uint64_t at, uint64_t bytes) {
+  auto next = free.lower_bound(at);
+  if (next != free.end() && at + bytes == next->first) {
+    bytes += next->second;
+    next = free.erase(next);
+  }
+  if (next != free.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == at) {
+      prev->second += bytes;
+      return;
+    }
+  }
+  free.emplace(at, bytes);
+}
+
+uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+CUmemAccessDesc rw(int device, bool enable = true) {
+  return CUmemAccessDesc{{CU_MEM_LOCATION_TYPE_DEVICE, device},
+                         enable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE};
+}
+
+}  // namespace
+
+DeviceArena::DeviceArena(const DriverApi& api, Synchronize synchronize)
+    : api_(api), synchronize_(std::move(synchronize)), index_(claim_index()) {}
+
+DeviceArena::~DeviceArena() {
+  while (!mappings_.empty()) unmap(mappings_.begin());
+  blocks_.clear();
+  if (reserved_) api_.cuMemAddressFree(base(), bytes());
+  release_index(index_);
+}
+
+CUresult DeviceArena::reserve(std::string* why) {
+  CUdeviceptr got = 0;
+  CUresult r = api_.cuMemAddressReserve(&got, bytes(), 0, base(), 0);
+  if (r != CUDA_SUCCESS) {
+    if (why) *why = "cannot reserve the device arena at " + hex(base()) + ": " + describe(api_, r);
+    return r;
+  }
+  if (got != base()) {
+    // The hint was taken (another reservation, or the driver's own mappings in this
+    // process): pointers would not keep their value across a resume, so refuse.
+    api_.cuMemAddressFree(got, bytes());
+    if (why)
+      *why = "the driver placed device arena " + std::to_string(index_) + " at " + hex(got) + " instead of " +
+             hex(base()) + " (that range is in use in this process)";
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  reserved_ = true;
+  va_free_.clear();
+  va_free_.emplace(base(), bytes());
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::granularity(int device, uint64_t* g) {
+  if (auto it = granularity_.find(device); it != granularity_.end()) return *g = it->second, CUDA_SUCCESS;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+  size_t value = 0;
+  if (CUresult r = api_.cuMemGetAllocationGranularity(&value, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+      r != CUDA_SUCCESS)
+    return r;
+  // A power of two that divides the stride (2 MiB on the H200); anything else would break
+  // the VA arithmetic, so refuse it rather than misalign.
+  if (value == 0 || (value & (value - 1)) || kArenaStride % value) return CUDA_ERROR_NOT_SUPPORTED;
+  granularity_[device] = value;
+  *g = value;
+  return CUDA_SUCCESS;
+}
+
+uint64_t DeviceArena::footprint(int device, uint64_t bytes) {
+  if (bytes == 0) return 0;
+  if (bytes < kArenaOwnMappingMin) return round_up(bytes, kArenaAlign);
+  uint64_t g = kArenaChunkBytes;
+  granularity(device, &g);
+  return round_up(bytes, g);
+}
+
+bool DeviceArena::take_va(uint64_t bytes, uint64_t* va) { return take_first_fit(va_free_, bytes, va); }
+
+void DeviceArena::give_va(uint64_t va, uint64_t bytes) { give_coalescing(va_free_, va, bytes); }
+
+CUresult DeviceArena::apply_access(uint64_t va, uint64_t bytes, int owner) {
+  std::vector<CUmemAccessDesc> desc{rw(owner)};
+  for (int p : peers_)
+    if (p != owner) desc.push_back(rw(p));
+  return api_.cuMemSetAccess(va, bytes, desc.data(), desc.size());
+}
+
+CUresult DeviceArena::map_new(int device, uint64_t bytes, bool chunk, uint64_t* va) {
+  if (!take_va(bytes, va)) return CUDA_ERROR_OUT_OF_MEMORY;  // the arena's range is full
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r = api_.cuMemCreate(&h, bytes, &prop, 0);
+  if (r != CUDA_SUCCESS) {
+    give_va(*va, bytes);
+    return r;
+  }
+  r = api_.cuMemMap(*va, bytes, 0, h, 0);
+  if (r == CUDA_SUCCESS) {
+    r = apply_access(*va, bytes, device);
+    if (r != CUDA_SUCCESS) api_.cuMemUnmap(*va, bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    api_.cuMemRelease(h);
+    give_va(*va, bytes);
+    return r;
+  }
+  Mapping& m = mappings_[*va];
+  m.handle = h;
+  m.bytes = bytes;
+  m.device = device;
+  m.chunk = chunk;
+  if (chunk) m.free.emplace(0, bytes);
+  physical_bytes_ += bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::unmap(std::map<uint64_t, Mapping>::iterator it) {
+  const uint64_t va = it->first;
+  const Mapping& m = it->second;
+  CUresult r = api_.cuMemUnmap(va, m.bytes);
+  const CUresult r2 = api_.cuMemRelease(m.handle);
+  if (r == CUDA_SUCCESS) r = r2;
+  give_va(va, m.bytes);
+  physical_bytes_ -= m.bytes;
+  mappings_.erase(it);
+  return r;
+}
+
+CUresult DeviceArena::allocate(int device, uint64_t bytes, uint64_t* ptr, std::string* why) {
+  if (bytes == 0 || !ptr) return CUDA_ERROR_INVALID_VALUE;
+  if (index_ < 0) {
+    if (why) *why = "no free device arena index in this process (at most " + std::to_string(kArenaMaxIndex) + ")";
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (bytes > kArenaStride) return CUDA_ERROR_OUT_OF_MEMORY;  // more than the range (and no overflow below)
+  if (!reserved_)
+    if (CUresult r = reserve(why); r != CUDA_SUCCESS) return r;
+  uint64_t g = 0;
+  if (CUresult r = granularity(device, &g); r != CUDA_SUCCESS) return r;
+
+  if (bytes >= kArenaOwnMappingMin) {
+    const uint64_t size = round_up(bytes, g);
+    uint64_t va = 0;
+    if (CUresult r = map_new(device, size, false, &va); r != CUDA_SUCCESS) return r;
+    blocks_[va] = Block{size, va};
+    *ptr = va;
+    return CUDA_SUCCESS;
+  }
+
+  // Small: first fit in this device's chunks (in address order), else a new chunk.
+  const uint64_t size = round_up(bytes, kArenaAlign);
+  uint64_t off = 0;
+  auto chunk = mappings_.end();
+  for (auto it = mappings_.begin(); it != mappings_.end(); ++it)
+    if (it->second.chunk && it->second.device == device && take_first_fit(it->second.free, size, &off)) {
+      chunk = it;
+      break;
+    }
+  if (chunk == mappings_.end()) {
+    uint64_t va = 0;
+    if (CUresult r = map_new(device, std::max(kArenaChunkBytes, g), true, &va); r != CUDA_SUCCESS) return r;
+    chunk = mappings_.find(va);
+    take_first_fit(chunk->second.free, size, &off);
+  }
+  ++chunk->second.used;
+  *ptr = chunk->first + off;
+  blocks_[*ptr] = Block{size, chunk->first};
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::free(uint64_t ptr) {
+  auto b = blocks_.find(ptr);
+  if (b == blocks_.end()) return CUDA_ERROR_INVALID_VALUE;  // not a pointer allocate() returned
+  // As cudaFree: nothing of the client may still use the memory. Memory that a dead
+  // context might still touch is freed all the same (nothing runs there any more).
+  const CUresult sync = synchronize_ ? synchronize_() : CUDA_SUCCESS;
+  const Block block = b->second;
+  blocks_.erase(b);
+  auto m = mappings_.find(block.mapping);
+  CUresult r = CUDA_SUCCESS;
+  if (!m->second.chunk) {
+    r = unmap(m);
+  } else {
+    give_coalescing(m->second.free, ptr - m->first, block.bytes);
+    if (--m->second.used == 0) r = unmap(m);  // an empty chunk gives its memory back
+  }
+  return sync != CUDA_SUCCESS ? sync : r;
+}
+
+CUresult DeviceArena::set_peer_access(int device, bool enable) {
+  auto it = std::find(peers_.begin(), peers_.end(), device);
+  if (enable && it == peers_.end()) peers_.push_back(device);
+  if (!enable && it != peers_.end()) peers_.erase(it);
+  CUresult first = CUDA_SUCCESS;
+  for (auto& [va, m] : mappings_) {
+    if (m.device == device) continue;  // its own device keeps its access
+    const CUmemAccessDesc d = rw(device, enable);
+    if (CUresult r = api_.cuMemSetAccess(va, m.bytes, &d, 1); r != CUDA_SUCCESS && first == CUDA_SUCCESS) first = r;
+  }
+  if (enable && first != CUDA_SUCCESS) {
+    // Not granted: take back what was, and keep it out of later mappings (whose access
+    // would fail with it).
+    peers_.erase(std::find(peers_.begin(), peers_.end(), device));
+    const CUmemAccessDesc none = rw(device, false);
+    for (auto& [va, m] : mappings_)
+      if (m.device != device) api_.cuMemSetAccess(va, m.bytes, &none, 1);
+  }
+  return first;
+}
+
+}  // namespace vmcuda::host

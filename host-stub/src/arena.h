@@ -1,0 +1,119 @@
+// A client's device memory: a VMM arena (cuMemAddressReserve/cuMemCreate/cuMemMap) at an
+// address range fixed per client, so that after a resume every device pointer can keep its
+// value (DESIGN.md; cuda-runtime-internals.md §6: the driver honours a free hint and
+// silently moves a taken one, so the result is always compared).
+//
+// One arena per Session, shared by all of the client's devices (VA is process-wide); the
+// physical memory of an allocation lives on the device that allocates it.
+//   - allocations >= kArenaOwnMappingMin get their own physical memory, rounded up to the
+//     allocation granularity;
+//   - smaller ones are carved, kArenaAlign-aligned like cudaMalloc, from shared chunks of
+//     kArenaChunkBytes (or the granularity, if larger); a chunk is released when empty.
+// VA inside the arena comes from a first-fit free list that coalesces.
+//
+// Not thread-safe: a Session's service thread alone uses its arena. Only the index
+// registry (which arena ranges this process has handed out) is shared and locked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "driver_api.h"
+
+namespace vmcuda::host {
+
+// Knobs: where arenas live. Arena i of this process is [kArenaBase + i * kArenaStride,
+// + kArenaStride). 0x500000000000 was honoured on the H200; index < kArenaMaxIndex keeps
+// every arena below the host's mmap area (0x7f...).
+inline constexpr uint64_t kArenaBase = 0x500000000000ull;
+inline constexpr uint64_t kArenaStride = 256ull << 30;  // 256 GiB of VA per client
+inline constexpr unsigned kArenaMaxIndex = 128;
+inline constexpr uint64_t kArenaOwnMappingMin = 1ull << 20;  // own physical memory from 1 MiB
+inline constexpr uint64_t kArenaChunkBytes = 2ull << 20;     // small allocations share these
+inline constexpr uint64_t kArenaAlign = 256;                 // cudaMalloc's alignment
+
+class DeviceArena {
+ public:
+  // Called before physical memory is unmapped and on every free (cudaFree synchronizes
+  // natively): waits for everything of the client on every device it uses. The Session
+  // gives one that synchronizes each of its contexts.
+  using Synchronize = std::function<CUresult()>;
+
+  // Claims the lowest free arena index of this process (no driver call); the VA is
+  // reserved at the first allocate(). Without a free index, index() is -1 and allocate()
+  // fails with CUDA_ERROR_OUT_OF_MEMORY.
+  DeviceArena(const DriverApi& api, Synchronize synchronize);
+  // Frees everything (unmap, release, address free) and hands the index back. Assumes
+  // nothing of the client runs any more (Session::close synchronized it).
+  ~DeviceArena();
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+
+  int index() const { return index_; }
+  // The fixed range: [base(), base() + bytes()); bytes() is 0 without an index.
+  uint64_t base() const { return index_ < 0 ? 0 : kArenaBase + static_cast<uint64_t>(index_) * kArenaStride; }
+  uint64_t bytes() const { return index_ < 0 ? 0 : kArenaStride; }
+  bool contains(uint64_t ptr) const { return index_ >= 0 && ptr >= base() && ptr - base() < bytes(); }
+
+  // `bytes` (> 0) of device memory on host device ordinal `device` (a CUdevice), at a
+  // kArenaAlign-aligned address inside the range. Errors: CUDA_ERROR_OUT_OF_MEMORY (range
+  // or device full, no index, or the driver moved the reservation: `why`, if given, says
+  // which), or the driver's error. The caller has a context current (any of the client's).
+  CUresult allocate(int device, uint64_t bytes, uint64_t* ptr, std::string* why = nullptr);
+  // Frees a pointer allocate() returned (exactly that pointer, else
+  // CUDA_ERROR_INVALID_VALUE); synchronizes first.
+  CUresult free(uint64_t ptr);
+  // Grants (enable) or revokes RW access for host device ordinal `device` on every current
+  // mapping and on every later one (peer access). A mapping's own device always keeps its
+  // access. Returns the first driver error; a grant that fails is taken back (best effort)
+  // and not applied to later mappings.
+  CUresult set_peer_access(int device, bool enable);
+
+  // Introspection (tests, logs).
+  uint64_t physical_bytes() const { return physical_bytes_; }  // created with cuMemCreate
+  size_t live_allocations() const { return blocks_.size(); }
+  size_t mappings() const { return mappings_.size(); }
+  // Bytes a request of `bytes` occupies in the arena (size rounding), 0 for 0.
+  uint64_t footprint(int device, uint64_t bytes);
+
+ private:
+  struct Mapping {  // one cuMemCreate handle mapped at its VA
+    unsigned long long handle;
+    uint64_t bytes;
+    int device;
+    // Chunks only: free sub-ranges (offset -> bytes) and live sub-allocations.
+    bool chunk = false;
+    std::map<uint64_t, uint64_t> free;
+    size_t used = 0;
+  };
+  struct Block {  // what allocate() returned
+    uint64_t bytes;      // as carved (rounded)
+    uint64_t mapping;    // VA of its Mapping
+  };
+
+  CUresult reserve(std::string* why);
+  CUresult granularity(int device, uint64_t* g);
+  // VA from the arena's free list (first fit), multiples of the granularity.
+  bool take_va(uint64_t bytes, uint64_t* va);
+  void give_va(uint64_t va, uint64_t bytes);
+  // Physical memory of `bytes` on `device`, mapped at a fresh VA with the access list.
+  CUresult map_new(int device, uint64_t bytes, bool chunk, uint64_t* va);
+  CUresult unmap(std::map<uint64_t, Mapping>::iterator it);
+  CUresult apply_access(uint64_t va, uint64_t bytes, int owner);
+
+  const DriverApi& api_;
+  Synchronize synchronize_;
+  int index_ = -1;
+  bool reserved_ = false;
+  std::map<int, uint64_t> granularity_;        // per device
+  std::map<uint64_t, uint64_t> va_free_;       // arena VA: start -> bytes
+  std::map<uint64_t, Mapping> mappings_;       // VA -> mapping (own or chunk)
+  std::map<uint64_t, Block> blocks_;           // pointer -> block
+  std::vector<int> peers_;                     // devices granted access everywhere
+  uint64_t physical_bytes_ = 0;
+};
+
+}  // namespace vmcuda::host

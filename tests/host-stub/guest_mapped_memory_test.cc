@@ -1,0 +1,222 @@
+// guest-lib's pinned, mapped, managed and registered host memory (memory.cc) against
+// vmcuda-stub in this process, on the test executor. The stub serves the region at its own
+// mapping, an address this process cannot map again: the client is NOT at the host's
+// address, so these tests cover that path (the device pointer comes from the host, managed
+// memory is refused). tests/cuda/mapped_memory covers the same-address path end to end.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <vector>
+
+#include "host-stub/stub_fixture.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "vgpu_db/allocations.h"
+#include "vmcuda/cudart_api.h"
+
+namespace {
+
+using vmcuda::guest::Remote;
+namespace tst = vmcuda::testing;
+
+cudaError_t last_error() { return vmcuda::guest::take_last_error(); }
+
+vmcuda::host::test::Stub* g_stub = nullptr;
+
+class StubEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_stub = new vmcuda::host::test::Stub({}, {0});
+    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
+  }
+  void TearDown() override {
+    delete g_stub;
+    g_stub = nullptr;
+  }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+
+Remote& remote() {
+  cudaError_t err = cudaSuccess;
+  Remote* r = Remote::get(&err);
+  EXPECT_NE(r, nullptr) << "no stub: error " << err;
+  return *r;
+}
+
+class GuestMappedMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(Remote::get(nullptr), nullptr);
+    (void)last_error();
+  }
+};
+
+TEST_F(GuestMappedMemory, ThisProcessIsNotAtTheHostsAddress) {
+  const auto& region = remote().slot().region();
+  EXPECT_NE(region.layout().host_map_address, 0u);  // thread mode: the endpoint's mapping
+  EXPECT_FALSE(region.same_address());
+}
+
+// The device address of mapped memory comes from the host (cuMemHostGetDevicePointer of
+// its own mapping), and the device reaches the guest's bytes through it.
+TEST_F(GuestMappedMemory, DevicePointerIsTheHostsAndReachesTheSameBytes) {
+  int* h = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&h), 8192, cudaHostAllocMapped), cudaSuccess);
+  const auto& region = remote().slot().region();
+  const uint64_t host_heap = region.layout().host_map_address + region.layout().heap_offset;
+  const uint64_t off = reinterpret_cast<uint64_t>(h) - reinterpret_cast<uint64_t>(region.heap().data());
+  void* d = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&d, h + 10, 0), cudaSuccess);
+  EXPECT_EQ(reinterpret_cast<uint64_t>(d), host_heap + off + 40);
+  EXPECT_NE(d, static_cast<void*>(h + 10));
+  // The "device" (the executor, in the stub's address space) writes there; the guest sees it.
+  ASSERT_EQ(g_stub->api.cuMemsetD8_v2(reinterpret_cast<uint64_t>(d), 0x7f, 8), vmcuda::host::CUDA_SUCCESS);
+  EXPECT_EQ(h[10], 0x7f7f7f7f);
+  EXPECT_EQ(h[11], 0x7f7f7f7f);
+  EXPECT_EQ(h[12], 0);
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, h + 10), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.devicePointer, d);
+  EXPECT_EQ(a.hostPointer, static_cast<void*>(h + 10));
+  unsigned flags = 0;
+  ASSERT_EQ(cudaHostGetFlags(&flags, h), cudaSuccess);
+  EXPECT_EQ(flags, unsigned{cudaHostAllocMapped});
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
+  // Freed: no longer pinned memory, no device address.
+  EXPECT_EQ(cudaHostGetDevicePointer(&d, h, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_EQ(last_error(), cudaErrorInvalidValue);
+}
+
+TEST_F(GuestMappedMemory, HostPinsAndUnpinsEachBlock) {
+  const uint64_t before = tst::fake_pinned_ranges();
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(cudaMallocHost(&a, 100), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(&b, 5000, cudaHostAllocPortable | cudaHostAllocWriteCombined), cudaSuccess);
+  EXPECT_EQ(tst::fake_pinned_ranges(), before + 2);
+  unsigned flags = 0;
+  ASSERT_EQ(cudaHostGetFlags(&flags, b), cudaSuccess);
+  EXPECT_EQ(flags, unsigned{cudaHostAllocMapped | cudaHostAllocWriteCombined});  // Portable is not reported
+  ASSERT_EQ(cudaFreeHost(a), cudaSuccess);
+  ASSERT_EQ(cudaFreeHost(b), cudaSuccess);
+  EXPECT_EQ(tst::fake_pinned_ranges(), before);
+  EXPECT_EQ(cudaFreeHost(a), cudaErrorInvalidValue);
+}
+
+TEST_F(GuestMappedMemory, ManagedMemoryNeedsTheSameAddress) {
+  void* p = reinterpret_cast<void*>(1);
+  EXPECT_EQ(cudaMallocManaged(&p, 4096, cudaMemAttachGlobal), cudaErrorNotSupported);
+  EXPECT_EQ(last_error(), cudaErrorNotSupported);
+  // Argument errors come first, as CUDA's.
+  EXPECT_EQ(cudaMallocManaged(&p, 4096, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMallocManaged(&p, 0, cudaMemAttachGlobal), cudaSuccess);
+  EXPECT_EQ(p, nullptr);
+  (void)last_error();
+}
+
+// Managed memory made by hand, as cudaMallocManaged makes it where the addresses match: a
+// pinned heap block recorded as managed. Copies, memsets and frees treat it as host memory
+// the device reaches too.
+TEST_F(GuestMappedMemory, ManagedBlocksCopyMemsetAndFree) {
+  auto& r = remote();
+  std::optional<vmrpc::HeapBlock> b;
+  {
+    auto lock = r.lock();
+    b = r.slot().heap().allocate(4096);
+    ASSERT_TRUE(b);
+    ASSERT_EQ(r.call<vmcuda::api::Call::PinHeap>({b->ref()}).status, 0);
+  }
+  int* m = reinterpret_cast<int*>(b->data);
+  vgpu_db::AllocationMap::process().add(
+      {reinterpret_cast<uint64_t>(m), 4096, vgpu_db::Allocation::kManaged, 0, b->offset});
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, m + 1), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeManaged);
+  EXPECT_EQ(a.devicePointer, static_cast<void*>(m + 1));
+  for (int i = 0; i < 1024; ++i) m[i] = i;
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  // "HostToDevice" into managed memory: where the sides are decides.
+  ASSERT_EQ(cudaMemcpy(d, m, 4096, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(m, 0, 4096), cudaSuccess);
+  EXPECT_EQ(m[1023], 0);
+  ASSERT_EQ(cudaMemcpy(m, d, 4096, cudaMemcpyHostToDevice), cudaSuccess);  // really device -> managed
+  EXPECT_EQ(m[1023], 1023);
+  std::vector<int> host(1024);
+  ASSERT_EQ(cudaMemcpy(host.data(), m, 4096, cudaMemcpyDeviceToHost), cudaSuccess);  // really host -> host
+  EXPECT_EQ(host[7], 7);
+  cudaMemLocation dev{cudaMemLocationTypeDevice, 0};
+  EXPECT_EQ(cudaMemPrefetchAsync(m, 4096, dev, 0, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaMemPrefetchAsync(m, 8192, dev, 0, nullptr), cudaErrorInvalidValue);  // past the block
+  EXPECT_EQ(cudaMemAdvise(m, 4096, cudaMemAdviseSetAccessedBy, dev), cudaSuccess);
+  EXPECT_EQ(cudaMemAdvise(host.data(), 4096, cudaMemAdviseSetReadMostly, dev), cudaErrorInvalidValue);
+  const uint64_t pinned = tst::fake_pinned_ranges();
+  EXPECT_EQ(cudaFreeHost(m), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaFree(m), cudaSuccess);  // unpinned and back to the heap
+  EXPECT_EQ(tst::fake_pinned_ranges(), pinned - 1);
+  EXPECT_EQ(cudaFree(m), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaFree(d), cudaSuccess);
+  (void)last_error();
+}
+
+// Registered memory is outside the region: recorded, copied through staging, never mapped.
+TEST_F(GuestMappedMemory, RegisteredMemoryIsRecordedButNotMapped) {
+  std::vector<int> buf(4096);
+  const uint64_t pinned = tst::fake_pinned_ranges();
+  ASSERT_EQ(cudaHostRegister(buf.data(), 8192, cudaHostRegisterReadOnly), cudaSuccess);
+  EXPECT_EQ(tst::fake_pinned_ranges(), pinned);  // nothing on the host
+  cudaPointerAttributes a{};
+  ASSERT_EQ(cudaPointerGetAttributes(&a, buf.data() + 5), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.devicePointer, nullptr);
+  EXPECT_EQ(a.hostPointer, static_cast<void*>(buf.data() + 5));
+  void* d = reinterpret_cast<void*>(1);
+  EXPECT_EQ(cudaHostGetDevicePointer(&d, buf.data(), 0), cudaErrorNotSupported);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_EQ(last_error(), cudaErrorNotSupported);
+  // Mapping it, or I/O memory, cannot be done: refused, nothing recorded.
+  EXPECT_EQ(cudaHostRegister(buf.data() + 2048, 4096, cudaHostRegisterMapped), cudaErrorNotSupported);
+  EXPECT_EQ(cudaHostRegister(buf.data() + 2048, 4096, cudaHostRegisterIoMemory), cudaErrorNotSupported);
+  EXPECT_EQ(cudaHostUnregister(buf.data() + 2048), cudaErrorHostMemoryNotRegistered);
+  // The second half overlaps nothing: fine.
+  ASSERT_EQ(cudaHostRegister(buf.data() + 2048, 4096, 0), cudaSuccess);
+  EXPECT_EQ(cudaHostRegister(buf.data() + 2000, 400, 0), cudaErrorHostMemoryAlreadyRegistered);
+  // Heap memory cannot be registered (CUDA: pinned memory gives invalid value).
+  void* h = nullptr;
+  ASSERT_EQ(cudaMallocHost(&h, 4096), cudaSuccess);
+  EXPECT_EQ(cudaHostRegister(h, 4096, 0), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
+  // Copies through staging.
+  for (int i = 0; i < 2048; ++i) buf[i] = 3 * i;
+  void* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, 8192), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dev, buf.data(), 8192, cudaMemcpyDefault), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(buf.data() + 2048, dev, 8192, cudaMemcpyDefault), cudaSuccess);
+  EXPECT_EQ(buf[2048 + 2047], 3 * 2047);
+  ASSERT_EQ(cudaFree(dev), cudaSuccess);
+  EXPECT_EQ(cudaHostUnregister(buf.data() + 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaHostUnregister(buf.data()), cudaSuccess);
+  EXPECT_EQ(cudaHostUnregister(buf.data() + 2048), cudaSuccess);
+  EXPECT_EQ(cudaHostUnregister(buf.data()), cudaErrorHostMemoryNotRegistered);
+  (void)last_error();
+}
+
+// The host refuses device addresses of heap bytes that no pinned block of this client holds.
+TEST_F(GuestMappedMemory, HostChecksDevicePointerRequests) {
+  auto& r = remote();
+  auto lock = r.lock();
+  auto b = r.slot().heap().allocate(4096);
+  ASSERT_TRUE(b);
+  using vmcuda::api::Call;
+  EXPECT_EQ(r.call<Call::HostGetDevicePointer>({b->ref()}).status, cudaErrorInvalidValue);  // not pinned
+  ASSERT_EQ(r.call<Call::PinHeap>({b->ref()}).status, 0);
+  EXPECT_EQ(r.call<Call::HostGetDevicePointer>({b->ref()}).status, cudaSuccess);
+  EXPECT_EQ(r.call<Call::HostGetDevicePointer>({b->ref(4000, 200)}).status, cudaErrorInvalidValue);  // past it
+  EXPECT_EQ(r.call<Call::HostGetDevicePointer>({vmrpc::wire::HeapRef{~0ull - 8, 16}}).status, cudaErrorUnknown);
+  ASSERT_EQ(r.call<Call::UnpinHeap>({b->ref()}).status, 0);
+  r.slot().heap().free(b->offset);
+}
+
+}  // namespace
