@@ -142,10 +142,6 @@ void forget_limits(int device) noexcept {
   std::lock_guard l(limit_cache().mu);
   std::erase_if(limit_cache().values, [device](const auto& kv) { return kv.first.first == device; });
 }
-// cudaLimit's values (CUlimit has more, which the runtime does not pass on).
-bool known_limit(cudaLimit limit) noexcept {
-  return static_cast<unsigned>(limit) <= static_cast<unsigned>(cudaLimitPersistingL2CacheSize);
-}
 
 // The kernel `func` names, loaded on the calling thread's device (r's lock held). An
 // unknown pointer is an invalid resource handle, as for cudaFuncSetAttribute (function.cc).
@@ -435,7 +431,6 @@ cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   cudaError_t err;
   Remote* r = connected(&err);
   if (!r) return record(err);
-  if (!known_limit(limit)) return record(cudaErrorUnsupportedLimit);
   const int device = Remote::thread_device();
   auto lock = r->lock();
   // Synchronous: the driver may refuse (memory for the reservation, a limit the device
@@ -456,7 +451,6 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit) {
   Remote* r = connected(&err);
   if (!r) return record(err);
   if (pValue == nullptr) return record(cudaErrorInvalidValue);
-  if (!known_limit(limit)) return record(cudaErrorUnsupportedLimit);
   const int device = Remote::thread_device();
   if (cached_limit(device, limit, pValue)) return cudaSuccess;
   auto lock = r->lock();

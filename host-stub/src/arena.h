@@ -33,7 +33,7 @@ inline constexpr uint64_t kArenaStride = 256ull << 30;  // 256 GiB of VA per cli
 inline constexpr unsigned kArenaMaxIndex = 128;
 inline constexpr uint64_t kArenaOwnMappingMin = 1ull << 20;  // own physical memory from 1 MiB
 inline constexpr uint64_t kArenaChunkBytes = 2ull << 20;     // small allocations share these
-inline constexpr uint64_t kArenaAlign = 256;                 // cudaMalloc's alignment
+inline constexpr uint64_t kArenaAlign = 512;  // cudaMalloc on the H200: small blocks 512 bytes apart, pitched bases 512-aligned
 
 class DeviceArena {
  public:

@@ -80,8 +80,9 @@ int32_t Session::on_DeviceCanAccessPeer(const api::PeerArgs& a, api::PeerReply& 
 int32_t Session::on_EnablePeerAccess(const api::PeerAccessArgs& a, api::Empty&, Request&) {
   if (!valid_device(a.peer)) return CUDA_ERROR_INVALID_DEVICE;
   if (a.flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  // A device cannot be its own peer (cudaDeviceCanAccessPeer says 0): invalid device.
-  if (a.peer == current_ || devices_[a.peer] == devices_[current_]) return CUDA_ERROR_INVALID_DEVICE;
+  // A device cannot be its own peer (cudaDeviceCanAccessPeer says 0): peer access
+  // unsupported (217), as NVIDIA's runtime answers on the H200 (tests/cuda/device_limits.cu).
+  if (a.peer == current_ || devices_[a.peer] == devices_[current_]) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
   if (peer_access_.contains({current_, a.peer})) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
   // The driver answers the rest: CUDA_ERROR_INVALID_DEVICE where the GPUs cannot reach
   // each other, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, CUDA_ERROR_TOO_MANY_PEERS.

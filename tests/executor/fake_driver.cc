@@ -256,7 +256,7 @@ CUresult f_attr(int* v, int attr, CUdevice) {
 // configuration and the contexts it has peer access to. Under gpu().mu.
 struct FakeCtxState {
   CUdevice device = 0;
-  size_t limits[7] = {1024, 1048576, 8388608, 2, 2048, 64, 0};
+  size_t limits[7] = {1024, 8650752, 8388608, 2, 2048, 64, 11796480};  // as the H200 reads them
   int cache_config = 0;  // CU_FUNC_CACHE_PREFER_NONE
   std::set<CUcontext> peers;
 };
@@ -977,8 +977,9 @@ CUresult f_ctx_get_limit(size_t* v, int limit) {
   std::lock_guard l(gpu().mu);
   FakeCtxState* st = current_state();
   if (!st) return 201;
-  if (limit < 0 || limit > 6 || limit == 3) return 215;  // CUDA_ERROR_UNSUPPORTED_LIMIT
   if (!v) return CUDA_ERROR_INVALID_VALUE;
+  if (limit == 7) return *v = 232448, CUDA_SUCCESS;  // CU_LIMIT_SHMEM_SIZE, as the H200 reads it
+  if (limit < 0 || limit > 6 || limit == 3) return 215;  // CUDA_ERROR_UNSUPPORTED_LIMIT
   *v = st->limits[limit];
   return CUDA_SUCCESS;
 }
@@ -986,6 +987,7 @@ CUresult f_ctx_set_limit(int limit, size_t v) {
   std::lock_guard l(gpu().mu);
   FakeCtxState* st = current_state();
   if (!st) return 201;
+  if (limit == 7) return 800;  // CU_LIMIT_SHMEM_SIZE: CUDA_ERROR_NOT_PERMITTED, as on the H200
   if (limit < 0 || limit > 6 || limit == 3) return 215;
   if (limit == 5) v = std::min<size_t>(v, 128);  // the L2 fetch granularity is a hint, clamped
   st->limits[limit] = v;

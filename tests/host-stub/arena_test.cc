@@ -51,13 +51,14 @@ TEST_F(ArenaTest, AddressesStartAtTheFixedBaseAndNothingIsReservedBeforeTheFirst
   EXPECT_FALSE(arena->contains(kArenaBase - 1));
 }
 
-TEST_F(ArenaTest, SmallAllocationsAre256AlignedAndPackedInOneChunk) {
-  const uint64_t a = alloc(1), b = alloc(100), c = alloc(256), d = alloc(257), e = alloc(kArenaOwnMappingMin - 1);
+TEST_F(ArenaTest, SmallAllocationsAre512AlignedAndPackedInOneChunk) {
+  // 512 bytes apart, as cudaMalloc's small blocks are on the H200.
+  const uint64_t a = alloc(1), b = alloc(100), c = alloc(512), d = alloc(513), e = alloc(kArenaOwnMappingMin - 1);
   EXPECT_EQ(a, kArenaBase);
-  EXPECT_EQ(b, kArenaBase + 256);
-  EXPECT_EQ(c, kArenaBase + 512);
-  EXPECT_EQ(d, kArenaBase + 768);
-  EXPECT_EQ(e, kArenaBase + 1280);
+  EXPECT_EQ(b, kArenaBase + 512);
+  EXPECT_EQ(c, kArenaBase + 1024);
+  EXPECT_EQ(d, kArenaBase + 1536);
+  EXPECT_EQ(e, kArenaBase + 2560);
   for (uint64_t p : {a, b, c, d, e}) EXPECT_EQ(p % kArenaAlign, 0u);
   EXPECT_EQ(arena->mappings(), 1u);
   EXPECT_EQ(arena->physical_bytes(), kArenaChunkBytes);
@@ -96,7 +97,7 @@ TEST_F(ArenaTest, LargeAllocationsGetTheirOwnMemoryRoundedToTheGranularity) {
   EXPECT_EQ(b, kArenaBase + 2 * kMiB);
   EXPECT_EQ(c, kArenaBase + 6 * kMiB);
   EXPECT_EQ(arena->footprint(0, 3 * kMiB + 1), 4 * kMiB);
-  EXPECT_EQ(arena->footprint(0, 100), 256u);
+  EXPECT_EQ(arena->footprint(0, 100), kArenaAlign);
   EXPECT_EQ(arena->mappings(), 3u);
   EXPECT_EQ(tst::fake_allocated_bytes(), 8 * kMiB);
   // Freed neighbours coalesce: 6 MiB fits where a and b were.
@@ -222,7 +223,7 @@ TEST(StubArena, AClientsPointersAreTheSameInItsNextSession) {
     first = {c.malloc(100), c.malloc(3 * kMiB), c.malloc(4096)};
     EXPECT_EQ(first[0], kArenaBase);
     EXPECT_EQ(first[1], kArenaBase + kArenaChunkBytes);
-    EXPECT_EQ(first[2], kArenaBase + 256);
+    EXPECT_EQ(first[2], kArenaBase + kArenaAlign);
   }
   wait_closed(s, 1);
   EXPECT_EQ(tst::fake_allocated_bytes(), 0u);

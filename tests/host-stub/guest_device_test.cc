@@ -104,9 +104,9 @@ class GuestDevice : public ::testing::Test {
 
 TEST_F(GuestDevice, LimitsStartAtTheDefaultsAndFollowASet) {
   const std::pair<cudaLimit, size_t> defaults[] = {
-      {cudaLimitStackSize, 1024},          {cudaLimitPrintfFifoSize, 1048576},
+      {cudaLimitStackSize, 1024},          {cudaLimitPrintfFifoSize, 8650752},
       {cudaLimitMallocHeapSize, 8388608},  {cudaLimitDevRuntimePendingLaunchCount, 2048},
-      {cudaLimitMaxL2FetchGranularity, 64}, {cudaLimitPersistingL2CacheSize, 0}};
+      {cudaLimitMaxL2FetchGranularity, 64}, {cudaLimitPersistingL2CacheSize, 11796480}};
   for (auto [limit, value] : defaults) {
     size_t v = 1;
     EXPECT_EQ(cudaDeviceGetLimit(&v, limit), cudaSuccess) << limit;
@@ -117,10 +117,16 @@ TEST_F(GuestDevice, LimitsStartAtTheDefaultsAndFollowASet) {
   EXPECT_EQ(cudaDeviceGetLimit(&v, cudaLimitDevRuntimeSyncDepth), cudaErrorUnsupportedLimit);
   EXPECT_EQ(last_error(), cudaErrorUnsupportedLimit);
   EXPECT_EQ(cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4), cudaErrorUnsupportedLimit);
-  EXPECT_EQ(cudaDeviceGetLimit(&v, static_cast<cudaLimit>(7)), cudaErrorUnsupportedLimit);
   EXPECT_EQ(cudaDeviceSetLimit(static_cast<cudaLimit>(-1), 1), cudaErrorUnsupportedLimit);
+  EXPECT_EQ(cudaDeviceGetLimit(&v, static_cast<cudaLimit>(100)), cudaErrorUnsupportedLimit);
   EXPECT_EQ(cudaDeviceGetLimit(nullptr, cudaLimitStackSize), cudaErrorInvalidValue);
   EXPECT_EQ(v, 7u);
+  // Numbers past cudaLimit's go to the driver, as NVIDIA's runtime passes them on: 7 is
+  // CU_LIMIT_SHMEM_SIZE, readable but not settable (the executor answers as the H200).
+  EXPECT_EQ(cudaDeviceGetLimit(&v, static_cast<cudaLimit>(7)), cudaSuccess);
+  EXPECT_EQ(v, 232448u);
+  EXPECT_EQ(cudaDeviceSetLimit(static_cast<cudaLimit>(7), 1), cudaErrorNotPermitted);
+  EXPECT_EQ(last_error(), cudaErrorNotPermitted);
 
   ASSERT_EQ(cudaDeviceSetLimit(cudaLimitStackSize, 4096), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetLimit(&v, cudaLimitStackSize), cudaSuccess);
@@ -195,7 +201,7 @@ TEST_F(GuestDevice, PeerAccessBetweenTheTwoDevices) {
   EXPECT_EQ(cudaDeviceCanAccessPeer(&can, 0, 2), cudaErrorInvalidDevice);
   EXPECT_EQ(cudaDeviceCanAccessPeer(nullptr, 0, 1), cudaErrorInvalidValue);
 
-  EXPECT_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);  // itself
+  EXPECT_EQ(cudaDeviceEnablePeerAccess(0, 0), cudaErrorPeerAccessUnsupported);  // itself, as on the H200
   EXPECT_EQ(cudaDeviceEnablePeerAccess(2, 0), cudaErrorInvalidDevice);
   EXPECT_EQ(cudaDeviceEnablePeerAccess(1, 1), cudaErrorInvalidValue);
   EXPECT_EQ(cudaDeviceDisablePeerAccess(1), cudaErrorPeerAccessNotEnabled);

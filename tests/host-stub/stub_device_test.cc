@@ -15,7 +15,10 @@ TEST(StubDevice, LimitsAreCheckedAndPerDevice) {
   Stub stub({}, {0, 1});
   Client c(stub);
   api::LimitReply r{};
-  EXPECT_EQ(c.call<api::Call::DeviceGetLimit>({7, 0}, &r), kUnsupportedLimit);
+  // Limit numbers go to the driver as they are (7: CU_LIMIT_SHMEM_SIZE, read-only).
+  ASSERT_EQ(c.call<api::Call::DeviceGetLimit>({7, 0}, &r), 0);
+  EXPECT_EQ(r.value, 232448u);
+  EXPECT_EQ(c.call<api::Call::DeviceSetLimit>({1, 7, 0}, &r), 800);  // CUDA_ERROR_NOT_PERMITTED
   EXPECT_EQ(c.call<api::Call::DeviceGetLimit>({-1, 0}, &r), kUnsupportedLimit);
   EXPECT_EQ(c.call<api::Call::DeviceSetLimit>({1, 1 << 30, 0}, &r), kUnsupportedLimit);
   ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({4096, 0, 0}, &r), 0);
@@ -77,7 +80,7 @@ TEST(StubDevice, PeerCallsCheckTheDevices) {
   ASSERT_EQ(c.call<api::Call::DeviceCanAccessPeer>({1, 0}, &r), 0);
   EXPECT_EQ(r.value, 1);
   EXPECT_EQ(c.call<api::Call::EnablePeerAccess>({-1, 0}), kInvalidDevice);
-  EXPECT_EQ(c.call<api::Call::EnablePeerAccess>({0, 0}), kInvalidDevice);
+  EXPECT_EQ(c.call<api::Call::EnablePeerAccess>({0, 0}), 217);  // itself: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
   EXPECT_EQ(c.call<api::Call::EnablePeerAccess>({1, 4}), kInvalidValue);
   EXPECT_EQ(c.call<api::Call::DisablePeerAccess>({5, 0}), kInvalidDevice);
   EXPECT_EQ(c.call<api::Call::DisablePeerAccess>({1, 0}), kNotEnabled);
