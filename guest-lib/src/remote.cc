@@ -175,6 +175,7 @@ cudaError_t Remote::take_deferred() {
 }
 
 void Remote::send_queue() {
+  settle();
   if (slot_->batch().empty()) return;
   const ChannelStatus st = slot_->flush();
   if (st != ChannelStatus::kOk) {
@@ -183,6 +184,45 @@ void Remote::send_queue() {
     return;
   }
   collect_queued();
+}
+
+void Remote::submit_queue() {
+  settle();
+  if (slot_->batch().empty()) return;
+  if (const ChannelStatus st = slot_->submit(); st != ChannelStatus::kOk) {
+    queued_.clear();
+    if (deferred_ == cudaSuccess) deferred_ = to_cuda_error(static_cast<int32_t>(st), "a batch of queued calls");
+    return;
+  }
+  in_flight_queued_.swap(queued_);
+  queued_.clear();
+  if (!spill_batch_) {
+    spill_.resize(slot_->batch().capacity());
+    spill_batch_.emplace(std::span(spill_));
+  }
+  spill_batch_->reset();
+  in_flight_ = true;
+}
+
+void Remote::settle() {
+  if (!in_flight_) return;
+  in_flight_ = false;
+  const ChannelStatus st = slot_->wait();
+  if (st != ChannelStatus::kOk) {
+    if (deferred_ == cudaSuccess) deferred_ = to_cuda_error(static_cast<int32_t>(st), "a batch of queued calls");
+  } else {
+    for (const Queued& q : in_flight_queued_) {
+      const int32_t s = slot_->result(q.frame).status;
+      if (s != 0 && deferred_ == cudaSuccess) deferred_ = to_cuda_error(s, api::call_name(q.call));
+    }
+  }
+  in_flight_queued_.clear();
+  // The stack is the guest's again (its answers read above): the calls queued meanwhile
+  // move in at the same offsets.
+  slot_->batch().adopt(*spill_batch_);
+  queued_.swap(spill_queued_);
+  spill_queued_.clear();
+  spill_batch_->reset();
 }
 
 cudaError_t Remote::flush() {

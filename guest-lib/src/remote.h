@@ -5,6 +5,11 @@
 // the stack is full. An error of a queued call is kept and returned by the next
 // synchronizing call, as CUDA reports asynchronous errors.
 //
+// A full stack is submitted without waiting: the host runs that batch while the app goes
+// on queueing into a private buffer of the same layout, which moves into the stack once
+// the host has answered (settle()). So a stream of launches costs max(guest, host) per
+// launch, not their sum.
+//
 // Transport, chosen once at the first CUDA call; the vmrpc code above it is the same:
 //  1. VMCUDA_DEVICE=/dev/vmcudaN: that device of the guest kernel driver
 //     (ivshmem-driver/; vmrpc::DriverDevice, the slot the driver claimed in open());
@@ -16,6 +21,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -69,6 +75,14 @@ class Remote {
   void collect_queued();
   // Sends what is queued and collects its errors (kept for the next synchronizing call).
   void send_queue();
+  // Submits the stack's batch without waiting for it (after settle()); later queued calls
+  // go to spill_ until the next settle().
+  void submit_queue();
+  // Waits for a batch submit_queue() sent, collects its errors and moves the calls queued
+  // meanwhile into the stack. Every use of the stack other than enqueue() settles first.
+  void settle();
+  // Where enqueue() appends: the stack, or the private buffer while a batch is in flight.
+  vmrpc::BatchWriter& queue_batch() { return in_flight_ ? *spill_batch_ : slot_->batch(); }
   cudaError_t take_deferred();
 
   // Opens the slot through /dev/vmcudaN (`device`) or the socket `socket`; false (and the
@@ -87,7 +101,12 @@ class Remote {
     vmrpc::FrameRef frame;
     uint32_t call;
   };
-  std::vector<Queued> queued_;
+  std::vector<Queued> queued_;         // in the stack's batch
+  std::vector<Queued> in_flight_queued_;  // in the batch the host is running
+  std::vector<Queued> spill_queued_;     // in spill_batch_
+  std::vector<std::byte> spill_;
+  std::optional<vmrpc::BatchWriter> spill_batch_;
+  bool in_flight_ = false;
   cudaError_t deferred_ = cudaSuccess;
   int host_device_ = 0;  // the device the host runs this client's calls on
 
@@ -110,16 +129,16 @@ cudaError_t Remote::enqueue(const typename api::CallTraits<C>::Args& args, std::
   sync_device<C>();
   using A = typename api::CallTraits<C>::Args;
   constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
-  auto& batch = slot_->batch();
-  auto f = batch.append(static_cast<uint32_t>(C), static_cast<uint32_t>(kA + tail.size()), 0);
+  auto f = queue_batch().append(static_cast<uint32_t>(C), static_cast<uint32_t>(kA + tail.size()), 0);
   if (!f) {
-    send_queue();
-    f = batch.append(static_cast<uint32_t>(C), static_cast<uint32_t>(kA + tail.size()), 0);
+    submit_queue();
+    f = queue_batch().append(static_cast<uint32_t>(C), static_cast<uint32_t>(kA + tail.size()), 0);
     if (!f) return cudaErrorInvalidValue;  // larger than a whole RPC stack: callers split big data
   }
+  auto& batch = queue_batch();
   if constexpr (kA != 0) std::memcpy(batch.args(*f), &args, kA);
   if (!tail.empty()) std::memcpy(batch.args(*f) + kA, tail.data(), tail.size());
-  queued_.push_back({*f, static_cast<uint32_t>(C)});
+  (in_flight_ ? spill_queued_ : queued_).push_back({*f, static_cast<uint32_t>(C)});
   return cudaSuccess;
 }
 
@@ -131,6 +150,7 @@ api::RemoteResult<C> Remote::call(const typename api::CallTraits<C>::Args& args,
   using R = typename api::CallTraits<C>::Reply;
   constexpr size_t kA = std::is_empty_v<A> ? 0 : sizeof(A);
   constexpr size_t kR = std::is_empty_v<R> ? 0 : sizeof(R);
+  settle();
   // The queued frames' replies must be read before another batch reuses the stack.
   if (!slot_->batch().fits(static_cast<uint32_t>(kA + tail.size()), static_cast<uint32_t>(kR + extra_capacity)))
     send_queue();

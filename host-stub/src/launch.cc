@@ -19,7 +19,9 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
   if (stream_device != current_) return CUDA_ERROR_INVALID_HANDLE;
   const Function& f = functions_[a.function - 1];
   if (f.device != current_) return 98;  // cudaErrorInvalidDeviceFunction: loaded for another device
-  std::vector<void*> params(f.params.size());
+  // Reused: launches are the hot path (no allocation per launch).
+  thread_local std::vector<void*> params;
+  params.resize(f.params.size());
   // `tail` is the decoder's private copy: stable for the launch.
   auto* base = const_cast<std::byte*>(req.tail.data());
   for (size_t i = 0; i < f.params.size(); ++i) {

@@ -65,6 +65,18 @@ class BatchWriter {
 
   std::byte* args(FrameRef f) const { return stack_.data() + f.offset + sizeof(wire::FrameHeader); }
 
+  // Takes over the frames `other` (a writer of another buffer of at least this layout)
+  // has appended, at the same offsets, so FrameRefs into `other` name them here. For a
+  // guest that fills a private buffer while the host runs the stack's batch.
+  bool adopt(const BatchWriter& other) {
+    if (other.pos_ > stack_.size()) return false;
+    std::memcpy(stack_.data() + sizeof(wire::BatchHeader), other.stack_.data() + sizeof(wire::BatchHeader),
+                other.pos_ - sizeof(wire::BatchHeader));
+    pos_ = other.pos_;
+    count_ = other.count_;
+    return true;
+  }
+
   // Writes the batch header; returns request_bytes for the control page.
   uint32_t finish() {
     wire::BatchHeader bh{count_, 0, 0};
