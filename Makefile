@@ -36,9 +36,11 @@ SAN_ENV = VMRPC_TEST_MAX_PAYLOAD_MIB=32
 # Readable reports (package llvm-14); the runtimes fall back to addr2line without it.
 SYMBOLIZER := $(firstword $(wildcard /usr/lib/llvm-14/bin/llvm-symbolizer /usr/bin/llvm-symbolizer))
 SYM_ENV = $(if $(SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(SYMBOLIZER) TSAN_SYMBOLIZER_PATH=$(SYMBOLIZER) UBSAN_SYMBOLIZER_PATH=$(SYMBOLIZER))
-ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
+# Worker processes map their region at a fixed address (vmrpc/include/vmrpc/knobs.h); the
+# default, 0x600000000000, is ASan's allocator space and outside TSan's application memory.
+ASAN_ENV = VMRPC_WORKER_MAP_ADDRESS=0x680000000000 ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-TSAN_ENV = TSAN_OPTIONS=second_deadlock_stack=1$(if $(wildcard tests/tsan.supp),:suppressions=$(CURDIR)/tests/tsan.supp)
+TSAN_ENV = VMRPC_WORKER_MAP_ADDRESS=0x7e9000000000 TSAN_OPTIONS=second_deadlock_stack=1$(if $(wildcard tests/tsan.supp),:suppressions=$(CURDIR)/tests/tsan.supp)
 # gcc 12's TSan runtime cannot start under the larger mmap randomisation of some
 # newer kernels ("unexpected memory mapping"); without ASLR it always can.
 NO_ASLR := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R)

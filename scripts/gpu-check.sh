@@ -15,7 +15,7 @@ if [ "${1:-}" != "--run" ]; then
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" >/dev/null
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
-  cp "$top/tests/cuda/shared_stub_test.sh" "$carry/"
+  cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$carry/"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -o "$carry/vecadd.fatbin" "$top/tests/gpu/vecadd.cu"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
@@ -45,4 +45,7 @@ for prog in "$carry"/cuda/*; do
 done
 # One real stub, several programs at once, one faulting (compared with the native outputs above).
 "$carry/shared_stub_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
+# Every program but the faulting one at once, clients as threads of one stub, their work
+# issued by the GPU's working thread (--isolation thread --gpu-thread on).
+"$carry/gpu_thread_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
 exit $rc

@@ -49,7 +49,8 @@ class Remote {
   cudaError_t enqueue(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail = {});
 
   // Precondition: lock() held. Runs a call now, together with what is queued; the
-  // call's own error, else the first error of the queued calls.
+  // call's own error, else the first error of the queued calls. Kernel printf output the
+  // host collected meanwhile is written to stdout before it returns (output.cc).
   template <api::Call C>
   api::RemoteResult<C> call(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail = {},
                             uint32_t extra_capacity = 0);
@@ -84,6 +85,25 @@ class Remote {
   // Where enqueue() appends: the stack, or the private buffer while a batch is in flight.
   vmrpc::BatchWriter& queue_batch() { return in_flight_ ? *spill_batch_ : slot_->batch(); }
   cudaError_t take_deferred();
+  // call() without taking the queued calls' errors (they stay deferred) or the output hooks.
+  template <api::Call C>
+  api::RemoteResult<C> exchange(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail,
+                                uint32_t extra_capacity);
+
+  // Kernel printf output (output.cc): a ring in the shared heap (wire.h OutputRingHeader),
+  // registered at the first call that needs the client's context (registering makes one),
+  // read after every call (one load when nothing is new) and at exit.
+  template <api::Call C>
+  static constexpr bool kOutputHooks = C != api::Call::Handshake && C != api::Call::DeviceProperties &&
+                                       C != api::Call::SetDevice && C != api::Call::OutputRing;
+  void start_output();
+  void poll_output();
+  static void output_at_exit();
+  bool output_started_ = false;
+  api::OutputRingHeader* output_ring_ = nullptr;  // nullptr: none (the host keeps the output)
+  vmrpc::wire::HeapRef output_ref_{};
+  uint64_t output_read_ = 0;
+  uint64_t output_dropped_ = 0;
 
   // Opens the slot through /dev/vmcudaN (`device`) or the socket `socket`; false (and the
   // reason logged, `*error` set) when it cannot.
@@ -145,6 +165,19 @@ cudaError_t Remote::enqueue(const typename api::CallTraits<C>::Args& args, std::
 template <api::Call C>
 api::RemoteResult<C> Remote::call(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail,
                                   uint32_t extra_capacity) {
+  if constexpr (kOutputHooks<C>)
+    if (!output_started_) start_output();
+  auto r = exchange<C>(args, tail, extra_capacity);
+  if (r.status == 0) r.status = take_deferred();
+  // Even after an error: the output of kernels before a fault is shown natively too.
+  if constexpr (kOutputHooks<C>)
+    if (output_ring_) poll_output();
+  return r;
+}
+
+template <api::Call C>
+api::RemoteResult<C> Remote::exchange(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail,
+                                      uint32_t extra_capacity) {
   sync_device<C>();
   using A = typename api::CallTraits<C>::Args;
   using R = typename api::CallTraits<C>::Reply;
@@ -156,11 +189,7 @@ api::RemoteResult<C> Remote::call(const typename api::CallTraits<C>::Args& args,
     send_queue();
   auto r = api::remote<C>(*slot_, args, tail, extra_capacity);
   collect_queued();
-  if (r.status < 0) {
-    r.status = to_cuda_error(r.status, api::CallTraits<C>::kName);
-    return r;
-  }
-  if (r.status == 0) r.status = take_deferred();
+  if (r.status < 0) r.status = to_cuda_error(r.status, api::CallTraits<C>::kName);
   return r;
 }
 

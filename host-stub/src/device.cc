@@ -54,7 +54,7 @@ int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&
 int32_t Session::on_DeviceSynchronize(const api::Empty&, api::Empty&, Request& req) {
   // TODO(perf): synchronous waits move to the GPU's working thread (events), so a
   // long kernel of one client never holds a thread the others need.
-  return managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true);
+  return output_after_sync(managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true));
 }
 
 // ---- limits (cudaLimit == CUlimit 0..6) and cache configuration, of the client's context
@@ -179,7 +179,7 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request& req) {
   }
   drop_peer_access(d);
   make_current(current_);
-  return sync;
+  return output_after_sync(sync);  // natively a reset destroys the context, which flushes printf
 }
 
 }  // namespace vmcuda::host

@@ -59,7 +59,8 @@ int32_t Session::on_EventSynchronize(const api::EventArgs& a, api::Empty&, Reque
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   // TODO(perf): as StreamSynchronize, on the GPU's working thread.
   const CUevent e = ev->event;
-  return managed_after_sync(req.ctx, ev->device, on_device(ev->device, [&] { return api_.cuEventSynchronize(e); }));
+  return output_after_sync(
+      managed_after_sync(req.ctx, ev->device, on_device(ev->device, [&] { return api_.cuEventSynchronize(e); })));
 }
 
 int32_t Session::on_EventQuery(const api::EventArgs& a, api::Empty&, Request& req) {

@@ -60,7 +60,8 @@ int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a,
   if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   // Straight into the shared reply area (the host never reads it back).
-  CUresult e = managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes));
+  CUresult e = output_after_sync(
+      managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes)));
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
   return e;
 }
@@ -78,7 +79,8 @@ int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, 
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size()));
+  return output_after_sync(
+      managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size())));
 }
 
 int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&, Request&) {

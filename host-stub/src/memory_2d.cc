@@ -112,7 +112,7 @@ int32_t Session::on_Copy2DFromDeviceInline(const api::Copy2DInlineArgs& a, api::
   if (bytes == 0) return CUDA_SUCCESS;
   // Packed, straight into the shared reply area.
   const CUDA_MEMCPY2D c = device_to_host(req.extra.data(), a.width, a.device, a.device_pitch, a.width, a.height);
-  CUresult e = api_.cuMemcpy2D_v2(&c);
+  CUresult e = output_after_sync(api_.cuMemcpy2D_v2(&c));
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(bytes);
   return e;
 }
@@ -138,7 +138,7 @@ int32_t Session::on_Copy2DFromDeviceHeap(const api::Copy2DHeapArgs& a, api::Empt
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
   const CUDA_MEMCPY2D c = device_to_host(host->data(), a.host_pitch, a.device, a.device_pitch, a.width, a.height);
-  return api_.cuMemcpy2D_v2(&c);
+  return output_after_sync(api_.cuMemcpy2D_v2(&c));
 }
 
 int32_t Session::on_Copy2DDeviceToDevice(const api::Copy2DDeviceArgs& a, api::Empty&, Request&) {

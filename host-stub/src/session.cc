@@ -3,6 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "gpu_worker.h"
 #include "vmrpc/log.h"
 
 namespace vmcuda::host {
@@ -143,6 +144,36 @@ bool Session::owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t hei
   return owns_range(ptr, pitch * (height - 1) + width);
 }
 
+namespace {
+// The calls that only issue work and never wait for the GPU: with working threads per GPU
+// (gpu_worker.h) they run there. Heap copies the guest waits for (kHeapCopyWait), inline
+// async copies (pageable bytes, which the driver may copy synchronously) and everything
+// that synchronizes stay on the client's service thread.
+bool issues_only(api::Call c, std::span<const std::byte> args) {
+  switch (c) {
+    case api::Call::LaunchKernel:
+    case api::Call::CopyDeviceToDeviceAsync:
+    case api::Call::MemsetAsync:
+    case api::Call::Copy2DDeviceToDeviceAsync:
+    case api::Call::Memset2DAsync:
+    case api::Call::EventRecord:
+    case api::Call::StreamWaitEvent:
+    case api::Call::LaunchHostFunc:
+    case api::Call::MemcpyPeerAsync:
+      return true;
+    case api::Call::CopyToDeviceHeapAsync:
+    case api::Call::CopyFromDeviceHeapAsync: {
+      api::CopyHeapAsyncArgs a{};
+      if (args.size() != sizeof a) return false;  // the handler refuses it on the service thread
+      std::memcpy(&a, args.data(), sizeof a);
+      return (a.flags & api::kHeapCopyWait) == 0;
+    }
+    default:
+      return false;
+  }
+}
+}  // namespace
+
 int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                       std::span<std::byte> reply, uint32_t& reply_bytes) {
   // Calls that need no context answer even when the device cannot make one.
@@ -150,6 +181,21 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   if (c != api::Call::Handshake && c != api::Call::DeviceProperties && c != api::Call::SetDevice &&
       !ensure_context())
     return ctx_error_;
+  if (limits_.gpu_threads && issues_only(c, args)) {
+    const int32_t status = GpuWorker::of(devices_[current_]).run([&] {
+      // The working thread serves every client of the GPU: this one's context, each time.
+      api_.cuCtxSetCurrent(contexts_[current_]);
+      bound_ = current_;
+      return dispatch(ctx, call_id, args, reply, reply_bytes);
+    });
+    bound_ = -1;  // the service thread sets its context again at its next driver call
+    return status;
+  }
+  return dispatch(ctx, call_id, args, reply, reply_bytes);
+}
+
+int32_t Session::dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
+                          std::span<std::byte> reply, uint32_t& reply_bytes) {
   switch (static_cast<api::Call>(call_id)) {
 #define VMCUDA_CALL(number, name, A, R, batchable)                                                   \
   case api::Call::name: {                                                                            \

@@ -15,6 +15,7 @@
 
 #include "arena.h"
 #include "driver_api.h"
+#include "output.h"
 #include "vmcuda/api/calls.h"
 #include "vmrpc/service.h"
 
@@ -26,6 +27,9 @@ struct StubLimits {
   uint32_t max_name_bytes = 4096;          // a kernel's mangled name
   uint32_t max_streams = 4096;             // live streams per client (guest-made handles)
   uint32_t max_events = 1u << 18;          // live events per client
+  // Issue non-blocking work through one working thread per GPU (gpu_worker.h): for clients
+  // that are threads of one process (--isolation thread).
+  bool gpu_threads = false;
   uint32_t max_host_funcs = 1u << 16;      // host functions queued and not yet run, per client
 };
 
@@ -59,6 +63,9 @@ class Session : public vmrpc::SlotService {
   int32_t call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                std::span<std::byte> reply, uint32_t& reply_bytes) override;
   void close() override;
+  // Runs one call's handler (call() decides on which thread).
+  int32_t dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
+                   std::span<std::byte> reply, uint32_t& reply_bytes);
 
   // Handlers, one per call of calls.def (device.cc, memory.cc, memory_2d.cc, module.cc,
   // symbol.cc, launch.cc, function.cc, stream.cc, event.cc).
@@ -202,6 +209,15 @@ class Session : public vmrpc::SlotService {
   std::atomic<bool> closing_{false};     // close() began: gates stop waiting for the guest
   std::atomic<uint32_t> gates_reached_{0};  // HostFuncEntry::order
   void free_gates(bool all);
+  // Kernel printf output (output.cc): the guest's ring (OutputRing). After a synchronizing
+  // call (`r`: its result, returned) what the driver wrote to this worker's stdout goes into
+  // it; nothing happens while no ring is registered (or none is captured: thread mode).
+  OutputRing output_;
+  void output_drain();
+  CUresult output_after_sync(CUresult r) {
+    if (output_.header) output_drain();
+    return r;
+  }
 };
 
 // The vmrpc service of vmcuda-stub: one Session per claimed slot.

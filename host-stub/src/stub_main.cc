@@ -8,6 +8,7 @@
 
 #include "stub_main.h"
 #include "driver_api.h"
+#include "output.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
 #include "vmrpc/worker.h"
@@ -27,6 +28,11 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     // First of all, before the driver reserves address space: the region at the address
     // the guest shares with us (mapped pinned memory has one address on both sides).
     if (!vmrpc::map_worker_region(argc, argv)) return 2;
+    // Before the driver loads too: this worker's stdout is its client's alone, so what the
+    // driver writes there (kernel printf) is collected for the app (output.h). The stub's
+    // own messages go to stderr.
+    if (std::string why; !OutputCapture::install(1, &why))
+      std::fprintf(stderr, "vmcuda-stub worker: %s; kernel printf output stays on the stub's stdout\n", why.c_str());
   }
   CLI::App app{"vmcuda-stub: serves CUDA to guests over vmrpc shared memory"};
   std::string isolation = "process";
@@ -50,7 +56,15 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "process (faster to start, no fault isolation)")
       ->check(CLI::IsMember({"process", "thread"}))
       ->capture_default_str();
+  std::string gpu_thread = "auto";
+  app.add_option("--gpu-thread", gpu_thread,
+                 "issue every client's non-blocking work (launches, async copies, event records) through one "
+                 "working thread per GPU; waits stay on each client's thread. auto: on with --isolation thread "
+                 "(where clients share the process), off with process (each worker is its client's own)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   CLI11_PARSE(app, stub_argc, argv);
+  limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
 
   DriverApi api;
   std::string why;
@@ -101,8 +115,9 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     endpoint.start();
     std::string list;
     for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
-    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client\n", socket_path.c_str(),
-                 list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread");
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s\n", socket_path.c_str(),
+                 list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread",
+                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "");
     int sig = 0;
     sigwait(&sigs, &sig);
     std::fprintf(stderr, "vmcuda-stub: signal %d, closing all clients\n", sig);

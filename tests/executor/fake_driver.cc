@@ -1,7 +1,11 @@
 #include "fake_driver.h"
 #include "fake_kernels.h"
 
+#include <atomic>
+#include <functional>
+#include <thread>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -259,10 +263,19 @@ struct FakeCtxState {
   size_t limits[7] = {1024, 8650752, 8388608, 2, 2048, 64, 11796480};  // as the H200 reads them
   int cache_config = 0;  // CU_FUNC_CACHE_PREFER_NONE
   std::set<CUcontext> peers;
+  std::string printf_fifo;  // kernels' printf output not yet written (device_printf)
 };
 std::map<CUcontext, FakeCtxState>& ctx_state() {
   static std::map<CUcontext, FakeCtxState> s;
   return s;
+}
+// As the driver at a synchronizing call: context c's kernel printf output goes to this
+// process's stdout, through stdio (not flushed). Lock held.
+void flush_printf_locked(CUcontext c) {
+  auto it = ctx_state().find(c);
+  if (it == ctx_state().end() || it->second.printf_fifo.empty()) return;
+  std::fwrite(it->second.printf_fifo.data(), 1, it->second.printf_fifo.size(), stdout);
+  it->second.printf_fifo.clear();
 }
 CUresult f_ctx_create(CUcontext* c, void*, unsigned, CUdevice dev) {
   if (gpu_poisoned()) return 700;
@@ -277,6 +290,7 @@ CUresult f_ctx_destroy(CUcontext c) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (!g.contexts.erase(c)) return 201;
+  flush_printf_locked(c);
   ctx_state().erase(c);  // and peer access from and to it
   for (auto& [other, st] : ctx_state()) st.peers.erase(c);
   // The context's streams, events and modules go with it.
@@ -295,7 +309,19 @@ CUresult f_ctx_set(CUcontext c) {
   t_ctx = c;
   return CUDA_SUCCESS;
 }
+// Test hooks: a hook cuCtxSynchronize runs first (outside the fake's lock: it may block),
+// and the thread of the last launch.
+std::mutex g_hook_mu;
+std::function<void()> g_sync_hook;
+std::atomic<std::thread::id> g_last_launch_thread{};
+
 CUresult f_sync() {
+  std::function<void()> hook;
+  {
+    std::lock_guard h(g_hook_mu);
+    hook = g_sync_hook;
+  }
+  if (hook) hook();
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;  // CUDA_ERROR_INVALID_CONTEXT
@@ -305,6 +331,7 @@ CUresult f_sync() {
     if (k.first == t_ctx) st.busy = false;
   for (auto& [e, ev] : g.events)
     if (ev.ctx == t_ctx) ev.done = true;
+  flush_printf_locked(t_ctx);
   return CUDA_SUCCESS;
 }
 CUresult f_alloc(CUdeviceptr* p, size_t n) {
@@ -488,6 +515,7 @@ CUresult f_dtoh(void* d, CUdeviceptr s, size_t n) {
   std::byte* p = find(s, n);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(d, p, n);
+  flush_printf_locked(t_ctx);  // a synchronous copy
   return CUDA_SUCCESS;
 }
 CUresult f_dtod(CUdeviceptr d, CUdeviceptr s, size_t n) {
@@ -567,6 +595,7 @@ CUresult f_param_info(CUfunction f, size_t i, size_t* off, size_t* size) {
 }
 CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                   unsigned shared, CUstream stream, void** params, void**) {
+  g_last_launch_thread.store(std::this_thread::get_id());
   std::lock_guard l(gpu().mu);
   FakeFunction* fn = function_of(f);
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
@@ -578,6 +607,7 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   did_work(st, kLaunchMs);
   FakeModule& mod = gpu().modules.at(fn->module);
+  FakeCtxState& cs = ctx_state()[mod.ctx];
   const FakeLaunch launch{uint64_t{gx} * gy * gz * bx * by * bz,
                           {gx, gy, gz},
                           {bx, by, bz},
@@ -586,7 +616,9 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
                           [&mod](const char* name) -> std::byte* {
                             const uint64_t p = global_locked(mod, name);
                             return p ? find(p, find_fake_global(name)->bytes) : nullptr;
-                          }};
+                          },
+                          &cs.printf_fifo,
+                          cs.limits[1]};  // CU_LIMIT_PRINTF_FIFO_SIZE
   const int r = fn->kernel->run(params, launch);
   // As on the H200 (tests/gpu/context_fault_probe.cc): an illegal address poisons every
   // context of the process, new ones included.
@@ -695,7 +727,7 @@ std::byte* row_of(CUmemorytype type, const void* host, CUdeviceptr device, size_
   if (type == CU_MEMORYTYPE_DEVICE) return find(device + off, width);
   return nullptr;  // arrays and unified memory: not in the executor
 }
-CUresult f_memcpy_2d(const CUDA_MEMCPY2D* c) {
+CUresult copy_2d(const CUDA_MEMCPY2D* c, bool synchronous) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
   if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard l(gpu().mu);
@@ -708,8 +740,10 @@ CUresult f_memcpy_2d(const CUDA_MEMCPY2D* c) {
     if (!s || !d) return CUDA_ERROR_INVALID_VALUE;
     std::memmove(d, s, c->WidthInBytes);
   }
+  if (synchronous) flush_printf_locked(t_ctx);
   return CUDA_SUCCESS;
 }
+CUresult f_memcpy_2d(const CUDA_MEMCPY2D* c) { return copy_2d(c, true); }
 CUresult f_memset_2d(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height) {
   if (width > pitch) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard l(gpu().mu);
@@ -729,7 +763,7 @@ CUresult f_memcpy_2d_async(const CUDA_MEMCPY2D* c, CUstream stream) {
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     did_work(st, kCopyMs);
   }
-  return f_memcpy_2d(c);
+  return copy_2d(c, false);
 }
 CUresult f_memset_2d_async(CUdeviceptr dst, size_t pitch, unsigned char v, size_t width, size_t height,
                            CUstream stream) {
@@ -828,6 +862,7 @@ CUresult f_stream_sync(CUstream s) {
   st->busy = false;
   for (auto& [e, ev] : gpu().events)  // what was recorded on it is complete too
     if (ev.recorded_on == st->id) ev.done = true;
+  flush_printf_locked(st->ctx);
   return CUDA_SUCCESS;
 }
 CUresult f_stream_query(CUstream s) {
@@ -907,6 +942,7 @@ CUresult f_event_sync(CUevent e) {
   auto it = gpu().events.find(e);
   if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
   it->second.done = true;
+  flush_printf_locked(it->second.ctx);
   return CUDA_SUCCESS;
 }
 CUresult f_event_query(CUevent e) {
@@ -1220,6 +1256,12 @@ uint64_t fake_live_events() {
   std::lock_guard l(gpu().mu);
   return gpu().events.size();
 }
+void fake_on_synchronize(std::function<void()> hook) {
+  std::lock_guard h(g_hook_mu);
+  g_sync_hook = std::move(hook);
+}
+std::thread::id fake_last_launch_thread() { return g_last_launch_thread.load(); }
+
 void fake_hold_completion(bool on) {
   std::lock_guard l(gpu().mu);
   gpu().hold = on;

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <thread>
 
 #include "driver_api.h"
 
@@ -46,6 +48,11 @@ uint64_t fake_live_events();
 // While on, work issued to a stream leaves it busy (cuStreamQuery: CUDA_ERROR_NOT_READY)
 // and events recorded after it pending, until a synchronize. Work still runs at once.
 void fake_hold_completion(bool on);
+// Runs `hook` at the start of every cuCtxSynchronize, on the calling thread, before the fake
+// takes its lock (so it may block that one caller); empty: none.
+void fake_on_synchronize(std::function<void()> hook);
+// The thread that made the last cuLaunchKernel call.
+std::thread::id fake_last_launch_thread();
 // Fake GPU time: each launch takes 1 ms and each async copy or memset 0.5 ms, so
 // cuEventElapsedTime is exact. Priorities range from 0 (least) to -5 (greatest).
 

@@ -1,6 +1,8 @@
 #include "fake_kernels.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
@@ -206,6 +208,37 @@ int scale_add(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// tests/cuda/kernel_printf.cu: one thread each.
+// void print_lines(int n, int base)
+int print_lines(void** params, const FakeLaunch& l) {
+  const int n = arg<int>(params, 0), base = arg<int>(params, 1);
+  for (int i = 0; i < n; ++i) device_printf(l, "kernel: line %d of %d, value %d\n", i, n, base + i * i);
+  return 0;
+}
+// void print_values(float x, unsigned long long u, int tag)
+int print_values(void** params, const FakeLaunch& l) {
+  const auto u = arg<unsigned long long>(params, 1);
+  const int tag = arg<int>(params, 2);
+  device_printf(l, "kernel %d: %.3f %llu 0x%llx %c\n", tag, static_cast<double>(arg<float>(params, 0)), u, u,
+                'A' + tag);
+  return 0;
+}
+// void print_many(int n)
+int print_many(void** params, const FakeLaunch& l) {
+  const int n = arg<int>(params, 0);
+  for (int i = 0; i < n; ++i) device_printf(l, "many %05d abcdefghijklmnopqrstuvwxyz\n", i);
+  return 0;
+}
+// void store_and_print(int* out, int v): *out = 2 * v
+int store_and_print(void** params, const FakeLaunch& l) {
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), 4);
+  if (!p) return 700;
+  const int v = arg<int>(params, 1) * 2;
+  store<int>(p, 0, v);
+  device_printf(l, "kernel: stored %d\n", v);
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
     // tests/cuda/managed_vars.cu
@@ -230,6 +263,11 @@ const FakeKernel kKernels[] = {
     {"_Z7mm_axpyPKiPiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, mm_axpy, 10},
     // tests/cuda/host_func.cu
     {"_Z9scale_addPiiii", {{0, 8}, {8, 4}, {12, 4}, {16, 4}}, scale_add, 8},
+    // tests/cuda/kernel_printf.cu (local memory: ptxas -v's stack frame, printf's arguments)
+    {"_Z11print_linesii", {{0, 4}, {4, 4}}, print_lines, 26, 0, 0, 16},
+    {"_Z12print_valuesfyi", {{0, 4}, {8, 8}, {16, 4}}, print_values, 24, 0, 0, 40},
+    {"_Z10print_manyi", {{0, 4}}, print_many, 27, 0, 0, 8},
+    {"_Z15store_and_printPii", {{0, 8}, {8, 4}}, store_and_print, 24, 0, 0, 8},
 };
 
 template <class T>
@@ -258,6 +296,18 @@ const FakeGlobal kGlobals[] = {
 };
 
 }  // namespace
+
+void device_printf(const FakeLaunch& launch, const char* format, ...) {
+  if (!launch.printf_fifo) return;
+  char line[1024];
+  va_list ap;
+  va_start(ap, format);
+  const int n = std::vsnprintf(line, sizeof line, format, ap);
+  va_end(ap);
+  if (n < 0) return;
+  const size_t len = std::min<size_t>(static_cast<size_t>(n), sizeof line - 1);
+  if (launch.printf_fifo->size() + len <= launch.printf_fifo_bytes) launch.printf_fifo->append(line, len);
+}
 
 const FakeKernel* find_fake_kernel(const char* name) {
   for (const auto& k : kKernels)

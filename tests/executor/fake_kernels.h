@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace vmcuda::testing {
@@ -25,7 +26,15 @@ struct FakeLaunch {
   uint32_t shared_bytes;  // dynamic shared memory
   DeviceMemory mem;
   ModuleGlobal global;
+  // The context's printf FIFO (device_printf below; the fake driver writes it to stdout at
+  // the next synchronizing call, as the driver does) and its size (cudaLimitPrintfFifoSize).
+  std::string* printf_fifo = nullptr;
+  size_t printf_fifo_bytes = 0;
 };
+
+// A kernel's printf(): appended to the launch's FIFO; a line that does not fit is lost, as
+// on the device.
+void device_printf(const FakeLaunch& launch, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 struct FakeKernel {
   const char* name;

@@ -5,6 +5,9 @@
 // is what matters between vmcuda's declarations and NVIDIA's, whose types are distinct.
 #pragma once
 
+// The checks name deprecated calls too (NVIDIA's library still exports them).
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 #include <cstddef>
 #include <type_traits>
 

@@ -53,6 +53,30 @@ static_assert(sizeof(CacheConfigReply) == 8);
 struct FuncCacheConfigArgs { uint64_t function; int32_t config; uint32_t pad; };
 static_assert(sizeof(FuncCacheConfigArgs) == 16);
 
+// ---- kernel printf output (OutputRing). A ring in the shared heap: this header, then the
+// data (the rest of the block). Positions count bytes since registration and only grow;
+// byte p lies at data[p % capacity]. The host writes data, then publishes write_pos with
+// release; the guest reads up to it (acquire), writes it out, then publishes read_pos with
+// release. The host never trusts read_pos: one outside [write_pos - capacity, write_pos]
+// counts as a full ring (nothing is written until it is sane again).
+struct OutputRingHeader {
+  uint64_t write_pos;  // host
+  uint64_t read_pos;   // guest
+  uint64_t pending;    // host: bytes waiting on the host that did not fit (ask with OutputRing)
+  uint64_t dropped;    // host: bytes lost so far (the host's buffer was full)
+  uint64_t reserved[4];
+};
+static_assert(sizeof(OutputRingHeader) == 64);
+// The ring: 64-byte aligned, header + at least kOutputRingMinData bytes of data.
+inline constexpr uint64_t kOutputRingMinData = 256;
+inline constexpr uint64_t kOutputRingMaxBytes = 64ull << 20;
+struct OutputRingArgs { vmrpc::wire::HeapRef ring; };
+static_assert(sizeof(OutputRingArgs) == 16);
+// captured 0: the host leaves kernel printf output on its own stdout (--isolation thread,
+// where clients share a process); the guest may free the ring.
+struct OutputRingReply { uint32_t captured; uint32_t pad; };
+static_assert(sizeof(OutputRingReply) == 8);
+
 // ---- peer access: devices are guest device indexes.
 struct PeerArgs { int32_t device; int32_t peer; };
 static_assert(sizeof(PeerArgs) == 8);

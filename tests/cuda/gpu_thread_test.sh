@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every CUDA test program except the faulting one, all at once, on ONE stub whose clients are
+# threads of one process and whose non-blocking work goes through one working thread per GPU
+# (`--isolation thread --gpu-thread on`): outputs identical to the native runs, and the
+# working thread did issue the work (the stub reports how many tasks it ran).
+#   gpu_thread_test.sh STUB LIBDIR BINDIR EXPECTED_DIR
+# CI: the test stub (executor); the GPU machine: the real vmcuda-stub (scripts/gpu-check.sh).
+set -euo pipefail
+stub="$1" libdir="$2" bindir="$3" expected="$4"
+work="$(mktemp -d)"
+sock="$work/stub.sock"
+VMRPC_LOG=info "$stub" --socket "$sock" --isolation thread --gpu-thread on 2>"$work/stub.log" &
+stub_pid=$!
+trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
+for _ in $(seq 100); do grep -q "working thread per GPU" "$work/stub.log" && break; sleep 0.05; done
+grep -q "working thread per GPU" "$work/stub.log" || { echo "the stub does not say it uses GPU working threads:"; cat "$work/stub.log"; exit 1; }
+status=0
+pids=()
+names=()
+for prog in "$bindir"/*; do
+  name=$(basename "$prog")
+  [ "$name" = fault ] && continue  # a fault poisons every context of the process: see shared_stub_test.sh
+  [ "$name" = kernel_printf ] && continue  # in thread mode kernel printf goes to the stub's stdout
+  names+=("$name")
+  VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$libdir" timeout 300 "$prog" >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { echo "${names[$i]} failed; its stderr:"; tail -n 20 "$work/${names[$i]}.err"; status=1; }
+done
+for name in "${names[@]}"; do
+  if diff -u "$expected/$name.out" "$work/$name.out" >/dev/null; then echo "$name (with the others, GPU working thread): identical to the native run"
+  elif [ "$name" = device_query ]; then
+    # The reference was recorded on another GPU of the same kind: only its UUID may differ.
+    if diff <(grep -v uuid "$expected/$name.out") <(grep -v uuid "$work/$name.out") >/dev/null; then
+      echo "$name: identical but for the GPU's UUID"
+    else echo "$name: DIFFERS"; diff -u "$expected/$name.out" "$work/$name.out" | head -20; status=1; fi
+  else echo "$name: DIFFERS from the native run"; diff -u "$expected/$name.out" "$work/$name.out" | head -20; status=1; fi
+done
+kill -0 $stub_pid || { echo "the stub died"; cat "$work/stub.log"; exit 1; }
+exit $status
