@@ -36,13 +36,18 @@ void GpuWorker::submit(Task& t) {
   {
     std::lock_guard l(mu_);
     queue_.push_back(&t);
+    queued_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_one();
   const auto until = std::chrono::steady_clock::now() + kSpin;
-  while (t.done.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until)
-    vmrpc::ordering::cpu_relax();
-  std::unique_lock l(t.m);
-  t.cv.wait(l, [&] { return t.done.load(std::memory_order_acquire) != 0; });
+  uint32_t s;
+  for (uint32_t i = 0; (s = t.state.load(std::memory_order_acquire)) != 2; ++i) {
+    if (s == 0 && (i & 63) == 0 && std::chrono::steady_clock::now() >= until) {
+      t.state.wait(0, std::memory_order_acquire);  // futex: the worker notifies on 1
+      continue;
+    }
+    vmrpc::ordering::cpu_relax();  // 1 -> 2 follows at once
+  }
 }
 
 void GpuWorker::loop() {
@@ -51,16 +56,13 @@ void GpuWorker::loop() {
     {
       std::unique_lock l(mu_);
       if (queue_.empty()) {
-        // Spin a little (without the lock) before sleeping: the next call is usually near.
+        // Spin a little (on the counter, without the lock) before sleeping: the next call
+        // is usually near. One pause per look: a pause is ~40 ns on today's x86.
         l.unlock();
         const auto until = std::chrono::steady_clock::now() + kSpin;
-        for (;;) {
-          {
-            std::lock_guard g(mu_);
-            if (!queue_.empty()) break;
-          }
-          if (std::chrono::steady_clock::now() >= until) break;
-          for (int i = 0; i < 64; ++i) vmrpc::ordering::cpu_relax();
+        for (uint32_t i = 0; queued_.load(std::memory_order_acquire) == 0; ++i) {
+          vmrpc::ordering::cpu_relax();
+          if ((i & 63) == 0 && std::chrono::steady_clock::now() >= until) break;
         }
         l.lock();
         wake_.wait(l, [this] { return !queue_.empty() || stop_; });
@@ -68,13 +70,13 @@ void GpuWorker::loop() {
       if (stop_) return;
       t = queue_.front();
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
-    const int32_t result = t->fn(t->arg);
+    t->result = t->fn(t->arg);
     tasks_run_.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard g(t->m);
-    t->result = result;
-    t->done.store(1, std::memory_order_release);
-    t->cv.notify_one();
+    t->state.store(1, std::memory_order_release);
+    t->state.notify_one();
+    t->state.store(2, std::memory_order_release);
   }
 }
 

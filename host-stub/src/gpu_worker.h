@@ -50,11 +50,9 @@ class GpuWorker {
     int32_t (*fn)(void*) = nullptr;
     void* arg = nullptr;
     int32_t result = 0;
-    std::atomic<uint32_t> done{0};
-    // The worker marks done and notifies under m, so the waiter, which takes m once before
-    // it returns, never frees the task while the worker still touches it.
-    std::mutex m;
-    std::condition_variable cv;
+    // 0 queued, 1 done (result written), 2 released: the worker touches the task no more,
+    // so the waiter (which returns only on 2) may free it.
+    std::atomic<uint32_t> state{0};
   };
 
   GpuWorker();
@@ -65,6 +63,7 @@ class GpuWorker {
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Task*> queue_;
+  std::atomic<uint32_t> queued_{0};  // queue_.size(), for spinning without the lock
   bool stop_ = false;
   std::atomic<uint64_t> tasks_run_{0};
   std::thread thread_;
