@@ -54,7 +54,8 @@ int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&
 int32_t Session::on_DeviceSynchronize(const api::Empty&, api::Empty&, Request& req) {
   // TODO(perf): synchronous waits move to the GPU's working thread (events), so a
   // long kernel of one client never holds a thread the others need.
-  return output_after_sync(managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true));
+  return output_after_sync(managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true),
+                           contexts_.size() == 1);  // with several devices, others may still print
 }
 
 // ---- limits (cudaLimit == CUlimit 0..6) and cache configuration, of the client's context

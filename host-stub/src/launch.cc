@@ -30,6 +30,7 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
     params[i] = base + p.offset;
   }
   if (CUresult e = managed_before_launch(req.ctx, stream); e != CUDA_SUCCESS) return e;
+  output_possible_ = true;
   return api_.cuLaunchKernel(f.fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2],
                              a.shared_bytes, stream, params.data(), nullptr);
 }

@@ -213,9 +213,15 @@ class Session : public vmrpc::SlotService {
   // call (`r`: its result, returned) what the driver wrote to this worker's stdout goes into
   // it; nothing happens while no ring is registered (or none is captured: thread mode).
   OutputRing output_;
+  // Only kernels print: after a device-wide synchronize with no launch since, there is
+  // nothing to drain, so an idle synchronize pays no read of the pipe.
+  bool output_possible_ = true;
   void output_drain();
-  CUresult output_after_sync(CUresult r) {
-    if (output_.header) output_drain();
+  CUresult output_after_sync(CUresult r, bool device_wide = false) {
+    if (output_.header && output_possible_) {
+      output_drain();
+      if (device_wide && r == CUDA_SUCCESS) output_possible_ = false;
+    }
     return r;
   }
 };

@@ -30,6 +30,8 @@ namespace ordering = vmrpc::ordering;
 
 constexpr uint64_t kHeader = sizeof(api::OutputRingHeader);
 
+// kernel_print's kernels: client -> (function, buffer), per test.
+std::map<Client*, std::pair<uint64_t, uint64_t>> g_kernels;
 void write_all(int fd, const std::string& s) {
   size_t at = 0;
   while (at < s.size()) {
@@ -49,6 +51,7 @@ std::string pattern(size_t n, size_t seed = 0) {
 class OutputFixture : public ::testing::Test {
  protected:
   void SetUp() override {
+    g_kernels.clear();
     fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     std::string why;
@@ -101,6 +104,16 @@ int32_t register_ring(Client& c, vmrpc::wire::HeapRef ref, uint32_t* captured = 
 }
 int32_t sync(Client& c) { return c.call<api::Call::DeviceSynchronize>({}); }
 
+// What a kernel prints: a launch, then the bytes the driver would write to the worker's
+// stdout (here the captured fd). The stub drains only when a kernel ran since its last
+// device-wide synchronize (an idle synchronize reads no pipe).
+void kernel_print(Client& c, int fd, const std::string& s) {
+  auto it = g_kernels.find(&c);
+  if (it == g_kernels.end()) it = g_kernels.emplace(&c, std::pair{c.load_add_one(), c.malloc(4)}).first;
+  EXPECT_EQ(c.launch(it->second.first, it->second.second, 1, 0), 0);
+  write_all(fd, s);
+}
+
 TEST(StubOutputNoCapture, ThreadModeKeepsTheOutputOnTheStub) {
   ASSERT_EQ(OutputCapture::get(), nullptr);
   Stub s;
@@ -134,7 +147,7 @@ TEST_F(OutputFixture, OutputReachesTheRingAtSynchronizingCallsOnly) {
   Client c(*stub);
   Ring ring(c, 256);
   ASSERT_EQ(register_ring(c, ring.ref()), 0);
-  write_all(fd, "hello from a kernel\n");
+  kernel_print(c, fd, "hello from a kernel\n");
   // Not a synchronizing call: nothing moves.
   api::MemInfoReply info{};
   EXPECT_EQ(c.call<api::Call::MemGetInfo>({}, &info), 0);
@@ -144,10 +157,10 @@ TEST_F(OutputFixture, OutputReachesTheRingAtSynchronizingCallsOnly) {
   EXPECT_EQ(ring.seen, "hello from a kernel\n");
   EXPECT_EQ(ordering::load_relaxed(ring.h().pending), 0u);
   // A stream synchronize and a synchronous copy device -> host drain too.
-  write_all(fd, "two\n");
+  kernel_print(c, fd, "two\n");
   EXPECT_EQ(c.call<api::Call::StreamSynchronize>({api::kStreamLegacy}), 0);
   const uint64_t p = c.malloc(16);
-  write_all(fd, "three\n");
+  kernel_print(c, fd, "three\n");
   int32_t st = -1;
   c.get(p, 4, &st);
   EXPECT_EQ(st, 0);
@@ -160,18 +173,18 @@ TEST_F(OutputFixture, RingWrapsAround) {
   Ring ring(c, 256, 512);
   ASSERT_EQ(register_ring(c, ring.ref()), 0);
   const std::string a = pattern(200), b = pattern(150, 7), d = pattern(256, 3);
-  write_all(fd, a);
+  kernel_print(c, fd, a);
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ring.write_pos(), 200u);
   EXPECT_EQ(std::string(ring.data(), 200), a);
   ring.consume();
-  write_all(fd, b);  // 56 bytes at the end, 94 at the start
+  kernel_print(c, fd, b);  // 56 bytes at the end, 94 at the start
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ring.write_pos(), 350u);
   EXPECT_EQ(std::string(ring.data() + 200, 56), b.substr(0, 56));
   EXPECT_EQ(std::string(ring.data(), 94), b.substr(56));
   ring.consume();
-  write_all(fd, d);  // exactly the capacity
+  kernel_print(c, fd, d);  // exactly the capacity
   ASSERT_EQ(sync(c), 0);
   ring.consume();
   EXPECT_EQ(ring.seen, a + b + d);
@@ -183,7 +196,7 @@ TEST_F(OutputFixture, AFullRingKeepsTheRestOnTheHost) {
   Ring ring(c, 256, 512);
   ASSERT_EQ(register_ring(c, ring.ref()), 0);
   const std::string all = pattern(1000);
-  write_all(fd, all);
+  kernel_print(c, fd, all);
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ring.write_pos(), 256u);
   EXPECT_EQ(ordering::load_relaxed(ring.h().pending), 744u);
@@ -206,7 +219,7 @@ TEST_F(OutputFixture, AHostileReadPosNeverMakesTheHostWriteOutsideTheRing) {
   Client c(*stub);
   Ring ring(c, 256, 1024);
   ASSERT_EQ(register_ring(c, ring.ref()), 0);
-  write_all(fd, pattern(300));
+  kernel_print(c, fd, pattern(300));
   ASSERT_EQ(sync(c), 0);  // 256 in the ring, 44 pending
   ring.consume();         // read_pos 256
   const std::string before(ring.data(), 256);
@@ -220,11 +233,11 @@ TEST_F(OutputFixture, AHostileReadPosNeverMakesTheHostWriteOutsideTheRing) {
   }
   // Sane again: of 300 more, the 44 pending and 212 new bytes fill the ring.
   ordering::store_release(ring.h().read_pos, uint64_t{256});
-  write_all(fd, pattern(300, 1));
+  kernel_print(c, fd, pattern(300, 1));
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ring.write_pos(), 512u);
   ordering::store_release(ring.h().read_pos, uint64_t{0});  // behind by more than the capacity
-  write_all(fd, "x");
+  kernel_print(c, fd, "x");
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ring.write_pos(), 512u);
   EXPECT_TRUE(ring.guard_intact(1024));
@@ -240,7 +253,7 @@ TEST_F(OutputFixture, TheHostsBufferIsBoundedAndCountsWhatItDrops) {
   Ring ring(c, 4096);
   ASSERT_EQ(register_ring(c, ring.ref()), 0);
   // The capture's thread empties the pipe while the "driver" writes more than its buffer.
-  write_all(fd, pattern(OutputCapture::kBufferBytes + 1000));
+  kernel_print(c, fd, pattern(OutputCapture::kBufferBytes + 1000));
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ordering::load_relaxed(ring.h().dropped), 1000u);
   EXPECT_EQ(ordering::load_relaxed(ring.h().pending), OutputCapture::kBufferBytes - 4096);
@@ -253,7 +266,7 @@ TEST_F(OutputFixture, ARingGivenBackIsNoLongerWritten) {
   Ring ring(c, 256);
   ASSERT_EQ(register_ring(c, ring.ref()), 0);
   c.slot->heap().free(ring.block.offset);  // its pages may be another process's now
-  write_all(fd, "late\n");
+  kernel_print(c, fd, "late\n");
   ASSERT_EQ(sync(c), 0);
   EXPECT_EQ(ring.write_pos(), 0u);
 }
@@ -300,10 +313,19 @@ int app_sync() {
   return r->call<api::Call::DeviceSynchronize>({}).status;
 }
 
+// A first call that needs a context (so the ring is registered) but no device-wide
+// synchronize, after which the stub would expect output only from new launches.
+int app_connect() {
+  guest::Remote* r = guest::Remote::get(nullptr);
+  if (!r) return 90;
+  auto l = r->lock();
+  return r->call<api::Call::MemGetInfo>({}).status;
+}
+
 TEST_F(OutputFixture, GuestWritesKernelOutputAmongItsOwnLines) {
   const int out_fd = fd;
   const AppRun run = run_app(*stub, [out_fd] {
-    if (app_sync() != 0) return 91;  // connected; the ring is registered
+    if (app_connect() != 0) return 91;  // connected; the ring is registered
     std::printf("host: before\n");  // buffered (stdout is a pipe), as the kernel's lines will be
     if (::write(out_fd, "kernel: one\nkernel: two\n", 24) != 24) return 92;
     const int st = app_sync();
@@ -318,7 +340,7 @@ TEST_F(OutputFixture, GuestGetsMoreThanItsRingAtOneSynchronize) {
   const int out_fd = fd;
   const std::string big = pattern(300 << 10);  // the guest's ring holds 64 KiB
   const AppRun run = run_app(*stub, [out_fd, &big] {
-    if (app_sync() != 0) return 91;
+    if (app_connect() != 0) return 91;
     for (size_t at = 0; at < big.size();) {
       const ssize_t n = ::write(out_fd, big.data() + at, big.size() - at);
       if (n <= 0) return 92;
