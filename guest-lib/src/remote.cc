@@ -166,6 +166,13 @@ void Remote::collect_queued() {
     if (st != 0 && deferred_ == cudaSuccess) deferred_ = to_cuda_error(st, api::call_name(q.call));
   }
   queued_.clear();
+  collect_late();
+}
+
+void Remote::collect_late() {
+  // Work the host accepted earlier and ran after answering (its GPU working thread).
+  if (const int32_t late = slot_->take_late_status(); late != 0 && deferred_ == cudaSuccess)
+    deferred_ = to_cuda_error(late, "a queued call");
 }
 
 cudaError_t Remote::take_deferred() {
@@ -217,6 +224,7 @@ void Remote::settle() {
     }
   }
   in_flight_queued_.clear();
+  collect_late();
   // The stack is the guest's again (its answers read above): the calls queued meanwhile
   // move in at the same offsets.
   slot_->batch().adopt(*spill_batch_);

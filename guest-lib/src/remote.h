@@ -74,6 +74,8 @@ class Remote {
   bool connect(cudaError_t* error);
   // After a flush: statuses of the queued frames; remembers the first error.
   void collect_queued();
+  // After a batch: the host's late status (SlotControl::late_status), as a queued error.
+  void collect_late();
   // Sends what is queued and collects its errors (kept for the next synchronizing call).
   void send_queue();
   // Submits the stack's batch without waiting for it (after settle()); later queued calls

@@ -32,13 +32,17 @@ GpuWorker::GpuWorker() {
 
 GpuWorker::~GpuWorker() = default;
 
-void GpuWorker::submit(Task& t) {
+void GpuWorker::enqueue(Task* t) {
   {
     std::lock_guard l(mu_);
-    queue_.push_back(&t);
+    queue_.push_back(t);
     queued_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_one();
+}
+
+void GpuWorker::submit(Task& t) {
+  enqueue(&t);
   const auto until = std::chrono::steady_clock::now() + kSpin;
   uint32_t s;
   for (uint32_t i = 0; (s = t.state.load(std::memory_order_acquire)) != 2; ++i) {
@@ -74,6 +78,10 @@ void GpuWorker::loop() {
     }
     t->result = t->fn(t->arg);
     tasks_run_.fetch_add(1, std::memory_order_relaxed);
+    if (t->release) {
+      t->release(t);
+      continue;
+    }
     t->state.store(1, std::memory_order_release);
     t->state.notify_one();
     t->state.store(2, std::memory_order_release);

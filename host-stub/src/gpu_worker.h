@@ -38,6 +38,14 @@ class GpuWorker {
     return t.result;
   }
 
+  // Hands `f` (void()) to the working thread and returns at once; tasks run in the order they
+  // were handed over (run() and post() alike). The caller keeps its own count to wait for.
+  template <class F>
+  void post(F&& f) {
+    auto* t = new Posted<std::decay_t<F>>(std::forward<F>(f));
+    enqueue(t);
+  }
+
   // Tasks run so far (tests: the work did go through the working thread).
   uint64_t tasks_run() const { return tasks_run_.load(std::memory_order_relaxed); }
   std::thread::id thread_id() const { return id_; }
@@ -53,7 +61,22 @@ class GpuWorker {
     // 0 queued, 1 done (result written), 2 released: the worker touches the task no more,
     // so the waiter (which returns only on 2) may free it.
     std::atomic<uint32_t> state{0};
+    // Posted tasks: the worker deletes them after running instead of answering.
+    void (*release)(Task*) = nullptr;
   };
+  template <class F>
+  struct Posted : Task {
+    F body;
+    explicit Posted(F&& f) : body(std::move(f)) {
+      fn = [](void* p) {
+        static_cast<Posted*>(p)->body();
+        return int32_t{0};
+      };
+      arg = this;
+      release = [](Task* t) { delete static_cast<Posted*>(t); };
+    }
+  };
+  void enqueue(Task* t);
 
   GpuWorker();
   ~GpuWorker();

@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "gpu_worker.h"
 #include "vmrpc/log.h"
+#include "vmrpc/ordering.h"
 
 namespace vmcuda::host {
 
@@ -71,6 +73,7 @@ void Session::close() {
   // Host functions' gates stop waiting for a guest that is gone (host_func.cc), so that the
   // synchronize below ends.
   closing_.store(true);
+  drain_posted(nullptr);  // after closing_: a host function gate handed over gives up
   // Nothing of the client may still run when its memory (and the connection's heap,
   // which async copies may be reading or writing) goes away.
   for (size_t d = 0; d < contexts_.size(); ++d)
@@ -178,20 +181,50 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
                       std::span<std::byte> reply, uint32_t& reply_bytes) {
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
+  // Work that only issues goes to the GPU's working thread and is answered at once: the
+  // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
+  // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,
+  // this thread touches nothing of the session but the hand-over.
+  if (limits_.gpu_threads && issues_only(c, args) && contexts_[current_]) {
+    post_to_gpu(ctx, call_id, args);
+    reply_bytes = 0;
+    return 0;
+  }
+  drain_posted(&ctx);  // everything else runs after what was handed over, as the app ordered it
   if (c != api::Call::Handshake && c != api::Call::DeviceProperties && c != api::Call::SetDevice &&
       !ensure_context())
     return ctx_error_;
-  if (limits_.gpu_threads && issues_only(c, args)) {
-    const int32_t status = GpuWorker::of(devices_[current_]).run([&] {
-      // The working thread serves every client of the GPU: this one's context, each time.
-      api_.cuCtxSetCurrent(contexts_[current_]);
-      bound_ = current_;
-      return dispatch(ctx, call_id, args, reply, reply_bytes);
-    });
-    bound_ = -1;  // the service thread sets its context again at its next driver call
-    return status;
-  }
   return dispatch(ctx, call_id, args, reply, reply_bytes);
+}
+
+void Session::post_to_gpu(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args) {
+  posted_.fetch_add(1, std::memory_order_relaxed);
+  const int device = current_;
+  GpuWorker::of(devices_[device]).post(
+      [this, ctx, call_id, device, bytes = std::vector<std::byte>(args.begin(), args.end())] {
+        // The working thread serves every client of the GPU: this one's context, each time.
+        api_.cuCtxSetCurrent(contexts_[device]);
+        bound_ = device;
+        std::byte reply[64];  // issue-only calls answer nothing (Empty)
+        uint32_t reply_bytes = 0;
+        const int32_t status = dispatch(ctx, call_id, bytes, reply, reply_bytes);
+        if (status != 0) {
+          int32_t none = 0;
+          posted_error_.compare_exchange_strong(none, status);
+        }
+        if (posted_.fetch_sub(1, std::memory_order_release) == 1) posted_.notify_all();
+      });
+}
+
+void Session::drain_posted(const vmrpc::CallContext* ctx) {
+  if (posted_.load(std::memory_order_acquire) == 0 && posted_error_.load(std::memory_order_relaxed) == 0) return;
+  for (uint32_t n; (n = posted_.load(std::memory_order_acquire)) != 0;) posted_.wait(n, std::memory_order_acquire);
+  bound_ = -1;  // the working thread bound its own thread: this one sets its context again
+  const int32_t error = posted_error_.exchange(0);
+  if (error != 0 && ctx) {
+    auto& late = ctx->region.control(ctx->slot.slot).late_status;
+    if (vmrpc::ordering::load_relaxed(late) == 0) vmrpc::ordering::store_relaxed(late, error);
+  }
 }
 
 int32_t Session::dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,

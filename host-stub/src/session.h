@@ -66,6 +66,13 @@ class Session : public vmrpc::SlotService {
   // Runs one call's handler (call() decides on which thread).
   int32_t dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                    std::span<std::byte> reply, uint32_t& reply_bytes);
+  // With GPU working threads: hands an issue-only call over (a copy of its bytes) and
+  // returns; drain_posted() waits until all handed over ran and reports the first error of
+  // them in the batch being served (`ctx`; none at close).
+  void post_to_gpu(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args);
+  void drain_posted(const vmrpc::CallContext* ctx);
+  std::atomic<uint32_t> posted_{0};
+  std::atomic<int32_t> posted_error_{0};
 
   // Handlers, one per call of calls.def (device.cc, memory.cc, memory_2d.cc, module.cc,
   // symbol.cc, launch.cc, function.cc, stream.cc, event.cc).

@@ -600,6 +600,9 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   FakeFunction* fn = function_of(f);
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  // The device's grid and block dimension limits, as the driver checks them (bx * by * bz
+  // above wraps for huge values: each dimension on its own too).
+  if (gy > 65535 || gz > 65535 || bx > 1024 || by > 1024 || bz > 64) return CUDA_ERROR_INVALID_VALUE;
   // More dynamic shared memory than the kernel's attribute allows (cuFuncSetAttribute).
   if (shared > static_cast<unsigned>(fn->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES]))
     return CUDA_ERROR_INVALID_VALUE;
@@ -1266,4 +1269,5 @@ void fake_hold_completion(bool on) {
   std::lock_guard l(gpu().mu);
   gpu().hold = on;
 }
+void fake_clear_fault() { gpu_poisoned() = false; }
 }  // namespace vmcuda::testing

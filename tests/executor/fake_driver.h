@@ -48,6 +48,9 @@ uint64_t fake_live_events();
 // While on, work issued to a stream leaves it busy (cuStreamQuery: CUDA_ERROR_NOT_READY)
 // and events recorded after it pending, until a synchronize. Work still runs at once.
 void fake_hold_completion(bool on);
+// Clears the process-wide illegal-address fault (gpu_poisoned): the session fuzzer
+// (tests/fuzz/session_fuzz.cc) starts each input on a healthy GPU.
+void fake_clear_fault();
 // Runs `hook` at the start of every cuCtxSynchronize, on the calling thread, before the fake
 // takes its lock (so it may block that one caller); empty: none.
 void fake_on_synchronize(std::function<void()> hook);

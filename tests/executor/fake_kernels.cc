@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <type_traits>
 
 namespace vmcuda::testing {
 namespace {
@@ -15,6 +17,10 @@ T arg(void** params, int i) {
   std::memcpy(&v, params[i], sizeof v);
   return v;
 }
+
+// int arithmetic as the GPU does it: wrapping (no undefined behaviour on the CPU).
+int wadd(int a, int b) { return static_cast<int>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); }
+int wmul(int a, int b) { return static_cast<int>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); }
 
 uint64_t count_of(const FakeLaunch& l, int n) { return std::min<uint64_t>(l.threads, n < 0 ? 0 : n); }
 
@@ -35,7 +41,7 @@ int add_one(void** params, const FakeLaunch& l) {
   const uint64_t count = count_of(l, arg<int>(params, 1));
   std::byte* b = l.mem(p, count * 4);
   if (!b && count) return 700;
-  for (uint64_t i = 0; i < count; ++i) store<int>(b, i, load<int>(b, i) + 1);
+  for (uint64_t i = 0; i < count; ++i) store<int>(b, i, wadd(load<int>(b, i), 1));
   return 0;
 }
 
@@ -97,6 +103,7 @@ int pitch_add(void** params, const FakeLaunch& l) {
   const int width = arg<int>(params, 2), height = arg<int>(params, 3), v = arg<int>(params, 4);
   const uint64_t w = std::min<uint64_t>(width < 0 ? 0 : width, uint64_t{l.grid[0]} * l.block[0]);
   const uint64_t h = std::min<uint64_t>(height < 0 ? 0 : height, uint64_t{l.grid[1]} * l.block[1]);
+  if (w == 0) return 0;  // no thread writes (and no row to look up 67M times)
   for (uint64_t y = 0; y < h; ++y) {
     std::byte* row = l.mem(p + y * pitch, w * 4);
     if (!row && w) return 700;
@@ -125,7 +132,7 @@ int dyn_shared(void** params, const FakeLaunch& l) {
   if ((!in || !out) && count) return 700;
   std::vector<int> s(count);
   for (uint64_t i = 0; i < count; ++i) s[i] = load<int>(in, i);
-  for (uint64_t i = 0; i < count; ++i) store<int>(out, i, s[count - 1 - i] + 1);
+  for (uint64_t i = 0; i < count; ++i) store<int>(out, i, wadd(s[count - 1 - i], 1));
   return 0;
 }
 
@@ -138,7 +145,12 @@ int scale(void** params, const FakeLaunch& l) {
   std::byte* p = l.mem(arg<uint64_t>(params, 0), count * sizeof(T));
   if (!p && count) return 700;
   const T factor = arg<T>(params, 1);
-  for (uint64_t i = 0; i < count; ++i) store<T>(p, i, static_cast<T>(load<T>(p, i) * factor));
+  for (uint64_t i = 0; i < count; ++i) {
+    if constexpr (std::is_same_v<T, int>)
+      store<T>(p, i, wmul(load<T>(p, i), factor));
+    else
+      store<T>(p, i, static_cast<T>(load<T>(p, i) * factor));
+  }
   return 0;
 }
 
@@ -149,7 +161,14 @@ int struct_arg(void** params, const FakeLaunch& l) {
   std::byte* out = l.mem(arg<uint64_t>(params, 1), 24);
   if (!out) return 700;
   store<int64_t>(out, 0, load<int>(p, 0));
-  store<int64_t>(out, 1, static_cast<int64_t>(load<double>(p + 8, 0) * 2));
+  // (long long)(double) as the GPU converts (cvt.rzi.s64.f64): saturating, NaN 0; a plain
+  // cast of an out-of-range double is undefined on the CPU.
+  const double b2 = load<double>(p + 8, 0) * 2;
+  const int64_t b2i = b2 != b2                       ? 0
+                      : b2 >= 9223372036854775807.0  ? INT64_MAX
+                      : b2 <= -9223372036854775808.0 ? INT64_MIN
+                                                     : static_cast<int64_t>(b2);
+  store<int64_t>(out, 1, b2i);
   store<int64_t>(out, 2, static_cast<int64_t>(static_cast<signed char>(p[16])));
   return 0;
 }
@@ -160,7 +179,7 @@ int mm_fill(void** params, const FakeLaunch& l) {
   std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 4);
   if (!p && count) return 700;
   const int base = arg<int>(params, 2);
-  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, base + 3 * static_cast<int>(i));
+  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, wadd(base, wmul(3, static_cast<int>(i))));
   return 0;
 }
 
@@ -171,7 +190,7 @@ int mm_axpy(void** params, const FakeLaunch& l) {
   std::byte* y = l.mem(arg<uint64_t>(params, 1), count * 4);
   if ((!x || !y) && count) return 700;
   const int a = arg<int>(params, 3);
-  for (uint64_t i = 0; i < count; ++i) store<int>(y, i, load<int>(y, i) + a * load<int>(x, i));
+  for (uint64_t i = 0; i < count; ++i) store<int>(y, i, wadd(load<int>(y, i), wmul(a, load<int>(x, i))));
   return 0;
 }
 
@@ -204,7 +223,7 @@ int scale_add(void** params, const FakeLaunch& l) {
   const uint64_t count = count_of(l, arg<int>(params, 3));
   std::byte* b = l.mem(p, count * 4);
   if (!b && count) return 700;
-  for (uint64_t i = 0; i < count; ++i) store<int>(b, i, load<int>(b, i) * mul + add);
+  for (uint64_t i = 0; i < count; ++i) store<int>(b, i, wadd(wmul(load<int>(b, i), mul), add));
   return 0;
 }
 
@@ -212,7 +231,9 @@ int scale_add(void** params, const FakeLaunch& l) {
 // void print_lines(int n, int base)
 int print_lines(void** params, const FakeLaunch& l) {
   const int n = arg<int>(params, 0), base = arg<int>(params, 1);
-  for (int i = 0; i < n; ++i) device_printf(l, "kernel: line %d of %d, value %d\n", i, n, base + i * i);
+  // Stops at a full FIFO: a guest's n of 2^31 would otherwise keep the CPU busy for minutes.
+  for (int i = 0; i < n; ++i)
+    if (!device_printf(l, "kernel: line %d of %d, value %d\n", i, n, wadd(base, wmul(i, i)))) break;
   return 0;
 }
 // void print_values(float x, unsigned long long u, int tag)
@@ -226,14 +247,15 @@ int print_values(void** params, const FakeLaunch& l) {
 // void print_many(int n)
 int print_many(void** params, const FakeLaunch& l) {
   const int n = arg<int>(params, 0);
-  for (int i = 0; i < n; ++i) device_printf(l, "many %05d abcdefghijklmnopqrstuvwxyz\n", i);
+  for (int i = 0; i < n; ++i)
+    if (!device_printf(l, "many %05d abcdefghijklmnopqrstuvwxyz\n", i)) break;
   return 0;
 }
 // void store_and_print(int* out, int v): *out = 2 * v
 int store_and_print(void** params, const FakeLaunch& l) {
   std::byte* p = l.mem(arg<uint64_t>(params, 0), 4);
   if (!p) return 700;
-  const int v = arg<int>(params, 1) * 2;
+  const int v = wmul(arg<int>(params, 1), 2);
   store<int>(p, 0, v);
   device_printf(l, "kernel: stored %d\n", v);
   return 0;
@@ -297,16 +319,18 @@ const FakeGlobal kGlobals[] = {
 
 }  // namespace
 
-void device_printf(const FakeLaunch& launch, const char* format, ...) {
-  if (!launch.printf_fifo) return;
+bool device_printf(const FakeLaunch& launch, const char* format, ...) {
+  if (!launch.printf_fifo) return false;
   char line[1024];
   va_list ap;
   va_start(ap, format);
   const int n = std::vsnprintf(line, sizeof line, format, ap);
   va_end(ap);
-  if (n < 0) return;
+  if (n < 0) return true;
   const size_t len = std::min<size_t>(static_cast<size_t>(n), sizeof line - 1);
-  if (launch.printf_fifo->size() + len <= launch.printf_fifo_bytes) launch.printf_fifo->append(line, len);
+  if (launch.printf_fifo->size() + len > launch.printf_fifo_bytes) return false;
+  launch.printf_fifo->append(line, len);
+  return true;
 }
 
 const FakeKernel* find_fake_kernel(const char* name) {

@@ -33,8 +33,8 @@ struct FakeLaunch {
 };
 
 // A kernel's printf(): appended to the launch's FIFO; a line that does not fit is lost, as
-// on the device.
-void device_printf(const FakeLaunch& launch, const char* format, ...) __attribute__((format(printf, 2, 3)));
+// on the device. Returns false once the FIFO is full (loops stop early: the lines are lost anyway).
+bool device_printf(const FakeLaunch& launch, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 struct FakeKernel {
   const char* name;

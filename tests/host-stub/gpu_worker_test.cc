@@ -55,7 +55,8 @@ TEST(GpuWorkingThread, LaunchesGoThroughItWhileAnotherClientWaits) {
   const uint64_t fa = a.load_add_one(), fb = b.load_add_one();
   a.put(pa, std::vector<int>(16, 1));
   b.put(pb, std::vector<int>(16, 10));
-  ASSERT_EQ(a.launch(fa, pa, 16, 0), 0);
+  ASSERT_EQ(a.launch(fa, pa, 16, 0), 0);  // answered at once, issued by the working thread
+  EXPECT_EQ(a.get(pa, 16), std::vector<int>(16, 2));  // a synchronous call runs after it
   EXPECT_EQ(tst::fake_last_launch_thread(), GpuWorker::of(0).thread_id());
 
   // Client a's next cudaDeviceSynchronize blocks inside the driver until released.
@@ -78,9 +79,9 @@ TEST(GpuWorkingThread, LaunchesGoThroughItWhileAnotherClientWaits) {
   // While a waits, b's launches are issued by the working thread and complete.
   const uint64_t before = GpuWorker::of(0).tasks_run();
   for (int i = 0; i < 5; ++i) ASSERT_EQ(b.launch(fb, pb, 16, 0), 0);
+  EXPECT_EQ(b.call<api::Call::DeviceSynchronize>({}), 0);
   EXPECT_EQ(GpuWorker::of(0).tasks_run(), before + 5);
   EXPECT_EQ(tst::fake_last_launch_thread(), GpuWorker::of(0).thread_id());
-  EXPECT_EQ(b.call<api::Call::DeviceSynchronize>({}), 0);
   EXPECT_EQ(b.get(pb, 16), std::vector<int>(16, 15));
   EXPECT_EQ(a_sync.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);  // a still waits
   {
@@ -91,6 +92,30 @@ TEST(GpuWorkingThread, LaunchesGoThroughItWhileAnotherClientWaits) {
   EXPECT_EQ(a_sync.get(), 0);
   EXPECT_EQ(a.get(pa, 16), std::vector<int>(16, 2));
   tst::fake_on_synchronize(nullptr);
+}
+
+TEST(GpuWorkingThread, AnErrorOfHandedOverWorkComesWithALaterBatch) {
+  StubLimits limits;
+  limits.gpu_threads = true;
+  Stub s(limits);
+  Client c(s);
+  const uint64_t p = c.malloc(64);
+  const uint64_t f = c.load_add_one();
+  c.put(p, std::vector<int>(16, 0));
+  // Queued as the guest's lazy queue does: a launch of a function handle that does not
+  // exist, then a good one. Both are answered 0 at once: the working thread runs them.
+  const auto bad = Client::add_one_args(p, 16);
+  EXPECT_EQ(c.call<api::Call::LaunchKernel>({f + 100, {1, 1, 1}, {16, 1, 1}, 0, 12, 0}, nullptr, bad), 0);
+  EXPECT_EQ(c.launch(f, p, 16, 0), 0);
+  EXPECT_EQ(c.slot->take_late_status(), 0);
+  // The next call that is not handed over waits for them and reports the first error in
+  // its batch's late status; its own answer is its own.
+  EXPECT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  EXPECT_EQ(c.slot->take_late_status(), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(c.slot->take_late_status(), 0);  // taken once
+  EXPECT_EQ(c.get(p, 16), std::vector<int>(16, 1));  // the good launch ran, in order
+  EXPECT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  EXPECT_EQ(c.slot->take_late_status(), 0);  // reported once
 }
 
 TEST(GpuWorkingThread, OffByDefaultInTheSession) {

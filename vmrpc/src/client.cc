@@ -119,6 +119,8 @@ ChannelStatus ClientSlot::wait() {
     lost_ = true;
     return ChannelStatus::kTransportLost;
   }
+  if (const int32_t late = ordering::load_relaxed(region_.control(slot_).late_status); late != 0 && late_ == 0)
+    late_ = late;
   return static_cast<ChannelStatus>(ordering::load_relaxed(region_.control(slot_).batch_status));
 }
 

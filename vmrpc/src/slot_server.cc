@@ -71,6 +71,7 @@ void run_batch(const SlotServer& s, SlotService* svc, DecodedBatch& batch) {
   auto& ctl = s.view.control(s.slot);
   const std::span<std::byte> stack = s.view.stack(s.slot);
   const uint32_t request_bytes = ordering::load_relaxed(ctl.request_bytes);  // copied out once
+  ordering::store_relaxed(ctl.late_status, 0);  // the service may set it while it serves this batch
   decode_batch(stack, request_bytes, batch);
   if (batch.status != ChannelStatus::kOk) {
     VMRPC_LOG(kWarn, "host", "connection " + std::to_string(s.info.connection_id) + " slot " +

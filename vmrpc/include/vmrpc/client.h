@@ -62,6 +62,13 @@ class ClientSlot {
   wire::ChannelStatus wait();
   bool in_flight() const { return in_flight_; }
   FrameResult result(FrameRef f) const { return batch_.result(f); }
+  // The first error of work the service accepted in an earlier batch and ran later
+  // (SlotControl::late_status of any batch answered since the last call), 0 if none; clears it.
+  int32_t take_late_status() {
+    const int32_t v = late_;
+    late_ = 0;
+    return v;
+  }
 
   // One synchronous call (flushes what is queued first, in the same batch).
   struct Reply {
@@ -86,6 +93,7 @@ class ClientSlot {
   uint64_t host_epoch_ = 0;
   bool lost_ = false;
   bool in_flight_ = false;
+  int32_t late_ = 0;
 };
 
 // The local transport: a process on the host connects to the stub's socket and gets

@@ -86,13 +86,18 @@ struct SlotControl {
   int32_t batch_status;     // ChannelStatus of the whole batch (kOk if decoded)
   uint32_t frames_done;     // frames the host answered in the last batch
   uint64_t served_batches;  // statistics
-  uint8_t host_pad[32];
+  // The first error of work the service accepted in an earlier batch (answering 0) and ran
+  // after it answered; 0: none. Reset when a batch starts, set while it is served: the
+  // guest reads it with the batch's replies and reports it like a queued call's error.
+  int32_t late_status;
+  uint8_t host_pad[28];
   uint8_t page_pad[kPageBytes - 128];
 };
 static_assert(sizeof(SlotControl) == kPageBytes);
 static_assert(offsetof(SlotControl, request_seq) == 8);
 static_assert(offsetof(SlotControl, response_seq) == 64);
 static_assert(offsetof(SlotControl, batch_status) == 80);
+static_assert(offsetof(SlotControl, late_status) == 96);
 
 // Start of the RPC stack (right after the control page).
 struct BatchHeader {
