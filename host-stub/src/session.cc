@@ -218,6 +218,8 @@ void Session::post_to_gpu(const vmrpc::CallContext& ctx, uint32_t call_id, std::
 
 void Session::drain_posted(const vmrpc::CallContext* ctx) {
   if (posted_.load(std::memory_order_acquire) == 0 && posted_error_.load(std::memory_order_relaxed) == 0) return;
+  // A launch takes the working thread a few microseconds: spin that long before sleeping.
+  for (uint32_t i = 0; i < 4096 && posted_.load(std::memory_order_acquire) != 0; ++i) vmrpc::ordering::cpu_relax();
   for (uint32_t n; (n = posted_.load(std::memory_order_acquire)) != 0;) posted_.wait(n, std::memory_order_acquire);
   bound_ = -1;  // the working thread bound its own thread: this one sets its context again
   const int32_t error = posted_error_.exchange(0);
