@@ -139,6 +139,7 @@ struct World {
     std::memset(region.heap().data(), 0, region.heap().size());
     for (uint64_t i = 0; i < layout.heap_pages(); ++i) region.heap_table()[i] = info.slot + 1;
     region.control(info.slot).state = static_cast<uint32_t>(vmrpc::wire::SlotState::kFree);
+    region.control(info.slot).late_status = 0;  // handed-over work's first error (gpu_threads)
   }
 
   void close_session() {

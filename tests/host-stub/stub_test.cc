@@ -140,6 +140,58 @@ TEST(Stub, BadArgumentsAndQuota) {
             CUDA_ERROR_INVALID_HANDLE);
 }
 
+// Found by session_fuzz: cuModuleLoadData has no size argument, so the driver reads an image
+// as far as its own headers say; images whose headers point past the bytes the guest sent are
+// refused (CUDA_ERROR_INVALID_IMAGE) before the driver sees them.
+TEST(Stub, ModuleImagesWhoseHeadersOverrunTheirBytesAreRefused) {
+  Stub s;
+  Client c(s);
+  auto load = [&](const std::vector<uint8_t>& bytes) {
+    auto image = c.slot->heap().allocate(bytes.size());
+    EXPECT_TRUE(image);
+    std::memcpy(image->data, bytes.data(), bytes.size());
+    api::HandleReply mod{};
+    const int32_t st = c.call<api::Call::ModuleLoad>({image->ref()}, &mod);
+    c.slot->heap().free(image->offset);
+    return st;
+  };
+  // A fatbin: {u32 magic, u16 version, u16 header_size, u64 fat_size}, then entries
+  // {u16 kind, u16, u32 header_size, u64 payload_size, ...}.
+  auto fatbin = [](uint16_t header, uint64_t fat, uint32_t entry_header, uint64_t payload, size_t bytes) {
+    std::vector<uint8_t> b(std::max<size_t>(bytes, 32));
+    const uint32_t magic = 0xBA55ED50u;
+    const uint16_t version = 1;
+    std::memcpy(b.data(), &magic, 4);
+    std::memcpy(b.data() + 4, &version, 2);
+    std::memcpy(b.data() + 6, &header, 2);
+    std::memcpy(b.data() + 8, &fat, 8);
+    std::memcpy(b.data() + 16 + 4, &entry_header, 4);
+    std::memcpy(b.data() + 16 + 8, &payload, 8);
+    b.resize(bytes);
+    return b;
+  };
+  EXPECT_EQ(load(fatbin(16, 64 + 32, 64, 32, 16 + 96)), 0);             // fits exactly: loads
+  EXPECT_EQ(load(fatbin(16, 1ull << 40, 64, 32, 16 + 96)), 200);         // fat_size past the image
+  EXPECT_EQ(load(fatbin(16, ~0ull, 64, 32, 16 + 96)), 200);              // header + fat_size wraps
+  EXPECT_EQ(load(fatbin(16, 64 + 32, 64, 1ull << 30, 16 + 96)), 200);    // an entry's payload past it
+  EXPECT_EQ(load(fatbin(16, 64 + 32, 0, 0, 16 + 96)), 200);              // an entry that never advances
+  EXPECT_EQ(load(fatbin(16, 0, 0, 0, 8)), 200);                          // shorter than its header
+  // An ELF64 whose section header table lies past its bytes.
+  std::vector<uint8_t> elf(64);
+  std::memcpy(elf.data(), "\x7f" "ELF", 4);
+  elf[4] = 2;
+  const uint64_t shoff = 1ull << 20;
+  const uint16_t shentsize = 64, shnum = 4;
+  std::memcpy(elf.data() + 0x28, &shoff, 8);
+  std::memcpy(elf.data() + 0x3a, &shentsize, 2);
+  std::memcpy(elf.data() + 0x3c, &shnum, 2);
+  EXPECT_EQ(load(elf), 200);
+  // A 1-byte image: the driver sniffs its first bytes; the stub's copy is padded, the result
+  // is the driver's own answer.
+  EXPECT_EQ(load({'V'}), 200);
+  EXPECT_EQ(tst::fake_live_modules(), 1u);
+}
+
 TEST(Stub, EverythingAClientOwnedIsFreedWhenItDies) {
   Stub s;
   // The client is a child process that allocates, loads a module and dies without
