@@ -109,6 +109,13 @@ SAME_ENUMERATOR(cudaFuncAttributeRequiredClusterDepth)
 SAME_ENUMERATOR(cudaFuncAttributeNonPortableClusterSizeAllowed)
 SAME_ENUMERATOR(cudaFuncAttributeClusterSchedulingPolicyPreference)
 SAME_ENUMERATOR(cudaFuncAttributeMax)
+// Memory pools (memory_pool.cc).
+SAME_ENUMERATOR(cudaMemPoolReuseFollowEventDependencies)
+SAME_ENUMERATOR(cudaMemPoolAttrReleaseThreshold)
+SAME_ENUMERATOR(cudaMemPoolAttrUsedMemHigh)
+SAME_ENUMERATOR(cudaMemAccessFlagsProtReadWrite)
+SAME_ENUMERATOR(cudaMemAllocationTypePinned)
+SAME_ENUMERATOR(cudaMemHandleTypeFabric)
 #undef SAME_ENUMERATOR
 static_assert(sizeof(::cudaMemoryType) == sizeof(ours::cudaMemoryType));
 static_assert(sizeof(::cudaFuncAttribute) == sizeof(ours::cudaFuncAttribute));
@@ -200,6 +207,15 @@ SAME_OFFSET(cudaMemcpy3DParms, dstPos)
 SAME_OFFSET(cudaMemcpy3DParms, dstPtr)
 SAME_OFFSET(cudaMemcpy3DParms, extent)
 SAME_OFFSET(cudaMemcpy3DParms, kind)
+// Memory pools (memory_pool.cc).
+SAME_LAYOUT(cudaMemAccessDesc)
+SAME_OFFSET(cudaMemAccessDesc, flags)
+SAME_LAYOUT(cudaMemPoolProps)
+SAME_OFFSET(cudaMemPoolProps, location)
+SAME_OFFSET(cudaMemPoolProps, win32SecurityAttributes)
+SAME_OFFSET(cudaMemPoolProps, maxSize)
+SAME_OFFSET(cudaMemPoolProps, usage)
+SAME_OFFSET(cudaMemPoolProps, reserved)
 // Pointer and function attributes.
 SAME_LAYOUT(cudaPointerAttributes)
 SAME_OFFSET(cudaPointerAttributes, type)

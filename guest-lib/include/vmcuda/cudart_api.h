@@ -49,6 +49,28 @@ VMCUDA_CUDART_API cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size
 VMCUDA_CUDART_API cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
                                             struct cudaMemLocation location);
 
+// stream-ordered allocation and memory pools (guest-lib/src/memory_pool.cc).
+VMCUDA_CUDART_API cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream);
+VMCUDA_CUDART_API cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream);
+VMCUDA_CUDART_API cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
+                                                      cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
+                                                           cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream);
+VMCUDA_CUDART_API cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device);
+VMCUDA_CUDART_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const struct cudaMemPoolProps* poolProps);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void* value);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void* value);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc* descList,
+                                                   size_t count);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t memPool,
+                                                   struct cudaMemLocation* location);
+
 // launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack and launches.
 VMCUDA_CUDART_API cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                                size_t sharedMem, cudaStream_t stream);

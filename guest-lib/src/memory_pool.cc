@@ -1,0 +1,415 @@
+// Stream-ordered allocation (cudaMallocAsync family) and memory pools, with no wire calls of
+// their own. An allocation is made at once, as cudaMalloc's (the host's Malloc, from the
+// client's arena): memory usable before its place in the stream is a correct
+// implementation of "usable from that point on". cudaFreeAsync queues the host's Free,
+// which synchronizes the client's devices before it unmaps: the memory goes after the
+// stream's earlier work, a stronger ordering than CUDA's, and correct.
+//
+// Pools are guest-made handles (never dereferenced, checked against the registry below):
+// a default pool per device, made at first use, plus cudaMemPoolCreate's. They hold no
+// memory of their own (nothing is cached for reuse), so their attributes are kept here:
+// the release threshold and reuse flags as set, the used memory as what this process has
+// allocated through the pool and not yet freed with cudaFreeAsync; reserved = used.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "log.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "stream_event.h"
+#include "vgpu_db/allocations.h"
+#include "vmcuda/cudart_api.h"
+
+using vgpu_db::Allocation;
+using vgpu_db::AllocationMap;
+using vmcuda::guest::Remote;
+using vmcuda::guest::record;
+namespace api = vmcuda::api;
+
+namespace {
+
+struct Pool {
+  int device = 0;
+  bool is_default = false;
+  size_t max_size = 0;  // 0: no limit but the device's
+  uint64_t release_threshold = 0;
+  int reuse[3] = {1, 1, 1};  // cudaMemPoolReuse*: attributes 1..3, enabled by default
+  uint64_t used = 0, used_high = 0, reserved_high = 0;
+  bool managed = false;  // cudaMemAllocationTypeManaged: created, but allocations are not remoted
+};
+
+struct Allocated {
+  uint64_t pool;
+  uint64_t bytes;
+};
+
+// Every pool and pool allocation of this process; its own lock (callers may hold Remote's).
+struct Registry {
+  std::mutex mu;
+  uint64_t next = 0x7f00'0000'0000;  // handle values: aligned like pointers, never 0
+  std::unordered_map<uint64_t, Pool> pools;
+  std::map<int, uint64_t> default_pool, current_pool;
+  std::unordered_map<uint64_t, Allocated> allocations;  // by device pointer
+
+  // Precondition: mu held.
+  uint64_t default_of(int device) {
+    auto [it, made] = default_pool.try_emplace(device, 0);
+    if (made) {
+      it->second = next += 0x100;
+      pools[it->second] = Pool{.device = device, .is_default = true};
+    }
+    return it->second;
+  }
+  uint64_t current_of(int device) {
+    auto it = current_pool.find(device);
+    return it != current_pool.end() ? it->second : default_of(device);
+  }
+  Pool* find(cudaMemPool_t p) {
+    auto it = pools.find(reinterpret_cast<uint64_t>(p));
+    return it == pools.end() ? nullptr : &it->second;
+  }
+};
+Registry& registry() {
+  static Registry* r = new Registry;  // never destroyed: calls may come from atexit handlers
+  return *r;
+}
+
+void warn_once(std::atomic<bool>& said, const char* message) {
+  if (!said.exchange(true)) VMCUDA_LOG(kWarn, "memory", "%s", message);
+}
+
+// Connects (first use) and checks for a sticky error.
+Remote* device_call(cudaError_t* error) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return *error = e, nullptr;
+  Remote* r = Remote::get(error);
+  if (!r) record(*error);
+  return r;
+}
+
+bool valid_device(const Remote& r, int device) { return device >= 0 && device < r.handshake().device_count; }
+
+// The device whose memory `stream` allocates from: its own, or the calling thread's for
+// the special streams.
+cudaError_t stream_device(cudaStream_t stream, bool per_thread, int* device) {
+  uint64_t wire;
+  if (cudaError_t e = vmcuda::guest::stream_wire_handle(stream, per_thread, &wire)) return e;
+  vmcuda::guest::StreamInfo info;
+  *device = vmcuda::guest::handles::find_stream(wire, &info) ? info.device : Remote::thread_device();
+  return cudaSuccess;
+}
+
+// Allocates `size` bytes on `pool`'s device through the host's Malloc and records them as
+// device memory (pointer attributes, cudaMemcpyDefault, cudaFree) and as the pool's.
+cudaError_t pool_allocate(Remote& r, void** ptr, size_t size, uint64_t pool_handle) {
+  int device;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    Pool* p = reg.find(reinterpret_cast<cudaMemPool_t>(pool_handle));
+    if (!p) return cudaErrorInvalidValue;
+    if (p->managed) {
+      static std::atomic<bool> said{false};
+      warn_once(said, "cudaMallocFromPoolAsync: allocations from a managed-memory pool are not supported "
+                      "(cudaErrorNotSupported); use cudaMallocManaged or a device pool");
+      return cudaErrorNotSupported;
+    }
+    if (p->max_size && p->used + size > p->max_size) return cudaErrorMemoryAllocation;
+    device = p->device;
+  }
+  auto lock = r.lock();
+  // Calls run on the thread's device: the pool's, for this one call.
+  int& td = Remote::thread_device();
+  const int saved = td;
+  td = device;
+  auto res = r.call<api::Call::Malloc>({size});
+  td = saved;
+  if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+  AllocationMap::process().add({res.reply.ptr, size, Allocation::kDevice, device, 0});
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    reg.allocations[res.reply.ptr] = {pool_handle, size};
+    if (Pool* p = reg.find(reinterpret_cast<cudaMemPool_t>(pool_handle))) {
+      p->used += size;
+      p->used_high = std::max(p->used_high, p->used);
+      p->reserved_high = std::max(p->reserved_high, p->used);
+    }
+  }
+  *ptr = reinterpret_cast<void*>(res.reply.ptr);
+  return cudaSuccess;
+}
+
+cudaError_t malloc_async(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream, bool per_thread) {
+  if (!ptr) return record(cudaErrorInvalidValue);
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  int device;
+  if (cudaError_t s = stream_device(stream, per_thread, &device)) return record(s);
+  // A zero size succeeds with NULL, as NVIDIA's runtime answers on the H200.
+  if (size == 0) return *ptr = nullptr, cudaSuccess;
+  uint64_t handle = reinterpret_cast<uint64_t>(pool);
+  if (!pool) {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    handle = reg.current_of(device);
+  }
+  return record(pool_allocate(*r, ptr, size, handle));
+}
+
+cudaError_t free_async(void* ptr, cudaStream_t stream, bool per_thread) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  int device;
+  if (cudaError_t s = stream_device(stream, per_thread, &device)) return record(s);
+  const uint64_t a = reinterpret_cast<uint64_t>(ptr);
+  // Any device allocation may be freed here (cudaMalloc's too, as CUDA allows); NULL is
+  // nothing to do (as on the H200), an unknown pointer the invalid value the header lists.
+  if (!ptr) return cudaSuccess;
+  if (!AllocationMap::process().remove(a, Allocation::kDevice)) return record(cudaErrorInvalidValue);
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    if (auto it = reg.allocations.find(a); it != reg.allocations.end()) {
+      if (auto p = reg.pools.find(it->second.pool); p != reg.pools.end()) p->second.used -= it->second.bytes;
+      reg.allocations.erase(it);
+    }
+  }
+  auto lock = r->lock();
+  return record(r->enqueue<api::Call::Free>({a}));
+}
+
+}  // namespace
+
+cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream) {
+  return malloc_async(devPtr, size, nullptr, hStream, false);
+}
+cudaError_t cudaMallocAsync_ptsz(void** devPtr, size_t size, cudaStream_t hStream) {
+  return malloc_async(devPtr, size, nullptr, hStream, true);
+}
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  if (!memPool) return record(cudaErrorInvalidValue);
+  return malloc_async(ptr, size, memPool, stream, false);
+}
+cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  if (!memPool) return record(cudaErrorInvalidValue);
+  return malloc_async(ptr, size, memPool, stream, true);
+}
+cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream, false); }
+cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream, true); }
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
+  if (!memPool) return record(cudaErrorInvalidValue);
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!valid_device(*r, device)) return record(cudaErrorInvalidDevice);
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  *memPool = reinterpret_cast<cudaMemPool_t>(reg.default_of(device));
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device) {
+  if (!memPool) return record(cudaErrorInvalidValue);
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!valid_device(*r, device)) return record(cudaErrorInvalidDevice);
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  *memPool = reinterpret_cast<cudaMemPool_t>(reg.current_of(device));
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!valid_device(*r, device)) return record(cudaErrorInvalidDevice);
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  // A pool serves its own device only.
+  if (!p || p->device != device) return record(cudaErrorInvalidValue);
+  reg.current_pool[device] = reinterpret_cast<uint64_t>(memPool);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const struct cudaMemPoolProps* poolProps) {
+  if (!memPool || !poolProps) return record(cudaErrorInvalidValue);
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  // Pinned and managed pools are created (NVIDIA's runtime accepts both on the H200).
+  if (poolProps->allocType != cudaMemAllocationTypePinned && poolProps->allocType != cudaMemAllocationTypeManaged)
+    return record(cudaErrorInvalidValue);
+  if (poolProps->handleTypes & ~(cudaMemHandleTypePosixFileDescriptor | cudaMemHandleTypeFabric))
+    return record(cudaErrorInvalidValue);  // Win32 handles on Linux
+  switch (poolProps->location.type) {
+    case cudaMemLocationTypeDevice:
+      // A device that does not exist: invalid value (not invalid device), as on the H200.
+      if (!valid_device(*r, poolProps->location.id)) return record(cudaErrorInvalidValue);
+      break;
+    case cudaMemLocationTypeHost:
+    case cudaMemLocationTypeHostNuma: {
+      // Host pools would be pinned host memory reached by the host's GPU: not remoted.
+      static std::atomic<bool> said{false};
+      warn_once(said, "cudaMemPoolCreate: pools of host memory are not supported (cudaErrorNotSupported); "
+                      "device pools are");
+      return record(cudaErrorNotSupported);
+    }
+    default:
+      return record(cudaErrorInvalidValue);
+  }
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  const uint64_t h = reg.next += 0x100;
+  reg.pools[h] = Pool{.device = poolProps->location.id, .max_size = poolProps->maxSize,
+                      .managed = poolProps->allocType == cudaMemAllocationTypeManaged};
+  *memPool = reinterpret_cast<cudaMemPool_t>(h);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  if (!p || p->is_default) return record(cudaErrorInvalidValue);  // default pools live on
+  // Its allocations stay valid until freed (the memory is the host's, not the pool's);
+  // a device whose current pool this was goes back to its default.
+  const int device = p->device;
+  const uint64_t h = reinterpret_cast<uint64_t>(memPool);
+  if (auto it = reg.current_pool.find(device); it != reg.current_pool.end() && it->second == h)
+    reg.current_pool.erase(it);
+  reg.pools.erase(h);
+  return cudaSuccess;
+}
+
+// Nothing cached to release: the memory of freed allocations went back at cudaFreeAsync.
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  return reg.find(memPool) ? cudaSuccess : record(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  if (!p || !value) return record(cudaErrorInvalidValue);
+  switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies:
+      p->reuse[attr - 1] = *static_cast<const int*>(value) != 0;
+      return cudaSuccess;
+    case cudaMemPoolAttrReleaseThreshold:
+      std::memcpy(&p->release_threshold, value, sizeof(uint64_t));
+      return cudaSuccess;
+    case cudaMemPoolAttrReservedMemHigh:
+    case cudaMemPoolAttrUsedMemHigh: {
+      // Only a reset (to the current value) is allowed: "illegal to set a non-zero value".
+      uint64_t v;
+      std::memcpy(&v, value, sizeof v);
+      if (v != 0) return record(cudaErrorInvalidValue);
+      (attr == cudaMemPoolAttrUsedMemHigh ? p->used_high : p->reserved_high) = p->used;
+      return cudaSuccess;
+    }
+    default:  // the current values are read-only
+      return record(cudaErrorInvalidValue);
+  }
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void* value) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  if (!p || !value) return record(cudaErrorInvalidValue);
+  uint64_t v;
+  switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies:
+      std::memcpy(value, &p->reuse[attr - 1], sizeof(int));
+      return cudaSuccess;
+    case cudaMemPoolAttrReleaseThreshold: v = p->release_threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent:
+    case cudaMemPoolAttrUsedMemCurrent: v = p->used; break;
+    case cudaMemPoolAttrReservedMemHigh: v = p->reserved_high; break;
+    case cudaMemPoolAttrUsedMemHigh: v = p->used_high; break;
+    default:
+      return record(cudaErrorInvalidValue);
+  }
+  std::memcpy(value, &v, sizeof v);
+  return cudaSuccess;
+}
+
+// A pool's memory is read-write from its own device, which cannot be changed. Access from
+// other devices (peer mappings of pool memory) is not remoted.
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc* descList, size_t count) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  int device;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    Pool* p = reg.find(memPool);
+    if (!p || (count && !descList)) return record(cudaErrorInvalidValue);
+    device = p->device;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const cudaMemAccessDesc& d = descList[i];
+    if (d.location.type != cudaMemLocationTypeDevice) return record(cudaErrorInvalidValue);
+    if (!valid_device(*r, d.location.id)) return record(cudaErrorInvalidDevice);
+    if (d.flags != cudaMemAccessFlagsProtNone && d.flags != cudaMemAccessFlagsProtRead &&
+        d.flags != cudaMemAccessFlagsProtReadWrite)
+      return record(cudaErrorInvalidValue);
+    if (d.location.id == device) {
+      // Lowering the pool's own device's access: invalid device, as on the H200.
+      if (d.flags != cudaMemAccessFlagsProtReadWrite) return record(cudaErrorInvalidDevice);
+      continue;
+    }
+    if (d.flags == cudaMemAccessFlagsProtNone) continue;  // already so
+    static std::atomic<bool> said{false};
+    warn_once(said, "cudaMemPoolSetAccess: access to a pool's memory from another device is not supported "
+                    "(cudaErrorNotSupported)");
+    return record(cudaErrorNotSupported);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t memPool,
+                                 struct cudaMemLocation* location) {
+  if (!flags || !location) return record(cudaErrorInvalidValue);
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  if (!p) return record(cudaErrorInvalidValue);
+  switch (location->type) {
+    case cudaMemLocationTypeDevice:
+      if (!valid_device(*r, location->id)) return record(cudaErrorInvalidValue);  // as on the H200
+      *flags = location->id == p->device ? cudaMemAccessFlagsProtReadWrite : cudaMemAccessFlagsProtNone;
+      return cudaSuccess;
+    case cudaMemLocationTypeHost:
+    case cudaMemLocationTypeHostNuma:
+      *flags = cudaMemAccessFlagsProtNone;  // device memory: not the CPU's
+      return cudaSuccess;
+    default:
+      return record(cudaErrorInvalidValue);
+  }
+}

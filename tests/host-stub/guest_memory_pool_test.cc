@@ -1,0 +1,225 @@
+// guest-lib's stream-ordered allocation and memory pools (memory_pool.cc) against vmcuda-stub
+// in this process, on the test executor: allocations are the host's Malloc, frees its
+// queued Free; pools and their attributes are kept in this process.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "host-stub/stub_fixture.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "vmcuda/cudart_api.h"
+
+namespace {
+
+using vmcuda::guest::Remote;
+
+cudaError_t last_error() { return vmcuda::guest::take_last_error(); }
+
+vmcuda::host::test::Stub* g_stub = nullptr;
+
+class StubEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    g_stub = new vmcuda::host::test::Stub({}, {0});
+    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
+  }
+  void TearDown() override {
+    delete g_stub;
+    g_stub = nullptr;
+  }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+
+class GuestMemoryPool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(Remote::get(nullptr), nullptr);
+    (void)last_error();
+  }
+};
+
+uint64_t attr(cudaMemPool_t p, cudaMemPoolAttr a) {
+  uint64_t v = ~0ull;
+  EXPECT_EQ(cudaMemPoolGetAttribute(p, a, &v), cudaSuccess);
+  return v;
+}
+
+// Allocated on a stream, written and read back through ordinary copies, known to the
+// pointer attributes and to cudaMemcpyDefault, freed on the stream.
+TEST_F(GuestMemoryPool, AllocateUseFreeOnAStream) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  int* d = nullptr;
+  ASSERT_EQ(cudaMallocAsync(reinterpret_cast<void**>(&d), 1024 * sizeof(int), s), cudaSuccess);
+  ASSERT_NE(d, nullptr);
+  cudaPointerAttributes pa{};
+  ASSERT_EQ(cudaPointerGetAttributes(&pa, d + 5), cudaSuccess);
+  EXPECT_EQ(pa.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(pa.device, 0);
+  std::vector<int> h(1024), back(1024, 0);
+  for (int i = 0; i < 1024; ++i) h[i] = i * 3;
+  ASSERT_EQ(cudaMemcpyAsync(d, h.data(), h.size() * sizeof(int), cudaMemcpyDefault, s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(back.data(), d, back.size() * sizeof(int), cudaMemcpyDefault), cudaSuccess);
+  EXPECT_EQ(back, h);
+  ASSERT_EQ(cudaFreeAsync(d, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  // Gone: a second free and copies to it fail at once.
+  EXPECT_EQ(cudaFreeAsync(d, s), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(d, h.data(), 4, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  (void)last_error();
+}
+
+TEST_F(GuestMemoryPool, MallocAsyncMemoryFreedByCudaFreeAndCudaMallocByFreeAsync) {
+  void* a = nullptr;
+  void* b = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&a, 256, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaFree(a), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b, 256), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(b, cudaStreamPerThread), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+}
+
+TEST_F(GuestMemoryPool, ArgumentErrors) {
+  void* p = nullptr;
+  EXPECT_EQ(cudaMallocAsync(nullptr, 16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(last_error(), cudaErrorInvalidValue);
+  p = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(cudaMallocAsync(&p, 0, nullptr), cudaSuccess);  // as on the H200: nothing, NULL
+  EXPECT_EQ(p, nullptr);
+  EXPECT_EQ(cudaMallocAsync(&p, 16, reinterpret_cast<cudaStream_t>(0x123400)), cudaErrorInvalidResourceHandle);
+  int local = 0;
+  EXPECT_EQ(cudaFreeAsync(&local, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFreeAsync(nullptr, nullptr), cudaSuccess);  // as on the H200
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, 16, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMallocFromPoolAsync(&p, 16, reinterpret_cast<cudaMemPool_t>(0x999900), nullptr),
+            cudaErrorInvalidValue);
+  cudaMemPool_t pool;
+  EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, 1), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceGetDefaultMemPool(nullptr, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolTrimTo(reinterpret_cast<cudaMemPool_t>(0x999900), 0), cudaErrorInvalidValue);
+  (void)last_error();
+}
+
+// The default pool is one handle, the current pool until another is set; used memory
+// follows this process's allocations through the pool.
+TEST_F(GuestMemoryPool, DefaultPoolIdentityAndUsedMemory) {
+  cudaMemPool_t def, cur, again;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&def, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetMemPool(&cur, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&again, 0), cudaSuccess);
+  EXPECT_EQ(def, cur);
+  EXPECT_EQ(def, again);
+  const uint64_t before = attr(def, cudaMemPoolAttrUsedMemCurrent);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&p, 1 << 20, nullptr), cudaSuccess);
+  EXPECT_EQ(attr(def, cudaMemPoolAttrUsedMemCurrent), before + (1 << 20));
+  EXPECT_GE(attr(def, cudaMemPoolAttrUsedMemHigh), before + (1 << 20));
+  ASSERT_EQ(cudaFreeAsync(p, nullptr), cudaSuccess);
+  EXPECT_EQ(attr(def, cudaMemPoolAttrUsedMemCurrent), before);
+  uint64_t zero = 0, one = 1;
+  EXPECT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolAttrUsedMemHigh, &one), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolAttrUsedMemHigh, &zero), cudaSuccess);
+  EXPECT_EQ(attr(def, cudaMemPoolAttrUsedMemHigh), before);
+  EXPECT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolAttrUsedMemCurrent, &zero), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolDestroy(def), cudaErrorInvalidValue);  // default pools live on
+  (void)last_error();
+}
+
+TEST_F(GuestMemoryPool, AttributesKeepTheirValues) {
+  cudaMemPool_t def;
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&def, 0), cudaSuccess);
+  EXPECT_EQ(attr(def, cudaMemPoolAttrReleaseThreshold), 0u);
+  uint64_t t = 64 << 20;
+  ASSERT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &t), cudaSuccess);
+  EXPECT_EQ(attr(def, cudaMemPoolAttrReleaseThreshold), t);
+  int v = -1;
+  ASSERT_EQ(cudaMemPoolGetAttribute(def, cudaMemPoolReuseAllowOpportunistic, &v), cudaSuccess);
+  EXPECT_EQ(v, 1);
+  int off = 0;
+  ASSERT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolReuseAllowOpportunistic, &off), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAttribute(def, cudaMemPoolReuseAllowOpportunistic, &v), cudaSuccess);
+  EXPECT_EQ(v, 0);
+  EXPECT_EQ(cudaMemPoolGetAttribute(def, static_cast<cudaMemPoolAttr>(99), &v), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolGetAttribute(def, cudaMemPoolAttrReleaseThreshold, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolTrimTo(def, 0), cudaSuccess);
+  t = 0;
+  ASSERT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &t), cudaSuccess);
+  int on = 1;
+  ASSERT_EQ(cudaMemPoolSetAttribute(def, cudaMemPoolReuseAllowOpportunistic, &on), cudaSuccess);
+  (void)last_error();
+}
+
+// A created pool: allocations from it, its limit, current pool, access, destruction.
+TEST_F(GuestMemoryPool, CreatedPool) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location = {cudaMemLocationTypeDevice, 0};
+  props.maxSize = 1 << 20;
+  cudaMemPool_t pool, def, cur;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&def, 0), cudaSuccess);
+  EXPECT_NE(pool, def);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&p, 4096, pool, nullptr), cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 4096u);
+  void* q = nullptr;
+  EXPECT_EQ(cudaMallocFromPoolAsync(&q, 1 << 20, pool, nullptr), cudaErrorMemoryAllocation);  // over maxSize
+  // Current pool: cudaMallocAsync uses it.
+  ASSERT_EQ(cudaDeviceSetMemPool(0, pool), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetMemPool(&cur, 0), cudaSuccess);
+  EXPECT_EQ(cur, pool);
+  ASSERT_EQ(cudaMallocAsync(&q, 8192, nullptr), cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 4096u + 8192u);
+  EXPECT_EQ(cudaDeviceSetMemPool(1, pool), cudaErrorInvalidDevice);
+  // Access: read-write from its device, which cannot be lowered.
+  cudaMemLocation loc{cudaMemLocationTypeDevice, 0};
+  cudaMemAccessFlags f = cudaMemAccessFlagsProtNone;
+  ASSERT_EQ(cudaMemPoolGetAccess(&f, pool, &loc), cudaSuccess);
+  EXPECT_EQ(f, cudaMemAccessFlagsProtReadWrite);
+  cudaMemAccessDesc rw{loc, cudaMemAccessFlagsProtReadWrite}, none{loc, cudaMemAccessFlagsProtNone};
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &rw, 1), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &none, 1), cudaErrorInvalidDevice);  // its own device: as on the H200
+  cudaMemAccessDesc other{{cudaMemLocationTypeDevice, 3}, cudaMemAccessFlagsProtReadWrite};
+  EXPECT_EQ(cudaMemPoolSetAccess(pool, &other, 1), cudaErrorInvalidDevice);
+  loc.id = 3;
+  EXPECT_EQ(cudaMemPoolGetAccess(&f, pool, &loc), cudaErrorInvalidValue);  // as on the H200
+  // Destroying the current pool makes the default current again; its allocations stay.
+  ASSERT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetMemPool(&cur, 0), cudaSuccess);
+  EXPECT_EQ(cur, def);
+  EXPECT_EQ(cudaMemPoolTrimTo(pool, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemset(p, 0, 4096), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(p, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(q, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  (void)last_error();
+}
+
+TEST_F(GuestMemoryPool, CreateChecksItsProperties) {
+  cudaMemPool_t pool;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location = {cudaMemLocationTypeDevice, 0};
+  EXPECT_EQ(cudaMemPoolCreate(nullptr, &props), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolCreate(&pool, nullptr), cudaErrorInvalidValue);
+  props.allocType = static_cast<cudaMemAllocationType>(7);
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);
+  // A managed pool is created (as on the H200); allocations from it are not remoted.
+  props.allocType = cudaMemAllocationTypeManaged;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  void* m = nullptr;
+  EXPECT_EQ(cudaMallocFromPoolAsync(&m, 64, pool, nullptr), cudaErrorNotSupported);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.id = 7;
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);  // as on the H200
+  props.location = {cudaMemLocationTypeHost, 0};
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorNotSupported);
+  (void)last_error();
+}
+
+}  // namespace
