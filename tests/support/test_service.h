@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "vmrpc/ordering.h"
 #include "vmrpc/service.h"
 
 namespace vmrpc::testing {
@@ -19,6 +20,7 @@ enum TestCall : uint32_t {
   kFail = 0x104,        // -> returns the int32 status it is given
   kHeapChecksum = 0x105,// HeapRef -> uint64 FNV-1a of those heap bytes
   kHeapAddress = 0x106, // HeapRef -> uint64: where this host process sees those bytes
+  kSetLate = 0x107,     // int32: sets the batch's SlotControl::late_status to it (answers 0)
 };
 
 struct XorCopyArgs {
@@ -101,6 +103,13 @@ class TestSlot : public SlotService {
       }
       case kCallIndex:
         return put_u64(index);
+      case kSetLate: {
+        int32_t st;
+        if (args.size() != sizeof st) return static_cast<int32_t>(wire::ChannelStatus::kBadArguments);
+        std::memcpy(&st, args.data(), sizeof st);
+        ordering::store_relaxed(ctx.region.control(ctx.slot.slot).late_status, st);
+        return 0;
+      }
       case kFail: {
         int32_t st;
         if (args.size() != sizeof st) return static_cast<int32_t>(wire::ChannelStatus::kBadArguments);

@@ -61,6 +61,28 @@ TEST(Channel, NopEchoAndServiceCalls) {
   EXPECT_EQ(ch.service.counters.opened.load(), 1u);
 }
 
+// SlotControl::late_status: what a service sets while serving a batch reaches the guest with
+// that batch's answer, once; each batch starts with none.
+TEST(Channel, LateStatusComesWithItsBatchOnce) {
+  Channel ch;
+  auto conn = LocalConnection::connect(ch.host.socket_path());
+  std::string why;
+  auto slot = ClientSlot::claim(conn->region(), *conn, &why);
+  ASSERT_TRUE(slot) << why;
+  EXPECT_EQ(slot->take_late_status(), 0);
+  const int32_t late = 400;
+  EXPECT_EQ(slot->call(testing::kSetLate, bytes_of(late), 0).status, 0);
+  EXPECT_EQ(slot->take_late_status(), 400);
+  EXPECT_EQ(slot->take_late_status(), 0);  // taken once
+  EXPECT_EQ(slot->call(static_cast<uint32_t>(wire::MessageId::kNop), {}, 0).status, 0);
+  EXPECT_EQ(slot->take_late_status(), 0);  // the next batch started without it
+  // Two batches each with one before it is taken: the first is kept.
+  const int32_t first = 700, second = 1;
+  EXPECT_EQ(slot->call(testing::kSetLate, bytes_of(first), 0).status, 0);
+  EXPECT_EQ(slot->call(testing::kSetLate, bytes_of(second), 0).status, 0);
+  EXPECT_EQ(slot->take_late_status(), 700);
+}
+
 TEST(Channel, BatchedFramesRunInOrderAndAnswerInPlace) {
   Channel ch;
   auto conn = LocalConnection::connect(ch.host.socket_path());
