@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "guest-lib/fatbin_builder.h"
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vgpu_db/allocations.h"
@@ -38,23 +38,13 @@ host::CUresult record_func_cache_config(host::CUfunction f, int c) {
   return r;
 }
 
-host::test::Stub* g_stub = nullptr;
-
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new host::test::Stub({}, {0, 1});
-    g_fake = g_stub->api;
-    g_stub->api.cuCtxGetLimit = count_get_limit;
-    g_stub->api.cuFuncSetCacheConfig = record_func_cache_config;
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+host::test::Stub*& g_stub = host::test::g_guest_stub;
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new host::test::GuestStubEnvironment(
+    {0, 1}, [](host::DriverApi& api) {
+      g_fake = api;
+      api.cuCtxGetLimit = count_get_limit;
+      api.cuFuncSetCacheConfig = record_func_cache_config;
+    }));
 
 // A module as nvcc registers it, with the executor's add_one kernel.
 char add_one_stub;

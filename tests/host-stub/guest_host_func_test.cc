@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vmcuda/cudart_api.h"
@@ -24,20 +24,9 @@ namespace {
 using vmcuda::guest::Remote;
 using namespace std::chrono_literals;
 
-vmcuda::host::test::Stub* g_stub = nullptr;
+vmcuda::host::test::Stub*& g_stub = vmcuda::host::test::g_guest_stub;
 
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new vmcuda::host::test::Stub({}, {0});
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new vmcuda::host::test::GuestStubEnvironment);
 
 void* device_malloc(size_t bytes) {
   void* p = nullptr;

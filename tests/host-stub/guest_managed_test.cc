@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "guest-lib/fatbin_builder.h"
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vmcuda/cudart_api.h"
@@ -40,22 +40,12 @@ host::CUresult count_get_global(host::CUdeviceptr* p, size_t* b, host::CUmodule 
   return g_fake.cuModuleGetGlobal_v2(p, b, m, name);
 }
 
-host::test::Stub* g_stub = nullptr;
-
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new host::test::Stub({}, {0});
-    g_fake = g_stub->api;
-    g_stub->api.cuModuleGetGlobal_v2 = count_get_global;
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+host::test::Stub*& g_stub = host::test::g_guest_stub;
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new host::test::GuestStubEnvironment(
+    {0}, [](host::DriverApi& api) {
+      g_fake = api;
+      api.cuModuleGetGlobal_v2 = count_get_global;
+    }));
 
 std::vector<uint64_t> make_fatbin() {
   vmcuda_test::FatbinBuilder b;

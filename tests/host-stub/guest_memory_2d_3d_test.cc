@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "knobs.h"
 #include "remote.h"
 #include "runtime_state.h"
@@ -26,20 +26,9 @@ namespace knobs = vmcuda::guest::knobs;
 
 cudaError_t last_error() { return vmcuda::guest::take_last_error(); }
 
-vmcuda::host::test::Stub* g_stub = nullptr;
+vmcuda::host::test::Stub*& g_stub = vmcuda::host::test::g_guest_stub;
 
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new vmcuda::host::test::Stub({}, {0});
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new vmcuda::host::test::GuestStubEnvironment);
 
 uint32_t queued_frames() {
   cudaError_t err = cudaSuccess;

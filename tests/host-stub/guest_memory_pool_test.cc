@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vmcuda/cudart_api.h"
@@ -17,20 +17,9 @@ using vmcuda::guest::Remote;
 
 cudaError_t last_error() { return vmcuda::guest::take_last_error(); }
 
-vmcuda::host::test::Stub* g_stub = nullptr;
+vmcuda::host::test::Stub*& g_stub = vmcuda::host::test::g_guest_stub;
 
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new vmcuda::host::test::Stub({}, {0});
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new vmcuda::host::test::GuestStubEnvironment);
 
 class GuestMemoryPool : public ::testing::Test {
  protected:

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "stream_event.h"
@@ -28,21 +28,10 @@ namespace tst = vmcuda::testing;
 cudaError_t last_error() { return vmcuda::guest::take_last_error(); }
 cudaError_t peek_last_error() { return vmcuda::guest::peek_last_error(); }
 
-vmcuda::host::test::Stub* g_stub = nullptr;
+vmcuda::host::test::Stub*& g_stub = vmcuda::host::test::g_guest_stub;
 
 // One stub for the whole program; VMCUDA_SOCKET points guest-lib at it.
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new vmcuda::host::test::Stub({}, {0});
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new vmcuda::host::test::GuestStubEnvironment);
 
 Remote& remote() {
   cudaError_t err = cudaSuccess;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "guest-lib/fatbin_builder.h"
-#include "host-stub/stub_fixture.h"
+#include "host-stub/guest_stub_env.h"
 #include "knobs.h"
 #include "remote.h"
 #include "runtime_state.h"
@@ -61,29 +61,20 @@ host::CUresult count_occupancy_flags(int* n, host::CUfunction f, int b, size_t s
   return g_fake.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, f, b, s, flags);
 }
 
-host::test::Stub* g_stub = nullptr;
+host::test::Stub*& g_stub = host::test::g_guest_stub;
 
-// One stub for the whole program; VMCUDA_SOCKET points guest-lib at it.
-class StubEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    g_stub = new host::test::Stub({}, {0});
-    g_fake = g_stub->api;
-    // Sessions read the table through a reference: the counters are in before any client.
-    g_stub->api.cuModuleLoadData = count_module_load;
-    g_stub->api.cuModuleGetGlobal_v2 = count_get_global;
-    g_stub->api.cuFuncGetAttribute = count_func_get_attribute;
-    g_stub->api.cuFuncSetAttribute = count_func_set_attribute;
-    g_stub->api.cuOccupancyMaxActiveBlocksPerMultiprocessor = count_occupancy;
-    g_stub->api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = count_occupancy_flags;
-    setenv("VMCUDA_SOCKET", g_stub->endpoint.socket_path().c_str(), 1);
-  }
-  void TearDown() override {
-    delete g_stub;
-    g_stub = nullptr;
-  }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new StubEnvironment);
+// One stub for the whole program, its driver table counting the calls guest-lib should
+// make once.
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new host::test::GuestStubEnvironment(
+    {0}, [](host::DriverApi& api) {
+      g_fake = api;
+      api.cuModuleLoadData = count_module_load;
+      api.cuModuleGetGlobal_v2 = count_get_global;
+      api.cuFuncGetAttribute = count_func_get_attribute;
+      api.cuFuncSetAttribute = count_func_set_attribute;
+      api.cuOccupancyMaxActiveBlocksPerMultiprocessor = count_occupancy;
+      api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = count_occupancy_flags;
+    }));
 
 // ---- a module as nvcc's host code registers it: one kernel (the executor's add_one), a
 // __device__ variable and a __constant__ one the executor knows, and one it does not.
