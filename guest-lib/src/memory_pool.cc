@@ -204,7 +204,9 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t 
 cudaError_t cudaFreeAsync(void* devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream, false); }
 cudaError_t cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStream) { return free_async(devPtr, hStream, true); }
 
-cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
+namespace {
+// cudaDeviceGetDefaultMemPool / cudaDeviceGetMemPool: the device's default or current pool.
+cudaError_t device_pool(cudaMemPool_t* memPool, int device, bool current) {
   if (!memPool) return record(cudaErrorInvalidValue);
   cudaError_t e;
   Remote* r = device_call(&e);
@@ -212,21 +214,15 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
   if (!valid_device(*r, device)) return record(cudaErrorInvalidDevice);
   auto& reg = registry();
   std::lock_guard g(reg.mu);
-  *memPool = reinterpret_cast<cudaMemPool_t>(reg.default_of(device));
+  *memPool = reinterpret_cast<cudaMemPool_t>(current ? reg.current_of(device) : reg.default_of(device));
   return cudaSuccess;
 }
+}  // namespace
 
-cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device) {
-  if (!memPool) return record(cudaErrorInvalidValue);
-  cudaError_t e;
-  Remote* r = device_call(&e);
-  if (!r) return e;
-  if (!valid_device(*r, device)) return record(cudaErrorInvalidDevice);
-  auto& reg = registry();
-  std::lock_guard g(reg.mu);
-  *memPool = reinterpret_cast<cudaMemPool_t>(reg.current_of(device));
-  return cudaSuccess;
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
+  return device_pool(memPool, device, false);
 }
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device) { return device_pool(memPool, device, true); }
 
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   cudaError_t e;
