@@ -24,6 +24,15 @@ int claim_index() {
   return -1;
 }
 
+// Claims exactly `i` (a restore keeps its arena's addresses); false when it is taken.
+bool claim_exact_index(int i) {
+  if (i < 0 || static_cast<unsigned>(i) >= kArenaMaxIndex) return false;
+  std::lock_guard l(g_index_mu);
+  if (g_index_used[static_cast<unsigned>(i)]) return false;
+  g_index_used[static_cast<unsigned>(i)] = true;
+  return true;
+}
+
 void release_index(int i) {
   if (i < 0) return;
   std::lock_guard l(g_index_mu);
@@ -80,6 +89,7 @@ DeviceArena::DeviceArena(const DriverApi& api, Synchronize synchronize)
     : api_(api), synchronize_(std::move(synchronize)), index_(claim_index()) {}
 
 DeviceArena::~DeviceArena() {
+  if (released_) mappings_.clear();  // nothing mapped: the layout alone
   while (!mappings_.empty()) unmap(mappings_.begin());
   blocks_.clear();
   if (reserved_) api_.cuMemAddressFree(base(), bytes());
@@ -267,6 +277,159 @@ CUresult DeviceArena::set_peer_access(int device, bool enable) {
       if (m.device != device) api_.cuMemSetAccess(va, m.bytes, &none, 1);
   }
   return first;
+}
+
+// ---------------------------------------------------------------- suspend/resume
+
+DeviceArena::Layout DeviceArena::layout() const {
+  Layout l;
+  l.index = index_;
+  for (const auto& [va, m] : mappings_) l.mappings.push_back({va, m.bytes, m.device, m.chunk, m.free, m.used});
+  for (const auto& [ptr, b] : blocks_) l.blocks.push_back({ptr, b.bytes, b.mapping});
+  l.peers = peers_;
+  return l;
+}
+
+CUresult DeviceArena::release_memory() {
+  if (released_) return CUDA_SUCCESS;
+  CUresult first = CUDA_SUCCESS;
+  for (auto& [va, m] : mappings_) {
+    CUresult r = api_.cuMemUnmap(va, m.bytes);
+    if (const CUresult r2 = api_.cuMemRelease(m.handle); r == CUDA_SUCCESS) r = r2;
+    if (r != CUDA_SUCCESS && first == CUDA_SUCCESS) first = r;
+    m.handle = 0;
+  }
+  if (reserved_) api_.cuMemAddressFree(base(), bytes());
+  reserved_ = false;
+  physical_bytes_ = 0;
+  released_ = true;
+  return first;
+}
+
+bool DeviceArena::adopt(const Layout& l, std::string* why) {
+  auto fail = [&](const std::string& w) {
+    if (why) *why = "device memory layout: " + w;
+    return false;
+  };
+  if (!released_ && !mappings_.empty()) return fail("the arena still holds memory");
+  if (l.index != index_) {
+    if (!claim_exact_index(l.index))
+      return fail("arena " + std::to_string(l.index) + " (device addresses from " +
+                  hex(kArenaBase + static_cast<uint64_t>(std::max(l.index, 0)) * kArenaStride) +
+                  ") is in use by another client of this stub, or out of range");
+    release_index(index_);
+    index_ = l.index;
+  }
+  // Everything below is checked before anything is taken over.
+  std::map<uint64_t, Mapping> mappings;
+  for (const MappingLayout& m : l.mappings) {
+    if (m.bytes == 0 || m.bytes % kArenaAlign || m.va < base() || m.va - base() > bytes() - m.bytes ||
+        m.va % kArenaAlign)
+      return fail("a mapping at " + hex(m.va) + " of " + std::to_string(m.bytes) + " bytes lies outside arena " +
+                  std::to_string(index_));
+    if (!mappings.empty()) {
+      const auto& [pva, pm] = *mappings.rbegin();
+      if (m.va < pva + pm.bytes) return fail("mappings overlap or are out of order at " + hex(m.va));
+    }
+    Mapping mm;
+    mm.bytes = m.bytes;
+    mm.device = m.device;
+    mm.chunk = m.chunk;
+    if (m.chunk) {
+      uint64_t end = 0;
+      for (const auto& [off, n] : m.free) {
+        if (off < end || n == 0 || off > m.bytes || n > m.bytes - off) return fail("a chunk's free list is invalid");
+        end = off + n;
+      }
+      mm.free = m.free;
+    } else if (!m.free.empty()) {
+      return fail("a mapping of its own has a free list");
+    }
+    mappings.emplace(m.va, std::move(mm));
+  }
+  std::map<uint64_t, Block> blocks;
+  std::map<uint64_t, uint64_t> used;
+  for (const BlockLayout& b : l.blocks) {
+    auto m = mappings.find(b.mapping);
+    if (m == mappings.end() || b.bytes == 0 || b.ptr < b.mapping || b.ptr - b.mapping > m->second.bytes - std::min(b.bytes, m->second.bytes) ||
+        b.bytes > m->second.bytes || (!blocks.empty() && b.ptr < blocks.rbegin()->first + blocks.rbegin()->second.bytes))
+      return fail("a block at " + hex(b.ptr) + " does not lie in its mapping");
+    if (!m->second.chunk && (b.ptr != b.mapping || b.bytes != m->second.bytes))
+      return fail("a mapping of its own at " + hex(b.mapping) + " does not hold exactly its block");
+    blocks[b.ptr] = Block{b.bytes, b.mapping};
+    ++used[b.mapping];
+  }
+  for (auto& [va, m] : mappings) {
+    if (!m.chunk && used[va] != 1) return fail("a mapping of its own at " + hex(va) + " holds no block");
+    if (m.chunk && used[va] == 0) return fail("an empty chunk at " + hex(va) + " (empty chunks are released)");
+    m.used = used[va];
+  }
+  mappings_ = std::move(mappings);
+  blocks_ = std::move(blocks);
+  peers_ = l.peers;
+  va_free_.clear();
+  uint64_t at = base();
+  for (const auto& [va, m] : mappings_) {
+    if (va > at) va_free_.emplace(at, va - at);
+    at = va + m.bytes;
+  }
+  if (at < base() + bytes()) va_free_.emplace(at, base() + bytes() - at);
+  reserved_ = false;
+  released_ = true;
+  physical_bytes_ = 0;
+  return true;
+}
+
+CUresult DeviceArena::restore_memory(std::string* why) {
+  if (!released_) return CUDA_SUCCESS;
+  if (index_ < 0) {
+    if (why) *why = "no device arena index";
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  const bool any = !mappings_.empty();
+  if (any && !reserved_) {
+    // reserve() resets the free list: keep the adopted one.
+    const auto free = va_free_;
+    if (CUresult r = reserve(why); r != CUDA_SUCCESS) return r;
+    va_free_ = free;
+  }
+  CUresult r = CUDA_SUCCESS;
+  auto made = mappings_.begin();
+  for (; made != mappings_.end(); ++made) {
+    Mapping& m = made->second;
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, m.device};
+    r = api_.cuMemCreate(&m.handle, m.bytes, &prop, 0);
+    if (r != CUDA_SUCCESS) break;
+    r = api_.cuMemMap(made->first, m.bytes, 0, m.handle, 0);
+    if (r == CUDA_SUCCESS) {
+      r = apply_access(made->first, m.bytes, m.device);
+      if (r != CUDA_SUCCESS) api_.cuMemUnmap(made->first, m.bytes);
+    }
+    if (r != CUDA_SUCCESS) {
+      api_.cuMemRelease(m.handle);
+      m.handle = 0;
+      break;
+    }
+    physical_bytes_ += m.bytes;
+  }
+  if (r != CUDA_SUCCESS) {
+    if (why)
+      *why = "cannot recreate " + std::to_string(made->second.bytes) + " bytes of device memory at " + hex(made->first) +
+             " on device " + std::to_string(made->second.device) + ": " + describe(api_, r);
+    for (auto it = mappings_.begin(); it != made; ++it) {
+      api_.cuMemUnmap(it->first, it->second.bytes);
+      api_.cuMemRelease(it->second.handle);
+      it->second.handle = 0;
+    }
+    if (reserved_) api_.cuMemAddressFree(base(), bytes());
+    reserved_ = false;
+    physical_bytes_ = 0;
+    return r;
+  }
+  released_ = false;
+  return CUDA_SUCCESS;
 }
 
 }  // namespace vmcuda::host

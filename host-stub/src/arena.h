@@ -72,6 +72,40 @@ class DeviceArena {
   // and not applied to later mappings.
   CUresult set_peer_access(int device, bool enable);
 
+  // ---- suspend/resume (suspend.cc). The physical memory goes and comes back; the layout
+  // (every mapping's VA, size and device, every block, the free lists) stays, so every
+  // pointer the guest holds keeps its value.
+  struct MappingLayout {
+    uint64_t va = 0, bytes = 0;
+    int device = 0;  // host device ordinal (the Session translates it to and from guest indexes)
+    bool chunk = false;
+    std::map<uint64_t, uint64_t> free;  // chunks: free sub-ranges (offset -> bytes)
+    uint64_t used = 0;
+  };
+  struct BlockLayout {
+    uint64_t ptr = 0, bytes = 0, mapping = 0;
+  };
+  struct Layout {
+    int index = -1;
+    std::vector<MappingLayout> mappings;  // ascending VA
+    std::vector<BlockLayout> blocks;      // ascending pointer
+    std::vector<int> peers;
+  };
+  Layout layout() const;
+  // Whether the physical memory is there (false between release_memory and restore_memory).
+  bool holds_memory() const { return !released_; }
+  // Unmaps and releases every mapping's physical memory and frees the reservation; the
+  // layout stays. Assumes nothing of the client runs (the caller synchronized).
+  CUresult release_memory();
+  // Takes `layout` as its own (the arena holds no memory: fresh or released); claims
+  // layout.index in this process. The layout is untrusted (a state file): false and `why`
+  // when it is not one this arena could have made (outside the range, overlapping,
+  // blocks outside their mapping, an index in use).
+  bool adopt(const Layout& layout, std::string* why);
+  // Reserves the range at its base again and recreates every mapping on its device with
+  // the access it had; on failure gives back what it made (still released) and says why.
+  CUresult restore_memory(std::string* why);
+
   // Introspection (tests, logs).
   uint64_t physical_bytes() const { return physical_bytes_; }  // created with cuMemCreate
   size_t live_allocations() const { return blocks_.size(); }
@@ -114,6 +148,7 @@ class DeviceArena {
   std::map<uint64_t, Block> blocks_;           // pointer -> block
   std::vector<int> peers_;                     // devices granted access everywhere
   uint64_t physical_bytes_ = 0;
+  bool released_ = false;  // release_memory() ran, restore_memory() not yet
 };
 
 }  // namespace vmcuda::host

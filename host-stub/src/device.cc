@@ -97,13 +97,17 @@ int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& 
     if (growth > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   size_t before = 0;
-  const bool first = !limit_defaults_.contains({current_, a.limit});
-  if (first && api_.cuCtxGetLimit(&before, a.limit) != CUDA_SUCCESS) before = 0;
+  Object* entry = vol_.find(ObjectKind::Limit, limit_key(current_, a.limit));
+  if (!entry && api_.cuCtxGetLimit(&before, a.limit) != CUDA_SUCCESS) before = 0;
   if (CUresult e = api_.cuCtxSetLimit(a.limit, a.value); e != CUDA_SUCCESS) return e;
-  if (first) limit_defaults_[{current_, a.limit}] = before;
-  // What the driver made of the request (rounded, clamped): the guest caches it.
+  if (!entry)
+    entry = &vol_.add(ObjectKind::Limit, current_, limit_key(current_, a.limit), vol_.context(current_)->id,
+                      LimitObject{a.value, before});
+  // What the driver made of the request (rounded, clamped): the guest caches it, and a
+  // resume sets it again.
   size_t v = 0;
   const CUresult e = api_.cuCtxGetLimit(&v, a.limit);
+  entry->as<LimitObject>().value = e == CUDA_SUCCESS ? v : a.value;
   r.value = v;
   return e;
 }
@@ -118,18 +122,24 @@ int32_t Session::on_DeviceGetCacheConfig(const api::Empty&, api::CacheConfigRepl
 int32_t Session::on_DeviceSetCacheConfig(const api::CacheConfigArgs& a, api::Empty&, Request&) {
   if (a.config < 0 || a.config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
   int before = 0;
-  const bool first = !cache_config_defaults_.contains(current_);
-  if (first && api_.cuCtxGetCacheConfig(&before) != CUDA_SUCCESS) before = 0;
+  Object* entry = vol_.find(ObjectKind::CacheConfig, static_cast<uint64_t>(current_));
+  if (!entry && api_.cuCtxGetCacheConfig(&before) != CUDA_SUCCESS) before = 0;
   if (CUresult e = api_.cuCtxSetCacheConfig(a.config); e != CUDA_SUCCESS) return e;
-  if (first) cache_config_defaults_[current_] = before;
+  if (!entry)
+    entry = &vol_.add(ObjectKind::CacheConfig, current_, static_cast<uint64_t>(current_), vol_.context(current_)->id,
+                      CacheConfigObject{a.config, before});
+  entry->as<CacheConfigObject>().value = a.config;
   return CUDA_SUCCESS;
 }
 
 int32_t Session::on_FuncSetCacheConfig(const api::FuncCacheConfigArgs& a, api::Empty&, Request&) {
-  const Function* f = find_function(a.function);
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  Object* fo = vol_.find(ObjectKind::Function, a.function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
   if (a.config < 0 || a.config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
-  return on_device(f->device, [&] { return api_.cuFuncSetCacheConfig(f->fn, a.config); });
+  FunctionObject& f = fo->as<FunctionObject>();
+  const CUresult e = on_device(fo->device, [&] { return api_.cuFuncSetCacheConfig(f.fn, a.config); });
+  if (e == CUDA_SUCCESS) f.cache_config = a.config;
+  return e;
 }
 
 // cudaDeviceReset of the current device: its work finishes, then the client's events,
@@ -139,46 +149,33 @@ int32_t Session::on_FuncSetCacheConfig(const api::FuncCacheConfigArgs& a, api::E
 // them invisibly after a reset; here their handles simply stay valid) and the module
 // variables' storage, which keeps its contents. Returns the synchronization's error (the
 // guest drops all but the sticky ones).
-int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request& req) {
+int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
   const int d = current_;
   const CUresult sync = api_.cuCtxSynchronize();
-  for (auto it = events_.begin(); it != events_.end();) {
-    if (it->second.device != d) {
-      ++it;
-      continue;
-    }
-    api_.cuEventDestroy_v2(it->second.event);
-    it = events_.erase(it);
-  }
-  for (auto it = streams_.begin(); it != streams_.end();) {
-    if (it->second.device != d) {
-      ++it;
-      continue;
-    }
-    api_.cuStreamDestroy_v2(it->second.stream);
-    it = streams_.erase(it);
-  }
-  // Through on_Free, so that every allocation goes the way a cudaFree would take it.
-  std::vector<uint64_t> ptrs;
-  for (const auto& [ptr, a] : allocations_)
-    if (a.device == d) ptrs.push_back(ptr);
-  for (uint64_t p : ptrs) {
-    api::Empty none;
-    on_Free(api::PtrArgs{p}, none, req);
-  }
-  for (auto it = limit_defaults_.begin(); it != limit_defaults_.end();) {
-    if (it->first.first != d) {
-      ++it;
-      continue;
-    }
-    api_.cuCtxSetLimit(it->first.second, it->second);
-    it = limit_defaults_.erase(it);
-  }
-  if (auto it = cache_config_defaults_.find(d); it != cache_config_defaults_.end()) {
-    api_.cuCtxSetCacheConfig(it->second);
-    cache_config_defaults_.erase(it);
-  }
+  // The device's objects that a destroyed context would take (its modules stay), each
+  // released as the app's own call would (allocations through the arena, as cudaFree).
+  // Peer access to this device from the others' contexts goes too (drop_peer_access).
   drop_peer_access(d);
+  if (Object* ctx = vol_.context(d)) {
+    std::vector<ObjectId> gone;
+    vol_.walk_children_first(
+        [&](Object& o) {
+          switch (o.kind) {
+            case ObjectKind::Event:
+            case ObjectKind::Stream:
+            case ObjectKind::Allocation:
+            case ObjectKind::Limit:
+            case ObjectKind::CacheConfig:
+              release(o, Release::kReset);
+              gone.push_back(o.id);
+              break;
+            default:
+              break;
+          }
+        },
+        ctx->id);
+    for (ObjectId id : gone) vol_.remove(id);
+  }
   make_current(current_);
   return output_after_sync(sync);  // natively a reset destroys the context, which flushes printf
 }

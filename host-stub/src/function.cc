@@ -15,12 +15,13 @@ constexpr bool settable(int32_t attribute) {
 }  // namespace
 
 int32_t Session::on_FuncGetAttributes(const api::FunctionArgs& a, api::FuncAttributesReply& r, Request&) {
-  const Function* f = find_function(a.function);
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  const Object* fo = find_function(a.function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
   static_assert(api::kFuncAttributeSlots == CU_FUNC_ATTRIBUTE_MAX);
-  return on_device(f->device, [&] {
+  const CUfunction fn = fo->as<FunctionObject>().fn;
+  return on_device(fo->device, [&] {
     for (int i = 0; i < CU_FUNC_ATTRIBUTE_MAX; ++i) {
-      CUresult e = api_.cuFuncGetAttribute(&r.values[i], i, f->fn);
+      CUresult e = api_.cuFuncGetAttribute(&r.values[i], i, fn);
       if (e == CUDA_SUCCESS) continue;
       // The attributes cudaFuncAttributes has always had must answer; the cluster ones
       // (10 and up) are 0 where the device or driver knows none.
@@ -32,22 +33,26 @@ int32_t Session::on_FuncGetAttributes(const api::FunctionArgs& a, api::FuncAttri
 }
 
 int32_t Session::on_FuncSetAttribute(const api::FuncSetAttributeArgs& a, api::Empty&, Request&) {
-  const Function* f = find_function(a.function);
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  const Object* fo = find_function(a.function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
   if (!settable(a.attribute)) return CUDA_ERROR_INVALID_VALUE;
   // The driver checks the value (the dynamic shared memory against the device's opt-in
   // maximum less the kernel's static shared memory, ...).
-  return on_device(f->device, [&] { return api_.cuFuncSetAttribute(f->fn, a.attribute, a.value); });
+  const CUfunction fn = fo->as<FunctionObject>().fn;
+  const CUresult e = on_device(fo->device, [&] { return api_.cuFuncSetAttribute(fn, a.attribute, a.value); });
+  if (e == CUDA_SUCCESS) vol_.find(ObjectKind::Function, a.function)->as<FunctionObject>().attributes[a.attribute] = a.value;
+  return e;
 }
 
 int32_t Session::on_OccupancyMaxActiveBlocks(const api::OccupancyArgs& a, api::OccupancyReply& r, Request&) {
-  const Function* f = find_function(a.function);
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  return on_device(f->device, [&] {
-    return a.flags == 0 ? api_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks, f->fn, a.block_size,
+  const Object* fo = find_function(a.function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
+  const CUfunction fn = fo->as<FunctionObject>().fn;
+  return on_device(fo->device, [&] {
+    return a.flags == 0 ? api_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks, fn, a.block_size,
                                                                            a.dynamic_shared_bytes)
                         : api_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                              &r.blocks, f->fn, a.block_size, a.dynamic_shared_bytes, a.flags);
+                              &r.blocks, fn, a.block_size, a.dynamic_shared_bytes, a.flags);
   });
 }
 

@@ -10,13 +10,13 @@ using vmrpc::wire::ChannelStatus;
 int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& req) {
   auto range = req.ctx.heap(a.range);
   if (!range || range->empty()) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (pinned_.count(a.range.offset)) return 712;  // cudaErrorHostMemoryAlreadyRegistered
+  if (vol_.find(ObjectKind::HostRegistration, a.range.offset)) return 712;  // cudaErrorHostMemoryAlreadyRegistered
   // Portable: pinned for every context of this client; device-mapped: for
   // cudaHostAllocMapped.
   CUresult e = api_.cuMemHostRegister_v2(range->data(), range->size(),
                                          CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
   if (e != CUDA_SUCCESS) return e;
-  pinned_[a.range.offset] = {range->data(), range->size()};
+  vol_.add(ObjectKind::HostRegistration, -1, a.range.offset, 0, HostRegistrationObject{range->data(), range->size()});
   return CUDA_SUCCESS;
 }
 
@@ -26,11 +26,12 @@ int32_t Session::on_HostGetDevicePointer(const api::HeapRangeArgs& a, api::PtrRe
   auto range = req.ctx.heap(a.range);
   if (!range) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   // Only bytes inside one block this client pinned (with DEVICEMAP) have a device address.
-  auto it = pinned_.upper_bound(a.range.offset);
-  if (it == pinned_.begin()) return CUDA_ERROR_INVALID_VALUE;
+  const auto& pinned = vol_.of(ObjectKind::HostRegistration);
+  auto it = pinned.upper_bound(a.range.offset);
+  if (it == pinned.begin()) return CUDA_ERROR_INVALID_VALUE;
   --it;
-  const uint64_t off = a.range.offset - it->first;
-  if (off >= it->second.second || a.range.bytes > it->second.second - off) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t off = a.range.offset - it->first, bytes = vol_.get(it->second)->as<HostRegistrationObject>().bytes;
+  if (off >= bytes || a.range.bytes > bytes - off) return CUDA_ERROR_INVALID_VALUE;
   CUdeviceptr d = 0;
   CUresult e = api_.cuMemHostGetDevicePointer_v2(&d, range->data(), 0);
   if (e != CUDA_SUCCESS) return e;
@@ -39,10 +40,10 @@ int32_t Session::on_HostGetDevicePointer(const api::HeapRangeArgs& a, api::PtrRe
 }
 
 int32_t Session::on_UnpinHeap(const api::HeapRangeArgs& a, api::Empty&, Request&) {
-  auto it = pinned_.find(a.range.offset);
-  if (it == pinned_.end()) return 713;  // cudaErrorHostMemoryNotRegistered
-  CUresult e = api_.cuMemHostUnregister(it->second.first);
-  pinned_.erase(it);
+  Object* o = vol_.find(ObjectKind::HostRegistration, a.range.offset);
+  if (!o) return 713;  // cudaErrorHostMemoryNotRegistered
+  const CUresult e = release(*o, Release::kClose);
+  vol_.remove(o->id);
   return e;
 }
 

@@ -9,7 +9,8 @@ namespace vmcuda::host {
 using vmrpc::wire::ChannelStatus;
 
 int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request& req) {
-  if (a.function == 0 || a.function > functions_.size()) return CUDA_ERROR_INVALID_HANDLE;
+  const Object* fo = find_function(a.function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
   if (a.arg_bytes != req.tail.size()) return static_cast<int32_t>(ChannelStatus::kBadArguments);
   CUstream stream;
   int stream_device;
@@ -17,8 +18,8 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
   // "A kernel launch will fail if it is issued to a stream that is not associated to the
   // current device" (cudaErrorInvalidResourceHandle).
   if (stream_device != current_) return CUDA_ERROR_INVALID_HANDLE;
-  const Function& f = functions_[a.function - 1];
-  if (f.device != current_) return 98;  // cudaErrorInvalidDeviceFunction: loaded for another device
+  const FunctionObject& f = fo->as<FunctionObject>();
+  if (fo->device != current_) return 98;  // cudaErrorInvalidDeviceFunction: loaded for another device
   // Reused: launches are the hot path (no allocation per launch).
   thread_local std::vector<void*> params;
   params.resize(f.params.size());

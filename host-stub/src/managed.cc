@@ -22,9 +22,8 @@ namespace vmcuda::host {
 using vmrpc::wire::ChannelStatus;
 
 int32_t Session::on_ManagedVarBind(const api::ManagedBindArgs& a, api::ManagedBindReply& r, Request& req) {
-  if (a.module == 0 || a.module > modules_.size() || !modules_[a.module - 1].module) return CUDA_ERROR_INVALID_HANDLE;
-  const Module& mod = modules_[a.module - 1];
-  if (mod.device != current_) return CUDA_ERROR_INVALID_HANDLE;
+  const Object* mod = find_module_here(a.module);
+  if (!mod) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
     return static_cast<int32_t>(ChannelStatus::kBadArguments);
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
@@ -34,7 +33,7 @@ int32_t Session::on_ManagedVarBind(const api::ManagedBindArgs& a, api::ManagedBi
   if (!shadow) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
-  if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod.module, name.c_str()); e != CUDA_SUCCESS) return e;
+  if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS) return e;
   // The shadow is the variable as the guest's code sees it: exactly its size.
   if (bytes == 0 || bytes != shadow->size()) return CUDA_ERROR_INVALID_VALUE;
   // `last` is the variable's initial value: into the shadow too (a first binding), or the
@@ -43,30 +42,36 @@ int32_t Session::on_ManagedVarBind(const api::ManagedBindArgs& a, api::ManagedBi
   if (CUresult e = api_.cuMemcpyDtoH_v2(value.data(), ptr, bytes); e != CUDA_SUCCESS) return e;
   if (!(a.flags & api::kManagedBindKeep)) std::memcpy(shadow->data(), value.data(), bytes);
   // Bound again (the guest registered the module anew): the same entry, the new shadow.
-  size_t i = 0;
-  while (i < managed_.size() && !(managed_[i].module == a.module && managed_[i].name == name)) ++i;
-  if (i == managed_.size()) managed_.push_back({a.module, current_, ptr, a.shadow, {}, name});
-  ManagedVar& v = managed_[i];
+  Object* var = nullptr;
+  for (ObjectId c : mod->children) {
+    Object* o = vol_.get(c);
+    if (o->kind == ObjectKind::ManagedVar && o->as<ManagedVarObject>().name == name) var = o;
+  }
+  if (!var)
+    var = &vol_.add(ObjectKind::ManagedVar, current_, vol_.next_handle(ObjectKind::ManagedVar), mod->id,
+                    ManagedVarObject{ptr, a.shadow, {}, name});
+  ManagedVarObject& v = var->as<ManagedVarObject>();
   v.shadow = a.shadow;
   v.last = std::move(value);
   // Symbol copies name the variable's own bytes (ModuleGetGlobal's rule: never freed here).
-  globals_[ptr] = {bytes, current_, a.module, name};
+  if (!vol_.find(ObjectKind::Global, ptr)) vol_.add(ObjectKind::Global, current_, ptr, mod->id, GlobalObject{bytes, name});
   managed_dirty_.resize(devices_.size(), 0);
   managed_streams_.resize(devices_.size(), nullptr);
-  r.var = i + 1;
+  r.var = var->handle;
   r.ptr = ptr;
   r.bytes = bytes;
   return CUDA_SUCCESS;
 }
 
 int32_t Session::on_ManagedVarSync(const api::ManagedSyncArgs& a, api::Empty&, Request& req) {
-  if (a.var == 0 || a.var > managed_.size()) return CUDA_ERROR_INVALID_HANDLE;
+  Object* var = vol_.find(ObjectKind::ManagedVar, a.var);
+  if (!var) return CUDA_ERROR_INVALID_HANDLE;
   if (a.flags & ~api::kManagedPull) return static_cast<int32_t>(ChannelStatus::kBadArguments);
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  ManagedVar& v = managed_[a.var - 1];
-  if (device != v.device) return CUDA_ERROR_INVALID_HANDLE;
+  ManagedVarObject& v = var->as<ManagedVarObject>();
+  if (device != var->device) return CUDA_ERROR_INVALID_HANDLE;
   // A symbol copy to or from the variable follows on `s`: the device's copy may change.
   managed_dirty_[device] = 1;
   return on_device(device, [&] {
@@ -75,25 +80,29 @@ int32_t Session::on_ManagedVarSync(const api::ManagedSyncArgs& a, api::Empty&, R
 }
 
 CUresult Session::managed_before_launch(const vmrpc::CallContext& ctx, CUstream stream) {
-  if (managed_.empty()) return CUDA_SUCCESS;
+  if (vol_.count(ObjectKind::ManagedVar) == 0) return CUDA_SUCCESS;
   managed_dirty_[current_] = 1;
-  for (ManagedVar& v : managed_)
-    if (v.device == current_)
-      if (CUresult e = managed_push(ctx, v, stream); e != CUDA_SUCCESS) return e;
+  for (const auto& [handle, id] : vol_.of(ObjectKind::ManagedVar)) {
+    Object* o = vol_.get(id);
+    if (o->device == current_)
+      if (CUresult e = managed_push(ctx, o->as<ManagedVarObject>(), stream); e != CUDA_SUCCESS) return e;
+  }
   return CUDA_SUCCESS;
 }
 
 CUresult Session::managed_after_sync(const vmrpc::CallContext& ctx, int device, CUresult r, bool all) {
-  if (managed_.empty() || r != CUDA_SUCCESS) return r;
+  if (vol_.count(ObjectKind::ManagedVar) == 0 || r != CUDA_SUCCESS) return r;
   if (device < 0 || static_cast<size_t>(device) >= managed_dirty_.size() || !managed_dirty_[device]) return r;
   const CUresult e = on_device(device, [&] {
     CUstream& s = managed_streams_[device];
     // Its own stream, so that the pull waits for no other work (a query stays a query);
     // the legacy stream if there cannot be one.
     if (!s && api_.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) s = nullptr;
-    for (ManagedVar& v : managed_)
-      if (v.device == device)
-        if (CUresult pe = managed_pull(ctx, v, s); pe != CUDA_SUCCESS) return pe;
+    for (const auto& [handle, id] : vol_.of(ObjectKind::ManagedVar)) {
+      Object* o = vol_.get(id);
+      if (o->device == device)
+        if (CUresult pe = managed_pull(ctx, o->as<ManagedVarObject>(), s); pe != CUDA_SUCCESS) return pe;
+    }
     return CUDA_SUCCESS;
   });
   // After cudaDeviceSynchronize nothing runs that could change a variable until the next launch.
@@ -102,7 +111,7 @@ CUresult Session::managed_after_sync(const vmrpc::CallContext& ctx, int device, 
 }
 
 // Precondition: v.device's context current.
-CUresult Session::managed_push(const vmrpc::CallContext& ctx, ManagedVar& v, CUstream stream) {
+CUresult Session::managed_push(const vmrpc::CallContext& ctx, ManagedVarObject& v, CUstream stream) {
   auto shadow = ctx.heap(v.shadow);  // checked at the bind; the heap does not move
   if (!shadow || shadow->size() != v.last.size()) return CUDA_ERROR_INVALID_VALUE;
   const std::byte* sh = shadow->data();
@@ -127,7 +136,7 @@ CUresult Session::managed_push(const vmrpc::CallContext& ctx, ManagedVar& v, CUs
 
 // Precondition: v.device's context current. The guest's writes first, then the variable's
 // value, ordered on `stream` after what the stream holds.
-CUresult Session::managed_pull(const vmrpc::CallContext& ctx, ManagedVar& v, CUstream stream) {
+CUresult Session::managed_pull(const vmrpc::CallContext& ctx, ManagedVarObject& v, CUstream stream) {
   if (CUresult e = managed_push(ctx, v, stream); e != CUDA_SUCCESS) return e;
   auto shadow = ctx.heap(v.shadow);
   if (!shadow || shadow->size() != v.last.size()) return CUDA_ERROR_INVALID_VALUE;
@@ -138,17 +147,6 @@ CUresult Session::managed_pull(const vmrpc::CallContext& ctx, ManagedVar& v, CUs
   v.last = value;
   std::memcpy(shadow->data(), value.data(), value.size());
   return CUDA_SUCCESS;
-}
-
-void Session::managed_close() {
-  for (size_t d = 0; d < managed_streams_.size(); ++d)
-    if (managed_streams_[d] && contexts_[d]) {
-      make_current(static_cast<int>(d));
-      api_.cuStreamDestroy_v2(managed_streams_[d]);
-    }
-  managed_streams_.clear();
-  managed_dirty_.clear();
-  managed_.clear();  // the shadows are the guest's heap; the variables went with their modules
 }
 
 }  // namespace vmcuda::host

@@ -31,8 +31,7 @@ int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&)
   if (a.bytes > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t p = 0;
   if (CUresult e = arena_allocate(a.bytes, &p); e != CUDA_SUCCESS) return e;
-  allocations_[p] = {a.bytes, current_};
-  allocated_ += a.bytes;
+  add_allocation(p, a.bytes);
   r.ptr = p;
   return CUDA_SUCCESS;
 }
@@ -40,12 +39,12 @@ int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&)
 int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
   if (a.ptr == 0) return CUDA_SUCCESS;
   // Only what Malloc/MallocPitch returned (not module globals, not interior pointers).
-  auto it = allocations_.find(a.ptr);
-  if (it == allocations_.end() || !arena_) return CUDA_ERROR_INVALID_VALUE;
+  const Object* o = vol_.find(ObjectKind::Allocation, a.ptr);
+  if (!o || !arena_) return CUDA_ERROR_INVALID_VALUE;
   // Synchronizes the client's devices first, as cudaFree does.
   const CUresult e = arena_->free(a.ptr);
-  allocated_ -= it->second.bytes;
-  allocations_.erase(it);
+  allocated_ -= o->as<AllocationObject>().bytes;
+  vol_.remove(o->id);
   return e;
 }
 

@@ -87,8 +87,7 @@ int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& 
     return CUDA_ERROR_OUT_OF_MEMORY;
   uint64_t p = 0;
   if (CUresult e = arena_allocate(bytes, &p); e != CUDA_SUCCESS) return e;
-  allocations_[p] = {bytes, current_};
-  allocated_ += bytes;
+  add_allocation(p, bytes);
   r.ptr = p;
   r.pitch = pitch;
   return CUDA_SUCCESS;

@@ -67,21 +67,21 @@ int32_t Session::on_ModuleLoad(const api::ModuleLoadArgs& a, api::HandleReply& r
   copy.resize(copy.size() + kImagePad);
   CUmodule m = nullptr;
   if (CUresult e = api_.cuModuleLoadData(&m, copy.data()); e != CUDA_SUCCESS) return e;
-  modules_.push_back({m, current_});
-  r.handle = modules_.size();
+  // The image stays with the entry: a resume loads it again.
+  r.handle = vol_.next_handle(ObjectKind::Module);
+  vol_.add(ObjectKind::Module, current_, r.handle, vol_.context(current_)->id, ModuleObject{m, std::move(copy)});
   return CUDA_SUCCESS;
 }
 
 int32_t Session::on_ModuleGetFunction(const api::GetFunctionArgs& a, api::GetFunctionReply& r, Request& req) {
-  if (a.module == 0 || a.module > modules_.size() || !modules_[a.module - 1].module) return CUDA_ERROR_INVALID_HANDLE;
-  const Module& mod = modules_[a.module - 1];
-  if (mod.device != current_) return CUDA_ERROR_INVALID_HANDLE;
+  const Object* mod = find_module_here(a.module);
+  if (!mod) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
     return static_cast<int32_t>(ChannelStatus::kBadArguments);
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
   if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  Function f{nullptr, current_, {}};
-  if (CUresult e = api_.cuModuleGetFunction(&f.fn, mod.module, name.c_str()); e != CUDA_SUCCESS)
+  FunctionObject f{nullptr, name, {}};
+  if (CUresult e = api_.cuModuleGetFunction(&f.fn, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS)
     return e;
   // There is no count API: ask until the driver says there is no such parameter.
   for (size_t i = 0; i < api::kMaxKernelParams; ++i) {
@@ -94,8 +94,8 @@ int32_t Session::on_ModuleGetFunction(const api::GetFunctionArgs& a, api::GetFun
   if (bytes) std::memcpy(req.extra.data(), f.params.data(), bytes);
   req.extra_bytes = static_cast<uint32_t>(bytes);
   r.param_count = static_cast<uint32_t>(f.params.size());
-  functions_.push_back(std::move(f));
-  r.function = functions_.size();
+  r.function = vol_.next_handle(ObjectKind::Function);
+  vol_.add(ObjectKind::Function, current_, r.function, mod->id, std::move(f));
   return CUDA_SUCCESS;
 }
 

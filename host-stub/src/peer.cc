@@ -33,9 +33,9 @@ CUresult Session::set_peer_access(int device, int peer, bool enable) {
   if (e != CUDA_SUCCESS) return e;
   const bool had_any = has_peer_access(device);
   if (enable)
-    peer_access_.insert({device, peer});
-  else
-    peer_access_.erase({device, peer});
+    vol_.add(ObjectKind::PeerAccess, device, peer_key(device, peer), vol_.context(device)->id, PeerAccessObject{});
+  else if (Object* o = vol_.find(ObjectKind::PeerAccess, peer_key(device, peer)))
+    vol_.remove(o->id);
   // The arena's VMM mappings are granted per device, not per pair: `device` may read and
   // write all of them while it has peer access to any other device. (Finer would need a
   // grant per mapping's device; CUDA's own VMM memory is granted per mapping as well.)
@@ -44,7 +44,7 @@ CUresult Session::set_peer_access(int device, int peer, bool enable) {
     if (CUresult a = arena_->set_peer_access(devices_[device], has_any); a != CUDA_SUCCESS) {
       if (enable) {  // take the driver's grant back: all or nothing
         on_device(device, [&] { return api_.cuCtxDisablePeerAccess(peer_ctx); });
-        peer_access_.erase({device, peer});
+        if (Object* o = vol_.find(ObjectKind::PeerAccess, peer_key(device, peer))) vol_.remove(o->id);
       }
       return a;
     }
@@ -53,16 +53,20 @@ CUresult Session::set_peer_access(int device, int peer, bool enable) {
 }
 
 bool Session::has_peer_access(int device) const {
-  auto it = peer_access_.lower_bound({device, std::numeric_limits<int>::min()});
-  return it != peer_access_.end() && it->first == device;
+  const auto& all = vol_.of(ObjectKind::PeerAccess);
+  auto it = all.lower_bound(peer_key(device, 0));
+  return it != all.end() && (it->first >> 32) == static_cast<uint32_t>(device);
 }
 
 void Session::drop_peer_access(int device) {
-  for (auto it = peer_access_.begin(); it != peer_access_.end();) {
-    const auto [from, to] = *it++;
+  std::vector<uint64_t> pairs;
+  for (const auto& [key, id] : vol_.of(ObjectKind::PeerAccess)) pairs.push_back(key);
+  for (uint64_t key : pairs) {
+    const int from = static_cast<int>(key >> 32), to = static_cast<int>(key & 0xffffffffu);
     if (from != device && to != device) continue;
     set_peer_access(from, to, false);
-    peer_access_.erase({from, to});  // gone with the reset even where the driver objected
+    // Gone with the reset even where the driver objected.
+    if (Object* o = vol_.find(ObjectKind::PeerAccess, key)) vol_.remove(o->id);
   }
 }
 
@@ -83,7 +87,7 @@ int32_t Session::on_EnablePeerAccess(const api::PeerAccessArgs& a, api::Empty&, 
   // A device cannot be its own peer (cudaDeviceCanAccessPeer says 0): peer access
   // unsupported (217), as NVIDIA's runtime answers on the H200 (tests/cuda/device_limits.cu).
   if (a.peer == current_ || devices_[a.peer] == devices_[current_]) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
-  if (peer_access_.contains({current_, a.peer})) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  if (vol_.find(ObjectKind::PeerAccess, peer_key(current_, a.peer))) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
   // The driver answers the rest: CUDA_ERROR_INVALID_DEVICE where the GPUs cannot reach
   // each other, CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, CUDA_ERROR_TOO_MANY_PEERS.
   return set_peer_access(current_, a.peer, true);
@@ -91,7 +95,7 @@ int32_t Session::on_EnablePeerAccess(const api::PeerAccessArgs& a, api::Empty&, 
 
 int32_t Session::on_DisablePeerAccess(const api::PeerAccessArgs& a, api::Empty&, Request&) {
   if (!valid_device(a.peer)) return CUDA_ERROR_INVALID_DEVICE;
-  if (!peer_access_.contains({current_, a.peer})) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  if (!vol_.find(ObjectKind::PeerAccess, peer_key(current_, a.peer))) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
   return set_peer_access(current_, a.peer, false);
 }
 

@@ -53,90 +53,139 @@ void Session::make_current(int device) {
 bool Session::ensure_context() {
   if (!contexts_[current_]) {
     CUdevice dev;
+    CUcontext ctx = nullptr;
     CUresult r = api_.cuDeviceGet(&dev, devices_[current_]);
-    if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&contexts_[current_], nullptr, 0, dev);
+    if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
     if (r != CUDA_SUCCESS) {
-      contexts_[current_] = nullptr;
       ctx_error_ = r;
       VMRPC_LOG(kWarn, "stub", log_tag_ + ": cannot create a CUDA context on device " +
                                    std::to_string(devices_[current_]) + ": " + describe(api_, r));
       return false;
     }
+    contexts_[current_] = ctx;
+    if (Object* o = vol_.context(current_))
+      o->as<ContextObject>().ctx = ctx;  // a resume recreating it
+    else
+      vol_.add(ObjectKind::Context, current_, static_cast<uint64_t>(current_), 0, ContextObject{ctx});
     bound_ = -1;
   }
   make_current(current_);
   return true;
 }
 
+void Session::add_allocation(uint64_t ptr, uint64_t bytes) {
+  vol_.add(ObjectKind::Allocation, current_, ptr, vol_.context(current_)->id, AllocationObject{bytes});
+  allocated_ += bytes;
+}
+
+CUresult Session::release(Object& o, Release how) {
+  if (o.device >= 0 && contexts_[o.device]) make_current(o.device);
+  switch (o.kind) {
+    case ObjectKind::Context: {
+      CUcontext& c = o.as<ContextObject>().ctx;
+      if (how == Release::kReset || !c) return CUDA_SUCCESS;  // a reset keeps the context
+      // The stub's own stream for managed pulls lives in it too.
+      if (static_cast<size_t>(o.device) < managed_streams_.size() && managed_streams_[o.device]) {
+        api_.cuStreamDestroy_v2(managed_streams_[o.device]);
+        managed_streams_[o.device] = nullptr;
+      }
+      const CUresult e = api_.cuCtxDestroy_v2(c);
+      c = nullptr;
+      contexts_[o.device] = nullptr;
+      bound_ = -1;
+      return e;
+    }
+    case ObjectKind::Allocation:
+      // Closing or suspending: the arena gives back its memory wholesale afterwards (close)
+      // or keeps the layout for the resume (suspend). A reset frees it as cudaFree would.
+      if (how == Release::kReset && arena_) {
+        allocated_ -= o.as<AllocationObject>().bytes;
+        return arena_->free(o.handle);
+      }
+      return CUDA_SUCCESS;
+    case ObjectKind::Module: {
+      CUmodule& m = o.as<ModuleObject>().module;
+      const CUresult e = m ? api_.cuModuleUnload(m) : CUDA_SUCCESS;
+      m = nullptr;
+      return e;
+    }
+    case ObjectKind::Function:
+    case ObjectKind::Global:
+    case ObjectKind::ManagedVar:
+      return CUDA_SUCCESS;  // the driver frees them with their module
+    case ObjectKind::Stream: {
+      CUstream& s = o.as<StreamObject>().stream;
+      const CUresult e = s ? api_.cuStreamDestroy_v2(s) : CUDA_SUCCESS;
+      s = nullptr;
+      return e;
+    }
+    case ObjectKind::Event: {
+      CUevent& ev = o.as<EventObject>().event;
+      const CUresult e = ev ? api_.cuEventDestroy_v2(ev) : CUDA_SUCCESS;
+      ev = nullptr;
+      return e;
+    }
+    case ObjectKind::HostRegistration: {
+      void*& host = o.as<HostRegistrationObject>().host;
+      const CUresult e = host ? api_.cuMemHostUnregister(host) : CUDA_SUCCESS;  // portable: any context
+      host = nullptr;
+      return e;
+    }
+    case ObjectKind::Limit:
+      // Goes with a destroyed context; a reset puts the value from before back.
+      return how == Release::kReset ? api_.cuCtxSetLimit(static_cast<int>(o.handle & 0xffffffffu),
+                                                         o.as<LimitObject>().default_value)
+                                    : CUDA_SUCCESS;
+    case ObjectKind::CacheConfig:
+      return how == Release::kReset ? api_.cuCtxSetCacheConfig(o.as<CacheConfigObject>().default_value)
+                                    : CUDA_SUCCESS;
+    case ObjectKind::PeerAccess:
+      if (how == Release::kReset) {
+        // Both directions of a pair go (set_peer_access also takes the arena's grant back).
+        const int peer = static_cast<int>(o.handle & 0xffffffffu);
+        return set_peer_access(o.device, peer, false);
+      }
+      return CUDA_SUCCESS;
+  }
+  return CUDA_SUCCESS;
+}
+
+void Session::release_all(Release how) {
+  vol_.walk_children_first([&](Object& o) { release(o, how); });
+  vol_.clear();
+  for (CUcontext& c : contexts_) c = nullptr;
+  managed_streams_.clear();
+  managed_dirty_.clear();
+  allocated_ = 0;
+  bound_ = -1;
+}
+
 void Session::close() {
-  size_t freed = allocations_.size(), mods = modules_.size(), streams = streams_.size(), events = events_.size();
+  const size_t freed = vol_.count(ObjectKind::Allocation), mods = vol_.count(ObjectKind::Module),
+               streams = vol_.count(ObjectKind::Stream), events = vol_.count(ObjectKind::Event);
+  const uint64_t bytes = allocated_;
   // Host functions' gates stop waiting for a guest that is gone (host_func.cc), so that the
   // synchronize below ends.
   closing_.store(true);
   drain_posted(nullptr);  // after closing_: a host function gate handed over gives up
   // Nothing of the client may still run when its memory (and the connection's heap,
   // which async copies may be reading or writing) goes away.
-  for (size_t d = 0; d < contexts_.size(); ++d)
-    if (contexts_[d]) {
-      make_current(static_cast<int>(d));
-      api_.cuCtxSynchronize();
-    }
-  for (auto& [handle, e] : events_) {
-    make_current(e.device);
-    api_.cuEventDestroy_v2(e.event);
-  }
-  for (auto& [handle, s] : streams_) {
-    make_current(s.device);
-    api_.cuStreamDestroy_v2(s.stream);
-  }
-  managed_close();
-  // The arena's memory (every allocation): unmapped, released, its range and index given
-  // back; a later session may take the same range.
+  synchronize_all();
+  // Children before parents: events, streams, modules (their functions and variables),
+  // host registrations, then each context; the arena's memory (every allocation) after
+  // the walk: unmapped, released, its range and index given back, so a later session may
+  // take the same range.
+  vol_.walk_children_first([&](Object& o) {
+    if (o.kind != ObjectKind::Context) release(o, Release::kClose);
+  });
   arena_.reset();
+  release_all(Release::kClose);  // the contexts
   pitches_.clear();
-  for (const Module& m : modules_) {
-    if (!m.module) continue;
-    make_current(m.device);
-    api_.cuModuleUnload(m.module);
-  }
-  for (auto& [offset, range] : pinned_) api_.cuMemHostUnregister(range.first);  // portable: any context
-  pinned_.clear();
-  for (CUcontext& c : contexts_) {
-    if (c) api_.cuCtxDestroy_v2(c);
-    c = nullptr;
-  }
   free_gates(true);  // the driver calls no gate of a destroyed context
   if (freed || mods || streams || events)
     VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(freed) + " allocations (" +
-                                 std::to_string(allocated_) + " bytes), " + std::to_string(mods) + " modules, " +
+                                 std::to_string(bytes) + " bytes), " + std::to_string(mods) + " modules, " +
                                  std::to_string(streams) + " streams and " + std::to_string(events) + " events");
-  events_.clear();
-  streams_.clear();
-  allocations_.clear();
-  globals_.clear();  // the driver freed them with their modules
-  peer_access_.clear();  // went with the contexts
-  limit_defaults_.clear();
-  cache_config_defaults_.clear();
-  modules_.clear();
-  functions_.clear();
-  allocated_ = 0;
-  bound_ = -1;
-}
-
-namespace {
-// Whether [ptr, ptr+bytes) lies inside one entry of `ranges` (start -> {bytes, ...}).
-template <class Map>
-bool inside_one(const Map& ranges, uint64_t ptr, uint64_t bytes) {
-  auto it = ranges.upper_bound(ptr);
-  if (it == ranges.begin()) return false;
-  --it;
-  const uint64_t off = ptr - it->first;
-  return off <= it->second.bytes && bytes <= it->second.bytes - off;
-}
-}  // namespace
-
-bool Session::owns_range(uint64_t ptr, uint64_t bytes) const {
-  return inside_one(allocations_, ptr, bytes) || inside_one(globals_, ptr, bytes);
 }
 
 bool Session::owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const {

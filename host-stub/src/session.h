@@ -15,6 +15,7 @@
 
 #include "arena.h"
 #include "driver_api.h"
+#include "object_list.h"
 #include "output.h"
 #include "vmcuda/api/calls.h"
 #include "vmrpc/service.h"
@@ -81,43 +82,21 @@ class Session : public vmrpc::SlotService {
 #undef VMCUDA_CALL
 
  private:
-  struct Function {
-    CUfunction fn;
-    int device;
-    std::vector<api::ParamInfo> params;
-  };
-  struct Allocation {
-    uint64_t bytes;
-    int device;
-  };
-  struct Module {
-    CUmodule module;
-    int device;
-  };
-  // A module's __device__/__constant__ variable (ModuleGetGlobal): device memory the
-  // client may copy to and from (owns_range), which the driver frees with the module;
-  // Free refuses it.
-  struct Global {
-    uint64_t bytes;
-    int device;
-    uint64_t module;   // the module handle
-    std::string name;  // as the module names it (to find it again in a reloaded module)
-  };
-  struct Stream {
-    CUstream stream;
-    int device;
-  };
-  struct Event {
-    CUevent event;
-    int device;
-    unsigned flags;
-  };
+  // Composite VOL handles of the per-device settings (object_list.h: one handle per kind).
+  static uint64_t limit_key(int device, int limit) { return (uint64_t(uint32_t(device)) << 32) | uint32_t(limit); }
+  static uint64_t peer_key(int device, int peer) { return (uint64_t(uint32_t(device)) << 32) | uint32_t(peer); }
   // A guest stream handle (api::kStream*, or one it created) as the driver's stream, and
   // the device it belongs to (the current one for the special streams). Unknown handles:
   // CUDA_ERROR_INVALID_HANDLE.
   CUresult resolve_stream(uint64_t handle, CUstream* stream, int* device) const;
-  // Same for events.
-  const Event* find_event(uint64_t handle) const;
+  // The client's entries by guest handle, or nullptr (forged, stale, another client's).
+  const Object* find_event(uint64_t handle) const { return vol_.find(ObjectKind::Event, handle); }
+  const Object* find_function(uint64_t handle) const { return vol_.find(ObjectKind::Function, handle); }
+  // A module of the current device (functions and variables are looked up there), or nullptr.
+  const Object* find_module_here(uint64_t handle) const {
+    const Object* m = vol_.find(ObjectKind::Module, handle);
+    return m && m->device == current_ ? m : nullptr;
+  }
   // Runs `f` with `device`'s context current, then makes the current device's current again.
   template <class F>
   CUresult on_device(int device, F&& f) {
@@ -132,19 +111,17 @@ class Session : public vmrpc::SlotService {
   // Device memory (memory.cc): `bytes` from the client's arena on the current device;
   // logs once why the arena cannot serve (its range taken, no index).
   CUresult arena_allocate(uint64_t bytes, uint64_t* ptr);
+  // Records an allocation the arena made in the VOL and the quota's count.
+  void add_allocation(uint64_t ptr, uint64_t bytes);
   // Waits for everything of the client on each of its devices (the arena's Synchronize).
   CUresult synchronize_all();
   // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
   int32_t heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device);
   // Same for async 2D copies (memory_2d.cc).
   int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
-  bool owns_range(uint64_t ptr, uint64_t bytes) const;
+  bool owns_range(uint64_t ptr, uint64_t bytes) const { return vol_.find_range(ptr, bytes) != nullptr; }
   // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
   bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
-  // A function handle (ModuleGetFunction) of this client, or nullptr.
-  const Function* find_function(uint64_t handle) const {
-    return handle == 0 || handle > functions_.size() ? nullptr : &functions_[handle - 1];
-  }
   // Device settings and peer access (device.cc, peer.cc). The context of guest device
   // `device`, created on first use (nullptr, and ctx_error_, when it cannot be); the
   // current device's context stays current.
@@ -156,43 +133,40 @@ class Session : public vmrpc::SlotService {
   CUresult set_peer_access(int device, int peer, bool enable);
   bool has_peer_access(int device) const;  // to any peer
 
+  // Teardown (session.cc): how the VOL walk releases each entry.
+  enum class Release {
+    kClose,    // the client is gone: everything goes, the arena's memory wholesale
+    kReset,    // cudaDeviceReset: one device's objects, each the way the app's call would free it
+    kSuspend,  // the state was saved: driver objects go, the arena keeps its layout
+  };
+  // Releases `o`'s driver object (children first: the walk's order). Returns the first error.
+  CUresult release(Object& o, Release how);
+  // Releases everything (close, suspend); the VOL is cleared.
+  void release_all(Release how);
+
   const DriverApi& api_;
   StubLimits limits_;
   std::vector<int> devices_;
   vmrpc::SlotInfo info_;
   int current_ = 0;                           // guest device index (cudaSetDevice)
   int bound_ = -1;                            // whose context is current on this thread
-  std::vector<CUcontext> contexts_;           // per guest device, created on first use
+  // The virtual object list: everything the client owns (object_list.h).
+  ObjectList vol_;
+  // The Context entries' driver handles per guest device, for the hot path (make_current):
+  // set and cleared only with those entries.
+  std::vector<CUcontext> contexts_;
   CUresult ctx_error_ = CUDA_SUCCESS;
-  uint64_t allocated_ = 0;
-  // device ptr -> allocation; every one from arena_allocate (Free and close give them
-  // back through the arena, never cuMemFree).
-  std::map<uint64_t, Allocation> allocations_;
-  // Where allocations_ come from (arena.h): made with the session (its index, so the
+  uint64_t allocated_ = 0;  // the Allocation entries' bytes (the quota's count)
+  // Where Allocation entries come from (arena.h): made with the session (its index, so the
   // handshake can name the range), the VA reserved at the first allocation; freed on close.
   std::unique_ptr<DeviceArena> arena_;
   bool arena_warned_ = false;
-  // cuMemAllocPitch's pitch per (host device, width, element bytes), learnt once.
+  // cuMemAllocPitch's pitch per (host device, width, element bytes), learnt once (a cache of
+  // the driver's answers, not the client's state).
   std::map<std::tuple<int, uint64_t, uint32_t>, uint64_t> pitches_;
-  std::map<uint64_t, Global> globals_;          // device ptr -> module variable (never freed here)
-  std::map<uint64_t, std::pair<void*, uint64_t>> pinned_;  // heap offset -> (host address, bytes)
-  std::vector<Module> modules_;               // handle = index + 1
-  std::vector<Function> functions_;           // handle = index + 1
-  std::map<uint64_t, Stream> streams_;        // guest handle -> stream
-  std::map<uint64_t, Event> events_;          // guest handle -> event
-  // __managed__ variables (managed.cc): each bound to a shadow in the shared heap; `last`
-  // is the shadow as last made equal to the variable (its bytes that differ now are the
-  // guest's writes). The hooks below cost nothing while there are none.
-  struct ManagedVar {
-    uint64_t module;  // the module handle
-    int device;
-    CUdeviceptr ptr;  // the variable (cuModuleGetGlobal)
-    vmrpc::wire::HeapRef shadow;
-    std::vector<std::byte> last;
-    std::string name;
-  };
-  std::vector<ManagedVar> managed_;         // handle = index + 1
-  std::vector<CUstream> managed_streams_;   // per guest device: the pulls' own stream
+  // __managed__ variables (managed.cc) are ManagedVar entries, each bound to a shadow in the
+  // shared heap. The hooks below cost nothing while there are none.
+  std::vector<CUstream> managed_streams_;   // per guest device: the pulls' own stream (the stub's)
   std::vector<char> managed_dirty_;         // per guest device: work since the last full pull
   // Hooks of the other areas (one line each). Before a launch on `stream` of the current
   // device: the guest's writes to the shadows reach the variables, ordered on the stream.
@@ -200,14 +174,8 @@ class Session : public vmrpc::SlotService {
   // After a call that waited for work of `device` (`r`: its result, returned): the
   // variables' values reach the shadows. `all`: every stream of the device (cudaDeviceSynchronize).
   CUresult managed_after_sync(const vmrpc::CallContext& ctx, int device, CUresult r, bool all = false);
-  CUresult managed_push(const vmrpc::CallContext& ctx, ManagedVar& v, CUstream stream);
-  CUresult managed_pull(const vmrpc::CallContext& ctx, ManagedVar& v, CUstream stream);
-  void managed_close();
-  // What cudaDeviceReset puts back: per (guest device, CUlimit) the value before the
-  // client's first set, and per device the cache configuration before its first set.
-  std::map<std::pair<int, int>, size_t> limit_defaults_;
-  std::map<int, int> cache_config_defaults_;
-  std::set<std::pair<int, int>> peer_access_;  // (device, peer): device may access peer's memory
+  CUresult managed_push(const vmrpc::CallContext& ctx, ManagedVarObject& v, CUstream stream);
+  CUresult managed_pull(const vmrpc::CallContext& ctx, ManagedVarObject& v, CUstream stream);
   std::string log_tag_;
   // Host functions (host_func.cc): gates the driver runs on its own thread, each waiting
   // for the guest to run its function. Freed once run, or at close (after the contexts).

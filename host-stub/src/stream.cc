@@ -27,38 +27,39 @@ CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device)
       *device = current_;
       return CUDA_SUCCESS;
     default: {
-      auto it = streams_.find(handle);
-      if (it == streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
-      *stream = it->second.stream;
-      *device = it->second.device;
+      const Object* o = vol_.find(ObjectKind::Stream, handle);
+      if (!o) return CUDA_ERROR_INVALID_HANDLE;
+      *stream = o->as<StreamObject>().stream;
+      *device = o->device;
       return CUDA_SUCCESS;
     }
   }
 }
 
 int32_t Session::on_StreamCreate(const api::StreamCreateArgs& a, api::Empty&, Request&) {
-  if (a.handle < api::kFirstGuestHandle || streams_.contains(a.handle)) return CUDA_ERROR_INVALID_HANDLE;
+  if (a.handle < api::kFirstGuestHandle || vol_.find(ObjectKind::Stream, a.handle)) return CUDA_ERROR_INVALID_HANDLE;
   if (a.flags & ~CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
-  if (streams_.size() >= limits_.max_streams) {
-    VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused a stream: the client has " + std::to_string(streams_.size()) +
+  if (vol_.count(ObjectKind::Stream) >= limits_.max_streams) {
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused a stream: the client has " + std::to_string(vol_.count(ObjectKind::Stream)) +
                                  " (the limit)");
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUstream s = nullptr;
   // The driver clamps the priority to the device's range, as cudaStreamCreateWithPriority does.
   if (CUresult e = api_.cuStreamCreateWithPriority(&s, a.flags, a.priority); e != CUDA_SUCCESS) return e;
-  streams_[a.handle] = {s, current_};
+  vol_.add(ObjectKind::Stream, current_, a.handle, vol_.context(current_)->id, StreamObject{s, a.flags, a.priority});
   return CUDA_SUCCESS;
 }
 
 int32_t Session::on_StreamDestroy(const api::StreamArgs& a, api::Empty&, Request&) {
   // The special streams are not the app's to destroy (cudaErrorInvalidResourceHandle).
-  auto it = streams_.find(a.stream);
-  if (it == streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
-  const Stream s = it->second;
-  streams_.erase(it);
+  Object* o = vol_.find(ObjectKind::Stream, a.stream);
+  if (!o) return CUDA_ERROR_INVALID_HANDLE;
   // Returns at once; the driver frees the stream when its work is done.
-  return on_device(s.device, [&] { return api_.cuStreamDestroy_v2(s.stream); });
+  const CUresult e = release(*o, Release::kClose);
+  vol_.remove(o->id);
+  make_current(current_);
+  return e;
 }
 
 int32_t Session::on_StreamSynchronize(const api::StreamArgs& a, api::Empty&, Request& req) {
@@ -82,11 +83,12 @@ int32_t Session::on_StreamWaitEvent(const api::StreamWaitEventArgs& a, api::Empt
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  const Event* ev = find_event(a.event);
+  const Object* ev = find_event(a.event);
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   if (a.flags & ~CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   // Allowed across devices (the stream waits on another device's event).
-  return on_device(device, [&] { return api_.cuStreamWaitEvent(s, ev->event, a.flags); });
+  const CUevent e = ev->as<EventObject>().event;
+  return on_device(device, [&] { return api_.cuStreamWaitEvent(s, e, a.flags); });
 }
 
 int32_t Session::on_StreamGetPriority(const api::StreamArgs& a, api::StreamPriorityReply& r, Request&) {

@@ -12,18 +12,17 @@ namespace vmcuda::host {
 using vmrpc::wire::ChannelStatus;
 
 int32_t Session::on_ModuleGetGlobal(const api::GetGlobalArgs& a, api::GlobalReply& r, Request& req) {
-  if (a.module == 0 || a.module > modules_.size() || !modules_[a.module - 1].module) return CUDA_ERROR_INVALID_HANDLE;
-  const Module& mod = modules_[a.module - 1];
-  if (mod.device != current_) return CUDA_ERROR_INVALID_HANDLE;
+  const Object* mod = find_module_here(a.module);
+  if (!mod) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
     return static_cast<int32_t>(ChannelStatus::kBadArguments);
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
   if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
-  if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod.module, name.c_str()); e != CUDA_SUCCESS) return e;
+  if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS) return e;
   // Asked again (another thread's first use, or a guest that forgot): the same entry.
-  globals_[ptr] = {bytes, mod.device, a.module, name};
+  if (!vol_.find(ObjectKind::Global, ptr)) vol_.add(ObjectKind::Global, current_, ptr, mod->id, GlobalObject{bytes, name});
   r.ptr = ptr;
   r.bytes = bytes;
   return CUDA_SUCCESS;

@@ -26,6 +26,9 @@
 #include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
 #include "vmrpc/slot_server.h"
+#include "vmrpc/worker_control.h"
+#include <map>
+#include <memory>
 
 namespace vmrpc {
 
@@ -63,6 +66,16 @@ struct Op {
   Connection* conn = nullptr;
   uint32_t slot = 0;
   uint64_t buf = 0;
+};
+
+// What the control path reaches a served slot through (HostEndpoint::control_slot): the
+// gate of its service thread (thread mode), or the control socket of its worker.
+struct SlotControlHandle {
+  ServedSlot info;
+  std::shared_ptr<SlotGate> gate;  // thread mode
+  SlotService* svc = nullptr;      // thread mode: set and read on the slot's service thread only
+  UniqueFd worker_fd;              // worker mode
+  std::mutex worker_mu;            // one request at a time on the socket
 };
 
 struct SlotRuntime {
@@ -124,7 +137,7 @@ class HostEndpoint::Impl {
   void teardown(Connection& c);
   void maybe_free(Connection* c);
   void post(Message m);
-  void serve_slot(Connection* c, uint32_t slot);
+  void serve_slot(Connection* c, uint32_t slot, SlotControlHandle* control);
 
   HostEndpointOptions opts_;
   Service& service_;
@@ -144,6 +157,32 @@ class HostEndpoint::Impl {
 
   std::mutex msg_mu_;
   std::deque<Message> messages_;
+
+  // Served slots the control path may reach, by (connection, slot).
+  mutable std::mutex control_mu_;
+  std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<SlotControlHandle>> controls_;
+  void add_control(std::shared_ptr<SlotControlHandle> h) {
+    std::lock_guard l(control_mu_);
+    controls_[{h->info.connection_id, h->info.slot}] = std::move(h);
+  }
+  void drop_control(uint64_t connection, uint32_t slot) {
+    std::lock_guard l(control_mu_);
+    controls_.erase({connection, slot});
+  }
+
+ public:
+  std::shared_ptr<SlotControlHandle> control_of(uint64_t connection, uint32_t slot) const {
+    std::lock_guard l(control_mu_);
+    auto it = controls_.find({connection, slot});
+    return it == controls_.end() ? nullptr : it->second;
+  }
+  std::vector<ServedSlot> served() const {
+    std::lock_guard l(control_mu_);
+    std::vector<ServedSlot> v;
+    for (const auto& [key, h] : controls_) v.push_back(h->info);
+    return v;
+  }
+ private:
 
   mutable std::mutex stats_mu_;
   HostEndpointStats stats_;
@@ -448,7 +487,12 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   }
   SlotRuntime& s = c.slots[slot];
   s.stop = false;
-  s.thread = std::thread([this, cp = &c, slot] { serve_slot(cp, slot); });
+  auto handle = std::make_shared<SlotControlHandle>();
+  handle->info = {c.id, slot, ordering::load_relaxed(ctl.owner_tag), -1};
+  const int doorbell = c.host_rx[slot].get();
+  handle->gate = std::make_shared<SlotGate>([doorbell] { ring(doorbell); });
+  add_control(handle);
+  s.thread = std::thread([this, cp = &c, slot, handle] { serve_slot(cp, slot, handle.get()); });
 }
 
 // ------------------------------------------------------------------ workers
@@ -456,9 +500,16 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
 bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
   auto& ctl = c.view.control(slot);
   SlotRuntime& s = c.slots[slot];
-  const WorkerSpec spec{c.memfd.get(), c.host_rx[slot].get(), c.guest_rx[slot].get(), slot, c.id,
-                        ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region,
-                        c.view.layout().host_map_address};
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+    VMRPC_LOG(kWarn, "host", std::string("cannot make a worker's control socket: ") + std::strerror(errno));
+    return false;
+  }
+  UniqueFd ours(pair[0]), theirs(pair[1]);
+  WorkerSpec spec{c.memfd.get(), c.host_rx[slot].get(), c.guest_rx[slot].get(), slot, c.id,
+                  ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region,
+                  c.view.layout().host_map_address};
+  spec.control_fd = theirs.get();
   pid_t pid = -1;
   try {
     pid = opts_.spawn_worker(spec);
@@ -475,6 +526,10 @@ bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
   }
   s.worker = pid;
   s.worker_pidfd = std::move(pidfd);
+  auto handle = std::make_shared<SlotControlHandle>();
+  handle->info = {c.id, slot, spec.owner_tag, pid};
+  handle->worker_fd = std::move(ours);
+  add_control(std::move(handle));
   auto* e = sqe();
   io_uring_prep_poll_add(e, s.worker_pidfd.get(), POLLIN);
   io_uring_sqe_set_data(e, &s.worker_exit);
@@ -492,6 +547,7 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
   const pid_t pid = s.worker;
   s.worker = -1;
   s.worker_pidfd.reset();
+  drop_control(c.id, slot);
   {
     std::lock_guard l(stats_mu_);
     --stats_.slots_serving;
@@ -518,7 +574,7 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
 
 // ---------------------------------------------------------------- service thread
 
-void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot) {
+void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHandle* control) {
   auto& ctl = c->view.control(slot);
   SlotRuntime& rt = c->slots[slot];
   const SlotInfo info{c->id, slot, ordering::load_relaxed(ctl.owner_tag)};
@@ -538,7 +594,10 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot) {
                       std::lock_guard l(stats_mu_);
                       ++stats_.bad_batches_total;
                     }};
+  control->svc = svc.get();
+  server.gate = control->gate.get();
   vmrpc::serve_slot(server, svc.get());
+  drop_control(c->id, slot);
   {
     std::lock_guard l(stats_mu_);
     --stats_.slots_serving;
@@ -555,6 +614,89 @@ HostEndpoint::~HostEndpoint() { stop(); }
 void HostEndpoint::start() { impl_->start(); }
 void HostEndpoint::stop() { impl_->stop(); }
 HostEndpointStats HostEndpoint::stats() const { return impl_->stats(); }
+
+std::vector<ServedSlot> HostEndpoint::served_slots() const { return impl_->served(); }
+
+namespace {
+std::string not_served(uint64_t connection, uint32_t slot) {
+  return "connection " + std::to_string(connection) + " slot " + std::to_string(slot) + " is not being served";
+}
+// One request to a worker and its answer (progress messages on the way go to `progress`).
+bool worker_request(SlotControlHandle& h, worker_control::Op op, std::span<const std::byte> payload,
+                    std::vector<std::byte>* reply, const SlotService::Progress& progress, std::string* why) {
+  std::lock_guard l(h.worker_mu);
+  if (!worker_control::send(h.worker_fd.get(), op, payload)) {
+    if (why) *why = "the worker (pid " + std::to_string(h.info.worker_pid) + ") is gone";
+    return false;
+  }
+  worker_control::Op got;
+  std::vector<std::byte> msg;
+  while (worker_control::receive(h.worker_fd.get(), &got, &msg, -1)) {
+    if (got == worker_control::Op::kProgress) {
+      if (progress) progress(msg);
+      continue;
+    }
+    if (got == worker_control::Op::kReply) {
+      if (reply) *reply = std::move(msg);
+      return true;
+    }
+    if (why) *why = std::string(reinterpret_cast<const char*>(msg.data()), msg.size());
+    return false;
+  }
+  if (why) *why = "the worker (pid " + std::to_string(h.info.worker_pid) + ") ended during the request";
+  return false;
+}
+}  // namespace
+
+bool HostEndpoint::hold_slot(uint64_t connection_id, uint32_t slot, std::chrono::milliseconds timeout,
+                             std::string* why) {
+  auto h = impl_->control_of(connection_id, slot);
+  if (!h) {
+    if (why) *why = not_served(connection_id, slot);
+    return false;
+  }
+  if (h->gate) {
+    if (h->gate->hold(timeout)) return true;
+    if (why) *why = "the client did not reach a call boundary in " + std::to_string(timeout.count()) + " ms";
+    return false;
+  }
+  const uint64_t ms = static_cast<uint64_t>(timeout.count());
+  return worker_request(*h, worker_control::Op::kHold, std::as_bytes(std::span(&ms, 1)), nullptr, {}, why);
+}
+
+void HostEndpoint::release_slot(uint64_t connection_id, uint32_t slot) {
+  auto h = impl_->control_of(connection_id, slot);
+  if (!h) return;
+  if (h->gate)
+    h->gate->release();
+  else
+    worker_request(*h, worker_control::Op::kRelease, {}, nullptr, {}, nullptr);
+}
+
+bool HostEndpoint::control_slot(uint64_t connection_id, uint32_t slot, std::span<const std::byte> request,
+                                std::vector<std::byte>* reply, const SlotService::Progress& progress,
+                                std::string* why) {
+  auto h = impl_->control_of(connection_id, slot);
+  if (!h) {
+    if (why) *why = not_served(connection_id, slot);
+    return false;
+  }
+  if (!h->gate) return worker_request(*h, worker_control::Op::kControl, request, reply, progress, why);
+  // Thread mode: the service itself is reached through the task the gate runs.
+  bool ran = false;
+  std::vector<std::byte> answer;
+  const auto task = [&] {
+    if (!h->svc) return;
+    answer = h->svc->control(request, progress);
+    ran = true;
+  };
+  if (!h->gate->run(task, std::chrono::hours(24)) || !ran) {
+    if (why) *why = "connection " + std::to_string(connection_id) + " slot " + std::to_string(slot) + " ended";
+    return false;
+  }
+  if (reply) *reply = std::move(answer);
+  return true;
+}
 const std::string& HostEndpoint::socket_path() const { return impl_->path(); }
 
 }  // namespace vmrpc

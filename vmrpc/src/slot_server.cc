@@ -119,7 +119,8 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
   auto stopped = [&] { return s.stop && s.stop->load(); };
   auto has_work = [&] {
     return ordering::load_acquire(ctl.request_seq) != last_done ||
-           ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed) || stopped();
+           ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed) || stopped() ||
+           (s.gate && s.gate->wanted());
   };
 
   for (;;) {
@@ -135,6 +136,9 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
       }
       ordering::store_relaxed(ctl.host_sleeping, 0u);
     }
+    // A call boundary: the control side's work (a suspend holds the slot here; the guest's
+    // next batch waits in its slot until the hold ends).
+    if (s.gate && s.gate->wanted()) s.gate->serve(stopped);
     if (stopped()) break;
     if (ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed)) {
       guest_closed = true;
@@ -151,6 +155,7 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
     if (ordering::load_relaxed(ctl.guest_sleeping)) ring(s.notify_fd);
   }
 
+  if (s.gate) s.gate->close();
   if (svc) {
     try {
       svc->close();

@@ -11,10 +11,13 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "vmrpc/fd.h"
 #include "vmrpc/log.h"
 #include "vmrpc/slot_server.h"
+#include "vmrpc/worker_control.h"
+#include <fcntl.h>
 
 extern char** environ;
 
@@ -46,6 +49,7 @@ int spawn_worker_process(const std::string& exe, const std::vector<std::string>&
   posix_spawn_file_actions_adddup2(&fa, spec.memfd, kWorkerMemfd);
   posix_spawn_file_actions_adddup2(&fa, spec.doorbell_fd, kWorkerDoorbellFd);
   posix_spawn_file_actions_adddup2(&fa, spec.notify_fd, kWorkerNotifyFd);
+  if (spec.control_fd >= 0) posix_spawn_file_actions_adddup2(&fa, spec.control_fd, kWorkerControlFd);
   // The worker starts with no signal blocked (the endpoint's process may block some).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -146,6 +150,18 @@ int run_worker(int argc, char** argv, Service& service) {
   }
   SlotServer server{view, slot, kWorkerDoorbellFd, kWorkerNotifyFd, info, epoch, nullptr, nullptr};
   server.hand_back = false;  // the endpoint frees the slot once this process is gone
+  // The control path (suspend/resume), when the endpoint gave one: a thread of its own
+  // answers it; it ends with the process.
+  // The gate outlives this function (never freed): the control thread may still look at
+  // it (closed: it refuses everything) until the process exits.
+  if (::fcntl(kWorkerControlFd, F_GETFD) >= 0) {
+    auto* gate = new SlotGate([] {
+      const uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(kWorkerDoorbellFd, &one, sizeof one);
+    });
+    server.gate = gate;
+    std::thread([gate, s = svc.get()] { worker_control::serve(kWorkerControlFd, *gate, s); }).detach();
+  }
   serve_slot(server, svc.get());
   svc.reset();
   return 0;

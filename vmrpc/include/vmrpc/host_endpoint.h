@@ -11,6 +11,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <span>
+#include <vector>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +38,7 @@ struct WorkerSpec {
   uint64_t host_epoch;
   RegionConfig region;
   uint64_t map_address;  // where the worker must map the region (RegionHeader::host_map_address; 0: anywhere)
+  int control_fd = -1;   // the worker's end of the control socket (worker.h kWorkerControlFd)
 };
 
 struct HostEndpointOptions {
@@ -51,6 +55,14 @@ struct HostEndpointOptions {
   // (RegionHeader::host_map_address) so that guests can map it there too. Workers map it
   // before anything else, so it is free in them; 0: anywhere (no same-address mapping).
   uint64_t worker_map_address = static_cast<uint64_t>(knobs::kWorkerMapAddress.get());
+};
+
+// A slot being served (HostEndpoint::served_slots).
+struct ServedSlot {
+  uint64_t connection_id = 0;
+  uint32_t slot = 0;
+  uint32_t owner_tag = 0;  // guest-reported pid
+  int worker_pid = -1;     // worker mode: the process serving it
 };
 
 struct HostEndpointStats {
@@ -76,6 +88,19 @@ class HostEndpoint {
 
   HostEndpointStats stats() const;
   const std::string& socket_path() const;
+
+  // ---- the control path (suspend/resume, status): any thread but the loop's.
+  std::vector<ServedSlot> served_slots() const;
+  // Holds a served slot at a call boundary (the batch being served finishes; the guest's
+  // next one waits in its slot) until release_slot(). False (and why) when the slot is
+  // not served or does not stop within `timeout`.
+  bool hold_slot(uint64_t connection_id, uint32_t slot, std::chrono::milliseconds timeout, std::string* why);
+  void release_slot(uint64_t connection_id, uint32_t slot);
+  // Runs the slot service's control() with `request` on the slot's service thread (in its
+  // worker process, in worker mode) and returns its reply; progress messages reach
+  // `progress`. False (and why) when the slot is not served or ended meanwhile.
+  bool control_slot(uint64_t connection_id, uint32_t slot, std::span<const std::byte> request,
+                    std::vector<std::byte>* reply, const SlotService::Progress& progress, std::string* why);
 
   class Impl;
 

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +44,14 @@ class SlotService {
                        std::span<std::byte> reply, uint32_t& reply_bytes) = 0;
   // The client released the slot or died: free everything it owned.
   virtual void close() {}
+  // A request of the control path (HostEndpoint::control_slot: suspend, resume, status in
+  // host-stub), run on the slot's service thread at a call boundary. `progress` passes
+  // interim messages back (a long suspend's bytes done). Returns the reply. The default
+  // service has no control requests: it answers nothing.
+  using Progress = std::function<void(std::span<const std::byte>)>;
+  virtual std::vector<std::byte> control(std::span<const std::byte> request, const Progress& progress) {
+    return {};
+  }
 };
 
 class Service {

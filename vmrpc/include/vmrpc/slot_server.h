@@ -11,6 +11,7 @@
 
 #include "vmrpc/region.h"
 #include "vmrpc/service.h"
+#include "vmrpc/slot_gate.h"
 
 namespace vmrpc {
 
@@ -28,6 +29,9 @@ struct SlotServer {
   // endpoint would take that for the worker dying under its client. The endpoint hands
   // it back once the worker is gone.
   bool hand_back = true;
+  // Control from another thread (suspend/resume): looked at between batches; closed when
+  // serve_slot returns. May be null.
+  SlotGate* gate = nullptr;
 };
 
 // Serves the slot with `svc` (may be null: every service call is then kUnknownCall)

@@ -15,6 +15,9 @@ namespace vmrpc {
 inline constexpr int kWorkerMemfd = 3;
 inline constexpr int kWorkerDoorbellFd = 4;
 inline constexpr int kWorkerNotifyFd = 5;
+// A SOCK_SEQPACKET socket to the endpoint: the control path (hold, release, control
+// requests of the slot service; worker_control.h).
+inline constexpr int kWorkerControlFd = 6;
 inline constexpr const char* kWorkerFlag = "--vmrpc-worker";
 
 // Starts `exe` with `args` and the worker arguments of `spec` (kWorkerFlag first, then

@@ -1,0 +1,165 @@
+// The virtual object list (VOL) of one client: every object the client owns on the host is
+// one entry, with its kind, the handle the guest names it by, the driver's handle, its
+// parent and its children, and what recreating it needs (DESIGN.md, Suspend/resume).
+//
+// Parents: a device's context is the parent of what lives in it (allocations, modules,
+// streams, events, limits, cache settings, peer access); a module is the parent of its
+// functions, globals and managed variables; host registrations are roots (portable). Ids
+// grow with creation, so id order is creation order: teardown walks children before
+// parents, newest first; suspend walks parents before children, oldest first, so that
+// a restore can recreate each entry after its parent.
+//
+// Not thread-safe: the session's service thread (or, while the slot is paused, the thread
+// the control path runs on) alone uses it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "driver_api.h"
+#include "vmcuda/api/wire.h"
+
+namespace vmcuda::host {
+
+enum class ObjectKind : uint8_t {
+  Context = 1,       // handle: guest device index
+  Allocation,        // handle: device pointer (arena)
+  Module,            // handle: guest module handle
+  Function,          // handle: guest function handle
+  Global,            // handle: device pointer of a __device__/__constant__ variable
+  ManagedVar,        // handle: guest managed variable handle
+  Stream,            // handle: guest stream handle
+  Event,             // handle: guest event handle
+  HostRegistration,  // handle: shared heap offset of a pinned range
+  Limit,             // handle: CUlimit
+  CacheConfig,       // handle: 0 (one per context)
+  PeerAccess,        // handle: the peer's guest device index
+};
+inline constexpr unsigned kObjectKinds = 13;  // one past the last kind
+std::string_view kind_name(ObjectKind k);
+
+using ObjectId = uint64_t;  // 0: none
+
+// What each kind keeps. Driver handles are null while the client is suspended.
+struct ContextObject {
+  CUcontext ctx = nullptr;
+};
+struct AllocationObject {
+  uint64_t bytes = 0;  // as asked (the quota's count)
+};
+struct ModuleObject {
+  CUmodule module = nullptr;
+  std::vector<std::byte> image;  // the checked, padded copy the driver loaded (for a reload)
+};
+struct FunctionObject {
+  CUfunction fn = nullptr;
+  std::string name;
+  std::vector<api::ParamInfo> params;
+  std::map<int32_t, int32_t> attributes;  // what the client set (cudaFuncSetAttribute)
+  int32_t cache_config = -1;              // cudaFuncSetCacheConfig; -1: never set
+};
+struct GlobalObject {
+  uint64_t bytes = 0;
+  std::string name;  // to find it again in a reloaded module
+};
+struct ManagedVarObject {
+  CUdeviceptr ptr = 0;
+  vmrpc::wire::HeapRef shadow{};
+  std::vector<std::byte> last;
+  std::string name;
+};
+struct StreamObject {
+  CUstream stream = nullptr;
+  uint32_t flags = 0;
+  int32_t priority = 0;
+};
+struct EventObject {
+  CUevent event = nullptr;
+  uint32_t flags = 0;
+  // Recreated by a resume and not recorded since: its timestamp did not survive, so
+  // cudaEventElapsedTime on it is refused (docs/snapshots.md).
+  bool timing_lost = false;
+};
+struct HostRegistrationObject {
+  void* host = nullptr;  // in this process's mapping of the region
+  uint64_t bytes = 0;
+};
+struct LimitObject {
+  uint64_t value = 0;         // what the client set (the driver's reading of it)
+  uint64_t default_value = 0; // before the client's first set: what a reset puts back
+};
+struct CacheConfigObject {
+  int32_t value = 0;
+  int32_t default_value = 0;
+};
+struct PeerAccessObject {};
+
+using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
+                                ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
+                                CacheConfigObject, PeerAccessObject>;
+
+struct Object {
+  ObjectId id = 0;
+  ObjectKind kind{};
+  int device = -1;      // guest device index (-1: none)
+  uint64_t handle = 0;  // as the guest names it (see ObjectKind)
+  ObjectId parent = 0;
+  std::vector<ObjectId> children;  // in creation order
+  ObjectData data;
+
+  template <class T>
+  T& as() { return std::get<T>(data); }
+  template <class T>
+  const T& as() const { return std::get<T>(data); }
+};
+
+class ObjectList {
+ public:
+  // Adds an entry under `parent` (0: a root). The (kind, handle) pair must be new:
+  // find() first. Returns the new entry (stable until it is removed).
+  Object& add(ObjectKind kind, int device, uint64_t handle, ObjectId parent, ObjectData data);
+  // Removes `id` and everything below it (the caller has released their driver objects).
+  void remove(ObjectId id);
+  void clear();
+
+  Object* get(ObjectId id);
+  const Object* get(ObjectId id) const;
+  Object* find(ObjectKind kind, uint64_t handle);
+  const Object* find(ObjectKind kind, uint64_t handle) const;
+  // The Allocation or Global whose bytes contain [ptr, ptr + bytes), or nullptr.
+  const Object* find_range(uint64_t ptr, uint64_t bytes) const;
+  // A device's context entry (its children are the device's objects), or nullptr.
+  Object* context(int device) { return find(ObjectKind::Context, static_cast<uint64_t>(device)); }
+
+  size_t size() const { return objects_.size(); }
+  size_t count(ObjectKind kind) const { return index_[static_cast<unsigned>(kind)].size(); }
+  // Entries of one kind by handle (ascending).
+  const std::map<uint64_t, ObjectId>& of(ObjectKind kind) const { return index_[static_cast<unsigned>(kind)]; }
+
+  // Parents before children, oldest first (the order a restore recreates them in).
+  void walk_parents_first(const std::function<void(Object&)>& f);
+  // Children before parents, newest first (the order teardown releases them in). Under
+  // `root` only (itself last) when given.
+  void walk_children_first(const std::function<void(Object&)>& f, ObjectId root = 0);
+
+  // Guest handles the host makes (modules, functions, managed variables): the next one.
+  uint64_t next_handle(ObjectKind kind) { return ++last_handle_[static_cast<unsigned>(kind)]; }
+  uint64_t last_handle(ObjectKind kind) const { return last_handle_[static_cast<unsigned>(kind)]; }
+  void set_last_handle(ObjectKind kind, uint64_t v) { last_handle_[static_cast<unsigned>(kind)] = v; }
+
+ private:
+  void walk_down(Object& o, const std::function<void(Object&)>& f);
+  void walk_up(Object& o, const std::function<void(Object&)>& f);
+
+  std::map<ObjectId, Object> objects_;  // id order = creation order
+  std::map<uint64_t, ObjectId> index_[kObjectKinds];
+  uint64_t last_handle_[kObjectKinds] = {};
+  ObjectId last_id_ = 0;
+};
+
+}  // namespace vmcuda::host
