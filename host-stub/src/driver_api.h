@@ -102,6 +102,7 @@ inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+inline constexpr CUresult CUDA_ERROR_ILLEGAL_STATE = 401;  // "operation not permitted in the current state"
 // Limits and peer access (cuda.h).
 inline constexpr CUresult CUDA_ERROR_UNSUPPORTED_LIMIT = 215;
 inline constexpr CUresult CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217;

@@ -228,6 +228,14 @@ bool issues_only(api::Call c, std::span<const std::byte> args) {
 
 int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                       std::span<std::byte> reply, uint32_t& reply_bytes) {
+  region_ = &ctx.region;
+  if (suspended_) {
+    // The slot is held while suspended; a call can only come from a guest that was let go
+    // without its state (a failed resume): a defined error, never another context.
+    if (!said_suspended_) VMRPC_LOG(kWarn, "stub", log_tag_ + ": calls while the client is suspended are refused");
+    said_suspended_ = true;
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
   // Work that only issues goes to the GPU's working thread and is answered at once: the

@@ -17,6 +17,12 @@
 #include "driver_api.h"
 #include "object_list.h"
 #include "output.h"
+
+namespace vmcuda::host::state {
+class Sink;
+class Source;
+class MemoryStream;
+}  // namespace vmcuda::host::state
 #include "vmcuda/api/calls.h"
 #include "vmrpc/service.h"
 
@@ -55,6 +61,17 @@ struct HostFuncGate {
   std::atomic<int> phase{0};        // 0 queued, 1 running, 2 finished
 };
 
+// What `vmcudactl status` shows of one client.
+struct ClientStatus {
+  uint32_t slot = 0;
+  uint32_t owner_tag = 0;     // the guest process's pid
+  bool suspended = false;
+  uint64_t device_bytes = 0;  // device memory the client holds now (the arena's physical memory)
+  uint64_t allocated_bytes = 0;
+  uint64_t objects = 0;
+  std::vector<int> devices;
+};
+
 class Session : public vmrpc::SlotService {
  public:
   // `devices`: the host device ordinals this client may use; guest device i is devices[i].
@@ -64,6 +81,20 @@ class Session : public vmrpc::SlotService {
   int32_t call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                std::span<std::byte> reply, uint32_t& reply_bytes) override;
   void close() override;
+  // The control path (suspend.cc, control.cc): runs on the slot's service thread while the
+  // slot is held at a call boundary.
+  std::vector<std::byte> control(std::span<const std::byte> request, const Progress& progress) override;
+  // Writes the client's state to `out`, then releases its GPU objects, memory and contexts.
+  // On failure nothing was released and the client runs on (false, why).
+  // `before_release` runs once everything is written, before the first driver object goes
+  // (it unpins the sink's staging buffers while their context lives).
+  bool suspend(state::Sink& out, std::string* why, const std::function<void()>& before_release = {});
+  // Recreates the client from a state `in` (suspend's output, or a state file: untrusted).
+  // `region`: the shared region, for pinned heap ranges. On failure nothing is left of the
+  // attempt and the client stays suspended (false, why).
+  bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why);
+  bool suspended() const { return suspended_; }
+  ClientStatus status() const;
   // Runs one call's handler (call() decides on which thread).
   int32_t dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                    std::span<std::byte> reply, uint32_t& reply_bytes);
@@ -132,6 +163,17 @@ class Session : public vmrpc::SlotService {
   void drop_peer_access(int device);
   CUresult set_peer_access(int device, int peer, bool enable);
   bool has_peer_access(int device) const;  // to any peer
+
+  // Suspended (suspend.cc): no GPU object exists; the state is in suspended_state_ (host
+  // memory) or in the file at suspended_file_.
+  bool suspended_ = false;
+  const vmrpc::RegionView* region_ = nullptr;  // the connection's region (set by the first call)
+  bool said_suspended_ = false;
+  uint64_t suspended_bytes_ = 0;   // device memory held while suspended (none)
+  uint64_t suspended_memory_ = 0;  // device memory bytes saved
+  std::shared_ptr<const state::MemoryStream> suspended_state_;
+  std::string suspended_file_;
+  std::string device_model(int guest_device) const;
 
   // Teardown (session.cc): how the VOL walk releases each entry.
   enum class Release {

@@ -42,10 +42,17 @@ struct FakeEvent {
 // A loaded module: the context it was loaded in and its variables' storage (made on first
 // use: the executor cannot read a fatbin's variables, so every module has each of
 // fake_globals', fake_kernels.cc).
+// Where its variables live: as measured on the H100 (tests/gpu/module_data_probe), the
+// driver places a module's data in a module heap at addresses that repeat when the same
+// modules are loaded in the same order into a fresh context (and differ for another
+// order): here, the lowest free kModuleSlot of the heap, each variable at a fixed offset
+// (its place in the executor's table).
 struct FakeModule {
   CUcontext ctx;
   std::map<std::string, uint64_t> globals;  // name -> device address
+  uint64_t data = 0;                        // its slot in the module heap
 };
+constexpr uint64_t kModuleHeap = 0x7e0000000000ull, kModuleSlot = 1ull << 20;
 // A kernel of a loaded module (cuModuleGetFunction): the CPU kernel and its settable
 // attributes (cuFuncSetAttribute), indexed by CUfunction_attribute.
 struct FakeFunction {
@@ -127,8 +134,9 @@ uint64_t global_locked(FakeModule& m, const char* name) {
   if (!v) return 0;
   auto [it, created] = m.globals.try_emplace(name, 0);
   if (created) {
-    it->second = alloc_locked(v->bytes);
+    it->second = m.data + fake_global_offset(v);
     auto& bytes = gpu().mem[it->second];
+    bytes.assign(v->bytes, std::byte{0});
     std::copy_n(v->init.begin(), std::min(v->init.size(), bytes.size()), bytes.begin());
     gpu().global_ptrs.insert(it->second);
   }
@@ -548,7 +556,11 @@ CUresult f_mod_load(CUmodule* m, const void* image) {
     return 200;  // INVALID_IMAGE
   std::lock_guard l(gpu().mu);
   *m = reinterpret_cast<CUmodule>(gpu().next_handle++);
-  gpu().modules[*m] = FakeModule{t_ctx, {}};
+  std::set<uint64_t> taken;
+  for (const auto& [h, mod] : gpu().modules) taken.insert(mod.data);
+  uint64_t data = kModuleHeap;
+  while (taken.contains(data)) data += kModuleSlot;
+  gpu().modules[*m] = FakeModule{t_ctx, {}, data};
   return CUDA_SUCCESS;
 }
 CUresult f_mod_unload(CUmodule m) {

@@ -339,6 +339,15 @@ const FakeKernel* find_fake_kernel(const char* name) {
   return nullptr;
 }
 
+uint64_t fake_global_offset(const FakeGlobal* g) {
+  uint64_t off = 0;
+  for (const auto& v : kGlobals) {
+    if (&v == g) return off;
+    off += (v.bytes + 255) / 256 * 256;
+  }
+  return off;
+}
+
 const FakeGlobal* find_fake_global(const char* name) {
   for (const auto& g : kGlobals)
     if (std::strcmp(g.name, name) == 0) return &g;

@@ -63,5 +63,7 @@ struct FakeGlobal {
 
 // The variable named `name`, or nullptr (cuModuleGetGlobal: CUDA_ERROR_NOT_FOUND).
 const FakeGlobal* find_fake_global(const char* name);
+// Where `g` lies in a module's data (each variable at a fixed, 256-aligned offset).
+uint64_t fake_global_offset(const FakeGlobal* g);
 
 }  // namespace vmcuda::testing

@@ -1,0 +1,50 @@
+// The control requests a vmcuda-stub sends to one client's session (vmrpc's
+// SlotService::control, run on the client's service thread, in its worker process under
+// --isolation process): status, suspend, resume, save and restore. Encoded with the state
+// stream's ByteWriter (fixed-width little-endian fields).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "session.h"
+
+namespace vmcuda::host::client_control {
+
+enum class Op : uint32_t {
+  kStatus = 1,
+  kSuspend,   // to host memory
+  kResume,    // from where the suspend or save put the state
+  kSave,      // suspend into the state file `path`
+  kRestore,   // resume from the state file `path` (kept: a failed restore can be retried)
+};
+
+struct Request {
+  Op op = Op::kStatus;
+  std::string path;
+};
+
+struct Reply {
+  bool ok = false;
+  std::string error;
+  ClientStatus status;
+  uint64_t state_bytes = 0;  // the state written (suspend, save) or read (resume, restore)
+  double seconds = 0;        // how long the operation took
+};
+
+struct Progress {
+  std::string phase;
+  uint64_t done = 0, total = 0;
+};
+
+std::vector<std::byte> encode(const Request& r);
+bool decode(std::span<const std::byte> bytes, Request* r);
+std::vector<std::byte> encode(const Reply& r);
+bool decode(std::span<const std::byte> bytes, Reply* r);
+std::vector<std::byte> encode(const Progress& p);
+bool decode(std::span<const std::byte> bytes, Progress* p);
+
+}  // namespace vmcuda::host::client_control

@@ -1,0 +1,1091 @@
+// The state stream (state_stream.h): framing, checksums, the memory and file sinks and
+// sources, and the metadata byte coder.
+#include "state_stream.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "vmrpc/fd.h"
+
+// Header-only xxhash (Debian libxxhash-dev): nothing to link, nothing for GPU hosts to install.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace vmcuda::host::state {
+namespace {
+
+constexpr size_t kFixedHeaderBytes = 24;  // magic, version, header bytes, reserved, creator bytes
+constexpr size_t kTrailerPayloadBytes = 24;
+constexpr size_t kBlobPayloadBytes = 8;
+constexpr size_t kSkipPieceBytes = size_t{1} << 20;
+constexpr uint64_t kReadaheadBytes = uint64_t{4} * kChunkBytes;
+
+void store_u32(std::byte* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = std::byte(v >> (8 * i));
+}
+void store_u64(std::byte* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = std::byte(v >> (8 * i));
+}
+uint32_t load_u32(const std::byte* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(p[i]) << (8 * i);
+  return v;
+}
+uint64_t load_u64(const std::byte* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+uint64_t hash(std::span<const std::byte> bytes, uint64_t seed = 0) {
+  return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed);
+}
+
+// A record's checksum covers its header fields: the payload's hash is seeded with theirs.
+uint64_t header_seed(const std::byte* header) { return hash({header, 24}); }
+
+// The trailer's checksum over the records: each record's checksum folded in, in order.
+uint64_t fold(uint64_t acc, uint64_t record_checksum) {
+  std::byte le[8];
+  store_u64(le, record_checksum);
+  return hash(le, acc);
+}
+
+void encode_record_header(std::byte* out, uint32_t type, uint32_t flags, uint64_t id,
+                          std::span<const std::byte> payload, uint64_t* checksum) {
+  store_u32(out, type);
+  store_u32(out + 4, flags);
+  store_u64(out + 8, id);
+  store_u64(out + 16, payload.size());
+  *checksum = hash(payload, header_seed(out));
+  store_u64(out + 24, *checksum);
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+void* default_alloc(size_t bytes) {
+  constexpr size_t kAlign = 4096;  // page aligned: DMA and O_DIRECT friendly
+  return std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------ Sink
+
+Sink::Sink(SinkOptions options) : options_(std::move(options)) {
+  if (!options_.allocator.alloc != !options_.allocator.free)
+    fail("state sink: the staging allocator needs both alloc and free (or neither)");
+  if (!options_.allocator.alloc) {
+    options_.allocator.alloc = default_alloc;
+    options_.allocator.free = [](void* p) { std::free(p); };
+  }
+  if (options_.staging_bytes == 0 || options_.staging_bytes > kChunkBytes)
+    fail("state sink: staging_bytes " + std::to_string(options_.staging_bytes) + " must be 1.." +
+         std::to_string(kChunkBytes));
+  if (options_.staging_buffers == 0) fail("state sink: staging_buffers must be at least 1");
+  if (options_.creator.size() > kMaxCreatorBytes)
+    fail("state sink: creator string of " + std::to_string(options_.creator.size()) +
+         " bytes is over " + std::to_string(kMaxCreatorBytes));
+}
+
+Sink::~Sink() = default;
+
+bool Sink::fail(std::string message) {
+  if (error_.empty()) error_ = std::move(message);
+  return false;
+}
+
+void Sink::report_progress(uint64_t done_bytes) {
+  if (options_.progress) options_.progress(done_bytes, options_.expected_bytes);
+}
+
+void* Sink::staging_alloc(size_t bytes) { return options_.allocator.alloc(bytes); }
+void Sink::staging_free(void* p) {
+  if (p) options_.allocator.free(p);
+}
+
+bool Sink::ensure_header() {
+  if (header_written_) return true;
+  header_written_ = true;
+  const std::string& creator = options_.creator;
+  std::vector<std::byte> h(kFixedHeaderBytes + creator.size() + 8);
+  std::memcpy(h.data(), kMagic, sizeof kMagic);
+  store_u32(&h[8], kFormatVersion);
+  store_u32(&h[12], uint32_t(h.size()));
+  store_u32(&h[16], 0);
+  store_u32(&h[20], uint32_t(creator.size()));
+  std::memcpy(&h[kFixedHeaderBytes], creator.data(), creator.size());
+  store_u64(&h[h.size() - 8], hash({h.data(), h.size() - 8}));
+  stream_bytes_ += h.size();
+  return put_copy(h);
+}
+
+bool Sink::emit_record(uint32_t type, uint32_t flags, uint64_t id, std::span<const std::byte> payload) {
+  std::byte header[kRecordHeaderBytes];
+  uint64_t checksum = 0;
+  encode_record_header(header, type, flags, id, payload, &checksum);
+  if (type != kTrailerType) {
+    ++records_;
+    checksum_fold_ = fold(checksum_fold_, checksum);
+  }
+  stream_bytes_ += sizeof header + payload.size();
+  return put_copy(header) && (payload.empty() || put_copy(payload));
+}
+
+bool Sink::check_user_type(uint32_t type, const char* what) {
+  if (finished_) return fail(std::string("state sink: ") + what + " after finish()");
+  if (type >= kFirstReservedType)
+    return fail(std::string("state sink: ") + what + ": record type " + hex(type) +
+                " is reserved for the stream's framing (use types below " + hex(kFirstReservedType) + ")");
+  if (in_blob_)
+    return fail(std::string("state sink: ") + what + " inside blob type " + hex(blob_type_) + " id " +
+                std::to_string(blob_id_) + " (call end_blob() first)");
+  return ensure_header();
+}
+
+bool Sink::put_record(uint32_t type, uint64_t id, std::span<const std::byte> payload) {
+  if (failed() || !check_user_type(type, "put_record")) return false;
+  return emit_record(type, 0, id, payload);
+}
+
+bool Sink::begin_blob(uint32_t type, uint64_t id, uint64_t total_bytes) {
+  if (failed() || !check_user_type(type, "begin_blob")) return false;
+  std::byte total[kBlobPayloadBytes];
+  store_u64(total, total_bytes);
+  if (!emit_record(type, kFlagBlob, id, total)) return false;
+  in_blob_ = true;
+  blob_type_ = type;
+  blob_id_ = id;
+  blob_total_ = total_bytes;
+  blob_done_ = 0;
+  blob_chunks_ = 0;
+  return true;
+}
+
+std::span<std::byte> Sink::acquire(size_t bytes) {
+  if (failed()) return {};
+  std::string blob = "blob type " + hex(blob_type_) + " id " + std::to_string(blob_id_);
+  if (!in_blob_) return fail("state sink: acquire() outside a blob (call begin_blob() first)"), std::span<std::byte>{};
+  if (acquired_) return fail("state sink: acquire() twice without commit() (" + blob + ")"), std::span<std::byte>{};
+  if (bytes == 0 || bytes > options_.staging_bytes || bytes > blob_total_ - blob_done_)
+    return fail("state sink: acquire(" + std::to_string(bytes) + ") for " + blob + ": must be 1.." +
+                std::to_string(std::min<uint64_t>(options_.staging_bytes, blob_total_ - blob_done_)) +
+                " (the staging size and what is left of the blob)"),
+           std::span<std::byte>{};
+  std::byte* buffer = get_staging(bytes);
+  if (!buffer) return {};
+  acquired_ = buffer;
+  acquired_bytes_ = bytes;
+  return {buffer + kStagingHeaderRoom, bytes};
+}
+
+bool Sink::commit(std::span<std::byte> filled) {
+  if (failed()) return false;
+  if (!acquired_) return fail("state sink: commit() without acquire()");
+  std::byte* buffer = std::exchange(acquired_, nullptr);
+  std::byte* payload = buffer + kStagingHeaderRoom;
+  if (filled.size() > acquired_bytes_ || (!filled.empty() && filled.data() != payload)) {
+    put_staging(buffer, {});
+    return fail("state sink: commit() of a span that is not a prefix of the acquired buffer");
+  }
+  if (filled.empty()) return put_staging(buffer, {});
+  std::byte* header = payload - kRecordHeaderBytes;
+  uint64_t checksum = 0;
+  encode_record_header(header, kChunkType, 0, blob_chunks_, filled, &checksum);
+  ++records_;
+  checksum_fold_ = fold(checksum_fold_, checksum);
+  ++blob_chunks_;
+  blob_done_ += filled.size();
+  stream_bytes_ += kRecordHeaderBytes + filled.size();
+  return put_staging(buffer, {header, kRecordHeaderBytes + filled.size()});
+}
+
+bool Sink::end_blob() {
+  if (failed()) return false;
+  if (!in_blob_) return fail("state sink: end_blob() without begin_blob()");
+  if (acquired_) return fail("state sink: end_blob() with an acquired buffer not committed");
+  if (blob_done_ != blob_total_)
+    return fail("state sink: blob type " + hex(blob_type_) + " id " + std::to_string(blob_id_) + " ended after " +
+                std::to_string(blob_done_) + " of its " + std::to_string(blob_total_) + " bytes");
+  in_blob_ = false;
+  return true;
+}
+
+bool Sink::put_blob(uint32_t type, uint64_t id, std::span<const std::byte> bytes) {
+  if (!begin_blob(type, id, bytes.size())) return false;
+  while (!bytes.empty()) {
+    size_t n = std::min(bytes.size(), options_.staging_bytes);
+    std::span<std::byte> buffer = acquire(n);
+    if (buffer.empty()) return false;
+    std::memcpy(buffer.data(), bytes.data(), n);
+    if (!commit(buffer)) return false;
+    bytes = bytes.subspan(n);
+  }
+  return end_blob();
+}
+
+bool Sink::finish(std::string* why) {
+  auto failed_with = [&] {
+    if (why) *why = error_;
+    return false;
+  };
+  if (failed()) return failed_with();
+  if (finished_) return fail("state sink: finish() twice"), failed_with();
+  if (in_blob_) {
+    fail("state sink: finish() inside blob type " + hex(blob_type_) + " id " + std::to_string(blob_id_));
+    return failed_with();
+  }
+  if (!ensure_header()) return failed_with();
+  std::byte trailer[kTrailerPayloadBytes];
+  store_u64(trailer, records_);
+  store_u64(trailer + 8, stream_bytes_);
+  store_u64(trailer + 16, checksum_fold_);
+  if (!emit_record(kTrailerType, 0, 0, trailer) || !complete()) {
+    fail("state sink: finishing the stream failed");  // a derived class's fail() names the cause
+    return failed_with();
+  }
+  finished_ = true;
+  if (why) why->clear();
+  return true;
+}
+
+// ---------------------------------------------------------------------------- MemoryStream
+
+std::shared_ptr<const MemoryStream> MemoryStream::borrow(std::span<const std::byte> bytes) {
+  std::shared_ptr<MemoryStream> s(new MemoryStream);
+  if (!bytes.empty()) s->segments_.push_back({0, bytes.data(), bytes.size(), nullptr, {}});
+  s->size_ = bytes.size();
+  return s;
+}
+
+MemoryStream::~MemoryStream() {
+  for (Segment& s : segments_)
+    if (s.staging) free_(s.staging);
+}
+
+bool MemoryStream::read(uint64_t offset, std::span<std::byte> dest) const {
+  if (offset > size_ || dest.size() > size_ - offset) return false;
+  // The first segment that ends after `offset`.
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                             [](uint64_t off, const Segment& s) { return off < s.offset + s.bytes; });
+  size_t done = 0;
+  for (; done < dest.size() && it != segments_.end(); ++it) {
+    uint64_t within = offset + done - it->offset;
+    size_t n = std::min<uint64_t>(dest.size() - done, it->bytes - within);
+    std::memcpy(dest.data() + done, it->data + within, n);
+    done += n;
+  }
+  return done == dest.size();
+}
+
+std::span<const std::byte> MemoryStream::view(uint64_t offset, size_t bytes) const {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                             [](uint64_t off, const Segment& s) { return off < s.offset + s.bytes; });
+  if (it == segments_.end() || offset < it->offset) return {};
+  uint64_t within = offset - it->offset;
+  if (bytes > it->bytes - within) return {};
+  return {it->data + within, bytes};
+}
+
+std::vector<std::byte> MemoryStream::flatten() const {
+  std::vector<std::byte> out(size_);
+  read(0, out);
+  return out;
+}
+
+// ------------------------------------------------------------------------------ MemorySink
+
+MemorySink::MemorySink(SinkOptions options) : Sink(std::move(options)), stream_(new MemoryStream) {
+  stream_->free_ = this->options().allocator.free;
+}
+
+MemorySink::~MemorySink() { staging_free(outstanding_); }
+
+std::shared_ptr<const MemoryStream> MemorySink::take_stream() {
+  if (!done_) return nullptr;
+  return std::move(stream_);
+}
+
+std::byte* MemorySink::get_staging(size_t payload_bytes) {
+  void* p = staging_alloc(kStagingHeaderRoom + payload_bytes);
+  if (!p) {
+    fail("cannot allocate " + std::to_string(kStagingHeaderRoom + payload_bytes) +
+         " bytes of host memory for the suspended state: free host memory or save to a file");
+    return nullptr;
+  }
+  outstanding_ = p;
+  return static_cast<std::byte*>(p);
+}
+
+void MemorySink::close_small_segment() {
+  if (small_.empty()) return;
+  MemoryStream::Segment s;
+  s.offset = stream_->size_ - small_.size();
+  s.data = small_.data();
+  s.bytes = small_.size();
+  s.copy = std::move(small_);  // the vector's buffer moves with it: data stays valid
+  stream_->segments_.push_back(std::move(s));
+  small_ = {};
+}
+
+bool MemorySink::put_staging(std::byte* buffer, std::span<const std::byte> stream_bytes) {
+  outstanding_ = nullptr;
+  if (stream_bytes.empty()) {
+    staging_free(buffer);
+    return true;
+  }
+  close_small_segment();
+  MemoryStream::Segment s;
+  s.offset = stream_->size_;
+  s.data = stream_bytes.data();
+  s.bytes = stream_bytes.size();
+  s.staging = buffer;
+  stream_->segments_.push_back(std::move(s));
+  stream_->size_ += stream_bytes.size();
+  report_progress(stream_->size_);
+  return true;
+}
+
+bool MemorySink::put_copy(std::span<const std::byte> bytes) {
+  small_.insert(small_.end(), bytes.begin(), bytes.end());
+  stream_->size_ += bytes.size();
+  return true;
+}
+
+bool MemorySink::complete() {
+  close_small_segment();
+  report_progress(stream_->size_);
+  done_ = true;
+  return true;
+}
+
+// -------------------------------------------------------------------------------- FileSink
+
+struct FileSink::Impl {
+  struct Slot {
+    std::byte* buffer = nullptr;
+    bool held = false;       // handed to the producer (or the open copy buffer)
+    bool in_flight = false;  // its write not completed
+    uint64_t file_offset = 0;
+    const std::byte* data = nullptr;
+    size_t bytes = 0;    // to write (copy buffer: filled so far)
+    size_t written = 0;  // of them, completed
+  };
+
+  FileSink* sink;
+  std::string path;     // empty: writing a borrowed fd
+  std::string partial;  // what is written: "<path>.partial", or a name for the fd
+  vmrpc::UniqueFd owned_fd;
+  int fd = -1;
+  bool finished = false;
+  uint64_t base_offset = 0;  // where the stream starts in the file
+  uint64_t produced = 0;     // stream bytes handed to writes (or the copy buffer)
+  uint64_t completed = 0;    // stream bytes written
+  size_t slot_capacity = 0;
+  std::vector<Slot> slots;
+  size_t next_slot = 0;
+  int copy_slot = -1;
+  size_t in_flight = 0;
+  io_uring ring{};
+  bool ring_ready = false;
+
+  explicit Impl(FileSink* s) : sink(s) {}
+
+  bool set_up(const SinkOptions& o) {
+    slot_capacity = kStagingHeaderRoom + o.staging_bytes;
+    slots.resize(o.staging_buffers);
+    for (Slot& s : slots) {
+      s.buffer = static_cast<std::byte*>(sink->staging_alloc(slot_capacity));
+      if (!s.buffer)
+        return sink->fail("cannot allocate " + std::to_string(o.staging_buffers) + " staging buffers of " +
+                          std::to_string(slot_capacity) + " bytes for writing " + partial +
+                          ": free host memory or lower staging_buffers/staging_bytes");
+    }
+    // Where io_uring is unavailable (old kernel, seccomp) the writes are plain pwrites.
+    ring_ready = io_uring_queue_init(unsigned(slots.size() + 1), &ring, 0) == 0;
+    return true;
+  }
+
+  ~Impl() {
+    while (in_flight) reap();  // the kernel may still read the buffers
+    if (ring_ready) io_uring_queue_exit(&ring);
+    for (Slot& s : slots) sink->staging_free(s.buffer);
+    if (!path.empty() && !finished) {
+      owned_fd.reset();
+      ::unlink(partial.c_str());
+    }
+  }
+
+  void write_failed(const Slot& s, int err) {
+    uint64_t at = s.file_offset + s.written;
+    if (err == ENOSPC || err == EDQUOT)
+      sink->fail("no space left on device writing " + partial + " (at byte offset " + std::to_string(at) +
+                 "): free some space or save to another filesystem");
+    else
+      sink->fail("cannot write " + partial + " at byte offset " + std::to_string(at) + ": " + errno_text(err));
+  }
+
+  // One write's result; true when the slot has more to write (a short write).
+  bool on_result(Slot& s, ssize_t result) {
+    if (result < 0) {
+      write_failed(s, int(-result));
+    } else if (result == 0) {
+      write_failed(s, EIO);
+    } else {
+      s.written += size_t(result);
+      if (s.written < s.bytes) return !sink->failed();
+      completed += s.bytes;
+      sink->report_progress(completed);
+    }
+    return false;
+  }
+
+  void submit(size_t index) {
+    Slot& s = slots[index];
+    s.in_flight = true;
+    if (!ring_ready) {
+      for (;;) {
+        ssize_t n = ::pwrite(fd, s.data + s.written, s.bytes - s.written, off_t(s.file_offset + s.written));
+        if (n < 0 && errno == EINTR) continue;
+        if (!on_result(s, n < 0 ? -errno : n)) break;
+      }
+      s.in_flight = false;
+      return;
+    }
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);  // an entry per slot: null only if that breaks
+    if (!sqe) {
+      s.in_flight = false;
+      write_failed(s, EBUSY);
+      return;
+    }
+    io_uring_prep_write(sqe, fd, s.data + s.written, unsigned(s.bytes - s.written), s.file_offset + s.written);
+    io_uring_sqe_set_data64(sqe, index);
+    ++in_flight;
+    int rc = io_uring_submit(&ring);
+    if (rc < 0) {
+      // Not queued: nothing will complete for it.
+      --in_flight;
+      s.in_flight = false;
+      write_failed(s, -rc);
+    }
+  }
+
+  // Waits for one write to complete.
+  void reap() {
+    io_uring_cqe* cqe = nullptr;
+    int rc;
+    while ((rc = io_uring_wait_cqe(&ring, &cqe)) == -EINTR) {
+    }
+    if (rc < 0) {
+      // The ring itself broke: nothing more will complete.
+      sink->fail("io_uring wait while writing " + partial + ": " + errno_text(-rc));
+      in_flight = 0;
+      for (Slot& s : slots) s.in_flight = false;
+      return;
+    }
+    size_t index = size_t(io_uring_cqe_get_data64(cqe));
+    int result = cqe->res;
+    io_uring_cqe_seen(&ring, cqe);
+    --in_flight;
+    Slot& s = slots[index];
+    s.in_flight = false;
+    if (on_result(s, result)) submit(index);
+  }
+
+  // The next slot of the ring once its earlier write completed; -1 after a failure.
+  int take_slot() {
+    size_t index = next_slot;
+    next_slot = (next_slot + 1) % slots.size();
+    while (slots[index].in_flight) reap();
+    if (sink->failed()) return -1;
+    slots[index].held = true;
+    return int(index);
+  }
+
+  void flush_copy() {
+    if (copy_slot < 0) return;
+    Slot& s = slots[size_t(std::exchange(copy_slot, -1))];
+    s.held = false;
+    if (s.bytes > 0 && !sink->failed()) submit(size_t(&s - slots.data()));
+  }
+};
+
+FileSink::FileSink(std::string path, SinkOptions options) : Sink(std::move(options)), impl_(new Impl(this)) {
+  impl_->partial = path + ".partial";
+  if (failed()) return;
+  // O_TRUNC: a .partial left by a crashed save is garbage; the file under `path` is not touched.
+  impl_->owned_fd.reset(::open(impl_->partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!impl_->owned_fd) {
+    fail("cannot create " + impl_->partial + ": " + errno_text(errno) + " (is the directory there and writable?)");
+    return;
+  }
+  impl_->path = std::move(path);  // from here on the .partial file is ours to remove
+  impl_->fd = impl_->owned_fd.get();
+  impl_->set_up(this->options());
+}
+
+FileSink::FileSink(int fd, SinkOptions options) : Sink(std::move(options)), impl_(new Impl(this)) {
+  impl_->partial = "state file (fd " + std::to_string(fd) + ")";
+  impl_->fd = fd;
+  if (failed()) return;
+  off_t at = ::lseek(fd, 0, SEEK_CUR);
+  if (at < 0) {
+    fail(impl_->partial + " is not seekable (" + errno_text(errno) +
+         "): pass a regular file; pipes and sockets are not supported");
+    return;
+  }
+  impl_->base_offset = uint64_t(at);
+  impl_->set_up(this->options());
+}
+
+FileSink::~FileSink() = default;
+
+std::byte* FileSink::get_staging(size_t payload_bytes) {
+  impl_->flush_copy();
+  int index = impl_->take_slot();
+  return index < 0 ? nullptr : impl_->slots[size_t(index)].buffer;
+}
+
+bool FileSink::put_staging(std::byte* buffer, std::span<const std::byte> stream_bytes) {
+  auto it = std::find_if(impl_->slots.begin(), impl_->slots.end(), [&](const Impl::Slot& s) { return s.buffer == buffer; });
+  if (it == impl_->slots.end()) return fail("state sink: put_staging() of a buffer not from this sink");
+  it->held = false;
+  if (stream_bytes.empty() || failed()) return !failed();
+  it->file_offset = impl_->base_offset + impl_->produced;
+  it->data = stream_bytes.data();
+  it->bytes = stream_bytes.size();
+  it->written = 0;
+  impl_->produced += stream_bytes.size();
+  impl_->submit(size_t(it - impl_->slots.begin()));
+  return !failed();
+}
+
+bool FileSink::put_copy(std::span<const std::byte> bytes) {
+  Impl& m = *impl_;
+  while (!bytes.empty()) {
+    if (failed()) return false;
+    if (m.copy_slot < 0) {
+      m.copy_slot = m.take_slot();
+      if (m.copy_slot < 0) return false;
+      Impl::Slot& s = m.slots[size_t(m.copy_slot)];
+      s.file_offset = m.base_offset + m.produced;
+      s.data = s.buffer;
+      s.bytes = 0;
+      s.written = 0;
+    }
+    Impl::Slot& s = m.slots[size_t(m.copy_slot)];
+    size_t n = std::min(bytes.size(), m.slot_capacity - s.bytes);
+    std::memcpy(s.buffer + s.bytes, bytes.data(), n);
+    s.bytes += n;
+    m.produced += n;
+    bytes = bytes.subspan(n);
+    if (s.bytes == m.slot_capacity) m.flush_copy();
+  }
+  return !failed();
+}
+
+bool FileSink::complete() {
+  Impl& m = *impl_;
+  m.flush_copy();
+  while (m.in_flight) m.reap();
+  if (failed()) return false;
+  if (::fsync(m.fd) != 0) return fail("cannot fsync " + m.partial + ": " + errno_text(errno));
+  if (m.path.empty()) return true;
+  if (::close(m.owned_fd.release()) != 0) return fail("cannot close " + m.partial + ": " + errno_text(errno));
+  if (::rename(m.partial.c_str(), m.path.c_str()) != 0)
+    return fail("cannot rename " + m.partial + " to " + m.path + ": " + errno_text(errno));
+  m.finished = true;
+  // The rename is durable once the directory is synced.
+  std::string dir = m.path.find('/') == std::string::npos ? "." : m.path.substr(0, m.path.rfind('/') + 1);
+  vmrpc::UniqueFd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd || ::fsync(dir_fd.get()) != 0)
+    return fail("saved " + m.path + " but cannot fsync its directory " + dir + ": " + errno_text(errno) +
+                " (the rename may not survive a crash)");
+  return true;
+}
+
+// ---------------------------------------------------------------------------------- Source
+
+Source::Source(std::string name, Limits limits, Progress progress)
+    : name_(std::move(name)), limits_(limits), progress_(std::move(progress)) {}
+
+Source::~Source() = default;
+
+std::span<const std::byte> Source::view_at(uint64_t, size_t) { return {}; }
+
+void Source::set_open_error(std::string message) {
+  error_ = std::move(message);
+  state_ = State::kFailed;
+}
+
+bool Source::fail(std::string* why, std::string message) {
+  if (state_ != State::kFailed) {
+    error_ = name_ + ": " + message;
+    state_ = State::kFailed;
+  }
+  if (why) *why = error_;
+  return false;
+}
+
+bool Source::fail_record(std::string* why, uint64_t index, uint64_t offset, const std::string& message) {
+  return fail(why, "record " + std::to_string(index) + " at byte offset " + std::to_string(offset) + ": " + message);
+}
+
+bool Source::verify(const std::string& what_record, uint64_t index, uint64_t offset, uint64_t expected,
+                    uint64_t actual, std::string* why) {
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  // The fuzzer explores what lies behind the checksums (unit tests cover mismatches).
+  (void)what_record, (void)index, (void)offset, (void)expected, (void)actual, (void)why;
+  return true;
+#else
+  if (expected == actual) return true;
+  return fail_record(why, index, offset,
+                     what_record + ": checksum mismatch (stored " + hex(expected) + ", computed " + hex(actual) +
+                         "): the data is corrupt; use another copy of the state");
+#endif
+}
+
+bool Source::read_header(std::string* why) {
+  const uint64_t size = this->size();
+  std::byte fixed[kFixedHeaderBytes];
+  const size_t have = size_t(std::min<uint64_t>(size, sizeof fixed));
+  if (have < sizeof kMagic) return fail(why, "not a vmcuda state file (" + std::to_string(size) + " bytes)");
+  if (!read_at(0, {fixed, have}, why)) return fail(why, *why);
+  if (std::memcmp(fixed, kMagic, sizeof kMagic) != 0)
+    return fail(why, "not a vmcuda state file (it does not start with VMCUDAST)");
+  if (have < 12) return fail(why, "truncated in its header (" + std::to_string(size) + " bytes)");
+  version_ = load_u32(fixed + 8);
+  if (version_ != kFormatVersion)
+    return fail(why, "state file format version " + std::to_string(version_) + "; this vmcuda-stub reads version " +
+                         std::to_string(kFormatVersion));
+  if (have < kFixedHeaderBytes) return fail(why, "truncated in its header (" + std::to_string(size) + " bytes)");
+  const uint32_t header_bytes = load_u32(fixed + 12), reserved = load_u32(fixed + 16),
+                 creator_bytes = load_u32(fixed + 20);
+  if (creator_bytes > kMaxCreatorBytes)
+    return fail(why, "corrupt header: creator string of " + std::to_string(creator_bytes) + " bytes (at most " +
+                         std::to_string(kMaxCreatorBytes) + ")");
+  if (header_bytes != kFixedHeaderBytes + creator_bytes + 8 || reserved != 0)
+    return fail(why, "corrupt header: " + std::to_string(header_bytes) + " header bytes with a " +
+                         std::to_string(creator_bytes) + "-byte creator, reserved field " + hex(reserved));
+  if (header_bytes > size) return fail(why, "truncated in its header (" + std::to_string(size) + " bytes)");
+  if (size > limits_.max_total_bytes)
+    return fail(why, "stream of " + std::to_string(size) + " bytes is over this reader's limit of " +
+                         std::to_string(limits_.max_total_bytes) + " bytes");
+  std::vector<std::byte> header(header_bytes);
+  if (!read_at(0, header, why)) return fail(why, *why);
+  uint64_t stored = load_u64(&header[header_bytes - 8]);
+  uint64_t computed = hash({header.data(), header_bytes - size_t{8}});
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (stored != computed)
+    return fail(why, "corrupt header: checksum mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")");
+#else
+  (void)stored, (void)computed;
+#endif
+  creator_.assign(reinterpret_cast<const char*>(&header[kFixedHeaderBytes]), creator_bytes);
+  offset_ = header_bytes;
+  state_ = State::kBetween;
+  return true;
+}
+
+bool Source::next(RecordHeader* out, std::string* why) {
+  if (state_ == State::kFailed) return fail(why, "");
+  if (state_ == State::kDone) {
+    if (why) why->clear();
+    return false;
+  }
+  if (state_ == State::kStart && !read_header(why)) return false;
+  if (!skip_rest(why)) return false;
+
+  const uint64_t index = records_, at = offset_, left = size() - offset_;
+  if (index >= limits_.max_records)
+    return fail_record(why, index, at, "more records than this reader's limit of " + std::to_string(limits_.max_records));
+  if (left < kRecordHeaderBytes)
+    return fail_record(why, index, at,
+                       left == 0 ? "the stream ends without its trailer: truncated"
+                                 : "only " + std::to_string(left) + " bytes left for a record header: truncated");
+  std::byte raw[kRecordHeaderBytes];
+  if (!read_at(at, raw, why)) return fail_record(why, index, at, *why);
+  RecordHeader h;
+  h.type = load_u32(raw);
+  h.flags = load_u32(raw + 4);
+  h.id = load_u64(raw + 8);
+  h.payload_bytes = load_u64(raw + 16);
+  h.index = index;
+  h.offset = at;
+  const uint64_t checksum = load_u64(raw + 24), seed = header_seed(raw);
+  const uint64_t payload_left = left - kRecordHeaderBytes;
+  const std::string what = "record type " + hex(h.type) + " id " + std::to_string(h.id);
+
+  if (h.type == kTrailerType) {
+    if (h.payload_bytes != kTrailerPayloadBytes || h.flags != 0)
+      return fail_record(why, index, at, "corrupt trailer: " + std::to_string(h.payload_bytes) + " payload bytes, flags " + hex(h.flags));
+    if (payload_left < kTrailerPayloadBytes) return fail_record(why, index, at, "the trailer is cut short: truncated");
+    std::byte t[kTrailerPayloadBytes];
+    if (!read_at(at + kRecordHeaderBytes, t, why)) return fail_record(why, index, at, *why);
+    if (!verify("trailer", index, at, checksum, hash(t, seed), why)) return false;
+    const uint64_t count = load_u64(t), bytes = load_u64(t + 8), records_fold = load_u64(t + 16);
+    if (count != records_ || bytes != at)
+      return fail_record(why, index, at, "the trailer counts " + std::to_string(count) + " records in " + std::to_string(bytes) +
+                                             " bytes; the stream has " + std::to_string(records_) + " in " +
+                                             std::to_string(at) + ": records lost or added");
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    if (records_fold != checksum_fold_)
+      return fail_record(why, index, at, "the trailer's checksum over the records does not match: records replaced");
+#else
+    (void)records_fold;
+#endif
+    if (payload_left > kTrailerPayloadBytes)
+      return fail_record(why, index, at, std::to_string(payload_left - kTrailerPayloadBytes) +
+                                             " bytes after the trailer: not one complete stream");
+    offset_ = size();
+    state_ = State::kDone;
+    if (progress_) progress_(offset_, size());
+    if (why) why->clear();
+    return false;
+  }
+  if (h.type == kChunkType) return fail_record(why, index, at, "a chunk record outside a blob");
+  if (h.type >= kFirstReservedType)
+    return fail_record(why, index, at, "record type " + hex(h.type) + " is reserved and unknown to this reader");
+  if (h.flags & ~kFlagBlob) return fail_record(why, index, at, what + ": unknown flags " + hex(h.flags));
+
+  if (h.is_blob()) {
+    if (h.payload_bytes != kBlobPayloadBytes)
+      return fail_record(why, index, at, what + ": a blob header with " + std::to_string(h.payload_bytes) + " payload bytes, not 8");
+    if (payload_left < kBlobPayloadBytes) return fail_record(why, index, at, what + ": blob header cut short: truncated");
+    std::byte total[kBlobPayloadBytes];
+    if (!read_at(at + kRecordHeaderBytes, total, why)) return fail_record(why, index, at, *why);
+    if (!verify(what + " (blob header)", index, at, checksum, hash(total, seed), why)) return false;
+    h.payload_bytes = load_u64(total);
+    // Every chunk brings a header too, so the blob's bytes alone must fit what is left.
+    if (h.payload_bytes > payload_left - kBlobPayloadBytes)
+      return fail_record(why, index, at, what + ": a blob of " + std::to_string(h.payload_bytes) + " bytes; only " +
+                                             std::to_string(payload_left - kBlobPayloadBytes) + " bytes are left: truncated");
+    offset_ = at + kRecordHeaderBytes + kBlobPayloadBytes;
+    blob_left_ = h.payload_bytes;
+    blob_chunks_ = 0;
+    state_ = State::kBlob;
+  } else {
+    if (h.payload_bytes > limits_.max_record_bytes)
+      return fail_record(why, index, at, what + ": payload of " + std::to_string(h.payload_bytes) +
+                                             " bytes is over this reader's limit of " + std::to_string(limits_.max_record_bytes));
+    if (h.payload_bytes > payload_left)
+      return fail_record(why, index, at, what + ": payload of " + std::to_string(h.payload_bytes) + " bytes; only " +
+                                             std::to_string(payload_left) + " bytes are left: truncated");
+    offset_ = at + kRecordHeaderBytes;
+    current_seed_ = seed;
+    state_ = State::kPayload;
+  }
+  ++records_;
+  checksum_fold_ = fold(checksum_fold_, checksum);
+  current_ = h;
+  current_checksum_ = checksum;
+  *out = h;
+  return true;
+}
+
+bool Source::read_payload(std::vector<std::byte>* payload, std::string* why) {
+  if (state_ == State::kFailed) return fail(why, "");
+  if (state_ != State::kPayload)
+    return fail(why, "read_payload(): the current record is not a small record with its payload unread");
+  const RecordHeader& h = current_;
+  payload->resize(size_t(h.payload_bytes));  // bounded by max_record_bytes and the size in next()
+  if (!read_at(offset_, *payload, why)) return fail_record(why, h.index, h.offset, *why);
+  if (!verify("record type " + hex(h.type) + " id " + std::to_string(h.id), h.index, h.offset, current_checksum_,
+              hash(*payload, current_seed_), why))
+    return false;
+  offset_ += h.payload_bytes;
+  state_ = State::kBetween;
+  if (progress_) progress_(offset_, size());
+  return true;
+}
+
+bool Source::skip_rest(std::string* why) {
+  if (state_ == State::kPayload) {
+    // Read and verified all the same: a skipped record must not hide corruption.
+    const RecordHeader& h = current_;
+    XXH3_state_t hs;
+    XXH3_INITSTATE(&hs);
+    XXH3_64bits_reset_withSeed(&hs, current_seed_);
+    scratch_.resize(size_t(std::min<uint64_t>(h.payload_bytes, kSkipPieceBytes)));
+    for (uint64_t done = 0; done < h.payload_bytes;) {
+      size_t n = size_t(std::min<uint64_t>(h.payload_bytes - done, scratch_.size()));
+      if (!read_at(offset_ + done, {scratch_.data(), n}, why)) return fail_record(why, h.index, h.offset, *why);
+      XXH3_64bits_update(&hs, scratch_.data(), n);
+      done += n;
+    }
+    if (!verify("record type " + hex(h.type) + " id " + std::to_string(h.id), h.index, h.offset, current_checksum_,
+                XXH3_64bits_digest(&hs), why))
+      return false;
+    offset_ += h.payload_bytes;
+    state_ = State::kBetween;
+  }
+  if (state_ == State::kBlob) {
+    std::span<const std::byte> chunk;
+    do {
+      if (!read_chunk_view(&chunk, why)) return false;
+    } while (!chunk.empty());
+  }
+  return true;
+}
+
+bool Source::chunk_header(uint64_t* bytes, std::string* why) {
+  const RecordHeader& blob = current_;
+  const std::string what = "chunk " + std::to_string(blob_chunks_) + " of blob type " + hex(blob.type) + " id " +
+                           std::to_string(blob.id) + " (record " + std::to_string(blob.index) + ")";
+  const uint64_t index = records_, at = offset_, left = size() - offset_;
+  if (index >= limits_.max_records)
+    return fail_record(why, index, at, "more records than this reader's limit of " + std::to_string(limits_.max_records));
+  if (left < kRecordHeaderBytes) return fail_record(why, index, at, what + ": the stream ends: truncated");
+  std::byte raw[kRecordHeaderBytes];
+  if (!read_at(at, raw, why)) return fail_record(why, index, at, *why);
+  const uint32_t type = load_u32(raw), flags = load_u32(raw + 4);
+  const uint64_t id = load_u64(raw + 8), n = load_u64(raw + 16);
+  if (type != kChunkType)
+    return fail_record(why, index, at, what + " expected; found record type " + hex(type) + " with " +
+                                           std::to_string(blob_left_) + " bytes of the blob missing");
+  if (flags != 0 || id != blob_chunks_)
+    return fail_record(why, index, at, what + ": flags " + hex(flags) + ", chunk number " + std::to_string(id) + ": corrupt or out of order");
+  if (n == 0 || n > kChunkBytes || n > blob_left_)
+    return fail_record(why, index, at, what + ": " + std::to_string(n) + " bytes (1.." + std::to_string(kChunkBytes) +
+                                           ", " + std::to_string(blob_left_) + " left in the blob)");
+  if (n > left - kRecordHeaderBytes)
+    return fail_record(why, index, at, what + ": " + std::to_string(n) + " bytes; only " +
+                                           std::to_string(left - kRecordHeaderBytes) + " are left: truncated");
+  chunk_checksum_ = load_u64(raw + 24);
+  chunk_seed_ = header_seed(raw);
+  *bytes = n;
+  return true;
+}
+
+bool Source::finish_chunk(std::span<const std::byte> payload, std::string* why) {
+  const RecordHeader& blob = current_;
+  if (!verify("chunk " + std::to_string(blob_chunks_) + " of blob type " + hex(blob.type) + " id " + std::to_string(blob.id),
+              records_, offset_, chunk_checksum_, hash(payload, chunk_seed_), why))
+    return false;
+  ++records_;
+  checksum_fold_ = fold(checksum_fold_, chunk_checksum_);
+  offset_ += kRecordHeaderBytes + payload.size();
+  blob_left_ -= payload.size();
+  ++blob_chunks_;
+  if (progress_) progress_(offset_, size());
+  return true;
+}
+
+bool Source::read_chunk(std::span<std::byte> dest, size_t* got, std::string* why) {
+  *got = 0;
+  if (state_ == State::kFailed) return fail(why, "");
+  if (state_ != State::kBlob) return fail(why, "read_chunk(): the current record is not a blob");
+  if (blob_left_ == 0) {
+    state_ = State::kBetween;
+    return true;
+  }
+  uint64_t n = 0;
+  if (!chunk_header(&n, why)) return false;
+  if (n > dest.size())
+    return fail_record(why, records_, offset_, "a chunk of " + std::to_string(n) + " bytes does not fit the " +
+                                                   std::to_string(dest.size()) + "-byte buffer (pass kChunkBytes)");
+  std::span<std::byte> payload = dest.first(size_t(n));
+  if (!read_at(offset_ + kRecordHeaderBytes, payload, why)) return fail_record(why, records_, offset_, *why);
+  if (!finish_chunk(payload, why)) return false;
+  *got = payload.size();
+  return true;
+}
+
+bool Source::read_chunk_view(std::span<const std::byte>* chunk, std::string* why) {
+  *chunk = {};
+  if (state_ == State::kFailed) return fail(why, "");
+  if (state_ != State::kBlob) return fail(why, "read_chunk_view(): the current record is not a blob");
+  if (blob_left_ == 0) {
+    state_ = State::kBetween;
+    return true;
+  }
+  uint64_t n = 0;
+  if (!chunk_header(&n, why)) return false;
+  std::span<const std::byte> payload = view_at(offset_ + kRecordHeaderBytes, size_t(n));
+  if (payload.empty()) {
+    scratch_.resize(size_t(n));  // at most kChunkBytes
+    if (!read_at(offset_ + kRecordHeaderBytes, scratch_, why)) return fail_record(why, records_, offset_, *why);
+    payload = scratch_;
+  }
+  if (!finish_chunk(payload, why)) return false;
+  *chunk = payload;
+  return true;
+}
+
+// ---------------------------------------------------------------------------- MemorySource
+
+MemorySource::MemorySource(std::shared_ptr<const MemoryStream> stream, Limits limits, Progress progress)
+    : Source("state in host memory", limits, std::move(progress)), stream_(std::move(stream)) {
+  if (!stream_) set_open_error(name() + ": no stream (the suspend did not finish)");
+}
+
+uint64_t MemorySource::size() const { return stream_ ? stream_->size() : 0; }
+
+bool MemorySource::read_at(uint64_t offset, std::span<std::byte> dest, std::string* why) {
+  if (stream_->read(offset, dest)) return true;
+  if (why) *why = "reading " + std::to_string(dest.size()) + " bytes at byte offset " + std::to_string(offset) + ": past the end";
+  return false;
+}
+
+std::span<const std::byte> MemorySource::view_at(uint64_t offset, size_t bytes) { return stream_->view(offset, bytes); }
+
+// ------------------------------------------------------------------------------ FileSource
+
+FileSource::FileSource(const std::string& path, Limits limits, Progress progress)
+    : Source("state file " + path, limits, std::move(progress)) {
+  vmrpc::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    set_open_error(name() + ": cannot open: " + errno_text(errno));
+    return;
+  }
+  fd_ = fd.release();
+  open_fd(fd_);
+}
+
+FileSource::FileSource(int fd, std::string name, Limits limits, Progress progress)
+    : Source("state file " + name, limits, std::move(progress)) {
+  fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (fd_ < 0) {
+    set_open_error(this->name() + ": cannot dup fd " + std::to_string(fd) + ": " + errno_text(errno));
+    return;
+  }
+  open_fd(fd_);
+}
+
+FileSource::~FileSource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileSource::open_fd(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return set_open_error(name() + ": cannot stat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) return set_open_error(name() + ": not a regular file");
+  size_ = uint64_t(st.st_size);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+}
+
+bool FileSource::read_at(uint64_t offset, std::span<std::byte> dest, std::string* why) {
+  // Ask the kernel for the next chunks while the consumer copies this one to the GPU.
+  const uint64_t want = std::min(size_, offset + dest.size() + kReadaheadBytes);
+  if (want > advised_to_ + kChunkBytes || want == size_) {
+    if (want > advised_to_) ::posix_fadvise(fd_, off_t(advised_to_), off_t(want - advised_to_), POSIX_FADV_WILLNEED);
+    advised_to_ = std::max(advised_to_, want);
+  }
+  size_t done = 0;
+  while (done < dest.size()) {
+    ssize_t n = ::pread(fd_, dest.data() + done, dest.size() - done, off_t(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (why) *why = "cannot read at byte offset " + std::to_string(offset + done) + ": " + errno_text(errno);
+      return false;
+    }
+    if (n == 0) {
+      if (why) *why = "the file ends at byte " + std::to_string(offset + done) + " (it shrank while being read)";
+      return false;
+    }
+    done += size_t(n);
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------------ ByteWriter/Reader
+
+void ByteWriter::put_u8(uint8_t v) { bytes_.push_back(std::byte(v)); }
+void ByteWriter::put_u32(uint32_t v) {
+  std::byte b[4];
+  store_u32(b, v);
+  bytes_.insert(bytes_.end(), b, b + 4);
+}
+void ByteWriter::put_u64(uint64_t v) {
+  std::byte b[8];
+  store_u64(b, v);
+  bytes_.insert(bytes_.end(), b, b + 8);
+}
+void ByteWriter::put_i32(int32_t v) { put_u32(uint32_t(v)); }
+void ByteWriter::put_bytes(std::span<const std::byte> bytes) {
+  put_u32(uint32_t(bytes.size()));  // metadata fields: larger data goes into blobs
+  bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
+}
+void ByteWriter::put_string(std::string_view s) { put_bytes(std::as_bytes(std::span(s.data(), s.size()))); }
+
+bool ByteReader::fail(std::string message) {
+  if (error_.empty()) error_ = "offset " + std::to_string(pos_) + ": " + std::move(message);
+  return false;
+}
+
+bool ByteReader::take(void* out, size_t n, const char* what) {
+  if (!ok()) return false;
+  if (n > remaining())
+    return fail(std::string(what) + " needs " + std::to_string(n) + " bytes, " + std::to_string(remaining()) + " remain");
+  std::memcpy(out, bytes_.data() + pos_, n);
+  pos_ += n;
+  return true;
+}
+
+bool ByteReader::get_u8(uint8_t* v) {
+  *v = 0;
+  return take(v, 1, "u8");
+}
+bool ByteReader::get_u32(uint32_t* v) {
+  std::byte b[4];
+  *v = 0;
+  if (!take(b, 4, "u32")) return false;
+  *v = load_u32(b);
+  return true;
+}
+bool ByteReader::get_u64(uint64_t* v) {
+  std::byte b[8];
+  *v = 0;
+  if (!take(b, 8, "u64")) return false;
+  *v = load_u64(b);
+  return true;
+}
+bool ByteReader::get_i32(int32_t* v) {
+  uint32_t u = 0;
+  bool ok = get_u32(&u);
+  *v = int32_t(u);
+  return ok;
+}
+bool ByteReader::get_bytes(std::vector<std::byte>* bytes, size_t max_bytes) {
+  bytes->clear();
+  uint32_t n = 0;
+  if (!get_u32(&n)) return false;
+  if (n > max_bytes) return fail("length " + std::to_string(n) + " is over the limit of " + std::to_string(max_bytes));
+  if (n > remaining()) return fail("length " + std::to_string(n) + " runs past the end (" + std::to_string(remaining()) + " bytes remain)");
+  bytes->assign(bytes_.begin() + pos_, bytes_.begin() + pos_ + n);
+  pos_ += n;
+  return true;
+}
+bool ByteReader::get_string(std::string* s, size_t max_bytes) {
+  s->clear();
+  uint32_t n = 0;
+  if (!get_u32(&n)) return false;
+  if (n > max_bytes) return fail("string length " + std::to_string(n) + " is over the limit of " + std::to_string(max_bytes));
+  if (n > remaining()) return fail("string length " + std::to_string(n) + " runs past the end (" + std::to_string(remaining()) + " bytes remain)");
+  s->assign(reinterpret_cast<const char*>(bytes_.data() + pos_), n);
+  pos_ += n;
+  return true;
+}
+bool ByteReader::expect_end() {
+  if (!ok()) return false;
+  if (remaining() != 0) return fail(std::to_string(remaining()) + " unread bytes at the end");
+  return true;
+}
+
+}  // namespace vmcuda::host::state

@@ -1,0 +1,716 @@
+// Suspend and resume of one client (DESIGN.md, Suspend/resume; docs/snapshots.md). The
+// slot is held at a call boundary (vmrpc SlotGate) while these run on its service thread.
+//
+// suspend(): everything of the client is drained, then written to a state stream (host
+// memory or a state file): a header (the devices it used and where it stood), the arena's
+// layout, every VOL entry parents first (what recreating it needs, module images
+// included), each arena mapping's bytes and each module variable's bytes. Only once all
+// of that is written are the driver objects, the device memory and the contexts released:
+// a suspend that fails leaves the client running as before.
+//
+// resume(): reads such a stream (untrusted when it comes from a file: every field is
+// checked) and recreates the client: contexts on its devices (the same GPUs, or others of
+// the same model), the arena at the same addresses (every device pointer keeps its
+// value), memory contents, modules, functions, variables, streams, events, registrations,
+// limits, peer access, behind the same guest handles. A resume that fails releases what it
+// made and stays suspended; the stream is left as it was, for a retry.
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "session.h"
+#include "state_stream.h"
+#include "vmrpc/log.h"
+
+namespace vmcuda::host {
+
+namespace {
+
+// Record types of a client's state (state_stream.h carries them).
+enum RecordType : uint32_t {
+  kClientHeader = 1,
+  kArenaLayout = 2,
+  kObjectRecord = 3,
+  kMappingData = 4,  // blob, id = the mapping's VA
+  kGlobalData = 5,   // id = the variable's device pointer
+  kClientEnd = 6,    // ends one client's records (several clients may share a file)
+};
+constexpr uint32_t kClientStateVersion = 1;
+
+std::span<const std::byte> as_bytes(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+// What identifies a GPU model for a resume elsewhere: its name and memory size.
+std::string Session::device_model(int guest_device) const {
+  CUdevice dev;
+  char name[256] = {};
+  size_t total = 0;
+  if (api_.cuDeviceGet(&dev, devices_[guest_device]) != CUDA_SUCCESS) return "?";
+  api_.cuDeviceGetName(name, sizeof name - 1, dev);
+  api_.cuDeviceTotalMem_v2(&total, dev);
+  return std::string(name) + " (" + std::to_string(total >> 20) + " MiB)";
+}
+
+ClientStatus Session::status() const {
+  ClientStatus s;
+  s.slot = info_.slot;
+  s.owner_tag = info_.owner_tag;
+  s.suspended = suspended_;
+  s.device_bytes = suspended_ ? suspended_bytes_ : (arena_ ? arena_->physical_bytes() : 0);
+  s.allocated_bytes = allocated_;
+  s.objects = vol_.size();
+  s.devices = devices_;
+  return s;
+}
+
+bool Session::suspend(state::Sink& out, std::string* why, const std::function<void()>& before_release) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto fail = [&](const std::string& w) {
+    if (why) *why = w;
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": suspend failed, the client runs on: " + w);
+    make_current(current_);
+    return false;
+  };
+  if (suspended_) return fail("the client is already suspended");
+  // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
+  drain_posted(nullptr);
+  if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
+    return fail("the client's GPU work failed (" + describe(api_, e) + "); its state cannot be saved");
+
+  // Header: the devices (the model each must have at the resume), where the client stood.
+  {
+    state::ByteWriter w;
+    w.put_u32(kClientStateVersion);
+    w.put_u32(info_.slot);
+    w.put_u32(info_.owner_tag);
+    w.put_u32(static_cast<uint32_t>(devices_.size()));
+    for (size_t d = 0; d < devices_.size(); ++d) w.put_string(device_model(static_cast<int>(d)));
+    w.put_i32(current_);
+    w.put_u64(allocated_);
+    for (ObjectKind k : {ObjectKind::Module, ObjectKind::Function, ObjectKind::ManagedVar}) w.put_u64(vol_.last_handle(k));
+    if (!out.put_record(kClientHeader, info_.slot, w.bytes())) return fail(out.error());
+  }
+  // The arena's layout, devices as guest indexes.
+  const DeviceArena::Layout layout = arena_ ? arena_->layout() : DeviceArena::Layout{};
+  auto guest_index = [&](int host_device) {
+    for (size_t d = 0; d < devices_.size(); ++d)
+      if (devices_[d] == host_device) return static_cast<int>(d);
+    return 0;
+  };
+  {
+    state::ByteWriter w;
+    w.put_i32(layout.index);
+    w.put_u32(static_cast<uint32_t>(layout.mappings.size()));
+    for (const auto& m : layout.mappings) {
+      w.put_u64(m.va);
+      w.put_u64(m.bytes);
+      w.put_i32(guest_index(m.device));
+      w.put_u8(m.chunk);
+      w.put_u32(static_cast<uint32_t>(m.free.size()));
+      for (const auto& [off, n] : m.free) {
+        w.put_u64(off);
+        w.put_u64(n);
+      }
+    }
+    w.put_u32(static_cast<uint32_t>(layout.blocks.size()));
+    for (const auto& b : layout.blocks) {
+      w.put_u64(b.ptr);
+      w.put_u64(b.bytes);
+      w.put_u64(b.mapping);
+    }
+    w.put_u32(static_cast<uint32_t>(layout.peers.size()));
+    for (int p : layout.peers) w.put_i32(guest_index(p));
+    if (!out.put_record(kArenaLayout, 0, w.bytes())) return fail(out.error());
+  }
+  // The object list, parents first.
+  bool ok = true;
+  vol_.walk_parents_first([&](Object& o) {
+    if (!ok) return;
+    state::ByteWriter w;
+    w.put_u8(static_cast<uint8_t>(o.kind));
+    w.put_u64(o.id);
+    w.put_u64(o.parent);
+    w.put_i32(o.device);
+    w.put_u64(o.handle);
+    switch (o.kind) {
+      case ObjectKind::Context:
+      case ObjectKind::PeerAccess:
+        break;
+      case ObjectKind::Allocation:
+        w.put_u64(o.as<AllocationObject>().bytes);
+        break;
+      case ObjectKind::Module:
+        w.put_bytes(as_bytes(o.as<ModuleObject>().image));
+        break;
+      case ObjectKind::Function: {
+        const auto& f = o.as<FunctionObject>();
+        w.put_string(f.name);
+        w.put_u32(static_cast<uint32_t>(f.params.size()));
+        for (const auto& p : f.params) {
+          w.put_u32(p.offset);
+          w.put_u32(p.size);
+        }
+        w.put_u32(static_cast<uint32_t>(f.attributes.size()));
+        for (const auto& [a, v] : f.attributes) {
+          w.put_i32(a);
+          w.put_i32(v);
+        }
+        w.put_i32(f.cache_config);
+        break;
+      }
+      case ObjectKind::Global:
+        w.put_u64(o.as<GlobalObject>().bytes);
+        w.put_string(o.as<GlobalObject>().name);
+        break;
+      case ObjectKind::ManagedVar: {
+        const auto& v = o.as<ManagedVarObject>();
+        w.put_u64(v.shadow.offset);
+        w.put_u64(v.shadow.bytes);
+        w.put_bytes(as_bytes(v.last));
+        w.put_string(v.name);
+        break;
+      }
+      case ObjectKind::Stream:
+        w.put_u32(o.as<StreamObject>().flags);
+        w.put_i32(o.as<StreamObject>().priority);
+        break;
+      case ObjectKind::Event:
+        w.put_u32(o.as<EventObject>().flags);
+        break;
+      case ObjectKind::HostRegistration:
+        w.put_u64(o.as<HostRegistrationObject>().bytes);
+        break;
+      case ObjectKind::Limit:
+        w.put_u64(o.as<LimitObject>().value);
+        w.put_u64(o.as<LimitObject>().default_value);
+        break;
+      case ObjectKind::CacheConfig:
+        w.put_i32(o.as<CacheConfigObject>().value);
+        w.put_i32(o.as<CacheConfigObject>().default_value);
+        break;
+    }
+    ok = out.put_record(kObjectRecord, o.id, w.bytes());
+  });
+  if (!ok) return fail(out.error());
+  // Device memory: each mapping whole (a chunk's free bytes too: they are few), copied from
+  // the device straight into the sink's staging buffers.
+  uint64_t memory_bytes = 0;
+  for (const auto& m : layout.mappings) {
+    make_current(guest_index(m.device));
+    if (!out.begin_blob(kMappingData, m.va, m.bytes)) return fail(out.error());
+    for (uint64_t off = 0; off < m.bytes;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(m.bytes - off, state::kChunkBytes));
+      std::span<std::byte> buf = out.acquire(n);
+      if (buf.size() < n) return fail(out.error());
+      if (CUresult e = api_.cuMemcpyDtoH_v2(buf.data(), m.va + off, n); e != CUDA_SUCCESS)
+        return fail("copying device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
+      if (!out.commit(buf.first(n))) return fail(out.error());
+      off += n;
+    }
+    if (!out.end_blob()) return fail(out.error());
+    memory_bytes += m.bytes;
+  }
+  // Module variables (__device__, __constant__, __managed__): their bytes, by device pointer.
+  for (const auto& [ptr, id] : vol_.of(ObjectKind::Global)) {
+    const Object* g = vol_.get(id);
+    std::vector<std::byte> bytes(g->as<GlobalObject>().bytes);
+    make_current(g->device);
+    if (!bytes.empty())
+      if (CUresult e = api_.cuMemcpyDtoH_v2(bytes.data(), ptr, bytes.size()); e != CUDA_SUCCESS)
+        return fail("copying module variable " + g->as<GlobalObject>().name + " failed: " + describe(api_, e));
+    if (!out.put_record(kGlobalData, ptr, as_bytes(bytes))) return fail(out.error());
+  }
+  if (!out.put_record(kClientEnd, info_.slot, {})) return fail(out.error());
+  if (std::string err; !out.finish(&err)) return fail(err);
+
+  if (before_release) before_release();
+  // Everything is out: release it. Children first; the arena keeps its layout (the resume
+  // reads it from the stream anyway).
+  const size_t objects = vol_.size();
+  vol_.walk_children_first([&](Object& o) {
+    if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
+  });
+  if (arena_) arena_->release_memory();
+  release_all(Release::kSuspend);  // the contexts
+  free_gates(true);
+  suspended_ = true;
+  suspended_bytes_ = 0;
+  suspended_memory_ = memory_bytes;
+  const double s = std::chrono::duration<double>(clock::now() - t0).count();
+  VMRPC_LOG(kInfo, "stub", log_tag_ + ": suspended: " + std::to_string(objects) + " objects, " +
+                               std::to_string(memory_bytes >> 20) + " MiB of device memory in " +
+                               std::to_string(static_cast<int>(s * 1000)) + " ms");
+  return true;
+}
+
+bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::string* why) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto fail = [&](const std::string& w) {
+    if (why) *why = w;
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": resume failed, the client stays suspended: " + w);
+    // Give back whatever was made; the arena's layout goes too (the stream has it).
+    vol_.walk_children_first([&](Object& o) {
+      if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
+    });
+    if (arena_) arena_->release_memory();
+    release_all(Release::kSuspend);
+    return false;
+  };
+  if (!suspended_ && vol_.size() != 0) return fail("the client is not suspended");
+  std::string err;
+  state::RecordHeader h{};
+  auto next = [&](uint32_t type) {
+    if (!in.next(&h, &err)) return false;
+    if (h.type != type) {
+      err = "record " + std::to_string(h.index) + " at byte " + std::to_string(h.offset) + " has type " +
+            std::to_string(h.type) + " where type " + std::to_string(type) + " was expected";
+      return false;
+    }
+    return true;
+  };
+  std::vector<std::byte> payload;
+  // Header.
+  if (!next(kClientHeader) || !in.read_payload(&payload, &err)) return fail(err.empty() ? "no client state" : err);
+  int current = 0;
+  uint64_t allocated = 0, last_handles[3] = {};
+  {
+    state::ByteReader r(payload);
+    uint32_t version = 0, slot = 0, owner = 0, count = 0;
+    r.get_u32(&version);
+    if (r.ok() && version != kClientStateVersion)
+      return fail("client state version " + std::to_string(version) + "; this vmcuda-stub reads version " +
+                  std::to_string(kClientStateVersion));
+    r.get_u32(&slot);
+    r.get_u32(&owner);
+    r.get_u32(&count);
+    if (r.ok() && count != devices_.size())
+      return fail("the state is of a client with " + std::to_string(count) + " GPU(s); this stub gives its clients " +
+                  std::to_string(devices_.size()) + " (--devices)");
+    for (uint32_t d = 0; r.ok() && d < count; ++d) {
+      std::string model;
+      r.get_string(&model, 512);
+      if (r.ok() && model != device_model(static_cast<int>(d)))
+        return fail("GPU " + std::to_string(d) + " of the saved client was a " + model + "; here it is a " +
+                    device_model(static_cast<int>(d)) + " (a resume needs the same model)");
+    }
+    r.get_i32(&current);
+    r.get_u64(&allocated);
+    for (uint64_t& v : last_handles) r.get_u64(&v);
+    r.expect_end();
+    if (!r.ok()) return fail("bad client header: " + r.error());
+    if (!valid_device(current)) return fail("bad client header: current device " + std::to_string(current));
+  }
+  // Arena layout.
+  if (!next(kArenaLayout) || !in.read_payload(&payload, &err)) return fail(err);
+  DeviceArena::Layout layout;
+  {
+    state::ByteReader r(payload);
+    uint32_t n = 0;
+    r.get_i32(&layout.index);
+    r.get_u32(&n);
+    for (uint32_t i = 0; r.ok() && i < n; ++i) {
+      if (r.remaining() < 29) return fail("bad device memory layout: more mappings than its bytes hold");
+      DeviceArena::MappingLayout m;
+      int32_t device = 0;
+      uint8_t chunk = 0;
+      uint32_t frees = 0;
+      r.get_u64(&m.va);
+      r.get_u64(&m.bytes);
+      r.get_i32(&device);
+      r.get_u8(&chunk);
+      r.get_u32(&frees);
+      if (!r.ok()) break;
+      if (!valid_device(device)) return fail("bad device memory layout: device " + std::to_string(device));
+      m.device = devices_[device];
+      m.chunk = chunk != 0;
+      for (uint32_t f = 0; r.ok() && f < frees; ++f) {
+        uint64_t off = 0, bytes = 0;
+        r.get_u64(&off);
+        r.get_u64(&bytes);
+        if (r.ok()) m.free[off] = bytes;
+      }
+      layout.mappings.push_back(std::move(m));
+    }
+    r.get_u32(&n);
+    for (uint32_t i = 0; r.ok() && i < n && r.remaining() >= 24; ++i) {
+      DeviceArena::BlockLayout b;
+      r.get_u64(&b.ptr);
+      r.get_u64(&b.bytes);
+      r.get_u64(&b.mapping);
+      layout.blocks.push_back(b);
+    }
+    if (r.ok() && layout.blocks.size() != n) return fail("bad device memory layout: more blocks than its bytes hold");
+    r.get_u32(&n);
+    for (uint32_t i = 0; r.ok() && i < n && i < devices_.size(); ++i) {
+      int32_t p = 0;
+      r.get_i32(&p);
+      if (r.ok() && !valid_device(p)) return fail("bad device memory layout: peer " + std::to_string(p));
+      if (r.ok()) layout.peers.push_back(devices_[p]);
+    }
+    r.expect_end();
+    if (!r.ok()) return fail("bad device memory layout: " + r.error());
+  }
+  if (!arena_) arena_ = std::make_unique<DeviceArena>(api_, [this] { return synchronize_all(); });
+  if (!arena_->adopt(layout, &err)) return fail(err);
+
+  // Objects (parents first): read them all, then recreate contexts, memory, the rest.
+  struct Saved {
+    ObjectKind kind;
+    uint64_t id, parent;
+    int device;
+    uint64_t handle;
+    ObjectData data;
+  };
+  std::vector<Saved> saved;
+  std::map<uint64_t, size_t> saved_by_id;
+  for (;;) {
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+    if (h.type != kObjectRecord) break;
+    if (!in.read_payload(&payload, &err)) return fail(err);
+    state::ByteReader r(payload);
+    Saved s{};
+    uint8_t kind = 0;
+    int32_t device = 0;
+    r.get_u8(&kind);
+    r.get_u64(&s.id);
+    r.get_u64(&s.parent);
+    r.get_i32(&device);
+    r.get_u64(&s.handle);
+    s.kind = static_cast<ObjectKind>(kind);
+    s.device = device;
+    auto bad = [&](const std::string& w) {
+      return fail("bad object record " + std::to_string(h.index) + " (" + std::string(kind_name(s.kind)) + "): " + w);
+    };
+    if (!r.ok()) return bad(r.error());
+    if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
+    if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
+    if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
+    // Parents come first; each kind has its own parent kind.
+    const Saved* parent = nullptr;
+    if (s.parent) {
+      auto it = saved_by_id.find(s.parent);
+      if (it == saved_by_id.end()) return bad("its parent comes later or not at all");
+      parent = &saved[it->second];
+    }
+    ObjectKind want = ObjectKind::Context;
+    switch (s.kind) {
+      case ObjectKind::Context:
+      case ObjectKind::HostRegistration:
+        if (parent) return bad("has a parent");
+        break;
+      case ObjectKind::Function:
+      case ObjectKind::Global:
+      case ObjectKind::ManagedVar:
+        want = ObjectKind::Module;
+        [[fallthrough]];
+      default:
+        if (!parent || parent->kind != want || parent->device != s.device) return bad("wrong parent");
+    }
+    switch (s.kind) {
+      case ObjectKind::Context:
+        if (s.handle != static_cast<uint64_t>(device)) return bad("handle is not its device");
+        s.data = ContextObject{};
+        break;
+      case ObjectKind::PeerAccess:
+        if ((s.handle >> 32) != static_cast<uint32_t>(device) || !valid_device(static_cast<int>(s.handle & 0xffffffffu)))
+          return bad("bad peer");
+        s.data = PeerAccessObject{};
+        break;
+      case ObjectKind::Allocation: {
+        AllocationObject a;
+        r.get_u64(&a.bytes);
+        s.data = a;
+        break;
+      }
+      case ObjectKind::Module: {
+        ModuleObject m;
+        r.get_bytes(&m.image, limits_.max_module_bytes + 4096);
+        s.data = std::move(m);
+        break;
+      }
+      case ObjectKind::Function: {
+        FunctionObject f;
+        uint32_t n = 0;
+        r.get_string(&f.name, limits_.max_name_bytes);
+        r.get_u32(&n);
+        if (n > api::kMaxKernelParams) return bad("too many parameters");
+        for (uint32_t i = 0; r.ok() && i < n; ++i) {
+          api::ParamInfo p{};
+          r.get_u32(&p.offset);
+          r.get_u32(&p.size);
+          f.params.push_back(p);
+        }
+        r.get_u32(&n);
+        if (n > 64) return bad("too many attributes");
+        for (uint32_t i = 0; r.ok() && i < n; ++i) {
+          int32_t a = 0, v = 0;
+          r.get_i32(&a);
+          r.get_i32(&v);
+          f.attributes[a] = v;
+        }
+        r.get_i32(&f.cache_config);
+        s.data = std::move(f);
+        break;
+      }
+      case ObjectKind::Global: {
+        GlobalObject g;
+        r.get_u64(&g.bytes);
+        r.get_string(&g.name, limits_.max_name_bytes);
+        s.data = std::move(g);
+        break;
+      }
+      case ObjectKind::ManagedVar: {
+        ManagedVarObject v;
+        r.get_u64(&v.shadow.offset);
+        r.get_u64(&v.shadow.bytes);
+        r.get_bytes(&v.last, 1u << 30);
+        r.get_string(&v.name, limits_.max_name_bytes);
+        if (r.ok() && v.last.size() != v.shadow.bytes) return bad("its shadow and its value differ in size");
+        s.data = std::move(v);
+        break;
+      }
+      case ObjectKind::Stream: {
+        StreamObject st;
+        r.get_u32(&st.flags);
+        r.get_i32(&st.priority);
+        if (r.ok() && (st.flags & ~CU_STREAM_NON_BLOCKING)) return bad("bad flags");
+        s.data = st;
+        break;
+      }
+      case ObjectKind::Event: {
+        EventObject e;
+        r.get_u32(&e.flags);
+        if (r.ok() && (e.flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING))) return bad("bad flags");
+        e.timing_lost = true;
+        s.data = e;
+        break;
+      }
+      case ObjectKind::HostRegistration: {
+        HostRegistrationObject hr;
+        r.get_u64(&hr.bytes);
+        s.data = hr;
+        break;
+      }
+      case ObjectKind::Limit: {
+        LimitObject l;
+        r.get_u64(&l.value);
+        r.get_u64(&l.default_value);
+        if ((s.handle >> 32) != static_cast<uint32_t>(device)) return bad("bad key");
+        s.data = l;
+        break;
+      }
+      case ObjectKind::CacheConfig: {
+        CacheConfigObject c;
+        r.get_i32(&c.value);
+        r.get_i32(&c.default_value);
+        if (s.handle != static_cast<uint64_t>(device)) return bad("bad key");
+        s.data = c;
+        break;
+      }
+    }
+    r.expect_end();
+    if (!r.ok()) return bad(r.error());
+    if (saved.size() >= (1u << 22)) return bad("too many objects");
+    saved_by_id[s.id] = saved.size();
+    saved.push_back(std::move(s));
+  }
+
+  // Contexts first (the arena maps memory on their devices).
+  std::map<uint64_t, ObjectId> new_id;  // saved id -> new VOL id
+  for (const Saved& s : saved) {
+    if (s.kind != ObjectKind::Context) continue;
+    if (vol_.context(s.device)) return fail("two contexts for device " + std::to_string(s.device));
+    current_ = s.device;
+    if (!ensure_context()) return fail("cannot create a CUDA context on device " + std::to_string(devices_[s.device]) +
+                                       ": " + describe(api_, ctx_error_));
+    new_id[s.id] = vol_.context(s.device)->id;
+  }
+  current_ = current;
+  if (!layout.mappings.empty()) {
+    for (size_t d = 0; d < contexts_.size(); ++d)
+      if (contexts_[d]) {
+        make_current(static_cast<int>(d));
+        break;
+      }
+    if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
+  }
+  // Device memory: the mappings' blobs, in order.
+  uint64_t memory_bytes = 0;
+  for (const auto& m : layout.mappings) {
+    if (h.type != kMappingData || !h.is_blob() || h.id != m.va || h.payload_bytes != m.bytes)
+      return fail("record " + std::to_string(h.index) + " is not the contents of the mapping at " + hex(m.va));
+    for (uint64_t off = 0;;) {
+      std::span<const std::byte> chunk;
+      if (!in.read_chunk_view(&chunk, &err)) return fail(err);
+      if (chunk.empty()) break;
+      if (chunk.size() > m.bytes - off) return fail("the contents of the mapping at " + hex(m.va) + " are too long");
+      if (CUresult e = api_.cuMemcpyHtoD_v2(m.va + off, chunk.data(), chunk.size()); e != CUDA_SUCCESS)
+        return fail("writing device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
+      off += chunk.size();
+    }
+    memory_bytes += m.bytes;
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
+  // The rest, parents first (the saved order).
+  for (const Saved& s : saved) {
+    if (s.kind == ObjectKind::Context || s.kind == ObjectKind::PeerAccess) continue;
+    const ObjectId parent = s.parent ? new_id.at(s.parent) : 0;
+    if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
+    if (s.device >= 0) make_current(s.device);
+    ObjectData data = s.data;
+    CUresult e = CUDA_SUCCESS;
+    std::string what;
+    switch (s.kind) {
+      case ObjectKind::Allocation: {
+        // Must be one of the arena's blocks (the layout was checked; this ties the two).
+        bool found = false;
+        for (const auto& b : layout.blocks) found |= b.ptr == s.handle;
+        if (!found) return fail("allocation " + hex(s.handle) + " is not in the device memory layout");
+        break;
+      }
+      case ObjectKind::Module: {
+        auto& m = std::get<ModuleObject>(data);
+        if (m.image.empty()) return fail("a module without an image");
+        m.image.push_back(std::byte{0});  // the driver reads PTX up to a NUL: never past the copy
+        e = api_.cuModuleLoadData(&m.module, m.image.data());
+        m.image.pop_back();
+        what = "loading a module";
+        break;
+      }
+      case ObjectKind::Function: {
+        auto& f = std::get<FunctionObject>(data);
+        const CUmodule mod = vol_.get(parent)->as<ModuleObject>().module;
+        e = api_.cuModuleGetFunction(&f.fn, mod, f.name.c_str());
+        what = "finding kernel " + f.name;
+        // Its parameter layout must be the one the guest packs by.
+        for (size_t i = 0; e == CUDA_SUCCESS && i <= f.params.size(); ++i) {
+          size_t off = 0, size = 0;
+          const CUresult pe = api_.cuFuncGetParamInfo(f.fn, i, &off, &size);
+          if (i == f.params.size() ? pe == CUDA_SUCCESS
+                                   : pe != CUDA_SUCCESS || off != f.params[i].offset || size != f.params[i].size)
+            return fail("kernel " + f.name + " has another parameter layout here");
+        }
+        for (const auto& [a, v] : f.attributes)
+          if (e == CUDA_SUCCESS) e = api_.cuFuncSetAttribute(f.fn, a, v);
+        if (e == CUDA_SUCCESS && f.cache_config >= 0) e = api_.cuFuncSetCacheConfig(f.fn, f.cache_config);
+        break;
+      }
+      case ObjectKind::Global: {
+        auto& g = std::get<GlobalObject>(data);
+        CUdeviceptr ptr = 0;
+        size_t bytes = 0;
+        e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, vol_.get(parent)->as<ModuleObject>().module, g.name.c_str());
+        what = "finding module variable " + g.name;
+        // Guest code holds its address: it must come back where it was.
+        if (e == CUDA_SUCCESS && (ptr != s.handle || bytes != g.bytes))
+          return fail("module variable " + g.name + " is at " + hex(ptr) + " after reloading its module, not at " +
+                      hex(s.handle) + " (the driver placed the module elsewhere)");
+        break;
+      }
+      case ObjectKind::ManagedVar: {
+        auto& v = std::get<ManagedVarObject>(data);
+        size_t bytes = 0;
+        e = api_.cuModuleGetGlobal_v2(&v.ptr, &bytes, vol_.get(parent)->as<ModuleObject>().module, v.name.c_str());
+        what = "finding managed variable " + v.name;
+        if (e == CUDA_SUCCESS && bytes != v.last.size()) return fail("managed variable " + v.name + " changed size");
+        managed_dirty_.resize(devices_.size(), 0);
+        managed_streams_.resize(devices_.size(), nullptr);
+        managed_dirty_[s.device] = 1;
+        break;
+      }
+      case ObjectKind::Stream: {
+        auto& st = std::get<StreamObject>(data);
+        e = api_.cuStreamCreateWithPriority(&st.stream, st.flags, st.priority);
+        what = "creating a stream";
+        break;
+      }
+      case ObjectKind::Event: {
+        auto& ev = std::get<EventObject>(data);
+        e = api_.cuEventCreate(&ev.event, ev.flags);
+        what = "creating an event";
+        break;
+      }
+      case ObjectKind::HostRegistration: {
+        auto& hr = std::get<HostRegistrationObject>(data);
+        auto range = region ? region->resolve({s.handle, hr.bytes}) : std::nullopt;
+        if (!range || range->empty())
+          return fail("pinned host memory at heap offset " + hex(s.handle) + " is outside the shared region");
+        hr.host = range->data();
+        e = api_.cuMemHostRegister_v2(hr.host, hr.bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+        what = "pinning shared heap memory";
+        if (e != CUDA_SUCCESS) hr.host = nullptr;
+        break;
+      }
+      case ObjectKind::Limit:
+        e = api_.cuCtxSetLimit(static_cast<int>(s.handle & 0xffffffffu), std::get<LimitObject>(data).value);
+        what = "setting limit " + std::to_string(s.handle & 0xffffffffu);
+        break;
+      case ObjectKind::CacheConfig:
+        e = api_.cuCtxSetCacheConfig(std::get<CacheConfigObject>(data).value);
+        what = "setting the cache configuration";
+        break;
+      default:
+        break;
+    }
+    if (e != CUDA_SUCCESS) return fail(what + " failed: " + describe(api_, e));
+    new_id[s.id] = vol_.add(s.kind, s.device, s.handle, parent, std::move(data)).id;
+  }
+  allocated_ = allocated;
+  // Module variables' bytes.
+  while (h.type == kGlobalData) {
+    const Object* g = vol_.find(ObjectKind::Global, h.id);
+    if (!g) return fail("contents of an unknown module variable at " + hex(h.id));
+    if (!in.read_payload(&payload, &err)) return fail(err);
+    if (payload.size() != g->as<GlobalObject>().bytes) return fail("module variable contents of the wrong size");
+    make_current(g->device);
+    if (!payload.empty())
+      if (CUresult e = api_.cuMemcpyHtoD_v2(h.id, payload.data(), payload.size()); e != CUDA_SUCCESS)
+        return fail("writing module variable " + g->as<GlobalObject>().name + " failed: " + describe(api_, e));
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
+  if (h.type != kClientEnd) return fail("record " + std::to_string(h.index) + " is not the end of the client's state");
+  // Peer access last: both contexts exist now.
+  for (const Saved& s : saved) {
+    if (s.kind != ObjectKind::PeerAccess) continue;
+    const int peer = static_cast<int>(s.handle & 0xffffffffu);
+    if (!vol_.context(peer) && !context_of(peer)) return fail("cannot recreate peer access: " + describe(api_, ctx_error_));
+    if (vol_.find(ObjectKind::PeerAccess, s.handle)) return fail("duplicate peer access");
+    // The arena's grants came with its layout; the contexts' access is made anew.
+    CUcontext peer_ctx = contexts_[peer];
+    make_current(s.device);
+    if (CUresult e = api_.cuCtxEnablePeerAccess(peer_ctx, 0); e != CUDA_SUCCESS)
+      return fail("enabling peer access from device " + std::to_string(s.device) + " to " + std::to_string(peer) +
+                  " failed: " + describe(api_, e));
+    vol_.add(ObjectKind::PeerAccess, s.device, s.handle, vol_.context(s.device)->id, PeerAccessObject{});
+  }
+  vol_.set_last_handle(ObjectKind::Module, last_handles[0]);
+  vol_.set_last_handle(ObjectKind::Function, last_handles[1]);
+  vol_.set_last_handle(ObjectKind::ManagedVar, last_handles[2]);
+  for (ObjectKind k : {ObjectKind::Module, ObjectKind::Function, ObjectKind::ManagedVar})
+    if (!vol_.of(k).empty() && vol_.of(k).rbegin()->first > vol_.last_handle(k))
+      return fail("a " + std::string(kind_name(k)) + " handle beyond the saved counter");
+  if (!contexts_[current_]) {
+    if (!ensure_context()) return fail("cannot create a CUDA context: " + describe(api_, ctx_error_));
+  }
+  make_current(current_);
+  closing_.store(false);
+  output_possible_ = true;
+  suspended_ = false;
+  suspended_memory_ = 0;
+  const double secs = std::chrono::duration<double>(clock::now() - t0).count();
+  VMRPC_LOG(kInfo, "stub", log_tag_ + ": resumed: " + std::to_string(vol_.size()) + " objects, " +
+                               std::to_string(memory_bytes >> 20) + " MiB of device memory in " +
+                               std::to_string(static_cast<int>(secs * 1000)) + " ms");
+  return true;
+}
+
+}  // namespace vmcuda::host

@@ -1,0 +1,132 @@
+// libFuzzer target for the state stream reader (host-stub/src/state_stream.h): a state file
+// comes from disk and may be damaged or hostile. The input is the file's bytes; it is read to
+// the end twice through the one parser: from memory (MemorySource, chunks in place and
+// copied) and from a memfd (FileSource, pread). Every payload is also decoded with
+// ByteReader. Besides ASan/UBSan and leaks, the two readers must agree, and a stream read
+// to its trailer must have delivered exactly the bytes its blobs announced.
+//
+// Built with -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (tests/fuzz/CMakeLists.txt): the
+// parser then computes checksums but does not stop at a mismatch, so that the fuzzer gets
+// past them; state_stream_test covers mismatches. Seeds: state_file_fuzz_seeds.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "state_stream.h"
+
+namespace vmcuda::host::state {
+namespace {
+
+[[noreturn]] void broken(int line, const char* what) {
+  std::fprintf(stderr, "state_file_fuzz: invariant broken at line %d: %s\n", line, what);
+  std::abort();
+}
+#define FUZZ_CHECK(cond) \
+  do {                   \
+    if (!(cond)) broken(__LINE__, #cond); \
+  } while (0)
+
+struct Outcome {
+  bool done = false;
+  uint64_t records = 0;
+  uint64_t bytes = 0;  // payload and blob bytes delivered
+};
+
+void decode_metadata(std::span<const std::byte> payload) {
+  ByteReader r(payload);
+  uint8_t a;
+  uint32_t b;
+  uint64_t c;
+  int32_t d;
+  std::string s;
+  std::vector<std::byte> v;
+  while (r.ok() && r.remaining() > 0) {
+    size_t before = r.offset();
+    r.get_u8(&a) && r.get_string(&s, 4096) && r.get_u32(&b) && r.get_bytes(&v, 1 << 16) && r.get_u64(&c) &&
+        r.get_i32(&d);
+    FUZZ_CHECK(r.offset() <= payload.size());
+    FUZZ_CHECK(r.ok() ? r.offset() > before : !r.error().empty());
+  }
+  r.expect_end();
+}
+
+Outcome read_all(Source& src, bool copy_chunks) {
+  static std::vector<std::byte> chunk_buffer(kChunkBytes);
+  Outcome out;
+  RecordHeader h;
+  std::string why;
+  std::vector<std::byte> payload;
+  while (src.next(&h, &why)) {
+    FUZZ_CHECK(why.empty());
+    ++out.records;
+    if (!h.is_blob()) {
+      if (h.index % 3 == 2) continue;  // left unread: next() skips it, verifying
+      if (!src.read_payload(&payload, &why)) break;
+      FUZZ_CHECK(payload.size() == h.payload_bytes);
+      out.bytes += payload.size();
+      decode_metadata(payload);
+      continue;
+    }
+    if (h.index % 3 == 2) continue;  // a blob left unread
+    uint64_t got_total = 0;
+    for (;;) {
+      size_t got = 0;
+      std::span<const std::byte> chunk;
+      bool ok = copy_chunks ? src.read_chunk(chunk_buffer, &got, &why)
+                            : src.read_chunk_view(&chunk, &why);
+      if (!ok) break;
+      if (copy_chunks) chunk = std::span<const std::byte>(chunk_buffer).first(got);
+      if (chunk.empty()) break;
+      FUZZ_CHECK(chunk.size() <= kChunkBytes);
+      got_total += chunk.size();
+      decode_metadata(chunk.first(std::min<size_t>(chunk.size(), 64)));
+    }
+    if (!why.empty()) break;
+    FUZZ_CHECK(got_total == h.payload_bytes);
+    out.bytes += got_total;
+  }
+  out.done = src.done();
+  FUZZ_CHECK(out.done == why.empty());
+  // A failed reader stays failed, with the same reason.
+  std::string again;
+  FUZZ_CHECK(!src.next(&h, &again) && again == why);
+  return out;
+}
+
+int memfd() {
+  static int fd = ::memfd_create("state_file_fuzz", MFD_CLOEXEC);
+  if (fd < 0) broken(__LINE__, "memfd_create failed");
+  return fd;
+}
+
+}  // namespace
+}  // namespace vmcuda::host::state
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace vmcuda::host::state;
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  Limits limits;
+  limits.max_record_bytes = 4096;  // some inputs hit the limits
+  limits.max_records = 64;
+
+  MemorySource in_place(MemoryStream::borrow(bytes), limits);
+  Outcome a = read_all(in_place, false);
+  MemorySource copied(MemoryStream::borrow(bytes), limits);
+  Outcome b = read_all(copied, true);
+
+  int fd = memfd();
+  FUZZ_CHECK(::ftruncate(fd, 0) == 0);
+  FUZZ_CHECK(size == 0 || ::pwrite(fd, data, size, 0) == ssize_t(size));
+  FileSource file(fd, "fuzz input", limits);
+  Outcome c = read_all(file, true);
+
+  FUZZ_CHECK(a.done == b.done && b.done == c.done);
+  FUZZ_CHECK(a.records == b.records && b.records == c.records);
+  FUZZ_CHECK(a.bytes == b.bytes && b.bytes == c.bytes);
+  return 0;
+}

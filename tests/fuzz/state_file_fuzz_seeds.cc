@@ -1,0 +1,77 @@
+// Writes the seed corpus of state_file_fuzz into a folder: small valid state streams made by
+// MemorySink (empty; metadata records; blobs in many small chunks; an empty blob), so the
+// fuzzer starts from the real format and follows it when it changes.
+//
+//   state_file_fuzz_seeds DIR
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "state_stream.h"
+
+namespace {
+
+using namespace vmcuda::host::state;
+
+std::string g_dir;
+
+void save(const std::string& name, MemorySink& sink) {
+  std::string why;
+  if (!sink.finish(&why)) {
+    std::fprintf(stderr, "state_file_fuzz_seeds: %s: %s\n", name.c_str(), why.c_str());
+    std::exit(1);
+  }
+  std::vector<std::byte> b = sink.take_stream()->flatten();
+  const std::string path = g_dir + "/seed-state-" + name;
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(b.data(), 1, b.size(), f) != b.size() || std::fclose(f) != 0) {
+    std::perror(path.c_str());
+    std::exit(1);
+  }
+}
+
+std::vector<std::byte> pattern(size_t n) {
+  std::vector<std::byte> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = std::byte(i * 7 + 1);
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  g_dir = argv[1];
+  SinkOptions small;
+  small.staging_bytes = 64;  // many chunks in a small file
+  small.creator = "vmcuda-stub seeds";
+  {
+    MemorySink s(small);
+    save("empty", s);
+  }
+  {
+    MemorySink s(small);
+    ByteWriter w;
+    w.put_u8(1);
+    w.put_string("context");
+    w.put_u32(0);
+    w.put_bytes(pattern(5));
+    w.put_u64(0x7f0000000000ull);
+    w.put_i32(-1);
+    s.put_record(1, 1, w.bytes());
+    s.put_record(2, 2, {});
+    save("records", s);
+  }
+  {
+    MemorySink s(small);
+    s.put_record(1, 1, pattern(20));
+    s.put_blob(2, 7, pattern(300));
+    s.put_blob(3, 8, {});
+    s.put_record(4, 3, pattern(3));
+    save("blobs", s);
+  }
+  return 0;
+}

@@ -1,0 +1,631 @@
+// The state stream (host-stub/src/state_stream.h): round trips through host memory and a
+// file, and a reader that refuses every damaged, truncated, foreign or oversized stream.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "state_stream.h"
+
+namespace vmcuda::host::state {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr size_t kMiB = size_t{1} << 20;
+
+std::vector<std::byte> random_bytes(size_t n, uint32_t seed) {
+  std::vector<std::byte> v(n);
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t r = rng();
+    std::memcpy(v.data() + i, &r, std::min<size_t>(8, n - i));
+  }
+  return v;
+}
+
+std::span<const std::byte> as_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+// What a reader found: each record (blobs with their bytes) and how it ended.
+struct Item {
+  uint32_t type;
+  uint64_t id;
+  bool blob;
+  std::vector<std::byte> bytes;
+};
+struct Parsed {
+  std::vector<Item> items;
+  bool ok = false;
+  std::string why;
+};
+
+enum class ChunkMode { kCopy, kView };
+
+Parsed read_all(Source& src, ChunkMode mode = ChunkMode::kCopy) {
+  Parsed p;
+  RecordHeader h;
+  static std::vector<std::byte> buffer(kChunkBytes);  // once: the damage tests parse thousands of streams
+  while (src.next(&h, &p.why)) {
+    Item item{h.type, h.id, h.is_blob(), {}};
+    if (!h.is_blob()) {
+      if (!src.read_payload(&item.bytes, &p.why)) return p;
+    } else {
+      for (;;) {
+        std::span<const std::byte> chunk;
+        if (mode == ChunkMode::kCopy) {
+          size_t got = 0;
+          if (!src.read_chunk(buffer, &got, &p.why)) return p;
+          chunk = std::span(buffer).first(got);
+        } else if (!src.read_chunk_view(&chunk, &p.why)) {
+          return p;
+        }
+        if (chunk.empty()) break;
+        item.bytes.insert(item.bytes.end(), chunk.begin(), chunk.end());
+      }
+      if (item.bytes.size() != h.payload_bytes) {
+        p.why = "blob size differs from its header";
+        return p;
+      }
+    }
+    p.items.push_back(std::move(item));
+  }
+  p.ok = src.done() && p.why.empty();
+  return p;
+}
+
+Parsed read_memory(std::span<const std::byte> bytes, Limits limits = {}) {
+  MemorySource src(MemoryStream::borrow(bytes), limits);
+  return read_all(src);
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char templ[] = "/tmp/state_stream_test.XXXXXX";
+    path = ::mkdtemp(templ);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const char* name) const { return (path / name).string(); }
+};
+
+void write_file(const std::string& path, std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+
+std::vector<std::byte> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(c.size());
+  std::memcpy(out.data(), c.data(), c.size());
+  return out;
+}
+
+Parsed read_path(const std::string& path, Limits limits = {}) {
+  FileSource src(path, limits);
+  return read_all(src);
+}
+
+// The contents the round trips carry: metadata records, a multi-chunk blob whose size is
+// not a multiple of the chunk, an empty blob, an empty record.
+struct Contents {
+  std::vector<std::byte> metadata, big, small_blob;
+  Contents() {
+    ByteWriter w;
+    w.put_string("kernel_module");
+    w.put_u64(0x7f0000001000ull);
+    w.put_i32(-3);
+    metadata = w.take();
+    big = random_bytes(40 * kMiB + 12345, 1);
+    small_blob = random_bytes(777, 2);
+  }
+  // Writes through acquire/commit, partly filling some buffers (commit a prefix).
+  void write(Sink& sink) const {
+    ASSERT_TRUE(sink.put_record(1, 10, metadata)) << sink.error();
+    ASSERT_TRUE(sink.begin_blob(2, 20, big.size())) << sink.error();
+    size_t done = 0;
+    bool half = false;
+    while (done < big.size()) {
+      size_t n = std::min(kChunkBytes, big.size() - done);
+      std::span<std::byte> buf = sink.acquire(n);
+      ASSERT_EQ(buf.size(), n) << sink.error();
+      if (half) n = n / 2 + 1;  // commit only a prefix of the acquired buffer
+      half = !half;
+      std::memcpy(buf.data(), big.data() + done, n);
+      ASSERT_TRUE(sink.commit(buf.first(n))) << sink.error();
+      done += n;
+    }
+    ASSERT_TRUE(sink.end_blob()) << sink.error();
+    ASSERT_TRUE(sink.put_record(3, 30, {})) << sink.error();
+    ASSERT_TRUE(sink.put_blob(4, 40, {})) << sink.error();
+    ASSERT_TRUE(sink.put_blob(5, 50, small_blob)) << sink.error();
+  }
+  void check(const Parsed& p) const {
+    ASSERT_TRUE(p.ok) << p.why;
+    ASSERT_EQ(p.items.size(), 5u);
+    EXPECT_EQ(p.items[0].type, 1u);
+    EXPECT_EQ(p.items[0].id, 10u);
+    EXPECT_FALSE(p.items[0].blob);
+    EXPECT_EQ(p.items[0].bytes, metadata);
+    EXPECT_EQ(p.items[1].type, 2u);
+    EXPECT_EQ(p.items[1].id, 20u);
+    EXPECT_TRUE(p.items[1].blob);
+    EXPECT_TRUE(p.items[1].bytes == big) << "the 40 MiB blob differs";
+    EXPECT_EQ(p.items[2].type, 3u);
+    EXPECT_TRUE(p.items[2].bytes.empty());
+    EXPECT_TRUE(p.items[3].blob);
+    EXPECT_TRUE(p.items[3].bytes.empty());
+    EXPECT_EQ(p.items[4].bytes, small_blob);
+
+    ByteReader r(p.items[0].bytes);
+    std::string name;
+    uint64_t address = 0;
+    int32_t value = 0;
+    EXPECT_TRUE(r.get_string(&name, 64) && r.get_u64(&address) && r.get_i32(&value) && r.expect_end()) << r.error();
+    EXPECT_EQ(name, "kernel_module");
+    EXPECT_EQ(address, 0x7f0000001000ull);
+    EXPECT_EQ(value, -3);
+  }
+};
+
+const Contents& contents() {
+  static const Contents c;
+  return c;
+}
+
+// A small stream with many chunks (4 KiB staging), for the damage tests.
+std::vector<std::byte> small_stream() {
+  SinkOptions o;
+  o.staging_bytes = 4096;
+  o.creator = "state_stream_test";
+  MemorySink sink(o);
+  sink.put_record(1, 1, as_bytes("object list"));
+  sink.put_blob(2, 7, random_bytes(3 * 4096 + 100, 3));
+  sink.put_record(3, 2, as_bytes("module image"));
+  std::string why;
+  EXPECT_TRUE(sink.finish(&why)) << why;
+  return sink.take_stream()->flatten();
+}
+
+TEST(StateStream, MemoryRoundTrip) {
+  uint64_t last_done = 0, calls = 0;
+  SinkOptions o;
+  o.creator = "vmcuda-stub test";
+  o.expected_bytes = contents().big.size();
+  o.progress = [&](uint64_t done, uint64_t total) {
+    EXPECT_GE(done, last_done);
+    EXPECT_EQ(total, contents().big.size());
+    last_done = done;
+    ++calls;
+  };
+  MemorySink sink(o);
+  contents().write(sink);
+  EXPECT_EQ(sink.take_stream(), nullptr) << "no stream before finish()";
+  std::string why;
+  ASSERT_TRUE(sink.finish(&why)) << why;
+  std::shared_ptr<const MemoryStream> stream = sink.take_stream();
+  ASSERT_TRUE(stream);
+  EXPECT_EQ(stream->size(), sink.bytes_written());
+  EXPECT_EQ(last_done, stream->size());
+  EXPECT_GE(calls, 5u) << "progress comes at chunk granularity";
+
+  for (ChunkMode mode : {ChunkMode::kCopy, ChunkMode::kView}) {
+    uint64_t read_done = 0;
+    MemorySource src(stream, {}, [&](uint64_t done, uint64_t total) {
+      EXPECT_GE(done, read_done);
+      EXPECT_EQ(total, stream->size());
+      read_done = done;
+    });
+    contents().check(read_all(src, mode));
+    EXPECT_EQ(src.creator(), "vmcuda-stub test");
+    EXPECT_EQ(src.format_version(), kFormatVersion);
+    EXPECT_EQ(read_done, stream->size());
+  }
+}
+
+TEST(StateStream, MemoryChunksAreNotCopied) {
+  // A restore from memory reads each chunk in the staging buffer it was filled in.
+  MemorySink sink;
+  ASSERT_TRUE(sink.begin_blob(1, 1, 100));
+  std::span<std::byte> buf = sink.acquire(100);
+  ASSERT_EQ(buf.size(), 100u);
+  std::memset(buf.data(), 0x5a, 100);
+  ASSERT_TRUE(sink.commit(buf));
+  ASSERT_TRUE(sink.end_blob());
+  std::string why;
+  ASSERT_TRUE(sink.finish(&why)) << why;
+  MemorySource src(sink.take_stream());
+  RecordHeader h;
+  ASSERT_TRUE(src.next(&h, &why)) << why;
+  std::span<const std::byte> chunk;
+  ASSERT_TRUE(src.read_chunk_view(&chunk, &why)) << why;
+  EXPECT_EQ(chunk.data(), buf.data());
+  EXPECT_EQ(chunk.size(), 100u);
+}
+
+TEST(StateStream, FileRoundTripMatchesMemory) {
+  TempDir dir;
+  const std::string path = dir.file("client.vmstate");
+  int allocs = 0, frees = 0;
+  SinkOptions o;
+  o.staging_buffers = 2;  // the ring wraps many times over the 40 MiB
+  o.allocator.alloc = [&](size_t n) { ++allocs; return std::aligned_alloc(4096, (n + 4095) / 4096 * 4096); };
+  o.allocator.free = [&](void* p) { ++frees; std::free(p); };
+  uint64_t written = 0;
+  o.progress = [&](uint64_t done, uint64_t) { EXPECT_GE(done, written); written = done; };
+  {
+    FileSink sink(path, o);
+    contents().write(sink);
+    EXPECT_FALSE(fs::exists(path)) << "the final name appears only at finish()";
+    EXPECT_TRUE(fs::exists(path + ".partial"));
+    std::string why;
+    ASSERT_TRUE(sink.finish(&why)) << why;
+    EXPECT_EQ(written, sink.bytes_written());
+  }
+  EXPECT_EQ(allocs, 2);
+  EXPECT_EQ(frees, 2);
+  EXPECT_FALSE(fs::exists(path + ".partial"));
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write)
+      << "a state file holds guest memory: owner only";
+
+  contents().check(read_path(path));
+  FileSource view_src(path);
+  contents().check(read_all(view_src, ChunkMode::kView));
+
+  // The same records make the same bytes in memory.
+  SinkOptions mo;
+  mo.creator = o.creator;
+  MemorySink memory(mo);
+  contents().write(memory);
+  std::string why;
+  ASSERT_TRUE(memory.finish(&why)) << why;
+  EXPECT_TRUE(memory.take_stream()->flatten() == read_file(path));
+}
+
+TEST(StateStream, FileSinkOnFdWritesFromItsOffset) {
+  TempDir dir;
+  const std::string path = dir.file("fd.vmstate");
+  FILE* f = std::fopen(path.c_str(), "w+");
+  ASSERT_TRUE(f);
+  ASSERT_EQ(::write(fileno(f), "prefix", 6), 6);
+  {
+    FileSink sink(fileno(f));
+    ASSERT_TRUE(sink.put_record(1, 1, as_bytes("hello")));
+    std::string why;
+    ASSERT_TRUE(sink.finish(&why)) << why;
+  }
+  std::fclose(f);
+  std::vector<std::byte> all = read_file(path);
+  ASSERT_GT(all.size(), 6u);
+  EXPECT_EQ(std::memcmp(all.data(), "prefix", 6), 0);
+  Parsed p = read_memory(std::span(all).subspan(6));
+  ASSERT_TRUE(p.ok) << p.why;
+  ASSERT_EQ(p.items.size(), 1u);
+}
+
+TEST(StateStream, TruncatedStreamsAreRefused) {
+  const std::vector<std::byte> full = small_stream();
+  ASSERT_TRUE(read_memory(full).ok);
+  TempDir dir;
+  const std::string path = dir.file("cut.vmstate");
+  std::vector<size_t> cuts = {0, 4, 8, 11, 12, 23, 24, 40, 60, 61, 100, 200, 4000, 8000};
+  for (size_t back = 1; back <= 64; ++back) cuts.push_back(full.size() - back);
+  for (size_t cut : cuts) {
+    ASSERT_LT(cut, full.size());
+    std::span<const std::byte> part = std::span(full).first(cut);
+    Parsed m = read_memory(part);
+    EXPECT_FALSE(m.ok) << "cut at " << cut;
+    EXPECT_TRUE(m.why.find("truncated") != std::string::npos || m.why.find("not a vmcuda state file") != std::string::npos)
+        << "cut at " << cut << ": " << m.why;
+    write_file(path, part);
+    Parsed f = read_path(path);
+    EXPECT_FALSE(f.ok) << "cut at " << cut;
+    EXPECT_NE(f.why.find(path), std::string::npos) << f.why;
+  }
+}
+
+TEST(StateStream, EveryFlippedByteIsFound) {
+  const std::vector<std::byte> good = small_stream();
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::vector<std::byte> bad = good;
+    bad[i] ^= std::byte{0x10};
+    Parsed p = read_memory(bad);
+    EXPECT_FALSE(p.ok) << "flip at byte " << i << " not found";
+    EXPECT_FALSE(p.why.empty()) << "flip at byte " << i;
+  }
+}
+
+TEST(StateStream, CorruptionMessagesNameRecordAndOffset) {
+  std::vector<std::byte> s = small_stream();
+  const size_t header_bytes = 24 + std::strlen("state_stream_test") + 8;
+  // Record 0: "object list" (11 bytes); record 1: the blob header (8-byte payload); record 2:
+  // the first chunk, whose payload starts after its 32-byte header.
+  const size_t chunk0 = header_bytes + 32 + 11 + 32 + 8;
+  std::vector<std::byte> bad = s;
+  bad[chunk0 + 32 + 100] ^= std::byte{1};
+  Parsed p = read_memory(bad);
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.why.find("record 2 at byte offset " + std::to_string(chunk0)), std::string::npos) << p.why;
+  EXPECT_NE(p.why.find("checksum mismatch"), std::string::npos) << p.why;
+  EXPECT_NE(p.why.find("chunk 0 of blob type 0x2 id 7"), std::string::npos) << p.why;
+
+  bad = s;
+  bad[30] ^= std::byte{1};  // the creator string
+  p = read_memory(bad);
+  EXPECT_NE(p.why.find("corrupt header"), std::string::npos) << p.why;
+
+  bad = s;
+  bad[s.size() - 1] ^= std::byte{1};  // the trailer's checksum over the records
+  p = read_memory(bad);
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.why.find("trailer"), std::string::npos) << p.why;
+
+  // A chunk nobody reads is still verified: next() skips by reading.
+  bad = s;
+  bad[chunk0 + 32 + 100] ^= std::byte{1};
+  MemorySource src(MemoryStream::borrow(bad));
+  RecordHeader h;
+  std::string why;
+  while (src.next(&h, &why)) {
+  }
+  EXPECT_FALSE(src.done());
+  EXPECT_NE(why.find("checksum mismatch"), std::string::npos) << why;
+}
+
+TEST(StateStream, WrongMagicOrVersion) {
+  std::vector<std::byte> s = small_stream();
+  std::vector<std::byte> bad = s;
+  bad[0] = std::byte{'X'};
+  Parsed p = read_memory(bad);
+  EXPECT_NE(p.why.find("not a vmcuda state file"), std::string::npos) << p.why;
+
+  TempDir dir;
+  write_file(dir.file("text"), as_bytes("hello, I am a text file of some length\n"));
+  p = read_path(dir.file("text"));
+  EXPECT_NE(p.why.find("not a vmcuda state file"), std::string::npos) << p.why;
+  p = read_path(dir.file("missing"));
+  EXPECT_NE(p.why.find("cannot open"), std::string::npos) << p.why;
+
+  bad = s;
+  bad[8] = std::byte{2};  // format version 2, little-endian
+  p = read_memory(bad);
+  EXPECT_NE(p.why.find("state file format version 2; this vmcuda-stub reads version 1"), std::string::npos) << p.why;
+}
+
+TEST(StateStream, LimitsAreEnforced) {
+  const std::vector<std::byte> s = small_stream();
+  Limits l;
+  l.max_record_bytes = 11;  // "object list" fits, "module image" (12) does not
+  Parsed p = read_memory(s, l);
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.why.find("payload of 12 bytes is over this reader's limit of 11"), std::string::npos) << p.why;
+  EXPECT_EQ(p.items.size(), 2u);
+
+  l = {};
+  l.max_records = 3;
+  p = read_memory(s, l);
+  EXPECT_NE(p.why.find("more records than this reader's limit of 3"), std::string::npos) << p.why;
+
+  l = {};
+  l.max_total_bytes = s.size() - 1;
+  p = read_memory(s, l);
+  EXPECT_NE(p.why.find("over this reader's limit of " + std::to_string(s.size() - 1)), std::string::npos) << p.why;
+
+  // A record claiming more bytes than the stream has is refused before anything is allocated.
+  std::vector<std::byte> bad = s;
+  const size_t first_record = 24 + std::strlen("state_stream_test") + 8;
+  bad[first_record + 16 + 7] = std::byte{0x7f};  // payload bytes ~ 2^63
+  p = read_memory(bad);
+  EXPECT_NE(p.why.find("over this reader's limit"), std::string::npos) << p.why;
+}
+
+TEST(StateStream, BytesAfterTheTrailerAreRefused) {
+  std::vector<std::byte> s = small_stream();
+  s.push_back(std::byte{0});
+  Parsed p = read_memory(s);
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.why.find("1 bytes after the trailer"), std::string::npos) << p.why;
+}
+
+TEST(StateStream, ChunkBufferTooSmall) {
+  const std::vector<std::byte> s = small_stream();
+  MemorySource src(MemoryStream::borrow(s));
+  RecordHeader h;
+  std::string why;
+  ASSERT_TRUE(src.next(&h, &why));
+  ASSERT_TRUE(src.next(&h, &why));
+  ASSERT_TRUE(h.is_blob());
+  std::vector<std::byte> small(100);
+  size_t got = 0;
+  EXPECT_FALSE(src.read_chunk(small, &got, &why));
+  EXPECT_NE(why.find("does not fit the 100-byte buffer"), std::string::npos) << why;
+}
+
+TEST(StateStream, SinkMisuseFailsWithAReason) {
+  MemorySink a;
+  EXPECT_TRUE(a.acquire(10).empty());
+  EXPECT_NE(a.error().find("outside a blob"), std::string::npos) << a.error();
+
+  MemorySink b;
+  EXPECT_FALSE(b.put_record(kChunkType, 0, {}));
+  EXPECT_NE(b.error().find("reserved"), std::string::npos) << b.error();
+
+  MemorySink c;
+  ASSERT_TRUE(c.begin_blob(1, 1, 100));
+  std::span<std::byte> buf = c.acquire(50);
+  ASSERT_TRUE(c.commit(buf));
+  EXPECT_FALSE(c.end_blob());
+  EXPECT_NE(c.error().find("ended after 50 of its 100 bytes"), std::string::npos) << c.error();
+  std::string why;
+  EXPECT_FALSE(c.finish(&why));
+  EXPECT_EQ(why, c.error()) << "finish() reports the first failure";
+
+  MemorySink d;
+  ASSERT_TRUE(d.begin_blob(1, 1, 100));
+  EXPECT_TRUE(d.acquire(101).empty());
+  EXPECT_NE(d.error().find("acquire(101)"), std::string::npos) << d.error();
+}
+
+// The file under the final name is only ever a complete stream.
+TEST(StateStream, FailedSaveLeavesTheOldFile) {
+  TempDir dir;
+  const std::string path = dir.file("vm.vmstate");
+  {
+    FileSink good(path);
+    ASSERT_TRUE(good.put_record(1, 1, as_bytes("the good one")));
+    std::string why;
+    ASSERT_TRUE(good.finish(&why)) << why;
+  }
+  const std::vector<std::byte> before = read_file(path);
+
+  {  // destroyed without finish()
+    FileSink sink(path);
+    ASSERT_TRUE(sink.put_blob(2, 2, contents().small_blob));
+    EXPECT_TRUE(fs::exists(path + ".partial"));
+  }
+  EXPECT_FALSE(fs::exists(path + ".partial"));
+  EXPECT_TRUE(read_file(path) == before);
+
+  {  // fails (a short blob), then finish()
+    FileSink sink(path);
+    ASSERT_TRUE(sink.begin_blob(2, 2, 1000));
+    std::string why;
+    EXPECT_FALSE(sink.finish(&why));
+    EXPECT_NE(why.find("inside blob"), std::string::npos) << why;
+  }
+  EXPECT_FALSE(fs::exists(path + ".partial"));
+  EXPECT_TRUE(read_file(path) == before);
+
+  {  // a directory that is not there
+    FileSink sink(dir.file("no/such/dir/x.vmstate"));
+    EXPECT_FALSE(sink.put_record(1, 1, {}));
+    std::string why;
+    EXPECT_FALSE(sink.finish(&why));
+    EXPECT_NE(why.find("cannot create " + dir.file("no/such/dir/x.vmstate.partial")), std::string::npos) << why;
+  }
+  Parsed p = read_path(path);
+  ASSERT_TRUE(p.ok) << p.why;
+}
+
+// A write that fails half way (the file size limit, as a full disk would) in a child process.
+TEST(StateStream, WriteFailureMidwayRemovesThePartialFile) {
+  TempDir dir;
+  const std::string path = dir.file("vm.vmstate");
+  write_file(path, as_bytes("previous good state"));
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of the signal
+    rlimit lim{5 * kMiB, 5 * kMiB};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string why;
+    bool ok;
+    {
+      FileSink sink(path);
+      sink.put_blob(2, 2, std::span(contents().big).first(20 * kMiB));
+      ok = sink.finish(&why);
+    }
+    bool expected = !ok && why.find("cannot write " + path + ".partial at byte offset") != std::string::npos &&
+                    why.find("File too large") != std::string::npos && !fs::exists(path + ".partial");
+    if (!expected) std::fprintf(stderr, "child: ok=%d why=%s\n", ok, why.c_str());
+    ::_exit(expected ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::vector<std::byte> after = read_file(path);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(after.data()), after.size()), "previous good state");
+}
+
+// /dev/full answers every write with ENOSPC.
+TEST(StateStream, NoSpaceLeftOnDevice) {
+  FILE* full = std::fopen("/dev/full", "w");
+  if (!full) GTEST_SKIP() << "no /dev/full here";
+  std::string why;
+  {
+    FileSink sink(fileno(full));
+    sink.put_blob(2, 2, contents().small_blob);
+    EXPECT_FALSE(sink.finish(&why));
+  }
+  std::fclose(full);
+  EXPECT_NE(why.find("no space left on device writing"), std::string::npos) << why;
+}
+
+TEST(ByteReader, RefusesOverLongLengthsAndTruncation) {
+  ByteWriter w;
+  w.put_u32(0xfffffff0u);  // a string "length" far past the end
+  w.put_u8(1);
+  std::vector<std::byte> bytes = w.take();
+  {
+    ByteReader r(bytes);
+    std::string s = "x";
+    EXPECT_FALSE(r.get_string(&s, 1 << 20));
+    EXPECT_TRUE(s.empty());
+    EXPECT_NE(r.error().find("offset 4: string length 4294967280 is over the limit of 1048576"), std::string::npos) << r.error();
+    uint8_t v = 9;
+    EXPECT_FALSE(r.get_u8(&v)) << "every get after a failure fails";
+    EXPECT_EQ(v, 0);
+  }
+  {
+    ByteReader r(bytes);
+    std::vector<std::byte> b;
+    EXPECT_FALSE(r.get_bytes(&b, ~size_t{0}));
+    EXPECT_NE(r.error().find("runs past the end (1 bytes remain)"), std::string::npos) << r.error();
+  }
+  {
+    ByteReader r{std::span(bytes).first(3)};
+    uint64_t v = 7;
+    EXPECT_FALSE(r.get_u64(&v));
+    EXPECT_EQ(v, 0u);
+    EXPECT_NE(r.error().find("offset 0: u64 needs 8 bytes, 3 remain"), std::string::npos) << r.error();
+  }
+  {
+    ByteReader r(bytes);
+    uint32_t v = 0;
+    EXPECT_TRUE(r.get_u32(&v));
+    EXPECT_FALSE(r.expect_end());
+    EXPECT_NE(r.error().find("1 unread bytes"), std::string::npos) << r.error();
+  }
+}
+
+TEST(ByteReader, RoundTrip) {
+  ByteWriter w;
+  w.put_u8(0xab);
+  w.put_u32(0x01020304);
+  w.put_u64(0x1122334455667788ull);
+  w.put_i32(-7);
+  w.put_bytes(as_bytes("raw"));
+  w.put_string("");
+  const uint8_t expected_prefix[] = {0xab, 0x04, 0x03, 0x02, 0x01};  // little-endian on the wire
+  ASSERT_GE(w.bytes().size(), sizeof expected_prefix);
+  EXPECT_EQ(std::memcmp(w.bytes().data(), expected_prefix, sizeof expected_prefix), 0);
+  ByteReader r(w.bytes());
+  uint8_t a;
+  uint32_t b;
+  uint64_t c;
+  int32_t d;
+  std::vector<std::byte> e;
+  std::string f = "x";
+  EXPECT_TRUE(r.get_u8(&a) && r.get_u32(&b) && r.get_u64(&c) && r.get_i32(&d) && r.get_bytes(&e, 3) &&
+              r.get_string(&f, 0) && r.expect_end())
+      << r.error();
+  EXPECT_EQ(a, 0xab);
+  EXPECT_EQ(b, 0x01020304u);
+  EXPECT_EQ(c, 0x1122334455667788ull);
+  EXPECT_EQ(d, -7);
+  EXPECT_EQ(e.size(), 3u);
+  EXPECT_EQ(f, "");
+}
+
+}  // namespace
+}  // namespace vmcuda::host::state

@@ -1,0 +1,264 @@
+// Suspend and resume of a client (host-stub/src/suspend.cc) on the test executor, through
+// the endpoint's control path as vmcuda-stub drives it: the slot held at a call boundary,
+// the client's state written out and its GPU objects released, then recreated behind the
+// same handles and pointers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "client_control.h"
+#include "host-stub/stub_fixture.h"
+
+namespace vmcuda::host::test {
+namespace {
+
+namespace cc = client_control;
+using namespace std::chrono_literals;
+
+// The one served slot of the stub.
+vmrpc::ServedSlot served(Stub& s) {
+  for (int i = 0; i < 200; ++i) {
+    auto v = s.endpoint.served_slots();
+    if (!v.empty()) return v.front();
+    std::this_thread::sleep_for(5ms);
+  }
+  ADD_FAILURE() << "no served slot";
+  return {};
+}
+
+cc::Reply control(Stub& s, cc::Op op, const std::string& path = {}, std::vector<cc::Progress>* progress = nullptr) {
+  const auto slot = served(s);
+  std::vector<std::byte> reply;
+  std::string why;
+  const bool ok = s.endpoint.control_slot(
+      slot.connection_id, slot.slot, cc::encode(cc::Request{op, path}), &reply,
+      [&](std::span<const std::byte> m) {
+        cc::Progress p;
+        EXPECT_TRUE(cc::decode(m, &p));
+        if (progress) progress->push_back(p);
+      },
+      &why);
+  EXPECT_TRUE(ok) << why;
+  cc::Reply r;
+  EXPECT_TRUE(cc::decode(reply, &r));
+  return r;
+}
+
+bool hold(Stub& s) {
+  const auto slot = served(s);
+  std::string why;
+  const bool ok = s.endpoint.hold_slot(slot.connection_id, slot.slot, 2000ms, &why);
+  EXPECT_TRUE(ok) << why;
+  return ok;
+}
+void release(Stub& s) {
+  const auto slot = served(s);
+  s.endpoint.release_slot(slot.connection_id, slot.slot);
+}
+
+std::vector<int> iota(int n, int from) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = from + i;
+  return v;
+}
+
+// A client holding one of each kind of object.
+struct Workload {
+  uint64_t small = 0, large = 0, fn = 0, global = 0;
+  uint64_t stream = api::kFirstGuestHandle + 7, event = api::kFirstGuestHandle + 9;
+  uint64_t pinned_offset = 0;
+  size_t large_ints = (3u << 20) / 4;
+
+  void build(Client& c) {
+    small = c.malloc(4096);
+    large = c.malloc(large_ints * 4);
+    c.put(small, iota(1024, 1));
+    c.put(large, iota(1024, 100000));
+    fn = c.load_add_one();
+    // The module variable (the fake module's) with a value of its own.
+    const std::string name = tst::kTestGlobal;
+    api::GlobalReply g{};
+    ASSERT_EQ(c.call<api::Call::ModuleGetGlobal>({1, uint32_t(name.size())}, &g, std::as_bytes(std::span(name))), 0);
+    global = g.ptr;
+    c.put(global, iota(64, 7000));
+    ASSERT_EQ(c.call<api::Call::StreamCreate>({stream, 1 /* non-blocking */, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::EventCreate>({event, 0}), 0);
+    ASSERT_EQ(c.launch(fn, small, 1024, stream), 0);
+    ASSERT_EQ(c.call<api::Call::EventRecord>({event, stream, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::StreamSynchronize>({stream}), 0);
+    api::LimitReply lim{};
+    ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({16u << 20, 2 /* malloc heap */}, &lim), 0);
+    ASSERT_EQ(c.call<api::Call::DeviceSetCacheConfig>({1}), 0);
+    auto block = c.slot->heap().allocate(8192);
+    ASSERT_TRUE(block);
+    pinned_offset = block->offset;
+    ASSERT_EQ(c.call<api::Call::PinHeap>({block->ref()}), 0);
+  }
+};
+
+TEST(Suspend, EveryObjectComesBackBehindTheSameHandlesAndPointers) {
+  Stub stub;
+  Client c(stub);
+  Workload w;
+  w.build(c);
+  const uint64_t contexts = tst::fake_live_contexts(), modules = tst::fake_live_modules();
+  ASSERT_GT(tst::fake_allocated_bytes(), 0u);
+
+  ASSERT_TRUE(hold(stub));
+  std::vector<cc::Progress> progress;
+  cc::Reply r = control(stub, cc::Op::kSuspend, {}, &progress);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.status.suspended);
+  EXPECT_GT(r.state_bytes, 3u << 20);  // the memory and the module image
+  EXPECT_FALSE(progress.empty());
+  // The GPU is free for others: no memory, context, module, stream, event or pinning left.
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+  EXPECT_EQ(tst::fake_live_contexts(), contexts - 1);
+  EXPECT_EQ(tst::fake_live_modules(), modules - 1);
+  EXPECT_EQ(tst::fake_live_streams(), 0u);
+  EXPECT_EQ(tst::fake_live_events(), 0u);
+  EXPECT_EQ(tst::fake_pinned_ranges(), 0u);
+  // A second suspend says so and changes nothing.
+  cc::Reply again = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(again.ok);
+  EXPECT_NE(again.error.find("already suspended"), std::string::npos);
+
+  r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  EXPECT_EQ(tst::fake_live_contexts(), contexts);
+  EXPECT_EQ(tst::fake_live_modules(), modules);
+  EXPECT_EQ(tst::fake_pinned_ranges(), 1u);
+  release(stub);
+
+  // Same pointers, same bytes (the kernel's +1 included), same handles.
+  auto small = c.get(w.small, 1024);
+  EXPECT_EQ(small, iota(1024, 2));
+  EXPECT_EQ(c.get(w.large, 1024), iota(1024, 100000));
+  EXPECT_EQ(c.get(w.global, 64), iota(64, 7000));
+  ASSERT_EQ(c.launch(w.fn, w.small, 1024, w.stream), 0);
+  ASSERT_EQ(c.call<api::Call::StreamSynchronize>({w.stream}), 0);
+  EXPECT_EQ(c.get(w.small, 1024), iota(1024, 3));
+  api::LimitReply lim{};
+  ASSERT_EQ(c.call<api::Call::DeviceGetLimit>({2}, &lim), 0);
+  EXPECT_EQ(lim.value, 16u << 20);
+  api::CacheConfigReply cache{};
+  ASSERT_EQ(c.call<api::Call::DeviceGetCacheConfig>({}, &cache), 0);
+  EXPECT_EQ(cache.config, 1);
+  // The event exists, but its timestamp did not survive: a defined error, not a time.
+  EXPECT_EQ(c.call<api::Call::EventQuery>({w.event}), 0);
+  api::ElapsedTimeReply t{};
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event}, &t), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({w.event, w.stream, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventSynchronize>({w.event}), 0);
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event}, &t), 0);  // recorded anew: fine
+  // New objects after the resume get new handles, old ones still free normally.
+  const uint64_t more = c.malloc(4096);
+  EXPECT_NE(more, w.small);
+  EXPECT_EQ(c.call<api::Call::Free>({w.large}), 0);
+  EXPECT_EQ(c.call<api::Call::Free>({more}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamDestroy>({w.stream}), 0);
+}
+
+TEST(Suspend, AGuestThatCallsWhileHeldWaitsAndIsServedAfter) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(4096);
+  c.put(p, iota(16, 5));
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  std::atomic<bool> answered{false};
+  std::vector<int> got;
+  std::thread guest([&] {
+    got = c.get(p, 16);
+    answered = true;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(answered.load());  // held: the call waits in its slot
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  guest.join();
+  EXPECT_EQ(got, iota(16, 5));
+}
+
+TEST(Suspend, ASaveThatFailsLeavesTheClientRunning) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(4096);
+  c.put(p, iota(16, 5));
+  const uint64_t before = tst::fake_allocated_bytes();
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, "/nonexistent-dir/vm.state");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("/nonexistent-dir"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  release(stub);
+  EXPECT_EQ(tst::fake_allocated_bytes(), before);
+  EXPECT_EQ(c.get(p, 16), iota(16, 5));
+}
+
+TEST(Suspend, SaveToAFileAndRestoreFromIt) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-test.state";
+  std::filesystem::remove(path);
+  Stub stub;
+  Client c(stub);
+  Workload w;
+  w.build(c);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  ASSERT_TRUE(std::filesystem::exists(path));
+  const auto size = std::filesystem::file_size(path);
+  EXPECT_EQ(size, r.state_bytes);
+
+  // A damaged copy is refused with the reason; the client stays suspended and the file as it was.
+  const std::string bad = path + ".bad";
+  std::filesystem::copy_file(path, bad, std::filesystem::copy_options::overwrite_existing);
+  {
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    char x = 0;
+    f.read(&x, 1);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    x ^= 0x5a;
+    f.write(&x, 1);
+  }
+  r = control(stub, cc::Op::kRestore, bad);
+  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.error.empty());
+  EXPECT_TRUE(r.status.suspended);
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_live_streams(), 0u);
+
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(c.get(w.small, 1024), iota(1024, 2));
+  EXPECT_EQ(c.get(w.global, 64), iota(64, 7000));
+  ASSERT_EQ(c.launch(w.fn, w.small, 1024, w.stream), 0);
+  EXPECT_EQ(c.get(w.small, 1024), iota(1024, 3));
+  std::filesystem::remove(path);
+  std::filesystem::remove(bad);
+}
+
+TEST(Suspend, StatusCountsTheClientsMemory) {
+  Stub stub;
+  Client c(stub);
+  c.malloc(3u << 20);
+  cc::Reply r = control(stub, cc::Op::kStatus);
+  ASSERT_TRUE(r.ok);
+  EXPECT_FALSE(r.status.suspended);
+  EXPECT_GE(r.status.device_bytes, 3u << 20);
+  EXPECT_GE(r.status.allocated_bytes, 3u << 20);
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test
