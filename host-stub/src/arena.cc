@@ -199,6 +199,7 @@ CUresult DeviceArena::unmap(std::map<uint64_t, Mapping>::iterator it) {
 
 CUresult DeviceArena::allocate(int device, uint64_t bytes, uint64_t* ptr, std::string* why) {
   if (bytes == 0 || !ptr) return CUDA_ERROR_INVALID_VALUE;
+  if (released_) return CUDA_ERROR_ILLEGAL_STATE;  // suspended: nothing may be allocated
   if (index_ < 0) {
     if (why) *why = "no free device arena index in this process (at most " + std::to_string(kArenaMaxIndex) + ")";
     return CUDA_ERROR_OUT_OF_MEMORY;

@@ -177,6 +177,7 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
     for (ObjectId id : gone) vol_.remove(id);
   }
   make_current(current_);
+  publish_status();
   return output_after_sync(sync);  // natively a reset destroys the context, which flushes printf
 }
 

@@ -45,6 +45,7 @@ int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
   const CUresult e = arena_->free(a.ptr);
   allocated_ -= o->as<AllocationObject>().bytes;
   vol_.remove(o->id);
+  publish_status();
   return e;
 }
 

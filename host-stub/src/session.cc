@@ -76,6 +76,14 @@ bool Session::ensure_context() {
 void Session::add_allocation(uint64_t ptr, uint64_t bytes) {
   vol_.add(ObjectKind::Allocation, current_, ptr, vol_.context(current_)->id, AllocationObject{bytes});
   allocated_ += bytes;
+  publish_status();
+}
+
+void Session::publish_status() {
+  published_device_bytes_.store(arena_ ? arena_->physical_bytes() : 0, std::memory_order_relaxed);
+  published_allocated_.store(allocated_, std::memory_order_relaxed);
+  published_objects_.store(vol_.size(), std::memory_order_relaxed);
+  published_suspended_.store(suspended_, std::memory_order_relaxed);
 }
 
 CUresult Session::release(Object& o, Release how) {
@@ -182,6 +190,7 @@ void Session::close() {
   release_all(Release::kClose);  // the contexts
   pitches_.clear();
   free_gates(true);  // the driver calls no gate of a destroyed context
+  publish_status();
   if (freed || mods || streams || events)
     VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(freed) + " allocations (" +
                                  std::to_string(bytes) + " bytes), " + std::to_string(mods) + " modules, " +

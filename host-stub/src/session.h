@@ -95,6 +95,8 @@ class Session : public vmrpc::SlotService {
   bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why);
   bool suspended() const { return suspended_; }
   ClientStatus status() const;
+  // The status as last published (any thread; client_control's Reply encoding).
+  std::vector<std::byte> snapshot() const override;
   // Runs one call's handler (call() decides on which thread).
   int32_t dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                    std::span<std::byte> reply, uint32_t& reply_bytes);
@@ -169,6 +171,11 @@ class Session : public vmrpc::SlotService {
   bool suspended_ = false;
   const vmrpc::RegionView* region_ = nullptr;  // the connection's region (set by the first call)
   bool said_suspended_ = false;
+  // What snapshot() reads from other threads: published after each change of the memory
+  // the client holds and at suspend, resume and close.
+  std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0};
+  std::atomic<bool> published_suspended_{false};
+  void publish_status();
   uint64_t suspended_bytes_ = 0;   // device memory held while suspended (none)
   uint64_t suspended_memory_ = 0;  // device memory bytes saved
   std::shared_ptr<const state::MemoryStream> suspended_state_;

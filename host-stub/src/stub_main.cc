@@ -4,9 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 
 #include "stub_main.h"
+#include "control_server.h"
+#include "vm_control.h"
 #include "driver_api.h"
 #include "output.h"
 #include "session.h"
@@ -16,6 +20,67 @@
 #include <unistd.h>
 
 namespace vmcuda::host {
+
+namespace {
+
+nlohmann::json status_json(VmControl& vm) {
+  const VmStatus s = vm.status();
+  nlohmann::json clients = nlohmann::json::array();
+  for (const auto& c : s.clients)
+    clients.push_back({{"connection", c.connection},
+                       {"slot", c.reply.status.slot},
+                       {"pid", c.reply.status.owner_tag},
+                       {"worker_pid", c.worker_pid},
+                       {"suspended", c.reply.status.suspended},
+                       {"device_memory_bytes", c.reply.status.device_bytes},
+                       {"allocated_bytes", c.reply.status.allocated_bytes},
+                       {"objects", c.reply.status.objects}});
+  return {{"vm", s.vm},         {"state", s.state}, {"pid", ::getpid()}, {"clients", s.clients.size()},
+          {"device_memory_bytes", s.device_bytes}, {"gpus", vm.gpus()}, {"client_list", clients}};
+}
+
+// A VM operation as a control handler: progress lines while it runs, the status after.
+template <class Op>
+ControlServer::Handler vm_operation(VmControl& vm, Op op) {
+  return [&vm, op](const nlohmann::json& request, Progress& progress) {
+    std::string why;
+    const auto report = [&](const std::string& phase, uint64_t done, uint64_t total) {
+      progress.report(done, total, phase);
+    };
+    if (!op(request, report, &why)) throw std::runtime_error(why);
+    return status_json(vm);
+  };
+}
+
+std::string file_of(const nlohmann::json& request) {
+  if (!request.contains("file") || !request["file"].is_string() || request["file"].get<std::string>().empty())
+    throw std::runtime_error("the request names no \"file\"");
+  const std::string f = request["file"].get<std::string>();
+  if (f.front() != '/') throw std::runtime_error("\"file\" must be an absolute path (the stub has its own cwd)");
+  return f;
+}
+
+void install_control_handlers(ControlServer& control, VmControl& vm) {
+  control.on("status", [&vm](const nlohmann::json&, Progress&) { return status_json(vm); });
+  control.on("suspend", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
+               return vm.suspend(p, why);
+             }));
+  control.on("resume", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
+               return vm.resume(p, why);
+             }));
+  control.on("save", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
+               return vm.save(file_of(r), p, why);
+             }));
+  control.on("restore", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
+               return vm.restore(file_of(r), p, why);
+             }));
+  control.on("upgrade", [](const nlohmann::json&, Progress&) -> nlohmann::json {
+    throw std::runtime_error("upgrade is not implemented yet: restart the stub with the VM suspended is not "
+                             "supported either (issue 9, point 6)");
+  });
+}
+
+}  // namespace
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
   // A worker (started by the stub itself for one client slot) gets the stub's own options
@@ -63,6 +128,12 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "(where clients share the process), off with process (each worker is its client's own)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  std::string vm_name, control_socket, control_group;
+  app.add_option("--vm", vm_name, "the VM's name in logs and vmcudactl (default: the socket's file name without .sock)");
+  app.add_option("--control-socket", control_socket,
+                 "vmcudactl's socket for this stub (default: the VM socket with .ctl for .sock; 'none': no control)");
+  app.add_option("--control-group", control_group,
+                 "group (name or gid) whose members may use the control socket, besides root and this stub's user");
   CLI11_PARSE(app, stub_argc, argv);
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
 
@@ -113,6 +184,29 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   try {
     vmrpc::HostEndpoint endpoint(options, service);
     endpoint.start();
+    // The control socket (vmcudactl): status, suspend, resume, save, restore.
+    const std::string base = std::filesystem::path(socket_path).filename().string();
+    if (vm_name.empty()) vm_name = base.size() > 5 && base.ends_with(".sock") ? base.substr(0, base.size() - 5) : base;
+    if (control_socket.empty())
+      control_socket = socket_path.ends_with(".sock") ? socket_path.substr(0, socket_path.size() - 5) + ".ctl"
+                                                      : socket_path + ".ctl";
+    std::vector<std::string> gpus;
+    for (int d : devices) {
+      CUdevice dev;
+      char name[256] = {};
+      if (api.cuDeviceGet(&dev, d) == CUDA_SUCCESS) api.cuDeviceGetName(name, sizeof name - 1, dev);
+      gpus.push_back(std::to_string(d) + ": " + name);
+    }
+    VmControl vm(endpoint, vm_name, gpus);
+    std::unique_ptr<ControlServer> control;
+    if (control_socket != "none") {
+      ControlServerOptions copts;
+      copts.socket_path = control_socket;
+      if (!control_group.empty()) copts.group = control_group;
+      control = std::make_unique<ControlServer>(copts);
+      install_control_handlers(*control, vm);
+      control->start();
+    }
     std::string list;
     for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
     std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s\n", socket_path.c_str(),
@@ -121,6 +215,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     int sig = 0;
     sigwait(&sigs, &sig);
     std::fprintf(stderr, "vmcuda-stub: signal %d, closing all clients\n", sig);
+    if (control) control->stop();
     endpoint.stop();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 
+#include "client_control.h"
 #include "session.h"
 #include "state_stream.h"
 #include "vmrpc/log.h"
@@ -56,6 +57,19 @@ std::string Session::device_model(int guest_device) const {
   api_.cuDeviceGetName(name, sizeof name - 1, dev);
   api_.cuDeviceTotalMem_v2(&total, dev);
   return std::string(name) + " (" + std::to_string(total >> 20) + " MiB)";
+}
+
+std::vector<std::byte> Session::snapshot() const {
+  client_control::Reply r;
+  r.ok = true;
+  r.status.slot = info_.slot;
+  r.status.owner_tag = info_.owner_tag;
+  r.status.suspended = published_suspended_.load(std::memory_order_relaxed);
+  r.status.device_bytes = published_device_bytes_.load(std::memory_order_relaxed);
+  r.status.allocated_bytes = published_allocated_.load(std::memory_order_relaxed);
+  r.status.objects = published_objects_.load(std::memory_order_relaxed);
+  r.status.devices = devices_;
+  return client_control::encode(r);
 }
 
 ClientStatus Session::status() const {
@@ -244,6 +258,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   suspended_ = true;
   suspended_bytes_ = 0;
   suspended_memory_ = memory_bytes;
+  publish_status();
   const double s = std::chrono::duration<double>(clock::now() - t0).count();
   VMRPC_LOG(kInfo, "stub", log_tag_ + ": suspended: " + std::to_string(objects) + " objects, " +
                                std::to_string(memory_bytes >> 20) + " MiB of device memory in " +
@@ -535,14 +550,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     new_id[s.id] = vol_.context(s.device)->id;
   }
   current_ = current;
-  if (!layout.mappings.empty()) {
-    for (size_t d = 0; d < contexts_.size(); ++d)
-      if (contexts_[d]) {
-        make_current(static_cast<int>(d));
-        break;
-      }
-    if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
-  }
+  for (size_t d = 0; d < contexts_.size(); ++d)
+    if (contexts_[d]) {
+      make_current(static_cast<int>(d));
+      break;
+    }
+  // Also with no memory at all: the arena takes allocations again.
+  if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
   // Device memory: the mappings' blobs, in order.
   uint64_t memory_bytes = 0;
   for (const auto& m : layout.mappings) {
@@ -706,6 +720,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   output_possible_ = true;
   suspended_ = false;
   suspended_memory_ = 0;
+  publish_status();
   const double secs = std::chrono::duration<double>(clock::now() - t0).count();
   VMRPC_LOG(kInfo, "stub", log_tag_ + ": resumed: " + std::to_string(vol_.size()) + " objects, " +
                                std::to_string(memory_bytes >> 20) + " MiB of device memory in " +

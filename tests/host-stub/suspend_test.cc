@@ -262,3 +262,38 @@ TEST(Suspend, StatusCountsTheClientsMemory) {
 
 }  // namespace
 }  // namespace vmcuda::host::test
+
+namespace vmcuda::host::test {
+namespace {
+
+TEST(Suspend, ManyCyclesWithWorkBetween) {
+  Stub stub;
+  Client c(stub);
+  std::vector<std::pair<uint64_t, int>> blocks;  // pointer, first value
+  auto cycle_once = [&] {
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+    EXPECT_EQ(tst::fake_live_reservations(), 0u);
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+  };
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    blocks.push_back({c.malloc(cycle % 2 ? 4096 : (2u << 20)), cycle * 100});
+    c.put(blocks.back().first, iota(16, cycle * 100));
+    if (cycle == 2) {  // an arena with no memory at all across a cycle, then memory again
+      for (auto [p, v] : blocks) EXPECT_EQ(c.call<api::Call::Free>({p}), 0);
+      blocks.clear();
+      cycle_once();
+      blocks.push_back({c.malloc(4096), 7});
+      c.put(blocks.back().first, iota(16, 7));
+    }
+    cycle_once();
+    for (auto [p, v] : blocks) EXPECT_EQ(c.get(p, 16), iota(16, v));
+  }
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test

@@ -73,7 +73,8 @@ struct Op {
 struct SlotControlHandle {
   ServedSlot info;
   std::shared_ptr<SlotGate> gate;  // thread mode
-  SlotService* svc = nullptr;      // thread mode: set and read on the slot's service thread only
+  SlotService* svc = nullptr;      // thread mode: set and cleared by the slot's service thread
+  std::mutex svc_mu;               // guards svc against snapshots from other threads
   UniqueFd worker_fd;              // worker mode
   std::mutex worker_mu;            // one request at a time on the socket
 };
@@ -171,6 +172,7 @@ class HostEndpoint::Impl {
   }
 
  public:
+  std::atomic<bool> hold_new_{false};  // set_hold_new_slots
   std::shared_ptr<SlotControlHandle> control_of(uint64_t connection, uint32_t slot) const {
     std::lock_guard l(control_mu_);
     auto it = controls_.find({connection, slot});
@@ -491,6 +493,7 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   handle->info = {c.id, slot, ordering::load_relaxed(ctl.owner_tag), -1};
   const int doorbell = c.host_rx[slot].get();
   handle->gate = std::make_shared<SlotGate>([doorbell] { ring(doorbell); });
+  if (hold_new_) handle->gate->request_hold();
   add_control(handle);
   s.thread = std::thread([this, cp = &c, slot, handle] { serve_slot(cp, slot, handle.get()); });
 }
@@ -510,6 +513,7 @@ bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
                   ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region,
                   c.view.layout().host_map_address};
   spec.control_fd = theirs.get();
+  spec.start_held = hold_new_;
   pid_t pid = -1;
   try {
     pid = opts_.spawn_worker(spec);
@@ -594,9 +598,16 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHan
                       std::lock_guard l(stats_mu_);
                       ++stats_.bad_batches_total;
                     }};
-  control->svc = svc.get();
+  {
+    std::lock_guard l(control->svc_mu);
+    control->svc = svc.get();
+  }
   server.gate = control->gate.get();
   vmrpc::serve_slot(server, svc.get());
+  {
+    std::lock_guard l(control->svc_mu);
+    control->svc = nullptr;
+  }
   drop_control(c->id, slot);
   {
     std::lock_guard l(stats_mu_);
@@ -664,6 +675,8 @@ bool HostEndpoint::hold_slot(uint64_t connection_id, uint32_t slot, std::chrono:
   return worker_request(*h, worker_control::Op::kHold, std::as_bytes(std::span(&ms, 1)), nullptr, {}, why);
 }
 
+void HostEndpoint::set_hold_new_slots(bool on) { impl_->hold_new_ = on; }
+
 void HostEndpoint::release_slot(uint64_t connection_id, uint32_t slot) {
   auto h = impl_->control_of(connection_id, slot);
   if (!h) return;
@@ -671,6 +684,23 @@ void HostEndpoint::release_slot(uint64_t connection_id, uint32_t slot) {
     h->gate->release();
   else
     worker_request(*h, worker_control::Op::kRelease, {}, nullptr, {}, nullptr);
+}
+
+bool HostEndpoint::snapshot_slot(uint64_t connection_id, uint32_t slot, std::vector<std::byte>* reply,
+                                 std::string* why) {
+  auto h = impl_->control_of(connection_id, slot);
+  if (!h) {
+    if (why) *why = not_served(connection_id, slot);
+    return false;
+  }
+  if (!h->gate) return worker_request(*h, worker_control::Op::kSnapshot, {}, reply, {}, why);
+  std::lock_guard l(h->svc_mu);
+  if (!h->svc) {
+    if (why) *why = not_served(connection_id, slot);
+    return false;
+  }
+  *reply = h->svc->snapshot();
+  return true;
 }
 
 bool HostEndpoint::control_slot(uint64_t connection_id, uint32_t slot, std::span<const std::byte> request,

@@ -19,6 +19,13 @@ bool SlotGate::hold(std::chrono::milliseconds timeout) {
   return true;
 }
 
+void SlotGate::request_hold() {
+  std::lock_guard l(mu_);
+  if (closed_) return;
+  hold_requested_ = true;
+  update_wanted();
+}
+
 void SlotGate::release() {
   std::lock_guard l(mu_);
   hold_requested_ = false;

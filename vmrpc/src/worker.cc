@@ -38,7 +38,8 @@ int spawn_worker_process(const std::string& exe, const std::vector<std::string>&
       std::to_string(spec.region.heap_page_bytes),
       std::to_string(spec.region.host_peer_id),
       std::to_string(spec.region.guest_peer_id),
-      std::to_string(spec.map_address)};
+      std::to_string(spec.map_address),
+      spec.start_held ? "held" : "run"};
   all.insert(all.end(), worker_args.begin(), worker_args.end());
   std::vector<char*> argv;
   for (auto& a : all) argv.push_back(a.data());
@@ -85,6 +86,12 @@ uint64_t worker_arg(int argc, char** argv, int i) {
   int at = 1;
   while (at < argc && std::strcmp(argv[at], kWorkerFlag) != 0) ++at;
   return at + i < argc ? std::strtoull(argv[at + i], nullptr, 10) : 0;
+}
+// The text of the argument after kWorkerFlag at `i` (1-based); empty when absent.
+std::string worker_arg_text(int argc, char** argv, int i) {
+  int at = 1;
+  while (at < argc && std::strcmp(argv[at], kWorkerFlag) != 0) ++at;
+  return at + i < argc ? argv[at + i] : "";
 }
 }  // namespace
 
@@ -142,7 +149,9 @@ int run_worker(int argc, char** argv, Service& service) {
   Mapping map = std::move(worker_mapping());
   layout->host_map_address = worker_arg(argc, argv, 11);
   RegionView view(map.data(), *layout);
-  std::unique_ptr<SlotService> svc;
+  // Shared with the control thread, which may still ask it for a snapshot until the process
+  // exits.
+  std::shared_ptr<SlotService> svc;
   try {
     svc = service.open(info);
   } catch (const std::exception& e) {
@@ -160,7 +169,8 @@ int run_worker(int argc, char** argv, Service& service) {
       [[maybe_unused]] ssize_t n = ::write(kWorkerDoorbellFd, &one, sizeof one);
     });
     server.gate = gate;
-    std::thread([gate, s = svc.get()] { worker_control::serve(kWorkerControlFd, *gate, s); }).detach();
+    if (worker_arg_text(argc, argv, 12) == "held") gate->request_hold();
+    std::thread([gate, svc] { worker_control::serve(kWorkerControlFd, *gate, svc); }).detach();
   }
   serve_slot(server, svc.get());
   svc.reset();

@@ -39,7 +39,7 @@ namespace {
 std::span<const std::byte> text(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 }  // namespace
 
-void serve(int fd, SlotGate& gate, SlotService* svc) {
+void serve(int fd, SlotGate& gate, std::shared_ptr<SlotService> svc) {
   Op op;
   std::vector<std::byte> payload;
   while (receive(fd, &op, &payload, -1)) {
@@ -65,12 +65,16 @@ void serve(int fd, SlotGate& gate, SlotService* svc) {
         std::vector<std::byte> reply;
         const auto progress = [&](std::span<const std::byte> m) { send(fd, Op::kProgress, m); };
         // No time limit once it runs: a long suspend is waited for.
-        if (gate.run([&] { reply = svc->control(payload, progress); }, std::chrono::hours(24)))
+        SlotService* s = svc.get();
+        if (gate.run([&] { reply = s->control(payload, progress); }, std::chrono::hours(24)))
           send(fd, Op::kReply, reply);
         else
           send(fd, Op::kFailed, text("the slot ended"));
         break;
       }
+      case Op::kSnapshot:
+        send(fd, Op::kReply, svc ? svc->snapshot() : std::vector<std::byte>{});
+        break;
       default:
         send(fd, Op::kFailed, text("unknown control request"));
     }

@@ -39,6 +39,7 @@ struct WorkerSpec {
   RegionConfig region;
   uint64_t map_address;  // where the worker must map the region (RegionHeader::host_map_address; 0: anywhere)
   int control_fd = -1;   // the worker's end of the control socket (worker.h kWorkerControlFd)
+  bool start_held = false;  // park before the first call (HostEndpoint::set_hold_new_slots)
 };
 
 struct HostEndpointOptions {
@@ -96,6 +97,11 @@ class HostEndpoint {
   // not served or does not stop within `timeout`.
   bool hold_slot(uint64_t connection_id, uint32_t slot, std::chrono::milliseconds timeout, std::string* why);
   void release_slot(uint64_t connection_id, uint32_t slot);
+  // While on, slots that start being served are held before their first call (a VM being
+  // suspended: its new clients wait too); release_slot() lets each go.
+  void set_hold_new_slots(bool on);
+  // The slot service's snapshot() (status), without waiting for a call boundary.
+  bool snapshot_slot(uint64_t connection_id, uint32_t slot, std::vector<std::byte>* reply, std::string* why);
   // Runs the slot service's control() with `request` on the slot's service thread (in its
   // worker process, in worker mode) and returns its reply; progress messages reach
   // `progress`. False (and why) when the slot is not served or ended meanwhile.

@@ -52,6 +52,9 @@ class SlotService {
   virtual std::vector<std::byte> control(std::span<const std::byte> request, const Progress& progress) {
     return {};
   }
+  // A view of the service for status displays, from any thread and without waiting for the
+  // slot's call boundary (a client in a long call still answers): the service makes it safe.
+  virtual std::vector<std::byte> snapshot() const { return {}; }
 };
 
 class Service {

@@ -32,6 +32,9 @@ class SlotGate {
   // then nothing is held).
   bool hold(std::chrono::milliseconds timeout);
   void release();
+  // hold() without waiting: the service thread parks at its next call boundary (a slot
+  // that starts while its VM is suspended parks before its first call).
+  void request_hold();
   // Runs `task` on the service thread at a call boundary and returns once it ran (true),
   // or false when the slot ended first or `timeout` passed before it started (then it
   // never runs).

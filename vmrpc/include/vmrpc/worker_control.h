@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ enum class Op : uint8_t {
   kProgress,   // payload: a progress message
   kReply,      // payload: the answer
   kFailed,     // payload: why (text)
+  kSnapshot,   // answer kReply with SlotService::snapshot(), at once (no call boundary)
 };
 inline constexpr size_t kMaxMessage = 192u << 10;  // below the default socket buffer
 
@@ -30,6 +32,6 @@ bool receive(int fd, Op* op, std::vector<std::byte>* payload, int timeout_ms);
 
 // The worker's side: answers requests from `fd` with `gate` and `svc` until the endpoint
 // closes its end (run on a thread of its own).
-void serve(int fd, SlotGate& gate, SlotService* svc);
+void serve(int fd, SlotGate& gate, std::shared_ptr<SlotService> svc);
 
 }  // namespace vmrpc::worker_control

@@ -1,0 +1,83 @@
+// What `vmcudactl` does to one VM (one vmcuda-stub): status, suspend, resume, save and
+// restore of all its clients together, through the endpoint's control path (each client's
+// requests run on its own service thread, in its worker process under --isolation process).
+//
+// Suspend is all or nothing: every client is held at a call boundary first; if one does
+// not get there in time, or one's state cannot be written, the others are resumed and the
+// VM runs on as before. While suspended, the holds stay: a guest that calls just waits.
+//
+// A saved VM is a directory: `manifest.json` (VM, stub version, devices, clients) and one
+// state file per client (client-<connection>-<slot>.state).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client_control.h"
+#include "vmrpc/host_endpoint.h"
+
+namespace vmcuda::host {
+
+struct VmClientStatus {
+  uint64_t connection = 0;
+  client_control::Reply reply;  // its status (reply.status), from a snapshot
+  int worker_pid = -1;
+};
+
+struct VmStatus {
+  std::string vm;
+  std::string state;  // running, suspended, suspending, resuming, saving, restoring
+  std::vector<VmClientStatus> clients;
+  uint64_t device_bytes = 0;  // all clients'
+};
+
+class VmControl {
+ public:
+  // phase, bytes done, bytes in all (0: unknown)
+  using Progress = std::function<void(const std::string& phase, uint64_t done, uint64_t total)>;
+
+  VmControl(vmrpc::HostEndpoint& endpoint, std::string vm, std::vector<std::string> gpus,
+            std::chrono::milliseconds quiesce_timeout = std::chrono::seconds(10));
+
+  VmStatus status();
+  bool suspend(const Progress& progress, std::string* why);
+  bool resume(const Progress& progress, std::string* why);
+  // Suspend into `dir` (created; must not hold a saved VM already).
+  bool save(const std::string& dir, const Progress& progress, std::string* why);
+  // Resume the suspended clients from the state files in `dir` (kept for a retry).
+  bool restore(const std::string& dir, const Progress& progress, std::string* why);
+
+  const std::string& vm() const { return vm_; }
+  const std::vector<std::string>& gpus() const { return gpus_; }
+
+ private:
+  using SlotKey = std::pair<uint64_t, uint32_t>;
+  bool suspend_into(const std::string* dir, const Progress& progress, std::string* why);
+  bool resume_from(const std::string* dir, const Progress& progress, std::string* why);
+  bool request(const SlotKey& k, client_control::Op op, const std::string& path, client_control::Reply* reply,
+               const Progress& progress, uint64_t done_before, uint64_t total, std::string* why);
+  void release_all_held();
+
+  vmrpc::HostEndpoint& endpoint_;
+  std::string vm_;
+  std::vector<std::string> gpus_;
+  std::chrono::milliseconds quiesce_timeout_;
+  std::mutex mu_;             // one operation at a time
+  std::string state_ = "running";
+  std::mutex state_mu_;       // state_ for status() while an operation runs
+  std::set<SlotKey> held_;    // clients held (suspended, or being suspended)
+  std::set<SlotKey> suspended_;
+  bool vm_suspended_ = false;  // also with no client at all
+  void set_state(const std::string& s) {
+    std::lock_guard l(state_mu_);
+    state_ = s;
+  }
+};
+
+}  // namespace vmcuda::host

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Every CUDA test program, unmodified, suspended and resumed over and over while it runs
+# (vmcudactl suspend/resume against a running stub, clients in worker processes), and once
+# saved to a directory and restored from it: each must print exactly what it prints natively.
+# While suspended, the stub must hold no device memory for the VM (vmcudactl status).
+#   suspend_resume_test.sh STUB VMCUDACTL LIBDIR BINDIR EXPECTED_DIR [PROGRAMS...]
+# CI: the test stub (executor); the GPU machine: the real vmcuda-stub (scripts/gpu-check.sh).
+set -euo pipefail
+stub="$1" ctl="$2" libdir="$3" bindir="$4" expected="$5"
+shift 5
+work="$(mktemp -d)"
+sock="$work/vm1.sock"
+export VMCUDA_RUN_DIR="$work"
+"$stub" --socket "$sock" 2>"$work/stub.log" &
+stub_pid=$!
+trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 200); do [ -S "$sock" ] && [ -S "$work/vm1.ctl" ] && break; sleep 0.05; done
+[ -S "$work/vm1.ctl" ] || { echo "the stub made no control socket"; cat "$work/stub.log"; exit 1; }
+
+programs=("$@")
+if [ ${#programs[@]} -eq 0 ]; then
+  for b in "$bindir"/*; do
+    n="$(basename "$b")"
+    # fault poisons its own client on purpose (a poisoned context has no state to save).
+    case "$n" in fault) continue ;; esac
+    [ -f "$expected/$n.out" ] && programs+=("$n")
+  done
+fi
+
+status=0
+cycles_total=0
+for p in "${programs[@]}"; do
+  out="$work/$p.out"
+  VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$libdir" timeout 300 "$bindir/$p" >"$out" 2>"$work/$p.err" &
+  app=$!
+  cycles=0
+  # Suspend and resume as fast as the stub allows while the program runs.
+  while kill -0 $app 2>/dev/null; do
+    if "$ctl" suspend vm1 >"$work/ctl.out" 2>&1; then
+      cycles=$((cycles + 1))
+      # Nothing of the VM on the GPU meanwhile.
+      mem="$("$ctl" status vm1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_memory_bytes"])')"
+      [ "$mem" = 0 ] || { echo "$p: suspended, yet the VM holds $mem bytes of device memory"; status=1; }
+      "$ctl" resume vm1 >"$work/ctl.out" 2>&1 || { echo "$p: resume failed:"; cat "$work/ctl.out"; status=1; break; }
+    elif ! grep -q "not being served\|ended\|no client\|did not reach" "$work/ctl.out"; then
+      # A client that ends between the listing and the hold is fine; anything else is not.
+      echo "$p: suspend failed:"; cat "$work/ctl.out"; status=1
+    fi
+  done
+  rc=0
+  wait $app || rc=$?
+  cycles_total=$((cycles_total + cycles))
+  if [ $rc -ne 0 ]; then
+    echo "$p exited with $rc after $cycles suspend/resume cycles; its stderr:"; tail -n 20 "$work/$p.err"; status=1
+  elif diff -u "$expected/$p.out" "$out" >"$work/$p.diff"; then
+    echo "$p: identical to the native run ($cycles suspend/resume cycles while it ran)"
+  else
+    echo "$p: DIFFERS from the native run after $cycles suspend/resume cycles:"; cat "$work/$p.diff"; status=1
+  fi
+done
+[ $cycles_total -gt 0 ] || { echo "no program was ever suspended: the test proves nothing"; status=1; }
+
+# Save to a directory and restore from it, midway through a program.
+p=streams_events
+[ -x "$bindir/$p" ] || p=vector_add
+VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$libdir" timeout 300 "$bindir/$p" >"$work/save.out" 2>"$work/save.err" &
+app=$!
+saved=0
+while kill -0 $app 2>/dev/null; do
+  rm -rf "$work/saved"
+  if "$ctl" save vm1 "$work/saved" >"$work/ctl.out" 2>&1; then
+    [ -f "$work/saved/manifest.json" ] || { echo "save wrote no manifest"; status=1; }
+    "$ctl" restore "$work/saved" --vm vm1 >"$work/ctl.out" 2>&1 || { echo "restore failed:"; cat "$work/ctl.out"; status=1; break; }
+    saved=$((saved + 1))
+  fi
+done
+wait $app || { echo "$p exited with an error after save/restore"; status=1; }
+if diff -u "$expected/$p.out" "$work/save.out"; then echo "$p: identical to the native run ($saved save/restore cycles)"
+else echo "$p: DIFFERS after save/restore"; status=1; fi
+
+kill -0 $stub_pid || { echo "the stub died"; status=1; }
+[ $status -eq 0 ] || { echo "--- the stub's log:"; tail -n 40 "$work/stub.log"; }
+exit $status
