@@ -9,13 +9,16 @@ top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
-  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub stub_gpu_check vmcuda_cudart
+  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart
   mkdir -p "$carry/lib" "$carry/cuda"
-  cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/tests/stub_gpu_check" "$carry/"
+  cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
+    "$top/build-gpu/tests/stub_gpu_check" "$carry/"
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
-  cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$carry/"
+  cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" "$carry/"
+  /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \
+    "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -o "$carry/vecadd.fatbin" "$top/tests/gpu/vecadd.cu"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
@@ -48,4 +51,6 @@ done
 # Every program but the faulting one at once, clients as threads of one stub, their work
 # issued by the GPU's working thread (--isolation thread --gpu-thread on).
 "$carry/gpu_thread_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
+# Every program suspended and resumed (and saved and restored) while it runs, real driver.
+"$carry/suspend_resume_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" "$carry/cuda" "$out" || rc=1
 exit $rc

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -96,53 +97,82 @@ bool decode(std::span<const std::byte> bytes, Progress* p) {
 
 }  // namespace client_control
 
-namespace {
-
 // Staging buffers a suspend copies device memory into: page-locked while the copy runs, so
 // the GPU writes them at full speed (55 GB/s on the H100, against 11 GB/s into pageable
 // memory), and unpinned before the client's contexts go (pinning belongs to a context);
-// the memory itself stays, as the suspended state, until the stream is dropped.
-struct PinnedStaging : std::enable_shared_from_this<PinnedStaging> {
-  const DriverApi& api;
-  std::mutex mu;
-  std::map<void*, size_t> sizes;
-  std::map<void*, bool> pinned;
-  explicit PinnedStaging(const DriverApi& a) : api(a) {}
+// the memory itself stays, as the suspended state, until the stream is dropped. Carved
+// from large slabs (transparent huge pages, one registration each): pinning costs per
+// page and per call, not per byte copied.
+class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
+ public:
+  PinnedStaging(const DriverApi& api, uint64_t expected_bytes)
+      : api_(api),
+        slab_bytes_(std::clamp<uint64_t>(expected_bytes + (expected_bytes >> 4) + (64ull << 20), 64ull << 20,
+                                         1ull << 30)) {}
+  ~PinnedStaging() {
+    for (auto& [start, slab] : slabs_) {
+      if (slab.pinned) api_.cuMemHostUnregister(reinterpret_cast<void*>(start));
+      ::munmap(reinterpret_cast<void*>(start), slab.bytes);
+    }
+  }
 
   void* alloc(size_t bytes) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    ::madvise(p, bytes, MADV_HUGEPAGE);  // fewer faults and pins; a hint only
-    const bool ok = api.cuMemHostRegister_v2(p, bytes, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
-    std::lock_guard l(mu);
-    sizes[p] = bytes;
-    pinned[p] = ok;  // unpinned memory works too, only slower
+    std::lock_guard l(mu_);
+    bytes = (bytes + 4095) & ~size_t{4095};
+    if (!current_ || slabs_[current_].used + bytes > slabs_[current_].bytes) {
+      const uint64_t n = std::max<uint64_t>(slab_bytes_, bytes);
+      void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return nullptr;
+      ::madvise(p, n, MADV_HUGEPAGE);  // a hint: fewer faults and pins
+      Slab slab{n};
+      slab.pinned = pinning_ && api_.cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
+      current_ = reinterpret_cast<uint64_t>(p);
+      slabs_[current_] = slab;
+    }
+    Slab& s = slabs_[current_];
+    void* p = reinterpret_cast<std::byte*>(current_) + s.used;
+    s.used += bytes;
+    ++s.live;
     return p;
   }
   void free(void* p) {
-    std::lock_guard l(mu);
-    auto it = sizes.find(p);
-    if (it == sizes.end()) return;
-    if (pinned[p]) api.cuMemHostUnregister(p);
-    ::munmap(p, it->second);
-    pinned.erase(p);
-    sizes.erase(it);
+    std::lock_guard l(mu_);
+    auto it = slabs_.upper_bound(reinterpret_cast<uint64_t>(p));
+    if (it == slabs_.begin()) return;
+    --it;
+    if (--it->second.live > 0 || it->first == current_) return;
+    if (it->second.pinned) api_.cuMemHostUnregister(reinterpret_cast<void*>(it->first));
+    ::munmap(reinterpret_cast<void*>(it->first), it->second.bytes);
+    slabs_.erase(it);
   }
-  void unpin_all() {
-    std::lock_guard l(mu);
-    for (auto& [p, on] : pinned)
-      if (on) {
-        api.cuMemHostUnregister(p);
-        on = false;
-      }
+  // Pins (a resume reads the state from them: DMA instead of staged copies) or unpins all.
+  void set_pinned(bool on) {
+    std::lock_guard l(mu_);
+    pinning_ = on;
+    for (auto& [start, slab] : slabs_) {
+      if (slab.pinned == on) continue;
+      void* p = reinterpret_cast<void*>(start);
+      slab.pinned = on ? api_.cuMemHostRegister_v2(p, slab.bytes, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS
+                       : (api_.cuMemHostUnregister(p), false);
+    }
   }
   state::StagingAllocator allocator() {
     auto self = shared_from_this();
     return {[self](size_t n) { return self->alloc(n); }, [self](void* p) { self->free(p); }};
   }
-};
 
-}  // namespace
+ private:
+  struct Slab {
+    uint64_t bytes = 0, used = 0, live = 0;
+    bool pinned = false;
+  };
+  const DriverApi& api_;
+  const uint64_t slab_bytes_;
+  std::mutex mu_;
+  std::map<uint64_t, Slab> slabs_;
+  uint64_t current_ = 0;
+  bool pinning_ = true;
+};
 
 std::vector<std::byte> Session::control(std::span<const std::byte> request, const Progress& progress) {
   namespace cc = client_control;
@@ -184,7 +214,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       state::SinkOptions opts;
       opts.expected_bytes = arena_ ? arena_->physical_bytes() : 0;
       opts.progress = report(req.op == Op::kSave ? "save" : "suspend");
-      auto staging = std::make_shared<PinnedStaging>(api_);
+      auto staging = std::make_shared<PinnedStaging>(api_, opts.expected_bytes);
       opts.allocator = staging->allocator();
       std::unique_ptr<state::Sink> sink;
       state::MemorySink* memory = nullptr;
@@ -197,13 +227,14 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       }
       // suspend() finishes the sink (a file: flushed, synced, renamed into place) before it
       // releases anything: a save that fails leaves the client running.
-      if (!suspend(*sink, &why, [&] { staging->unpin_all(); })) {
+      if (!suspend(*sink, &why, [&] { staging->set_pinned(false); })) {
         reply.error = why;
         break;
       }
       reply.state_bytes = sink->bytes_written();
       if (memory) {
         suspended_state_ = memory->take_stream();
+        suspended_staging_ = staging;
         suspended_file_.clear();
       } else {
         suspended_state_.reset();
@@ -223,22 +254,31 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
         break;
       }
       std::unique_ptr<state::Source> source;
+      bool source_is_memory = false;
       const auto progress_fn = report(req.op == Op::kRestore ? "restore" : "resume");
       if (req.op == Op::kRestore)
         source = std::make_unique<state::FileSource>(req.path, state::Limits{}, progress_fn);
-      else if (suspended_state_)
+      else if (suspended_state_) {
         source = std::make_unique<state::MemorySource>(suspended_state_, state::Limits{}, progress_fn);
+        source_is_memory = true;
+      }
       else if (!suspended_file_.empty())
         source = std::make_unique<state::FileSource>(suspended_file_, state::Limits{}, progress_fn);
       else {
         reply.error = "no saved state to resume from";
         break;
       }
-      if (!resume(*source, region_, &why)) {
+      // The state in host memory is read by DMA: pinned again once the contexts exist.
+      std::function<void()> after_contexts;
+      if (source_is_memory && suspended_staging_) after_contexts = [&] { suspended_staging_->set_pinned(true); };
+      const bool ok = resume(*source, region_, &why, after_contexts);
+      if (suspended_staging_) suspended_staging_->set_pinned(false);
+      if (!ok) {
         reply.error = why;
         break;
       }
       suspended_state_.reset();
+      suspended_staging_.reset();
       suspended_file_.clear();
       reply.ok = true;
       break;

@@ -92,7 +92,9 @@ class Session : public vmrpc::SlotService {
   // Recreates the client from a state `in` (suspend's output, or a state file: untrusted).
   // `region`: the shared region, for pinned heap ranges. On failure nothing is left of the
   // attempt and the client stays suspended (false, why).
-  bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why);
+  // `after_contexts` runs once the contexts exist, before memory is copied back.
+  bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
+              const std::function<void()>& after_contexts = {});
   bool suspended() const { return suspended_; }
   ClientStatus status() const;
   // The status as last published (any thread; client_control's Reply encoding).
@@ -179,6 +181,7 @@ class Session : public vmrpc::SlotService {
   uint64_t suspended_bytes_ = 0;   // device memory held while suspended (none)
   uint64_t suspended_memory_ = 0;  // device memory bytes saved
   std::shared_ptr<const state::MemoryStream> suspended_state_;
+  std::shared_ptr<class PinnedStaging> suspended_staging_;  // where suspended_state_'s memory lies
   std::string suspended_file_;
   std::string device_model(int guest_device) const;
 

@@ -19,6 +19,7 @@
 #include <map>
 
 #include "client_control.h"
+#include "module_symbols.h"
 #include "session.h"
 #include "state_stream.h"
 #include "vmrpc/log.h"
@@ -99,6 +100,25 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
     return fail("the client's GPU work failed (" + describe(api_, e) + "); its state cannot be saved");
 
+  // Every variable of every module, also those the program never named from host code
+  // (they join the VOL as the ones it named did).
+  for (const auto& [handle, id] : std::map<uint64_t, ObjectId>(vol_.of(ObjectKind::Module))) {
+    Object* mod = vol_.get(id);
+    const ModuleSymbols symbols = module_data_symbols(mod->as<ModuleObject>().image);
+    if (symbols.skipped_entries)
+      VMRPC_LOG(kWarn, "stub", log_tag_ + ": module " + std::to_string(handle) + " has " +
+                                   std::to_string(symbols.skipped_entries) +
+                                   " compressed entries: only the variables the program named are saved");
+    make_current(mod->device);
+    for (const std::string& name : symbols.names) {
+      CUdeviceptr ptr = 0;
+      size_t bytes = 0;
+      if (api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod->as<ModuleObject>().module, name.c_str()) != CUDA_SUCCESS)
+        continue;  // not a variable of the code the driver loaded for this device
+      if (!vol_.find(ObjectKind::Global, ptr))
+        vol_.add(ObjectKind::Global, mod->device, ptr, mod->id, GlobalObject{bytes, name});
+    }
+  }
   // Header: the devices (the model each must have at the resume), where the client stood.
   {
     state::ByteWriter w;
@@ -266,7 +286,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   return true;
 }
 
-bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::string* why) {
+bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
+                     const std::function<void()>& after_contexts) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto fail = [&](const std::string& w) {
@@ -555,6 +576,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       make_current(static_cast<int>(d));
       break;
     }
+  if (after_contexts) after_contexts();
   // Also with no memory at all: the arena takes allocations again.
   if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
   // Device memory: the mappings' blobs, in order.
