@@ -15,7 +15,7 @@ sizes=("$@")
 work=$(mktemp -d)
 export VMCUDA_RUN_DIR="$work"
 sock="$work/bench.sock"
-"$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$work/stub.log" &
+VMRPC_LOG=2 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$work/stub.log" &
 stub=$!
 trap 'kill $stub 2>/dev/null; wait $stub 2>/dev/null; rm -rf "$work" /dev/shm/vmcuda-bench.saved' EXIT
 for _ in $(seq 100); do [ -S "$work/bench.ctl" ] && break; sleep 0.1; done
@@ -47,5 +47,5 @@ for gib in "${sizes[@]}"; do
   echo "restore from tmpfs: $(rate "$gib" "$s4")"
   echo "program: $(tail -n 1 "$work/app.out")"
 done
-grep -E 'suspended|resumed' "$work/stub.log" | tail -n 12 || true
+grep -E "suspended:|resumed:" "$work/stub.log" | tail -n 12 || true
 exit $status

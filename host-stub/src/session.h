@@ -94,7 +94,9 @@ class Session : public vmrpc::SlotService {
   // attempt and the client stays suspended (false, why).
   // `after_contexts` runs once the contexts exist, before memory is copied back.
   bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
-              const std::function<void()>& after_contexts = {});
+              const std::function<void()>& after_contexts = {}, bool modules_first = false);
+  // The last resume failed because a module's variables came back at other addresses.
+  bool module_data_moved() const { return module_data_moved_; }
   bool suspended() const { return suspended_; }
   ClientStatus status() const;
   // The status as last published (any thread; client_control's Reply encoding).
@@ -173,6 +175,7 @@ class Session : public vmrpc::SlotService {
   bool suspended_ = false;
   const vmrpc::RegionView* region_ = nullptr;  // the connection's region (set by the first call)
   bool said_suspended_ = false;
+  bool module_data_moved_ = false;
   // What snapshot() reads from other threads: published after each change of the memory
   // the client holds and at suspend, resume and close.
   std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0};

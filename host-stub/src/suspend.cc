@@ -287,7 +287,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
 }
 
 bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
-                     const std::function<void()>& after_contexts) {
+                     const std::function<void()>& after_contexts, bool modules_first) {
+  module_data_moved_ = false;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   auto fail = [&](const std::string& w) {
@@ -576,27 +577,31 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       make_current(static_cast<int>(d));
       break;
     }
-  if (after_contexts) after_contexts();
-  // Also with no memory at all: the arena takes allocations again.
-  if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
-  // Device memory: the mappings' blobs, in order.
+  // Device memory: the arena at its addresses, then the mappings' blobs, in order.
   uint64_t memory_bytes = 0;
-  for (const auto& m : layout.mappings) {
-    if (h.type != kMappingData || !h.is_blob() || h.id != m.va || h.payload_bytes != m.bytes)
-      return fail("record " + std::to_string(h.index) + " is not the contents of the mapping at " + hex(m.va));
-    for (uint64_t off = 0;;) {
-      std::span<const std::byte> chunk;
-      if (!in.read_chunk_view(&chunk, &err)) return fail(err);
-      if (chunk.empty()) break;
-      if (chunk.size() > m.bytes - off) return fail("the contents of the mapping at " + hex(m.va) + " are too long");
-      if (CUresult e = api_.cuMemcpyHtoD_v2(m.va + off, chunk.data(), chunk.size()); e != CUDA_SUCCESS)
-        return fail("writing device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
-      off += chunk.size();
+  auto restore_memory = [&]() -> bool {
+    if (after_contexts) after_contexts();
+    // Also with no memory at all: the arena takes allocations again.
+    if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
+    for (const auto& m : layout.mappings) {
+      if (h.type != kMappingData || !h.is_blob() || h.id != m.va || h.payload_bytes != m.bytes)
+        return fail("record " + std::to_string(h.index) + " is not the contents of the mapping at " + hex(m.va));
+      for (uint64_t off = 0;;) {
+        std::span<const std::byte> chunk;
+        if (!in.read_chunk_view(&chunk, &err)) return fail(err);
+        if (chunk.empty()) break;
+        if (chunk.size() > m.bytes - off) return fail("the contents of the mapping at " + hex(m.va) + " are too long");
+        if (CUresult e = api_.cuMemcpyHtoD_v2(m.va + off, chunk.data(), chunk.size()); e != CUDA_SUCCESS)
+          return fail("writing device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
+        off += chunk.size();
+      }
+      memory_bytes += m.bytes;
+      if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
     }
-    memory_bytes += m.bytes;
-    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
-  }
+    return true;
+  };
   // The rest, parents first (the saved order).
+  auto recreate_objects = [&]() -> bool {
   for (const Saved& s : saved) {
     if (s.kind == ObjectKind::Context || s.kind == ObjectKind::PeerAccess) continue;
     const ObjectId parent = s.parent ? new_id.at(s.parent) : 0;
@@ -647,9 +652,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, vol_.get(parent)->as<ModuleObject>().module, g.name.c_str());
         what = "finding module variable " + g.name;
         // Guest code holds its address: it must come back where it was.
-        if (e == CUDA_SUCCESS && (ptr != s.handle || bytes != g.bytes))
+        if (e == CUDA_SUCCESS && (ptr != s.handle || bytes != g.bytes)) {
+          module_data_moved_ = true;
           return fail("module variable " + g.name + " is at " + hex(ptr) + " after reloading its module, not at " +
                       hex(s.handle) + " (the driver placed the module elsewhere)");
+        }
         break;
       }
       case ObjectKind::ManagedVar: {
@@ -699,6 +706,16 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     }
     if (e != CUDA_SUCCESS) return fail(what + " failed: " + describe(api_, e));
     new_id[s.id] = vol_.add(s.kind, s.device, s.handle, parent, std::move(data)).id;
+  }
+    return true;
+  };
+  // The driver places module data itself: where the module's first load came after device
+  // memory, loading it again after the memory finds the same addresses; a retry loads the
+  // modules first (modules_first), for programs whose modules were loaded first.
+  if (modules_first) {
+    if (!recreate_objects() || !restore_memory()) return false;
+  } else {
+    if (!restore_memory() || !recreate_objects()) return false;
   }
   allocated_ = allocated;
   // Module variables' bytes.

@@ -41,7 +41,10 @@ for p in "${programs[@]}"; do
       # Nothing of the VM on the GPU meanwhile.
       mem="$("$ctl" status vm1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_memory_bytes"])')"
       [ "$mem" = 0 ] || { echo "$p: suspended, yet the VM holds $mem bytes of device memory"; status=1; }
-      "$ctl" resume vm1 >"$work/ctl.out" 2>&1 || { echo "$p: resume failed:"; cat "$work/ctl.out"; status=1; break; }
+      if ! "$ctl" resume vm1 >"$work/ctl.out" 2>&1; then
+        echo "$p: resume failed:"; cat "$work/ctl.out"; status=1
+        kill $app 2>/dev/null; break  # held for good: nothing more to learn from it
+      fi
     elif ! grep -q "not being served\|ended\|no client\|did not reach" "$work/ctl.out"; then
       # A client that ends between the listing and the hold is fine; anything else is not.
       echo "$p: suspend failed:"; cat "$work/ctl.out"; status=1
@@ -70,7 +73,10 @@ while kill -0 $app 2>/dev/null; do
   rm -rf "$work/saved"
   if "$ctl" save vm1 "$work/saved" >"$work/ctl.out" 2>&1; then
     [ -f "$work/saved/manifest.json" ] || { echo "save wrote no manifest"; status=1; }
-    "$ctl" restore "$work/saved" --vm vm1 >"$work/ctl.out" 2>&1 || { echo "restore failed:"; cat "$work/ctl.out"; status=1; break; }
+    if ! "$ctl" restore "$work/saved" --vm vm1 >"$work/ctl.out" 2>&1; then
+      echo "restore failed:"; cat "$work/ctl.out"; status=1
+      kill $app 2>/dev/null; break
+    fi
     saved=$((saved + 1))
   fi
 done
