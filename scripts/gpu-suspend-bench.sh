@@ -31,12 +31,13 @@ for gib in "${sizes[@]}"; do
   for _ in $(seq 600); do grep -q READY "$work/app.out" 2>/dev/null && break; sleep 0.1; done
   sleep 1
   before=$(gpu_used)
-  t0=$(now); "$carry/vmcudactl" suspend bench >/dev/null 2>"$work/ctl.err" || { cat "$work/ctl.err"; status=1; }; t1=$(now)
+  fail() { cat "$work/ctl.err"; status=1; kill $app 2>/dev/null; }
+  t0=$(now); "$carry/vmcudactl" suspend bench >/dev/null 2>"$work/ctl.err" || fail; t1=$(now)
   during=$(gpu_used)
-  t2=$(now); "$carry/vmcudactl" resume bench >/dev/null 2>"$work/ctl.err" || { cat "$work/ctl.err"; status=1; }; t3=$(now)
+  t2=$(now); "$carry/vmcudactl" resume bench >/dev/null 2>"$work/ctl.err" || fail; t3=$(now)
   sleep 1
-  t4=$(now); "$carry/vmcudactl" save bench /dev/shm/vmcuda-bench.saved >/dev/null 2>"$work/ctl.err" || { cat "$work/ctl.err"; status=1; }; t5=$(now)
-  t6=$(now); "$carry/vmcudactl" restore /dev/shm/vmcuda-bench.saved --vm bench >/dev/null 2>"$work/ctl.err" || { cat "$work/ctl.err"; status=1; }; t7=$(now)
+  t4=$(now); "$carry/vmcudactl" save bench /dev/shm/vmcuda-bench.saved >/dev/null 2>"$work/ctl.err" || fail; t5=$(now)
+  t6=$(now); "$carry/vmcudactl" restore /dev/shm/vmcuda-bench.saved --vm bench >/dev/null 2>"$work/ctl.err" || fail; t7=$(now)
   rm -rf /dev/shm/vmcuda-bench.saved
   wait $app || status=1
   s1=$(python3 -c "print($t1-$t0)"); s2=$(python3 -c "print($t3-$t2)"); s3=$(python3 -c "print($t5-$t4)"); s4=$(python3 -c "print($t7-$t6)")

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
-#include <thread>
+#include <atomic>
 
 #include "state_stream.h"
 #include "vmrpc/log.h"
@@ -105,18 +105,23 @@ bool decode(std::span<const std::byte> bytes, Progress* p) {
 // from large slabs (transparent huge pages, one registration each): pinning costs per
 // page and per call, not per byte copied.
 namespace {
-// The kernel zeroes each new page at its first touch, ~3 GB/s on one thread: touched from
-// several threads, a slab is ready (and pinned) several times faster.
-void touch_in_parallel(std::byte* p, size_t n) {
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  const size_t per = (n / threads + 4095) & ~size_t{4095};
-  std::vector<std::thread> workers;
-  for (unsigned t = 0; t < threads && t * per < n; ++t)
-    workers.emplace_back([p, n, per, t] {
-      for (size_t off = t * per; off < std::min(n, (t + 1) * per); off += 4096)
-        reinterpret_cast<volatile std::byte*>(p)[off] = std::byte{0};
-    });
-  for (auto& w : workers) w.join();
+// Where staging slabs go: low in the address space, away from the top-down area where the
+// driver reserves a context's own address ranges (module data among them). A host mapping
+// there would move the module data of a context created after it, and a resume needs it
+// where it was (measured on the H100: a 64 MiB slab mapped there moved it by 512 MiB).
+constexpr uint64_t kSlabArea = 0x200000000000ull, kSlabAreaBytes = 0x100000000000ull;
+std::atomic<uint64_t> g_next_slab{kSlabArea};
+
+void* map_slab(uint64_t bytes) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const uint64_t at = g_next_slab.fetch_add(bytes);
+    if (at + bytes > kSlabArea + kSlabAreaBytes) g_next_slab = kSlabArea;  // wrap: freed slabs left room
+    void* p = ::mmap(reinterpret_cast<void*>(at), bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p != MAP_FAILED) return p;
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
 }
 }  // namespace
 
@@ -138,10 +143,9 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     bytes = (bytes + 4095) & ~size_t{4095};
     if (!current_ || slabs_[current_].used + bytes > slabs_[current_].bytes) {
       const uint64_t n = std::max<uint64_t>(slab_bytes_, bytes);
-      void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) return nullptr;
+      void* p = map_slab(n);
+      if (!p) return nullptr;
       ::madvise(p, n, MADV_HUGEPAGE);  // a hint: fewer faults and pins
-      touch_in_parallel(static_cast<std::byte*>(p), n);
       Slab slab{n};
       slab.pinned = pinning_ && api_.cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
       current_ = reinterpret_cast<uint64_t>(p);
@@ -291,13 +295,13 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       // The state in host memory is read by DMA: pinned again once the contexts exist.
       std::function<void()> after_contexts;
       if (source_is_memory && suspended_staging_) after_contexts = [&] { suspended_staging_->set_pinned(true); };
-      bool ok = resume(*source, region_, &why, after_contexts);
+      bool ok = resume(*source, region_, &why, after_contexts, true);
       if (!ok && module_data_moved()) {
-        // Once more with the modules loaded before the memory (resume's comment says why).
+        // Once more with the memory first (resume's comment says why).
         source = open_source();
         std::string again;
-        ok = source && resume(*source, region_, &again, after_contexts, true);
-        if (!ok) why += "; loading the modules first: " + again;
+        ok = source && resume(*source, region_, &again, {}, false);
+        if (!ok) why += "; with the memory first: " + again;
       }
       if (suspended_staging_) suspended_staging_->set_pinned(false);
       if (!ok) {

@@ -94,7 +94,7 @@ class Session : public vmrpc::SlotService {
   // attempt and the client stays suspended (false, why).
   // `after_contexts` runs once the contexts exist, before memory is copied back.
   bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
-              const std::function<void()>& after_contexts = {}, bool modules_first = false);
+              const std::function<void()>& after_contexts = {}, bool modules_first = true);
   // The last resume failed because a module's variables came back at other addresses.
   bool module_data_moved() const { return module_data_moved_; }
   bool suspended() const { return suspended_; }

@@ -709,9 +709,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   }
     return true;
   };
-  // The driver places module data itself: where the module's first load came after device
-  // memory, loading it again after the memory finds the same addresses; a retry loads the
-  // modules first (modules_first), for programs whose modules were loaded first.
+  // The driver places module data itself, and where depends on what the context holds
+  // already: loaded again in their order into a fresh context, modules find the addresses
+  // they had (measured on the H100), but host memory pinned before them (the state's own
+  // staging) moves them. So modules (and everything else) first, then the memory; a retry
+  // (modules_first false) puts the memory first, unpinned.
   if (modules_first) {
     if (!recreate_objects() || !restore_memory()) return false;
   } else {
