@@ -297,3 +297,62 @@ TEST(Suspend, ManyCyclesWithWorkBetween) {
 
 }  // namespace
 }  // namespace vmcuda::host::test
+
+namespace vmcuda::host::test {
+namespace {
+
+// Failure injection: the driver fails in the middle of a suspend, then of a resume.
+CUresult g_fail_with = CUDA_SUCCESS;
+CUresult failing_dtoh(void*, CUdeviceptr, size_t) { return g_fail_with; }
+CUresult failing_create(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) {
+  return g_fail_with;
+}
+
+TEST(Suspend, AGpuErrorDuringSuspendLeavesTheClientRunning) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(2u << 20);
+  c.put(p, iota(64, 11));
+  const uint64_t bytes = tst::fake_allocated_bytes(), contexts = tst::fake_live_contexts();
+  const auto real = stub.api.cuMemcpyDtoH_v2;
+  ASSERT_TRUE(hold(stub));
+  g_fail_with = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS
+  stub.api.cuMemcpyDtoH_v2 = failing_dtoh;
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  stub.api.cuMemcpyDtoH_v2 = real;
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("copying device memory"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  EXPECT_EQ(tst::fake_allocated_bytes(), bytes);  // nothing was released
+  EXPECT_EQ(tst::fake_live_contexts(), contexts);
+  release(stub);
+  EXPECT_EQ(c.get(p, 64), iota(64, 11));
+}
+
+TEST(Suspend, AResumeWithoutGpuMemoryStaysSuspendedAndCanBeRetried) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(2u << 20);
+  c.put(p, iota(64, 21));
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  const auto real = stub.api.cuMemCreate;
+  g_fail_with = CUDA_ERROR_OUT_OF_MEMORY;
+  stub.api.cuMemCreate = failing_create;
+  cc::Reply r = control(stub, cc::Op::kResume);
+  stub.api.cuMemCreate = real;
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cannot recreate"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.status.suspended);
+  // What the failed attempt made is gone again: the GPU stays free.
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+  r = control(stub, cc::Op::kResume);  // the state was kept: the retry works
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(c.get(p, 64), iota(64, 21));
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test
