@@ -33,6 +33,7 @@
 #include "executor/fake_driver.h"
 #include "output.h"
 #include "session.h"
+#include "state_stream.h"
 #include "session_fuzz_input.h"
 #include "vmrpc/region.h"
 #include "vmrpc/wire.h"
@@ -186,6 +187,40 @@ World& world() {
   return *w;
 }
 
+// Suspends the session to host memory (the GPU must then hold nothing of it), damages the
+// state where the input says, and resumes from it: an undamaged state must come back; a
+// damaged one must be refused cleanly or come back (checksums are not enforced in fuzz
+// builds, so the reader's and the resume's checks face the damage themselves).
+void suspend_and_resume(World& w, host::Session& session, Reader& in) {
+  host::state::MemorySink sink;
+  std::string why;
+  if (!session.suspend(sink, &why)) return;  // e.g. a poisoned context: the client runs on
+  FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
+  FUZZ_CHECK(testing::fake_live_contexts() == 0);
+  FUZZ_CHECK(testing::fake_vmm_mappings() == 0);
+  std::vector<std::byte> bytes = sink.take_stream()->flatten();
+  bool damaged = false;
+  while (!in.done() && !bytes.empty()) {
+    const uint32_t off = in.take<uint32_t>();
+    const uint8_t x = in.take<uint8_t>();
+    bytes[off % bytes.size()] ^= static_cast<std::byte>(x);
+    damaged |= x != 0;
+  }
+  host::state::Limits limits;
+  limits.max_record_bytes = 4u << 20;
+  limits.max_total_bytes = 64u << 20;
+  host::state::MemorySource source(host::state::MemoryStream::borrow(bytes), limits);
+  const bool resumed = session.resume(source, &w.region, &why);
+  if (!damaged && !resumed) {
+    std::fprintf(stderr, "session_fuzz: an undamaged state did not resume: %s\n", why.c_str());
+    FUZZ_CHECK(false);
+  }
+  if (!resumed) {  // nothing of the attempt may stay on the GPU
+    FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
+    FUZZ_CHECK(testing::fake_live_contexts() == 0);
+  }
+}
+
 void run_input(const uint8_t* data, size_t size) {
   World& w = world();
   Reader in{data, size};
@@ -237,6 +272,7 @@ void run_input(const uint8_t* data, size_t size) {
       remembered.push_back(v);
     }
   }
+  if (flags & kFlagSuspend) suspend_and_resume(w, session, in);
   if (w.inputs_per_session == 1) w.close_session();
 }
 

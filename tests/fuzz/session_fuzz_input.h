@@ -36,6 +36,9 @@
 namespace vmcuda::fuzz {
 
 inline constexpr uint8_t kFlagGpuThreads = 1u << 0;
+// After the calls: suspend the session to host memory, damage the state stream where the
+// rest of the input says ({u32 offset, u8 xor}...), and resume from it (host-stub/src/suspend.cc).
+inline constexpr uint8_t kFlagSuspend = 1u << 1;
 inline constexpr uint8_t kModeRawLength = 1u << 0;
 inline constexpr uint8_t kModePatch = 1u << 1;
 inline constexpr size_t kMaxCalls = 64;

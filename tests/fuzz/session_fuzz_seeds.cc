@@ -224,6 +224,10 @@ int main(int argc, char** argv) {
   printf_ring("printf");
   managed("managed");
   device_peer("device-peer");
+  // The same sessions suspended and resumed (no damage: the resume must succeed).
+  memory(fuzz::kFlagSuspend, "memory-suspend");
+  kernel(fuzz::kFlagSuspend, "kernel-suspend");
+  streams_events(fuzz::kFlagSuspend, "streams-events-suspend");
   std::printf("session_fuzz_seeds: wrote %d seeds to %s\n", g_written, g_dir.c_str());
   return 0;
 }
