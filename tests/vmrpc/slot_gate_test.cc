@@ -14,6 +14,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Waits (up to 10 s: sanitizer builds on a loaded machine) until `pred` holds.
+template <class P>
+bool eventually(P pred) {
+  for (int i = 0; i < 10000 && !pred(); ++i) std::this_thread::sleep_for(1ms);
+  return pred();
+}
+
 // A service thread: "batches" (counted) between call boundaries, where it serves the gate.
 struct Loop {
   SlotGate gate;
@@ -46,8 +53,7 @@ TEST(SlotGate, HoldStopsBatchesUntilRelease) {
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(l.batches.load(), at);  // parked: no batch while held
   l.gate.release();
-  std::this_thread::sleep_for(50ms);
-  EXPECT_GT(l.batches.load(), at);
+  EXPECT_TRUE(eventually([&] { return l.batches.load() > at; }));
 }
 
 TEST(SlotGate, TasksRunOnTheServiceThreadHeldOrNot) {
@@ -97,8 +103,7 @@ TEST(SlotGate, ARequestedHoldParksBeforeTheFirstBatch) {
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(batches.load(), 0u);
   g.release();
-  std::this_thread::sleep_for(50ms);
-  EXPECT_GT(batches.load(), 0u);
+  EXPECT_TRUE(eventually([&] { return batches.load() > 0; }));
   stop = true;
   t.join();
 
