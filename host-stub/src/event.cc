@@ -26,13 +26,8 @@ int32_t Session::on_EventCreate(const api::EventCreateArgs& a, api::Empty&, Requ
 }
 
 int32_t Session::on_EventDestroy(const api::EventArgs& a, api::Empty&, Request&) {
-  Object* o = vol_.find(ObjectKind::Event, a.event);
-  if (!o) return CUDA_ERROR_INVALID_HANDLE;
   // Returns at once; a recorded event that has not completed is freed when it does.
-  const CUresult e = release(*o, Release::kClose);
-  vol_.remove(o->id);
-  make_current(current_);
-  return e;
+  return destroy_entry(ObjectKind::Event, a.event, CUDA_ERROR_INVALID_HANDLE);
 }
 
 int32_t Session::on_EventRecord(const api::EventRecordArgs& a, api::Empty&, Request&) {

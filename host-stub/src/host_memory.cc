@@ -40,11 +40,7 @@ int32_t Session::on_HostGetDevicePointer(const api::HeapRangeArgs& a, api::PtrRe
 }
 
 int32_t Session::on_UnpinHeap(const api::HeapRangeArgs& a, api::Empty&, Request&) {
-  Object* o = vol_.find(ObjectKind::HostRegistration, a.range.offset);
-  if (!o) return 713;  // cudaErrorHostMemoryNotRegistered
-  const CUresult e = release(*o, Release::kClose);
-  vol_.remove(o->id);
-  return e;
+  return destroy_entry(ObjectKind::HostRegistration, a.range.offset, 713);  // cudaErrorHostMemoryNotRegistered
 }
 
 }  // namespace vmcuda::host

@@ -86,6 +86,25 @@ void Session::publish_status() {
   published_suspended_.store(suspended_, std::memory_order_relaxed);
 }
 
+namespace {
+// Destroys a driver handle once (`destroy` on it unless null) and nulls it.
+template <class H, class F>
+CUresult destroy_once(H& handle, F destroy) {
+  const CUresult e = handle ? destroy(handle) : CUDA_SUCCESS;
+  handle = nullptr;
+  return e;
+}
+}  // namespace
+
+CUresult Session::destroy_entry(ObjectKind kind, uint64_t handle, int32_t unknown) {
+  Object* o = vol_.find(kind, handle);
+  if (!o) return unknown;
+  const CUresult e = release(*o, Release::kClose);
+  vol_.remove(o->id);
+  make_current(current_);
+  return e;
+}
+
 CUresult Session::release(Object& o, Release how) {
   if (o.device >= 0 && contexts_[o.device]) make_current(o.device);
   switch (o.kind) {
@@ -111,34 +130,18 @@ CUresult Session::release(Object& o, Release how) {
         return arena_->free(o.handle);
       }
       return CUDA_SUCCESS;
-    case ObjectKind::Module: {
-      CUmodule& m = o.as<ModuleObject>().module;
-      const CUresult e = m ? api_.cuModuleUnload(m) : CUDA_SUCCESS;
-      m = nullptr;
-      return e;
-    }
+    case ObjectKind::Module:
+      return destroy_once(o.as<ModuleObject>().module, api_.cuModuleUnload);
     case ObjectKind::Function:
     case ObjectKind::Global:
     case ObjectKind::ManagedVar:
       return CUDA_SUCCESS;  // the driver frees them with their module
-    case ObjectKind::Stream: {
-      CUstream& s = o.as<StreamObject>().stream;
-      const CUresult e = s ? api_.cuStreamDestroy_v2(s) : CUDA_SUCCESS;
-      s = nullptr;
-      return e;
-    }
-    case ObjectKind::Event: {
-      CUevent& ev = o.as<EventObject>().event;
-      const CUresult e = ev ? api_.cuEventDestroy_v2(ev) : CUDA_SUCCESS;
-      ev = nullptr;
-      return e;
-    }
-    case ObjectKind::HostRegistration: {
-      void*& host = o.as<HostRegistrationObject>().host;
-      const CUresult e = host ? api_.cuMemHostUnregister(host) : CUDA_SUCCESS;  // portable: any context
-      host = nullptr;
-      return e;
-    }
+    case ObjectKind::Stream:
+      return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
+    case ObjectKind::Event:
+      return destroy_once(o.as<EventObject>().event, api_.cuEventDestroy_v2);
+    case ObjectKind::HostRegistration:  // portable: any context
+      return destroy_once(o.as<HostRegistrationObject>().host, api_.cuMemHostUnregister);
     case ObjectKind::Limit:
       // Goes with a destroyed context; a reset puts the value from before back.
       return how == Release::kReset ? api_.cuCtxSetLimit(static_cast<int>(o.handle & 0xffffffffu),

@@ -181,7 +181,6 @@ class Session : public vmrpc::SlotService {
   std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0};
   std::atomic<bool> published_suspended_{false};
   void publish_status();
-  uint64_t suspended_bytes_ = 0;   // device memory held while suspended (none)
   uint64_t suspended_memory_ = 0;  // device memory bytes saved
   std::shared_ptr<const state::MemoryStream> suspended_state_;
   std::shared_ptr<class PinnedStaging> suspended_staging_;  // where suspended_state_'s memory lies
@@ -196,6 +195,9 @@ class Session : public vmrpc::SlotService {
   };
   // Releases `o`'s driver object (children first: the walk's order). Returns the first error.
   CUresult release(Object& o, Release how);
+  // A guest's destroy call (cudaStreamDestroy, cudaEventDestroy, unpin): the entry of that
+  // kind and handle released and removed; `unknown` when there is none.
+  CUresult destroy_entry(ObjectKind kind, uint64_t handle, int32_t unknown);
   // Releases everything (close, suspend); the VOL is cleared.
   void release_all(Release how);
 

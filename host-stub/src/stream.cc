@@ -53,13 +53,8 @@ int32_t Session::on_StreamCreate(const api::StreamCreateArgs& a, api::Empty&, Re
 
 int32_t Session::on_StreamDestroy(const api::StreamArgs& a, api::Empty&, Request&) {
   // The special streams are not the app's to destroy (cudaErrorInvalidResourceHandle).
-  Object* o = vol_.find(ObjectKind::Stream, a.stream);
-  if (!o) return CUDA_ERROR_INVALID_HANDLE;
   // Returns at once; the driver frees the stream when its work is done.
-  const CUresult e = release(*o, Release::kClose);
-  vol_.remove(o->id);
-  make_current(current_);
-  return e;
+  return destroy_entry(ObjectKind::Stream, a.stream, CUDA_ERROR_INVALID_HANDLE);
 }
 
 int32_t Session::on_StreamSynchronize(const api::StreamArgs& a, api::Empty&, Request& req) {

@@ -78,7 +78,7 @@ ClientStatus Session::status() const {
   s.slot = info_.slot;
   s.owner_tag = info_.owner_tag;
   s.suspended = suspended_;
-  s.device_bytes = suspended_ ? suspended_bytes_ : (arena_ ? arena_->physical_bytes() : 0);
+  s.device_bytes = arena_ ? arena_->physical_bytes() : 0;  // none while suspended
   s.allocated_bytes = allocated_;
   s.objects = vol_.size();
   s.devices = devices_;
@@ -276,7 +276,6 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   release_all(Release::kSuspend);  // the contexts
   free_gates(true);
   suspended_ = true;
-  suspended_bytes_ = 0;
   suspended_memory_ = memory_bytes;
   publish_status();
   const double s = std::chrono::duration<double>(clock::now() - t0).count();
