@@ -59,6 +59,14 @@ cudaError_t to_cuda_error(int32_t status, const char* call) noexcept {
                                   "application once the stub serves again");
     return cudaErrorDevicesUnavailable;
   }
+  if (status == static_cast<int32_t>(ChannelStatus::kStateLost)) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      VMCUDA_LOG(kWarn, "remote", "this program's GPU state is gone: the VM was restored from a save or snapshot "
+                                  "taken without vmcuda's GPU state (save VMs with `vmcudactl save`, see "
+                                  "docs/snapshots.md); CUDA calls fail from now on: restart the application");
+    return cudaErrorDevicesUnavailable;
+  }
   VMCUDA_LOG(kWarn, "remote", "the host rejected %s (channel status %d): a vmcuda bug or a guest/host version "
                               "mismatch", call, status);
   return cudaErrorUnknown;

@@ -94,9 +94,13 @@ ChannelStatus ClientSlot::flush() {
 ChannelStatus ClientSlot::submit() {
   if (lost_) return ChannelStatus::kTransportLost;
   auto& ctl = region_.control(slot_);
-  if (ordering::load_acquire(ctl.host_state) == static_cast<uint32_t>(wire::HostSlotState::kFailed)) {
+  if (const uint32_t hs = ordering::load_acquire(ctl.host_state);
+      hs == static_cast<uint32_t>(wire::HostSlotState::kFailed)) {
     batch_.reset();
     return ChannelStatus::kHandlerFailed;  // the host's server of this slot died: nobody would answer
+  } else if (hs == static_cast<uint32_t>(wire::HostSlotState::kStateLost)) {
+    batch_.reset();
+    return ChannelStatus::kStateLost;  // restored without its GPU state: nobody has it
   }
   const uint32_t bytes = batch_.finish();
   ordering::store_relaxed(ctl.request_bytes, bytes);

@@ -3,6 +3,7 @@
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -55,6 +57,13 @@ void ring(int eventfd) {
   [[maybe_unused]] ssize_t n = ::write(eventfd, &one, sizeof one);
 }
 
+// A region image token nobody can guess or repeat (never 0: that means "none").
+uint64_t new_image_token() {
+  uint64_t t = 0;
+  while (t == 0)
+    if (::getrandom(&t, sizeof t, 0) != sizeof t) t = now_ns() ^ (uint64_t(::getpid()) << 40);
+  return t;
+}
 
 }  // namespace
 
@@ -62,7 +71,7 @@ struct Connection;
 
 // One io_uring operation in flight; lives as long as its owner.
 struct Op {
-  enum Kind { kAccept, kWake, kSocketPoll, kDoorbell, kWorkerExit } kind;
+  enum Kind { kAccept, kWake, kSocketPoll, kDoorbell, kWorkerExit, kTick } kind;
   Connection* conn = nullptr;
   uint32_t slot = 0;
   uint64_t buf = 0;
@@ -86,6 +95,13 @@ struct SlotRuntime {
   pid_t worker = -1;              // worker mode: the process serving the slot
   UniqueFd worker_pidfd;          // readable when it exits (polled by the loop)
   Op worker_exit;
+  // The region was replaced under the slot's service: it must leave the slot as it is.
+  std::atomic<bool> region_replaced{false};
+  // A slot of a restored region: what to do with it when its doorbell next completes
+  // (adopt_restored_slot / lose_restored_slot ring it).
+  enum Restore : int { kNone, kPending, kAdopt, kLose };
+  std::atomic<int> restore{kNone};
+  bool served() const { return thread.joinable() || worker > 0; }
 };
 
 struct Connection {
@@ -98,6 +114,7 @@ struct Connection {
   std::vector<UniqueFd> guest_rx;  // we ring these (the guest's vectors -> MSI-X)
   std::unique_ptr<SlotRuntime[]> slots;
   Op socket_poll;
+  uint64_t image_token = 0;  // what we last wrote into the header (guarded by conns_mu_)
   int pending_ops = 0;
   bool dead = false;
   bool reaped = false;
@@ -132,13 +149,24 @@ class HostEndpoint::Impl {
   void on_accept(int fd);
   void on_socket_event(Connection& c);
   void on_doorbell(Connection& c, uint32_t slot);
-  bool start_worker(Connection& c, uint32_t slot);
+  bool start_worker(Connection& c, uint32_t slot, bool held);
   void on_worker_exit(Connection& c, uint32_t slot);
   void on_messages();
   void teardown(Connection& c);
   void maybe_free(Connection* c);
   void post(Message m);
   void serve_slot(Connection* c, uint32_t slot, SlotControlHandle* control);
+  void arm_tick();
+  // After a slot's service ended: the loop watches its doorbell again. A restore decision
+  // made meanwhile rang a doorbell the service may have swallowed: ring it once more.
+  void watch_again(Connection& c, uint32_t slot) {
+    const int r = c.slots[slot].restore.load();
+    if (r == SlotRuntime::kAdopt || r == SlotRuntime::kLose) ring(c.host_rx[slot].get());
+    arm_doorbell(c, slot);
+  }
+  void check_region(Connection& c);
+  void on_region_replaced(Connection& c, uint64_t token);
+  void restore_thread();
 
   HostEndpointOptions opts_;
   Service& service_;
@@ -150,6 +178,9 @@ class HostEndpoint::Impl {
   Op accept_op_{Op::kAccept};
   Op wake_op_{Op::kWake};
   bool accept_armed_ = false;
+  Op tick_op_{Op::kTick};
+  __kernel_timespec tick_ts_{};
+  bool tick_armed_ = false;
   std::thread loop_thread_;
   std::atomic<bool> stopping_{false};
   uint64_t next_id_ = 1;
@@ -158,6 +189,13 @@ class HostEndpoint::Impl {
 
   std::mutex msg_mu_;
   std::deque<Message> messages_;
+
+  // Restored regions waiting for on_region_restored, handled one at a time.
+  std::mutex restore_mu_;
+  std::condition_variable restore_cv_;
+  std::deque<RestoredRegion> restores_;
+  bool restore_stop_ = false;
+  std::thread restore_thread_;
 
   // Served slots the control path may reach, by (connection, slot).
   mutable std::mutex control_mu_;
@@ -184,6 +222,14 @@ class HostEndpoint::Impl {
     for (const auto& [key, h] : controls_) v.push_back(h->info);
     return v;
   }
+  // Live connections by id, for the control path (the loop adds and removes them). Also
+  // guards each connection's image token and header writes of it.
+  mutable std::mutex conns_mu_;
+  std::map<uint64_t, Connection*> by_id_;
+  bool set_token(uint64_t id, uint64_t token);
+  uint64_t token_of(uint64_t id) const;
+  bool adopt(uint64_t id, uint32_t slot, std::chrono::milliseconds timeout, std::string* why);
+  void lose(uint64_t id, uint32_t slot);
  private:
 
   mutable std::mutex stats_mu_;
@@ -222,6 +268,16 @@ void HostEndpoint::Impl::arm_socket_poll(Connection& c) {
   ++c.pending_ops;
 }
 
+void HostEndpoint::Impl::arm_tick() {
+  const int64_t ms = std::max<int64_t>(1, knobs::kRegionCheckMs.get());
+  tick_ts_.tv_sec = ms / 1000;
+  tick_ts_.tv_nsec = (ms % 1000) * 1000000;
+  auto* s = sqe();
+  io_uring_prep_timeout(s, &tick_ts_, 0, 0);
+  io_uring_sqe_set_data(s, &tick_op_);
+  tick_armed_ = true;
+}
+
 void HostEndpoint::Impl::arm_doorbell(Connection& c, uint32_t slot) {
   Op& op = c.slots[slot].doorbell;
   auto* s = sqe();
@@ -242,7 +298,9 @@ void HostEndpoint::Impl::start() {
   wake_ = make_eventfd();
   arm_accept();
   arm_wake();
+  arm_tick();
   io_uring_submit(&ring_);
+  restore_thread_ = std::thread([this] { restore_thread(); });
   VMRPC_LOG(kInfo, "host", "serving " + opts_.socket_path + ": " + std::to_string(layout_.slot_count) +
                                " slots, heap " + std::to_string(layout_.heap_bytes >> 20) + " MiB per connection");
   loop_thread_ = std::thread([this] { loop(); });
@@ -253,6 +311,12 @@ void HostEndpoint::Impl::stop() {
   stopping_ = true;
   ring(wake_.get());
   loop_thread_.join();
+  {
+    std::lock_guard l(restore_mu_);
+    restore_stop_ = true;
+  }
+  restore_cv_.notify_all();
+  if (restore_thread_.joinable()) restore_thread_.join();
   if (ring_ready_) io_uring_queue_exit(&ring_);
   ring_ready_ = false;
   listen_.reset();
@@ -308,6 +372,12 @@ void HostEndpoint::Impl::loop() {
           on_messages();
           arm_wake();
           break;
+        case Op::kTick:
+          tick_armed_ = false;
+          for (Connection* c : conns_)
+            if (!c->dead) check_region(*c);
+          if (!stopping_) arm_tick();
+          break;
         case Op::kSocketPoll: {
           Connection* c = op->conn;
           --c->pending_ops;
@@ -350,7 +420,7 @@ void HostEndpoint::Impl::on_messages() {
       // The guest closed the slot: the thread has finished; the loop watches its doorbell again.
       SlotRuntime& s = c->slots[m.slot];
       if (s.thread.joinable()) s.thread.join();
-      arm_doorbell(*c, m.slot);
+      watch_again(*c, m.slot);
     }
   }
 }
@@ -380,6 +450,8 @@ void HostEndpoint::Impl::on_accept(int fd) {
                                                  : reinterpret_cast<uint64_t>(c->map.data());
     c->view = RegionView(c->map.data(), layout);
     layout.write_header(c->view.header(), epoch_);
+    c->image_token = new_image_token();
+    ordering::store_release(c->view.header().image_token, c->image_token);
     const uint32_t n = layout_.slot_count;
     c->slots = std::make_unique<SlotRuntime[]>(n);
     for (uint32_t i = 0; i < n; ++i) {
@@ -408,6 +480,10 @@ void HostEndpoint::Impl::on_accept(int fd) {
   }
   Connection* raw = c.release();
   conns_.insert(raw);
+  {
+    std::lock_guard l(conns_mu_);
+    by_id_[raw->id] = raw;
+  }
   arm_socket_poll(*raw);
   for (uint32_t i = 0; i < layout_.slot_count; ++i) arm_doorbell(*raw, i);
   {
@@ -458,6 +534,10 @@ void HostEndpoint::Impl::maybe_free(Connection* c) {
   }
   conns_.erase(c);
   {
+    std::lock_guard l(conns_mu_);
+    by_id_.erase(c->id);
+  }
+  {
     std::lock_guard l(stats_mu_);
     --stats_.connections_open;
   }
@@ -465,7 +545,28 @@ void HostEndpoint::Impl::maybe_free(Connection* c) {
 }
 
 void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
+  // A restored image first: its slots are not new clients.
+  check_region(c);
   auto& ctl = c.view.control(slot);
+  SlotRuntime& rt = c.slots[slot];
+  bool held = false;
+  switch (rt.restore.load()) {
+    case SlotRuntime::kPending:  // waiting for on_region_restored's decision
+      arm_doorbell(c, slot);
+      return;
+    case SlotRuntime::kLose:
+      rt.restore = SlotRuntime::kNone;
+      fail_slot(c.view, slot, c.guest_rx[slot].get(), wire::HostSlotState::kStateLost);
+      arm_doorbell(c, slot);
+      return;
+    case SlotRuntime::kAdopt:
+      rt.restore = SlotRuntime::kNone;
+      held = true;  // its state comes back before its next call
+      break;
+    default:
+      break;
+  }
+  rt.region_replaced = false;
   const uint32_t state = ordering::load_acquire(ctl.state);
   if (state == static_cast<uint32_t>(SlotState::kClosing)) {
     // Released before a service thread attached (e.g. the guest driver claims a slot
@@ -475,13 +576,21 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
     arm_doorbell(c, slot);
     return;
   }
-  if (state != static_cast<uint32_t>(SlotState::kClaimed) ||
-      ordering::load_acquire(ctl.host_state) == static_cast<uint32_t>(wire::HostSlotState::kFailed)) {
-    arm_doorbell(c, slot);  // a stray doorbell, or a slot whose server died: keep watching
+  if (state != static_cast<uint32_t>(SlotState::kClaimed)) {
+    arm_doorbell(c, slot);  // a stray doorbell
+    return;
+  }
+  if (const uint32_t hs = ordering::load_acquire(ctl.host_state);
+      !held && (hs == static_cast<uint32_t>(wire::HostSlotState::kFailed) ||
+                hs == static_cast<uint32_t>(wire::HostSlotState::kStateLost))) {
+    // A slot whose server died or whose state is lost: answer a batch the guest sent as it
+    // happened (it may have looked at host_state just before), keep watching.
+    fail_slot(c.view, slot, c.guest_rx[slot].get(), static_cast<wire::HostSlotState>(hs));
+    arm_doorbell(c, slot);
     return;
   }
   if (opts_.spawn_worker) {
-    if (!start_worker(c, slot)) {
+    if (!start_worker(c, slot, held)) {
       fail_slot(c.view, slot, c.guest_rx[slot].get());
       arm_doorbell(c, slot);
     }
@@ -493,14 +602,147 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   handle->info = {c.id, slot, ordering::load_relaxed(ctl.owner_tag), -1};
   const int doorbell = c.host_rx[slot].get();
   handle->gate = std::make_shared<SlotGate>([doorbell] { ring(doorbell); });
-  if (hold_new_) handle->gate->request_hold();
+  if (hold_new_ || held) handle->gate->request_hold();
   add_control(handle);
   s.thread = std::thread([this, cp = &c, slot, handle] { serve_slot(cp, slot, handle.get()); });
 }
 
+// ------------------------------------------------------------- restored regions
+
+void HostEndpoint::Impl::check_region(Connection& c) {
+  uint64_t token;
+  {
+    std::lock_guard l(conns_mu_);
+    token = ordering::load_acquire(c.view.header().image_token);
+    if (token == c.image_token) return;
+    c.image_token = token;  // handled once
+  }
+  on_region_replaced(c, token);
+}
+
+// The region's bytes are a saved image now (QEMU loaded a VM's state into it): every slot
+// shows what its guest had at the save. A slot in the middle of a session is listed for
+// on_region_restored, which brings its client's GPU state back or declares it lost; a
+// slot that was closing is handed back; a free slot, or one claimed since (no reply yet),
+// is an ordinary slot. Services still running on the old contents are stopped without
+// touching the region.
+void HostEndpoint::Impl::on_region_replaced(Connection& c, uint64_t token) {
+  RestoredRegion r{c.id, token, {}};
+  for (uint32_t i = 0; i < layout_.slot_count; ++i) {
+    auto& ctl = c.view.control(i);
+    SlotRuntime& s = c.slots[i];
+    const bool served = s.served();
+    if (served) {
+      s.region_replaced = true;
+      s.stop = true;
+      if (s.worker > 0) ::kill(s.worker, SIGKILL);
+      ring(c.host_rx[i].get());
+    }
+    const uint32_t state = ordering::load_acquire(ctl.state);
+    if (state == static_cast<uint32_t>(SlotState::kClaimed) && ordering::load_acquire(ctl.response_seq) != 0) {
+      s.restore = SlotRuntime::kPending;
+      r.slots.push_back(i);
+    } else {
+      s.restore = SlotRuntime::kNone;
+      if (state == static_cast<uint32_t>(SlotState::kClosing) && !served) reset_slot(c.view, i);
+    }
+  }
+  VMRPC_LOG(kInfo, "host", "connection " + std::to_string(c.id) +
+                               ": the region was replaced by a saved image (a VM restore or snapshot revert); " +
+                               std::to_string(r.slots.size()) + " client(s) in it");
+  if (r.slots.empty()) return;
+  {
+    std::lock_guard l(restore_mu_);
+    restores_.push_back(std::move(r));
+  }
+  restore_cv_.notify_all();
+}
+
+void HostEndpoint::Impl::restore_thread() {
+  for (;;) {
+    RestoredRegion r;
+    {
+      std::unique_lock l(restore_mu_);
+      restore_cv_.wait(l, [&] { return restore_stop_ || !restores_.empty(); });
+      if (restore_stop_) return;
+      r = std::move(restores_.front());
+      restores_.pop_front();
+    }
+    if (opts_.on_region_restored) {
+      try {
+        opts_.on_region_restored(r);
+        continue;
+      } catch (const std::exception& e) {
+        VMRPC_LOG(kWarn, "host", std::string("restoring a region's clients failed: ") + e.what());
+      }
+    } else {
+      VMRPC_LOG(kWarn, "host", "connection " + std::to_string(r.connection_id) +
+                                   ": nothing here restores GPU state: its restored clients' calls fail");
+    }
+    for (uint32_t slot : r.slots) lose(r.connection_id, slot);
+  }
+}
+
+bool HostEndpoint::Impl::set_token(uint64_t id, uint64_t token) {
+  std::lock_guard l(conns_mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return false;
+  it->second->image_token = token;
+  ordering::store_release(it->second->view.header().image_token, token);
+  return true;
+}
+
+uint64_t HostEndpoint::Impl::token_of(uint64_t id) const {
+  std::lock_guard l(conns_mu_);
+  auto it = by_id_.find(id);
+  return it == by_id_.end() ? 0 : it->second->image_token;
+}
+
+bool HostEndpoint::Impl::adopt(uint64_t id, uint32_t slot, std::chrono::milliseconds timeout, std::string* why) {
+  // The service of the replaced image may still be ending: wait for a new one.
+  const auto old = control_of(id, slot);
+  {
+    std::lock_guard l(conns_mu_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end() || slot >= layout_.slot_count) {
+      if (why) *why = "connection " + std::to_string(id) + " is gone";
+      return false;
+    }
+    SlotRuntime& s = it->second->slots[slot];
+    if (s.restore.load() != SlotRuntime::kPending) {
+      if (why) *why = "slot " + std::to_string(slot) + " of connection " + std::to_string(id) + " is not being restored";
+      return false;
+    }
+    s.restore = SlotRuntime::kAdopt;
+    ring(it->second->host_rx[slot].get());  // the loop's read of it completes: on_doorbell starts it
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto h = control_of(id, slot); h && h != old) break;
+    if (stopping_ || std::chrono::steady_clock::now() > deadline) {
+      if (why) *why = "slot " + std::to_string(slot) + " of connection " + std::to_string(id) + " did not start";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+void HostEndpoint::Impl::lose(uint64_t id, uint32_t slot) {
+  std::lock_guard l(conns_mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end() || slot >= layout_.slot_count) return;
+  SlotRuntime& s = it->second->slots[slot];
+  int pending = SlotRuntime::kPending;
+  if (!s.restore.compare_exchange_strong(pending, SlotRuntime::kLose)) return;
+  VMRPC_LOG(kWarn, "host", "connection " + std::to_string(id) + " slot " + std::to_string(slot) +
+                               ": restored without its client's GPU state; its calls fail");
+  ring(it->second->host_rx[slot].get());
+}
+
 // ------------------------------------------------------------------ workers
 
-bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
+bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot, bool held) {
   auto& ctl = c.view.control(slot);
   SlotRuntime& s = c.slots[slot];
   int pair[2];
@@ -513,7 +755,7 @@ bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot) {
                   ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region,
                   c.view.layout().host_map_address};
   spec.control_fd = theirs.get();
-  spec.start_held = hold_new_;
+  spec.start_held = hold_new_ || held;
   pid_t pid = -1;
   try {
     pid = opts_.spawn_worker(spec);
@@ -558,6 +800,12 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
     ++stats_.slots_closed_total;
   }
   if (c.dead) return;
+  if (s.region_replaced) {
+    // Stopped because a saved image replaced the region: the slot is the image's now.
+    s.region_replaced = false;
+    watch_again(c, slot);
+    return;
+  }
   auto& ctl = c.view.control(slot);
   const uint32_t state = ordering::load_acquire(ctl.state);
   if (state == static_cast<uint32_t>(SlotState::kClaimed)) {
@@ -598,6 +846,7 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHan
                       std::lock_guard l(stats_mu_);
                       ++stats_.bad_batches_total;
                     }};
+  server.region_replaced = &rt.region_replaced;
   {
     std::lock_guard l(control->svc_mu);
     control->svc = svc.get();
@@ -728,5 +977,21 @@ bool HostEndpoint::control_slot(uint64_t connection_id, uint32_t slot, std::span
   return true;
 }
 const std::string& HostEndpoint::socket_path() const { return impl_->path(); }
+
+std::vector<uint64_t> HostEndpoint::connection_ids() const {
+  std::lock_guard l(impl_->conns_mu_);
+  std::vector<uint64_t> v;
+  for (const auto& [id, c] : impl_->by_id_) v.push_back(id);
+  return v;
+}
+bool HostEndpoint::set_image_token(uint64_t connection_id, uint64_t token) {
+  return impl_->set_token(connection_id, token);
+}
+uint64_t HostEndpoint::image_token(uint64_t connection_id) const { return impl_->token_of(connection_id); }
+bool HostEndpoint::adopt_restored_slot(uint64_t connection_id, uint32_t slot, std::chrono::milliseconds timeout,
+                                       std::string* why) {
+  return impl_->adopt(connection_id, slot, timeout, why);
+}
+void HostEndpoint::lose_restored_slot(uint64_t connection_id, uint32_t slot) { impl_->lose(connection_id, slot); }
 
 }  // namespace vmrpc

@@ -113,7 +113,9 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
   ordering::store_release(ctl.host_state, static_cast<uint32_t>(svc ? wire::HostSlotState::kServing
                                                                      : wire::HostSlotState::kRefused));
   const uint64_t spin_ns = static_cast<uint64_t>(knobs::kHostSpinNs.get());
-  uint64_t last_done = 0;
+  // What was answered last: 0 for a new client; a restored one (its region is a saved
+  // image) continues after the batch answered before the save.
+  uint64_t last_done = ordering::load_acquire(ctl.response_seq);
   DecodedBatch batch;
   bool guest_closed = false;
   auto stopped = [&] { return s.stop && s.stop->load(); };
@@ -138,7 +140,13 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
     }
     // A call boundary: the control side's work (a suspend holds the slot here; the guest's
     // next batch waits in its slot until the hold ends).
-    if (s.gate && s.gate->wanted()) s.gate->serve(stopped);
+    if (s.gate && s.gate->wanted()) {
+      // Parked, the slot looks asleep: a guest that calls meanwhile rings, and so does one
+      // whose region is saved now and restored later (a new host finds it waiting).
+      ordering::store_release(ctl.host_sleeping, 1u);
+      s.gate->serve(stopped);
+      ordering::store_relaxed(ctl.host_sleeping, 0u);
+    }
     if (stopped()) break;
     if (ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed)) {
       guest_closed = true;
@@ -163,6 +171,9 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
       VMRPC_LOG(kWarn, "host", std::string("closing a slot failed: ") + e.what());
     }
   }
+  // A slot whose region was replaced under it belongs to the restored image now: leave it.
+  const bool keep_region = s.region_replaced && s.region_replaced->load();
+  if (keep_region) return guest_closed;
   if (guest_closed && s.hand_back) reset_slot(s.view, s.slot);
   else if (s.hand_back) reclaim_heap_pages(s.view, s.slot + 1);
   return guest_closed;
@@ -179,13 +190,15 @@ void reset_slot(const RegionView& view, uint32_t slot) {
   ordering::store_release(ctl.state, static_cast<uint32_t>(SlotState::kFree));
 }
 
-void fail_slot(const RegionView& view, uint32_t slot, int notify_fd) {
+void fail_slot(const RegionView& view, uint32_t slot, int notify_fd, wire::HostSlotState why) {
   auto& ctl = view.control(slot);
-  ordering::store_release(ctl.host_state, static_cast<uint32_t>(wire::HostSlotState::kFailed));
+  ordering::store_release(ctl.host_state, static_cast<uint32_t>(why));
   const uint64_t seq = ordering::load_acquire(ctl.request_seq);
   if (ordering::load_acquire(ctl.response_seq) != seq) {
     // A batch was in flight: answer it as failed so the guest does not wait forever.
-    ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(ChannelStatus::kHandlerFailed));
+    ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(why == wire::HostSlotState::kStateLost
+                                                                      ? ChannelStatus::kStateLost
+                                                                      : ChannelStatus::kHandlerFailed));
     ordering::store_relaxed(ctl.frames_done, 0u);
     ordering::store_release(ctl.response_seq, seq);
   }

@@ -42,6 +42,13 @@ struct WorkerSpec {
   bool start_held = false;  // park before the first call (HostEndpoint::set_hold_new_slots)
 };
 
+// A connection's region replaced by a saved image (HostEndpointOptions::on_region_restored).
+struct RestoredRegion {
+  uint64_t connection_id = 0;
+  uint64_t image_token = 0;     // RegionHeader::image_token of the image
+  std::vector<uint32_t> slots;  // slots whose client was in the middle of its session
+};
+
 struct HostEndpointOptions {
   std::string socket_path;
   RegionConfig region = RegionConfig::from_knobs();
@@ -56,6 +63,12 @@ struct HostEndpointOptions {
   // (RegionHeader::host_map_address) so that guests can map it there too. Workers map it
   // before anything else, so it is free in them; 0: anywhere (no same-address mapping).
   uint64_t worker_map_address = static_cast<uint64_t>(knobs::kWorkerMapAddress.get());
+  // Called on a thread of the endpoint's own (never the loop's) when a connection's region
+  // was replaced by a saved image (its image token changed: a VM restore or a snapshot
+  // revert). It must decide every listed slot: adopt_restored_slot() (then bring the
+  // client's state back through control_slot() and release_slot()) or
+  // lose_restored_slot(). Until then the slot's guest waits. Unset: every slot is lost.
+  std::function<void(const RestoredRegion&)> on_region_restored;
 };
 
 // A slot being served (HostEndpoint::served_slots).
@@ -107,6 +120,20 @@ class HostEndpoint {
   // `progress`. False (and why) when the slot is not served or ended meanwhile.
   bool control_slot(uint64_t connection_id, uint32_t slot, std::span<const std::byte> request,
                     std::vector<std::byte>* reply, const SlotService::Progress& progress, std::string* why);
+
+  // ---- restored regions (README.md, "Restored regions"): any thread but the loop's.
+  // Live connections, oldest first.
+  std::vector<uint64_t> connection_ids() const;
+  // Writes the region's image token (0 if the connection is gone) / reads it.
+  bool set_image_token(uint64_t connection_id, uint64_t token);
+  uint64_t image_token(uint64_t connection_id) const;
+  // A slot listed in a RestoredRegion: starts serving it held (before its first call)
+  // and returns once it is served (false and why when the connection went, or `timeout`).
+  bool adopt_restored_slot(uint64_t connection_id, uint32_t slot, std::chrono::milliseconds timeout,
+                           std::string* why);
+  // A slot listed in a RestoredRegion whose client's GPU state is not here: its calls fail
+  // with kStateLost (the guest library says what happened) until its guest releases it.
+  void lose_restored_slot(uint64_t connection_id, uint32_t slot);
 
   class Impl;
 

@@ -32,6 +32,9 @@ struct SlotServer {
   // Control from another thread (suspend/resume): looked at between batches; closed when
   // serve_slot returns. May be null.
   SlotGate* gate = nullptr;
+  // Set (before stop) when the region was replaced by a restored image: the slot's control
+  // page and heap pages are the image's now, so serve_slot leaves them as they are.
+  const std::atomic<bool>* region_replaced = nullptr;
 };
 
 // Serves the slot with `svc` (may be null: every service call is then kUnknownCall)
@@ -44,8 +47,10 @@ bool serve_slot(const SlotServer& s, SlotService* svc);
 // hands it back (Free). Precondition: nobody serves the slot.
 void reset_slot(const RegionView& view, uint32_t slot);
 
-// Answers a batch that will never run (the slot's server died): every frame
-// kHandlerFailed, the batch answered, the slot marked refused.
-void fail_slot(const RegionView& view, uint32_t slot, int notify_fd);
+// Answers a batch that will never run and marks the slot `why`: kFailed (its server died;
+// the batch answers kHandlerFailed) or kStateLost (a restored region whose client's GPU
+// state the host does not have; the batch answers kStateLost). Rings the guest.
+void fail_slot(const RegionView& view, uint32_t slot, int notify_fd,
+               wire::HostSlotState why = wire::HostSlotState::kFailed);
 
 }  // namespace vmrpc

@@ -41,13 +41,20 @@ struct RegionHeader {
   // guest that maps the region at the same address shares pointers into it with the host
   // (mapped pinned memory under unified addressing): see README.md, "Same address".
   uint64_t host_map_address;
-  uint8_t reserved[48];
+  // Names this image of the region for the host (guests ignore it): written by the host
+  // when the connection starts, when the VM's GPU state is saved (the saved state names
+  // it) and when the VM runs on again. A token that changes under the host means the
+  // region was replaced by a saved image (a VM restore, a snapshot revert): see README.md,
+  // "Restored regions".
+  uint64_t image_token;
+  uint8_t reserved[40];
 };
 static_assert(sizeof(RegionHeader) == 144);
 static_assert(offsetof(RegionHeader, host_map_address) == 88);
 static_assert(offsetof(RegionHeader, slot_count) == 24);
 static_assert(offsetof(RegionHeader, heap_page_bytes) == 64);
 static_assert(offsetof(RegionHeader, host_epoch) == 80);
+static_assert(offsetof(RegionHeader, image_token) == 96);
 
 // Slot life cycle, in SlotControl::state.
 //   Free -> Claimed      guest (CAS), then rings the slot's doorbell
@@ -66,6 +73,10 @@ enum class HostSlotState : uint32_t {
   kServing = 1,  // a service thread owns the slot
   kRefused = 2,  // host refused the slot (e.g. policy); guest must release it
   kFailed = 3,   // the slot's server died (its worker crashed): calls fail; release the slot
+  // The region was restored from a saved image (VM restore, snapshot revert) and the host
+  // has no GPU state for this slot's client (the VM was saved without it): calls fail
+  // with kStateLost; release the slot.
+  kStateLost = 4,
 };
 
 // One control page per slot. Guest-written and host-written fields sit on separate
@@ -175,6 +186,7 @@ enum class ChannelStatus : int32_t {
   kHandlerFailed = -8,    // the host failed for a reason of its own
   kSkipped = -9,          // kFrameSkipOnError and an earlier frame failed
   kTransportLost = -10,   // guest side only: the host endpoint went away
+  kStateLost = -11,       // the host has no GPU state for this client (HostSlotState::kStateLost)
 };
 
 inline constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
