@@ -26,6 +26,13 @@
 #   --slots N           client slots = MSI-X vectors of the device (default 8; at most 255)
 #   --region-mib M      shared region per VM in MiB, a power of two (default 1024: BAR2
 #                       lies outside guest RAM, 256 and 1024 both boot under TCG)
+#   --socket PATH       use the stub that already serves PATH (started and stopped by the
+#                       caller, with the same --slots and --region-mib) instead of one of
+#                       this run's own
+# Saving the VM (docs/snapshots.md; tests/guest/cuda_vm_save_test.sh):
+#   --qmp PATH          QEMU's QMP monitor on the UNIX socket PATH (stop, migrate, quit)
+#   --incoming URI      start from a saved VM (QEMU -incoming, e.g. "exec:cat FILE") instead
+#                       of booting; the same image, job and options as the saved run
 # Guest:
 #   --build DIR         build tree (default <repo>/build): guest-lib/libcudart.so.13, the stubs
 #   --image FILE        boot this image as it is (from build-cuda-image.sh); default: build
@@ -61,7 +68,7 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 
 BUILD=$REPO/build STUB=${VMCUDA_STUB:-} TEST_STUB=0 STUB_ARGS=() SLOTS=8 REGION_MIB=1024
 IMAGE='' ADD_PROGS=() KERNEL='' JOB='' MEM=1G SMP=1 APPEND='' TIMEOUT=600 OUTDIR='' VERBOSE=0
-PROGS=() ARGV_MODE=0
+PROGS=() ARGV_MODE=0 EXT_SOCK='' QMP='' INCOMING=''
 need() { [ $# -ge 2 ] || { say "$1 wants a value"; usage; }; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -70,6 +77,9 @@ while [ $# -gt 0 ]; do
         --stub-arg) need "$@"; STUB_ARGS+=("$2"); shift 2 ;;
         --slots) need "$@"; SLOTS=$2; shift 2 ;;
         --region-mib) need "$@"; REGION_MIB=$2; shift 2 ;;
+        --socket) need "$@"; EXT_SOCK=$2; shift 2 ;;
+        --qmp) need "$@"; QMP=$2; shift 2 ;;
+        --incoming) need "$@"; INCOMING=$2; shift 2 ;;
         --build) need "$@"; BUILD=$2; shift 2 ;;
         --image) need "$@"; IMAGE=$2; shift 2 ;;
         --add-program) need "$@"; ADD_PROGS+=("$2"); shift 2 ;;
@@ -129,7 +139,10 @@ if [ -n "$IMAGE" ]; then
 fi
 
 # ---- the stub binary ----------------------------------------------------------------------
-if [ -z "$STUB" ]; then
+if [ -n "$EXT_SOCK" ]; then
+    [ -S "$EXT_SOCK" ] || die 3 "--socket $EXT_SOCK: no stub serves it (no such socket)"
+    STUB=/bin/true  # not started
+elif [ -z "$STUB" ]; then
     if [ "$TEST_STUB" = 1 ]; then STUB=$BUILD/tests/vmcuda-test-stub; else STUB=$BUILD/host-stub/vmcuda-stub; fi
 fi
 [ -x "$STUB" ] || die 3 "no stub at $STUB (build it, or name one with --stub / VMCUDA_STUB)"
@@ -161,6 +174,11 @@ trap 'say "interrupted"; exit 130' INT TERM
 SOCK=$WORK/vm.sock
 STUBLOG=$RES/stub.log
 if [ -n "$OUTDIR" ]; then where=$STUBLOG; else where="its tail is shown on failure; --out-dir keeps it"; fi
+if [ -n "$EXT_SOCK" ]; then
+    SOCK=$EXT_SOCK
+    echo "(the stub serving $SOCK is not this run's: see its own log)" > "$STUBLOG"
+    say "stub: the one serving $SOCK"
+else
 say "stub: $STUB --slots $SLOTS --region-bytes $REGION_BYTES${STUB_ARGS[*]+ ${STUB_ARGS[*]}} (log: $where)"
 "$STUB" --socket "$SOCK" --slots "$SLOTS" --region-bytes "$REGION_BYTES" ${STUB_ARGS[@]+"${STUB_ARGS[@]}"} \
     > "$STUBLOG" 2>&1 < /dev/null &
@@ -179,6 +197,7 @@ for _ in $(seq 400); do
     sleep 0.05
 done
 [ -S "$SOCK" ] || die 3 "the stub did not create $SOCK within 20 s"
+fi
 
 # ---- the image -------------------------------------------------------------------------------
 if [ -n "$IMAGE" ]; then
@@ -271,9 +290,13 @@ CONSOLE=$RES/console.log
 : > "$CONSOLE"
 NPROG=${#GUEST_NAMES[@]}
 say "booting the guest ($KERNEL, ${MEM} RAM, $SMP vCPUs, $SLOTS vectors, master=on; $([ -n "$JOB" ] && echo "job $JOB" || echo "$NPROG program(s)"))"
+QEMU_EXTRA=()
+[ -n "$QMP" ] && QEMU_EXTRA+=(-qmp "unix:$QMP,server=on,wait=off")
+[ -n "$INCOMING" ] && QEMU_EXTRA+=(-incoming "$INCOMING")
 setsid "$REPO/scripts/guest/boot.sh" --kernel "$KERNEL" --initrd "$INITRD" --ivshmem-socket "$SOCK" \
     --vectors "$SLOTS" --ivshmem-master on --timeout "$TIMEOUT" --mem "$MEM" --smp "$SMP" \
-    ${APPEND:+--append "$APPEND"} --log "$CONSOLE" > /dev/null 2> "$WORK/boot.err" &
+    ${APPEND:+--append "$APPEND"} --log "$CONSOLE" -- ${QEMU_EXTRA[@]+"${QEMU_EXTRA[@]}"} \
+    > /dev/null 2> "$WORK/boot.err" &
 BOOT_PID=$!
 
 # One line at a time: progress on stderr; each program's output, once it ended, decoded
@@ -333,7 +356,8 @@ if grep -q '^boot: timeout after' "$WORK/boot.err"; then
     fail_tail
     die 124 "timeout after ${TIMEOUT}s ($NDONE program(s) finished)"
 fi
-if ! grep -aq '@@VMCUDA-READY' "$CONSOLE"; then
+# (A VM started from a saved one says nothing of its boot: it continues where it was saved.)
+if [ -z "$INCOMING" ] && ! grep -aq '@@VMCUDA-READY' "$CONSOLE"; then
     fail_tail
     die 4 "the guest did not get to run the programs (boot.sh exit $BRC)"
 fi

@@ -84,6 +84,7 @@ class Session : public vmrpc::SlotService {
   // The control path (suspend.cc, control.cc): runs on the slot's service thread while the
   // slot is held at a call boundary.
   std::vector<std::byte> control(std::span<const std::byte> request, const Progress& progress) override;
+  void bind_region(const vmrpc::RegionView& region) override { region_ = &region; }
   // Writes the client's state to `out`, then releases its GPU objects, memory and contexts.
   // On failure nothing was released and the client runs on (false, why).
   // `before_release` runs once everything is written, before the first driver object goes

@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -80,6 +82,15 @@ void install_control_handlers(ControlServer& control, VmControl& vm) {
   });
 }
 
+// Where saved VMs are indexed (VmControl): the system's state directory for root (the unit's
+// StateDirectory), the user's otherwise.
+std::string default_state_dir() {
+  if (::geteuid() == 0) return "/var/lib/vmcuda";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/') return std::string(x) + "/vmcuda";
+  if (const char* h = std::getenv("HOME"); h && *h == '/') return std::string(h) + "/.local/state/vmcuda";
+  return {};
+}
+
 }  // namespace
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
@@ -128,12 +139,16 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "(where clients share the process), off with process (each worker is its client's own)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  std::string vm_name, control_socket, control_group;
+  std::string vm_name, control_socket, control_group, state_dir = default_state_dir();
   app.add_option("--vm", vm_name, "the VM's name in logs and vmcudactl (default: the socket's file name without .sock)");
   app.add_option("--control-socket", control_socket,
                  "vmcudactl's socket for this stub (default: the VM socket with .ctl for .sock; 'none': no control)");
   app.add_option("--control-group", control_group,
                  "group (name or gid) whose members may use the control socket, besides root and this stub's user");
+  app.add_option("--state-dir", state_dir,
+                 "where saved VMs are indexed, so that a restored VM image finds its GPU state (also in a new "
+                 "stub process); '' : not indexed")
+      ->capture_default_str();
   CLI11_PARSE(app, stub_argc, argv);
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
 
@@ -181,9 +196,15 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // before any thread starts: they inherit it
+  // A region replaced by a saved VM image: its clients come back through the VM control
+  // (made below, before the endpoint starts).
+  std::atomic<VmControl*> vm_control{nullptr};
+  options.on_region_restored = [&vm_control](const vmrpc::RestoredRegion& r) {
+    if (VmControl* vm = vm_control.load()) vm->adopt_restored(r);
+    else throw std::runtime_error("the stub is not ready for restored VMs yet");
+  };
   try {
     vmrpc::HostEndpoint endpoint(options, service);
-    endpoint.start();
     // The control socket (vmcudactl): status, suspend, resume, save, restore.
     const std::string base = std::filesystem::path(socket_path).filename().string();
     if (vm_name.empty()) vm_name = base.size() > 5 && base.ends_with(".sock") ? base.substr(0, base.size() - 5) : base;
@@ -197,7 +218,15 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       if (api.cuDeviceGet(&dev, d) == CUDA_SUCCESS) api.cuDeviceGetName(name, sizeof name - 1, dev);
       gpus.push_back(std::to_string(d) + ": " + name);
     }
-    VmControl vm(endpoint, vm_name, gpus);
+    VmControl vm(endpoint, vm_name, gpus, std::chrono::seconds(10),
+                 state_dir.empty() ? std::string() : (std::filesystem::path(state_dir) / vm_name).string());
+    vm_control = &vm;
+    // Whatever way this scope ends, the endpoint (its restore thread uses vm) stops first.
+    struct StopFirst {
+      vmrpc::HostEndpoint& e;
+      ~StopFirst() { e.stop(); }
+    } stop_first{endpoint};
+    endpoint.start();
     std::unique_ptr<ControlServer> control;
     if (control_socket != "none") {
       ControlServerOptions copts;

@@ -1,6 +1,11 @@
 #include "vm_control.h"
 
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <regex>
 
 #include <filesystem>
 #include <fstream>
@@ -20,11 +25,112 @@ std::string client_file(uint64_t connection, uint32_t slot) {
 std::string name_of(uint64_t connection, uint32_t slot) {
   return "client " + std::to_string(connection) + "/" + std::to_string(slot);
 }
+uint64_t new_token() {
+  uint64_t t = 0;
+  while (t == 0)
+    if (::getrandom(&t, sizeof t, 0) != sizeof t) t = static_cast<uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull;
+  return t;
+}
+std::string hex(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+// A saved VM's manifest, read as untrusted input: its connections' image tokens and, per
+// (old connection, slot), the client's state file (a plain name inside the directory).
+struct Manifest {
+  std::map<uint64_t, uint64_t> connection_of_token;
+  std::map<std::pair<uint64_t, uint32_t>, std::string> files;
+};
+bool read_manifest(const std::string& dir, Manifest* m, std::string* why) {
+  try {
+    std::ifstream in(fs::path(dir) / "manifest.json");
+    if (!in) {
+      *why = dir + " holds no saved VM (no readable manifest.json)";
+      return false;
+    }
+    const auto j = nlohmann::json::parse(in);
+    if (j.value("format", "") != "vmcuda-saved-vm") {
+      *why = dir + "/manifest.json is not a vmcuda saved VM";
+      return false;
+    }
+    static const std::regex file_name("client-[0-9]{1,20}-[0-9]{1,10}\\.state");
+    for (const auto& c : j.value("connections", nlohmann::json::array()))
+      m->connection_of_token[c.at("token").get<uint64_t>()] = c.at("connection").get<uint64_t>();
+    for (const auto& c : j.at("clients")) {
+      const std::string f = c.at("file").get<std::string>();
+      if (!std::regex_match(f, file_name)) {
+        *why = dir + "/manifest.json names a state file '" + f + "' that vmcuda does not write";
+        return false;
+      }
+      m->files[{c.at("connection").get<uint64_t>(), c.at("slot").get<uint32_t>()}] = f;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    *why = dir + "/manifest.json is damaged: " + e.what();
+    return false;
+  }
+}
 }  // namespace
 
 VmControl::VmControl(vmrpc::HostEndpoint& endpoint, std::string vm, std::vector<std::string> gpus,
-                     std::chrono::milliseconds quiesce_timeout)
-    : endpoint_(endpoint), vm_(std::move(vm)), gpus_(std::move(gpus)), quiesce_timeout_(quiesce_timeout) {}
+                     std::chrono::milliseconds quiesce_timeout, std::string state_dir)
+    : endpoint_(endpoint),
+      vm_(std::move(vm)),
+      gpus_(std::move(gpus)),
+      quiesce_timeout_(quiesce_timeout),
+      state_dir_(std::move(state_dir)) {}
+
+// The index of saved VMs: <state dir>/saved/<token> -> the saved VM's directory.
+void VmControl::index_saved(uint64_t token, const std::string& dir) {
+  if (state_dir_.empty()) return;
+  std::error_code ec;
+  const fs::path saved = fs::path(state_dir_) / "saved";
+  fs::create_directories(saved, ec);
+  ::chmod(state_dir_.c_str(), 0700);
+  ::chmod(saved.c_str(), 0700);
+  const fs::path link = saved / hex(token);
+  fs::remove(link, ec);
+  fs::create_directory_symlink(fs::absolute(dir, ec), link, ec);
+  if (ec)
+    VMRPC_LOG(kWarn, "stub", vm_ + ": cannot index the saved VM " + dir + " in " + saved.string() + ": " +
+                                 ec.message() + " (restoring this VM image will need `vmcudactl restore " + dir + "`)");
+}
+
+std::string VmControl::saved_dir_of(uint64_t token) {
+  if (auto it = pending_.find(token); it != pending_.end()) return it->second;
+  if (state_dir_.empty()) return {};
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(fs::path(state_dir_) / "saved" / hex(token), ec);
+  return ec ? std::string() : target.string();
+}
+
+void VmControl::forget_gone_clients() {
+  const auto ids = endpoint_.connection_ids();
+  const std::set<uint64_t> live(ids.begin(), ids.end());
+  bool forgot = false;
+  for (auto it = suspended_.begin(); it != suspended_.end();) {
+    if (live.contains(it->first.first)) {
+      ++it;
+      continue;
+    }
+    held_.erase(it->first);
+    it = suspended_.erase(it);
+    forgot = true;
+  }
+  if (vm_suspended_ && forgot && suspended_.empty()) {
+    // Saved, then the VM went away (virsh save stops it): nothing is left to resume here.
+    vm_suspended_ = false;
+    endpoint_.set_hold_new_slots(false);
+    set_state("running");
+  }
+}
+
+void VmControl::renew_tokens() {
+  // Running on: an image saved before must look different from the region now, so that
+  // loading it again is noticed.
+  for (uint64_t c : endpoint_.connection_ids()) endpoint_.set_image_token(c, new_token());
+}
 
 VmStatus VmControl::status() {
   VmStatus s;
@@ -132,12 +238,11 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
     std::string err;
     const std::string path = dir ? (fs::path(*dir) / client_file(k.first, k.second)).string() : std::string();
     if (!request(k, dir ? cc::Op::kSave : cc::Op::kSuspend, path, &r, progress, done, total, &err)) {
-      for (const auto& back : suspended_) {
+      for (const auto& [back, back_path] : suspended_) {
         cc::Reply ignored;
         std::string e2;
-        if (!request(back, dir ? cc::Op::kRestore : cc::Op::kResume,
-                     dir ? (fs::path(*dir) / client_file(back.first, back.second)).string() : std::string(), &ignored,
-                     {}, 0, 0, &e2))
+        if (!request(back, back_path.empty() ? cc::Op::kResume : cc::Op::kRestore, back_path, &ignored, {}, 0, 0,
+                     &e2))
           VMRPC_LOG(kWarn, "stub", vm_ + ": undoing a failed suspend: " + e2);
       }
       suspended_.clear();
@@ -148,13 +253,22 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
       return false;
     }
     done += r.state_bytes;
-    suspended_.insert(k);
+    suspended_[k] = path;
     clients.push_back({{"connection", k.first}, {"slot", k.second}, {"pid", r.status.owner_tag},
                        {"file", dir ? client_file(k.first, k.second) : ""}, {"state_bytes", r.state_bytes}});
   }
   if (dir) {
-    const nlohmann::json manifest = {{"format", "vmcuda-saved-vm"}, {"version", 1}, {"vm", vm_},
-                                     {"gpus", gpus_},               {"clients", clients}};
+    // Each connection's region gets a token of its own now: the VM image QEMU saves next
+    // carries it, and a stub that sees a region replaced by that image finds this directory.
+    nlohmann::json connections = nlohmann::json::array();
+    for (uint64_t c : endpoint_.connection_ids()) {
+      const uint64_t token = new_token();
+      if (!endpoint_.set_image_token(c, token)) continue;
+      connections.push_back({{"connection", c}, {"token", token}});
+      index_saved(token, *dir);
+    }
+    const nlohmann::json manifest = {{"format", "vmcuda-saved-vm"}, {"version", 1},           {"vm", vm_},
+                                     {"gpus", gpus_},               {"connections", connections}, {"clients", clients}};
     const fs::path tmp = fs::path(*dir) / "manifest.json.partial";
     std::ofstream(tmp) << manifest.dump(2) << "\n";
     std::error_code ec;
@@ -176,12 +290,90 @@ bool VmControl::resume(const Progress& progress, std::string* why) {
 
 bool VmControl::restore(const std::string& dir, const Progress& progress, std::string* why) {
   std::lock_guard l(mu_);
-  std::error_code ec;
-  if (!fs::exists(fs::path(dir) / "manifest.json", ec)) {
-    if (why) *why = dir + " holds no saved VM (no manifest.json)";
+  forget_gone_clients();
+  Manifest m;
+  std::string err;
+  if (!read_manifest(dir, &m, &err)) {
+    if (why) *why = err;
     return false;
   }
-  return resume_from(&dir, progress, why);
+  if (vm_suspended_) return resume_from(&dir, progress, why);
+  if (m.files.empty()) {
+    if (progress) progress("done", 0, 0);
+    return true;  // a VM saved without clients: nothing to bring back
+  }
+  // Nothing suspended here: the VM itself is being restored (virsh restore, QEMU
+  // -incoming); its clients come back when its image replaces a region.
+  if (m.connection_of_token.empty()) {
+    if (why) *why = dir + " was saved without region image tokens: nothing here can match it to a VM image";
+    return false;
+  }
+  for (const auto& [token, conn] : m.connection_of_token) pending_[token] = dir;
+  VMRPC_LOG(kInfo, "stub", vm_ + ": " + dir + " is ready: its clients come back when the VM's saved image is loaded");
+  if (progress) progress("waiting for the VM image", 0, 0);
+  return true;
+}
+
+void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
+  std::lock_guard l(mu_);
+  forget_gone_clients();
+  const std::string dir = saved_dir_of(r.image_token);
+  Manifest m;
+  std::string err;
+  if (dir.empty())
+    err = "no saved GPU state names this VM image (token " + hex(r.image_token) +
+          "): it was saved or snapshotted without `vmcudactl save`, or its saved directory was not given "
+          "(`vmcudactl restore DIR` before the VM is restored)";
+  else
+    read_manifest(dir, &m, &err);
+  const auto old = m.connection_of_token.find(r.image_token);
+  if (err.empty() && old == m.connection_of_token.end()) err = dir + " does not name this VM image";
+  if (!err.empty()) {
+    VMRPC_LOG(kWarn, "stub", vm_ + ": the VM was restored; " + std::to_string(r.slots.size()) +
+                                 " client(s) in it lose their GPU state: " + err);
+    for (uint32_t s : r.slots) endpoint_.lose_restored_slot(r.connection_id, s);
+    endpoint_.set_image_token(r.connection_id, new_token());
+    return;
+  }
+  set_state("restoring");
+  size_t back = 0;
+  std::vector<SlotKey> restored;
+  for (uint32_t s : r.slots) {
+    const auto f = m.files.find({old->second, s});
+    if (f == m.files.end()) {
+      VMRPC_LOG(kWarn, "stub", vm_ + ": restored slot " + std::to_string(s) + " has no state in " + dir +
+                                   " (the client started after the save): its calls fail");
+      endpoint_.lose_restored_slot(r.connection_id, s);
+      continue;
+    }
+    const SlotKey k{r.connection_id, s};
+    const std::string path = (fs::path(dir) / f->second).string();
+    std::string why;
+    if (!endpoint_.adopt_restored_slot(r.connection_id, s, std::chrono::seconds(30), &why)) {
+      VMRPC_LOG(kWarn, "stub", vm_ + ": " + name_of(k.first, k.second) + ": " + why);
+      endpoint_.lose_restored_slot(r.connection_id, s);
+      continue;
+    }
+    cc::Reply reply;
+    if (!request(k, cc::Op::kRestore, path, &reply, {}, 0, 0, &why)) {
+      // Held, with its state file kept: `vmcudactl resume` tries again.
+      VMRPC_LOG(kWarn, "stub", vm_ + ": " + why + "; the client stays suspended (fix the cause, then vmcudactl resume " +
+                                   vm_ + ")");
+      held_.insert(k);
+      suspended_[k] = path;
+      vm_suspended_ = true;
+      continue;
+    }
+    restored.push_back(k);
+  }
+  // A token of its own before any client runs again (services compare it before each
+  // batch; it changes under them only when a saved image replaces the region).
+  endpoint_.set_image_token(r.connection_id, new_token());
+  for (const auto& k : restored) endpoint_.release_slot(k.first, k.second);
+  back = restored.size();
+  set_state(vm_suspended_ ? "suspended" : "running");
+  VMRPC_LOG(kInfo, "stub", vm_ + ": the VM was restored from " + dir + ": " + std::to_string(back) + " of " +
+                               std::to_string(r.slots.size()) + " client(s) back on the GPU");
 }
 
 bool VmControl::resume_from(const std::string* dir, const Progress& progress, std::string* why) {
@@ -193,28 +385,38 @@ bool VmControl::resume_from(const std::string* dir, const Progress& progress, st
   std::string first_error;
   uint64_t done = 0;
   std::set<SlotKey> live;
+  std::vector<SlotKey> resumed;
   for (const auto& s : endpoint_.served_slots()) live.insert({s.connection_id, s.slot});
   for (auto it = suspended_.begin(); it != suspended_.end();) {
-    if (!live.contains(*it)) {
+    if (!live.contains(it->first)) {
       // Its guest went away while suspended (a VM's process, or a local app that ended):
       // nothing to bring back, its state goes with it.
-      VMRPC_LOG(kInfo, "stub", vm_ + ": " + name_of(it->first, it->second) + " ended while suspended");
-      held_.erase(*it);
+      VMRPC_LOG(kInfo, "stub", vm_ + ": " + name_of(it->first.first, it->first.second) + " ended while suspended");
+      held_.erase(it->first);
       it = suspended_.erase(it);
       continue;
     }
     cc::Reply r;
     std::string err;
-    const std::string path = dir ? (fs::path(*dir) / client_file(it->first, it->second)).string() : std::string();
-    if (!request(*it, dir ? cc::Op::kRestore : cc::Op::kResume, path, &r, progress, done, 0, &err)) {
+    const std::string path =
+        dir ? (fs::path(*dir) / client_file(it->first.first, it->first.second)).string() : it->second;
+    if (!request(it->first, path.empty() ? cc::Op::kResume : cc::Op::kRestore, path, &r, progress, done, 0, &err)) {
       if (first_error.empty()) first_error = err;
       ++it;
       continue;
     }
     done += r.status.device_bytes;
-    endpoint_.release_slot(it->first, it->second);
-    held_.erase(*it);
+    resumed.push_back(it->first);
     it = suspended_.erase(it);
+  }
+  // A new image token while every client is still held (services take a token that
+  // changes under them for a replaced region). Not after a partial resume: the clients
+  // already resumed run (so loading the saved image in place again goes unnoticed until the
+  // next full resume: docs/snapshots.md).
+  if (first_error.empty()) renew_tokens();
+  for (const auto& k : resumed) {
+    endpoint_.release_slot(k.first, k.second);
+    held_.erase(k);
   }
   if (!first_error.empty()) {
     set_state("suspended");

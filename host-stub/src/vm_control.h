@@ -6,13 +6,21 @@
 // not get there in time, or one's state cannot be written, the others are resumed and the
 // VM runs on as before. While suspended, the holds stay: a guest that calls just waits.
 //
-// A saved VM is a directory: `manifest.json` (VM, stub version, devices, clients) and one
-// state file per client (client-<connection>-<slot>.state).
+// A saved VM is a directory: `manifest.json` (VM, devices, each connection's region image
+// token, clients) and one state file per client (client-<connection>-<slot>.state).
+//
+// VM snapshots (docs/snapshots.md): a save writes a new image token into each connection's
+// region, so the VM image QEMU saves next (master=on) names this directory; the stub indexes
+// it under its state directory (saved/<token>). When a region is later replaced by that
+// image (virsh restore, a snapshot revert; also in a new stub process), adopt_restored()
+// finds the directory by the token and brings each client back from its file, into the same
+// slot; a client whose state is not found gets a clear error on its next call.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -42,16 +50,23 @@ class VmControl {
   // phase, bytes done, bytes in all (0: unknown)
   using Progress = std::function<void(const std::string& phase, uint64_t done, uint64_t total)>;
 
+  // `state_dir`: where saved VMs are indexed by image token ("" : not indexed; a restore
+  // then needs `vmcudactl restore DIR` first).
   VmControl(vmrpc::HostEndpoint& endpoint, std::string vm, std::vector<std::string> gpus,
-            std::chrono::milliseconds quiesce_timeout = std::chrono::seconds(10));
+            std::chrono::milliseconds quiesce_timeout = std::chrono::seconds(10), std::string state_dir = {});
 
   VmStatus status();
   bool suspend(const Progress& progress, std::string* why);
   bool resume(const Progress& progress, std::string* why);
   // Suspend into `dir` (created; must not hold a saved VM already).
   bool save(const std::string& dir, const Progress& progress, std::string* why);
-  // Resume the suspended clients from the state files in `dir` (kept for a retry).
+  // Resume the suspended clients from the state files in `dir` (kept for a retry). With no
+  // client suspended here (a new stub, a VM that is being restored), `dir` is remembered for
+  // the VM image that names it: its clients come back when QEMU loads that image.
   bool restore(const std::string& dir, const Progress& progress, std::string* why);
+  // HostEndpointOptions::on_region_restored: each listed slot's client from the saved VM
+  // its image token names, or lost.
+  void adopt_restored(const vmrpc::RestoredRegion& r);
 
   const std::string& vm() const { return vm_; }
   const std::vector<std::string>& gpus() const { return gpus_; }
@@ -59,6 +74,10 @@ class VmControl {
  private:
   using SlotKey = std::pair<uint64_t, uint32_t>;
   bool suspend_into(const std::string* dir, const Progress& progress, std::string* why);
+  std::string saved_dir_of(uint64_t token);  // "" when unknown
+  void index_saved(uint64_t token, const std::string& dir);
+  void renew_tokens();
+  void forget_gone_clients();
   bool resume_from(const std::string* dir, const Progress& progress, std::string* why);
   bool request(const SlotKey& k, client_control::Op op, const std::string& path, client_control::Reply* reply,
                const Progress& progress, uint64_t done_before, uint64_t total, std::string* why);
@@ -72,7 +91,11 @@ class VmControl {
   std::string state_ = "running";
   std::mutex state_mu_;       // state_ for status() while an operation runs
   std::set<SlotKey> held_;    // clients held (suspended, or being suspended)
-  std::set<SlotKey> suspended_;
+  // Suspended clients and where their state is: "" in host memory (their service has it),
+  // else the state file to restore from.
+  std::map<SlotKey, std::string> suspended_;
+  std::string state_dir_;
+  std::map<uint64_t, std::string> pending_;  // image token -> saved VM dir (vmcudactl restore)
   bool vm_suspended_ = false;  // also with no client at all
   void set_state(const std::string& s) {
     std::lock_guard l(state_mu_);

@@ -147,6 +147,11 @@ bool ClientSlot::wait_response(uint64_t seq) {
         ordering::store_relaxed(ctl.guest_sleeping, 0u);
         return answered();
       }
+      // A wait slice passed (or a stray interrupt) without the answer: ring once more. A
+      // host busy with the call ignores it; one that never heard the first ring (this VM
+      // was saved and restored meanwhile, and its new host waits for the VM to show that
+      // it runs) starts now.
+      if (!answered()) doorbell_.ring(slot_);
     }
     ordering::store_relaxed(ctl.guest_sleeping, 0u);
     return true;
@@ -240,9 +245,11 @@ void LocalConnection::ring(uint32_t slot) {
 bool LocalConnection::wait(uint32_t slot) {
   pollfd p[2] = {{s_->own_fds[slot].get(), POLLIN, 0}, {s_->sock.get(), POLLIN | POLLRDHUP, 0}};
   for (;;) {
-    int rc = ::poll(p, 2, -1);
+    // Slices of a second, as the VM driver's waits: the caller looks again (and rings again).
+    int rc = ::poll(p, 2, 1000);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) return false;
+    if (rc == 0) return true;
     if (p[0].revents & POLLIN) {
       uint64_t v;
       [[maybe_unused]] ssize_t n = ::read(p[0].fd, &v, sizeof v);

@@ -28,6 +28,7 @@
 #include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
 #include "vmrpc/slot_server.h"
+#include "vmrpc/worker.h"
 #include "vmrpc/worker_control.h"
 #include <map>
 #include <memory>
@@ -115,6 +116,9 @@ struct Connection {
   std::unique_ptr<SlotRuntime[]> slots;
   Op socket_poll;
   uint64_t image_token = 0;  // what we last wrote into the header (guarded by conns_mu_)
+  // Its region was replaced by a saved image, whose clients are looked at once the VM runs.
+  bool replaced = false;
+  uint64_t replaced_token = 0;
   int pending_ops = 0;
   bool dead = false;
   bool reaped = false;
@@ -160,12 +164,20 @@ class HostEndpoint::Impl {
   // After a slot's service ended: the loop watches its doorbell again. A restore decision
   // made meanwhile rang a doorbell the service may have swallowed: ring it once more.
   void watch_again(Connection& c, uint32_t slot) {
+    if (c.replaced) {
+      // A ring left over from stopping the service is not the VM's: drop it (the guest
+      // library rings again while it waits).
+      pollfd p{c.host_rx[slot].get(), POLLIN, 0};
+      uint64_t v;
+      if (::poll(&p, 1, 0) == 1) [[maybe_unused]] ssize_t n = ::read(p.fd, &v, sizeof v);
+    }
     const int r = c.slots[slot].restore.load();
     if (r == SlotRuntime::kAdopt || r == SlotRuntime::kLose) ring(c.host_rx[slot].get());
     arm_doorbell(c, slot);
   }
   void check_region(Connection& c);
   void on_region_replaced(Connection& c, uint64_t token);
+  void collect_restored(Connection& c);
   void restore_thread();
 
   HostEndpointOptions opts_;
@@ -420,6 +432,7 @@ void HostEndpoint::Impl::on_messages() {
       // The guest closed the slot: the thread has finished; the loop watches its doorbell again.
       SlotRuntime& s = c->slots[m.slot];
       if (s.thread.joinable()) s.thread.join();
+      check_region(*c);  // a thread that left because the image token changed
       watch_again(*c, m.slot);
     }
   }
@@ -547,6 +560,7 @@ void HostEndpoint::Impl::maybe_free(Connection* c) {
 void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   // A restored image first: its slots are not new clients.
   check_region(c);
+  if (c.replaced) collect_restored(c);
   auto& ctl = c.view.control(slot);
   SlotRuntime& rt = c.slots[slot];
   bool held = false;
@@ -620,36 +634,47 @@ void HostEndpoint::Impl::check_region(Connection& c) {
   on_region_replaced(c, token);
 }
 
-// The region's bytes are a saved image now (QEMU loaded a VM's state into it): every slot
-// shows what its guest had at the save. A slot in the middle of a session is listed for
-// on_region_restored, which brings its client's GPU state back or declares it lost; a
-// slot that was closing is handed back; a free slot, or one claimed since (no reply yet),
-// is an ordinary slot. Services still running on the old contents are stopped without
-// touching the region.
+// The region's bytes are becoming a saved image (QEMU loads a VM's state into it; the VM
+// runs once all of it is loaded). Services still running on the old contents are stopped
+// without touching the region; the image's clients are looked at when the VM first rings
+// (collect_restored): only then is every page of it in place.
 void HostEndpoint::Impl::on_region_replaced(Connection& c, uint64_t token) {
-  RestoredRegion r{c.id, token, {}};
+  for (uint32_t i = 0; i < layout_.slot_count; ++i) {
+    SlotRuntime& s = c.slots[i];
+    s.restore = SlotRuntime::kNone;
+    if (!s.served()) continue;
+    s.region_replaced = true;
+    s.stop = true;
+    if (s.worker > 0) ::kill(s.worker, SIGKILL);
+    else ring(c.host_rx[i].get());  // wakes the thread
+  }
+  c.replaced = true;
+  c.replaced_token = token;
+  VMRPC_LOG(kInfo, "host", "connection " + std::to_string(c.id) +
+                               ": the region is being replaced by a saved image (a VM restore or snapshot revert); "
+                               "its clients are restored when the VM runs");
+}
+
+// The VM rang: the image is wholly loaded. A slot in the middle of a session is listed for
+// on_region_restored, which brings its client's GPU state back or declares it lost; a slot
+// that was closing is handed back; a free slot, or one claimed since (no reply yet), is an
+// ordinary slot.
+void HostEndpoint::Impl::collect_restored(Connection& c) {
+  c.replaced = false;
+  RestoredRegion r{c.id, c.replaced_token, {}};
   for (uint32_t i = 0; i < layout_.slot_count; ++i) {
     auto& ctl = c.view.control(i);
     SlotRuntime& s = c.slots[i];
-    const bool served = s.served();
-    if (served) {
-      s.region_replaced = true;
-      s.stop = true;
-      if (s.worker > 0) ::kill(s.worker, SIGKILL);
-      ring(c.host_rx[i].get());
-    }
     const uint32_t state = ordering::load_acquire(ctl.state);
     if (state == static_cast<uint32_t>(SlotState::kClaimed) && ordering::load_acquire(ctl.response_seq) != 0) {
       s.restore = SlotRuntime::kPending;
       r.slots.push_back(i);
-    } else {
-      s.restore = SlotRuntime::kNone;
-      if (state == static_cast<uint32_t>(SlotState::kClosing) && !served) reset_slot(c.view, i);
+    } else if (state == static_cast<uint32_t>(SlotState::kClosing) && !s.served()) {
+      reset_slot(c.view, i);
     }
   }
-  VMRPC_LOG(kInfo, "host", "connection " + std::to_string(c.id) +
-                               ": the region was replaced by a saved image (a VM restore or snapshot revert); " +
-                               std::to_string(r.slots.size()) + " client(s) in it");
+  VMRPC_LOG(kInfo, "host", "connection " + std::to_string(c.id) + ": the restored VM runs; " +
+                               std::to_string(r.slots.size()) + " client(s) in its image");
   if (r.slots.empty()) return;
   {
     std::lock_guard l(restore_mu_);
@@ -800,6 +825,10 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
     ++stats_.slots_closed_total;
   }
   if (c.dead) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitRegionReplaced) {
+    check_region(c);  // it saw the image token change before the loop's next look
+    s.region_replaced = true;
+  }
   if (s.region_replaced) {
     // Stopped because a saved image replaced the region: the slot is the image's now.
     s.region_replaced = false;
@@ -847,6 +876,8 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHan
                       ++stats_.bad_batches_total;
                     }};
   server.region_replaced = &rt.region_replaced;
+  bool replaced = false;
+  server.left_for_replaced_region = &replaced;
   {
     std::lock_guard l(control->svc_mu);
     control->svc = svc.get();

@@ -110,6 +110,12 @@ void run_batch(const SlotServer& s, SlotService* svc, DecodedBatch& batch) {
 
 bool serve_slot(const SlotServer& s, SlotService* svc) {
   auto& ctl = s.view.control(s.slot);
+  if (svc) svc->bind_region(s.view);
+  // The region's image token: it changes under a running slot only when the region was
+  // replaced by a saved image (the host changes it itself only while the slot is parked).
+  auto& header_token = s.view.header().image_token;
+  uint64_t token = ordering::load_acquire(header_token);
+  bool replaced = s.region_replaced && s.region_replaced->load();
   ordering::store_release(ctl.host_state, static_cast<uint32_t>(svc ? wire::HostSlotState::kServing
                                                                      : wire::HostSlotState::kRefused));
   const uint64_t spin_ns = static_cast<uint64_t>(knobs::kHostSpinNs.get());
@@ -146,6 +152,7 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
       ordering::store_release(ctl.host_sleeping, 1u);
       s.gate->serve(stopped);
       ordering::store_relaxed(ctl.host_sleeping, 0u);
+      token = ordering::load_acquire(header_token);
     }
     if (stopped()) break;
     if (ordering::load_acquire(ctl.state) != static_cast<uint32_t>(SlotState::kClaimed)) {
@@ -154,6 +161,12 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
     }
     const uint64_t seq = ordering::load_acquire(ctl.request_seq);
     if (seq == last_done) continue;
+    if (ordering::load_acquire(header_token) != token) {
+      // A saved image replaced the region (a snapshot reverted in place): this batch is the
+      // image's, not this client's. Leave it to the host, which restores the image's client.
+      replaced = true;
+      break;
+    }
     run_batch(s, svc, batch);
     last_done = seq;
     ordering::store_relaxed(ctl.served_batches, ordering::load_relaxed(ctl.served_batches) + 1);
@@ -172,8 +185,10 @@ bool serve_slot(const SlotServer& s, SlotService* svc) {
     }
   }
   // A slot whose region was replaced under it belongs to the restored image now: leave it.
-  const bool keep_region = s.region_replaced && s.region_replaced->load();
-  if (keep_region) return guest_closed;
+  if (replaced || (s.region_replaced && s.region_replaced->load())) {
+    if (s.left_for_replaced_region) *s.left_for_replaced_region = true;
+    return false;
+  }
   if (guest_closed && s.hand_back) reset_slot(s.view, s.slot);
   else if (s.hand_back) reclaim_heap_pages(s.view, s.slot + 1);
   return guest_closed;

@@ -172,9 +172,11 @@ int run_worker(int argc, char** argv, Service& service) {
     if (worker_arg_text(argc, argv, 12) == "held") gate->request_hold();
     std::thread([gate, svc] { worker_control::serve(kWorkerControlFd, *gate, svc); }).detach();
   }
+  bool replaced = false;
+  server.left_for_replaced_region = &replaced;
   serve_slot(server, svc.get());
   svc.reset();
-  return 0;
+  return replaced ? kWorkerExitRegionReplaced : 0;
 }
 
 }  // namespace vmrpc

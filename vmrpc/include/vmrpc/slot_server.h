@@ -35,6 +35,9 @@ struct SlotServer {
   // Set (before stop) when the region was replaced by a restored image: the slot's control
   // page and heap pages are the image's now, so serve_slot leaves them as they are.
   const std::atomic<bool>* region_replaced = nullptr;
+  // Set by serve_slot when it left the slot because the region was replaced (by the host,
+  // or seen from the image token before a batch).
+  bool* left_for_replaced_region = nullptr;
 };
 
 // Serves the slot with `svc` (may be null: every service call is then kUnknownCall)

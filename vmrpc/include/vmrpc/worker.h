@@ -19,6 +19,8 @@ inline constexpr int kWorkerNotifyFd = 5;
 // requests of the slot service; worker_control.h).
 inline constexpr int kWorkerControlFd = 6;
 inline constexpr const char* kWorkerFlag = "--vmrpc-worker";
+// A worker's exit status when it left its slot because a saved image replaced the region.
+inline constexpr int kWorkerExitRegionReplaced = 3;
 
 // Starts `exe` with `args` and the worker arguments of `spec` (kWorkerFlag first, then
 // the spec); returns its pid or -1 (errno set). Use as HostEndpointOptions::spawn_worker.
