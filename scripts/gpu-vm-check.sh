@@ -11,6 +11,9 @@
 #                                            # .carry/vm); results in OUT (7 files)
 #   scripts/gpu-vm-check.sh --run OUT --test-stub   # the same here, against the test
 #                                            # executor (no GPU: the native run is skipped)
+#   scripts/gpu-vm-check.sh --run OUT --save # instead: tests/guest/cuda_vm_save_test.sh
+#                                            # against the real stub (a VM saved midway,
+#                                            # the stub restarted, restored) -> OUT/save.txt
 #
 # --run does, in one go:
 #   1. unpacks the QEMU bundle (.carry/vm/qemu.tar.xz) into /tmp;
@@ -56,7 +59,7 @@ if [ "${1:-}" != "--run" ]; then
   cp "$vmlinuz" "$vm/vmlinuz"
   echo "$kver" > "$vm/kernel-version"
   "$top/scripts/guest/build-cuda-image.sh" --kernel-dir "$kdir" "$vm/cuda-image.cpio.gz" "$top/build-gpu" \
-    "$top"/tests/cuda/bin/* "$gpu/runtime_bench"
+    "$top"/tests/cuda/bin/* "$gpu/runtime_bench" "$gpu/cuda_kill_probe"
   rm -f "$vm/cuda-image.cpio.gz.lock"
   if [ ! -s "$vm/qemu.tar.xz" ] || [ "$(command -v qemu-system-x86_64)" -nt "$vm/qemu.tar.xz" ]; then
     qb=$(mktemp -d)
@@ -72,8 +75,9 @@ fi
 out="${2:?usage: $0 --run OUT [--test-stub]}"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-test_stub=0
+test_stub=0 save=0
 [ "${3:-}" = --test-stub ] && test_stub=1
+[ "${3:-}" = --save ] && save=1
 T0=$(date +%s)
 summary="$out/summary.txt"
 : > "$summary"
@@ -99,6 +103,21 @@ export VMCUDA_QEMU="$qb/qemu-system-x86_64"
 say "QEMU: $("$VMCUDA_QEMU" --version 2>&1 | head -n 1)"
 
 if [ $test_stub = 1 ]; then stub="$top/build/tests/vmcuda-test-stub"; else stub="$gpu/vmcuda-stub"; fi
+if [ $save = 1 ]; then
+  accel=tcg
+  { [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ "${GVC_ACCEL:-tcg}" = kvm ]; } && accel=kvm
+  say "save test against $stub (VMCUDA_ACCEL=$accel)"
+  mkdir -p "$work/build"
+  rc=0
+  VMCUDA_ACCEL=$accel VMCUDA_SAVE_TEST_VM_ARGS="--image $vm/cuda-image.cpio.gz --kernel $vm/vmlinuz --mem 2G" \
+    VMCUDA_SAVE_TEST_RUN="$gpu/vmcuda-run" VMCUDA_SAVE_TEST_LIBDIR="$gpu/lib" \
+    timeout "$(cap 500)" "$top/tests/guest/cuda_vm_save_test.sh" "$work/build" "$gpu/cuda_kill_probe" "$stub" \
+    "$gpu/vmcudactl" > "$out/save.txt" 2>&1 || rc=$?
+  say "save test: exit $rc"
+  d=$(ls -d "$work"/build/guest/cuda-vm-save.* 2>/dev/null | head -n 1)
+  [ -n "$d" ] && cp "$d"/stub-*.log "$out/" 2>/dev/null
+  exit $rc
+fi
 say "stub: $stub"
 image="$vm/cuda-image.cpio.gz"
 kernel="$vm/vmlinuz"

@@ -4,14 +4,16 @@
 # vmcuda-test-stub (the test executor standing in for the GPU):
 #
 #  1. stub A serves the VM; the guest runs `cuda_kill_probe steps` (device memory read back,
-#     checked and changed every round; a stream and an event across rounds);
+#     checked and changed every round; a stream and an event across rounds) and, beside it,
+#     symbols_pitch over and over (kernels, module variables, pitched memory): two clients;
 #  2. midway: `vmcudactl save vm1 DIR` (the GPU state), then QMP stop + migrate to a file +
 #     quit (what `virsh save` does: the device runs with master=on, so QEMU saves the shared
 #     region with the VM); stub A is stopped;
 #  3. stub B (a new process, same --state-dir) starts; QEMU starts from the file
 #     (-incoming); B finds the saved GPU state by the region's image token, brings the
-#     client back in its slot, and the program ends with the result of an uninterrupted
-#     run; a new program in the restored VM runs too (vector_add, native output);
+#     clients back in their slots, and the programs end with the results of uninterrupted
+#     runs (every symbols_pitch run prints its native output); a new program in the restored
+#     VM runs too (vector_add, native output);
 #  4. the same file restored once more against stub C, which has no saved state (a VM saved
 #     without `vmcudactl save`): the program's next CUDA call fails with the guest library
 #     saying its GPU state is gone, never a wrong result, and new programs still run.
@@ -19,6 +21,12 @@
 #   cuda_vm_save_test.sh BUILD_DIR PROBE STUB VMCUDACTL
 #
 # Exit 77 (skip) when QEMU, busybox-static or the guest kernel headers are missing.
+# Env (the GPU machine runs it against the real stub: scripts/gpu-vm-check.sh --save):
+#   VMCUDA_SAVE_TEST_STUB_ARGS  more options for the stubs (e.g. --isolation thread)
+#   VMCUDA_SAVE_TEST_VM_ARGS    more options for vmcuda-vm-run.sh (e.g. --image I --kernel K:
+#                               a ready image with cuda_kill_probe in it)
+#   VMCUDA_SAVE_TEST_RUN, VMCUDA_SAVE_TEST_LIBDIR   vmcuda-run and guest-lib for the
+#                               reference run (default: the build tree's)
 set -uo pipefail
 [ $# -eq 4 ] || { echo "usage: $0 BUILD_DIR PROBE STUB VMCUDACTL" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd) PROBE=$2 STUB=$3 CTL=$4
@@ -50,6 +58,16 @@ trap cleanup EXIT
 
 # ---- the guest's job: the program, a marker for the save, its result; then a new program
 cat > "$WORK/job.sh" <<EOF
+(
+    n=0
+    while [ ! -f /tmp/stop-loop ]; do
+        n=\$((n + 1))
+        LD_LIBRARY_PATH=\$VMCUDA_LIB \$VMCUDA_BIN/symbols_pitch > /tmp/loop.\$n.out 2> /tmp/loop.\$n.err
+        echo \$? > /tmp/loop.\$n.rc
+    done
+    echo \$n > /tmp/loop.count
+) &
+loop=\$!
 probe=\$VMCUDA_BIN/cuda_kill_probe
 LD_LIBRARY_PATH=\$VMCUDA_LIB \$probe steps /tmp/steps.state $ROUNDS 1 > /tmp/steps.out 2> /tmp/steps.err &
 pid=\$!
@@ -69,6 +87,15 @@ rc=\$?
 echo "@@STEPS-RC \$rc after \$(cat /tmp/steps.state 2>/dev/null)"
 sed 's/^/@@STEPS-OUT /' /tmp/steps.out
 sed 's/^/@@STEPS-ERR /' /tmp/steps.err
+touch /tmp/stop-loop
+wait \$loop
+n=\$(cat /tmp/loop.count)
+i=1
+while [ \$i -le \$n ]; do
+    echo "@@LOOP \$i rc=\$(cat /tmp/loop.\$i.rc) md5=\$(md5sum < /tmp/loop.\$i.out | cut -d' ' -f1)"
+    [ "\$(cat /tmp/loop.\$i.rc)" = 0 ] || sed "s/^/@@LOOP-ERR \$i /" /tmp/loop.\$i.err
+    i=\$((i + 1))
+done
 run_program vector_add vector_add
 VMCUDA_RC=0
 EOF
@@ -90,10 +117,12 @@ stop_stub() {
     kill -TERM "$STUB_PID" 2>/dev/null; wait "$STUB_PID" 2>/dev/null; STUB_PID=''
     rm -f "$SOCK" "$WORK/vm1.ctl"
 }
+VM_ARGS=(${VMCUDA_SAVE_TEST_VM_ARGS:-})
+case " ${VM_ARGS[*]-} " in *" --image "*) ;; *) VM_ARGS+=(--add-program "$PROBE") ;; esac
 run_vm() { # NAME [vmcuda-vm-run options...]: in the background
     local name=$1; shift
     VMCUDA_STUB=/bin/true "$REPO/scripts/vmcuda-vm-run.sh" --build "$BUILD" --socket "$SOCK" --slots 4 \
-        --region-mib 256 --add-program "$PROBE" --job "$WORK/job.sh" --out-dir "$WORK/$name" --timeout 900 "$@" \
+        --region-mib 256 "${VM_ARGS[@]}" --job "$WORK/job.sh" --out-dir "$WORK/$name" --timeout 900 "$@" \
         > "$WORK/$name.stdout" 2> "$WORK/$name.stderr" &
     RUN_PID=$!
 }
@@ -155,8 +184,8 @@ wait_run() { # -> the run's exit code
 }
 
 # The result an uninterrupted run gives (the program on this host's local transport).
-REF=$(VMCUDA_STUB="$STUB" VMCUDA_SOCKET="$WORK/local.sock" VMCUDA_LIBDIR="$BUILD/guest-lib" \
-      timeout 300 "$BUILD/host-stub/vmcuda-run" -- "$PROBE" steps "$WORK/ref.state" $ROUNDS 1 2>&1)
+REF=$(VMCUDA_STUB="$STUB" VMCUDA_SOCKET="$WORK/local.sock" VMCUDA_LIBDIR="${VMCUDA_SAVE_TEST_LIBDIR:-$BUILD/guest-lib}" \
+      timeout 300 "${VMCUDA_SAVE_TEST_RUN:-$BUILD/host-stub/vmcuda-run}" -- "$PROBE" steps "$WORK/ref.state" $ROUNDS 1 2>&1)
 grep -q '^STEPS-OK' <<< "$REF" || { bad "the reference run failed: $REF"; exit 1; }
 
 # ---- 1-2. run, save midway -----------------------------------------------------------------
@@ -197,6 +226,16 @@ if grep -q '^@@STEPS-RC 0 ' <<< "$c2" && grep -qxF "@@STEPS-OUT $REF" <<< "$c2";
 else
     bad "after the restore the program did not end with the uninterrupted run's result ($REF)"
     tail -n 20 "$WORK/stub-B.log" | sed 's/^/  stub B: /'
+fi
+# Every symbols_pitch run, the one the save interrupted included, printed its native output.
+want=$(md5sum < "$REPO/tests/cuda/expected/symbols_pitch.out" | cut -d' ' -f1)
+loops=$(grep -c '^@@LOOP [0-9]' <<< "$c2")
+good=$(grep -c "^@@LOOP [0-9]* rc=0 md5=$want\$" <<< "$c2")
+if [ "$loops" -ge 1 ] && [ "$good" = "$loops" ]; then
+    echo "ok: symbols_pitch ran $loops time(s) around the save and restore, each with its native output"
+else
+    bad "symbols_pitch around the save: $good of $loops run(s) printed the native output:"
+    grep '^@@LOOP' <<< "$c2" | head -n 20 | sed 's/^/  /'
 fi
 if grep -q 'restored from' "$WORK/stub-B.log"; then
     echo "ok: stub B: $(grep -o 'the VM was restored from.*' "$WORK/stub-B.log" | head -n 1)"
