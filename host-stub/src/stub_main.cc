@@ -101,6 +101,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   if (worker) {
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == vmrpc::kWorkerFlag) stub_argc = i;
+    vmrpc::fix_worker_address_space(argv);
     // First of all, before the driver reserves address space: the region at the address
     // the guest shares with us (mapped pinned memory has one address on both sides).
     if (!vmrpc::map_worker_region(argc, argv)) return 2;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <regex>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -216,6 +217,12 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
   for (const auto& s : slots) {
     std::string err;
     if (!endpoint_.hold_slot(s.connection_id, s.slot, quiesce_timeout_, &err)) {
+      // A client that ended meanwhile (its program exited) has nothing to suspend.
+      const auto now = endpoint_.served_slots();
+      if (std::none_of(now.begin(), now.end(), [&](const vmrpc::ServedSlot& x) {
+            return x.connection_id == s.connection_id && x.slot == s.slot && x.worker_pid == s.worker_pid;
+          }))
+        continue;
       release_all_held();
       endpoint_.set_hold_new_slots(false);
       set_state("running");

@@ -37,9 +37,12 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
 
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86)"
-bbdeps=$(LC_ALL=C ldd /bin/busybox 2>&1 || true)
-{ [ -x /bin/busybox ] && ! grep -q '=>' <<< "$bbdeps"; } || skip "no static busybox (apt-get install busybox-static)"
+command -v "${VMCUDA_QEMU:-qemu-system-x86_64}" >/dev/null ||
+    skip "${VMCUDA_QEMU:-qemu-system-x86_64} not installed (apt-get install qemu-system-x86)"
+if [[ " ${VMCUDA_SAVE_TEST_VM_ARGS:-} " != *" --image "* ]]; then  # the image is built here
+    bbdeps=$(LC_ALL=C ldd /bin/busybox 2>&1 || true)
+    { [ -x /bin/busybox ] && ! grep -q '=>' <<< "$bbdeps"; } || skip "no static busybox (apt-get install busybox-static)"
+fi
 command -v python3 >/dev/null || skip "python3 (for QMP) not installed"
 for f in "$STUB" "$PROBE" "$CTL"; do [ -x "$f" ] || { echo "FAIL: no $f"; exit 1; }; done
 

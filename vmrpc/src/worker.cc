@@ -1,9 +1,11 @@
 #include "vmrpc/worker.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/personality.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "vmrpc/fd.h"
+#include "vmrpc/knobs.h"
 #include "vmrpc/log.h"
 #include "vmrpc/slot_server.h"
 #include "vmrpc/worker_control.h"
@@ -121,6 +124,20 @@ bool map_worker_region(int argc, char** argv) {
   }
   worker_mapping() = Mapping(p, bytes);
   return true;
+}
+
+void fix_worker_address_space(char** argv) {
+  if (knobs::kWorkerAslr.get() == 1) return;
+  // One malloc arena: a thread's first allocation would otherwise reserve 64 MiB in the
+  // area where the driver reserves its own ranges, and move them (seen on the H100: a
+  // control request's buffer moved every module variable by 96 MiB).
+  ::mallopt(M_ARENA_MAX, 1);
+  const int current = ::personality(0xffffffff);
+  if (current == -1 || (current & ADDR_NO_RANDOMIZE)) return;
+  if (::personality(static_cast<unsigned long>(current) | ADDR_NO_RANDOMIZE) == -1) return;
+  ::execv("/proc/self/exe", argv);  // its fds (region, doorbells, control) stay open
+  std::fprintf(stderr, "vmrpc worker: cannot re-execute without address randomization (%s); module variables "
+               "of its client may not come back in place after a restore into a new stub\n", std::strerror(errno));
 }
 
 int run_worker(int argc, char** argv, Service& service) {

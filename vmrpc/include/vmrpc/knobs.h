@@ -56,6 +56,10 @@ VMRPC_KNOB(kWorkerMapAddress, "VMRPC_WORKER_MAP_ADDRESS", 0x600000000000ll,
            "address at which each worker process maps its region (RegionHeader::host_map_address); 0: anywhere");
 VMRPC_KNOB(kGuestSameAddress, "VMRPC_SAME_ADDRESS", 1,
            "1: a guest maps the region at the host's address when it is free there; 0: never (tests)");
+VMRPC_KNOB(kWorkerAslr, "VMRPC_WORKER_ASLR", 0,
+           "1: worker processes keep address-space randomization; 0: they run without it, so that the CUDA "
+           "driver places a client's module variables at the same addresses in a new worker (restore into a "
+           "new stub process)");
 VMRPC_KNOB(kRegionCheckMs, "VMRPC_REGION_CHECK_MS", 100,
            "how often the host looks for regions replaced by a saved image (a VM restore or snapshot revert)");
 VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");

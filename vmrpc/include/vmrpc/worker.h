@@ -29,6 +29,14 @@ int spawn_worker_process(const std::string& exe, const std::vector<std::string>&
 // Whether argv asks for a worker (kWorkerFlag is present).
 bool is_worker_invocation(int argc, char** argv);
 
+// Call first of all in a worker: unless VMRPC_WORKER_ASLR=1, re-executes the worker once
+// without address-space randomization (personality ADDR_NO_RANDOMIZE), so that its address
+// space, and with it where the CUDA driver places module variables, is the same in every
+// worker: a client saved in one worker can be restored in a new one (a new stub process).
+// Also keeps every thread's allocations in one malloc arena (M_ARENA_MAX=1) for the same
+// reason. Returns only when the worker goes on in this process.
+void fix_worker_address_space(char** argv);
+
 // The worker's first step, before anything else maps memory (before cuInit, so that the
 // driver's address reservations avoid it): maps the region from fd 3 at the address the
 // endpoint chose (WorkerSpec::map_address, the 11th worker argument; anywhere when 0 or
