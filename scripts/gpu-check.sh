@@ -16,7 +16,8 @@ if [ "${1:-}" != "--run" ]; then
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
-  cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" "$carry/"
+  cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" \
+    "$top/tests/cuda/upgrade_test.sh" "$carry/"
   /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \
     "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -53,4 +54,7 @@ done
 "$carry/gpu_thread_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
 # Every program suspended and resumed (and saved and restored) while it runs, real driver.
 "$carry/suspend_resume_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" "$carry/cuda" "$out" || rc=1
+# vmcudactl upgrade under running programs (exec in place, connections handed over).
+"$carry/upgrade_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" "$carry/cuda" "$out" \
+  "$carry/cuda_kill_probe" || rc=1
 exit $rc

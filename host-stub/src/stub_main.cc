@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
+#include <cstring>
+#include <ctime>
 
 #include "stub_main.h"
 #include "control_server.h"
@@ -62,7 +65,28 @@ std::string file_of(const nlohmann::json& request) {
   return f;
 }
 
-void install_control_handlers(ControlServer& control, VmControl& vm) {
+// vmcudactl upgrade: the VM's clients saved (held where they are), then this process becomes
+// the stub binary on disk again (exec in place: same pid, same systemd unit) and takes over
+// the listening socket and the VM's connections (HostEndpoint::prepare_handover); QEMU and
+// local clients never see a disconnection. The new process restores each client when it
+// next calls. If the exec fails, the clients are restored here.
+struct Upgrade {
+  vmrpc::HostEndpoint* endpoint = nullptr;
+  std::string state_dir;  // the VM's (VmControl's)
+  char** argv = nullptr;
+};
+
+std::string executable_on_disk() {
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return {};
+  std::string path(exe, static_cast<size_t>(n));
+  // Replaced by a package upgrade: the new file has the old name.
+  if (path.ends_with(" (deleted)")) path.resize(path.size() - 10);
+  return path;
+}
+
+void install_control_handlers(ControlServer& control, VmControl& vm, const Upgrade& upgrade) {
   control.on("status", [&vm](const nlohmann::json&, Progress&) { return status_json(vm); });
   control.on("suspend", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
                return vm.suspend(p, why);
@@ -76,9 +100,38 @@ void install_control_handlers(ControlServer& control, VmControl& vm) {
   control.on("restore", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
                return vm.restore(file_of(r), p, why);
              }));
-  control.on("upgrade", [](const nlohmann::json&, Progress&) -> nlohmann::json {
-    throw std::runtime_error("upgrade is not implemented yet: restart the stub with the VM suspended is not "
-                             "supported either (issue 9, point 6)");
+  control.on("upgrade", [&vm, upgrade](const nlohmann::json&, Progress& progress) -> nlohmann::json {
+    if (upgrade.state_dir.empty())
+      throw std::runtime_error("this stub has no --state-dir: it has nowhere to keep its clients' state across the "
+                               "upgrade");
+    const std::string exe = executable_on_disk();
+    if (exe.empty() || ::access(exe.c_str(), X_OK) != 0)
+      throw std::runtime_error("cannot find this stub's executable to start again (" + exe + ")");
+    const std::string dir = (std::filesystem::path(upgrade.state_dir) /
+                             ("upgrade-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr))))
+                                .string();
+    std::string why;
+    const auto report = [&](const std::string& phase, uint64_t done, uint64_t total) {
+      progress.report(done, total, phase);
+    };
+    if (!vm.save(dir, report, &why)) throw std::runtime_error(why);
+    nlohmann::json answer = status_json(vm);
+    answer["upgrading_to"] = exe;
+    // After this answer is out: the new process image replaces this one.
+    std::thread([&vm, upgrade, exe, dir] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const std::string handover = upgrade.endpoint->prepare_handover();
+      ::setenv(vmrpc::HostEndpoint::kHandoverEnv, handover.c_str(), 1);
+      std::fprintf(stderr, "vmcuda-stub: upgrading: executing %s with the VM's connections (clients saved in %s)\n",
+                   exe.c_str(), dir.c_str());
+      ::execv(exe.c_str(), upgrade.argv);
+      std::fprintf(stderr, "vmcuda-stub: upgrade failed: cannot execute %s: %s; resuming the clients here\n",
+                   exe.c_str(), std::strerror(errno));
+      ::unsetenv(vmrpc::HostEndpoint::kHandoverEnv);
+      std::string err;
+      if (!vm.restore(dir, {}, &err)) std::fprintf(stderr, "vmcuda-stub: %s\n", err.c_str());
+    }).detach();
+    return answer;
   });
 }
 
@@ -234,7 +287,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       copts.socket_path = control_socket;
       if (!control_group.empty()) copts.group = control_group;
       control = std::make_unique<ControlServer>(copts);
-      install_control_handlers(*control, vm);
+      install_control_handlers(*control, vm, Upgrade{&endpoint, vm.state_dir(), argv});
       control->start();
     }
     std::string list;

@@ -70,6 +70,7 @@ class VmControl {
 
   const std::string& vm() const { return vm_; }
   const std::vector<std::string>& gpus() const { return gpus_; }
+  const std::string& state_dir() const { return state_dir_; }
 
  private:
   using SlotKey = std::pair<uint64_t, uint32_t>;

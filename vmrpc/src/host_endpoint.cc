@@ -1,11 +1,13 @@
 #include "vmrpc/host_endpoint.h"
 
+#include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -178,6 +180,7 @@ class HostEndpoint::Impl {
   void check_region(Connection& c);
   void on_region_replaced(Connection& c, uint64_t token);
   void collect_restored(Connection& c);
+  void adopt_handover(const std::string& description);
   void restore_thread();
 
   HostEndpointOptions opts_;
@@ -240,6 +243,7 @@ class HostEndpoint::Impl {
   std::map<uint64_t, Connection*> by_id_;
   bool set_token(uint64_t id, uint64_t token);
   uint64_t token_of(uint64_t id) const;
+  std::string handover();
   bool adopt(uint64_t id, uint32_t slot, std::chrono::milliseconds timeout, std::string* why);
   void lose(uint64_t id, uint32_t slot);
  private:
@@ -306,8 +310,14 @@ void HostEndpoint::Impl::start() {
   epoch_ = now_ns();
   if (int rc = io_uring_queue_init(256, &ring_, 0); rc < 0) throw_errno("io_uring_queue_init", -rc);
   ring_ready_ = true;
-  listen_ = ivshmem::listen_unix(opts_.socket_path);
+  // Handed over by the stub process this one replaced (exec in place): its socket and
+  // connections go on; nobody else (our workers) must take them for their own.
+  const char* handed = std::getenv(HostEndpoint::kHandoverEnv);
+  const std::string handover = handed ? handed : "";
+  ::unsetenv(HostEndpoint::kHandoverEnv);
   wake_ = make_eventfd();
+  if (handover.empty()) listen_ = ivshmem::listen_unix(opts_.socket_path);
+  else adopt_handover(handover);
   arm_accept();
   arm_wake();
   arm_tick();
@@ -853,6 +863,126 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
   arm_doorbell(c, slot);
 }
 
+// ------------------------------------------------------------------------ handover
+
+namespace {
+void keep_across_exec(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
+}
+void close_on_exec(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+}  // namespace
+
+// "listen=FD" then one ";conn=ID,SOCK,MEMFD,RX0:RX1:...,TX0:TX1:..." per connection.
+std::string HostEndpoint::Impl::handover() {
+  std::lock_guard l(conns_mu_);
+  keep_across_exec(listen_.get());
+  std::string d = "listen=" + std::to_string(listen_.get());
+  for (const auto& [id, c] : by_id_) {
+    if (c->dead) continue;
+    d += ";conn=" + std::to_string(id) + "," + std::to_string(c->sock.get()) + "," + std::to_string(c->memfd.get());
+    for (const auto* list : {&c->host_rx, &c->guest_rx}) {
+      d += ",";
+      for (size_t i = 0; i < list->size(); ++i) {
+        keep_across_exec((*list)[i].get());
+        d += (i ? ":" : "") + std::to_string((*list)[i].get());
+      }
+    }
+    keep_across_exec(c->sock.get());
+    keep_across_exec(c->memfd.get());
+  }
+  return d;
+}
+
+void HostEndpoint::Impl::adopt_handover(const std::string& description) {
+  auto number = [](const std::string& s) {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used != s.size() || v < 0) throw std::runtime_error("bad number '" + s + "'");
+    return v;
+  };
+  auto split = [](const std::string& s, char sep) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    for (;;) {
+      const size_t e = s.find(sep, at);
+      out.push_back(s.substr(at, e == std::string::npos ? std::string::npos : e - at));
+      if (e == std::string::npos) return out;
+      at = e + 1;
+    }
+  };
+  auto parts = split(description, ';');
+  if (parts.empty() || !parts[0].starts_with("listen="))
+    throw std::runtime_error(std::string(HostEndpoint::kHandoverEnv) + " is not a handover description");
+  listen_ = UniqueFd(static_cast<int>(number(parts[0].substr(7))));
+  close_on_exec(listen_.get());
+  uint64_t max_id = 0;
+  for (size_t p = 1; p < parts.size(); ++p) {
+    if (!parts[p].starts_with("conn=")) throw std::runtime_error("bad handover part '" + parts[p] + "'");
+    const auto f = split(parts[p].substr(5), ',');
+    if (f.size() != 5) throw std::runtime_error("bad handover connection '" + parts[p] + "'");
+    auto c = std::make_unique<Connection>();
+    c->id = static_cast<uint64_t>(number(f[0]));
+    c->sock = UniqueFd(static_cast<int>(number(f[1])));
+    c->memfd = UniqueFd(static_cast<int>(number(f[2])));
+    for (const auto& [text, list] : {std::pair{f[3], &c->host_rx}, std::pair{f[4], &c->guest_rx}})
+      for (const auto& n : split(text, ':')) list->push_back(UniqueFd(static_cast<int>(number(n))));
+    for (int fd : {c->sock.get(), c->memfd.get()}) close_on_exec(fd);
+    for (const auto* list : {&c->host_rx, &c->guest_rx})
+      for (const auto& fd : *list) close_on_exec(fd.get());
+    const uint32_t n = layout_.slot_count;
+    struct stat st{};
+    if (c->host_rx.size() != n || c->guest_rx.size() != n || ::fstat(c->memfd.get(), &st) != 0 ||
+        static_cast<uint64_t>(st.st_size) != layout_.region_bytes) {
+      VMRPC_LOG(kWarn, "host", "connection " + f[0] + " handed over does not fit this stub's --slots/--region-bytes; "
+                                   "dropping it (its VM loses the device)");
+      continue;
+    }
+    c->map = Mapping::map_shared(c->memfd.get(), layout_.region_bytes, "region");
+    Layout layout = layout_;
+    layout.host_map_address = opts_.spawn_worker ? opts_.worker_map_address
+                                                 : reinterpret_cast<uint64_t>(c->map.data());
+    c->view = RegionView(c->map.data(), layout);
+    c->slots = std::make_unique<SlotRuntime[]>(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      c->slots[i].doorbell = Op{Op::kDoorbell, c.get(), i, 0};
+      c->slots[i].worker_exit = Op{Op::kWorkerExit, c.get(), i, 0};
+    }
+    c->socket_poll = Op{Op::kSocketPoll, c.get(), 0, 0};
+    // Its clients were saved by the stub before us: like a restored region, they come
+    // back (or are lost) once the VM calls.
+    c->image_token = ordering::load_acquire(c->view.header().image_token);
+    c->replaced = true;
+    c->replaced_token = c->image_token;
+    try {
+      service_.connection_opened(c->id, c->view);
+    } catch (const std::exception& e) {
+      VMRPC_LOG(kWarn, "host", std::string("service refused a handed-over connection: ") + e.what());
+      continue;
+    }
+    max_id = std::max(max_id, c->id);
+    Connection* raw = c.release();
+    conns_.insert(raw);
+    {
+      std::lock_guard l(conns_mu_);
+      by_id_[raw->id] = raw;
+    }
+    arm_socket_poll(*raw);
+    for (uint32_t i = 0; i < n; ++i) arm_doorbell(*raw, i);
+    {
+      std::lock_guard l(stats_mu_);
+      ++stats_.connections_open;
+      ++stats_.connections_total;
+    }
+    VMRPC_LOG(kInfo, "host", "connection " + std::to_string(raw->id) +
+                                 " handed over by the previous stub process; its clients come back when they call");
+  }
+  next_id_ = max_id + 1;
+}
+
 // ---------------------------------------------------------------- service thread
 
 void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHandle* control) {
@@ -1008,6 +1138,7 @@ bool HostEndpoint::control_slot(uint64_t connection_id, uint32_t slot, std::span
   return true;
 }
 const std::string& HostEndpoint::socket_path() const { return impl_->path(); }
+std::string HostEndpoint::prepare_handover() { return impl_->handover(); }
 
 std::vector<uint64_t> HostEndpoint::connection_ids() const {
   std::lock_guard l(impl_->conns_mu_);

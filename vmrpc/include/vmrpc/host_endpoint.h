@@ -135,6 +135,16 @@ class HostEndpoint {
   // with kStateLost (the guest library says what happened) until its guest releases it.
   void lose_restored_slot(uint64_t connection_id, uint32_t slot);
 
+  // ---- handing over to a new stub process in place (vmcudactl upgrade). Makes the
+  // listening socket and every connection's socket, region and eventfds survive exec() and
+  // returns their description, for the environment variable kHandoverEnv of the process that
+  // exec() starts: its endpoint's start() adopts them instead of listening anew, and treats
+  // each region like a restored one (on_region_restored once its VM calls). Guests and QEMU
+  // keep their connections. Any thread but the loop's; the endpoint stays usable (a failed
+  // exec() changes nothing).
+  static constexpr const char* kHandoverEnv = "VMRPC_HANDOVER";
+  std::string prepare_handover();
+
   class Impl;
 
  private:
