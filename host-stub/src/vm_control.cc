@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <regex>
+#include <thread>
 
 #include <algorithm>
 #include <filesystem>
@@ -104,6 +105,20 @@ std::string VmControl::saved_dir_of(uint64_t token) {
   std::error_code ec;
   const fs::path target = fs::read_symlink(fs::path(state_dir_) / "saved" / hex(token), ec);
   return ec ? std::string() : target.string();
+}
+
+// Whether a client being suspended ended by itself (its slot served no more, or by another
+// worker): given a moment, as the endpoint notices a worker's exit asynchronously.
+bool VmControl::ended(const SlotKey& k, int worker_pid) {
+  for (int i = 0; i < 50; ++i) {
+    const auto now = endpoint_.served_slots();
+    if (std::none_of(now.begin(), now.end(), [&](const vmrpc::ServedSlot& x) {
+          return x.connection_id == k.first && x.slot == k.second && x.worker_pid == worker_pid;
+        }))
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 void VmControl::forget_gone_clients() {
@@ -213,16 +228,14 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
   // 1. Quiesce: every client at a call boundary (calls already accepted finish; a guest
   // that keeps calling waits in its slot).
   const auto slots = endpoint_.served_slots();
+  std::map<SlotKey, int> workers;
   uint64_t total = 0;
   for (const auto& s : slots) {
     std::string err;
+    workers[{s.connection_id, s.slot}] = s.worker_pid;
     if (!endpoint_.hold_slot(s.connection_id, s.slot, quiesce_timeout_, &err)) {
       // A client that ended meanwhile (its program exited) has nothing to suspend.
-      const auto now = endpoint_.served_slots();
-      if (std::none_of(now.begin(), now.end(), [&](const vmrpc::ServedSlot& x) {
-            return x.connection_id == s.connection_id && x.slot == s.slot && x.worker_pid == s.worker_pid;
-          }))
-        continue;
+      if (ended({s.connection_id, s.slot}, s.worker_pid)) continue;
       release_all_held();
       endpoint_.set_hold_new_slots(false);
       set_state("running");
@@ -240,11 +253,17 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
   // suspended come back and the VM runs on.
   uint64_t done = 0;
   nlohmann::json clients = nlohmann::json::array();
-  for (const auto& k : held_) {
+  for (auto held = held_.begin(); held != held_.end();) {
+    const SlotKey k = *held;
     cc::Reply r;
     std::string err;
     const std::string path = dir ? (fs::path(*dir) / client_file(k.first, k.second)).string() : std::string();
     if (!request(k, dir ? cc::Op::kSave : cc::Op::kSuspend, path, &r, progress, done, total, &err)) {
+      if (ended(k, workers[k])) {  // its program exited just now: nothing to keep
+        if (!path.empty()) ::unlink(path.c_str());
+        held = held_.erase(held);
+        continue;
+      }
       for (const auto& [back, back_path] : suspended_) {
         cc::Reply ignored;
         std::string e2;
@@ -259,6 +278,7 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
       if (why) *why = err + "; the VM runs on as before";
       return false;
     }
+    ++held;
     done += r.state_bytes;
     suspended_[k] = path;
     clients.push_back({{"connection", k.first}, {"slot", k.second}, {"pid", r.status.owner_tag},

@@ -79,6 +79,7 @@ class VmControl {
   void index_saved(uint64_t token, const std::string& dir);
   void renew_tokens();
   void forget_gone_clients();
+  bool ended(const SlotKey& k, int worker_pid);
   bool resume_from(const std::string* dir, const Progress& progress, std::string* why);
   bool request(const SlotKey& k, client_control::Op op, const std::string& path, client_control::Reply* reply,
                const Progress& progress, uint64_t done_before, uint64_t total, std::string* why);
