@@ -401,6 +401,21 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   set_state(vm_suspended_ ? "suspended" : "running");
   VMRPC_LOG(kInfo, "stub", vm_ + ": the VM was restored from " + dir + ": " + std::to_string(back) + " of " +
                                std::to_string(r.slots.size()) + " client(s) back on the GPU");
+  // What `vmcudactl upgrade` saved is only for this hand-over: once every client in it is
+  // back, it goes (it is the tenant's data).
+  const fs::path saved(dir);
+  if (!state_dir_.empty() && saved.parent_path() == fs::path(state_dir_) &&
+      saved.filename().string().starts_with("upgrade-") && back == r.slots.size()) {
+    size_t& total = upgrade_restored_[dir];
+    total += back;
+    if (total >= m.files.size()) {
+      std::error_code ec;
+      for (const auto& [token, conn] : m.connection_of_token) fs::remove(fs::path(state_dir_) / "saved" / hex(token), ec);
+      fs::remove_all(saved, ec);
+      upgrade_restored_.erase(dir);
+      VMRPC_LOG(kInfo, "stub", vm_ + ": every client of the upgrade is back; removed " + dir);
+    }
+  }
 }
 
 bool VmControl::resume_from(const std::string* dir, const Progress& progress, std::string* why) {

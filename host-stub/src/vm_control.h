@@ -98,6 +98,7 @@ class VmControl {
   std::map<SlotKey, std::string> suspended_;
   std::string state_dir_;
   std::map<uint64_t, std::string> pending_;  // image token -> saved VM dir (vmcudactl restore)
+  std::map<std::string, size_t> upgrade_restored_;  // upgrade dir -> its clients back so far
   bool vm_suspended_ = false;  // also with no client at all
   void set_state(const std::string& s) {
     std::lock_guard l(state_mu_);

@@ -72,6 +72,11 @@ if [ $loops -ge 1 ] && [ $good = $loops ]; then
 else
   bad "symbols_pitch around the upgrade: $good of $loops run(s) printed the native output"
 fi
+# (Not asserted: a symbols_pitch that was exiting during the upgrade never comes back, and
+# then the saved state rightly stays.)
+left=$(ls -d "$work"/state/vm1/upgrade-* 2>/dev/null)
+if [ -z "$left" ]; then echo "the clients' saved state was removed once they were all back"
+else echo "the upgrade's saved state stays (a client in it never came back): $left"; fi
 if run "$bindir/vector_add" > "$work/va.out" 2>&1 && cmp -s "$expected/vector_add.out" "$work/va.out"; then
   echo "ok: a program started after the upgrade runs (vector_add identical to the native run)"
 else
