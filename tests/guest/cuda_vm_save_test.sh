@@ -185,6 +185,19 @@ wait_run() { # -> the run's exit code
     RUN_PID=''
     return $rc
 }
+restore_vm() { # RUN: QEMU started from the saved VM, continued once loaded (as virsh restore does), waited for
+    run_vm "$1" --incoming "exec:cat $VMFILE" --qmp "$WORK/$1.qmp"
+    qmp "$WORK/$1.qmp" '{"execute":"cont-when-loaded"}' > "$WORK/$1.qmp.out" 2>&1 || {
+        bad "continuing the restored VM ($1) failed:"; sed 's/^/  /' "$WORK/$1.qmp.out"; }
+    wait_run
+}
+check_vector_add() { # RUN WHAT: vector_add in that run printed its native output
+    if diff -u "$REPO/tests/cuda/expected/vector_add.out" "$WORK/$1/vector_add.out" > "$WORK/$1.va.diff" 2>&1; then
+        echo "ok: $2: vector_add identical to the native run"
+    else
+        bad "$2: vector_add differs:"; sed 's/^/  /' "$WORK/$1.va.diff" | head -n 20
+    fi
+}
 
 # The result an uninterrupted run gives (the program on this host's local transport).
 REF=$(VMCUDA_STUB="$STUB" VMCUDA_SOCKET="$WORK/local.sock" VMCUDA_LIBDIR="${VMCUDA_SAVE_TEST_LIBDIR:-$BUILD/guest-lib}" \
@@ -218,10 +231,7 @@ stop_stub
 # ---- 3. a new stub, the VM restored ------------------------------------------------------------
 start_stub B "$WORK/state"
 say "stub B; restoring the VM"
-run_vm run2 --incoming "exec:cat $VMFILE" --qmp "$WORK/qmp2.sock"
-qmp "$WORK/qmp2.sock" '{"execute":"cont-when-loaded"}' > "$WORK/qmp2.out" 2>&1 || {
-    bad "continuing the restored VM failed:"; sed 's/^/  /' "$WORK/qmp2.out"; }
-wait_run
+restore_vm run2
 c2=$(console run2)
 grep '^@@STEPS' <<< "$c2" | sed 's/^/  guest: /'
 if grep -q '^@@STEPS-RC 0 ' <<< "$c2" && grep -qxF "@@STEPS-OUT $REF" <<< "$c2"; then
@@ -245,20 +255,13 @@ if grep -q 'restored from' "$WORK/stub-B.log"; then
 else
     bad "stub B never said it restored the VM's clients"
 fi
-if diff -u "$REPO/tests/cuda/expected/vector_add.out" "$WORK/run2/vector_add.out" > "$WORK/va2.diff" 2>&1; then
-    echo "ok: a new program in the restored VM: vector_add identical to the native run"
-else
-    bad "vector_add in the restored VM:"; sed 's/^/  /' "$WORK/va2.diff" | head -n 20
-fi
+check_vector_add run2 "a new program in the restored VM"
 stop_stub
 
 # ---- 4. restored without its GPU state ---------------------------------------------------------
 start_stub C "$WORK/state-empty"
 say "stub C (no saved state); restoring the same VM image again"
-run_vm run3 --incoming "exec:cat $VMFILE" --qmp "$WORK/qmp3.sock"
-qmp "$WORK/qmp3.sock" '{"execute":"cont-when-loaded"}' > "$WORK/qmp3.out" 2>&1 || {
-    bad "continuing the restored VM failed:"; sed 's/^/  /' "$WORK/qmp3.out"; }
-wait_run
+restore_vm run3
 c3=$(console run3)
 grep '^@@STEPS' <<< "$c3" | head -n 5 | sed 's/^/  guest: /'
 if grep -q '^@@STEPS-RC [1-9]' <<< "$c3" && grep -q '^@@STEPS-ERR .*GPU state is gone' <<< "$c3" &&
@@ -272,11 +275,7 @@ if grep -q 'lose their GPU state' "$WORK/stub-C.log"; then
 else
     bad "stub C did not log the lost clients"
 fi
-if diff -u "$REPO/tests/cuda/expected/vector_add.out" "$WORK/run3/vector_add.out" > "$WORK/va3.diff" 2>&1; then
-    echo "ok: new programs still run in that VM (vector_add identical to the native run)"
-else
-    bad "vector_add after a restore without state:"; sed 's/^/  /' "$WORK/va3.diff" | head -n 20
-fi
+check_vector_add run3 "new programs still run in a VM restored without its GPU state"
 stop_stub
 
 if [ $fail = 0 ]; then

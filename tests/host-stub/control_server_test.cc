@@ -271,20 +271,22 @@ TEST_F(ControlServerTest, StopReturnsWithIdleClientsConnected) {
   EXPECT_TRUE(idle.at_eof());
 }
 
+// A server on `path` must refuse to start, saying `why`.
+void expect_start_refused(const std::string& path, const std::string& why) {
+  ControlServerOptions options;
+  options.socket_path = path;
+  ControlServer server(options);
+  try {
+    server.start();
+    ADD_FAILURE() << "started where it must not: " << why;
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(ControlServerTest, SecondServerOnALivePathIsRefused) {
   ServerInDirectory stub(directory_.path());
-  ControlServerOptions options;
-  options.socket_path = path();
-  ControlServer second(options);
-  try {
-    second.start();
-    FAIL() << "a second server took over a live socket";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("another vmcuda-stub serves " + path() + " (pid " +
-                                         std::to_string(::getpid()) + ")"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_start_refused(path(), "another vmcuda-stub serves " + path() + " (pid " + std::to_string(::getpid()) + ")");
   Client client(path());
   EXPECT_EQ(client.call({{"op", "status"}})["ok"], true) << "the first server still serves";
 }
@@ -302,15 +304,7 @@ TEST_F(ControlServerTest, StaleSocketIsReplaced) {
 
 TEST_F(ControlServerTest, RegularFileAtThePathIsNotUnlinked) {
   { std::ofstream(path()) << "precious"; }
-  ControlServerOptions options;
-  options.socket_path = path();
-  ControlServer server(options);
-  try {
-    server.start();
-    FAIL() << "started over a regular file";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("exists and is not a socket"), std::string::npos) << e.what();
-  }
+  expect_start_refused(path(), "exists and is not a socket");
   std::ifstream in(path());
   std::string content;
   in >> content;

@@ -307,6 +307,16 @@ CUresult failing_dtoh(void*, CUdeviceptr, size_t) { return g_fail_with; }
 CUresult failing_create(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) {
   return g_fail_with;
 }
+// Runs one control request while the driver entry `slot` answers `status` (then restores it).
+template <class Fn>
+cc::Reply control_with_failing(Stub& stub, Fn& slot, Fn failing, CUresult status, cc::Op op) {
+  const Fn real = slot;
+  g_fail_with = status;
+  slot = failing;
+  cc::Reply r = control(stub, op);
+  slot = real;
+  return r;
+}
 
 TEST(Suspend, AGpuErrorDuringSuspendLeavesTheClientRunning) {
   Stub stub;
@@ -314,12 +324,9 @@ TEST(Suspend, AGpuErrorDuringSuspendLeavesTheClientRunning) {
   const uint64_t p = c.malloc(2u << 20);
   c.put(p, iota(64, 11));
   const uint64_t bytes = tst::fake_allocated_bytes(), contexts = tst::fake_live_contexts();
-  const auto real = stub.api.cuMemcpyDtoH_v2;
   ASSERT_TRUE(hold(stub));
-  g_fail_with = 700;  // CUDA_ERROR_ILLEGAL_ADDRESS
-  stub.api.cuMemcpyDtoH_v2 = failing_dtoh;
-  cc::Reply r = control(stub, cc::Op::kSuspend);
-  stub.api.cuMemcpyDtoH_v2 = real;
+  cc::Reply r = control_with_failing(stub, stub.api.cuMemcpyDtoH_v2, &failing_dtoh,
+                                     static_cast<CUresult>(700) /* CUDA_ERROR_ILLEGAL_ADDRESS */, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("copying device memory"), std::string::npos) << r.error;
   EXPECT_FALSE(r.status.suspended);
@@ -336,11 +343,8 @@ TEST(Suspend, AResumeWithoutGpuMemoryStaysSuspendedAndCanBeRetried) {
   c.put(p, iota(64, 21));
   ASSERT_TRUE(hold(stub));
   ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
-  const auto real = stub.api.cuMemCreate;
-  g_fail_with = CUDA_ERROR_OUT_OF_MEMORY;
-  stub.api.cuMemCreate = failing_create;
-  cc::Reply r = control(stub, cc::Op::kResume);
-  stub.api.cuMemCreate = real;
+  cc::Reply r = control_with_failing(stub, stub.api.cuMemCreate, &failing_create, CUDA_ERROR_OUT_OF_MEMORY,
+                                     cc::Op::kResume);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("cannot recreate"), std::string::npos) << r.error;
   EXPECT_TRUE(r.status.suspended);
