@@ -100,39 +100,34 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
   control.on("restore", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
                return vm.restore(file_of(r), p, why);
              }));
-  control.on("upgrade", [&vm, upgrade](const nlohmann::json&, Progress& progress) -> nlohmann::json {
-    if (upgrade.state_dir.empty())
-      throw std::runtime_error("this stub has no --state-dir: it has nowhere to keep its clients' state across the "
-                               "upgrade");
-    const std::string exe = executable_on_disk();
-    if (exe.empty() || ::access(exe.c_str(), X_OK) != 0)
-      throw std::runtime_error("cannot find this stub's executable to start again (" + exe + ")");
-    const std::string dir = (std::filesystem::path(upgrade.state_dir) /
-                             ("upgrade-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr))))
-                                .string();
-    std::string why;
-    const auto report = [&](const std::string& phase, uint64_t done, uint64_t total) {
-      progress.report(done, total, phase);
-    };
-    if (!vm.save(dir, report, &why)) throw std::runtime_error(why);
-    nlohmann::json answer = status_json(vm);
-    answer["upgrading_to"] = exe;
-    // After this answer is out: the new process image replaces this one.
-    std::thread([&vm, upgrade, exe, dir] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      const std::string handover = upgrade.endpoint->prepare_handover();
-      ::setenv(vmrpc::HostEndpoint::kHandoverEnv, handover.c_str(), 1);
-      std::fprintf(stderr, "vmcuda-stub: upgrading: executing %s with the VM's connections (clients saved in %s)\n",
-                   exe.c_str(), dir.c_str());
-      ::execv(exe.c_str(), upgrade.argv);
-      std::fprintf(stderr, "vmcuda-stub: upgrade failed: cannot execute %s: %s; resuming the clients here\n",
-                   exe.c_str(), std::strerror(errno));
-      ::unsetenv(vmrpc::HostEndpoint::kHandoverEnv);
-      std::string err;
-      if (!vm.restore(dir, {}, &err)) std::fprintf(stderr, "vmcuda-stub: %s\n", err.c_str());
-    }).detach();
-    return answer;
-  });
+  control.on("upgrade", vm_operation(vm, [&vm, upgrade](const nlohmann::json&, const VmControl::Progress& p,
+                                                          std::string* why) {
+               if (upgrade.state_dir.empty())
+                 throw std::runtime_error("this stub has no --state-dir: it has nowhere to keep its clients' state "
+                                          "across the upgrade");
+               const std::string exe = executable_on_disk();
+               if (exe.empty() || ::access(exe.c_str(), X_OK) != 0)
+                 throw std::runtime_error("cannot find this stub's executable to start again (" + exe + ")");
+               const std::string dir = (std::filesystem::path(upgrade.state_dir) /
+                                        ("upgrade-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr))))
+                                           .string();
+               if (!vm.save(dir, p, why)) return false;
+               // After the answer is out: the new process image replaces this one.
+               std::thread([&vm, upgrade, exe, dir] {
+                 std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                 const std::string handover = upgrade.endpoint->prepare_handover();
+                 ::setenv(vmrpc::HostEndpoint::kHandoverEnv, handover.c_str(), 1);
+                 std::fprintf(stderr, "vmcuda-stub: upgrading: executing %s with the VM's connections (clients saved "
+                              "in %s)\n", exe.c_str(), dir.c_str());
+                 ::execv(exe.c_str(), upgrade.argv);
+                 std::fprintf(stderr, "vmcuda-stub: upgrade failed: cannot execute %s: %s; resuming the clients here\n",
+                              exe.c_str(), std::strerror(errno));
+                 ::unsetenv(vmrpc::HostEndpoint::kHandoverEnv);
+                 std::string err;
+                 if (!vm.restore(dir, {}, &err)) std::fprintf(stderr, "vmcuda-stub: %s\n", err.c_str());
+               }).detach();
+               return true;
+             }));
 }
 
 // Where saved VMs are indexed (VmControl): the system's state directory for root (the unit's

@@ -27,12 +27,6 @@ std::string client_file(uint64_t connection, uint32_t slot) {
 std::string name_of(uint64_t connection, uint32_t slot) {
   return "client " + std::to_string(connection) + "/" + std::to_string(slot);
 }
-uint64_t new_token() {
-  uint64_t t = 0;
-  while (t == 0)
-    if (::getrandom(&t, sizeof t, 0) != sizeof t) t = static_cast<uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull;
-  return t;
-}
 std::string hex(uint64_t v) {
   char b[17];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
@@ -145,7 +139,7 @@ void VmControl::forget_gone_clients() {
 void VmControl::renew_tokens() {
   // Running on: an image saved before must look different from the region now, so that
   // loading it again is noticed.
-  for (uint64_t c : endpoint_.connection_ids()) endpoint_.set_image_token(c, new_token());
+  for (uint64_t c : endpoint_.connection_ids()) endpoint_.set_image_token(c, vmrpc::new_image_token());
 }
 
 VmStatus VmControl::status() {
@@ -289,7 +283,7 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
     // carries it, and a stub that sees a region replaced by that image finds this directory.
     nlohmann::json connections = nlohmann::json::array();
     for (uint64_t c : endpoint_.connection_ids()) {
-      const uint64_t token = new_token();
+      const uint64_t token = vmrpc::new_image_token();
       if (!endpoint_.set_image_token(c, token)) continue;
       connections.push_back({{"connection", c}, {"token", token}});
       index_saved(token, *dir);
@@ -359,11 +353,10 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
     VMRPC_LOG(kWarn, "stub", vm_ + ": the VM was restored; " + std::to_string(r.slots.size()) +
                                  " client(s) in it lose their GPU state: " + err);
     for (uint32_t s : r.slots) endpoint_.lose_restored_slot(r.connection_id, s);
-    endpoint_.set_image_token(r.connection_id, new_token());
+    endpoint_.set_image_token(r.connection_id, vmrpc::new_image_token());
     return;
   }
   set_state("restoring");
-  size_t back = 0;
   std::vector<SlotKey> restored;
   for (uint32_t s : r.slots) {
     const auto f = m.files.find({old->second, s});
@@ -395,9 +388,9 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   }
   // A token of its own before any client runs again (services compare it before each
   // batch; it changes under them only when a saved image replaces the region).
-  endpoint_.set_image_token(r.connection_id, new_token());
+  endpoint_.set_image_token(r.connection_id, vmrpc::new_image_token());
   for (const auto& k : restored) endpoint_.release_slot(k.first, k.second);
-  back = restored.size();
+  const size_t back = restored.size();
   set_state(vm_suspended_ ? "suspended" : "running");
   VMRPC_LOG(kInfo, "stub", vm_ + ": the VM was restored from " + dir + ": " + std::to_string(back) + " of " +
                                std::to_string(r.slots.size()) + " client(s) back on the GPU");

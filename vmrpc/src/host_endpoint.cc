@@ -60,13 +60,6 @@ void ring(int eventfd) {
   [[maybe_unused]] ssize_t n = ::write(eventfd, &one, sizeof one);
 }
 
-// A region image token nobody can guess or repeat (never 0: that means "none").
-uint64_t new_image_token() {
-  uint64_t t = 0;
-  while (t == 0)
-    if (::getrandom(&t, sizeof t, 0) != sizeof t) t = now_ns() ^ (uint64_t(::getpid()) << 40);
-  return t;
-}
 
 }  // namespace
 
@@ -1006,8 +999,6 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHan
                       ++stats_.bad_batches_total;
                     }};
   server.region_replaced = &rt.region_replaced;
-  bool replaced = false;
-  server.left_for_replaced_region = &replaced;
   {
     std::lock_guard l(control->svc_mu);
     control->svc = svc.get();
@@ -1138,6 +1129,14 @@ bool HostEndpoint::control_slot(uint64_t connection_id, uint32_t slot, std::span
   return true;
 }
 const std::string& HostEndpoint::socket_path() const { return impl_->path(); }
+
+// A region image token nobody can guess or repeat (never 0: that means "none").
+uint64_t new_image_token() {
+  uint64_t t = 0;
+  while (t == 0)
+    if (::getrandom(&t, sizeof t, 0) != sizeof t) t = now_ns() ^ (uint64_t(::getpid()) << 40);
+  return t;
+}
 std::string HostEndpoint::prepare_handover() { return impl_->handover(); }
 
 std::vector<uint64_t> HostEndpoint::connection_ids() const {

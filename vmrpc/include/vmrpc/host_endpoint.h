@@ -88,6 +88,9 @@ struct HostEndpointStats {
   uint64_t bad_batches_total = 0;
 };
 
+// A region image token nobody can guess or repeat (never 0: "none"); HostEndpoint::set_image_token.
+uint64_t new_image_token();
+
 class HostEndpoint {
  public:
   HostEndpoint(HostEndpointOptions options, Service& service);
