@@ -333,6 +333,7 @@ CUresult f_sync() {
   auto& g = gpu();
   std::lock_guard l(g.mu);
   if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  if (gpu_poisoned()) return 700;  // a sticky error: every synchronize reports it
   for (auto& [s, st] : g.streams)
     if (st.ctx == t_ctx) st.busy = false;
   for (auto& [k, st] : g.special_streams)
