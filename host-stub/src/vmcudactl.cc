@@ -2,9 +2,12 @@
 // control socket (<run-dir>/<VM>.ctl; protocol in control_server.h).
 //
 // Exit status: 0 success; 1 the stub replied with an error; 2 usage error; 3 the stub
-// cannot be reached (no socket, nobody listening, died mid-operation, untrusted owner).
+// cannot be reached (no socket, nobody listening, died mid-operation, untrusted owner);
+// 4 libvirt failed (domain-save, domain-snapshot: no connection, no such domain, the save or
+// snapshot failed; the VM's GPU state was resumed).
 #include <dirent.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,19 +15,29 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <regex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
+
+#ifdef VMCUDACTL_LIBVIRT
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#endif
 
 #include "control_server.h"  // kMaxControlLineBytes, the protocol
 #include "vmrpc/fd.h"
@@ -423,13 +436,364 @@ std::string past_tense(const std::string& op) {
   return op + " done";
 }
 
+
+// ---- libvirt: a whole VM saved or snapshotted with its GPU state, in one command --------
+//
+// `domain-save DOMAIN FILE` / `domain-snapshot DOMAIN NAME`: the stub serving the domain's
+// vmcuda device (found from the domain's <shmem><server path='X.sock'/>: its control socket is
+// X.ctl) saves the VM's GPU state into a directory and writes a new image token into the region
+// (VmControl::save); then libvirt saves the domain (virDomainSave) or takes an internal
+// snapshot of it (virDomainSnapshotCreateXML), which carry the region and so the token. A
+// plain `virsh restore` / `virsh snapshot-revert` later brings the GPU state back: the stub
+// finds it by the token (docs/snapshots.md). If the libvirt step fails, the GPU state is
+// resumed and the VM runs on as before; after a snapshot it is resumed too (the VM keeps
+// running).
+
+constexpr int kExitLibvirt = 4;
+
+// libvirt failed (no connection, no such domain, the save or snapshot failed).
+struct LibvirtError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string xml_unescape(std::string text) {
+  static const std::pair<const char*, const char*> entities[] = {
+      {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : entities)
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += std::strlen(to))
+      text.replace(at, std::strlen(from), to);
+  return text;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\'': out += "&apos;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// The server sockets of the domain's ivshmem-doorbell devices, as libvirt writes its XML.
+std::vector<std::string> vmcuda_sockets_of(const std::string& domain_xml) {
+  static const std::regex shmem("<shmem\\b[^>]*>([\\s\\S]*?)</shmem>");
+  static const std::regex doorbell("<model\\s+type=['\"]ivshmem-doorbell['\"]");
+  static const std::regex server("<server\\b[^>]*\\bpath=(['\"])([^'\"]*)\\1");
+  std::vector<std::string> sockets;
+  for (auto it = std::sregex_iterator(domain_xml.begin(), domain_xml.end(), shmem); it != std::sregex_iterator(); ++it) {
+    const std::string body = (*it)[1].str();
+    std::smatch path;
+    if (std::regex_search(body, doorbell) && std::regex_search(body, path, server))
+      sockets.push_back(xml_unescape(path[2].str()));
+  }
+  return sockets;
+}
+
+// The stub's default control socket for a VM socket (stub_main.cc: .sock -> .ctl).
+std::string control_socket_for(const std::string& vm_socket) {
+  return vm_socket.ends_with(".sock") ? vm_socket.substr(0, vm_socket.size() - 5) + ".ctl" : vm_socket + ".ctl";
+}
+
+std::atomic<bool> interrupted{false};
+extern "C" void on_interrupt(int) { interrupted = true; }
+
+struct DomainRequest {
+  bool snapshot = false;
+  std::string uri;          // --connect; "" : libvirt's default (as virsh)
+  std::string domain;       // name, UUID or id
+  std::string target;       // the save file, or the snapshot's name
+  std::string description;  // snapshot
+  std::string gpu_state;    // directory for the GPU state ("" : the default)
+  std::string socket;       // the stub's control socket ("" : from the domain XML)
+};
+
+#ifdef VMCUDACTL_LIBVIRT
+
+std::string libvirt_error() {
+  const char* message = ::virGetLastErrorMessage();
+  return message && *message ? message : "unknown libvirt error";
+}
+
+struct LibvirtConnection {
+  virConnectPtr conn = nullptr;
+  virDomainPtr dom = nullptr;
+  ~LibvirtConnection() {
+    if (dom) ::virDomainFree(dom);
+    if (conn) ::virConnectClose(conn);
+  }
+};
+
+const char* domain_state_name(int state) {
+  switch (state) {
+    case VIR_DOMAIN_RUNNING: return "running";
+    case VIR_DOMAIN_BLOCKED: return "blocked";
+    case VIR_DOMAIN_PAUSED: return "paused";
+    case VIR_DOMAIN_SHUTDOWN: return "being shut down";
+    case VIR_DOMAIN_SHUTOFF: return "shut off";
+    case VIR_DOMAIN_CRASHED: return "crashed";
+    case VIR_DOMAIN_PMSUSPENDED: return "suspended by guest power management";
+    default: return "in no known state";
+  }
+}
+
+// Shows libvirt's progress of the domain's job (memory written to the file) and turns ^C into
+// an abort of that job, which libvirt undoes (the VM runs on).
+class JobWatcher {
+ public:
+  JobWatcher(virDomainPtr dom, std::string phase) : dom_(dom), phase_(std::move(phase)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~JobWatcher() {
+    {
+      std::lock_guard l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    ProgressDisplay display;
+    bool aborted = false;
+    std::unique_lock l(mu_);
+    while (!cv_.wait_for(l, std::chrono::milliseconds(500), [&] { return stop_; })) {
+      if (interrupted && !aborted) {
+        aborted = true;
+        display.finish();
+        std::fprintf(stderr, "vmcudactl: interrupted: aborting the libvirt job\n");
+        ::virDomainAbortJob(dom_);
+      }
+      virDomainJobInfo info{};
+      if (::virDomainGetJobInfo(dom_, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE && info.dataTotal > 0)
+        display.update(phase_, info.dataProcessed, info.dataTotal);
+    }
+  }
+  virDomainPtr dom_;
+  std::string phase_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// After libvirt saved the domain (its QEMU gone): waits until the stub has let go of the VM's
+// connection, then resumes the (now empty) saved VM so that the stub serves new clients again.
+bool release_saved(const Target& target, std::string* why) {
+  try {
+    for (int i = 0; i < 50; ++i) {
+      ControlConnection connection(target);
+      const json status = connection.call(json{{"op", "status"}}, kStatusTimeout, false);
+      if (!status.is_object() || status.value("clients", 0) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ControlConnection connection(target);
+    connection.call(json{{"op", "resume"}}, std::nullopt, false);
+    return true;
+  } catch (const ErrorReply& e) {
+    if (std::string(e.what()).find("not suspended") != std::string::npos) return true;  // already let go
+    *why = e.what();
+    return false;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
+int domain_command(const DomainRequest& req) {
+  const char* what = req.snapshot ? "domain-snapshot" : "domain-save";
+  ::virSetErrorFunc(nullptr, [](void*, virErrorPtr) {});  // errors are reported here, once
+  LibvirtConnection lv;
+  lv.conn = ::virConnectOpen(req.uri.empty() ? nullptr : req.uri.c_str());
+  if (!lv.conn)
+    throw LibvirtError("cannot connect to libvirt" + (req.uri.empty() ? std::string() : " at " + req.uri) + ": " +
+                       libvirt_error() + " (is libvirtd running? as root, or give --connect qemu:///system)");
+  lv.dom = ::virDomainLookupByName(lv.conn, req.domain.c_str());
+  if (!lv.dom) lv.dom = ::virDomainLookupByUUIDString(lv.conn, req.domain.c_str());
+  if (!lv.dom && !req.domain.empty() && req.domain.find_first_not_of("0123456789") == std::string::npos)
+    lv.dom = ::virDomainLookupByID(lv.conn, std::atoi(req.domain.c_str()));
+  if (!lv.dom)
+    throw LibvirtError("no domain '" + req.domain + "' at " +
+                       (::virConnectGetURI(lv.conn) ? std::string(::virConnectGetURI(lv.conn)) : "libvirt") +
+                       " (virsh list --all)");
+  const std::string domain = ::virDomainGetName(lv.dom) ? ::virDomainGetName(lv.dom) : req.domain;
+  int state = 0, reason = 0;
+  if (::virDomainGetState(lv.dom, &state, &reason, 0) < 0)
+    throw LibvirtError(domain + ": cannot get its state: " + libvirt_error());
+  if (state != VIR_DOMAIN_RUNNING && state != VIR_DOMAIN_PAUSED && state != VIR_DOMAIN_BLOCKED)
+    throw LibvirtError(domain + " is " + domain_state_name(state) + ", not running: there is nothing to " +
+                       (req.snapshot ? "snapshot with GPU state (virsh snapshot-create-as works for it alone)"
+                                     : "save"));
+
+  // The stub: the domain's vmcuda device names its socket.
+  Target target;
+  if (!req.socket.empty()) {
+    target.socket = req.socket;
+  } else {
+    char* xml = ::virDomainGetXMLDesc(lv.dom, 0);
+    if (!xml) throw LibvirtError(domain + ": cannot read its XML: " + libvirt_error());
+    const std::vector<std::string> sockets = vmcuda_sockets_of(xml);
+    std::free(xml);
+    if (sockets.empty())
+      throw LibvirtError(domain + " has no vmcuda device (a <shmem> with model ivshmem-doorbell and a <server>): "
+                         "it has no GPU state; use virsh " + (req.snapshot ? "snapshot-create-as" : "save") +
+                         " directly");
+    if (sockets.size() > 1) {
+      std::string list;
+      for (const auto& s : sockets) list += (list.empty() ? "" : ", ") + s;
+      throw LibvirtError(domain + " has " + std::to_string(sockets.size()) + " vmcuda devices (" + list +
+                         "); vmcudactl " + what + " handles a domain with one");
+    }
+    target.socket = control_socket_for(sockets.front());
+  }
+  target.vm = std::filesystem::path(target.socket).stem().string();
+  if (!valid_vm_name(target.vm)) throw Unreachable("'" + target.socket + "' does not name a VM's control socket");
+
+  std::string gpu_dir = req.gpu_state;
+  std::string file;  // domain-save: the VM image
+  if (!req.snapshot) {
+    file = absolute_path(req.target);
+    if (gpu_dir.empty()) gpu_dir = file + ".gpu";
+  } else if (gpu_dir.empty()) {
+    gpu_dir = "/var/lib/vmcuda/" + target.vm + "/snapshots/" + domain + "/" + req.target;
+  }
+  gpu_dir = absolute_path(gpu_dir);
+
+  const auto started = Clock::now();
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+
+  // 1. The GPU state out (the VM's programs wait in their calls meanwhile).
+  std::fprintf(stderr, "vmcudactl: %s: [1/2] saving the GPU state of VM %s (%s) into %s\n", domain.c_str(),
+               target.vm.c_str(), target.socket.c_str(), gpu_dir.c_str());
+  json saved;
+  {
+    ControlConnection connection(target);
+    saved = connection.call(json{{"op", "save"}, {"file", gpu_dir}}, std::nullopt, true);
+  }
+  const auto clients = saved.is_object() && saved.contains("clients") ? saved["clients"] : json();
+  std::fprintf(stderr, "vmcudactl: %s: GPU state saved (%s client(s)) in %.1f s\n", domain.c_str(),
+               cell_text(clients).c_str(), seconds_since(started));
+
+  // Brings the GPU state back (the VM keeps running); false with *why when it cannot.
+  auto resume_gpu = [&](std::string* why) {
+    try {
+      ControlConnection connection(target);
+      connection.call(json{{"op", "resume"}}, std::nullopt, true);
+      return true;
+    } catch (const std::exception& e) {
+      *why = e.what();
+      return false;
+    }
+  };
+  auto undo = [&](const std::string& failure) -> LibvirtError {
+    std::fprintf(stderr, "vmcudactl: %s: %s\n", domain.c_str(), failure.c_str());
+    std::fprintf(stderr, "vmcudactl: %s: resuming the GPU state\n", domain.c_str());
+    std::string why;
+    if (!resume_gpu(&why))
+      return LibvirtError(failure + "; and the GPU state could not be resumed: " + why +
+                          " (the VM's CUDA programs wait; fix the cause, then vmcudactl resume " + target.vm + ")");
+    const bool active = ::virDomainIsActive(lv.dom) == 1;
+    return LibvirtError(failure + (active ? "; the GPU state is resumed and the VM runs on as before"
+                                          : "; the domain is no longer running") +
+                        " (" + gpu_dir + " is not needed: remove it)");
+  };
+  if (interrupted) throw undo("interrupted");
+
+  // 2. libvirt saves the domain, or snapshots it.
+  const auto libvirt_started = Clock::now();
+  if (!req.snapshot) {
+    std::fprintf(stderr, "vmcudactl: %s: [2/2] saving the domain with libvirt into %s (as virsh save)\n",
+                 domain.c_str(), file.c_str());
+    int rc;
+    {
+      JobWatcher watch(lv.dom, "VM memory");
+      rc = ::virDomainSave(lv.dom, file.c_str());
+    }
+    if (rc < 0) {
+      std::string failure = "libvirt could not save the domain: " + libvirt_error();
+      if (failure.find("peer mode") != std::string::npos)
+        failure += " (the vmcuda device runs without master=on: make the domain's <emulator> qemu-config/qemu-vmcuda, "
+                   "docs/attaching-a-vm.md)";
+      throw undo(failure);
+    }
+    // The stub still holds the VM as saved (new clients wait for a resume) until it is told
+    // otherwise: a VM saved without clients and restored into this stub would find no adopted
+    // client that ends the hold, and its new programs would wait for ever. Once QEMU's
+    // connection is gone, a resume forgets the saved clients (their state stays in the
+    // directory, indexed by the image token) and lets new clients run.
+    std::string why;
+    if (!release_saved(target, &why))
+      std::fprintf(stderr,
+                   "vmcudactl: %s: warning: the stub still holds the saved VM (%s); if programs of the restored VM "
+                   "wait, run: vmcudactl resume %s\n",
+                   domain.c_str(), why.c_str(), target.vm.c_str());
+    std::printf("%s: saved to %s in %.1f s (libvirt %.1f s), its GPU state in %s; restore it with: virsh restore %s "
+                "(the stub finds the GPU state by itself)\n",
+                domain.c_str(), file.c_str(), seconds_since(started), seconds_since(libvirt_started), gpu_dir.c_str(),
+                file.c_str());
+    return 0;
+  }
+
+  std::fprintf(stderr, "vmcudactl: %s: [2/2] taking snapshot %s with libvirt (as virsh snapshot-create-as)\n",
+               domain.c_str(), req.target.c_str());
+  const std::string description =
+      (req.description.empty() ? std::string() : req.description + "; ") + "vmcuda GPU state: " + gpu_dir;
+  const std::string snapshot_xml = "<domainsnapshot><name>" + xml_escape(req.target) + "</name><description>" +
+                                   xml_escape(description) + "</description></domainsnapshot>";
+  virDomainSnapshotPtr snapshot;
+  {
+    JobWatcher watch(lv.dom, "VM memory");
+    snapshot = ::virDomainSnapshotCreateXML(lv.dom, snapshot_xml.c_str(), 0);
+  }
+  if (!snapshot) {
+    std::string failure = "libvirt could not take the snapshot: " + libvirt_error();
+    if (failure.find("peer mode") != std::string::npos)
+      failure += " (the vmcuda device runs without master=on: make the domain's <emulator> qemu-config/qemu-vmcuda, "
+                 "docs/attaching-a-vm.md)";
+    throw undo(failure);
+  }
+  ::virDomainSnapshotFree(snapshot);
+  const double libvirt_seconds = seconds_since(libvirt_started);
+  std::fprintf(stderr, "vmcudactl: %s: snapshot %s taken in %.1f s; resuming the GPU state\n", domain.c_str(),
+               req.target.c_str(), libvirt_seconds);
+  std::string why;
+  if (!resume_gpu(&why))
+    throw ErrorReply("snapshot " + req.target + " was taken (its GPU state is in " + gpu_dir +
+                     "), but the GPU state could not be resumed: " + why +
+                     "; the VM's CUDA programs wait: fix the cause, then vmcudactl resume " + target.vm);
+  std::printf("%s: snapshot %s taken in %.1f s (libvirt %.1f s), its GPU state in %s (keep it as long as the "
+              "snapshot); revert with: virsh snapshot-revert %s %s (the stub finds the GPU state by itself)\n",
+              domain.c_str(), req.target.c_str(), seconds_since(started), libvirt_seconds, gpu_dir.c_str(),
+              domain.c_str(), req.target.c_str());
+  return 0;
+}
+
+#else
+
+int domain_command(const DomainRequest& req) {
+  throw LibvirtError(std::string("this vmcudactl was built without libvirt, so ") +
+                     (req.snapshot ? "domain-snapshot" : "domain-save") +
+                     " is not available: install libvirt-dev (scripts/install-deps.sh) and rebuild; or do it in two "
+                     "steps: vmcudactl save VM DIR, then virsh " +
+                     (req.snapshot ? "snapshot-create-as DOMAIN NAME, then vmcudactl resume VM" : "save DOMAIN FILE"));
+}
+
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "vmcudactl: controls running vmcuda-stub daemons (one per VM) through their control sockets, "
       "<run-dir>/<VM>.ctl.\n"
-      "Exit status: 0 success, 1 the stub reported an error, 2 usage error, 3 the stub cannot be reached.\n"
+      "Exit status: 0 success, 1 the stub reported an error, 2 usage error, 3 the stub cannot be reached, "
+      "4 libvirt failed (domain-save, domain-snapshot; the GPU state was resumed and the VM runs on).\n"
       "FILE paths are made absolute here; they are opened by the stub, as its user and in its sandbox "
       "(the systemd unit has PrivateTmp=yes: /tmp is not the stub's /tmp)."};
   app.set_version_flag("--version", std::string("vmcudactl ") + VMCUDA_VERSION);
@@ -466,6 +830,34 @@ int main(int argc, char** argv) {
   auto* upgrade = app.add_subcommand("upgrade", "hand the VM over to a new vmcuda-stub binary without stopping it");
   upgrade->add_option("VM", vm, "the VM (required unless --socket)");
 
+  // A whole libvirt domain with its GPU state, in one command (docs/snapshots.md).
+  DomainRequest domain_request;
+  const char* gpu_state_help =
+      "directory for the GPU state (written by the stub, as its user; default: see above). Keep it as long as the "
+      "saved VM or snapshot: the stub finds it again by the image token the VM carries";
+  const char* connect_help = "libvirt URI, as virsh -c (default: libvirt's default, qemu:///system for root)";
+  auto* domain_save = app.add_subcommand(
+      "domain-save",
+      "save a running libvirt domain to FILE with its GPU state: the stub saves the GPU state (as `save`), then "
+      "libvirt saves the domain (as `virsh save`). Restore with a plain `virsh restore FILE`, also into a new stub. "
+      "If libvirt fails, the GPU state is resumed and the VM runs on. The stub is the one serving the domain's "
+      "<shmem><server path='X.sock'/> (control socket X.ctl; --socket for another). GPU state default: FILE.gpu");
+  domain_save->add_option("DOMAIN", domain_request.domain, "the libvirt domain (name, UUID or id)")->required();
+  domain_save->add_option("FILE", domain_request.target, "the file libvirt saves the VM into")->required();
+  domain_save->add_option("--gpu-state", domain_request.gpu_state, gpu_state_help);
+  domain_save->add_option("-c,--connect", domain_request.uri, connect_help);
+  auto* domain_snapshot = app.add_subcommand(
+      "domain-snapshot",
+      "take an internal libvirt snapshot NAME of a running domain with its GPU state: the stub saves the GPU state "
+      "(as `save`), libvirt snapshots the domain (as `virsh snapshot-create-as DOMAIN NAME`; needs qcow2 disks), "
+      "and the GPU state is resumed: the VM runs on. Revert with a plain `virsh snapshot-revert DOMAIN NAME`. "
+      "GPU state default: /var/lib/vmcuda/VM/snapshots/DOMAIN/NAME (VM: the stub's name)");
+  domain_snapshot->add_option("DOMAIN", domain_request.domain, "the libvirt domain (name, UUID or id)")->required();
+  domain_snapshot->add_option("NAME", domain_request.target, "the snapshot's name")->required();
+  domain_snapshot->add_option("--description", domain_request.description, "the snapshot's description");
+  domain_snapshot->add_option("--gpu-state", domain_request.gpu_state, gpu_state_help);
+  domain_snapshot->add_option("-c,--connect", domain_request.uri, connect_help);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -479,6 +871,30 @@ int main(int argc, char** argv) {
 
   CLI::App* command = app.get_subcommands().front();
   const std::string op = command->get_name();
+
+  if (command == domain_save || command == domain_snapshot) {
+    domain_request.snapshot = command == domain_snapshot;
+    domain_request.socket = socket;
+    // ^C: between the steps the GPU state is resumed; during libvirt's job, the job is aborted
+    // (libvirt lets the VM run on) and then the GPU state is resumed.
+    struct sigaction action{};
+    action.sa_handler = on_interrupt;
+    ::sigaction(SIGINT, &action, nullptr);
+    ::sigaction(SIGTERM, &action, nullptr);
+    const std::string name = domain_request.domain;
+    try {
+      return domain_command(domain_request);
+    } catch (const Unreachable& e) {
+      std::fprintf(stderr, "vmcudactl: %s\nvmcudactl: %s: nothing was saved\n", e.what(), name.c_str());
+      return kExitUnreachable;
+    } catch (const LibvirtError& e) {
+      std::fprintf(stderr, "vmcudactl: %s: %s\n", name.c_str(), e.what());
+      return kExitLibvirt;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "vmcudactl: %s: %s\n", name.c_str(), e.what());
+      return kExitErrorReply;
+    }
+  }
   if (command == save && !socket.empty() && file.empty()) std::swap(vm, file);  // `--socket S save FILE`
   if (command == restore) vm = restore_vm;
   if (command == save && file.empty()) return usage_error("save needs VM and FILE: vmcudactl save VM FILE");
