@@ -6,6 +6,10 @@ pkgs=(build-essential cmake pkg-config googletest libgtest-dev libbenchmark-dev 
       clang libclang-rt-14-dev llvm-14 python3)
 # Guest boot tooling (QEMU, busybox, the Debian kernel) lists its own.
 [ -f "$here/guest/packages.txt" ] && mapfile -t -O "${#pkgs[@]}" pkgs < <(grep -v '^\s*#' "$here/guest/packages.txt" | grep .)
+# libvirt: vmcudactl domain-save / domain-snapshot use its C API (libvirt-dev); the test
+# guest_cuda_libvirt runs a real libvirtd (it starts libvirtd and virtlogd itself where no
+# systemd does) with QEMU, and a qcow2 disk (qemu-img) for internal snapshots.
+pkgs+=(libvirt-dev libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils cpio)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
