@@ -62,8 +62,9 @@ cudaError_t to_cuda_error(int32_t status, const char* call) noexcept {
   if (status == static_cast<int32_t>(ChannelStatus::kStateLost)) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
-      VMCUDA_LOG(kWarn, "remote", "this program's GPU state is gone: the VM was restored from a save or snapshot "
-                                  "taken without vmcuda's GPU state (save VMs with `vmcudactl save`, see "
+      VMCUDA_LOG(kWarn, "remote", "this program's GPU state is gone: vmcuda-stub was restarted without it (it "
+                                  "crashed, or was killed), or the VM was restored from a save or snapshot taken "
+                                  "without vmcuda's GPU state (save VMs with `vmcudactl save`, see "
                                   "docs/snapshots.md); CUDA calls fail from now on: restart the application");
     return cudaErrorDevicesUnavailable;
   }

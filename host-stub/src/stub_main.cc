@@ -18,6 +18,7 @@
 #include "vm_control.h"
 #include "driver_api.h"
 #include "output.h"
+#include "service_manager.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
 #include "vmrpc/worker.h"
@@ -139,6 +140,38 @@ std::string default_state_dir() {
   return {};
 }
 
+// --on-stop keep: the clients saved into the state directory, then this process ends without
+// closing anything: the service manager's fd store keeps the VM's connections, and the next
+// stub process takes them over and restores each client when it next calls (as after
+// vmcudactl upgrade). What cannot be saved is lost, with a clear error in the guest.
+[[noreturn]] void keep_clients_and_exit(VmControl& vm, int sig) {
+  std::fprintf(stderr, "vmcuda-stub: signal %d: saving the clients for the next stub process\n", sig);
+  service_manager::stopping("saving the clients for the next stub process");
+  if (vm.state_dir().empty()) {
+    std::fprintf(stderr, "vmcuda-stub: no --state-dir: the clients' GPU state is lost (the VM keeps its device)\n");
+  } else {
+    const std::string dir = (std::filesystem::path(vm.state_dir()) /
+                             ("restart-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr))))
+                                .string();
+    std::string why, last_phase;
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool ok = vm.save(dir, [&](const std::string& phase, uint64_t done, uint64_t total) {
+      if (phase == last_phase) return;
+      last_phase = phase;
+      std::fprintf(stderr, "vmcuda-stub: %s (%llu of %llu bytes)\n", phase.c_str(), static_cast<unsigned long long>(done),
+                   static_cast<unsigned long long>(total));
+    }, &why);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (ok) std::fprintf(stderr, "vmcuda-stub: clients saved in %s (%.2f s); leaving the VM's connections to the "
+                                 "service manager\n", dir.c_str(), s);
+    else std::fprintf(stderr, "vmcuda-stub: saving the clients failed: %s; they lose their GPU state\n", why.c_str());
+  }
+  std::fflush(nullptr);
+  // No destructor runs: they would tell the VM that the stub leaves. Workers end with us
+  // (PR_SET_PDEATHSIG), their GPU memory with them.
+  std::_Exit(0);
+}
+
 }  // namespace
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
@@ -198,6 +231,14 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "where saved VMs are indexed, so that a restored VM image finds its GPU state (also in a new "
                  "stub process); '' : not indexed")
       ->capture_default_str();
+  std::string on_stop = "auto";
+  app.add_option("--on-stop", on_stop,
+                 "on SIGTERM/SIGINT: close (every client loses its GPU state; QEMU sees the stub leave) or keep (save "
+                 "the clients into --state-dir and leave the VM's connections to the service manager's fd store, so "
+                 "the next stub process brings them back: systemctl restart). auto: keep under a service manager "
+                 "($NOTIFY_SOCKET), else close")
+      ->check(CLI::IsMember({"auto", "close", "keep"}))
+      ->capture_default_str();
   CLI11_PARSE(app, stub_argc, argv);
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
 
@@ -252,6 +293,14 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     if (VmControl* vm = vm_control.load()) vm->adopt_restored(r);
     else throw std::runtime_error("the stub is not ready for restored VMs yet");
   };
+  // Under a service manager: the VM's connections live in its fd store too, and what it kept
+  // from the stub process before this one (a restart, a crash) is taken over.
+  if (service_manager::present()) {
+    options.store_fd = service_manager::store_fd;
+    options.unstore_fd = service_manager::unstore_fd;
+  }
+  if (!std::getenv(vmrpc::HostEndpoint::kHandoverEnv)) options.inherited_fds = service_manager::inherited_fds();
+  const bool keep_on_stop = on_stop == "keep" || (on_stop == "auto" && service_manager::present());
   try {
     vmrpc::HostEndpoint endpoint(options, service);
     // The control socket (vmcudactl): status, suspend, resume, save, restore.
@@ -285,14 +334,21 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       install_control_handlers(*control, vm, Upgrade{&endpoint, vm.state_dir(), argv});
       control->start();
     }
+    vm.remove_stale_handovers();
     std::string list;
     for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
     std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s\n", socket_path.c_str(),
                  list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread",
                  limits.gpu_threads ? ", work issued by one working thread per GPU" : "");
+    service_manager::ready("serving " + vm_name + " on " + socket_path);
     int sig = 0;
     sigwait(&sigs, &sig);
+    if (keep_on_stop) {
+      if (control) control->stop();
+      keep_clients_and_exit(vm, sig);
+    }
     std::fprintf(stderr, "vmcuda-stub: signal %d, closing all clients\n", sig);
+    service_manager::stopping("closing all clients");
     if (control) control->stop();
     endpoint.stop();
   } catch (const std::exception& e) {

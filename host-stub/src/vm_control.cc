@@ -341,7 +341,10 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   const std::string dir = saved_dir_of(r.image_token);
   Manifest m;
   std::string err;
-  if (dir.empty())
+  if (dir.empty() && r.handed_over)
+    err = "the stub process before this one ended without saving them (it crashed or was killed; region token " +
+          hex(r.image_token) + ")";
+  else if (dir.empty())
     err = "no saved GPU state names this VM image (token " + hex(r.image_token) +
           "): it was saved or snapshotted without `vmcudactl save`, or its saved directory was not given "
           "(`vmcudactl restore DIR` before the VM is restored)";
@@ -350,8 +353,10 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   const auto old = m.connection_of_token.find(r.image_token);
   if (err.empty() && old == m.connection_of_token.end()) err = dir + " does not name this VM image";
   if (!err.empty()) {
-    VMRPC_LOG(kWarn, "stub", vm_ + ": the VM was restored; " + std::to_string(r.slots.size()) +
-                                 " client(s) in it lose their GPU state: " + err);
+    VMRPC_LOG(kWarn, "stub", vm_ + (r.handed_over ? ": connection " + std::to_string(r.connection_id) +
+                                                        " taken over; "
+                                                  : ": the VM was restored; ") +
+                                 std::to_string(r.slots.size()) + " client(s) in it lose their GPU state: " + err);
     for (uint32_t s : r.slots) endpoint_.lose_restored_slot(r.connection_id, s);
     endpoint_.set_image_token(r.connection_id, vmrpc::new_image_token());
     return;
@@ -398,7 +403,7 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   // back, it goes (it is the tenant's data).
   const fs::path saved(dir);
   if (!state_dir_.empty() && saved.parent_path() == fs::path(state_dir_) &&
-      saved.filename().string().starts_with("upgrade-") && back == r.slots.size()) {
+      is_handover_dir(saved.filename().string()) && back == r.slots.size()) {
     size_t& total = upgrade_restored_[dir];
     total += back;
     if (total >= m.files.size()) {
@@ -406,8 +411,29 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
       for (const auto& [token, conn] : m.connection_of_token) fs::remove(fs::path(state_dir_) / "saved" / hex(token), ec);
       fs::remove_all(saved, ec);
       upgrade_restored_.erase(dir);
-      VMRPC_LOG(kInfo, "stub", vm_ + ": every client of the upgrade is back; removed " + dir);
+      VMRPC_LOG(kInfo, "stub", vm_ + ": every client handed over is back; removed " + dir);
     }
+  }
+}
+
+void VmControl::remove_stale_handovers() {
+  std::lock_guard l(mu_);
+  if (state_dir_.empty()) return;
+  std::set<uint64_t> live;
+  for (uint64_t id : endpoint_.connection_ids()) live.insert(endpoint_.image_token(id));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(state_dir_, ec)) {
+    if (!e.is_directory(ec) || !is_handover_dir(e.path().filename().string())) continue;
+    Manifest m;
+    std::string why;
+    read_manifest(e.path().string(), &m, &why);  // damaged: nothing names it, it goes too
+    if (std::any_of(m.connection_of_token.begin(), m.connection_of_token.end(),
+                    [&](const auto& t) { return live.contains(t.first); }))
+      continue;
+    for (const auto& [token, conn] : m.connection_of_token) fs::remove(fs::path(state_dir_) / "saved" / hex(token), ec);
+    fs::remove_all(e.path(), ec);
+    VMRPC_LOG(kInfo, "stub", vm_ + ": removed " + e.path().string() +
+                                 ": saved for a stub process to come, but no connection of this VM needs it now");
   }
 }
 

@@ -68,6 +68,15 @@ class VmControl {
   // its image token names, or lost.
   void adopt_restored(const vmrpc::RestoredRegion& r);
 
+  // Saved state only for handing clients to the next stub process ("upgrade-*" by vmcudactl
+  // upgrade, "restart-*" by a restart under the service manager): once every client in it
+  // is back it is removed; at start, those no live connection's image token names (the
+  // stub was stopped, not restarted; the VM went meanwhile) are removed.
+  static bool is_handover_dir(const std::string& name) {
+    return name.starts_with("upgrade-") || name.starts_with("restart-");
+  }
+  void remove_stale_handovers();
+
   const std::string& vm() const { return vm_; }
   const std::vector<std::string>& gpus() const { return gpus_; }
   const std::string& state_dir() const { return state_dir_; }

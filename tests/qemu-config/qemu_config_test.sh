@@ -180,7 +180,8 @@ sys.exit(0 if found else 1)' "$FRAGMENT" "$DOMAIN" ||
     else
         echo "note: systemd-analyze not found; unit not verified"
     fi
-    for want in RuntimeDirectory=vmcuda RuntimeDirectoryPreserve=yes UMask=0077 Restart=no \
+    for want in RuntimeDirectory=vmcuda RuntimeDirectoryPreserve=yes UMask=0077 Restart=on-failure \
+                Type=notify KillMode=mixed FileDescriptorStoreMax=8192 \
                 "Environment=VMCUDA_SOCKET_GROUP=libvirt-qemu" "Environment=VMCUDA_SOCKET_MODE=0660"; do
         if grep -qx "$want" "$UNIT"; then ok "unit: $want"; else fail "unit lacks $want"; fi
     done

@@ -84,6 +84,18 @@ struct SlotControlHandle {
   std::mutex worker_mu;            // one request at a time on the socket
 };
 
+// A connection handed over by the stub process before this one (exec in place, or a
+// service manager's fd store).
+struct HandedConnection {
+  uint64_t id = 0;
+  UniqueFd sock, memfd;
+  std::vector<UniqueFd> host_rx, guest_rx;
+};
+struct Handover {
+  UniqueFd listen;
+  std::vector<HandedConnection> conns;
+};
+
 struct SlotRuntime {
   Op doorbell;                    // armed while no service thread or worker owns the eventfd
   std::thread thread;             // thread mode
@@ -114,6 +126,7 @@ struct Connection {
   // Its region was replaced by a saved image, whose clients are looked at once the VM runs.
   bool replaced = false;
   uint64_t replaced_token = 0;
+  bool handed_over = false;  // replaced because a previous stub process handed it over
   int pending_ops = 0;
   bool dead = false;
   bool reaped = false;
@@ -174,6 +187,10 @@ class HostEndpoint::Impl {
   void on_region_replaced(Connection& c, uint64_t token);
   void collect_restored(Connection& c);
   void adopt_handover(const std::string& description);
+  void adopt_inherited(std::vector<NamedFd> fds);
+  void adopt(Handover h);
+  void store_fds(const Connection& c);
+  void unstore_fds(const Connection& c);
   void restore_thread();
 
   HostEndpointOptions opts_;
@@ -309,8 +326,10 @@ void HostEndpoint::Impl::start() {
   const std::string handover = handed ? handed : "";
   ::unsetenv(HostEndpoint::kHandoverEnv);
   wake_ = make_eventfd();
-  if (handover.empty()) listen_ = ivshmem::listen_unix(opts_.socket_path);
-  else adopt_handover(handover);
+  if (!handover.empty()) adopt_handover(handover);
+  else if (!opts_.inherited_fds.empty()) adopt_inherited(std::move(opts_.inherited_fds));
+  else listen_ = ivshmem::listen_unix(opts_.socket_path);
+  if (opts_.store_fd) opts_.store_fd(kListenFdName, listen_.get());
   arm_accept();
   arm_wake();
   arm_tick();
@@ -500,6 +519,7 @@ void HostEndpoint::Impl::on_accept(int fd) {
     std::lock_guard l(conns_mu_);
     by_id_[raw->id] = raw;
   }
+  store_fds(*raw);
   arm_socket_poll(*raw);
   for (uint32_t i = 0; i < layout_.slot_count; ++i) arm_doorbell(*raw, i);
   {
@@ -548,6 +568,7 @@ void HostEndpoint::Impl::maybe_free(Connection* c) {
   } catch (const std::exception& e) {
     VMRPC_LOG(kWarn, "host", std::string("service failed closing a connection: ") + e.what());
   }
+  unstore_fds(*c);
   conns_.erase(c);
   {
     std::lock_guard l(conns_mu_);
@@ -664,7 +685,8 @@ void HostEndpoint::Impl::on_region_replaced(Connection& c, uint64_t token) {
 // ordinary slot.
 void HostEndpoint::Impl::collect_restored(Connection& c) {
   c.replaced = false;
-  RestoredRegion r{c.id, c.replaced_token, {}};
+  RestoredRegion r{c.id, c.replaced_token, {}, c.handed_over};
+  c.handed_over = false;
   for (uint32_t i = 0; i < layout_.slot_count; ++i) {
     auto& ctl = c.view.control(i);
     SlotRuntime& s = c.slots[i];
@@ -890,39 +912,154 @@ std::string HostEndpoint::Impl::handover() {
   return d;
 }
 
-void HostEndpoint::Impl::adopt_handover(const std::string& description) {
-  auto number = [](const std::string& s) {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used != s.size() || v < 0) throw std::runtime_error("bad number '" + s + "'");
-    return v;
-  };
-  auto split = [](const std::string& s, char sep) {
-    std::vector<std::string> out;
-    size_t at = 0;
-    for (;;) {
-      const size_t e = s.find(sep, at);
-      out.push_back(s.substr(at, e == std::string::npos ? std::string::npos : e - at));
-      if (e == std::string::npos) return out;
-      at = e + 1;
-    }
-  };
+namespace {
+
+uint64_t parse_number(const std::string& s) {
+  size_t used = 0;
+  const unsigned long long v = std::stoull(s, &used);
+  if (used != s.size() || s.empty() || s[0] == '-' || s[0] == '+') throw std::runtime_error("bad number '" + s + "'");
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t e = s.find(sep, at);
+    out.push_back(s.substr(at, e == std::string::npos ? std::string::npos : e - at));
+    if (e == std::string::npos) return out;
+    at = e + 1;
+  }
+}
+
+// HostEndpoint::kHandoverEnv's description (HostEndpoint::Impl::handover writes it).
+Handover parse_handover(const std::string& description) {
+  Handover h;
   auto parts = split(description, ';');
   if (parts.empty() || !parts[0].starts_with("listen="))
     throw std::runtime_error(std::string(HostEndpoint::kHandoverEnv) + " is not a handover description");
-  listen_ = UniqueFd(static_cast<int>(number(parts[0].substr(7))));
-  close_on_exec(listen_.get());
-  uint64_t max_id = 0;
+  h.listen = UniqueFd(static_cast<int>(parse_number(parts[0].substr(7))));
   for (size_t p = 1; p < parts.size(); ++p) {
     if (!parts[p].starts_with("conn=")) throw std::runtime_error("bad handover part '" + parts[p] + "'");
     const auto f = split(parts[p].substr(5), ',');
     if (f.size() != 5) throw std::runtime_error("bad handover connection '" + parts[p] + "'");
+    HandedConnection c;
+    c.id = parse_number(f[0]);
+    c.sock = UniqueFd(static_cast<int>(parse_number(f[1])));
+    c.memfd = UniqueFd(static_cast<int>(parse_number(f[2])));
+    for (const auto& [text, list] : {std::pair{f[3], &c.host_rx}, std::pair{f[4], &c.guest_rx}})
+      for (const auto& n : split(text, ':')) list->push_back(UniqueFd(static_cast<int>(parse_number(n))));
+    h.conns.push_back(std::move(c));
+  }
+  return h;
+}
+
+// The fds a service manager kept, by fd_store_name(). Unknown names and connections that
+// lost a part (systemd drops a socket whose peer hung up) are closed and left out.
+Handover handover_from_named_fds(std::vector<NamedFd> fds, uint32_t slots) {
+  Handover h;
+  std::map<uint64_t, HandedConnection> conns;
+  std::map<uint64_t, std::vector<int>> slot_seen;  // per connection: hrx/grx seen per slot (bits 1, 2)
+  for (auto& nf : fds) {
+    UniqueFd fd(nf.fd);
+    if (nf.name == kListenFdName) {
+      if (!h.listen) h.listen = std::move(fd);
+      continue;
+    }
+    const auto dot = nf.name.find('.');
+    uint64_t id = 0;
+    std::string kind;
+    try {
+      if (nf.name.size() < 4 || nf.name[0] != 'c' || dot == std::string::npos) throw std::runtime_error("");
+      id = parse_number(nf.name.substr(1, dot - 1));
+      kind = nf.name.substr(dot + 1);
+    } catch (const std::exception&) {
+      VMRPC_LOG(kWarn, "host", "the service manager passed an fd named '" + nf.name + "' that is not ours; closing it");
+      continue;
+    }
+    HandedConnection& c = conns[id];
+    c.id = id;
+    auto& seen = slot_seen[id];
+    seen.resize(slots, 0);
+    if (c.host_rx.empty()) c.host_rx.resize(slots), c.guest_rx.resize(slots);
+    if (kind == "sock") {
+      c.sock = std::move(fd);
+    } else if (kind == "region") {
+      c.memfd = std::move(fd);
+    } else if ((kind.starts_with("hrx") || kind.starts_with("grx")) && kind.size() > 3) {
+      uint64_t i = ~0ull;
+      try {
+        i = parse_number(kind.substr(3));
+      } catch (const std::exception&) {
+      }
+      if (i >= slots) {
+        VMRPC_LOG(kWarn, "host", "the service manager passed '" + nf.name + "', a slot this stub does not have; closing it");
+        continue;
+      }
+      (kind[0] == 'h' ? c.host_rx : c.guest_rx)[i] = std::move(fd);
+    } else {
+      VMRPC_LOG(kWarn, "host", "the service manager passed an fd named '" + nf.name + "' that is not ours; closing it");
+    }
+  }
+  for (auto& [id, c] : conns) {
+    const bool whole = c.sock && c.memfd &&
+                       std::all_of(c.host_rx.begin(), c.host_rx.end(), [](const UniqueFd& f) { return bool(f); }) &&
+                       std::all_of(c.guest_rx.begin(), c.guest_rx.end(), [](const UniqueFd& f) { return bool(f); });
+    if (!whole) {
+      VMRPC_LOG(kInfo, "host", "connection " + std::to_string(id) + " kept by the service manager is incomplete " +
+                                   (c.sock ? "(a part is missing)" : "(its peer left)") + "; dropping it");
+      continue;
+    }
+    h.conns.push_back(std::move(c));
+  }
+  return h;
+}
+}  // namespace
+
+std::string fd_store_name(uint64_t connection_id, const char* kind, int slot) {
+  std::string n = "c" + std::to_string(connection_id) + "." + kind;
+  if (slot >= 0) n += std::to_string(slot);
+  return n;
+}
+
+void HostEndpoint::Impl::store_fds(const Connection& c) {
+  if (!opts_.store_fd) return;
+  opts_.store_fd(fd_store_name(c.id, "sock"), c.sock.get());
+  opts_.store_fd(fd_store_name(c.id, "region"), c.memfd.get());
+  for (size_t i = 0; i < c.host_rx.size(); ++i) opts_.store_fd(fd_store_name(c.id, "hrx", int(i)), c.host_rx[i].get());
+  for (size_t i = 0; i < c.guest_rx.size(); ++i) opts_.store_fd(fd_store_name(c.id, "grx", int(i)), c.guest_rx[i].get());
+}
+
+void HostEndpoint::Impl::unstore_fds(const Connection& c) {
+  if (!opts_.unstore_fd) return;
+  opts_.unstore_fd(fd_store_name(c.id, "sock"));
+  opts_.unstore_fd(fd_store_name(c.id, "region"));
+  for (size_t i = 0; i < c.host_rx.size(); ++i) opts_.unstore_fd(fd_store_name(c.id, "hrx", int(i)));
+  for (size_t i = 0; i < c.guest_rx.size(); ++i) opts_.unstore_fd(fd_store_name(c.id, "grx", int(i)));
+}
+
+void HostEndpoint::Impl::adopt_handover(const std::string& description) { adopt(parse_handover(description)); }
+
+void HostEndpoint::Impl::adopt_inherited(std::vector<NamedFd> fds) {
+  Handover h = handover_from_named_fds(std::move(fds), layout_.slot_count);
+  if (!h.listen) {
+    VMRPC_LOG(kWarn, "host", "the service manager kept no listening socket; listening on " + opts_.socket_path + " anew");
+    h.listen = ivshmem::listen_unix(opts_.socket_path);
+  }
+  adopt(std::move(h));
+}
+
+void HostEndpoint::Impl::adopt(Handover h) {
+  listen_ = std::move(h.listen);
+  close_on_exec(listen_.get());
+  uint64_t max_id = 0;
+  for (auto& hc : h.conns) {
     auto c = std::make_unique<Connection>();
-    c->id = static_cast<uint64_t>(number(f[0]));
-    c->sock = UniqueFd(static_cast<int>(number(f[1])));
-    c->memfd = UniqueFd(static_cast<int>(number(f[2])));
-    for (const auto& [text, list] : {std::pair{f[3], &c->host_rx}, std::pair{f[4], &c->guest_rx}})
-      for (const auto& n : split(text, ':')) list->push_back(UniqueFd(static_cast<int>(number(n))));
+    c->id = hc.id;
+    c->sock = std::move(hc.sock);
+    c->memfd = std::move(hc.memfd);
+    c->host_rx = std::move(hc.host_rx);
+    c->guest_rx = std::move(hc.guest_rx);
     for (int fd : {c->sock.get(), c->memfd.get()}) close_on_exec(fd);
     for (const auto* list : {&c->host_rx, &c->guest_rx})
       for (const auto& fd : *list) close_on_exec(fd.get());
@@ -930,7 +1067,8 @@ void HostEndpoint::Impl::adopt_handover(const std::string& description) {
     struct stat st{};
     if (c->host_rx.size() != n || c->guest_rx.size() != n || ::fstat(c->memfd.get(), &st) != 0 ||
         static_cast<uint64_t>(st.st_size) != layout_.region_bytes) {
-      VMRPC_LOG(kWarn, "host", "connection " + f[0] + " handed over does not fit this stub's --slots/--region-bytes; "
+      VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c->id) +
+                                   " handed over does not fit this stub's --slots/--region-bytes; "
                                    "dropping it (its VM loses the device)");
       continue;
     }
@@ -945,11 +1083,12 @@ void HostEndpoint::Impl::adopt_handover(const std::string& description) {
       c->slots[i].worker_exit = Op{Op::kWorkerExit, c.get(), i, 0};
     }
     c->socket_poll = Op{Op::kSocketPoll, c.get(), 0, 0};
-    // Its clients were saved by the stub before us: like a restored region, they come
-    // back (or are lost) once the VM calls.
+    // Its clients were saved by the stub before us (or are lost, if it crashed): like a
+    // restored region, they come back once the VM calls.
     c->image_token = ordering::load_acquire(c->view.header().image_token);
     c->replaced = true;
     c->replaced_token = c->image_token;
+    c->handed_over = true;
     try {
       service_.connection_opened(c->id, c->view);
     } catch (const std::exception& e) {
@@ -963,6 +1102,7 @@ void HostEndpoint::Impl::adopt_handover(const std::string& description) {
       std::lock_guard l(conns_mu_);
       by_id_[raw->id] = raw;
     }
+    store_fds(*raw);
     arm_socket_poll(*raw);
     for (uint32_t i = 0; i < n; ++i) arm_doorbell(*raw, i);
     {

@@ -42,11 +42,24 @@ struct WorkerSpec {
   bool start_held = false;  // park before the first call (HostEndpoint::set_hold_new_slots)
 };
 
+// A file descriptor by name, as a service manager's fd store keeps it.
+struct NamedFd {
+  std::string name;
+  int fd = -1;
+};
+// The fd store's names: "listen"; per connection ID "cID.sock", "cID.region" and, per slot
+// i, "cID.hrxI" (the guest rings it) and "cID.grxI" (we ring it). kind: sock, region, hrx, grx.
+std::string fd_store_name(uint64_t connection_id, const char* kind, int slot = -1);
+inline constexpr const char* kListenFdName = "listen";
+
 // A connection's region replaced by a saved image (HostEndpointOptions::on_region_restored).
 struct RestoredRegion {
   uint64_t connection_id = 0;
   uint64_t image_token = 0;     // RegionHeader::image_token of the image
   std::vector<uint32_t> slots;  // slots whose client was in the middle of its session
+  // Not a VM image: the connection was handed over by the stub process before this one
+  // (vmcudactl upgrade, a restart or crash under a service manager).
+  bool handed_over = false;
 };
 
 struct HostEndpointOptions {
@@ -69,6 +82,16 @@ struct HostEndpointOptions {
   // client's state back through control_slot() and release_slot()) or
   // lose_restored_slot(). Until then the slot's guest waits. Unset: every slot is lost.
   std::function<void(const RestoredRegion&)> on_region_restored;
+  // A service manager's file descriptor store (systemd: FDSTORE=1), so that the VM's
+  // connections outlive this process (a restart, a crash): when set, the endpoint stores
+  // its listening socket at start and every connection's socket, region and eventfds when
+  // the connection opens (names: fd_store_name()), and unstores them when it closes.
+  std::function<void(const std::string& name, int fd)> store_fd;
+  std::function<void(const std::string& name)> unstore_fd;
+  // What the service manager kept from the stub process before this one
+  // (sd_listen_fds_with_names): start() adopts these instead of listening anew, like a
+  // handover, and owns them (unknown names and incomplete connections are closed).
+  std::vector<NamedFd> inherited_fds;
 };
 
 // A slot being served (HostEndpoint::served_slots).
