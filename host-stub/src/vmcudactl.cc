@@ -618,10 +618,12 @@ int domain_command(const DomainRequest& req) {
   if (!lv.dom) lv.dom = ::virDomainLookupByUUIDString(lv.conn, req.domain.c_str());
   if (!lv.dom && !req.domain.empty() && req.domain.find_first_not_of("0123456789") == std::string::npos)
     lv.dom = ::virDomainLookupByID(lv.conn, std::atoi(req.domain.c_str()));
-  if (!lv.dom)
-    throw LibvirtError("no domain '" + req.domain + "' at " +
-                       (::virConnectGetURI(lv.conn) ? std::string(::virConnectGetURI(lv.conn)) : "libvirt") +
-                       " (virsh list --all)");
+  if (!lv.dom) {
+    char* uri = ::virConnectGetURI(lv.conn);
+    const std::string where = uri ? uri : "libvirt";
+    std::free(uri);
+    throw LibvirtError("no domain '" + req.domain + "' at " + where + " (virsh list --all)");
+  }
   const std::string domain = ::virDomainGetName(lv.dom) ? ::virDomainGetName(lv.dom) : req.domain;
   int state = 0, reason = 0;
   if (::virDomainGetState(lv.dom, &state, &reason, 0) < 0)
