@@ -470,6 +470,15 @@ else
 fi
 V snapshot-list "$DOM" --name 2>&1 | grep -qx snap1 || bad "virsh snapshot-list has no snap1: $(V snapshot-list "$DOM" 2>&1)"
 [ "$(domstate)" = running ] || bad "after domain-snapshot the domain is '$(domstate)', not running"
+# A snapshot libvirt refuses (the name exists): the GPU state comes back, the programs go on.
+rc=0
+"$CTL" domain-snapshot "$DOM" snap1 --gpu-state "$WORK/snap1-again.gpu" > "$WORK/snap-fail.out" 2>&1 || rc=$?
+if [ $rc = 4 ] && grep -q 'the GPU state is resumed and the VM runs on as before' "$WORK/snap-fail.out" &&
+        [ "$(domstate)" = running ] && "$CTL" status "$DOM" --json 2>/dev/null | grep -q '"state": "running"'; then
+    ok "domain-snapshot with a name that exists: exit 4, $(grep -o 'libvirt could not take the snapshot[^;]*' "$WORK/snap-fail.out" | head -n 1 | cut -c1-110); GPU state resumed"
+else
+    bad "domain-snapshot with a name that exists (exit $rc, domain $(domstate)):"; sed 's/^/  /' "$WORK/snap-fail.out"
+fi
 steps_result "$from" s2 "went on after domain-snapshot"
 from=$(con_size)
 V snapshot-revert "$DOM" snap1 > "$WORK/revert.out" 2>&1 || { bad "virsh snapshot-revert failed: $(cat "$WORK/revert.out")"; exit 1; }
