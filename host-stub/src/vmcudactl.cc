@@ -456,6 +456,21 @@ struct LibvirtError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+std::atomic<bool> interrupted{false};
+extern "C" void on_interrupt(int) { interrupted = true; }
+
+struct DomainRequest {
+  bool snapshot = false;
+  std::string uri;          // --connect; "" : libvirt's default (as virsh)
+  std::string domain;       // name, UUID or id
+  std::string target;       // the save file, or the snapshot's name
+  std::string description;  // snapshot
+  std::string gpu_state;    // directory for the GPU state ("" : the default)
+  std::string socket;       // the stub's control socket ("" : from the domain XML)
+};
+
+#ifdef VMCUDACTL_LIBVIRT
+
 std::string xml_unescape(std::string text) {
   static const std::pair<const char*, const char*> entities[] = {
       {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}};
@@ -499,21 +514,6 @@ std::vector<std::string> vmcuda_sockets_of(const std::string& domain_xml) {
 std::string control_socket_for(const std::string& vm_socket) {
   return vm_socket.ends_with(".sock") ? vm_socket.substr(0, vm_socket.size() - 5) + ".ctl" : vm_socket + ".ctl";
 }
-
-std::atomic<bool> interrupted{false};
-extern "C" void on_interrupt(int) { interrupted = true; }
-
-struct DomainRequest {
-  bool snapshot = false;
-  std::string uri;          // --connect; "" : libvirt's default (as virsh)
-  std::string domain;       // name, UUID or id
-  std::string target;       // the save file, or the snapshot's name
-  std::string description;  // snapshot
-  std::string gpu_state;    // directory for the GPU state ("" : the default)
-  std::string socket;       // the stub's control socket ("" : from the domain XML)
-};
-
-#ifdef VMCUDACTL_LIBVIRT
 
 std::string libvirt_error() {
   const char* message = ::virGetLastErrorMessage();
