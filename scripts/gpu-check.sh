@@ -17,7 +17,7 @@ if [ "${1:-}" != "--run" ]; then
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
   cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" \
-    "$top/tests/cuda/upgrade_test.sh" "$carry/"
+    "$top/tests/cuda/upgrade_test.sh" "$top/tests/cuda/restart_test.sh" "$top/tests/support/fdstore_manager.py" "$carry/"
   /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \
     "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -57,4 +57,6 @@ done
 # vmcudactl upgrade under running programs (exec in place, connections handed over).
 "$carry/upgrade_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" "$carry/cuda" "$out" \
   "$carry/cuda_kill_probe" || rc=1
+# The stub restarted and killed under a service manager (fd store) while programs run.
+"$carry/restart_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" "$carry/cuda_kill_probe" || rc=1
 exit $rc

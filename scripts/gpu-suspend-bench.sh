@@ -48,5 +48,5 @@ for gib in "${sizes[@]}"; do
   echo "restore from tmpfs: $(rate "$gib" "$s4")"
   echo "program: $(tail -n 1 "$work/app.out")"
 done
-grep -E "suspended:|resumed:" "$work/stub.log" | tail -n 12 || true
+grep -E "suspended:|resumed:|staging" "$work/stub.log" | tail -n 24 || true
 exit $status

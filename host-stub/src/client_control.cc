@@ -6,10 +6,12 @@
 #include <cstring>
 #include <algorithm>
 #include <map>
+#include <thread>
 #include <mutex>
 #include <atomic>
 
 #include "state_stream.h"
+#include "vmrpc/knobs.h"
 #include "vmrpc/log.h"
 
 namespace vmcuda::host {
@@ -127,11 +129,15 @@ void* map_slab(uint64_t bytes) {
 
 class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
  public:
-  PinnedStaging(const DriverApi& api, uint64_t expected_bytes)
+  // `pinned`: whether slabs are pinned as they are made (the stream's buffers are what the
+  // GPU copies into) or not (a suspend to host memory copies through ring() instead).
+  PinnedStaging(const DriverApi& api, uint64_t expected_bytes, bool pinned = true)
       : api_(api),
         slab_bytes_(std::clamp<uint64_t>(expected_bytes + (expected_bytes >> 4) + (64ull << 20), 64ull << 20,
-                                         1ull << 30)) {}
+                                         1ull << 30)),
+        pinning_(pinned) {}
   ~PinnedStaging() {
+    drop_ring();
     for (auto& [start, slab] : slabs_) {
       if (slab.pinned) api_.cuMemHostUnregister(reinterpret_cast<void*>(start));
       ::munmap(reinterpret_cast<void*>(start), slab.bytes);
@@ -143,11 +149,14 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     bytes = (bytes + 4095) & ~size_t{4095};
     if (!current_ || slabs_[current_].used + bytes > slabs_[current_].bytes) {
       const uint64_t n = std::max<uint64_t>(slab_bytes_, bytes);
+      const auto t0 = std::chrono::steady_clock::now();
       void* p = map_slab(n);
       if (!p) return nullptr;
       ::madvise(p, n, MADV_HUGEPAGE);  // a hint: fewer faults and pins
       Slab slab{n};
       slab.pinned = pinning_ && api_.cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
+      pin_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pinned_bytes_ += slab.pinned ? n : 0;
       current_ = reinterpret_cast<uint64_t>(p);
       slabs_[current_] = slab;
     }
@@ -178,6 +187,40 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
                        : (api_.cuMemHostUnregister(p), false);
     }
   }
+  // A pinned ring of `bytes` for Session::suspend (empty when it cannot be pinned); it goes
+  // with drop_ring(), before the contexts do.
+  std::span<std::byte> ring(size_t bytes) {
+    std::lock_guard l(mu_);
+    if (ring_.empty()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      void* p = map_slab(bytes);
+      if (!p) return {};
+      ::madvise(p, bytes, MADV_HUGEPAGE);
+      if (api_.cuMemHostRegister_v2(p, bytes, CU_MEMHOSTREGISTER_PORTABLE) != CUDA_SUCCESS) {
+        ::munmap(p, bytes);
+        return {};
+      }
+      ring_ = {static_cast<std::byte*>(p), bytes};
+      pin_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pinned_bytes_ += bytes;
+    }
+    return ring_;
+  }
+  void drop_ring() {
+    std::lock_guard l(mu_);
+    if (ring_.empty()) return;
+    api_.cuMemHostUnregister(ring_.data());
+    ::munmap(ring_.data(), ring_.size());
+    ring_ = {};
+  }
+  // Time spent mapping and pinning slabs in alloc() (a part of the device memory phase).
+  std::string pin_summary() {
+    std::lock_guard l(mu_);
+    char b[96];
+    std::snprintf(b, sizeof b, "%llu MiB of staging mapped and pinned in %.0f ms",
+                  static_cast<unsigned long long>(pinned_bytes_ >> 20), pin_seconds_ * 1000);
+    return b;
+  }
   state::StagingAllocator allocator() {
     auto self = shared_from_this();
     return {[self](size_t n) { return self->alloc(n); }, [self](void* p) { self->free(p); }};
@@ -194,6 +237,9 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
   std::map<uint64_t, Slab> slabs_;
   uint64_t current_ = 0;
   bool pinning_ = true;
+  std::span<std::byte> ring_;
+  double pin_seconds_ = 0;
+  uint64_t pinned_bytes_ = 0;
 };
 
 std::vector<std::byte> Session::control(std::span<const std::byte> request, const Progress& progress) {
@@ -236,11 +282,23 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       state::SinkOptions opts;
       opts.expected_bytes = arena_ ? arena_->physical_bytes() : 0;
       opts.progress = report(req.op == Op::kSave ? "save" : "suspend");
-      auto staging = std::make_shared<PinnedStaging>(api_, opts.expected_bytes);
+      // To host memory: the state's buffers stay unpinned; the GPU copies into a small pinned
+      // ring, and several threads copy it out and checksum it (Sink::commit_copy). To a file:
+      // the file sink's few staging buffers are pinned and the GPU copies straight into them.
+      const bool to_memory = req.op == Op::kSuspend;
+      int64_t threads = vmrpc::knobs::kSuspendCopyThreads.get();
+      if (threads <= 0) threads = std::clamp<int64_t>(std::thread::hardware_concurrency() / 2, 2, 16);
+      const uint64_t pinned_bytes = to_memory ? 0 : opts.staging_buffers * (opts.staging_bytes + 4096);
+      auto staging = std::make_shared<PinnedStaging>(api_, to_memory ? opts.expected_bytes : pinned_bytes, !to_memory);
       opts.allocator = staging->allocator();
+      std::span<std::byte> ring;
       std::unique_ptr<state::Sink> sink;
       state::MemorySink* memory = nullptr;
-      if (req.op == Op::kSuspend) {
+      if (to_memory) {
+        if (threads > 1) {
+          opts.copy_threads = static_cast<unsigned>(threads);
+          ring = staging->ring(static_cast<size_t>(threads) * 2 * (size_t{4} << 20));
+        }
         auto m = std::make_unique<state::MemorySink>(opts);
         memory = m.get();
         sink = std::move(m);
@@ -249,11 +307,12 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       }
       // suspend() finishes the sink (a file: flushed, synced, renamed into place) before it
       // releases anything: a save that fails leaves the client running.
-      if (!suspend(*sink, &why, [&] { staging->set_pinned(false); })) {
+      if (!suspend(*sink, &why, [&] { staging->drop_ring(); staging->set_pinned(false); }, ring)) {
         reply.error = why;
         break;
       }
       reply.state_bytes = sink->bytes_written();
+      VMRPC_LOG(kInfo, "stub", log_tag_ + ": " + staging->pin_summary());
       if (memory) {
         suspended_state_ = memory->take_stream();
         suspended_staging_ = staging;

@@ -88,8 +88,11 @@ class Session : public vmrpc::SlotService {
   // Writes the client's state to `out`, then releases its GPU objects, memory and contexts.
   // On failure nothing was released and the client runs on (false, why).
   // `before_release` runs once everything is written, before the first driver object goes
-  // (it unpins the sink's staging buffers while their context lives).
-  bool suspend(state::Sink& out, std::string* why, const std::function<void()>& before_release = {});
+  // (it unpins the sink's staging buffers while their context lives). `ring`: pinned host
+  // memory (a few MiB per copy thread of the sink's) device memory is copied through, into
+  // the sink's buffers by its threads (Sink::commit_copy); empty: straight into them.
+  bool suspend(state::Sink& out, std::string* why, const std::function<void()>& before_release = {},
+               std::span<std::byte> ring = {});
   // Recreates the client from a state `in` (suspend's output, or a state file: untrusted).
   // `region`: the shared region, for pinned heap ranges. On failure nothing is left of the
   // attempt and the client stays suspended (false, why).

@@ -8,7 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -104,7 +109,137 @@ Sink::Sink(SinkOptions options) : options_(std::move(options)) {
          " bytes is over " + std::to_string(kMaxCreatorBytes));
 }
 
-Sink::~Sink() = default;
+// commit_copy()'s threads and the chunks in flight, oldest first.
+struct Sink::CopyPool {
+  struct Job {
+    uint64_t ticket = 0;
+    std::byte* buffer = nullptr;  // the sink's staging buffer; the payload at kStagingHeaderRoom
+    const std::byte* source = nullptr;
+    size_t bytes = 0;
+    uint64_t chunk_index = 0;
+    uint64_t checksum = 0;
+    bool done = false;  // guarded by mu
+  };
+  std::mutex mu;
+  std::condition_variable work_cv, done_cv;
+  std::deque<Job*> queue;                    // not started
+  std::deque<std::unique_ptr<Job>> inflight;  // not yet in the stream, in stream order
+  std::vector<std::thread> threads;
+  bool stop = false;
+
+  explicit CopyPool(unsigned n) {
+    for (unsigned i = 0; i < n; ++i) threads.emplace_back([this] { run(); });
+  }
+  ~CopyPool() {
+    {
+      std::lock_guard l(mu);
+      stop = true;
+    }
+    work_cv.notify_all();
+    for (auto& t : threads) t.join();
+  }
+  // The chunk's record header and payload: the payload is hashed and copied piece by piece,
+  // so that the copy reads what the hash just brought into the cache.
+  static void copy_and_hash(Job& j) {
+    std::byte* payload = j.buffer + kStagingHeaderRoom;
+    std::byte* header = payload - kRecordHeaderBytes;
+    store_u32(header, kChunkType);
+    store_u32(header + 4, 0);
+    store_u64(header + 8, j.chunk_index);
+    store_u64(header + 16, j.bytes);
+    XXH3_state_t state;
+    XXH3_64bits_reset_withSeed(&state, header_seed(header));
+    constexpr size_t kPiece = size_t{256} << 10;
+    for (size_t at = 0; at < j.bytes; at += kPiece) {
+      const size_t n = std::min(kPiece, j.bytes - at);
+      XXH3_64bits_update(&state, j.source + at, n);
+      std::memcpy(payload + at, j.source + at, n);
+    }
+    j.checksum = XXH3_64bits_digest(&state);
+    store_u64(header + 24, j.checksum);
+  }
+  void run() {
+    for (;;) {
+      Job* j;
+      {
+        std::unique_lock l(mu);
+        work_cv.wait(l, [&] { return stop || !queue.empty(); });
+        if (queue.empty()) return;
+        j = queue.front();
+        queue.pop_front();
+      }
+      copy_and_hash(*j);
+      {
+        std::lock_guard l(mu);
+        j->done = true;
+      }
+      done_cv.notify_all();
+    }
+  }
+};
+
+Sink::~Sink() = default;  // copies_ first: no thread touches a buffer after this
+
+uint64_t Sink::commit_copy(std::span<const std::byte> source) {
+  if (failed()) return 0;
+  if (acquired_) return fail("state sink: commit_copy() with an acquired buffer open"), 0;
+  const size_t n = source.size();
+  if (!in_blob_) return fail("state sink: commit_copy() outside a blob (call begin_blob() first)"), 0;
+  if (n == 0 || n > options_.staging_bytes || n > blob_total_ - blob_done_)
+    return fail("state sink: commit_copy() of " + std::to_string(n) + " bytes: must be 1.." +
+                std::to_string(std::min<uint64_t>(options_.staging_bytes, blob_total_ - blob_done_))),
+           0;
+  std::byte* buffer = get_staging(n);
+  if (!buffer) return 0;
+  auto job = std::make_unique<CopyPool::Job>();
+  job->ticket = next_ticket_++;
+  job->buffer = buffer;
+  job->source = source.data();
+  job->bytes = n;
+  job->chunk_index = blob_chunks_++;
+  blob_done_ += n;
+  const uint64_t ticket = job->ticket;
+  if (options_.copy_threads == 0) {
+    CopyPool::copy_and_hash(*job);
+    ++records_;
+    checksum_fold_ = fold(checksum_fold_, job->checksum);
+    stream_bytes_ += kRecordHeaderBytes + n;
+    return put_staging(buffer, {buffer + kStagingHeaderRoom - kRecordHeaderBytes, kRecordHeaderBytes + n}) ? ticket
+                                                                                                          : 0;
+  }
+  if (!copies_) copies_ = std::make_unique<CopyPool>(options_.copy_threads);
+  {
+    std::lock_guard l(copies_->mu);
+    copies_->queue.push_back(job.get());
+    copies_->inflight.push_back(std::move(job));
+  }
+  copies_->work_cv.notify_one();
+  return ticket;
+}
+
+bool Sink::wait_copy(uint64_t ticket) {
+  if (!copies_) return !failed();
+  for (;;) {
+    std::unique_ptr<CopyPool::Job> j;
+    {
+      std::unique_lock l(copies_->mu);
+      if (copies_->inflight.empty() || copies_->inflight.front()->ticket > ticket) break;
+      copies_->done_cv.wait(l, [&] { return copies_->inflight.front()->done; });
+      j = std::move(copies_->inflight.front());
+      copies_->inflight.pop_front();
+    }
+    if (failed()) {
+      put_staging(j->buffer, {});
+      continue;
+    }
+    ++records_;
+    checksum_fold_ = fold(checksum_fold_, j->checksum);
+    stream_bytes_ += kRecordHeaderBytes + j->bytes;
+    std::byte* header = j->buffer + kStagingHeaderRoom - kRecordHeaderBytes;
+    put_staging(j->buffer, {header, kRecordHeaderBytes + j->bytes});
+  }
+  return !failed();
+}
 
 bool Sink::fail(std::string message) {
   if (error_.empty()) error_ = std::move(message);
@@ -137,6 +272,7 @@ bool Sink::ensure_header() {
 }
 
 bool Sink::emit_record(uint32_t type, uint32_t flags, uint64_t id, std::span<const std::byte> payload) {
+  if (!drain_copies()) return false;
   std::byte header[kRecordHeaderBytes];
   uint64_t checksum = 0;
   encode_record_header(header, type, flags, id, payload, &checksum);
@@ -198,6 +334,7 @@ std::span<std::byte> Sink::acquire(size_t bytes) {
 bool Sink::commit(std::span<std::byte> filled) {
   if (failed()) return false;
   if (!acquired_) return fail("state sink: commit() without acquire()");
+  if (!drain_copies()) return false;
   std::byte* buffer = std::exchange(acquired_, nullptr);
   std::byte* payload = buffer + kStagingHeaderRoom;
   if (filled.size() > acquired_bytes_ || (!filled.empty() && filled.data() != payload)) {
@@ -220,6 +357,7 @@ bool Sink::end_blob() {
   if (failed()) return false;
   if (!in_blob_) return fail("state sink: end_blob() without begin_blob()");
   if (acquired_) return fail("state sink: end_blob() with an acquired buffer not committed");
+  if (!drain_copies()) return false;
   if (blob_done_ != blob_total_)
     return fail("state sink: blob type " + hex(blob_type_) + " id " + std::to_string(blob_id_) + " ended after " +
                 std::to_string(blob_done_) + " of its " + std::to_string(blob_total_) + " bytes");

@@ -59,6 +59,9 @@ struct SinkOptions {
   // FileSink: the ring of staging buffers the producer fills while earlier ones are written.
   size_t staging_buffers = 4;
   size_t staging_bytes = kChunkBytes;  // the largest acquire()
+  // Threads for commit_copy(): chunks copied into the sink's buffers and checksummed in
+  // parallel (MemorySink only: its buffers are not a ring). 0: commit_copy works inline.
+  unsigned copy_threads = 0;
 };
 
 // Writes a stream. Single producer. Errors are sticky: after the first failure every call
@@ -81,6 +84,14 @@ class Sink {
   bool end_blob();
   // begin_blob + chunks copied from `bytes` + end_blob.
   bool put_blob(uint32_t type, uint64_t id, std::span<const std::byte> bytes);
+  // A chunk of the open blob whose bytes lie elsewhere (a pinned ring a DMA filled): copied
+  // into a buffer of the sink's and checksummed on one of options.copy_threads threads, so
+  // that copies, checksums and the producer's next DMA overlap. Chunks keep their order in
+  // the stream. `source` must stay unchanged until wait_copy() of the returned ticket (or
+  // of a later one) returns. Returns 0 on failure. Not with an acquired buffer open.
+  uint64_t commit_copy(std::span<const std::byte> source);
+  // Returns once the chunk with `ticket`, and every one before it, is in the stream.
+  bool wait_copy(uint64_t ticket);
 
   // Writes the trailer and makes the stream durable (FileSink: fsync, rename). False with
   // the reason on any failure, this one's or an earlier call's.
@@ -114,6 +125,10 @@ class Sink {
  private:
   bool ensure_header();
   bool emit_record(uint32_t type, uint32_t flags, uint64_t id, std::span<const std::byte> payload);
+  bool drain_copies() { return wait_copy(next_ticket_ - 1); }
+  struct CopyPool;
+  std::unique_ptr<CopyPool> copies_;
+  uint64_t next_ticket_ = 1;
   bool check_user_type(uint32_t type, const char* what);
 
   SinkOptions options_;

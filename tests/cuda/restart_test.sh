@@ -18,6 +18,7 @@ set -uo pipefail
 stub="$1" libdir="$2" bindir="$3" expected="$4" probe="$5"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 manager="$here/../support/fdstore_manager.py"
+[ -f "$here/fdstore_manager.py" ] && manager="$here/fdstore_manager.py"  # beside it (scripts/gpu-check.sh's carry)
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 work="$(mktemp -d)"
 sock="$work/vm1.sock"

@@ -304,16 +304,18 @@ namespace {
 // Failure injection: the driver fails in the middle of a suspend, then of a resume.
 CUresult g_fail_with = CUDA_SUCCESS;
 CUresult failing_dtoh(void*, CUdeviceptr, size_t) { return g_fail_with; }
+CUresult failing_dtoh_async(void*, CUdeviceptr, size_t, CUstream) { return g_fail_with; }
 CUresult failing_create(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long) {
   return g_fail_with;
 }
 // Runs one control request while the driver entry `slot` answers `status` (then restores it).
 template <class Fn>
-cc::Reply control_with_failing(Stub& stub, Fn& slot, Fn failing, CUresult status, cc::Op op) {
+cc::Reply control_with_failing(Stub& stub, Fn& slot, Fn failing, CUresult status, cc::Op op,
+                               const std::string& path = {}) {
   const Fn real = slot;
   g_fail_with = status;
   slot = failing;
-  cc::Reply r = control(stub, op);
+  cc::Reply r = control(stub, op, path);
   slot = real;
   return r;
 }
@@ -325,13 +327,24 @@ TEST(Suspend, AGpuErrorDuringSuspendLeavesTheClientRunning) {
   c.put(p, iota(64, 11));
   const uint64_t bytes = tst::fake_allocated_bytes(), contexts = tst::fake_live_contexts();
   ASSERT_TRUE(hold(stub));
-  cc::Reply r = control_with_failing(stub, stub.api.cuMemcpyDtoH_v2, &failing_dtoh,
+  // To host memory the copies are asynchronous, through the pinned ring (and several copy
+  // threads unless VMCUDA_SUSPEND_THREADS=1); to a file they go straight into its buffers.
+  cc::Reply r = control_with_failing(stub, stub.api.cuMemcpyDtoHAsync_v2, &failing_dtoh_async,
                                      static_cast<CUresult>(700) /* CUDA_ERROR_ILLEGAL_ADDRESS */, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("copying device memory"), std::string::npos) << r.error;
   EXPECT_FALSE(r.status.suspended);
   EXPECT_EQ(tst::fake_allocated_bytes(), bytes);  // nothing was released
   EXPECT_EQ(tst::fake_live_contexts(), contexts);
+  const std::string file = ::testing::TempDir() + "/vmcuda-failed-save.state";
+  r = control_with_failing(stub, stub.api.cuMemcpyDtoH_v2, &failing_dtoh,
+                           static_cast<CUresult>(700) /* CUDA_ERROR_ILLEGAL_ADDRESS */, cc::Op::kSave, file);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("copying device memory"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
+  EXPECT_EQ(tst::fake_live_contexts(), contexts);
+  EXPECT_FALSE(std::filesystem::exists(file)) << "a failed save leaves no state file";
   release(stub);
   EXPECT_EQ(c.get(p, 64), iota(64, 11));
 }

@@ -63,6 +63,9 @@ VMRPC_KNOB(kWorkerAslr, "VMRPC_WORKER_ASLR", 0,
 VMRPC_KNOB(kRegionCheckMs, "VMRPC_REGION_CHECK_MS", 100,
            "how often the host looks for regions replaced by a saved image (a VM restore or snapshot revert)");
 VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");
+VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
+           "threads that copy and checksum a client's device memory during a suspend to host memory "
+           "(0: half the CPUs, 2 to 16; 1: one, inline)");
 
 #undef VMRPC_KNOB
 
