@@ -127,8 +127,6 @@ class Sink {
   bool emit_record(uint32_t type, uint32_t flags, uint64_t id, std::span<const std::byte> payload);
   bool drain_copies() { return wait_copy(next_ticket_ - 1); }
   struct CopyPool;
-  std::unique_ptr<CopyPool> copies_;
-  uint64_t next_ticket_ = 1;
   bool check_user_type(uint32_t type, const char* what);
 
   SinkOptions options_;
@@ -144,6 +142,9 @@ class Sink {
   uint64_t blob_id_ = 0, blob_total_ = 0, blob_done_ = 0, blob_chunks_ = 0;
   std::byte* acquired_ = nullptr;  // staging buffer handed out, not yet committed
   size_t acquired_bytes_ = 0;
+  // commit_copy()'s threads: declared last, so they stop before anything they use goes.
+  uint64_t next_ticket_ = 1;
+  std::unique_ptr<CopyPool> copies_;
 };
 
 // A finished stream in host memory: the staging buffers a MemorySink was given, kept as they

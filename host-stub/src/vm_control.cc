@@ -128,12 +128,35 @@ void VmControl::forget_gone_clients() {
     it = suspended_.erase(it);
     forgot = true;
   }
-  if (vm_suspended_ && forgot && suspended_.empty()) {
+  // A save's VM gone (virsh save stops it): nothing is left to resume. Clients suspended in
+  // host memory wait for `vmcudactl resume` whatever happens.
+  const bool vm_gone = suspended_to_dir_ && !suspended_connections_.empty() &&
+                       std::none_of(suspended_connections_.begin(), suspended_connections_.end(),
+                                    [&](uint64_t c) { return live.contains(c); });
+  if (vm_suspended_ && suspended_to_dir_ && suspended_.empty() && (forgot || vm_gone)) {
+    suspended_connections_.clear();
     // Saved, then the VM went away (virsh save stops it): nothing is left to resume here.
     vm_suspended_ = false;
     endpoint_.set_hold_new_slots(false);
     set_state("running");
   }
+}
+
+// A new image token for the connection's region while none of its services is in a batch:
+// they compare it before each batch and take a change under them for a replaced region.
+// Clients that started after the restore run meanwhile: parked for the moment (`parked`
+// are held already).
+void VmControl::set_token_parked(uint64_t connection, const std::set<SlotKey>& parked) {
+  std::vector<SlotKey> held_here;
+  for (const auto& s : endpoint_.served_slots()) {
+    const SlotKey k{s.connection_id, s.slot};
+    if (s.connection_id != connection || parked.contains(k) || held_.contains(k)) continue;
+    std::string why;
+    if (endpoint_.hold_slot(k.first, k.second, quiesce_timeout_, &why)) held_here.push_back(k);
+    else VMRPC_LOG(kWarn, "stub", vm_ + ": " + name_of(k.first, k.second) + ": " + why);
+  }
+  endpoint_.set_image_token(connection, vmrpc::new_image_token());
+  for (const auto& k : held_here) endpoint_.release_slot(k.first, k.second);
 }
 
 void VmControl::renew_tokens() {
@@ -143,6 +166,7 @@ void VmControl::renew_tokens() {
 }
 
 VmStatus VmControl::status() {
+  if (std::unique_lock l(mu_, std::try_to_lock); l.owns_lock()) forget_gone_clients();  // not during an operation
   VmStatus s;
   s.vm = vm_;
   {
@@ -212,6 +236,7 @@ bool VmControl::save(const std::string& dir, const Progress& progress, std::stri
 }
 
 bool VmControl::suspend_into(const std::string* dir, const Progress& progress, std::string* why) {
+  forget_gone_clients();  // a VM saved before and gone since (virsh save) is not suspended any more
   if (vm_suspended_) {
     if (why) *why = "the VM is already suspended (vmcudactl resume " + vm_ + ")";
     return false;
@@ -219,12 +244,27 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
   set_state(dir ? "saving" : "suspending");
   // Clients that start meanwhile wait before their first call, until the resume.
   endpoint_.set_hold_new_slots(true);
+  {
+    const auto ids = endpoint_.connection_ids();
+    suspended_connections_ = std::set<uint64_t>(ids.begin(), ids.end());
+    suspended_to_dir_ = dir != nullptr;
+  }
   // 1. Quiesce: every client at a call boundary (calls already accepted finish; a guest
   // that keeps calling waits in its slot).
-  const auto slots = endpoint_.served_slots();
+  std::vector<vmrpc::ServedSlot> slots = endpoint_.served_slots();
   std::map<SlotKey, int> workers;
   uint64_t total = 0;
-  for (const auto& s : slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    // One more look before the last: a client whose service started as the hold was being
+    // set may have missed both the hold and the first look.
+    if (i + 1 == slots.size())
+      for (const auto& n : endpoint_.served_slots())
+        if (!workers.contains({n.connection_id, n.slot}) &&
+            std::none_of(slots.begin(), slots.end(), [&](const vmrpc::ServedSlot& x) {
+              return x.connection_id == n.connection_id && x.slot == n.slot;
+            }))
+          slots.push_back(n);
+    const vmrpc::ServedSlot s = slots[i];
     std::string err;
     workers[{s.connection_id, s.slot}] = s.worker_pid;
     if (!endpoint_.hold_slot(s.connection_id, s.slot, quiesce_timeout_, &err)) {
@@ -337,7 +377,12 @@ bool VmControl::restore(const std::string& dir, const Progress& progress, std::s
 
 void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   std::lock_guard l(mu_);
+  // A VM saved here and gone since no longer holds new clients (its image may be this one).
   forget_gone_clients();
+  if (r.slots.empty()) {  // an image without CUDA programs: only a token of its own
+    set_token_parked(r.connection_id, {});
+    return;
+  }
   const std::string dir = saved_dir_of(r.image_token);
   Manifest m;
   std::string err;
@@ -358,7 +403,7 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
                                                   : ": the VM was restored; ") +
                                  std::to_string(r.slots.size()) + " client(s) in it lose their GPU state: " + err);
     for (uint32_t s : r.slots) endpoint_.lose_restored_slot(r.connection_id, s);
-    endpoint_.set_image_token(r.connection_id, vmrpc::new_image_token());
+    set_token_parked(r.connection_id, {});
     return;
   }
   set_state("restoring");
@@ -393,7 +438,7 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   }
   // A token of its own before any client runs again (services compare it before each
   // batch; it changes under them only when a saved image replaces the region).
-  endpoint_.set_image_token(r.connection_id, vmrpc::new_image_token());
+  set_token_parked(r.connection_id, std::set<SlotKey>(restored.begin(), restored.end()));
   for (const auto& k : restored) endpoint_.release_slot(k.first, k.second);
   const size_t back = restored.size();
   set_state(vm_suspended_ ? "suspended" : "running");

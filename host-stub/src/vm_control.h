@@ -87,6 +87,7 @@ class VmControl {
   std::string saved_dir_of(uint64_t token);  // "" when unknown
   void index_saved(uint64_t token, const std::string& dir);
   void renew_tokens();
+  void set_token_parked(uint64_t connection, const std::set<SlotKey>& parked);
   void forget_gone_clients();
   bool ended(const SlotKey& k, int worker_pid);
   bool resume_from(const std::string* dir, const Progress& progress, std::string* why);
@@ -109,6 +110,8 @@ class VmControl {
   std::map<uint64_t, std::string> pending_;  // image token -> saved VM dir (vmcudactl restore)
   std::map<std::string, size_t> upgrade_restored_;  // upgrade dir -> its clients back so far
   bool vm_suspended_ = false;  // also with no client at all
+  std::set<uint64_t> suspended_connections_;  // the VM's connections when it was suspended
+  bool suspended_to_dir_ = false;             // by a save
   void set_state(const std::string& s) {
     std::lock_guard l(state_mu_);
     state_ = s;

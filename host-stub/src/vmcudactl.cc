@@ -35,6 +35,7 @@
 #include <vector>
 
 #ifdef VMCUDACTL_LIBVIRT
+#include <dlfcn.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #endif
@@ -471,6 +472,51 @@ struct DomainRequest {
 
 #ifdef VMCUDACTL_LIBVIRT
 
+// libvirt's C API, loaded when a domain command runs: vmcudactl itself runs on hosts
+// without libvirt (a stub serving plain QEMU, a GPU machine).
+#define VMCUDACTL_LIBVIRT_FUNCTIONS(X) \
+  X(virConnectClose) \
+  X(virConnectGetURI) \
+  X(virConnectOpen) \
+  X(virDomainAbortJob) \
+  X(virDomainFree) \
+  X(virDomainGetJobInfo) \
+  X(virDomainGetName) \
+  X(virDomainGetState) \
+  X(virDomainGetXMLDesc) \
+  X(virDomainIsActive) \
+  X(virDomainLookupByID) \
+  X(virDomainLookupByName) \
+  X(virDomainLookupByUUIDString) \
+  X(virDomainSave) \
+  X(virDomainSnapshotCreateXML) \
+  X(virDomainSnapshotFree) \
+  X(virGetLastErrorMessage) \
+  X(virSetErrorFunc) \
+
+struct LibvirtApi {
+#define VMCUDACTL_LIBVIRT_POINTER(f) decltype(&::f) f = nullptr;
+  VMCUDACTL_LIBVIRT_FUNCTIONS(VMCUDACTL_LIBVIRT_POINTER)
+#undef VMCUDACTL_LIBVIRT_POINTER
+};
+
+// The loaded API; throws with what to install when libvirt is not there.
+const LibvirtApi& libvirt() {
+  static const LibvirtApi* api = [] () -> const LibvirtApi* {
+    void* lib = ::dlopen("libvirt.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return nullptr;
+    auto* a = new LibvirtApi;
+#define VMCUDACTL_LIBVIRT_RESOLVE(f) a->f = reinterpret_cast<decltype(&::f)>(::dlsym(lib, #f)); if (!a->f) return nullptr;
+    VMCUDACTL_LIBVIRT_FUNCTIONS(VMCUDACTL_LIBVIRT_RESOLVE)
+#undef VMCUDACTL_LIBVIRT_RESOLVE
+    return a;
+  }();
+  if (!api)
+    throw std::runtime_error("this command needs libvirt's library (libvirt.so.0): install it (apt-get install "
+                             "libvirt0) or use vmcudactl save and virsh save in turn (docs/snapshots.md)");
+  return *api;
+}
+
 std::string xml_unescape(std::string text) {
   static const std::pair<const char*, const char*> entities[] = {
       {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}};
@@ -516,7 +562,7 @@ std::string control_socket_for(const std::string& vm_socket) {
 }
 
 std::string libvirt_error() {
-  const char* message = ::virGetLastErrorMessage();
+  const char* message = libvirt().virGetLastErrorMessage();
   return message && *message ? message : "unknown libvirt error";
 }
 
@@ -524,8 +570,8 @@ struct LibvirtConnection {
   virConnectPtr conn = nullptr;
   virDomainPtr dom = nullptr;
   ~LibvirtConnection() {
-    if (dom) ::virDomainFree(dom);
-    if (conn) ::virConnectClose(conn);
+    if (dom) libvirt().virDomainFree(dom);
+    if (conn) libvirt().virConnectClose(conn);
   }
 };
 
@@ -568,10 +614,10 @@ class JobWatcher {
         aborted = true;
         display.finish();
         std::fprintf(stderr, "vmcudactl: interrupted: aborting the libvirt job\n");
-        ::virDomainAbortJob(dom_);
+        libvirt().virDomainAbortJob(dom_);
       }
       virDomainJobInfo info{};
-      if (::virDomainGetJobInfo(dom_, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE && info.dataTotal > 0)
+      if (libvirt().virDomainGetJobInfo(dom_, &info) == 0 && info.type != VIR_DOMAIN_JOB_NONE && info.dataTotal > 0)
         display.update(phase_, info.dataProcessed, info.dataTotal);
     }
   }
@@ -608,25 +654,25 @@ bool release_saved(const Target& target, std::string* why) {
 
 int domain_command(const DomainRequest& req) {
   const char* what = req.snapshot ? "domain-snapshot" : "domain-save";
-  ::virSetErrorFunc(nullptr, [](void*, virErrorPtr) {});  // errors are reported here, once
+  libvirt().virSetErrorFunc(nullptr, [](void*, virErrorPtr) {});  // errors are reported here, once
   LibvirtConnection lv;
-  lv.conn = ::virConnectOpen(req.uri.empty() ? nullptr : req.uri.c_str());
+  lv.conn = libvirt().virConnectOpen(req.uri.empty() ? nullptr : req.uri.c_str());
   if (!lv.conn)
     throw LibvirtError("cannot connect to libvirt" + (req.uri.empty() ? std::string() : " at " + req.uri) + ": " +
                        libvirt_error() + " (is libvirtd running? as root, or give --connect qemu:///system)");
-  lv.dom = ::virDomainLookupByName(lv.conn, req.domain.c_str());
-  if (!lv.dom) lv.dom = ::virDomainLookupByUUIDString(lv.conn, req.domain.c_str());
+  lv.dom = libvirt().virDomainLookupByName(lv.conn, req.domain.c_str());
+  if (!lv.dom) lv.dom = libvirt().virDomainLookupByUUIDString(lv.conn, req.domain.c_str());
   if (!lv.dom && !req.domain.empty() && req.domain.find_first_not_of("0123456789") == std::string::npos)
-    lv.dom = ::virDomainLookupByID(lv.conn, std::atoi(req.domain.c_str()));
+    lv.dom = libvirt().virDomainLookupByID(lv.conn, std::atoi(req.domain.c_str()));
   if (!lv.dom) {
-    char* uri = ::virConnectGetURI(lv.conn);
+    char* uri = libvirt().virConnectGetURI(lv.conn);
     const std::string where = uri ? uri : "libvirt";
     std::free(uri);
     throw LibvirtError("no domain '" + req.domain + "' at " + where + " (virsh list --all)");
   }
-  const std::string domain = ::virDomainGetName(lv.dom) ? ::virDomainGetName(lv.dom) : req.domain;
+  const std::string domain = libvirt().virDomainGetName(lv.dom) ? libvirt().virDomainGetName(lv.dom) : req.domain;
   int state = 0, reason = 0;
-  if (::virDomainGetState(lv.dom, &state, &reason, 0) < 0)
+  if (libvirt().virDomainGetState(lv.dom, &state, &reason, 0) < 0)
     throw LibvirtError(domain + ": cannot get its state: " + libvirt_error());
   if (state != VIR_DOMAIN_RUNNING && state != VIR_DOMAIN_PAUSED && state != VIR_DOMAIN_BLOCKED)
     throw LibvirtError(domain + " is " + domain_state_name(state) + ", not running: there is nothing to " +
@@ -638,7 +684,7 @@ int domain_command(const DomainRequest& req) {
   if (!req.socket.empty()) {
     target.socket = req.socket;
   } else {
-    char* xml = ::virDomainGetXMLDesc(lv.dom, 0);
+    char* xml = libvirt().virDomainGetXMLDesc(lv.dom, 0);
     if (!xml) throw LibvirtError(domain + ": cannot read its XML: " + libvirt_error());
     const std::vector<std::string> sockets = vmcuda_sockets_of(xml);
     std::free(xml);
@@ -700,7 +746,7 @@ int domain_command(const DomainRequest& req) {
     if (!resume_gpu(&why))
       return LibvirtError(failure + "; and the GPU state could not be resumed: " + why +
                           " (the VM's CUDA programs wait; fix the cause, then vmcudactl resume " + target.vm + ")");
-    const bool active = ::virDomainIsActive(lv.dom) == 1;
+    const bool active = libvirt().virDomainIsActive(lv.dom) == 1;
     return LibvirtError(failure + (active ? "; the GPU state is resumed and the VM runs on as before"
                                           : "; the domain is no longer running") +
                         " (" + gpu_dir + " is not needed: remove it)");
@@ -715,7 +761,7 @@ int domain_command(const DomainRequest& req) {
     int rc;
     {
       JobWatcher watch(lv.dom, "VM memory");
-      rc = ::virDomainSave(lv.dom, file.c_str());
+      rc = libvirt().virDomainSave(lv.dom, file.c_str());
     }
     if (rc < 0) {
       std::string failure = "libvirt could not save the domain: " + libvirt_error();
@@ -751,7 +797,7 @@ int domain_command(const DomainRequest& req) {
   virDomainSnapshotPtr snapshot;
   {
     JobWatcher watch(lv.dom, "VM memory");
-    snapshot = ::virDomainSnapshotCreateXML(lv.dom, snapshot_xml.c_str(), 0);
+    snapshot = libvirt().virDomainSnapshotCreateXML(lv.dom, snapshot_xml.c_str(), 0);
   }
   if (!snapshot) {
     std::string failure = "libvirt could not take the snapshot: " + libvirt_error();
@@ -760,7 +806,7 @@ int domain_command(const DomainRequest& req) {
                  "docs/attaching-a-vm.md)";
     throw undo(failure);
   }
-  ::virDomainSnapshotFree(snapshot);
+  libvirt().virDomainSnapshotFree(snapshot);
   const double libvirt_seconds = seconds_since(libvirt_started);
   std::fprintf(stderr, "vmcudactl: %s: snapshot %s taken in %.1f s; resuming the GPU state\n", domain.c_str(),
                req.target.c_str(), libvirt_seconds);

@@ -700,7 +700,6 @@ void HostEndpoint::Impl::collect_restored(Connection& c) {
   }
   VMRPC_LOG(kInfo, "host", "connection " + std::to_string(c.id) + ": the restored VM runs; " +
                                std::to_string(r.slots.size()) + " client(s) in its image");
-  if (r.slots.empty()) return;
   {
     std::lock_guard l(restore_mu_);
     restores_.push_back(std::move(r));

@@ -81,6 +81,7 @@ struct HostEndpointOptions {
   // revert). It must decide every listed slot: adopt_restored_slot() (then bring the
   // client's state back through control_slot() and release_slot()) or
   // lose_restored_slot(). Until then the slot's guest waits. Unset: every slot is lost.
+  // Also called with no slot (an image with no client mid-session).
   std::function<void(const RestoredRegion&)> on_region_restored;
   // A service manager's file descriptor store (systemd: FDSTORE=1), so that the VM's
   // connections outlive this process (a restart, a crash): when set, the endpoint stores
