@@ -1,12 +1,14 @@
 // Where a suspend's host-side time can go, measured piece by piece on the GPU machine
 // (docs/benchmarks.md, "Suspend and resume"): pinning fresh memory, device-to-host copies
 // into pinned and pageable memory, XXH3, first touch of fresh memory, and a pipeline of
-// copies through a small pinned ring into fresh memory with several threads.
+// copies through a small pinned ring into fresh memory with several threads, and pinning
+// the state in place on several threads.
 //   staging_probe GIB [THREADS...]
 #define XXH_INLINE_ALL
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,6 +173,63 @@ int main(int argc, char** argv) {
     std::snprintf(what, sizeof what, "ring pipeline back to the device, %d threads", T);
     report(what, n, since(t));
     munmap(h, n);
+  }
+  // Pinning in place, on T threads: each takes the next 64 MiB chunk of one fresh region,
+  // registers it (optionally touching it first), copies device memory straight into it on
+  // its own stream and hashes it. The state ends up pinned; a resume would copy it back
+  // from there. Then unregistering and registering it again, both on T threads.
+  for (int T : threads) {
+    for (int touch_first = 0; touch_first < 2; ++touch_first) {
+      char* h = static_cast<char*>(fresh(n));
+      const size_t chunks = n / chunk;
+      std::atomic<size_t> next{0};
+      std::atomic<double> reg_s{0};
+      auto t = clk::now();
+      std::vector<std::thread> ts;
+      for (int i = 0; i < T; ++i)
+        ts.emplace_back([&] {
+          cudaStream_t st;
+          check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+          for (size_t c; (c = next++) < chunks;) {
+            char* p = h + c * chunk;
+            const auto r = clk::now();
+            if (touch_first) std::memset(p, 0, chunk);
+            check(cudaHostRegister(p, chunk, cudaHostRegisterPortable), "cudaHostRegister chunk");
+            reg_s = reg_s + since(r);
+            check(cudaMemcpyAsync(p, static_cast<char*>(dev) + c * chunk, chunk, cudaMemcpyDeviceToHost, st), "DtoH");
+            check(cudaStreamSynchronize(st), "sync");
+            if (XXH3_64bits(p, chunk) == 42) std::puts("");
+          }
+          check(cudaStreamDestroy(st), "stream destroy");
+        });
+      for (auto& x : ts) x.join();
+      char what[128];
+      std::snprintf(what, sizeof what, "pin in place%s + DtoH + XXH3, %d threads (pin %.0f ms/thread)",
+                    touch_first ? " (touched first)" : "", T, reg_s.load() * 1000 / T);
+      report(what, n, since(t));
+      auto parallel = [&](const char* name, auto&& body) {
+        std::atomic<size_t> k{0};
+        const auto t0 = clk::now();
+        std::vector<std::thread> w;
+        for (int i = 0; i < T; ++i)
+          w.emplace_back([&] {
+            for (size_t c; (c = k++) < chunks;) body(h + c * chunk);
+          });
+        for (auto& x : w) x.join();
+        std::snprintf(what, sizeof what, "%s, %d threads", name, T);
+        report(what, n, since(t0));
+      };
+      if (!touch_first) {
+        parallel("cudaHostUnregister of the chunks", [&](char* p) { check(cudaHostUnregister(p), "unregister"); });
+        parallel("cudaHostRegister again (resume's pin)",
+                 [&](char* p) { check(cudaHostRegister(p, chunk, cudaHostRegisterPortable), "register"); });
+        t = clk::now();
+        check(cudaMemcpy(dev, h, n, cudaMemcpyHostToDevice), "HtoD");
+        report("HtoD from the pinned chunks, one call", n, since(t));
+      }
+      parallel("cudaHostUnregister", [&](char* p) { check(cudaHostUnregister(p), "unregister"); });
+      munmap(h, n);
+    }
   }
   {
     auto t = clk::now();

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "vmrpc/driver_doorbell.h"
+#include "vmrpc/unix_socket.h"
 
 namespace vmcuda::guest {
 
@@ -116,7 +117,13 @@ bool Remote::open_device(const std::string& device, bool explicit_choice, cudaEr
 
 bool Remote::open_socket(const std::string& path, bool explicit_choice, cudaError_t* error) {
   try {
-    auto conn = vmrpc::LocalConnection::connect(path);
+    // vmcuda's system service user (the packaged stub runs as it) may serve too.
+    std::optional<uid_t> service_uid;
+    try {
+      service_uid = vmrpc::find_user("vmcuda");
+    } catch (const std::exception&) {
+    }
+    auto conn = vmrpc::LocalConnection::connect(path, service_uid);
     std::string why;
     slot_ = vmrpc::ClientSlot::claim(conn->region(), *conn, &why);
     transport_ = std::move(conn);

@@ -156,6 +156,10 @@ CUresult DeviceArena::apply_access(uint64_t va, uint64_t bytes, int owner) {
 
 CUresult DeviceArena::map_new(int device, uint64_t bytes, bool chunk, uint64_t* va) {
   if (!take_va(bytes, va)) return CUDA_ERROR_OUT_OF_MEMORY;  // the arena's range is full
+  if (meter_ && !meter_(static_cast<int64_t>(bytes))) {
+    give_va(*va, bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;  // the VM's memory quota
+  }
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
@@ -163,6 +167,7 @@ CUresult DeviceArena::map_new(int device, uint64_t bytes, bool chunk, uint64_t* 
   CUresult r = api_.cuMemCreate(&h, bytes, &prop, 0);
   if (r != CUDA_SUCCESS) {
     give_va(*va, bytes);
+    if (meter_) meter_(-static_cast<int64_t>(bytes));
     return r;
   }
   r = api_.cuMemMap(*va, bytes, 0, h, 0);
@@ -173,6 +178,7 @@ CUresult DeviceArena::map_new(int device, uint64_t bytes, bool chunk, uint64_t* 
   if (r != CUDA_SUCCESS) {
     api_.cuMemRelease(h);
     give_va(*va, bytes);
+    if (meter_) meter_(-static_cast<int64_t>(bytes));
     return r;
   }
   Mapping& m = mappings_[*va];
@@ -193,6 +199,7 @@ CUresult DeviceArena::unmap(std::map<uint64_t, Mapping>::iterator it) {
   if (r == CUDA_SUCCESS) r = r2;
   give_va(va, m.bytes);
   physical_bytes_ -= m.bytes;
+  if (meter_) meter_(-static_cast<int64_t>(m.bytes));
   mappings_.erase(it);
   return r;
 }
@@ -302,6 +309,7 @@ CUresult DeviceArena::release_memory() {
   }
   if (reserved_) api_.cuMemAddressFree(base(), bytes());
   reserved_ = false;
+  if (meter_) meter_(-static_cast<int64_t>(physical_bytes_));
   physical_bytes_ = 0;
   released_ = true;
   return first;
@@ -394,6 +402,14 @@ CUresult DeviceArena::restore_memory(std::string* why) {
     if (CUresult r = reserve(why); r != CUDA_SUCCESS) return r;
     va_free_ = free;
   }
+  uint64_t total = 0;
+  for (const auto& [va, m] : mappings_) total += m.bytes;
+  if (meter_ && !meter_(static_cast<int64_t>(total))) {
+    if (why) *why = std::to_string(total >> 20) + " MiB of device memory is over what the VM's memory quota has left";
+    if (reserved_) api_.cuMemAddressFree(base(), bytes());
+    reserved_ = false;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   CUresult r = CUDA_SUCCESS;
   auto made = mappings_.begin();
   for (; made != mappings_.end(); ++made) {
@@ -427,6 +443,7 @@ CUresult DeviceArena::restore_memory(std::string* why) {
     if (reserved_) api_.cuMemAddressFree(base(), bytes());
     reserved_ = false;
     physical_bytes_ = 0;
+    if (meter_) meter_(-static_cast<int64_t>(total));
     return r;
   }
   released_ = false;

@@ -106,6 +106,11 @@ class DeviceArena {
   // the access it had; on failure gives back what it made (still released) and says why.
   CUresult restore_memory(std::string* why);
 
+  // Device memory is charged before the driver maps it (`delta` > 0: may refuse, then the
+  // allocation fails with CUDA_ERROR_OUT_OF_MEMORY) and refunded when unmapped (< 0): the
+  // VM's ledger (vm_ledger.h) counts what the driver really maps.
+  using Meter = std::function<bool(int64_t delta)>;
+  void set_meter(Meter meter) { meter_ = std::move(meter); }
   // Introspection (tests, logs).
   uint64_t physical_bytes() const { return physical_bytes_; }  // created with cuMemCreate
   size_t live_allocations() const { return blocks_.size(); }
@@ -148,6 +153,7 @@ class DeviceArena {
   std::map<uint64_t, Block> blocks_;           // pointer -> block
   std::vector<int> peers_;                     // devices granted access everywhere
   uint64_t physical_bytes_ = 0;
+  Meter meter_;
   bool released_ = false;  // release_memory() ran, restore_memory() not yet
 };
 

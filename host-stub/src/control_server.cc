@@ -2,6 +2,8 @@
 // else could connect, peer admission, and the newline-delimited JSON request loop.
 #include "control_server.h"
 
+#include "vmrpc/unix_socket.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -65,16 +67,6 @@ sockaddr_un unix_address(const std::string& path) {
   std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
   return address;
 }
-
-// Removes the private directory the socket is bound in, whatever happens in start().
-struct TemporaryDirectory {
-  std::string path;
-  std::string socket;
-  ~TemporaryDirectory() {
-    if (!socket.empty()) ::unlink(socket.c_str());
-    if (!path.empty()) ::rmdir(path.c_str());
-  }
-};
 
 std::string strip_json_exception_prefix(const char* what) {
   // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
@@ -160,45 +152,18 @@ std::optional<std::vector<gid_t>> parse_proc_status_groups(std::string_view stat
   return std::nullopt;
 }
 
-gid_t resolve_group(const std::string& name_or_gid) {
-  if (name_or_gid.empty()) throw std::runtime_error("control socket group is empty; give a group name or gid");
-  gid_t gid = 0;
-  auto [end, ec] = std::from_chars(name_or_gid.data(), name_or_gid.data() + name_or_gid.size(), gid);
-  if (ec == std::errc{} && end == name_or_gid.data() + name_or_gid.size()) return gid;
-  std::vector<char> buffer(4096);
-  for (;;) {
-    group entry{};
-    group* found = nullptr;
-    int err = ::getgrnam_r(name_or_gid.c_str(), &entry, buffer.data(), buffer.size(), &found);
-    if (err == ERANGE && buffer.size() < (1u << 20)) {
-      buffer.resize(buffer.size() * 2);
-      continue;
-    }
-    if (err != 0)
-      throw std::runtime_error("cannot look up group '" + name_or_gid + "': " + errno_text(err));
-    if (!found)
-      throw std::runtime_error("group '" + name_or_gid +
-                               "' (for the control socket) does not exist; create it (groupadd) or give a gid");
-    return found->gr_gid;
-  }
-}
-
 ControlServer::ControlServer(ControlServerOptions options) : options_(std::move(options)), own_uid_(::geteuid()) {
   if (options_.socket_path.empty()) throw std::runtime_error("no control socket path given");
   if (options_.mode & ~07777u) throw std::runtime_error("control socket mode has bits outside 07777");
   if (options_.max_connections == 0) options_.max_connections = 1;
-  if (options_.group) group_ = resolve_group(*options_.group);
+  if (options_.group) group_ = vmrpc::resolve_group(*options_.group, "control socket");
   (void)unix_address(options_.socket_path);  // too long a path fails here, before anything exists
 }
 
 ControlServer::~ControlServer() {
   stop();
-  if (created_) {
-    struct stat st{};
-    // Only our own socket: a successor may already have renamed its socket over the path.
-    if (::lstat(options_.socket_path.c_str(), &st) == 0 && st.st_dev == created_dev_ && st.st_ino == created_ino_)
-      ::unlink(options_.socket_path.c_str());
-  }
+  // Only our own socket: a successor may already have renamed its socket over the path.
+  if (created_) vmrpc::remove_socket_if_ours(options_.socket_path, created_dev_, created_ino_);
 }
 
 void ControlServer::on(const std::string& op, Handler handler) {
@@ -210,80 +175,17 @@ void ControlServer::start() {
   std::lock_guard lifecycle(lifecycle_mutex_);
   if (listen_fd_ || stopping_) throw std::logic_error("ControlServer::start called twice");
   const std::string& path = options_.socket_path;
-  const sockaddr_un final_address = unix_address(path);
-
-  const size_t slash = path.rfind('/');
-  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) throw std::runtime_error("control socket path " + path + " names a directory, not a socket");
-
-  vmrpc::UniqueFd directory_fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory_fd)
-    throw std::runtime_error("cannot open " + directory + ", the control socket's directory: " + errno_text(errno) +
-                             "; create it (the systemd unit does: RuntimeDirectory=vmcuda)");
-  // Two stubs starting at once on one path: the second waits here, then finds the first live.
-  // Released when directory_fd closes.
-  if (::flock(directory_fd.get(), LOCK_EX) < 0)
-    throw std::runtime_error("cannot lock " + directory + ": " + errno_text(errno));
-
-  struct stat existing{};
-  if (::lstat(path.c_str(), &existing) == 0) {
-    if (!S_ISSOCK(existing.st_mode))
-      throw std::runtime_error(path + " exists and is not a socket; not removing it: move it away or choose "
-                               "another control socket path");
-    vmrpc::UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!probe) throw std::runtime_error("socket(AF_UNIX): " + errno_text(errno));
-    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&final_address), sizeof final_address) == 0) {
-      ucred credentials{};
-      socklen_t length = sizeof credentials;
-      std::string pid = ::getsockopt(probe.get(), SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0
-                            ? std::to_string(credentials.pid)
-                            : "unknown";
-      throw std::runtime_error("another vmcuda-stub serves " + path + " (pid " + pid +
-                               "); stop it first or choose another control socket path");
-    }
-    const int err = errno;
-    if (err == EAGAIN)
-      throw std::runtime_error("another process listens on " + path + " (its connection queue is full); stop it first");
-    if (err != ECONNREFUSED && err != ENOENT)
-      throw std::runtime_error("cannot tell whether " + path + " is in use: connect: " + errno_text(err));
-    // ECONNREFUSED: nobody listens, a stale socket from a stub that died; the rename replaces it.
-  }
-
-  // Bind inside a fresh 0700 directory beside the path, so nobody can connect before the mode
-  // and group are set. (Not a umask change: the umask is per process, and the stub has threads.)
-  TemporaryDirectory temporary;
-  std::string pattern = directory + "/.ctl-XXXXXX";
-  if (!::mkdtemp(pattern.data()))
-    throw std::runtime_error("cannot create a temporary directory in " + directory + ": " + errno_text(errno));
-  temporary.path = pattern;
-  const std::string temporary_socket = temporary.path + "/s";
-  const sockaddr_un temporary_address = unix_address(temporary_socket);
-
-  vmrpc::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!listener) throw std::runtime_error("socket(AF_UNIX): " + errno_text(errno));
-  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&temporary_address), sizeof temporary_address) < 0)
-    throw std::runtime_error("cannot bind a socket in " + temporary.path + ": " + errno_text(errno));
-  temporary.socket = temporary_socket;
-  if (::chmod(temporary_socket.c_str(), options_.mode) < 0)
-    throw std::runtime_error("cannot set the mode of the control socket: " + errno_text(errno));
-  if (group_ && ::chown(temporary_socket.c_str(), static_cast<uid_t>(-1), *group_) < 0)
-    throw std::runtime_error("cannot give the control socket to group " + *options_.group + ": " + errno_text(errno) +
-                             " (the stub must be root or a member of that group)");
-  if (::listen(listener.get(), 64) < 0) throw std::runtime_error("listen on the control socket: " + errno_text(errno));
-  struct stat created{};
-  if (::lstat(temporary_socket.c_str(), &created) < 0)
-    throw std::runtime_error("stat " + temporary_socket + ": " + errno_text(errno));
-  if (::rename(temporary_socket.c_str(), path.c_str()) < 0)
-    throw std::runtime_error("cannot move the control socket to " + path + ": " + errno_text(errno));
-  temporary.socket.clear();  // renamed away; the directory is removed empty
+  vmrpc::SocketAccess access;
+  access.mode = options_.mode;
+  access.group = group_;
+  vmrpc::ListeningSocket listener = vmrpc::listen_unix_secure(path, access, 64, "control socket");
   created_ = true;
-  created_dev_ = created.st_dev;
-  created_ino_ = created.st_ino;
+  created_dev_ = listener.dev;
+  created_ino_ = listener.ino;
 
   vmrpc::UniqueFd stop_event(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop_event) throw std::runtime_error("eventfd: " + errno_text(errno));
-  listen_fd_ = std::move(listener);
+  listen_fd_ = std::move(listener.fd);
   stop_event_ = std::move(stop_event);
   accept_thread_ = std::thread([this] { accept_loop(); });
 }

@@ -77,9 +77,6 @@ bool control_peer_allowed(const PeerCredentials& peer, uid_t own_uid, std::optio
 // The gids on the "Groups:" line of a /proc/<pid>/status text; nullopt if there is none.
 std::optional<std::vector<gid_t>> parse_proc_status_groups(std::string_view status_text);
 
-// A group given by name or number -> its gid; throws std::runtime_error naming the group.
-gid_t resolve_group(const std::string& name_or_gid);
-
 // Handed to a handler: sends progress lines to the client while the operation runs.
 class Progress {
  public:

@@ -11,7 +11,7 @@ namespace vmcuda::host {
 int32_t Session::on_Handshake(const api::Empty&, api::HandshakeReply& r, Request&) {
   r.device_count = static_cast<int32_t>(devices_.size());
   api_.cuDriverGetVersion(&r.driver_version);
-  r.memory_quota = limits_.memory_quota;
+  r.memory_quota = memory_quota();
   r.arena_base = arena_ ? arena_->base() : 0;
   r.arena_bytes = arena_ ? arena_->bytes() : 0;
   return CUDA_SUCCESS;
@@ -25,7 +25,7 @@ int32_t Session::on_DeviceProperties(const api::DeviceArgs& a, api::DeviceProper
   api_.cuDeviceGetUuid_v2(r.uuid, dev);
   size_t total = 0;
   api_.cuDeviceTotalMem_v2(&total, dev);
-  r.total_mem = std::min<uint64_t>(total, limits_.memory_quota);
+  r.total_mem = std::min<uint64_t>(total, memory_quota());
   // Attribute numbers the driver does not know answer an error: leave those 0.
   for (uint32_t i = 1; i < api::kDeviceAttributeSlots; ++i)
     if (api_.cuDeviceGetAttribute(&r.attributes[i], static_cast<int>(i), dev) != CUDA_SUCCESS) r.attributes[i] = 0;
@@ -41,11 +41,10 @@ int32_t Session::on_SetDevice(const api::DeviceArgs& a, api::Empty&, Request&) {
 int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&) {
   size_t free_bytes = 0, total = 0;
   if (CUresult e = api_.cuMemGetInfo_v2(&free_bytes, &total); e != CUDA_SUCCESS) return e;
-  // Under a quota the client sees the quota as its device.
-  if (limits_.memory_quota < total) {
-    total = limits_.memory_quota;
-    free_bytes = std::min<uint64_t>(free_bytes, limits_.memory_quota - allocated_);
-  }
+  // Under a quota the client sees the VM's quota as its device, and what the VM's programs
+  // together have left of it as free.
+  if (memory_quota() < total) total = memory_quota();
+  free_bytes = std::min<uint64_t>(free_bytes, quota_left());
   r.free_bytes = free_bytes;
   r.total_bytes = total;
   return CUDA_SUCCESS;
@@ -79,7 +78,7 @@ int32_t Session::on_DeviceGetLimit(const api::LimitArgs& a, api::LimitReply& r, 
 int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& r, Request&) {
   // The driver reserves device memory for the stack, the printf FIFO and the device heap
   // outside any allocation: under a quota, a client may not grow them by more than it has left.
-  if (limits_.memory_quota != ~0ull &&
+  if (memory_quota() != ~0ull &&
       (a.limit == kLimitStackSize || a.limit == kLimitPrintfFifoSize || a.limit == kLimitMallocHeapSize)) {
     size_t now = 0;
     if (CUresult e = api_.cuCtxGetLimit(&now, a.limit); e != CUDA_SUCCESS) return e;
@@ -94,7 +93,7 @@ int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& 
       const uint64_t resident = static_cast<uint64_t>(std::max(sms, 1)) * static_cast<uint64_t>(std::max(threads, 1));
       growth = growth > ~0ull / resident ? ~0ull : growth * resident;
     }
-    if (growth > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (growth > quota_left()) return CUDA_ERROR_OUT_OF_MEMORY;
   }
   size_t before = 0;
   Object* entry = vol_.find(ObjectKind::Limit, limit_key(current_, a.limit));

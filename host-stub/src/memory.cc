@@ -11,7 +11,7 @@ namespace vmcuda::host {
 using vmrpc::wire::ChannelStatus;
 
 // Device memory comes from the client's arena (arena.h): fixed addresses per client, so
-// they can survive a resume. The quota counts the bytes asked for, as before.
+// they can survive a resume. The VM's quota counts what the arena maps (vm_ledger.h).
 CUresult Session::arena_allocate(uint64_t bytes, uint64_t* ptr) {
   if (!arena_) return CUDA_ERROR_OUT_OF_MEMORY;  // closed
   std::string why;
@@ -28,7 +28,7 @@ int32_t Session::on_Malloc(const api::MallocArgs& a, api::PtrReply& r, Request&)
     r.ptr = 0;
     return CUDA_SUCCESS;
   }
-  if (a.bytes > limits_.memory_quota - allocated_) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (a.bytes > memory_quota()) return CUDA_ERROR_OUT_OF_MEMORY;  // can never fit; else the arena's meter decides
   uint64_t p = 0;
   if (CUresult e = arena_allocate(a.bytes, &p); e != CUDA_SUCCESS) return e;
   add_allocation(p, a.bytes);

@@ -57,6 +57,10 @@ CUDA_MEMCPY2D device_to_host(void* dst, uint64_t dst_pitch, uint64_t src, uint64
 
 }  // namespace
 
+namespace {
+constexpr size_t kMaxCachedPitches = 1024;  // pitches learnt per client (finding 10.10: unbounded)
+}  // namespace
+
 int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& r, Request&) {
   if (a.element_bytes != 4 && a.element_bytes != 8 && a.element_bytes != 16) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) {
@@ -65,7 +69,7 @@ int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& 
     return CUDA_SUCCESS;
   }
   uint64_t least;
-  if (!packed_bytes(a.width, a.height, &least) || least > limits_.memory_quota - allocated_)
+  if (!packed_bytes(a.width, a.height, &least) || least > memory_quota())  // can never fit
     return CUDA_ERROR_OUT_OF_MEMORY;
   // The driver's pitch for this width (learnt once with a one-row cuMemAllocPitch), so
   // pitches are the native ones; the memory itself comes from the arena.
@@ -78,13 +82,13 @@ int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& 
       return e;
     api_.cuMemFree_v2(probe);
     if (pitch < a.width) return CUDA_ERROR_INVALID_VALUE;  // not what the driver promises
+    if (pitches_.size() >= kMaxCachedPitches) pitches_.clear();  // a guest's every width: bounded
     known = pitches_.emplace(key, pitch).first;
   }
   const uint64_t pitch = known->second;
   // The pitch decides what the allocation holds (and what the quota counts).
   uint64_t bytes;
-  if (!packed_bytes(pitch, a.height, &bytes) || bytes > limits_.memory_quota - allocated_)
-    return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!packed_bytes(pitch, a.height, &bytes)) return CUDA_ERROR_OUT_OF_MEMORY;  // the arena's meter: the quota
   uint64_t p = 0;
   if (CUresult e = arena_allocate(bytes, &p); e != CUDA_SUCCESS) return e;
   add_allocation(p, bytes);

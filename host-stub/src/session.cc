@@ -27,7 +27,37 @@ Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int
     : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr) {
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
-  arena_ = std::make_unique<DeviceArena>(api_, [this] { return synchronize_all(); });
+  if (limits_.ledger) account_ = limits_.ledger->open_account();
+  arena_ = make_arena();
+}
+
+std::unique_ptr<DeviceArena> Session::make_arena() {
+  auto arena = std::make_unique<DeviceArena>(api_, [this] { return synchronize_all(); });
+  if (limits_.ledger)
+    arena->set_meter([this](int64_t delta) {
+      if (!account_) return false;  // more clients than the ledger has entries
+      if (delta < 0) {
+        account_->refund(static_cast<uint64_t>(-delta));
+        return true;
+      }
+      if (account_->charge(static_cast<uint64_t>(delta))) return true;
+      if (!quota_warned_) {
+        quota_warned_ = true;
+        VMRPC_LOG(kWarn, "stub", log_tag_ + ": the VM's device memory quota (" +
+                                     std::to_string(limits_.ledger->limit() >> 20) + " MiB) is used up; its " +
+                                     "programs get cudaErrorMemoryAllocation (vmcuda-stub --memory-quota-mib)");
+      }
+      return false;
+    });
+  return arena;
+}
+
+uint64_t Session::memory_quota() const { return limits_.ledger ? limits_.ledger->limit() : ~0ull; }
+
+uint64_t Session::quota_left() const {
+  if (!limits_.ledger) return ~0ull;
+  const uint64_t limit = limits_.ledger->limit(), used = limits_.ledger->used();
+  return used >= limit ? 0 : limit - used;
 }
 
 CUresult Session::synchronize_all() {

@@ -23,13 +23,16 @@ class Sink;
 class Source;
 class MemoryStream;
 }  // namespace vmcuda::host::state
+#include "vm_ledger.h"
 #include "vmcuda/api/calls.h"
 #include "vmrpc/service.h"
 
 namespace vmcuda::host {
 
 struct StubLimits {
-  uint64_t memory_quota = ~0ull;           // device bytes per client
+  // The VM's device memory, all its clients together, as the driver maps it (vm_ledger.h);
+  // null: not counted (tests), no limit.
+  std::shared_ptr<class VmLedger> ledger;
   uint64_t max_module_bytes = 1ull << 30;  // limit on untrusted input: a fatbin
   uint32_t max_name_bytes = 4096;          // a kernel's mangled name
   uint32_t max_streams = 4096;             // live streams per client (guest-made handles)
@@ -151,6 +154,9 @@ class Session : public vmrpc::SlotService {
   void make_current(int device);
   // Device memory (memory.cc): `bytes` from the client's arena on the current device;
   // logs once why the arena cannot serve (its range taken, no index).
+  std::unique_ptr<DeviceArena> make_arena();  // metered by the VM's ledger
+  uint64_t memory_quota() const;               // the VM's limit (~0: none)
+  uint64_t quota_left() const;                 // what the VM has left of it
   CUresult arena_allocate(uint64_t bytes, uint64_t* ptr);
   // Records an allocation the arena made in the VOL and the quota's count.
   void add_allocation(uint64_t ptr, uint64_t bytes);
@@ -220,8 +226,12 @@ class Session : public vmrpc::SlotService {
   uint64_t allocated_ = 0;  // the Allocation entries' bytes (the quota's count)
   // Where Allocation entries come from (arena.h): made with the session (its index, so the
   // handshake can name the range), the VA reserved at the first allocation; freed on close.
+  // This client's share of the VM's ledger; declared before arena_, which charges it to
+  // its last unmap.
+  std::unique_ptr<VmLedger::Account> account_;
   std::unique_ptr<DeviceArena> arena_;
   bool arena_warned_ = false;
+  bool quota_warned_ = false;
   // cuMemAllocPitch's pitch per (host device, width, element bytes), learnt once (a cache of
   // the driver's answers, not the client's state).
   std::map<std::tuple<int, uint64_t, uint32_t>, uint64_t> pitches_;

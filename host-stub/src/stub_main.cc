@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "service_manager.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
+#include "vmrpc/unix_socket.h"
 #include "vmrpc/worker.h"
 
 #include <unistd.h>
@@ -131,6 +133,14 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
              }));
 }
 
+// Whether this process may give a file to group `gid` (root, or a member).
+bool in_group(gid_t gid) {
+  if (::geteuid() == 0 || ::getegid() == gid) return true;
+  gid_t groups[256];
+  const int n = ::getgroups(256, groups);
+  return std::find(groups, groups + std::max(n, 0), gid) != groups + std::max(n, 0);
+}
+
 // Where saved VMs are indexed (VmControl): the system's state directory for root (the unit's
 // StateDirectory), the user's otherwise.
 std::string default_state_dir() {
@@ -202,7 +212,26 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   app.add_option("-d,--devices", devices, "host CUDA devices this socket's clients use; guest device i is the i-th")
       ->check(CLI::NonNegativeNumber)
       ->delimiter(',');
-  app.add_option("--memory-quota-mib", quota_mib, "device memory per client in MiB (0: no quota)");
+  std::string socket_mode = "0660", socket_group, socket_owner;
+  app.add_option("--socket-mode", socket_mode, "the VM socket's permission bits (octal), whatever the umask")
+      ->capture_default_str();
+  app.add_option("--socket-group", socket_group,
+                 "the VM socket's group, name or gid: QEMU's (libvirt-qemu under libvirt); default: vmcuda where "
+                 "that group exists and this process may give it (root or a member), else this process's group");
+  app.add_option("--socket-owner", socket_owner, "the VM socket's owner, name or uid (needs root); default: this user");
+  app.add_option("--memory-quota-mib", quota_mib,
+                 "device memory of the whole VM (all its programs together) in MiB, counted as the driver maps it "
+                 "(in 2 MiB pieces); 0: the smallest GPU's memory divided by --gpu-share");
+  uint32_t max_clients = 64;
+  app.add_option("--max-clients", max_clients,
+                 "programs served at once for this VM, all its connections together (a worker process or thread "
+                 "each; 0: no limit); one more gets cudaErrorDevicesUnavailable")
+      ->capture_default_str();
+  unsigned gpu_share = 1;
+  app.add_option("--gpu-share", gpu_share,
+                 "how many VMs share each GPU: without --memory-quota-mib, each VM may use 1/N of the GPU's memory "
+                 "(0: no limit)")
+      ->capture_default_str();
   StubLimits limits;
   app.add_option("--max-streams", limits.max_streams, "live streams per client")->capture_default_str();
   app.add_option("--max-events", limits.max_events, "live events per client")->capture_default_str();
@@ -262,11 +291,57 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                    count - 1);
       return 2;
     }
-  if (quota_mib) limits.memory_quota = quota_mib << 20;
+  // The VM's ledger: made here, handed to each worker (fd kLedgerFd), so the VM's programs
+  // count against one quota whichever process serves them.
+  static constexpr int kLedgerFd = 7;
+  try {
+    if (worker) {
+      std::string why;
+      limits.ledger = VmLedger::attach(kLedgerFd, &why);
+      if (!limits.ledger) {
+        std::fprintf(stderr, "vmcuda-stub worker: %s\n", why.c_str());
+        return 1;
+      }
+      ::close(kLedgerFd);  // attach() keeps its own (close-on-exec) copy
+    } else {
+      uint64_t quota = quota_mib ? quota_mib << 20 : ~0ull;
+      if (!quota_mib && gpu_share > 0) {  // the default: the smallest GPU's memory, shared
+        uint64_t smallest = ~0ull;
+        for (int d : devices) {
+          CUdevice dev;
+          size_t total = 0;
+          if (api.cuDeviceGet(&dev, d) == CUDA_SUCCESS && api.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
+            smallest = std::min<uint64_t>(smallest, total);
+        }
+        if (smallest != ~0ull) quota = smallest / gpu_share;
+      }
+      limits.ledger = VmLedger::create(quota);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
+    return 1;
+  }
   StubService service(api, limits, devices);
   if (worker) return vmrpc::run_worker(argc, argv, service);
 
   vmrpc::HostEndpointOptions options{socket_path, region, 64};
+  options.max_clients = max_clients;
+  try {
+    size_t used = 0;
+    const unsigned long mode = std::stoul(socket_mode, &used, 8);
+    if (used != socket_mode.size() || mode > 07777) throw std::invalid_argument(socket_mode);
+    options.socket_access.mode = static_cast<mode_t>(mode);
+    if (!socket_owner.empty()) options.socket_access.owner = vmrpc::resolve_user(socket_owner, "VM socket");
+    if (!socket_group.empty()) options.socket_access.group = vmrpc::resolve_group(socket_group, "VM socket");
+    else if (auto vmcuda = vmrpc::find_group("vmcuda"); vmcuda && in_group(*vmcuda))
+      options.socket_access.group = vmcuda;
+  } catch (const std::invalid_argument&) {
+    std::fprintf(stderr, "vmcuda-stub: --socket-mode %s is not an octal mode such as 0660\n", socket_mode.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
+    return 2;
+  }
   if (isolation == "process") {
     char exe[4096];
     const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -276,9 +351,12 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     }
     const std::string self(exe, static_cast<size_t>(n));
     const std::vector<std::string> args(argv + 1, argv + stub_argc);
-    options.spawn_worker = [self, args](const vmrpc::WorkerSpec& spec) {
-      return vmrpc::spawn_worker_process(self, args, spec);
+    const int ledger_fd = limits.ledger->fd();
+    options.spawn_worker = [self, args, ledger_fd](const vmrpc::WorkerSpec& spec) {
+      return vmrpc::spawn_worker_process(self, args, spec, {{ledger_fd, kLedgerFd}});
     };
+    // A worker that ended (a crash, a kill) leaves nothing charged to the VM.
+    options.on_worker_exit = [ledger = limits.ledger](int pid) { ledger->reclaim(pid); };
   }
 
   sigset_t sigs;

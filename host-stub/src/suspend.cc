@@ -511,7 +511,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     r.expect_end();
     if (!r.ok()) return fail("bad device memory layout: " + r.error());
   }
-  if (!arena_) arena_ = std::make_unique<DeviceArena>(api_, [this] { return synchronize_all(); });
+  if (!arena_) arena_ = make_arena();
   if (!arena_->adopt(layout, &err)) return fail(err);
 
   // Objects (parents first): read them all, then recreate contexts, memory, the rest.

@@ -54,7 +54,8 @@ for p in "${programs[@]}"; do
   wait $app || rc=$?
   cycles_total=$((cycles_total + cycles))
   if [ $rc -ne 0 ]; then
-    echo "$p exited with $rc after $cycles suspend/resume cycles; its stderr:"; tail -n 20 "$work/$p.err"; status=1
+    echo "$p exited with $rc after $cycles suspend/resume cycles; its stderr:"; tail -n 20 "$work/$p.err"
+    echo "its output, against the native run's:"; diff -u "$expected/$p.out" "$out" | head -n 30; status=1
   elif diff -u "$expected/$p.out" "$out" >"$work/$p.diff"; then
     echo "$p: identical to the native run ($cycles suspend/resume cycles while it ran)"
   else

@@ -167,7 +167,7 @@ struct World {
       testing::fake_clear_fault();  // an illegal address in the last input poisoned the "GPU"
       reset_region();
       host::StubLimits limits;
-      limits.memory_quota = kQuota;
+      limits.ledger = vmcuda::host::VmLedger::create(kQuota);
       limits.max_module_bytes = 1u << 20;
       limits.max_streams = 64;
       limits.max_events = 64;

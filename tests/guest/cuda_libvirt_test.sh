@@ -279,10 +279,10 @@ SLOTS=$(sed -n "s/.*<msi vectors='\([0-9]*\)'.*/\1/p" "$WORK/shmem.xml")
 [ -n "$SLOTS" ] || { bad "no vectors in vmcuda-shmem.xml"; exit 1; }
 
 # ---- helpers ---------------------------------------------------------------------------------------
-start_stub() { # NAME STATE_DIR: as docs/attaching-a-vm.md step 1 "by hand"; world-connectable socket
+start_stub() { # NAME STATE_DIR: as docs/attaching-a-vm.md step 1 "by hand"
     local i
     mkdir -p /run/vmcuda
-    VMRPC_LOG=2 "$STUB" --socket "$SOCK" --slots "$SLOTS" --region-bytes $((256 << 20)) --state-dir "$2" \
+    VMRPC_LOG=2 "$STUB" --socket "$SOCK" --socket-group libvirt-qemu --socket-mode 0660 --slots "$SLOTS" --region-bytes $((256 << 20)) --state-dir "$2" \
         > "$WORK/stub-$1.log" 2>&1 < /dev/null &
     STUB_PID=$!
     for i in $(seq 400); do
@@ -293,7 +293,9 @@ start_stub() { # NAME STATE_DIR: as docs/attaching-a-vm.md step 1 "by hand"; wor
     if ! [ -S "$SOCK" ] || ! kill -0 "$STUB_PID" 2>/dev/null; then
         bad "stub $1 did not start:"; sed 's/^/  /' "$WORK/stub-$1.log"; exit 1
     fi
-    chmod 0666 "$SOCK"  # QEMU runs as libvirt-qemu (the docs use chgrp libvirt-qemu + 0660)
+    # QEMU runs as libvirt-qemu: the socket is the stub's, made for that group (docs, step 1).
+    local got; got=$(stat -c '%a %G' "$SOCK")
+    [ "$got" = "660 libvirt-qemu" ] || { bad "the stub's socket is '$got', not '660 libvirt-qemu'"; exit 1; }
 }
 stop_stub() {
     kill -TERM "$STUB_PID" 2>/dev/null; wait "$STUB_PID" 2>/dev/null; STUB_PID=''

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "control_server.h"
+#include "vmrpc/unix_socket.h"
 
 extern char** environ;
 
@@ -361,8 +362,8 @@ TEST(ControlServerOptionsTest, UnknownGroupIsRefusedWithItsName) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("group 'no-such-group-vmcuda'"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(vmcuda::host::resolve_group("0"), 0u);
-  EXPECT_EQ(vmcuda::host::resolve_group("root"), 0u);
+  EXPECT_EQ(vmrpc::resolve_group("0", "control socket"), 0u);
+  EXPECT_EQ(vmrpc::resolve_group("root", "control socket"), 0u);
 }
 
 TEST(ControlPeerTest, AdmissionRule) {

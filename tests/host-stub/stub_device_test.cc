@@ -37,7 +37,7 @@ TEST(StubDevice, LimitsAreCheckedAndPerDevice) {
 
 TEST(StubDevice, ReservationsCountAgainstTheQuota) {
   StubLimits limits;
-  limits.memory_quota = 64ull << 20;
+  limits.ledger = vmcuda::host::VmLedger::create(64ull << 20);
   Stub stub(limits, {0});
   Client c(stub);
   api::LimitReply r{};

@@ -155,26 +155,26 @@ TEST(StubSymbols, AModuleBelongsToTheDeviceItWasLoadedOn) {
 
 TEST(StubPitch, MallocPitchAndTheQuota) {
   StubLimits limits;
-  limits.memory_quota = 1 << 20;
+  limits.ledger = vmcuda::host::VmLedger::create(4 << 20);
   Stub s(limits);
   Client c(s);
   api::PitchReply r{};
   ASSERT_EQ(c.call<api::Call::MallocPitch>({100, 10, 4, 0}, &r), 0);
   EXPECT_NE(r.ptr, 0u);
   EXPECT_EQ(r.pitch, 512u);  // the executor's texture alignment
-  // The whole pitched block is the client's (and counts against its quota).
+  // The whole pitched block is the client's (and its chunk counts against the VM's quota).
   EXPECT_EQ(c.call<api::Call::Memset>({r.ptr, 512 * 10, 1, 0}), 0);
   EXPECT_EQ(c.call<api::Call::Memset>({r.ptr, 512 * 10 + 1, 1, 0}), CUDA_ERROR_INVALID_VALUE);
   api::MemInfoReply m{};
   ASSERT_EQ(c.call<api::Call::MemGetInfo>({}, &m), 0);
-  EXPECT_EQ(m.free_bytes, (1u << 20) - 5120);
+  EXPECT_EQ(m.free_bytes, (4u << 20) - (2u << 20));  // a 2 MiB chunk, as the driver maps it
   // Zero-sized: nothing, no error; bad element sizes; more than the quota (after padding).
   api::PitchReply z{};
   EXPECT_EQ(c.call<api::Call::MallocPitch>({0, 10, 4, 0}, &z), 0);
   EXPECT_EQ(z.ptr, 0u);
   EXPECT_EQ(c.call<api::Call::MallocPitch>({100, 10, 3, 0}, &z), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(c.call<api::Call::MallocPitch>({100, 10, 32, 0}, &z), CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(c.call<api::Call::MallocPitch>({4, 2100, 4, 0}, &z), CUDA_ERROR_OUT_OF_MEMORY);  // 8 KiB asked, 1 MiB padded
+  EXPECT_EQ(c.call<api::Call::MallocPitch>({4, 4300, 4, 0}, &z), CUDA_ERROR_OUT_OF_MEMORY);  // 17 KiB asked, 2.1 MiB padded, 4 MiB mapped
   EXPECT_EQ(c.call<api::Call::MallocPitch>({~0ull, ~0ull, 4, 0}, &z), CUDA_ERROR_OUT_OF_MEMORY);
   // The refused ones were given back: one arena chunk (host-stub/src/arena.h) holds it.
   EXPECT_EQ(tst::fake_allocated_bytes(), host::kArenaChunkBytes);

@@ -37,7 +37,7 @@ TEST(Stub, HandshakeAndDevicePropertiesComeFromTheExecutor) {
 
 TEST(Stub, MemGetInfoShowsTheQuota) {
   StubLimits limits;
-  limits.memory_quota = 64 << 20;
+  limits.ledger = vmcuda::host::VmLedger::create(64 << 20);
   Stub s(limits);
   Client c(s);
   c.malloc(16 << 20);
@@ -123,11 +123,11 @@ TEST(Stub, ClientsCannotTouchEachOthersMemory) {
 
 TEST(Stub, BadArgumentsAndQuota) {
   StubLimits limits;
-  limits.memory_quota = 1 << 20;
+  limits.ledger = vmcuda::host::VmLedger::create(3 << 20);
   Stub s(limits);
   Client c(s);
   api::PtrReply r{};
-  EXPECT_EQ(c.call<api::Call::Malloc>({2 << 20}, &r), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(c.call<api::Call::Malloc>({4 << 20}, &r), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_NE(c.malloc(1 << 19), 0u);
   // A frame whose size does not match the call's struct.
   auto bad = c.slot->call(static_cast<uint32_t>(api::Call::Malloc), std::as_bytes(std::span("abc", 3)), 8);

@@ -8,8 +8,8 @@
 #                the same device. Exit 77 (skip) without virt-xml-validate/xmllint.
 #   consistency  vectors == the unit's --slots == qemu-args.txt's vectors, same socket
 #                path, master on everywhere, power-of-two region; the unit passes
-#                systemd-analyze verify (when present) and its ExecStartPost really sets
-#                the socket's group and mode; the hook passes sh -n, bash -n and
+#                systemd-analyze verify (when present) and passes the socket's group and
+#                mode to the stub; the hook passes sh -n, bash -n and
 #                (when installed) shellcheck, and starts/stops the right unit.
 #   qemu         QEMU accepts qemu-args.txt against TEST_STUB (vmcuda-test-stub, same
 #                options as vmcuda-stub) started as the unit starts vmcuda-stub:
@@ -57,29 +57,6 @@ qemu_args() { sed -e '/^[[:space:]]*#/d' -e '/^[[:space:]]*$/d' "$ARGS"; }
 # KEY=VALUE from the -device line of qemu-args.txt.
 device_prop() { qemu_args | sed -n '/^-device /{s/^-device //;p}' | tr ',' '\n' | sed -n "s/^$1=//p"; }
 chardev_prop() { qemu_args | sed -n '/^-chardev /{s/^-chardev //;p}' | tr ',' '\n' | sed -n "s/^$1=//p"; }
-
-# The unit's ExecStartPost= as the argv systemd would run, for instance $1, with the
-# unit's Environment= defaults (overridden by the environment of this script), one
-# NUL-terminated word each.
-unit_exec_start_post() {
-    python3 - "$UNIT" "$1" <<'PY'
-import os, re, shlex, sys
-text = open(sys.argv[1]).read().replace("\\\n", " ")  # systemd joins continuation lines
-env = {}
-for line in text.splitlines():
-    m = re.match(r"Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$", line)
-    if m:
-        env[m.group(1)] = m.group(2)
-env.update({k: v for k, v in os.environ.items() if k.startswith("VMCUDA_")})
-line = next(l for l in text.splitlines() if l.startswith("ExecStartPost="))
-cmd = line[len("ExecStartPost="):].replace("%i", sys.argv[2])
-words = []
-for w in shlex.split(cmd):
-    w = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: env.get(m.group(1), ""), w)
-    words.append(w.replace("$$", "$"))
-sys.stdout.write("\0".join(words) + "\0")
-PY
-}
 
 check_xml() {
     command -v virt-xml-validate >/dev/null 2>&1 ||
@@ -186,39 +163,12 @@ sys.exit(0 if found else 1)' "$FRAGMENT" "$DOMAIN" ||
         if grep -qx "$want" "$UNIT"; then ok "unit: $want"; else fail "unit lacks $want"; fi
     done
 
-    # ExecStartPost, run as systemd would: it waits for the socket, then sets group and mode.
-    local -a post
-    mapfile -d '' -t post < <(unit_exec_start_post vm1)
-    if [ "${#post[@]}" -ge 3 ] && [ "${post[0]}" = /bin/sh ] && [ "${post[1]}" = -c ]; then
-        if command -v shellcheck >/dev/null 2>&1; then
-            if printf '%s\n' "${post[2]}" | shellcheck -s sh -; then ok "shellcheck: the unit's ExecStartPost script"
-            else fail "shellcheck: the unit's ExecStartPost script"; fi
-        fi
-        local sock="$T/run/vm1.sock" group mode t0 t1 rc
-        group=$(id -gn)
-        mkdir -p "$T/run"
-        mapfile -d '' -t post < <(VMCUDA_SOCKET_GROUP=$group unit_exec_start_post vm1)
-        post=("${post[@]//\/run\/vmcuda\/vm1.sock/$sock}")
-        # A "stub" that creates the socket with umask 0077 half a second later, and lives on.
-        python3 -c 'import os, socket, sys, time
-time.sleep(0.5); os.umask(0o077); s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(60)' "$sock" &
-        PIDS+=($!)
-        if MAINPID=$! "${post[@]}"; then
-            mode=$(stat -c '%a %G' "$sock")
-            if [ "$mode" = "660 $group" ]; then ok "ExecStartPost waited for the socket and set it to 0660, group $group"
-            else fail "ExecStartPost left the socket as '$mode', not '660 $group'"; fi
-        else fail "ExecStartPost failed with a socket that appears after 0.5 s"; fi
-        # A stub that dies without creating its socket: ExecStartPost fails at once.
-        sleep 0 & wait $!
-        t0=$(date +%s)
-        MAINPID=$! "${post[@]//vm1.sock/never.sock}" 2> "$T/post.err"; rc=$?
-        t1=$(date +%s)
-        if [ "$rc" -ne 0 ] && [ $((t1 - t0)) -le 2 ] && grep -q "exited before creating" "$T/post.err"; then
-            ok "ExecStartPost fails at once when the stub exited ($(cat "$T/post.err"))"
-        else fail "ExecStartPost with a dead stub: rc $rc after $((t1 - t0)) s: $(cat "$T/post.err")"; fi
-    else
-        fail "ExecStartPost is not /bin/sh -c SCRIPT ...: ${post[*]}"
-    fi
+    # The socket's group and mode come from the stub's own options, never the umask.
+    if grep -Eq '^ExecStart=[^ ]*vmcuda-stub .*--socket-group \$\{VMCUDA_SOCKET_GROUP\} --socket-mode \$\{VMCUDA_SOCKET_MODE\}' "$UNIT"; then
+        ok "ExecStart passes --socket-group \${VMCUDA_SOCKET_GROUP} --socket-mode \${VMCUDA_SOCKET_MODE}"
+    else fail "ExecStart does not pass the socket's group and mode"; fi
+    if grep -q '^ExecStartPost=' "$UNIT"; then fail "the unit still has an ExecStartPost (the stub sets group and mode)"
+    else ok "no ExecStartPost: Type=notify readiness, the stub sets the socket's group and mode"; fi
 
     # The hook: a shell script that parses, lints, and starts/stops the right unit.
     if [ -x "$HOOK" ]; then ok "libvirt-hook-qemu is executable"; else fail "libvirt-hook-qemu is not executable"; fi
@@ -258,14 +208,20 @@ check_qemu() {
     vectors=$(unit_env VMCUDA_SLOTS)
     region=$(unit_env VMCUDA_REGION_BYTES)
 
-    # The stub as vmcuda-stub@vm1 runs it (socket, slots, region from the unit).
-    (umask 077; exec "$stub" --socket "$sock" --slots "$vectors" --region-bytes "$region") 2> "$T/stub.log" &
+    # The stub as vmcuda-stub@vm1 runs it (socket, slots, region, group and mode from the
+    # unit; this user's group stands in for libvirt-qemu), under the unit's umask.
+    local group
+    group=$(id -gn)
+    (umask 077; exec "$stub" --socket "$sock" --socket-group "$group" --socket-mode "$(unit_env VMCUDA_SOCKET_MODE)" \
+        --slots "$vectors" --region-bytes "$region") 2> "$T/stub.log" &
     local stub_pid=$!
     PIDS+=("$stub_pid")
     local _
     for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
     [ -S "$sock" ] || { fail "the stub did not create its socket: $(cat "$T/stub.log")"; finish; }
     ok "test stub serving $sock: --slots $vectors --region-bytes $region"
+    if [ "$(stat -c '%a %G' "$sock")" = "660 $group" ]; then ok "the socket has mode 0660 and group $group under umask 077"
+    else fail "the socket is '$(stat -c '%a %G' "$sock")', not '660 $group'"; fi
 
     # qemu-args.txt with the socket path replaced, nothing booted (-S), the monitor on stdio.
     local -a args

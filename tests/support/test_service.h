@@ -21,6 +21,7 @@ enum TestCall : uint32_t {
   kHeapChecksum = 0x105,// HeapRef -> uint64 FNV-1a of those heap bytes
   kHeapAddress = 0x106, // HeapRef -> uint64: where this host process sees those bytes
   kSetLate = 0x107,     // int32: sets the batch's SlotControl::late_status to it (answers 0)
+  kHangOnClose = 0x108, // the slot's close() never returns (a kernel that never ends)
 };
 
 struct XorCopyArgs {
@@ -110,6 +111,9 @@ class TestSlot : public SlotService {
         ordering::store_relaxed(ctx.region.control(ctx.slot.slot).late_status, st);
         return 0;
       }
+      case kHangOnClose:
+        hang_on_close_ = true;
+        return 0;
       case kFail: {
         int32_t st;
         if (args.size() != sizeof st) return static_cast<int32_t>(wire::ChannelStatus::kBadArguments);
@@ -119,10 +123,14 @@ class TestSlot : public SlotService {
     }
     return static_cast<int32_t>(wire::ChannelStatus::kUnknownCall);
   }
-  void close() override { c_.closed++; }
+  void close() override {
+    c_.closed++;
+    while (hang_on_close_) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
 
  private:
   TestServiceCounters& c_;
+  bool hang_on_close_ = false;
   uint64_t served_ = 0;
 };
 

@@ -166,5 +166,36 @@ TEST(Worker, WorkersAreKilledWhenTheConnectionGoes) {
   EXPECT_EQ(ch.host.stats().slots_serving, 0u);
 }
 
+// Finding 10.9: a client whose kernel never ends kept its worker (and slot, and GPU) forever
+// once its program had left. The endpoint kills a worker that outlives its program.
+TEST(Worker, AWorkerThatOutlivesItsProgramIsKilled) {
+  knobs::kWorkerExitMs.set(300);
+  WorkerChannel ch(1);
+  auto conn = LocalConnection::connect(ch.host.socket_path());
+  std::string why;
+  auto a = ClientSlot::claim(conn->region(), *conn, &why);
+  ASSERT_TRUE(a) << why;
+  ASSERT_EQ(a->call(testing::kHangOnClose, {}, 0).status, 0);
+  const int pid = ch.wait_for_worker(1);
+  ASSERT_GT(pid, 0);
+  a.reset();  // the program leaves; its worker hangs in close()
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    gone = ::kill(pid, 0) != 0;
+  }
+  EXPECT_TRUE(gone) << "worker " << pid << " still runs 5 s after its program left";
+  // The slot is free for the next program.
+  std::unique_ptr<ClientSlot> b;
+  for (int i = 0; i < 200 && !b; ++i) {
+    b = ClientSlot::claim(conn->region(), *conn, &why);
+    if (!b) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(b) << why;
+  EXPECT_EQ(b->call(testing::kCallIndex, {}, 8).status, 0);
+  knobs::kWorkerExitMs.set(knobs::kWorkerExitMs.default_value());
+}
+
 }  // namespace
 }  // namespace vmrpc
+

@@ -191,11 +191,32 @@ struct LocalConnection::State {
   std::vector<UniqueFd> own_fds;   // the host rings us
 };
 
-std::unique_ptr<LocalConnection> LocalConnection::connect(const std::string& socket_path) {
+bool server_trusted(int fd, const std::string& path, std::optional<uid_t> service_uid, std::string* why) {
+  ucred peer{};
+  socklen_t length = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) < 0) {
+    *why = "cannot tell who serves " + path + " (SO_PEERCRED: " + std::strerror(errno) + ")";
+    return false;
+  }
+  if (peer.uid == 0 || peer.uid == ::geteuid() || peer.uid == ::getuid() || (service_uid && peer.uid == *service_uid))
+    return true;
+  *why = path + " is served by uid " + std::to_string(peer.uid) + " (pid " + std::to_string(peer.pid) +
+         "), neither root, this user nor vmcuda's service user: it would receive this program's CUDA calls and "
+         "data, so it is not used. Point VMCUDA_SOCKET at a stub of your own (vmcuda-run starts one in "
+         "$XDG_RUNTIME_DIR) or ask who runs that one";
+  return false;
+}
+
+std::unique_ptr<LocalConnection> LocalConnection::connect(const std::string& socket_path,
+                                                          std::optional<uid_t> service_uid) {
   std::unique_ptr<LocalConnection> c(new LocalConnection);
   c->s_ = std::make_unique<State>();
   State& s = *c->s_;
   s.sock = ivshmem::connect_unix(socket_path);
+  // Before anything is taken from it: another local user's socket at this path must never
+  // receive this program's calls.
+  if (std::string why; !server_trusted(s.sock.get(), socket_path, service_uid, &why))
+    throw std::runtime_error("vmrpc: " + why);
   auto next = [&](int64_t& v, UniqueFd& fd) {
     if (!ivshmem::receive_message(s.sock.get(), v, fd))
       throw std::runtime_error("vmrpc: " + socket_path + " closed the connection during the handshake "

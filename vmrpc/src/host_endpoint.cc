@@ -103,6 +103,9 @@ struct SlotRuntime {
   pid_t worker = -1;              // worker mode: the process serving the slot
   UniqueFd worker_pidfd;          // readable when it exits (polled by the loop)
   Op worker_exit;
+  // When its program was first seen gone (the slot no longer claimed) while the worker
+  // lives on; -1: killed for outliving it (check_worker_exits).
+  int64_t program_left_ns = 0;
   // The region was replaced under the slot's service: it must leave the slot as it is.
   std::atomic<bool> region_replaced{false};
   // A slot of a restored region: what to do with it when its doorbell next completes
@@ -162,6 +165,11 @@ class HostEndpoint::Impl {
   void on_socket_event(Connection& c);
   void on_doorbell(Connection& c, uint32_t slot);
   bool start_worker(Connection& c, uint32_t slot, bool held);
+  // Kills a worker that outlives its program by more than VMRPC_WORKER_EXIT_MS (a kernel
+  // that never ends keeps its teardown in cuCtxSynchronize forever): its slot and GPU go back.
+  void check_worker_exits(Connection& c);
+  // Whether one more client may be served (HostEndpointOptions::max_clients); logs a refusal.
+  bool admit_client(const Connection& c, uint32_t slot);
   void on_worker_exit(Connection& c, uint32_t slot);
   void on_messages();
   void teardown(Connection& c);
@@ -188,6 +196,7 @@ class HostEndpoint::Impl {
   void collect_restored(Connection& c);
   void adopt_handover(const std::string& description);
   void adopt_inherited(std::vector<NamedFd> fds);
+  void listen_new();  // listen_ on opts_.socket_path (unix_socket.h)
   void adopt(Handover h);
   void store_fds(const Connection& c);
   void unstore_fds(const Connection& c);
@@ -199,6 +208,8 @@ class HostEndpoint::Impl {
   io_uring ring_{};
   bool ring_ready_ = false;
   UniqueFd listen_;
+  dev_t socket_dev_ = 0;  // the socket file listen_new() made; 0: adopted (unix_socket.h)
+  ino_t socket_ino_ = 0;
   UniqueFd wake_;
   Op accept_op_{Op::kAccept};
   Op wake_op_{Op::kWake};
@@ -328,7 +339,7 @@ void HostEndpoint::Impl::start() {
   wake_ = make_eventfd();
   if (!handover.empty()) adopt_handover(handover);
   else if (!opts_.inherited_fds.empty()) adopt_inherited(std::move(opts_.inherited_fds));
-  else listen_ = ivshmem::listen_unix(opts_.socket_path);
+  else listen_new();
   if (opts_.store_fd) opts_.store_fd(kListenFdName, listen_.get());
   arm_accept();
   arm_wake();
@@ -354,7 +365,15 @@ void HostEndpoint::Impl::stop() {
   if (ring_ready_) io_uring_queue_exit(&ring_);
   ring_ready_ = false;
   listen_.reset();
-  ::unlink(opts_.socket_path.c_str());
+  // Not a successor's socket, and not one that the service manager's fd store keeps serving.
+  remove_socket_if_ours(opts_.socket_path, socket_dev_, socket_ino_);
+}
+
+void HostEndpoint::Impl::listen_new() {
+  ListeningSocket s = listen_unix_secure(opts_.socket_path, opts_.socket_access, 16, "VM socket");
+  listen_ = std::move(s.fd);
+  socket_dev_ = s.dev;
+  socket_ino_ = s.ino;
 }
 
 void HostEndpoint::Impl::post(Message m) {
@@ -409,7 +428,10 @@ void HostEndpoint::Impl::loop() {
         case Op::kTick:
           tick_armed_ = false;
           for (Connection* c : conns_)
-            if (!c->dead) check_region(*c);
+            if (!c->dead) {
+              check_region(*c);
+              check_worker_exits(*c);
+            }
           if (!stopping_) arm_tick();
           break;
         case Op::kSocketPoll: {
@@ -627,6 +649,11 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
     arm_doorbell(c, slot);
     return;
   }
+  if (!admit_client(c, slot)) {
+    fail_slot(c.view, slot, c.guest_rx[slot].get());
+    arm_doorbell(c, slot);
+    return;
+  }
   if (opts_.spawn_worker) {
     if (!start_worker(c, slot, held)) {
       fail_slot(c.view, slot, c.guest_rx[slot].get());
@@ -642,7 +669,52 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   handle->gate = std::make_shared<SlotGate>([doorbell] { ring(doorbell); });
   if (hold_new_ || held) handle->gate->request_hold();
   add_control(handle);
+  {
+    std::lock_guard l(stats_mu_);  // counted here, on the loop thread, so admit_client() sees it at once
+    ++stats_.slots_serving;
+    ++stats_.slots_opened_total;
+  }
   s.thread = std::thread([this, cp = &c, slot, handle] { serve_slot(cp, slot, handle.get()); });
+}
+
+void HostEndpoint::Impl::check_worker_exits(Connection& c) {
+  const int64_t limit_ms = knobs::kWorkerExitMs.get();
+  if (limit_ms <= 0) return;
+  const int64_t now = static_cast<int64_t>(now_ns());
+  for (uint32_t slot = 0; slot < layout_.slot_count; ++slot) {
+    SlotRuntime& s = c.slots[slot];
+    if (s.worker <= 0 || s.program_left_ns < 0) continue;
+    if (ordering::load_acquire(c.view.control(slot).state) == static_cast<uint32_t>(SlotState::kClaimed)) {
+      s.program_left_ns = 0;
+      continue;
+    }
+    if (s.program_left_ns == 0) {
+      s.program_left_ns = now;
+      continue;
+    }
+    if (now - s.program_left_ns < limit_ms * 1000000) continue;
+    VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) + ": worker " +
+                                 std::to_string(s.worker) + " did not end within " + std::to_string(limit_ms) +
+                                 " ms after its program left (a kernel that never ends?); killed, so that its "
+                                 "slot and GPU memory go back (VMRPC_WORKER_EXIT_MS)");
+    ::kill(s.worker, SIGKILL);
+    s.program_left_ns = -1;
+  }
+}
+
+bool HostEndpoint::Impl::admit_client(const Connection& c, uint32_t slot) {
+  if (opts_.max_clients == 0) return true;
+  uint64_t serving;
+  {
+    std::lock_guard l(stats_mu_);
+    serving = stats_.slots_serving;
+  }
+  if (serving < opts_.max_clients) return true;
+  VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) +
+                               ": refused: " + std::to_string(serving) + " clients are served already (at most " +
+                               std::to_string(opts_.max_clients) + " per VM: vmcuda-stub --max-clients); the "
+                               "program gets cudaErrorDevicesUnavailable");
+  return false;
 }
 
 // ------------------------------------------------------------- restored regions
@@ -840,6 +912,8 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
   int status = 0;
   ::waitpid(s.worker, &status, 0);
   const pid_t pid = s.worker;
+  s.program_left_ns = 0;
+  if (opts_.on_worker_exit) opts_.on_worker_exit(pid);
   s.worker = -1;
   s.worker_pidfd.reset();
   drop_control(c.id, slot);
@@ -1043,7 +1117,8 @@ void HostEndpoint::Impl::adopt_inherited(std::vector<NamedFd> fds) {
   Handover h = handover_from_named_fds(std::move(fds), layout_.slot_count);
   if (!h.listen) {
     VMRPC_LOG(kWarn, "host", "the service manager kept no listening socket; listening on " + opts_.socket_path + " anew");
-    h.listen = ivshmem::listen_unix(opts_.socket_path);
+    listen_new();
+    h.listen = std::move(listen_);
   }
   adopt(std::move(h));
 }
@@ -1121,11 +1196,6 @@ void HostEndpoint::Impl::serve_slot(Connection* c, uint32_t slot, SlotControlHan
   auto& ctl = c->view.control(slot);
   SlotRuntime& rt = c->slots[slot];
   const SlotInfo info{c->id, slot, ordering::load_relaxed(ctl.owner_tag)};
-  {
-    std::lock_guard l(stats_mu_);
-    ++stats_.slots_serving;
-    ++stats_.slots_opened_total;
-  }
   std::unique_ptr<SlotService> svc;
   try {
     svc = service_.open(info);

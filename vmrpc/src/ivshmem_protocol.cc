@@ -67,18 +67,6 @@ bool receive_message(int sock, int64_t& value, UniqueFd& fd) {
   return true;
 }
 
-UniqueFd listen_unix(const std::string& path, int backlog) {
-  sockaddr_un a = make_addr(path);
-  UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!s) throw_errno("socket(AF_UNIX)");
-  struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
-  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0)
-    throw_errno("bind " + path + " (is another vmcuda-stub serving it, or is its directory missing?)");
-  if (::listen(s.get(), backlog) < 0) throw_errno("listen " + path);
-  return s;
-}
-
 UniqueFd connect_unix(const std::string& path) {
   sockaddr_un a = make_addr(path);
   UniqueFd s(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,11 +23,14 @@
 #include "vmrpc/worker_control.h"
 #include <fcntl.h>
 
+#include <algorithm>
+
 extern char** environ;
 
 namespace vmrpc {
 
-int spawn_worker_process(const std::string& exe, const std::vector<std::string>& args, const WorkerSpec& spec) {
+int spawn_worker_process(const std::string& exe, const std::vector<std::string>& args, const WorkerSpec& spec,
+                         const std::vector<std::pair<int, int>>& extra_fds) {
   std::vector<std::string> all{exe};
   all.insert(all.end(), args.begin(), args.end());
   const std::vector<std::string> worker_args = {
@@ -49,11 +53,28 @@ int spawn_worker_process(const std::string& exe, const std::vector<std::string>&
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  // dup2 clears close-on-exec on the target; everything else of ours is close-on-exec.
-  posix_spawn_file_actions_adddup2(&fa, spec.memfd, kWorkerMemfd);
-  posix_spawn_file_actions_adddup2(&fa, spec.doorbell_fd, kWorkerDoorbellFd);
-  posix_spawn_file_actions_adddup2(&fa, spec.notify_fd, kWorkerNotifyFd);
-  if (spec.control_fd >= 0) posix_spawn_file_actions_adddup2(&fa, spec.control_fd, kWorkerControlFd);
+  // dup2 clears close-on-exec on the target; everything else of ours is close-on-exec. Each
+  // source goes through a copy numbered above every target first: a source that is itself
+  // a target number (fds inherited from a previous stub process take low numbers) would
+  // otherwise be overwritten before it is read.
+  std::vector<std::pair<int, int>> moves = {{spec.memfd, kWorkerMemfd},
+                                            {spec.doorbell_fd, kWorkerDoorbellFd},
+                                            {spec.notify_fd, kWorkerNotifyFd}};
+  if (spec.control_fd >= 0) moves.push_back({spec.control_fd, kWorkerControlFd});
+  moves.insert(moves.end(), extra_fds.begin(), extra_fds.end());
+  int highest_target = 0;
+  for (const auto& m : moves) highest_target = std::max(highest_target, m.second);
+  std::vector<UniqueFd> copies;
+  for (auto& m : moves) {
+    copies.emplace_back(::fcntl(m.first, F_DUPFD_CLOEXEC, highest_target + 1));
+    if (!copies.back()) {
+      const int err = errno;
+      posix_spawn_file_actions_destroy(&fa);
+      errno = err;
+      return -1;
+    }
+    posix_spawn_file_actions_adddup2(&fa, copies.back().get(), m.second);
+  }
   // The worker starts with no signal blocked (the endpoint's process may block some).
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);

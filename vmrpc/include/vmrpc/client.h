@@ -5,6 +5,8 @@
 // doorbell = eventfds). Only GuestDoorbell differs.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -98,11 +100,18 @@ class ClientSlot {
 
 // The local transport: a process on the host connects to the stub's socket and gets
 // the memfd and eventfds exactly as QEMU does.
+// Whether the process serving the connected UNIX socket `fd` may be trusted with this
+// process's calls and data: root, this process's user, or `service_uid`. False and why
+// otherwise (another local user who created the socket first).
+bool server_trusted(int fd, const std::string& path, std::optional<uid_t> service_uid, std::string* why);
+
 class LocalConnection : public GuestDoorbell {
  public:
   // Connects and completes the ivshmem handshake; throws with a message naming the
-  // socket and what to do when it cannot.
-  static std::unique_ptr<LocalConnection> connect(const std::string& socket_path);
+  // socket and what to do when it cannot, or when the process serving it is neither root,
+  // this user nor `service_uid` (vmcuda's service user: server_trusted()).
+  static std::unique_ptr<LocalConnection> connect(const std::string& socket_path,
+                                                  std::optional<uid_t> service_uid = std::nullopt);
   ~LocalConnection() override;
 
   const RegionView& region() const { return region_; }

@@ -23,6 +23,7 @@
 #include "vmrpc/knobs.h"
 #include "vmrpc/region.h"
 #include "vmrpc/service.h"
+#include "vmrpc/unix_socket.h"
 
 namespace vmrpc {
 
@@ -72,6 +73,9 @@ struct HostEndpointOptions {
   // context of a process) cannot break anyone else's. The endpoint watches the worker,
   // kills it when the connection goes, and frees the slot when it ends.
   std::function<int(const WorkerSpec&)> spawn_worker;
+  // Worker mode: called on the loop thread once a worker has ended and been reaped (what it
+  // held in shared accounting goes back).
+  std::function<void(int pid)> on_worker_exit;
   // Worker mode: the address every worker maps its region at, written into the header
   // (RegionHeader::host_map_address) so that guests can map it there too. Workers map it
   // before anything else, so it is free in them; 0: anywhere (no same-address mapping).
@@ -93,6 +97,11 @@ struct HostEndpointOptions {
   // (sd_listen_fds_with_names): start() adopts these instead of listening anew, like a
   // handover, and owns them (unknown names and incomplete connections are closed).
   std::vector<NamedFd> inherited_fds;
+  // The socket file's mode, owner and group (QEMU's user must reach it; nobody else).
+  SocketAccess socket_access;
+  // Clients served at once, all connections together (a worker process or a thread each):
+  // a guest that claims and releases slots fast cannot make the host start more. 0: no limit.
+  uint32_t max_clients = 64;
 };
 
 // A slot being served (HostEndpoint::served_slots).

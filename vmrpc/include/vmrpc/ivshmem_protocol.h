@@ -20,8 +20,7 @@ void send_message(int sock, int64_t value, int fd = -1);
 // Throws on a socket error or a truncated message.
 bool receive_message(int sock, int64_t& value, UniqueFd& fd);
 
-// A listening UNIX socket at `path` (an existing stale socket file is replaced).
-UniqueFd listen_unix(const std::string& path, int backlog = 16);
+// A connection to the UNIX socket at `path` (listening sockets: unix_socket.h).
 UniqueFd connect_unix(const std::string& path);
 
 }  // namespace vmrpc::ivshmem

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -17,8 +19,7 @@ class Knob {
   // once); each then reads the same environment value and stores the same result.
   int64_t get() const {
     if (!loaded_.load(std::memory_order_acquire)) {
-      const char* s = std::getenv(env_);
-      value_.store(s && *s ? std::strtoll(s, nullptr, 0) : def_, std::memory_order_relaxed);
+      value_.store(parse(std::getenv(env_)), std::memory_order_relaxed);
       loaded_.store(true, std::memory_order_release);
     }
     return value_.load(std::memory_order_relaxed);
@@ -34,6 +35,24 @@ class Knob {
   int64_t default_value() const { return def_; }
 
  private:
+  // A number (decimal, 0x hex) with an optional K, M or G (binary) suffix; anything else is
+  // refused with a line on stderr and the default used, never read as something else.
+  int64_t parse(const char* s) const {
+    if (!s || !*s) return def_;
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(s, &end, 0);
+    int shift = 0;
+    if (end != s && *end && !end[1]) shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+                                           : *end == 'G' || *end == 'g' ? 30 : -1;
+    if (end == s || errno == ERANGE || shift < 0 || (*end && shift == 0) || v > (INT64_MAX >> shift) ||
+        v < (INT64_MIN >> shift)) {
+      std::fprintf(stderr, "vmrpc: ignoring %s=%s: not a number (such as 16, 0x100 or 1G); using %lld. %s: %s\n",
+                   env_, s, static_cast<long long>(def_), env_, doc_);
+      return def_;
+    }
+    return static_cast<int64_t>(v) * (int64_t{1} << shift);
+  }
   const char* env_;
   int64_t def_;
   const char* doc_;
@@ -62,7 +81,14 @@ VMRPC_KNOB(kWorkerAslr, "VMRPC_WORKER_ASLR", 0,
            "new stub process)");
 VMRPC_KNOB(kRegionCheckMs, "VMRPC_REGION_CHECK_MS", 100,
            "how often the host looks for regions replaced by a saved image (a VM restore or snapshot revert)");
+VMRPC_KNOB(kWorkerExitMs, "VMRPC_WORKER_EXIT_MS", 30000,
+           "a worker process that outlives its program by this long is killed (a kernel that never ends blocks its "
+           "teardown): its slot and GPU memory go back; 0: never");
 VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");
+VMRPC_KNOB(kLogWarnRate, "VMRPC_LOG_WARN_RATE", 10,
+           "warning lines a second per subsystem and process, after a burst (0: no limit): a guest cannot fill "
+           "the journal");
+VMRPC_KNOB(kLogWarnBurst, "VMRPC_LOG_WARN_BURST", 50, "warning lines let through at once before the rate applies");
 VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
            "threads that copy and checksum a client's device memory during a suspend to host memory "
            "(0: half the CPUs, 2 to 16; 1: one, inline)");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vmrpc/host_endpoint.h"
@@ -24,7 +25,10 @@ inline constexpr int kWorkerExitRegionReplaced = 3;
 
 // Starts `exe` with `args` and the worker arguments of `spec` (kWorkerFlag first, then
 // the spec); returns its pid or -1 (errno set). Use as HostEndpointOptions::spawn_worker.
-int spawn_worker_process(const std::string& exe, const std::vector<std::string>& args, const WorkerSpec& spec);
+// `extra_fds`: (fd here, fd number in the worker) pairs the service needs besides the slot's;
+// targets above kWorkerControlFd, and no target may be another pair's source.
+int spawn_worker_process(const std::string& exe, const std::vector<std::string>& args, const WorkerSpec& spec,
+                         const std::vector<std::pair<int, int>>& extra_fds = {});
 
 // Whether argv asks for a worker (kWorkerFlag is present).
 bool is_worker_invocation(int argc, char** argv);

@@ -1,0 +1,137 @@
+// Finding 10.3 and issue 13's per-client quota, as a hostile tenant would try them on the
+// test executor: the quota counts what the driver maps, and it is the VM's, whatever the
+// number of its programs or the process that serves them.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "host-stub/stub_fixture.h"
+#include "vm_ledger.h"
+
+namespace vmcuda::host::test {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// "with a 1 MiB quota one client held 128 MiB through small allocations"
+TEST(SecurityQuota, SmallAllocationsCannotHoldMoreThanTheQuota) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(4 * kMiB);
+  Stub s(limits);
+  Client c(s);
+  int granted = 0;
+  api::PtrReply r{};
+  for (int i = 0; i < 4096; ++i) {  // 4096 x 64 KiB = 256 MiB asked for, in small pieces
+    const int32_t st = c.call<api::Call::Malloc>({64 * 1024}, &r);
+    if (st == 0) ++granted;
+    else ASSERT_EQ(st, CUDA_ERROR_OUT_OF_MEMORY);  // what a native program gets
+  }
+  EXPECT_EQ(granted, 64);  // 4 MiB of 64 KiB pieces, two 2 MiB chunks
+  EXPECT_LE(tst::fake_allocated_bytes(), 4 * kMiB);
+  EXPECT_EQ(limits.ledger->used(), 4 * kMiB);
+}
+
+// "--memory-quota-mib is per client, so a VM with 16 slots gets 16 times the quota"
+TEST(SecurityQuota, TheQuotaIsTheVmsNotEachClients) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(16 * kMiB);
+  Stub s(limits);
+  Client a(s), b(s);
+  const uint64_t pa = a.malloc(10 * kMiB);
+  ASSERT_NE(pa, 0u);
+  api::MemInfoReply m{};
+  ASSERT_EQ(b.call<api::Call::MemGetInfo>({}, &m), 0);
+  EXPECT_EQ(m.total_bytes, 16 * kMiB);
+  EXPECT_EQ(m.free_bytes, 6 * kMiB);  // what the VM has left, seen by its other program
+  api::PtrReply r{};
+  EXPECT_EQ(b.call<api::Call::Malloc>({8 * kMiB}, &r), CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_NE(b.malloc(6 * kMiB), 0u);
+  EXPECT_EQ(a.call<api::Call::Free>({pa}), 0);
+  EXPECT_NE(b.malloc(8 * kMiB), 0u);  // given back, usable by the other program
+}
+
+TEST(SecurityQuota, AClosedClientGivesItsShareBack) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(8 * kMiB);
+  Stub s(limits);
+  {
+    Client a(s);
+    ASSERT_NE(a.malloc(8 * kMiB), 0u);
+    EXPECT_EQ(limits.ledger->used(), 8 * kMiB);
+  }
+  for (int i = 0; i < 200 && limits.ledger->used() != 0; ++i) ::usleep(10000);  // the slot closes
+  EXPECT_EQ(limits.ledger->used(), 0u);
+  Client b(s);
+  EXPECT_NE(b.malloc(8 * kMiB), 0u);
+}
+
+// A worker process that dies while holding a share (a crash, a kill) leaves nothing charged:
+// the stub reclaims its entries when it reaps it.
+TEST(SecurityQuota, ADeadWorkersShareIsReclaimed) {
+  auto ledger = VmLedger::create(8 * kMiB);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::string why;
+    auto mine = VmLedger::attach(ledger->fd(), &why);
+    if (!mine) _exit(1);
+    auto account = mine->open_account();
+    if (!account || !account->charge(6 * kMiB)) _exit(2);
+    ::raise(SIGKILL);  // dies holding it
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(ledger->used(), 6 * kMiB);
+  auto other = ledger->open_account();
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->charge(4 * kMiB));  // over the VM's limit meanwhile
+  EXPECT_EQ(ledger->reclaim(child), 6 * kMiB);
+  EXPECT_EQ(ledger->used(), 0u);
+  EXPECT_TRUE(other->charge(8 * kMiB));
+  EXPECT_FALSE(other->charge(1));
+}
+
+// Finding 10.6: a guest made the stub start 128 worker processes. Programs served at once
+// are bounded per VM; one more is refused (cudaErrorDevicesUnavailable in the program), and
+// served again once another has gone.
+TEST(SecurityClients, ProgramsServedAtOnceAreBounded) {
+  DriverApi api;
+  tst::install_fake_driver(api);
+  StubService service(api, StubLimits{}, {0});
+  vmrpc::HostEndpointOptions o{vmrpc::testing::temp_socket_path("clients"),
+                               vmrpc::RegionConfig{16ull << 20, 4, 256 << 10, 4096}, 8};
+  o.max_clients = 2;
+  vmrpc::HostEndpoint endpoint(o, service);
+  endpoint.start();
+  auto claim = [&](std::unique_ptr<vmrpc::LocalConnection>& conn) {
+    conn = vmrpc::LocalConnection::connect(endpoint.socket_path());
+    std::string why;
+    auto slot = vmrpc::ClientSlot::claim(conn->region(), *conn, &why);
+    if (slot && slot->call(static_cast<uint32_t>(vmrpc::wire::MessageId::kNop), {}, 0).status != 0) slot.reset();
+    return slot;
+  };
+  std::unique_ptr<vmrpc::LocalConnection> c1, c2, c3, c4;
+  auto s1 = claim(c1), s2 = claim(c2);
+  ASSERT_TRUE(s1);
+  ASSERT_TRUE(s2);
+  EXPECT_FALSE(claim(c3));  // the third at once
+  s1.reset();
+  c1.reset();
+  std::unique_ptr<vmrpc::ClientSlot> s4;
+  for (int i = 0; i < 200 && !s4; ++i) {
+    ::usleep(10000);
+    s4 = claim(c4);
+  }
+  EXPECT_TRUE(s4) << "a program is served again once another has gone";
+}
+
+TEST(SecurityQuota, ALedgerFdIsChecked) {
+  std::string why;
+  EXPECT_FALSE(VmLedger::attach(0, &why));
+  EXPECT_FALSE(why.empty());
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test
