@@ -41,6 +41,7 @@ int32_t Session::on_EventRecord(const api::EventRecordArgs& a, api::Empty&, Requ
   if (a.flags & ~CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   EventObject& eo = ev->as<EventObject>();
   eo.timing_lost = false;  // recorded anew: its timestamp is this process's own again
+  eo.recorded = true;
   const CUevent e = eo.event;
   return on_device(device, [&] {
     return a.flags ? api_.cuEventRecordWithFlags(e, s, a.flags) : api_.cuEventRecord(e, s);
@@ -70,7 +71,16 @@ int32_t Session::on_EventElapsedTime(const api::EventPairArgs& a, api::ElapsedTi
   if (start->device != end->device) return CUDA_ERROR_INVALID_HANDLE;  // "will fail" across devices
   // A timestamp taken before a suspend did not survive it (docs/snapshots.md): refused as
   // CUDA refuses an event that was not recorded, never a made-up time.
-  if (start->as<EventObject>().timing_lost || end->as<EventObject>().timing_lost) return CUDA_ERROR_INVALID_HANDLE;
+  if (start->as<EventObject>().timing_lost || end->as<EventObject>().timing_lost) {
+    // Except an event to itself: recorded before the suspend, it had completed (the suspend
+    // drained everything), and no time passes between it and itself.
+    const EventObject& eo = start->as<EventObject>();
+    if (a.start == a.end && eo.recorded && !(eo.flags & CU_EVENT_DISABLE_TIMING)) {
+      r.milliseconds = 0.0f;
+      return CUDA_SUCCESS;
+    }
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
   const CUevent s = start->as<EventObject>().event, e = end->as<EventObject>().event;
   // The driver answers CUDA_ERROR_INVALID_HANDLE for unrecorded or timing-disabled
   // events and CUDA_ERROR_NOT_READY for incomplete ones.

@@ -84,7 +84,12 @@ struct EventObject {
   // Recreated by a resume and not recorded since: its timestamp did not survive, so
   // cudaEventElapsedTime on it is refused (docs/snapshots.md).
   bool timing_lost = false;
+  // Recorded at least once (saved with it): an event recorded before a suspend has
+  // completed, so its elapsed time to itself is still known (0).
+  bool recorded = false;
 };
+// In a saved event's flags: it had been recorded (EventObject::recorded). Not a CUevent flag.
+inline constexpr uint32_t kSavedEventRecorded = 1u << 31;
 struct HostRegistrationObject {
   void* host = nullptr;  // in this process's mapping of the region
   uint64_t bytes = 0;

@@ -144,6 +144,8 @@ bool in_group(gid_t gid) {
 // Where saved VMs are indexed (VmControl): the system's state directory for root (the unit's
 // StateDirectory), the user's otherwise.
 std::string default_state_dir() {
+  // systemd's StateDirectory= (the unit runs the stub as its own user, vmcuda).
+  if (const char* s = std::getenv("STATE_DIRECTORY"); s && *s == '/') return std::string(s).substr(0, std::string(s).find(':'));
   if (::geteuid() == 0) return "/var/lib/vmcuda";
   if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/') return std::string(x) + "/vmcuda";
   if (const char* h = std::getenv("HOME"); h && *h == '/') return std::string(h) + "/.local/state/vmcuda";

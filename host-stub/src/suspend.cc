@@ -315,7 +315,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_i32(o.as<StreamObject>().priority);
         break;
       case ObjectKind::Event:
-        w.put_u32(o.as<EventObject>().flags);
+        w.put_u32(o.as<EventObject>().flags | (o.as<EventObject>().recorded ? kSavedEventRecorded : 0));
         break;
       case ObjectKind::HostRegistration:
         w.put_u64(o.as<HostRegistrationObject>().bytes);
@@ -641,6 +641,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::Event: {
         EventObject e;
         r.get_u32(&e.flags);
+        e.recorded = e.flags & kSavedEventRecorded;
+        e.flags &= ~kSavedEventRecorded;
         if (r.ok() && (e.flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING))) return bad("bad flags");
         e.timing_lost = true;
         s.data = e;

@@ -102,6 +102,10 @@ struct World {
   vmrpc::RegionView region;
   vmrpc::SlotInfo info{1, 0, 4242};
   std::unique_ptr<host::Session> session;
+  std::shared_ptr<host::VmLedger> ledger;  // the VM's: the session's and the neighbor's
+  host::StubLimits limits;
+  vmrpc::SlotInfo neighbor_info{1, 1, 4343};
+  std::unique_ptr<host::Session> neighbor;
   bool session_gpu_threads = false;
   uint64_t inputs_per_session = 1;
   uint64_t inputs_in_session = 0;
@@ -143,10 +147,19 @@ struct World {
     region.control(info.slot).late_status = 0;  // handed-over work's first error (gpu_threads)
   }
 
+  void close_neighbor() {
+    if (!neighbor) return;
+    neighbor->close();
+    neighbor.reset();
+  }
+
   void close_session() {
+    close_neighbor();
     if (!session) return;
     session->close();
     session.reset();
+    // Every client of the VM gave its share of the quota back.
+    FUZZ_CHECK(!ledger || ledger->used() == 0);
     // close() promises the client leaves nothing in the driver.
     FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
     FUZZ_CHECK(testing::fake_live_contexts() == 0);
@@ -166,8 +179,9 @@ struct World {
       testing::install_fake_driver(api);
       testing::fake_clear_fault();  // an illegal address in the last input poisoned the "GPU"
       reset_region();
-      host::StubLimits limits;
-      limits.ledger = vmcuda::host::VmLedger::create(kQuota);
+      limits = {};
+      ledger = host::VmLedger::create(kQuota);
+      limits.ledger = ledger;
       limits.max_module_bytes = 1u << 20;
       limits.max_streams = 64;
       limits.max_events = 64;
@@ -196,6 +210,7 @@ void suspend_and_resume(World& w, host::Session& session, Reader& in) {
   std::string why;
   if (!session.suspend(sink, &why)) return;  // e.g. a poisoned context: the client runs on
   FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
+  FUZZ_CHECK(w.ledger->used() == 0);  // a suspended client's share goes back to the VM
   FUZZ_CHECK(testing::fake_live_contexts() == 0);
   FUZZ_CHECK(testing::fake_vmm_mappings() == 0);
   std::vector<std::byte> bytes = sink.take_stream()->flatten();
@@ -215,7 +230,8 @@ void suspend_and_resume(World& w, host::Session& session, Reader& in) {
     std::fprintf(stderr, "session_fuzz: an undamaged state did not resume: %s\n", why.c_str());
     FUZZ_CHECK(false);
   }
-  if (!resumed) {  // nothing of the attempt may stay on the GPU
+  if (!resumed) {  // nothing of the attempt may stay on the GPU, nor in the VM's ledger
+    FUZZ_CHECK(w.ledger->used() == 0);
     FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
     FUZZ_CHECK(testing::fake_live_contexts() == 0);
   }
@@ -235,6 +251,21 @@ void run_input(const uint8_t* data, size_t size) {
   }
 
   const vmrpc::CallContext ctx{w.info, w.region, nullptr};
+  if (flags & kFlagNeighbor) {
+    const uint64_t mib = in.take<uint8_t>() % 40;
+    w.close_neighbor();
+    w.neighbor = std::make_unique<host::Session>(w.api, w.limits, std::vector<int>{0, 1}, w.neighbor_info);
+    const vmrpc::CallContext nctx{w.neighbor_info, w.region, nullptr};
+    const api::MallocArgs a{mib << 20};
+    api::PtrReply r{};
+    uint32_t reply_bytes = 0;
+    const int32_t st = w.neighbor->call(nctx, static_cast<uint32_t>(api::Call::Malloc), std::as_bytes(std::span(&a, 1)),
+                                        std::as_writable_bytes(std::span(&r, 1)), reply_bytes);
+    // Within the VM's quota it is granted; beyond it, the error a native program gets.
+    FUZZ_CHECK(st == 0 || st == CUDA_ERROR_OUT_OF_MEMORY);
+    if (w.inputs_per_session == 1)  // the session holds nothing yet: the whole quota is the neighbor's to take
+      FUZZ_CHECK((st == 0) == (mib == 0 || (mib << 20) <= kQuota));
+  }
   std::vector<uint64_t> remembered;
   for (size_t i = 0; i < kMaxCalls && !in.done(); ++i) {
     const uint8_t sel = in.take<uint8_t>();
@@ -272,6 +303,8 @@ void run_input(const uint8_t* data, size_t size) {
       remembered.push_back(v);
     }
   }
+  FUZZ_CHECK(w.ledger->used() <= kQuota);  // the VM's programs together, never beyond it
+  w.close_neighbor();
   if (flags & kFlagSuspend) suspend_and_resume(w, session, in);
   if (w.inputs_per_session == 1) w.close_session();
 }

@@ -39,6 +39,10 @@ inline constexpr uint8_t kFlagGpuThreads = 1u << 0;
 // After the calls: suspend the session to host memory, damage the state stream where the
 // rest of the input says ({u32 offset, u8 xor}...), and resume from it (host-stub/src/suspend.cc).
 inline constexpr uint8_t kFlagSuspend = 1u << 1;
+// Before the calls: another client of the same VM (a second Session on the VM's ledger)
+// holds the next byte's count of MiB (modulo 40) of device memory, so the quota is shared:
+// the VM's use never exceeds it, and both give everything back (vm_ledger.h).
+inline constexpr uint8_t kFlagNeighbor = 1u << 2;
 inline constexpr uint8_t kModeRawLength = 1u << 0;
 inline constexpr uint8_t kModePatch = 1u << 1;
 inline constexpr size_t kMaxCalls = 64;
@@ -83,6 +87,8 @@ class InputWriter {
     const auto* p = static_cast<const uint8_t*>(data);
     bytes_.insert(bytes_.end(), p, p + len);
   }
+  // With kFlagNeighbor: the other client's MiB, after the heap writes, before the first call.
+  void neighbor(uint8_t mib) { put(mib); }
   // One call with its Args struct (`args`, exactly sizeof(Args) bytes) and a tail.
   // patch_which >= 0: the arguments' u64 at `patch_at` is remembered value `patch_which`.
   template <class A>

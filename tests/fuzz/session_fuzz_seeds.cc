@@ -59,10 +59,11 @@ std::vector<std::byte> packed(std::initializer_list<std::pair<const void*, size_
   return b;
 }
 
-void memory(uint8_t flags, const char* name) {
+void memory(uint8_t flags, const char* name, uint8_t neighbor_mib = 0) {
   InputWriter w(flags);
   const char hello[] = "0123456789abcdef";
   w.heap(kStagingAt, hello, 16);
+  if (flags & fuzz::kFlagNeighbor) w.neighbor(neighbor_mib);
   w.call(Call::Handshake, api::Empty{});                        // rem 0
   w.call(Call::Malloc, api::MallocArgs{4096});                  // rem 1
   w.call(Call::CopyToDeviceInline, api::CopyToDeviceInlineArgs{0}, hello, 16, 0, 1, 0);
@@ -228,6 +229,9 @@ int main(int argc, char** argv) {
   memory(fuzz::kFlagSuspend, "memory-suspend");
   kernel(fuzz::kFlagSuspend, "kernel-suspend");
   streams_events(fuzz::kFlagSuspend, "streams-events-suspend");
+  // Another client of the VM holds most of its quota: the session's allocations meet it.
+  memory(fuzz::kFlagNeighbor, "memory-neighbor-24", 24);
+  memory(fuzz::kFlagNeighbor | fuzz::kFlagSuspend, "memory-neighbor-30-suspend", 30);
   std::printf("session_fuzz_seeds: wrote %d seeds to %s\n", g_written, g_dir.c_str());
   return 0;
 }

@@ -71,6 +71,7 @@ std::vector<int> iota(int n, int from) {
 struct Workload {
   uint64_t small = 0, large = 0, fn = 0, global = 0;
   uint64_t stream = api::kFirstGuestHandle + 7, event = api::kFirstGuestHandle + 9;
+  uint64_t event2 = api::kFirstGuestHandle + 10, unrecorded = api::kFirstGuestHandle + 11;
   uint64_t pinned_offset = 0;
   size_t large_ints = (3u << 20) / 4;
 
@@ -90,6 +91,9 @@ struct Workload {
     ASSERT_EQ(c.call<api::Call::EventCreate>({event, 0}), 0);
     ASSERT_EQ(c.launch(fn, small, 1024, stream), 0);
     ASSERT_EQ(c.call<api::Call::EventRecord>({event, stream, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::EventCreate>({event2, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::EventRecord>({event2, stream, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::EventCreate>({unrecorded, 0}), 0);
     ASSERT_EQ(c.call<api::Call::StreamSynchronize>({stream}), 0);
     api::LimitReply lim{};
     ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({16u << 20, 2 /* malloc heap */}, &lim), 0);
@@ -155,7 +159,13 @@ TEST(Suspend, EveryObjectComesBackBehindTheSameHandlesAndPointers) {
   // The event exists, but its timestamp did not survive: a defined error, not a time.
   EXPECT_EQ(c.call<api::Call::EventQuery>({w.event}), 0);
   api::ElapsedTimeReply t{};
-  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event}, &t), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event2}, &t), CUDA_ERROR_INVALID_HANDLE);
+  // From an event recorded before the suspend to itself: 0, exact (it had completed); an
+  // event never recorded is refused as natively.
+  t.milliseconds = -1;
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event}, &t), 0);
+  EXPECT_EQ(t.milliseconds, 0.0f);
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.unrecorded, w.unrecorded}, &t), CUDA_ERROR_INVALID_HANDLE);
   ASSERT_EQ(c.call<api::Call::EventRecord>({w.event, w.stream, 0}), 0);
   ASSERT_EQ(c.call<api::Call::EventSynchronize>({w.event}), 0);
   EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event}, &t), 0);  // recorded anew: fine

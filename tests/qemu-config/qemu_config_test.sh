@@ -154,10 +154,19 @@ sys.exit(0 if found else 1)' "$FRAGMENT" "$DOMAIN" ||
         if out=$(systemd-analyze verify --man=no "$T/units/vmcuda-stub@vm1.service" 2>&1) && [ -z "$out" ]; then
             ok "systemd-analyze verify vmcuda-stub@vm1.service"
         else fail "systemd-analyze verify: $out"; fi
+        # Least privilege, scored as systemd scores it (docs/security.md keeps the figure).
+        local score
+        score=$(systemd-analyze security --offline=yes "$T/units/vmcuda-stub@vm1.service" 2>/dev/null |
+                sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+        if [ -n "$score" ] && python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= 2.0 else 1)' "$score"; then
+            ok "systemd-analyze security: exposure $score (at most 2.0)"
+        elif [ -n "$score" ]; then fail "systemd-analyze security: exposure $score, over 2.0"
+        else echo "note: systemd-analyze security --offline not supported here; not scored"; fi
     else
         echo "note: systemd-analyze not found; unit not verified"
     fi
     for want in RuntimeDirectory=vmcuda RuntimeDirectoryPreserve=yes UMask=0077 Restart=on-failure \
+                User=vmcuda NoNewPrivileges=yes CapabilityBoundingSet= ProtectSystem=strict \
                 Type=notify KillMode=mixed FileDescriptorStoreMax=8192 \
                 "Environment=VMCUDA_SOCKET_GROUP=libvirt-qemu" "Environment=VMCUDA_SOCKET_MODE=0660"; do
         if grep -qx "$want" "$UNIT"; then ok "unit: $want"; else fail "unit lacks $want"; fi
