@@ -39,8 +39,13 @@ for p in "${programs[@]}"; do
     if "$ctl" suspend vm1 >"$work/ctl.out" 2>&1; then
       cycles=$((cycles + 1))
       # Nothing of the VM on the GPU meanwhile.
-      mem="$("$ctl" status vm1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_memory_bytes"])')"
-      [ "$mem" = 0 ] || { echo "$p: suspended, yet the VM holds $mem bytes of device memory"; status=1; }
+      # (A program that just ended may still be freeing its memory: its teardown runs on.)
+      for _ in $(seq 50); do
+        mem="$("$ctl" status vm1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["device_memory_bytes"])')"
+        [ "$mem" = 0 ] && break
+        sleep 0.1
+      done
+      [ "$mem" = 0 ] || { echo "$p: suspended, yet the VM holds $mem bytes of device memory 5 s later:"; "$ctl" status vm1; status=1; }
       if ! "$ctl" resume vm1 >"$work/ctl.out" 2>&1; then
         echo "$p: resume failed:"; cat "$work/ctl.out"; status=1
         kill $app 2>/dev/null; break  # held for good: nothing more to learn from it
