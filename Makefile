@@ -3,13 +3,24 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build test test-sanitizers test-asan test-tsan fuzz bench clean vm-demo
+.PHONY: all build install debs test test-sanitizers test-asan test-tsan fuzz bench clean vm-demo
 
 all: build
 
 build:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# Installs the host's and the guest's files (cmake/install.cmake): make install [PREFIX=/usr/local]
+# [DESTDIR=/staging] [COMPONENT=host|guest|dkms]; the systemd unit and /etc files follow PREFIX
+# (/usr: /lib/systemd/system and /etc). Packages: make debs (scripts/build-debs.sh, into dist/).
+PREFIX ?= /usr/local
+COMPONENT ?=
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX) $(if $(COMPONENT),--component $(COMPONENT))
+
+debs:
+	scripts/build-debs.sh --build $(BUILD) --out dist
 
 # The README's test command: everything CI runs. After the main build's tests: the
 # channel tests under ASan+UBSan and TSan, then the frame decoder fuzzer (in turn:

@@ -10,6 +10,8 @@ pkgs=(build-essential cmake pkg-config googletest libgtest-dev libbenchmark-dev 
 # guest_cuda_libvirt runs a real libvirtd (it starts libvirtd and virtlogd itself where no
 # systemd does) with QEMU, and a qcow2 disk (qemu-img) for internal snapshots.
 pkgs+=(libvirt-dev libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils cpio)
+# Packages (scripts/build-debs.sh): man pages from --help, dpkg-deb and objdump.
+pkgs+=(help2man dpkg-dev binutils)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

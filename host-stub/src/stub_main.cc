@@ -22,6 +22,7 @@
 #include "service_manager.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
+#include "vmrpc/log.h"
 #include "vmrpc/unix_socket.h"
 #include "vmrpc/worker.h"
 
@@ -205,6 +206,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       std::fprintf(stderr, "vmcuda-stub worker: %s; kernel printf output stays on the stub's stdout\n", why.c_str());
   }
   CLI::App app{"vmcuda-stub: serves CUDA to guests over vmrpc shared memory"};
+  app.set_version_flag("--version", std::string("vmcuda-stub ") + VMCUDA_VERSION);
+  app.option_defaults()->always_capture_default();  // --help shows every default
   std::string isolation = "process";
   std::string socket_path = "/run/vmcuda/local.sock";
   std::vector<int> devices{0};
@@ -271,6 +274,12 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       ->check(CLI::IsMember({"auto", "close", "keep"}))
       ->capture_default_str();
   CLI11_PARSE(app, stub_argc, argv);
+  if (vm_name.empty()) {
+    const std::string base = std::filesystem::path(socket_path).filename().string();
+    vm_name = base.size() > 5 && base.ends_with(".sock") ? base.substr(0, base.size() - 5) : base;
+  }
+  // Every log line names the VM (and says whether a worker wrote it).
+  vmrpc::log::set_origin("vmcuda-stub " + vm_name + (worker ? " worker" : ""));
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
 
   DriverApi api;

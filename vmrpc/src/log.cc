@@ -36,6 +36,10 @@ RateLimiter::Verdict RateLimiter::admit(double now_s) {
 }
 
 namespace {
+std::string& origin() {
+  static std::string o = "vmrpc";
+  return o;
+}
 // journald reads a "<N>" prefix as the line's priority (sd-daemon.h's SD_WARNING etc.).
 const char* priority_prefix(Level level) {
   static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
@@ -47,6 +51,8 @@ const char* priority_prefix(Level level) {
   }
 }
 }  // namespace
+
+void set_origin(const std::string& o) { origin() = o; }
 
 void write(Level level, const char* subsystem, const std::string& message) {
   static const char* names[] = {"", "warning", "info", "debug"};
@@ -67,11 +73,12 @@ void write(Level level, const char* subsystem, const std::string& message) {
     }
     if (!v.admit) return;
     if (v.suppressed_before)
-      std::fprintf(stderr, "%svmrpc[%d] warning %s: %llu similar lines suppressed (more than %lld a second; %s)\n",
-                   prefix, pid, subsystem, static_cast<unsigned long long>(v.suppressed_before),
+      std::fprintf(stderr, "%s%s[%d] warning %s: %llu similar lines suppressed (more than %lld a second; %s)\n",
+                   prefix, origin().c_str(), pid, subsystem, static_cast<unsigned long long>(v.suppressed_before),
                    static_cast<long long>(knobs::kLogWarnRate.get()), knobs::kLogWarnRate.env());
   }
-  std::fprintf(stderr, "%svmrpc[%d] %s %s: %s\n", prefix, pid, names[level], subsystem, message.c_str());
+  std::fprintf(stderr, "%s%s[%d] %s %s: %s\n", prefix, origin().c_str(), pid, names[level], subsystem,
+               message.c_str());
 }
 
 }  // namespace vmrpc::log

@@ -13,6 +13,9 @@ bool enabled(Level level);
 // that provokes one per call cannot fill the journal; the next line that passes says how
 // many were suppressed. Under systemd (JOURNAL_STREAM) lines carry journald's priority.
 void write(Level level, const char* subsystem, const std::string& message);
+// Who writes: "vmrpc" until set, e.g. "vmcuda-stub vm1" (the VM's name on every line).
+// Call before the threads that log start.
+void set_origin(const std::string& origin);
 
 // A token bucket: `burst` lines at once, then `rate_per_s` a second (<= 0: no limit).
 class RateLimiter {
