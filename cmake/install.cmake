@@ -39,9 +39,10 @@ install(CODE "
   string(REPLACE \"/usr/local/lib/vmcuda/\" \"\${prefix}/lib/vmcuda/\" domain \"\${domain}\")
   file(WRITE \"\${root}\${prefix}/share/doc/vmcuda/examples/example-domain.xml\" \"\${domain}\")
   # libvirt 6.5+ runs every hook in qemu.d: no clash with a hook of the administrator's own.
-  file(INSTALL \"${PROJECT_SOURCE_DIR}/qemu-config/libvirt-hook-qemu\" DESTINATION \"\${root}\${etc}/libvirt/hooks/qemu.d\"
+  # (file(INSTALL) puts DESTDIR in front itself; file(WRITE) is given it.)
+  file(INSTALL \"${PROJECT_SOURCE_DIR}/qemu-config/libvirt-hook-qemu\" DESTINATION \"\${etc}/libvirt/hooks/qemu.d\"
+       RENAME vmcuda
        FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
-  file(RENAME \"\${root}\${etc}/libvirt/hooks/qemu.d/libvirt-hook-qemu\" \"\${root}\${etc}/libvirt/hooks/qemu.d/vmcuda\")
   message(STATUS \"Installing: \${root}\${units}/vmcuda-stub@.service, \${root}\${etc}/libvirt/hooks/qemu.d/vmcuda\")
 " COMPONENT host)
 # Man pages from the programs' own --help (help2man), where it is installed.
