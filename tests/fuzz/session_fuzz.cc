@@ -180,7 +180,7 @@ struct World {
       testing::fake_clear_fault();  // an illegal address in the last input poisoned the "GPU"
       reset_region();
       limits = {};
-      ledger = host::VmLedger::create(kQuota);
+      if (!ledger) ledger = host::VmLedger::create(kQuota);  // one VM: close_session() checks it is empty again
       limits.ledger = ledger;
       limits.max_module_bytes = 1u << 20;
       limits.max_streams = 64;
@@ -262,7 +262,7 @@ void run_input(const uint8_t* data, size_t size) {
     const int32_t st = w.neighbor->call(nctx, static_cast<uint32_t>(api::Call::Malloc), std::as_bytes(std::span(&a, 1)),
                                         std::as_writable_bytes(std::span(&r, 1)), reply_bytes);
     // Within the VM's quota it is granted; beyond it, the error a native program gets.
-    FUZZ_CHECK(st == 0 || st == CUDA_ERROR_OUT_OF_MEMORY);
+    FUZZ_CHECK(st == 0 || st == host::CUDA_ERROR_OUT_OF_MEMORY);
     if (w.inputs_per_session == 1)  // the session holds nothing yet: the whole quota is the neighbor's to take
       FUZZ_CHECK((st == 0) == (mib == 0 || (mib << 20) <= kQuota));
   }
