@@ -45,7 +45,10 @@ nlohmann::json status_json(VmControl& vm) {
                        {"allocated_bytes", c.reply.status.allocated_bytes},
                        {"objects", c.reply.status.objects}});
   return {{"vm", s.vm},         {"state", s.state}, {"pid", ::getpid()}, {"clients", s.clients.size()},
-          {"device_memory_bytes", s.device_bytes}, {"gpus", vm.gpus()}, {"client_list", clients}};
+          {"device_memory_bytes", s.device_bytes},
+          // The VM's quota (null: none) and what its programs hold of it, as the driver maps it.
+          {"memory_quota_bytes", s.quota_bytes == ~0ull ? nlohmann::json(nullptr) : nlohmann::json(s.quota_bytes)},
+          {"memory_charged_bytes", s.charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients}};
 }
 
 // A VM operation as a control handler: progress lines while it runs, the status after.
@@ -408,6 +411,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     VmControl vm(endpoint, vm_name, gpus, std::chrono::seconds(10),
                  state_dir.empty() ? std::string() : (std::filesystem::path(state_dir) / vm_name).string());
     vm_control = &vm;
+    vm.set_ledger(limits.ledger);
     // Whatever way this scope ends, the endpoint (its restore thread uses vm) stops first.
     struct StopFirst {
       vmrpc::HostEndpoint& e;

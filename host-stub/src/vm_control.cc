@@ -1,5 +1,7 @@
 #include "vm_control.h"
 
+#include "vm_ledger.h"
+
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -169,6 +171,10 @@ VmStatus VmControl::status() {
   if (std::unique_lock l(mu_, std::try_to_lock); l.owns_lock()) forget_gone_clients();  // not during an operation
   VmStatus s;
   s.vm = vm_;
+  if (ledger_) {
+    s.quota_bytes = ledger_->limit();
+    s.charged_bytes = ledger_->used();
+  }
   {
     std::lock_guard l(state_mu_);
     s.state = state_;

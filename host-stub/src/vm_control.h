@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -43,10 +44,15 @@ struct VmStatus {
   std::string state;  // running, suspended, suspending, resuming, saving, restoring
   std::vector<VmClientStatus> clients;
   uint64_t device_bytes = 0;  // all clients'
+  // The VM's device memory quota and what its ledger holds (vm_ledger.h); ~0: no quota.
+  uint64_t quota_bytes = ~0ull;
+  uint64_t charged_bytes = 0;
 };
 
 class VmControl {
  public:
+  // The VM's ledger, for status() (set once, before the control socket serves).
+  void set_ledger(std::shared_ptr<class VmLedger> ledger) { ledger_ = std::move(ledger); }
   // phase, bytes done, bytes in all (0: unknown)
   using Progress = std::function<void(const std::string& phase, uint64_t done, uint64_t total)>;
 
@@ -82,6 +88,7 @@ class VmControl {
   const std::string& state_dir() const { return state_dir_; }
 
  private:
+  std::shared_ptr<class VmLedger> ledger_;
   using SlotKey = std::pair<uint64_t, uint32_t>;
   bool suspend_into(const std::string* dir, const Progress& progress, std::string* why);
   std::string saved_dir_of(uint64_t token);  // "" when unknown

@@ -321,10 +321,10 @@ std::string gpus_text(const json& gpus) {
 }
 
 void print_status_table(const std::vector<StatusRow>& rows) {
-  std::vector<std::vector<std::string>> cells{{"VM", "STATE", "CLIENTS", "MEMORY MiB", "GPUS"}};
+  std::vector<std::vector<std::string>> cells{{"VM", "STATE", "CLIENTS", "MEMORY MiB", "QUOTA MiB", "GPUS"}};
   for (const StatusRow& row : rows) {
     if (!row.status) {
-      cells.push_back({row.target.vm, "not answering", "-", "-", "-"});
+      cells.push_back({row.target.vm, "not answering", "-", "-", "-", "-"});
       continue;
     }
     const json& s = *row.status;
@@ -334,17 +334,25 @@ void print_status_table(const std::vector<StatusRow>& rows) {
       std::snprintf(text, sizeof text, "%.0f", s["device_memory_bytes"].get<double>() / (1024.0 * 1024.0));
       memory = text;
     }
+    std::string quota = "none";
+    if (s.contains("memory_quota_bytes") && s["memory_quota_bytes"].is_number()) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.0f", s["memory_quota_bytes"].get<double>() / (1024.0 * 1024.0));
+      quota = text;
+    } else if (!s.contains("memory_quota_bytes")) {
+      quota = "-";  // a stub from before quotas were the VM's
+    }
     cells.push_back({row.target.vm, s.contains("state") ? cell_text(s["state"]) : "-",
-                     s.contains("clients") ? cell_text(s["clients"]) : "-", memory,
+                     s.contains("clients") ? cell_text(s["clients"]) : "-", memory, quota,
                      s.contains("gpus") ? gpus_text(s["gpus"]) : "-"});
   }
-  std::vector<size_t> widths(5, 0);
+  std::vector<size_t> widths(6, 0);
   for (const auto& line : cells)
     for (size_t i = 0; i < line.size(); ++i) widths[i] = std::max(widths[i], line[i].size());
   for (const auto& line : cells) {
     std::string text;
     for (size_t i = 0; i < line.size(); ++i) {
-      const bool right = i == 2 || i == 3;  // numbers
+      const bool right = i >= 2 && i <= 4;  // numbers
       const std::string pad(widths[i] - line[i].size(), ' ');
       if (i == line.size() - 1)
         text += line[i];

@@ -512,10 +512,10 @@ TEST_F(VmcudactlTest, StatusTableListsEveryStubAndNotAnsweringOnes) {
   CommandResult r = run({"--run-dir", run_dir(), "status"});
   EXPECT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "VM   STATE          CLIENTS  MEMORY MiB  GPUS\n"
-            "vm1  running              2        1536  0: Test GPU\n"
-            "vm2  running              2        1536  0: Test GPU\n"
-            "vm3  not answering        -           -  -\n");
+            "VM   STATE          CLIENTS  MEMORY MiB  QUOTA MiB  GPUS\n"
+            "vm1  running              2        1536          -  0: Test GPU\n"
+            "vm2  running              2        1536          -  0: Test GPU\n"
+            "vm3  not answering        -           -          -  -\n");
   EXPECT_TRUE(contains(r.err, "vm3: not answering")) << r.err;
   EXPECT_TRUE(contains(r.err, "ECONNREFUSED")) << r.err;
 }

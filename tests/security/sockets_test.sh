@@ -110,5 +110,16 @@ if wait_socket "$work/vm4.sock" && grep -q "ignoring VMRPC_SLOTS=sixteen" "$work
   ok "VMRPC_SLOTS=sixteen: $(grep -o 'ignoring VMRPC_SLOTS=sixteen[^.]*' "$work/stub6.log" | head -n1)"
 else bad "VMRPC_SLOTS=sixteen: $(cat "$work/stub6.log")"; fi
 
+# 8. The VM's quota as vmcudactl shows it (vmcudactl sits beside vmcuda-run).
+ctl="$(dirname "$run")/vmcudactl"
+mkdir -m 700 "$work/q"
+"$stub" --socket "$work/q/vmq.sock" --memory-quota-mib 64 2>"$work/stub7.log" &
+pids+=($!)
+if wait_socket "$work/q/vmq.ctl" &&
+   quota=$(VMCUDA_RUN_DIR="$work/q" "$ctl" status vmq --json | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["memory_quota_bytes"], s["memory_charged_bytes"])') &&
+   [ "$quota" = "67108864 0" ]; then
+  ok "vmcudactl status shows the VM's quota and what is charged to it ($quota)"
+else bad "vmcudactl status: '${quota:-}': $(cat "$work/stub7.log")"; fi
+
 if [ "$fails" -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all socket checks passed"
