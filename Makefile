@@ -119,8 +119,12 @@ clean:
 VM_DEMO_PROGRAMS ?= device_query vector_add streams_events
 vm-demo: build
 	@if ldconfig -p | grep -q libcuda.so.1; then \
-	  scripts/vmcuda-vm-run.sh --build $(BUILD) $(VM_DEMO_PROGRAMS); \
+	  scripts/vmcuda-vm-run.sh --build $(BUILD) $(VM_DEMO_PROGRAMS) && where="this host's GPU (the NVIDIA driver)"; \
 	else \
 	  echo "vm-demo: no NVIDIA driver here: the stub runs on the test executor"; \
-	  scripts/vmcuda-vm-run.sh --build $(BUILD) --test-stub $(VM_DEMO_PROGRAMS); \
-	fi
+	  scripts/vmcuda-vm-run.sh --build $(BUILD) --test-stub $(VM_DEMO_PROGRAMS) && \
+	    where="the test executor (no GPU here: it stands in for one)"; \
+	fi && \
+	echo "vm-demo: $(VM_DEMO_PROGRAMS) ran unmodified inside a QEMU guest, through vmcuda's libcudart.so.13 and" && \
+	echo "  the guest driver (/dev/vmcuda0, ivshmem), served by vmcuda-stub on this host on $$where." && \
+	echo "  Next: attach a real VM (libvirt): docs/attaching-a-vm.md; packages: make debs; a program on this host: $(BUILD)/host-stub/vmcuda-run -- ./app"
