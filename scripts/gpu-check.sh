@@ -22,6 +22,12 @@ if [ "${1:-}" != "--run" ]; then
     "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
     -o "$carry/vecadd.fatbin" "$top/tests/gpu/vecadd.cu"
+  # Probes for docs/benchmarks.md's suspend section: the pieces of a suspend's host-side time
+  # (staging_probe GIB THREADS...) and NVIDIA's own process checkpoint (checkpoint_probe GIB).
+  /usr/local/cuda/bin/nvcc -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$carry/staging_probe" \
+    "$top/bench/staging_probe.cu"
+  /usr/local/cuda/bin/nvcc -O2 -std=c++17 -gencode arch=compute_90,code=sm_90 -o "$carry/checkpoint_probe" \
+    "$top/bench/checkpoint_probe.cu" -lcuda
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
   ls -la "$carry"
   exit 0
