@@ -118,7 +118,12 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
                const std::string dir = (std::filesystem::path(upgrade.state_dir) /
                                         ("upgrade-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr))))
                                            .string();
-               if (!vm.save(dir, p, why)) return false;
+               // Programs that connect from now on wait in the socket's backlog for the new process.
+               vm.stop_accepting(std::chrono::seconds(2));
+               if (!vm.save(dir, p, why)) {
+                 vm.resume_accepting();
+                 return false;
+               }
                // After the answer is out: the new process image replaces this one.
                std::thread([&vm, upgrade, exe, dir] {
                  std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -132,6 +137,7 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
                  ::unsetenv(vmrpc::HostEndpoint::kHandoverEnv);
                  std::string err;
                  if (!vm.restore(dir, {}, &err)) std::fprintf(stderr, "vmcuda-stub: %s\n", err.c_str());
+                 vm.resume_accepting();
                }).detach();
                return true;
              }));
@@ -163,6 +169,9 @@ std::string default_state_dir() {
 [[noreturn]] void keep_clients_and_exit(VmControl& vm, int sig) {
   std::fprintf(stderr, "vmcuda-stub: signal %d: saving the clients for the next stub process\n", sig);
   service_manager::stopping("saving the clients for the next stub process");
+  // A program that connects now waits for the next process instead of being dropped mid-handshake.
+  if (!vm.stop_accepting(std::chrono::seconds(2)))
+    std::fprintf(stderr, "vmcuda-stub: a connection was still being accepted after 2 s; saving anyway\n");
   if (vm.state_dir().empty()) {
     std::fprintf(stderr, "vmcuda-stub: no --state-dir: the clients' GPU state is lost (the VM keeps its device)\n");
   } else {

@@ -53,6 +53,10 @@ class VmControl {
  public:
   // The VM's ledger, for status() (set once, before the control socket serves).
   void set_ledger(std::shared_ptr<class VmLedger> ledger) { ledger_ = std::move(ledger); }
+  // Before this process hands the VM to the next one (restart, upgrade): no connection is
+  // accepted any more; those that come wait in the socket's backlog for the next process.
+  bool stop_accepting(std::chrono::milliseconds timeout) { return endpoint_.stop_accepting(timeout); }
+  void resume_accepting() { endpoint_.resume_accepting(); }
   // phase, bytes done, bytes in all (0: unknown)
   using Progress = std::function<void(const std::string& phase, uint64_t done, uint64_t total)>;
 

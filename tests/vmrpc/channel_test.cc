@@ -1,5 +1,7 @@
 // The channel end to end inside one process: host endpoint thread + local clients.
 #include <gtest/gtest.h>
+#include <atomic>
+#include <chrono>
 
 #include <cstring>
 #include <thread>
@@ -38,6 +40,31 @@ uint64_t u64(std::span<const std::byte> b) {
   EXPECT_EQ(b.size(), 8u);
   if (b.size() == 8) std::memcpy(&v, b.data(), 8);
   return v;
+}
+
+// A stub that hands its VM to the next process (restart, upgrade) stops accepting first: a
+// program that connects meanwhile waits in the socket's backlog instead of being dropped in
+// the middle of its handshake, and is served once accepting resumes (here) or by the next
+// process (the restart and upgrade tests).
+TEST(Channel, StopAcceptingLeavesNewConnectionsWaitingInTheBacklog) {
+  Channel ch;
+  ASSERT_TRUE(ch.host.stop_accepting(std::chrono::seconds(2)));
+  std::atomic<bool> connected{false};
+  std::unique_ptr<LocalConnection> conn;
+  std::thread client([&] {
+    conn = LocalConnection::connect(ch.host.socket_path());
+    connected = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(connected) << "accepted while accepting was stopped";
+  EXPECT_EQ(ch.host.stats().connections_total, 0u);
+  ch.host.resume_accepting();
+  client.join();
+  ASSERT_TRUE(connected);
+  std::string why;
+  auto slot = ClientSlot::claim(conn->region(), *conn, &why);
+  ASSERT_TRUE(slot) << why;
+  EXPECT_EQ(slot->call(static_cast<uint32_t>(wire::MessageId::kNop), {}, 0).status, 0);
 }
 
 TEST(Channel, NopEchoAndServiceCalls) {

@@ -212,6 +212,20 @@ class HostEndpoint::Impl {
   ino_t socket_ino_ = 0;
   UniqueFd wake_;
   Op accept_op_{Op::kAccept};
+  // stop_accepting(): requested by a control thread, done by the loop (accept cancelled, an
+  // accept in progress finished with its handshake); resume_accepting() arms it again.
+  std::atomic<bool> accept_pause_{false};
+  bool accept_pause_seen_ = false;  // loop thread
+  std::mutex pause_mu_;
+  std::condition_variable pause_cv_;
+  bool accept_quiet_ = false;  // guarded by pause_mu_
+  void accept_stopped() {
+    {
+      std::lock_guard l(pause_mu_);
+      accept_quiet_ = true;
+    }
+    pause_cv_.notify_all();
+  }
   Op wake_op_{Op::kWake};
   bool accept_armed_ = false;
   Op tick_op_{Op::kTick};
@@ -265,6 +279,8 @@ class HostEndpoint::Impl {
   bool set_token(uint64_t id, uint64_t token);
   uint64_t token_of(uint64_t id) const;
   std::string handover();
+  bool stop_accepting(std::chrono::milliseconds timeout);  // HostEndpoint::stop_accepting
+  void resume_accepting();
   bool adopt(uint64_t id, uint32_t slot, std::chrono::milliseconds timeout, std::string* why);
   void lose(uint64_t id, uint32_t slot);
  private:
@@ -405,6 +421,20 @@ void HostEndpoint::Impl::loop() {
         ::shutdown(c->sock.get(), SHUT_RDWR);
       }
     }
+    if (!stopping_ && accept_pause_.load() != accept_pause_seen_) {
+      accept_pause_seen_ = accept_pause_.load();
+      if (accept_pause_seen_) {
+        if (accept_armed_) {  // its completion (cancelled, or a connection to finish) says when
+          auto* s = sqe();
+          io_uring_prep_cancel(s, &accept_op_, 0);
+          io_uring_sqe_set_data(s, nullptr);
+        } else {
+          accept_stopped();
+        }
+      } else if (!accept_armed_) {
+        arm_accept();
+      }
+    }
     if (shutting_down && conns_.empty() && !accept_armed_) break;
     io_uring_submit_and_wait(&ring_, 1);
     io_uring_cqe* cqe;
@@ -417,9 +447,10 @@ void HostEndpoint::Impl::loop() {
       switch (op->kind) {
         case Op::kAccept:
           accept_armed_ = false;
-          if (res >= 0) on_accept(res);
+          if (res >= 0) on_accept(res);  // the whole handshake, its fds stored
           else if (res != -ECANCELED) VMRPC_LOG(kWarn, "host", std::string("accept failed: ") + std::strerror(-res));
-          if (!stopping_) arm_accept();
+          if (accept_pause_seen_) accept_stopped();
+          else if (!stopping_) arm_accept();
           break;
         case Op::kWake:
           on_messages();
@@ -1347,6 +1378,25 @@ uint64_t new_image_token() {
   return t;
 }
 std::string HostEndpoint::prepare_handover() { return impl_->handover(); }
+
+bool HostEndpoint::Impl::stop_accepting(std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard l(pause_mu_);
+    accept_quiet_ = false;
+  }
+  accept_pause_ = true;
+  ring(wake_.get());
+  std::unique_lock l(pause_mu_);
+  return pause_cv_.wait_for(l, timeout, [&] { return accept_quiet_; });
+}
+
+void HostEndpoint::Impl::resume_accepting() {
+  accept_pause_ = false;
+  ring(wake_.get());
+}
+
+bool HostEndpoint::stop_accepting(std::chrono::milliseconds timeout) { return impl_->stop_accepting(timeout); }
+void HostEndpoint::resume_accepting() { impl_->resume_accepting(); }
 
 std::vector<uint64_t> HostEndpoint::connection_ids() const {
   std::lock_guard l(impl_->conns_mu_);

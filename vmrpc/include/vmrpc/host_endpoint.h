@@ -179,6 +179,11 @@ class HostEndpoint {
   // keep their connections. Any thread but the loop's; the endpoint stays usable (a failed
   // exec() changes nothing).
   static constexpr const char* kHandoverEnv = "VMRPC_HANDOVER";
+  // Stops accepting connections, without closing the listening socket: new ones wait in its
+  // backlog (for the next stub process, after a restart or an upgrade). Returns once no
+  // accept is in progress (one that was finishes its handshake first), false after `timeout`.
+  bool stop_accepting(std::chrono::milliseconds timeout);
+  void resume_accepting();
   std::string prepare_handover();
 
   class Impl;
