@@ -405,8 +405,6 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   try {
     vmrpc::HostEndpoint endpoint(options, service);
     // The control socket (vmcudactl): status, suspend, resume, save, restore.
-    const std::string base = std::filesystem::path(socket_path).filename().string();
-    if (vm_name.empty()) vm_name = base.size() > 5 && base.ends_with(".sock") ? base.substr(0, base.size() - 5) : base;
     if (control_socket.empty())
       control_socket = socket_path.ends_with(".sock") ? socket_path.substr(0, socket_path.size() - 5) + ".ctl"
                                                       : socket_path + ".ctl";

@@ -10,17 +10,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build="$1" stub="$2" bindir="$3" expected="$4"
 command -v dpkg-deb >/dev/null || { echo "SKIP: dpkg-deb not found (apt-get install dpkg-dev)"; exit 77; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local p
-  for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# shellcheck source=../support/checks.sh
+. "$repo/tests/support/checks.sh"
 has() { [ -e "$1" ] && ok "${2:-$1}" || bad "missing: ${2:-$1}"; }
 
 # 1. make install's files for another prefix (cmake --install, as the Makefile runs it).
@@ -98,7 +89,7 @@ else
   libdir="$root$(grep '^/' "$root/etc/ld.so.conf.d/vmcuda.conf")"
   "$stub" --socket "$sockdir/guest.sock" --control-socket none 2> "$work/stub.log" &
   pids+=($!)
-  for _ in $(seq 200); do [ -S "$sockdir/guest.sock" ] && break; sleep 0.05; done
+  wait_socket "$sockdir/guest.sock"
   if VMCUDA_SOCKET="$sockdir/guest.sock" LD_LIBRARY_PATH="$libdir" timeout 120 "$bindir/vector_add" > "$work/guest.out" 2> "$work/guest.err" &&
      diff -q "$expected/vector_add.out" "$work/guest.out" >/dev/null; then
     ok "vector_add with the guest package's libcudart.so.13 ($libdir): identical to the native run"
@@ -109,5 +100,4 @@ else
   else bad "dpkg -r: $(tail -n 5 "$work/rm.log")"; fi
 fi
 
-if [ "$fails" -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
-echo "all packaging checks passed"
+finish "all packaging checks passed"

@@ -10,18 +10,8 @@
 # STUB: vmcuda-test-stub (CI) or vmcuda-stub; same options.
 set -uo pipefail
 stub="$1" run="$2"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  local p
-  for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
-wait_socket() { local _; for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; return 1; }
+# shellcheck source=../support/checks.sh
+. "$(dirname "$0")/../support/checks.sh"
 
 # 1. The mode comes from --socket-mode (default 0660), never from the umask.
 sock="$work/vm1.sock"
@@ -65,11 +55,8 @@ else bad "unknown group: $(cat "$work/stub5.log")"; fi
 # 4. vmcuda-run: a directory other users can write (not sticky) is refused.
 mkdir -m 0777 "$work/open"
 chmod 0777 "$work/open"
-out=$(VMCUDA_SOCKET="$work/open/vmcuda/local.sock" VMCUDA_STUB="$stub" "$run" -- true 2>&1)
-rc=$?
-if [ "$rc" -ne 0 ] && printf '%s' "$out" | grep -q "writable by other users"; then
-  ok "vmcuda-run refuses a socket directory others can write"
-else bad "vmcuda-run with a 0777 directory: rc $rc: $out"; fi
+refused "vmcuda-run refuses a socket directory others can write" "writable by other users" \
+  env VMCUDA_SOCKET="$work/open/vmcuda/local.sock" VMCUDA_STUB="$stub" "$run" -- true
 [ ! -e "$work/open/vmcuda" ] || bad "vmcuda-run created $work/open/vmcuda anyway"
 
 # 5. vmcuda-run: a socket that belongs to another user is refused (root only: chown).
@@ -80,11 +67,8 @@ if [ "$(id -u)" -eq 0 ]; then
   pids+=($!)
   wait_socket "$work/priv/local.sock"
   chown 65534 "$work/priv/local.sock"
-  out=$(VMCUDA_SOCKET="$work/priv/local.sock" VMCUDA_STUB="$stub" "$run" -- true 2>&1)
-  rc=$?
-  if [ "$rc" -ne 0 ] && printf '%s' "$out" | grep -q "belongs to uid 65534"; then
-    ok "vmcuda-run refuses a socket of another user's"
-  else bad "vmcuda-run with another user's socket: rc $rc: $out"; fi
+  refused "vmcuda-run refuses a socket of another user's" "belongs to uid 65534" \
+    env VMCUDA_SOCKET="$work/priv/local.sock" VMCUDA_STUB="$stub" "$run" -- true
 
   # 6. A user without XDG_RUNTIME_DIR (and no /run/user/UID): refused, nothing in /tmp.
   if command -v setpriv >/dev/null 2>&1 && [ ! -d /run/user/65534 ]; then
@@ -121,5 +105,4 @@ if wait_socket "$work/q/vmq.ctl" &&
   ok "vmcudactl status shows the VM's quota and what is charged to it ($quota)"
 else bad "vmcudactl status: '${quota:-}': $(cat "$work/stub7.log")"; fi
 
-if [ "$fails" -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
-echo "all socket checks passed"
+finish "all socket checks passed"
