@@ -39,14 +39,14 @@ depends_of() {
     while IFS= read -r lib; do
       # This architecture's copy (ldconfig also lists 32-bit ones), as dpkg registered it:
       # the path itself, or where its links lead (merged /usr: /lib is /usr/lib).
-      path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|aarch64|64bit/ {print $NF; exit}')
-      [ -n "$path" ] || path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+      path=$(ldconfig -p | awk -v l="$lib" '!f && $1 == l && /x86-64|aarch64|64bit/ {print $NF; f = 1}')
+      [ -n "$path" ] || path=$(ldconfig -p | awk -v l="$lib" '!f && $1 == l {print $NF; f = 1}')
       [ -n "$path" ] || continue
       local owner=""
       for p in "$path" "$(readlink -f "$path")" "/usr$path" "${path#/usr}"; do
         owner=$(dpkg -S "$p" 2>/dev/null | head -n1 | cut -d: -f1) && [ -n "$owner" ] && break
       done
-      pkgs+=("$owner")
+      pkgs+=("$owner")  # (awk above reads to the end: no early exit into a closed pipe under pipefail)
     done < <(objdump -p "$f" 2>/dev/null | awk '$1 == "NEEDED" {print $2}')
   done < <(find "$root" -type f -exec sh -c 'head -c4 "$1" | grep -q ELF' _ {} \; -print)
   printf '%s\n' "${pkgs[@]}" | grep -v '^$' | sort -u | paste -sd, - | sed 's/,/, /g'

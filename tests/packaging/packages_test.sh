@@ -59,9 +59,12 @@ fi
 if grep -q ' root/root .* ./usr/bin/vmcuda-stub$' "$work/host.list"; then ok "files owned by root"; else bad "file owners: $(grep vmcuda-stub "$work/host.list")"; fi
 dpkg-deb --field "$host" Depends | grep -q libc6 && ok "vmcuda-host Depends: $(dpkg-deb --field "$host" Depends)" ||
   bad "vmcuda-host has no Depends on libc6"
-dpkg-deb --contents "$guest" | grep -q ' ./usr/lib/vmcuda/libcudart.so.13$' && dpkg-deb --contents "$guest" | grep -q ' ./etc/ld.so.conf.d/vmcuda.conf$' &&
-  ok "vmcuda-guest: the library and its loader config" || bad "vmcuda-guest contents: $(dpkg-deb --contents "$guest")"
-[ "$(dpkg-deb --field "$dkms" Architecture)" = all ] && dpkg-deb --contents "$dkms" | grep -q ' ./usr/src/vmcuda-0.1.0/dkms.conf$' &&
+# (Listings to files first: grep -q leaving early would break dpkg-deb's pipe under pipefail.)
+dpkg-deb --contents "$guest" > "$work/guest.list"
+dpkg-deb --contents "$dkms" > "$work/dkms.list"
+grep -q ' ./usr/lib/vmcuda/libcudart.so.13$' "$work/guest.list" && grep -q ' ./etc/ld.so.conf.d/vmcuda.conf$' "$work/guest.list" &&
+  ok "vmcuda-guest: the library and its loader config" || bad "vmcuda-guest contents: $(cat "$work/guest.list")"
+[ "$(dpkg-deb --field "$dkms" Architecture)" = all ] && grep -q ' ./usr/src/vmcuda-0.1.0/dkms.conf$' "$work/dkms.list" &&
   ok "vmcuda-dkms: architecture all, /usr/src/vmcuda-0.1.0" || bad "vmcuda-dkms: $(dpkg-deb --info "$dkms" | head)"
 
 # 3. Installed into a clean root (as root: dpkg writes files owned by root there).
