@@ -16,6 +16,9 @@ if [ "${1:-}" != "--run" ]; then
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
+  # Two devices: scripts/gpu-multi-check.sh runs it (and captures its reference) with
+  # `--devices 0,1`; this script's single-device stub would answer "needs 2 devices".
+  rm -f "$carry/cuda/multi_gpu"
   cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" \
     "$top/tests/cuda/upgrade_test.sh" "$top/tests/cuda/restart_test.sh" "$top/tests/support/fdstore_manager.py" "$carry/"
   /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \

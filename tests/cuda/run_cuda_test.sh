@@ -4,6 +4,8 @@
 # captured by scripts/gpu-check.sh). CI uses the test stub (the executor standing in for
 # the GPU); on the GPU machine the real vmcuda-stub.
 #   run_cuda_test.sh NAME BUILD_DIR [STUB]
+# multi_gpu runs on a stub with two devices (--devices 0,1: the executor has two; on the GPU
+# machine scripts/gpu-multi-check.sh runs it).
 set -euo pipefail
 name="$1" build="$2" stub="${3:-$2/tests/vmcuda-test-stub}"
 top="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -13,9 +15,11 @@ expected="$top/tests/cuda/expected/$name.out"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 sock="$out/stub.sock"
+stub_opts=()
+case "$name" in multi_gpu) stub_opts=(--devices 0,1) ;; esac
 rc=0
 VMCUDA_STUB="$stub" VMCUDA_SOCKET="$sock" VMCUDA_LIBDIR="$build/guest-lib" \
-  timeout 300 "$build/host-stub/vmcuda-run" -- "$bin" >"$out/actual" 2>"$out/stderr" || rc=$?
+  timeout 300 "$build/host-stub/vmcuda-run" "${stub_opts[@]}" -- "$bin" >"$out/actual" 2>"$out/stderr" || rc=$?
 cat "$out/actual"
 if [ $rc -ne 0 ]; then
   echo "--- $name exited with $rc; its stderr:"; cat "$out/stderr"; exit 1

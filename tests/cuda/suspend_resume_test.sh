@@ -22,7 +22,8 @@ if [ ${#programs[@]} -eq 0 ]; then
   for b in "$bindir"/*; do
     n="$(basename "$b")"
     # fault poisons its own client on purpose (a poisoned context has no state to save).
-    case "$n" in fault) continue ;; esac
+    # multi_gpu needs a stub with two devices (run_cuda_test.sh, scripts/gpu-multi-check.sh).
+    case "$n" in fault|multi_gpu) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi

@@ -261,6 +261,30 @@ int store_and_print(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// ---- tests/cuda/multi_gpu.cu (the executor's memory is one: any device's kernel reaches
+// any device's allocation, as peer access gives on the GPU)
+
+// mg_fill(int* p, int n, int seed): p[i] = seed + 7 * i
+int mg_fill(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 1));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 4);
+  if (!p && count) return 700;
+  const int seed = arg<int>(params, 2);
+  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, wadd(seed, wmul(7, static_cast<int>(i))));
+  return 0;
+}
+
+// mg_mix(const int* x, int* y, int n, int a): y[i] = y[i] * a + x[i]
+int mg_mix(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 2));
+  const std::byte* x = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* y = l.mem(arg<uint64_t>(params, 1), count * 4);
+  if ((!x || !y) && count) return 700;
+  const int a = arg<int>(params, 3);
+  for (uint64_t i = 0; i < count; ++i) store<int>(y, i, wadd(wmul(load<int>(y, i), a), load<int>(x, i)));
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
     // tests/cuda/managed_vars.cu
@@ -290,6 +314,9 @@ const FakeKernel kKernels[] = {
     {"_Z12print_valuesfyi", {{0, 4}, {8, 8}, {16, 4}}, print_values, 24, 0, 0, 40},
     {"_Z10print_manyi", {{0, 4}}, print_many, 27, 0, 0, 8},
     {"_Z15store_and_printPii", {{0, 8}, {8, 4}}, store_and_print, 24, 0, 0, 8},
+    // tests/cuda/multi_gpu.cu
+    {"_Z7mg_fillPiii", {{0, 8}, {8, 4}, {12, 4}}, mg_fill, 10},
+    {"_Z6mg_mixPKiPiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, mg_mix, 10},
 };
 
 template <class T>
