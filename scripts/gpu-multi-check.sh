@@ -13,7 +13,7 @@
 # (summary.txt, bench.txt) and multi_gpu.out: the native reference for tests/cuda/expected/.
 # Each step has a time limit (GMC_TIMEOUT seconds, default 300) and a failing step does not
 # stop the others. Exit status: 0 when every comparison passed.
-# Environment: GMC_TIMEOUT, GMC_CLIENT_LAUNCHES (compute launches per client, default 600),
+# Environment: GMC_TIMEOUT, GMC_CLIENT_LAUNCHES (compute launches per client, default 2000: ~5 s on an H100),
 # GMC_P2P_MIB (copy size, default 256), GMC_REGION_BYTES (the --run stubs' shared region,
 # default 2 GiB).
 set -uo pipefail
@@ -176,7 +176,7 @@ fi
 bench="$carry/multi_gpu_bench"
 [ -x "$bench" ] || { say "missing $bench (build mode)"; exit 2; }
 mib="${GMC_P2P_MIB:-256}"
-launches="${GMC_CLIENT_LAUNCHES:-600}"
+launches="${GMC_CLIENT_LAUNCHES:-2000}"
 value() { awk -v k="$1" '$1 == k {print $2}' "$2" 2>/dev/null; }
 
 # 1. P2P copies.
