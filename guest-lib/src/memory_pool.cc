@@ -41,6 +41,7 @@ struct Pool {
   int reuse[3] = {1, 1, 1};  // cudaMemPoolReuse*: attributes 1..3, enabled by default
   uint64_t used = 0, used_high = 0, reserved_high = 0;
   bool managed = false;  // cudaMemAllocationTypeManaged: created, but allocations are not remoted
+  std::map<int, cudaMemAccessFlags> access;  // other devices' access (cudaMemPoolSetAccess)
 };
 
 struct Allocated {
@@ -55,6 +56,9 @@ struct Registry {
   std::unordered_map<uint64_t, Pool> pools;
   std::map<int, uint64_t> default_pool, current_pool;
   std::unordered_map<uint64_t, Allocated> allocations;  // by device pointer
+  // Per device: how many pools let it in. The host grants a device the client's whole
+  // arena (all pools' memory) while any does; asked at the first grant and after the last.
+  std::map<int, int> grants;
 
   // Precondition: mu held.
   uint64_t default_of(int device) {
@@ -351,8 +355,10 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
   return cudaSuccess;
 }
 
-// A pool's memory is read-write from its own device, which cannot be changed. Access from
-// other devices (peer mappings of pool memory) is not remoted.
+// A pool's memory is read-write from its own device, which cannot be changed. Other
+// devices get in through the host (MemPoolAccess): every pool allocation is arena memory,
+// so a device let into one pool reaches them all (and read access is read-write): more
+// than CUDA grants, within the one process's own memory.
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc* descList, size_t count) {
   cudaError_t e;
   Remote* r = device_call(&e);
@@ -372,16 +378,35 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
     if (d.flags != cudaMemAccessFlagsProtNone && d.flags != cudaMemAccessFlagsProtRead &&
         d.flags != cudaMemAccessFlagsProtReadWrite)
       return record(cudaErrorInvalidValue);
-    if (d.location.id == device) {
-      // Lowering the pool's own device's access: invalid device, as on the H200.
-      if (d.flags != cudaMemAccessFlagsProtReadWrite) return record(cudaErrorInvalidDevice);
-      continue;
+    // Lowering the pool's own device's access: invalid device, as on the H200.
+    if (d.location.id == device && d.flags != cudaMemAccessFlagsProtReadWrite) return record(cudaErrorInvalidDevice);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const cudaMemAccessDesc& d = descList[i];
+    const int accessor = d.location.id;
+    if (accessor == device) continue;
+    const bool want = d.flags != cudaMemAccessFlagsProtNone;
+    bool had, ask;
+    {
+      auto& reg = registry();
+      std::lock_guard g(reg.mu);
+      Pool* p = reg.find(memPool);
+      if (!p) return record(cudaErrorInvalidValue);  // destroyed meanwhile
+      auto it = p->access.find(accessor);
+      had = it != p->access.end() && it->second != cudaMemAccessFlagsProtNone;
+      ask = want ? !had : had && reg.grants[accessor] == 1;
     }
-    if (d.flags == cudaMemAccessFlagsProtNone) continue;  // already so
-    static std::atomic<bool> said{false};
-    warn_once(said, "cudaMemPoolSetAccess: access to a pool's memory from another device is not supported "
-                    "(cudaErrorNotSupported)");
-    return record(cudaErrorNotSupported);
+    if (want || ask) {  // every grant asks (the host checks that the devices reach each other)
+      auto lock = r->lock();
+      const auto res = r->call<api::Call::MemPoolAccess>({device, accessor, want ? 1u : 0u, 0});
+      if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+    }
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    Pool* p = reg.find(memPool);
+    if (!p) continue;
+    if (want != had) reg.grants[accessor] += want ? 1 : -1;
+    p->access[accessor] = d.flags;
   }
   return cudaSuccess;
 }
@@ -399,7 +424,12 @@ cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t m
   switch (location->type) {
     case cudaMemLocationTypeDevice:
       if (!valid_device(*r, location->id)) return record(cudaErrorInvalidValue);  // as on the H200
-      *flags = location->id == p->device ? cudaMemAccessFlagsProtReadWrite : cudaMemAccessFlagsProtNone;
+      if (location->id == p->device) {
+        *flags = cudaMemAccessFlagsProtReadWrite;
+      } else {
+        auto it = p->access.find(location->id);
+        *flags = it == p->access.end() ? cudaMemAccessFlagsProtNone : it->second;
+      }
       return cudaSuccess;
     case cudaMemLocationTypeHost:
     case cudaMemLocationTypeHostNuma:

@@ -23,11 +23,13 @@ CUcontext Session::context_of(int device) {
 }
 
 // One direction of peer access (from `device`'s context to `peer`'s), and the arena's
-// VMM mappings, which cuCtxEnablePeerAccess does not cover.
+// VMM mappings, which cuCtxEnablePeerAccess does not cover. device == peer is the grant a
+// memory pool's access gives `device` (cudaMemPoolSetAccess): the arena's mappings only,
+// no context's peer access (its key is no pair CUDA can name).
 CUresult Session::set_peer_access(int device, int peer, bool enable) {
   CUcontext peer_ctx = context_of(peer);
   if (!peer_ctx || !context_of(device)) return ctx_error_;
-  CUresult e = on_device(device, [&] {
+  CUresult e = device == peer ? CUDA_SUCCESS : on_device(device, [&] {
     return enable ? api_.cuCtxEnablePeerAccess(peer_ctx, 0) : api_.cuCtxDisablePeerAccess(peer_ctx);
   });
   if (e != CUDA_SUCCESS) return e;
@@ -43,7 +45,7 @@ CUresult Session::set_peer_access(int device, int peer, bool enable) {
   if (arena_ && had_any != has_any) {
     if (CUresult a = arena_->set_peer_access(devices_[device], has_any); a != CUDA_SUCCESS) {
       if (enable) {  // take the driver's grant back: all or nothing
-        on_device(device, [&] { return api_.cuCtxDisablePeerAccess(peer_ctx); });
+        if (device != peer) on_device(device, [&] { return api_.cuCtxDisablePeerAccess(peer_ctx); });
         if (Object* o = vol_.find(ObjectKind::PeerAccess, peer_key(device, peer))) vol_.remove(o->id);
       }
       return a;
@@ -95,8 +97,27 @@ int32_t Session::on_EnablePeerAccess(const api::PeerAccessArgs& a, api::Empty&, 
 
 int32_t Session::on_DisablePeerAccess(const api::PeerAccessArgs& a, api::Empty&, Request&) {
   if (!valid_device(a.peer)) return CUDA_ERROR_INVALID_DEVICE;
+  if (a.peer == current_) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;  // (its key is a pool's grant)
   if (!vol_.find(ObjectKind::PeerAccess, peer_key(current_, a.peer))) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
   return set_peer_access(current_, a.peer, false);
+}
+
+int32_t Session::on_MemPoolAccess(const api::PoolAccessArgs& a, api::Empty&, Request&) {
+  if (!valid_device(a.owner) || !valid_device(a.accessor) || a.owner == a.accessor) return CUDA_ERROR_INVALID_DEVICE;
+  if (a.enable > 1 || a.pad) return CUDA_ERROR_INVALID_VALUE;
+  if (a.enable && devices_[a.owner] != devices_[a.accessor]) {
+    // The driver maps pool memory only for a device that can reach the owner's.
+    CUdevice owner, accessor;
+    int can = 0;
+    if (CUresult e = api_.cuDeviceGet(&owner, devices_[a.owner]); e != CUDA_SUCCESS) return e;
+    if (CUresult e = api_.cuDeviceGet(&accessor, devices_[a.accessor]); e != CUDA_SUCCESS) return e;
+    if (CUresult e = api_.cuDeviceCanAccessPeer(&can, accessor, owner); e != CUDA_SUCCESS) return e;
+    if (!can) return CUDA_ERROR_INVALID_DEVICE;
+  }
+  // The guest counts its pools' grants and asks for the first and after the last.
+  const bool granted = vol_.find(ObjectKind::PeerAccess, peer_key(a.accessor, a.accessor)) != nullptr;
+  if (granted == (a.enable != 0)) return CUDA_SUCCESS;
+  return set_peer_access(a.accessor, a.accessor, a.enable != 0);
 }
 
 int32_t Session::on_DeviceGetP2PAttribute(const api::P2PAttributeArgs& a, api::PeerReply& r, Request&) {

@@ -860,10 +860,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     const int peer = static_cast<int>(s.handle & 0xffffffffu);
     if (!vol_.context(peer) && !context_of(peer)) return fail("cannot recreate peer access: " + describe(api_, ctx_error_));
     if (vol_.find(ObjectKind::PeerAccess, s.handle)) return fail("duplicate peer access");
-    // The arena's grants came with its layout; the contexts' access is made anew.
+    // The arena's grants came with its layout; the contexts' access is made anew (a pool's
+    // grant, device == peer, is the arena's only).
     CUcontext peer_ctx = contexts_[peer];
     make_current(s.device);
-    if (CUresult e = api_.cuCtxEnablePeerAccess(peer_ctx, 0); e != CUDA_SUCCESS)
+    if (CUresult e = peer == s.device ? CUDA_SUCCESS : api_.cuCtxEnablePeerAccess(peer_ctx, 0); e != CUDA_SUCCESS)
       return fail("enabling peer access from device " + std::to_string(s.device) + " to " + std::to_string(peer) +
                   " failed: " + describe(api_, e));
     vol_.add(ObjectKind::PeerAccess, s.device, s.handle, vol_.context(s.device)->id, PeerAccessObject{});

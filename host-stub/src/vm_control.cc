@@ -496,9 +496,9 @@ bool VmControl::resume_from(const std::string* dir, const Progress& progress, st
   set_state(dir ? "restoring" : "resuming");
   std::string first_error;
   uint64_t done = 0;
-  std::set<SlotKey> live;
+  std::map<SlotKey, int> live;  // -> its worker
   std::vector<SlotKey> resumed;
-  for (const auto& s : endpoint_.served_slots()) live.insert({s.connection_id, s.slot});
+  for (const auto& s : endpoint_.served_slots()) live[{s.connection_id, s.slot}] = s.worker_pid;
   for (auto it = suspended_.begin(); it != suspended_.end();) {
     if (!live.contains(it->first)) {
       // Its guest went away while suspended (a VM's process, or a local app that ended):
@@ -513,6 +513,14 @@ bool VmControl::resume_from(const std::string* dir, const Progress& progress, st
     const std::string path =
         dir ? (fs::path(*dir) / client_file(it->first.first, it->first.second)).string() : it->second;
     if (!request(it->first, path.empty() ? cc::Op::kResume : cc::Op::kRestore, path, &r, progress, done, 0, &err)) {
+      if (ended(it->first, live[it->first])) {
+        // Its program exited while suspended (a local program that needs no reply to end
+        // does not wait for the resume): nothing to bring back.
+        VMRPC_LOG(kInfo, "stub", vm_ + ": " + name_of(it->first.first, it->first.second) + " ended while suspended");
+        held_.erase(it->first);
+        it = suspended_.erase(it);
+        continue;
+      }
       if (first_error.empty()) first_error = err;
       ++it;
       continue;

@@ -261,6 +261,11 @@ class HostEndpoint::Impl {
 
  public:
   std::atomic<bool> hold_new_{false};  // set_hold_new_slots
+  // Held from reading hold_new_ to listing the new slot's control handle, and by
+  // set_hold_new_slots: once that returns, a slot either is listed (the control side holds
+  // it) or starts held. Without it a slot starting meanwhile ran unheld and unlisted, and a
+  // save changed its region's image token under it (its session closed as if replaced).
+  std::mutex new_slot_mu_;
   std::shared_ptr<SlotControlHandle> control_of(uint64_t connection, uint32_t slot) const {
     std::lock_guard l(control_mu_);
     auto it = controls_.find({connection, slot});
@@ -698,8 +703,11 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   handle->info = {c.id, slot, ordering::load_relaxed(ctl.owner_tag), -1};
   const int doorbell = c.host_rx[slot].get();
   handle->gate = std::make_shared<SlotGate>([doorbell] { ring(doorbell); });
-  if (hold_new_ || held) handle->gate->request_hold();
-  add_control(handle);
+  {
+    std::lock_guard l(new_slot_mu_);
+    if (hold_new_ || held) handle->gate->request_hold();
+    add_control(handle);
+  }
   {
     std::lock_guard l(stats_mu_);  // counted here, on the loop thread, so admit_client() sees it at once
     ++stats_.slots_serving;
@@ -907,6 +915,7 @@ bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot, bool held) {
                   ordering::load_relaxed(ctl.owner_tag), epoch_, opts_.region,
                   c.view.layout().host_map_address};
   spec.control_fd = theirs.get();
+  std::unique_lock new_slot(new_slot_mu_);  // until the worker is listed
   spec.start_held = hold_new_ || held;
   pid_t pid = -1;
   try {
@@ -928,6 +937,7 @@ bool HostEndpoint::Impl::start_worker(Connection& c, uint32_t slot, bool held) {
   handle->info = {c.id, slot, spec.owner_tag, pid};
   handle->worker_fd = std::move(ours);
   add_control(std::move(handle));
+  new_slot.unlock();
   auto* e = sqe();
   io_uring_prep_poll_add(e, s.worker_pidfd.get(), POLLIN);
   io_uring_sqe_set_data(e, &s.worker_exit);
@@ -1316,7 +1326,10 @@ bool HostEndpoint::hold_slot(uint64_t connection_id, uint32_t slot, std::chrono:
   return worker_request(*h, worker_control::Op::kHold, std::as_bytes(std::span(&ms, 1)), nullptr, {}, why);
 }
 
-void HostEndpoint::set_hold_new_slots(bool on) { impl_->hold_new_ = on; }
+void HostEndpoint::set_hold_new_slots(bool on) {
+  std::lock_guard l(impl_->new_slot_mu_);
+  impl_->hold_new_ = on;
+}
 
 void HostEndpoint::release_slot(uint64_t connection_id, uint32_t slot) {
   auto h = impl_->control_of(connection_id, slot);

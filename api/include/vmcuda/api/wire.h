@@ -85,6 +85,9 @@ static_assert(sizeof(PeerReply) == 8);
 // From the current device to `peer`; flags must be 0.
 struct PeerAccessArgs { int32_t peer; uint32_t flags; };
 static_assert(sizeof(PeerAccessArgs) == 8);
+// cudaMemPoolSetAccess: whether `accessor` may reach the memory of a pool on `owner`.
+struct PoolAccessArgs { int32_t owner; int32_t accessor; uint32_t enable; uint32_t pad; };
+static_assert(sizeof(PoolAccessArgs) == 16);
 struct P2PAttributeArgs { int32_t attribute; int32_t src; int32_t dst; uint32_t pad; };  // cudaDeviceP2PAttr
 static_assert(sizeof(P2PAttributeArgs) == 16);
 struct MemcpyPeerArgs { uint64_t dst; uint64_t src; uint64_t bytes; int32_t dst_device; int32_t src_device; };
