@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Builds the CUDA test programs (tests/cuda/*.cu) with nvcc -cudart shared into
 # tests/cuda/bin/, where they are checked in: CI has no CUDA toolkit, and the binaries
-# are small. Run after changing a program; `--check` fails when a binary is older than
-# its source.
+# are small. Run after changing a program; `--check` fails when a binary is missing.
+# Names (`build-cuda-tests.sh cooperative`) build only those programs, leaving the other
+# checked-in binaries as they are.
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"
 mkdir -p "$top/tests/cuda/bin"
 status=0
+check=
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+only=" $* "
 for src in "$top"/tests/cuda/*.cu; do
   name=$(basename "$src" .cu)
+  if [ $# -gt 0 ] && [[ "$only" != *" $name "* ]]; then continue; fi
   bin="$top/tests/cuda/bin/$name"
-  if [ "${1:-}" = "--check" ]; then
+  if [ -n "$check" ]; then
     if [ ! -f "$bin" ]; then echo "missing: tests/cuda/bin/$name (run scripts/build-cuda-tests.sh)"; status=1; fi
     continue
   fi

@@ -1,4 +1,5 @@
-// launch area: the <<<>>> configuration and kernel launches.
+// launch area: the <<<>>> configuration and kernel launches (cudaLaunchKernel,
+// cudaLaunchCooperativeKernel, cudaLaunchKernelExC with launch attributes), all queued.
 //
 // nvcc lowers `k<<<g, b, s, st>>>(args)` to
 //   __cudaPushCallConfiguration(g, b, s, st) ? (void)0 : k(args);
@@ -6,6 +7,7 @@
 // The arguments are evaluated between the push and the pop and may launch kernels
 // themselves, so the configurations form a stack, one per thread.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -97,8 +99,39 @@ cudaError_t check_configuration(const Remote& r, dim3 grid, dim3 block) {
   return cudaSuccess;
 }
 
+// How a launch reaches the host: LaunchKernel, LaunchCooperativeKernel, or LaunchKernelEx
+// with its attributes (already translated and checked by cudaLaunchKernelExC).
+struct LaunchOptions {
+  bool cooperative = false;
+  bool ex = false;
+  std::span<const api::LaunchAttribute> attributes;
+};
+
+// The most blocks a cooperative grid of `k` may have: every block co-resident, the
+// occupancy calculator's blocks per multiprocessor times the multiprocessors, as the driver
+// counts them (cuLaunchCooperativeKernel: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE). The
+// occupancy is asked once per block size and dynamic shared memory (kept with the kernel,
+// as cudaOccupancyMaxActiveBlocksPerMultiprocessor's answers are). Precondition: r locked.
+cudaError_t max_cooperative_blocks(Remote& r, HostKernel& k, uint64_t threads, size_t shared, uint64_t* out) {
+  const auto& devs = r.devices();
+  const int dev = Remote::thread_device();
+  if (dev < 0 || static_cast<size_t>(dev) >= devs.size()) return cudaErrorInvalidDevice;
+  constexpr int kMultiprocessorCount = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+  const int sms = devs[dev].attributes[kMultiprocessorCount];
+  if (sms <= 0) return *out = UINT64_MAX, cudaSuccess;  // not known here: the host's driver decides
+  const auto key = std::make_tuple(static_cast<int>(threads), uint64_t{shared}, 0u);
+  auto it = k.occupancy.find(key);
+  if (it == k.occupancy.end()) {
+    auto res = r.call<api::Call::OccupancyMaxActiveBlocks>({k.handle, static_cast<int32_t>(threads), 0u, shared});
+    if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+    it = k.occupancy.emplace(key, res.reply.blocks).first;
+  }
+  *out = static_cast<uint64_t>(std::max(0, it->second)) * static_cast<uint64_t>(sms);
+  return cudaSuccess;
+}
+
 cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream,
-                   bool per_thread) {
+                   bool per_thread, const LaunchOptions& opt = {}) {
   if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
   uint64_t wire_stream = 0;
   if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &wire_stream)) return record(se);
@@ -125,14 +158,116 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
     if (shared > static_cast<uint64_t>(std::max(0, k->attributes->values[kMaxDynamicSharedSizeBytes])))
       return record(cudaErrorInvalidValue);
   }
+  // A cooperative grid larger than can be co-resident is refused at the launch natively too
+  // (the host's driver checks it again).
+  if (opt.cooperative) {
+    uint64_t most = 0;
+    const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+    if (cudaError_t ce = max_cooperative_blocks(*r, *k, threads, shared, &most)) return record(ce);
+    if (uint64_t{grid.x} * grid.y * grid.z > most) return record(cudaErrorCooperativeLaunchTooLarge);
+  }
+  // Reused: launches are the hot path. LaunchKernelEx's attributes come first.
   thread_local std::vector<std::byte> packed;
-  packed.assign(k->arg_bytes, std::byte{0});
+  const size_t attr_bytes = opt.ex ? opt.attributes.size_bytes() : 0;
+  packed.assign(attr_bytes + k->arg_bytes, std::byte{0});
+  if (attr_bytes) std::memcpy(packed.data(), opt.attributes.data(), attr_bytes);
   for (size_t i = 0; i < k->params.size(); ++i)
-    std::memcpy(packed.data() + k->params[i].offset, args[i], k->params[i].size);
+    std::memcpy(packed.data() + attr_bytes + k->params[i].offset, args[i], k->params[i].size);
+  // Queued: the kernel's own errors come with the next synchronizing call, as in CUDA.
+  if (opt.ex) {
+    api::LaunchExArgs la{k->handle,
+                         {grid.x, grid.y, grid.z},
+                         {block.x, block.y, block.z},
+                         static_cast<uint32_t>(shared),
+                         k->arg_bytes,
+                         wire_stream,
+                         static_cast<uint32_t>(opt.attributes.size()),
+                         0};
+    return record(r->enqueue<api::Call::LaunchKernelEx>(la, packed));
+  }
   api::LaunchArgs la{k->handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
                      static_cast<uint32_t>(shared), k->arg_bytes, wire_stream};
-  // Queued: the kernel's own errors come with the next synchronizing call, as in CUDA.
+  if (opt.cooperative) return record(r->enqueue<api::Call::LaunchCooperativeKernel>(la, packed));
   return record(r->enqueue<api::Call::LaunchKernel>(la, packed));
+}
+
+// cudaLaunchKernelExC's attributes as the wire carries them (api::LaunchAttribute): the ones
+// vmcuda forwards, checked as far as the guest can; cudaLaunchAttributeIgnore entries dropped.
+// Attributes that name events or memory windows (programmatic and completion events, access
+// policy windows, ...) are refused with cudaErrorNotSupported, each logged once by name;
+// ids CUDA does not know are cudaErrorInvalidValue.
+cudaError_t translate_attributes(const cudaLaunchConfig_t& config, std::vector<api::LaunchAttribute>* out,
+                                 bool* cooperative) {
+  out->clear();
+  *cooperative = false;
+  if (config.numAttrs > 0 && !config.attrs) return cudaErrorInvalidValue;
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config.attrs[i];
+    // Read as the integers they are: an app may put any value in the enums.
+    uint32_t id;
+    std::memcpy(&id, &a.id, sizeof id);
+    api::LaunchAttribute w{id, {0, 0, 0}, 0};
+    switch (id) {
+      case cudaLaunchAttributeIgnore:
+        continue;
+      case cudaLaunchAttributeCooperative:
+        *cooperative = a.val.cooperative != 0;
+        w.value[0] = *cooperative ? 1 : 0;
+        break;
+      case cudaLaunchAttributePriority:
+        w.value[0] = static_cast<uint32_t>(a.val.priority);
+        break;
+      case cudaLaunchAttributeClusterDimension:
+        w.value[0] = a.val.clusterDim.x;
+        w.value[1] = a.val.clusterDim.y;
+        w.value[2] = a.val.clusterDim.z;
+        break;
+      case cudaLaunchAttributeClusterSchedulingPolicyPreference:
+        std::memcpy(&w.value[0], &a.val.clusterSchedulingPolicyPreference, sizeof w.value[0]);
+        if (w.value[0] > cudaClusterSchedulingPolicyLoadBalancing) return cudaErrorInvalidValue;
+        break;
+      case cudaLaunchAttributeProgrammaticStreamSerialization:
+        w.value[0] = a.val.programmaticStreamSerializationAllowed != 0 ? 1 : 0;
+        break;
+#define VMCUDA_REFUSED(id)                                                                          \
+  case id: {                                                                                        \
+    static std::atomic<bool> logged{false};                                                         \
+    if (!logged.exchange(true, std::memory_order_relaxed))                                          \
+      VMCUDA_LOG(kWarn, "launch", "cudaLaunchKernelExC with " #id " is not supported yet; it returns " \
+                                  "cudaErrorNotSupported (801)");                                   \
+    return cudaErrorNotSupported;                                                                   \
+  }
+        VMCUDA_REFUSED(cudaLaunchAttributeAccessPolicyWindow)
+        VMCUDA_REFUSED(cudaLaunchAttributeSynchronizationPolicy)
+        VMCUDA_REFUSED(cudaLaunchAttributeProgrammaticEvent)
+        VMCUDA_REFUSED(cudaLaunchAttributeMemSyncDomainMap)
+        VMCUDA_REFUSED(cudaLaunchAttributeMemSyncDomain)
+        VMCUDA_REFUSED(cudaLaunchAttributePreferredClusterDimension)
+        VMCUDA_REFUSED(cudaLaunchAttributeLaunchCompletionEvent)
+        VMCUDA_REFUSED(cudaLaunchAttributeDeviceUpdatableKernelNode)
+        VMCUDA_REFUSED(cudaLaunchAttributePreferredSharedMemoryCarveout)
+        VMCUDA_REFUSED(cudaLaunchAttributeNvlinkUtilCentricScheduling)
+#undef VMCUDA_REFUSED
+      default:
+        return cudaErrorInvalidValue;
+    }
+    // Only repeats can pass the limit (CUDA has fewer ids): refused, as the host would.
+    if (out->size() == api::kMaxLaunchAttributes) return cudaErrorInvalidValue;
+    out->push_back(w);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  if (!config) return record(cudaErrorInvalidValue);
+  thread_local std::vector<api::LaunchAttribute> attributes;
+  LaunchOptions opt;
+  opt.ex = true;
+  if (cudaError_t e = translate_attributes(*config, &attributes, &opt.cooperative)) return record(e);
+  opt.attributes = attributes;
+  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, per_thread,
+                opt);
 }
 
 }  // namespace
@@ -152,4 +287,19 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                     size_t sharedMem, cudaStream_t stream) {
   return launch(kernel, gridDim, blockDim, args, sharedMem, stream, true);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                        cudaStream_t stream) {
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, false, LaunchOptions{true, false, {}});
+}
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                             size_t sharedMem, cudaStream_t stream) {
+  return launch(func, gridDim, blockDim, args, sharedMem, stream, true, LaunchOptions{true, false, {}});
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return launch_ex(config, func, args, false);
+}
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return launch_ex(config, func, args, true);
 }

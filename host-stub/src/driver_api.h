@@ -139,6 +139,43 @@ inline constexpr int CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9;
 inline constexpr int CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
 
+// Launch attributes and the extensible launch configuration (cuLaunchKernelEx), as cuda.h
+// declares them; only the members vmcuda forwards are named (the union is 64 bytes, 8-aligned).
+inline constexpr int CU_LAUNCH_ATTRIBUTE_IGNORE = 0;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_PRIORITY = 8;
+union alignas(8) CUlaunchAttributeValue {
+  char pad[64];
+  int cooperative;
+  struct {
+    unsigned x, y, z;
+  } clusterDim;
+  int clusterSchedulingPolicyPreference;  // CUclusterSchedulingPolicy: 0 default, 1 spread, 2 load balancing
+  int programmaticStreamSerializationAllowed;
+  int priority;
+};
+struct CUlaunchAttribute {
+  int id;  // CUlaunchAttributeID
+  char pad[4];
+  CUlaunchAttributeValue value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(CUlaunchAttributeValue) == 64 && sizeof(CUlaunchAttribute) == 72 &&
+              offsetof(CUlaunchAttribute, value) == 8 && sizeof(CUlaunchConfig) == 56 &&
+              offsetof(CUlaunchConfig, hStream) == 32 && offsetof(CUlaunchConfig, attrs) == 40 &&
+              offsetof(CUlaunchConfig, numAttrs) == 48);
+inline constexpr CUresult CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720;
+
 // The entry points, by their exported (versioned) names.
 #define VMCUDA_DRIVER_FUNCTIONS(X)                                                                   \
   X(cuInit, CUresult (*)(unsigned))                                                                  \
@@ -185,6 +222,9 @@ inline constexpr int CU_FUNC_ATTRIBUTE_MAX = 16;
   X(cuFuncGetParamInfo, CUresult (*)(CUfunction, size_t, size_t*, size_t*))                          \
   X(cuLaunchKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,       \
                                  unsigned, unsigned, CUstream, void**, void**))                      \
+  X(cuLaunchCooperativeKernel, CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                                            unsigned, unsigned, CUstream, void**))                   \
+  X(cuLaunchKernelEx, CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**))               \
   X(cuDeviceGetUuid_v2, CUresult (*)(unsigned char*, CUdevice))                                      \
   X(cuMemGetInfo_v2, CUresult (*)(size_t*, size_t*))                                                 \
   X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext*, CUdevice))                                   \

@@ -17,6 +17,7 @@ namespace {
 constexpr bool takes_tail(api::Call c) {
   return c == api::Call::CopyToDeviceInline || c == api::Call::CopyToDeviceInlineAsync ||
          c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel ||
+         c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx ||
          c == api::Call::Copy2DToDeviceInline || c == api::Call::Copy2DToDeviceInlineAsync ||
          c == api::Call::ModuleGetGlobal || c == api::Call::ManagedVarBind;
 }
@@ -246,6 +247,8 @@ namespace {
 bool issues_only(api::Call c, std::span<const std::byte> args) {
   switch (c) {
     case api::Call::LaunchKernel:
+    case api::Call::LaunchCooperativeKernel:
+    case api::Call::LaunchKernelEx:
     case api::Call::CopyDeviceToDeviceAsync:
     case api::Call::MemsetAsync:
     case api::Call::Copy2DDeviceToDeviceAsync:

@@ -242,6 +242,10 @@ class Session : public vmrpc::SlotService {
   // Hooks of the other areas (one line each). Before a launch on `stream` of the current
   // device: the guest's writes to the shadows reach the variables, ordered on the stream.
   CUresult managed_before_launch(const vmrpc::CallContext& ctx, CUstream stream);
+  // A launch's kernel, stream (of the current device) and parameter pointers into `packed`
+  // (launch.cc), checked; the managed variables pushed. CUDA_SUCCESS or the error to return.
+  int32_t launch_setup(uint64_t function, uint64_t stream_handle, std::span<const std::byte> packed,
+                       const vmrpc::CallContext& ctx, CUfunction* fn, CUstream* stream, void*** params);
   // After a call that waited for work of `device` (`r`: its result, returned): the
   // variables' values reach the shadows. `all`: every stream of the device (cudaDeviceSynchronize).
   CUresult managed_after_sync(const vmrpc::CallContext& ctx, int device, CUresult r, bool all = false);

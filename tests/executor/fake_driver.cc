@@ -19,6 +19,7 @@ using namespace host;
 
 namespace {
 CUresult f_mem_info(size_t*, size_t*);
+constexpr CUresult CUDA_ERROR_INVALID_CLUSTER_SIZE = 912;
 // Streams and events are records: the fake runs all work at once, in call order, but it
 // keeps what the driver checks (the context each belongs to, flags, recorded or not) and
 // a clock that work advances, so that event timing is exact. While "hold completion" is
@@ -257,6 +258,7 @@ CUresult f_attr(int* v, int attr, CUdevice) {
     case 75: *v = 9; break;                       // compute capability
     case 81: *v = 233472; break;                  // shared memory per multiprocessor
     case 82: *v = 65536; break;                   // registers per multiprocessor
+    case 95: *v = 1; break;                       // cooperative launches
     case 97: *v = 232448; break;                  // shared memory per block, opt-in
     case 106: *v = 32; break;                     // blocks per multiprocessor
     case 111: *v = 1024; break;                   // shared memory reserved per block
@@ -606,10 +608,11 @@ CUresult f_param_info(CUfunction f, size_t i, size_t* off, size_t* size) {
   *size = fn->kernel->params[i].second;
   return CUDA_SUCCESS;
 }
-CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                  unsigned shared, CUstream stream, void** params, void**) {
-  g_last_launch_thread.store(std::this_thread::get_id());
-  std::lock_guard l(gpu().mu);
+int occupancy_locked(const FakeFunction& fn, int block_size, size_t dynamic_shared);
+FakeLaunchInfo g_last_launch_info;  // under gpu().mu
+// A launch's checks and its run, as the driver makes them. Lock held.
+CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shared, CUstream stream, void** params, const FakeLaunchInfo& info) {
   FakeFunction* fn = function_of(f);
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
@@ -621,6 +624,15 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
     return CUDA_ERROR_INVALID_VALUE;
   FakeStream* st = stream_for_work(stream);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (info.cooperative) {
+    // Every block co-resident: at most the occupancy calculator's blocks per multiprocessor
+    // times the multiprocessors (what cudaOccupancyMaxActiveBlocksPerMultiprocessor tells
+    // programs to size a cooperative grid by).
+    if (dev_attr(95, 0) == 0) return CUDA_ERROR_NOT_SUPPORTED;
+    const uint64_t most = uint64_t(occupancy_locked(*fn, static_cast<int>(bx * by * bz), shared)) * dev_attr(16, 132);
+    if (uint64_t{gx} * gy * gz > most) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  g_last_launch_info = info;
   did_work(st, kLaunchMs);
   FakeModule& mod = gpu().modules.at(fn->module);
   FakeCtxState& cs = ctx_state()[mod.ctx];
@@ -634,12 +646,71 @@ CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
                             return p ? find(p, find_fake_global(name)->bytes) : nullptr;
                           },
                           &cs.printf_fifo,
-                          cs.limits[1]};  // CU_LIMIT_PRINTF_FIFO_SIZE
+                          cs.limits[1],  // CU_LIMIT_PRINTF_FIFO_SIZE
+                          info.cooperative};
   const int r = fn->kernel->run(params, launch);
   // As on the H200 (tests/gpu/context_fault_probe.cc): an illegal address poisons every
   // context of the process, new ones included.
   if (r == 700) gpu_poisoned() = true;
   return r;
+}
+CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                  unsigned shared, CUstream stream, void** params, void**) {
+  g_last_launch_thread.store(std::this_thread::get_id());
+  std::lock_guard l(gpu().mu);
+  return launch_locked(f, gx, gy, gz, bx, by, bz, shared, stream, params, FakeLaunchInfo{});
+}
+CUresult f_launch_cooperative(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                              unsigned bz, unsigned shared, CUstream stream, void** params) {
+  g_last_launch_thread.store(std::this_thread::get_id());
+  std::lock_guard l(gpu().mu);
+  FakeLaunchInfo info;
+  info.cooperative = true;
+  return launch_locked(f, gx, gy, gz, bx, by, bz, shared, stream, params, info);
+}
+// The attributes the fake knows (those vmcuda forwards); others are refused as an old driver
+// would (CUDA_ERROR_INVALID_VALUE).
+CUresult f_launch_ex(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
+  g_last_launch_thread.store(std::this_thread::get_id());
+  if (!c || extra) return CUDA_ERROR_INVALID_VALUE;
+  if (c->numAttrs && !c->attrs) return CUDA_ERROR_INVALID_VALUE;
+  FakeLaunchInfo info;
+  info.ex = true;
+  info.attributes = c->numAttrs;
+  for (unsigned i = 0; i < c->numAttrs; ++i) {
+    const CUlaunchAttribute& a = c->attrs[i];
+    switch (a.id) {
+      case CU_LAUNCH_ATTRIBUTE_IGNORE:
+        break;
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        info.cooperative = a.value.cooperative != 0;
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY:  // clamped to the range, 0 (least) to -5 (greatest)
+        info.priority = std::clamp(a.value.priority, -5, 0);
+        break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
+        const unsigned x = a.value.clusterDim.x, y = a.value.clusterDim.y, z = a.value.clusterDim.z;
+        // Each divides the grid; at most 8 blocks (the portable cluster size).
+        if (!x || !y || !z || c->gridDimX % x || c->gridDimY % y || c->gridDimZ % z || uint64_t{x} * y * z > 8)
+          return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+        info.cluster[0] = x, info.cluster[1] = y, info.cluster[2] = z;
+        break;
+      }
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+        if (a.value.clusterSchedulingPolicyPreference < 0 || a.value.clusterSchedulingPolicyPreference > 2)
+          return CUDA_ERROR_INVALID_VALUE;
+        info.cluster_policy = a.value.clusterSchedulingPolicyPreference;
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        info.programmatic_serialization = a.value.programmaticStreamSerializationAllowed != 0;
+        break;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  std::lock_guard l(gpu().mu);
+  return launch_locked(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                       c->sharedMemBytes, c->hStream, params, info);
 }
 // ---- module variables, function attributes, occupancy
 CUresult f_get_global(CUdeviceptr* ptr, size_t* bytes, CUmodule m, const char* name) {
@@ -699,24 +770,24 @@ CUresult f_func_set_attribute(CUfunction f, int attr, int value) {
 }
 // The occupancy calculator's arithmetic: the fewest blocks that the threads, the blocks,
 // the registers and the shared memory of a multiprocessor each allow.
+int occupancy_locked(const FakeFunction& fn, int block_size, size_t dynamic_shared) {
+  if (block_size <= 0 || block_size > dev_attr(1, 1024) ||
+      dynamic_shared > static_cast<size_t>(fn.attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES]))
+    return 0;
+  const int warp = dev_attr(10, 32);
+  const int warps = (block_size + warp - 1) / warp;
+  int n = std::min(dev_attr(39, 2048) / (warps * warp), dev_attr(106, 32));
+  const int regs_per_warp = (fn.kernel->num_regs * warp + 255) / 256 * 256;
+  if (regs_per_warp) n = std::min(n, dev_attr(82, 65536) / regs_per_warp / warps);
+  const uint64_t shared = dynamic_shared + fn.kernel->shared_bytes + dev_attr(111, 1024);
+  return static_cast<int>(std::min<uint64_t>(n, dev_attr(81, 233472) / shared));
+}
 CUresult f_occupancy_flags(int* blocks, CUfunction f, int block_size, size_t dynamic_shared, unsigned flags) {
   std::lock_guard l(gpu().mu);
   const FakeFunction* fn = function_of(f);
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   if (!blocks || flags > 1) return CUDA_ERROR_INVALID_VALUE;
-  if (block_size <= 0 || block_size > dev_attr(1, 1024) ||
-      dynamic_shared > static_cast<size_t>(fn->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES])) {
-    *blocks = 0;
-    return CUDA_SUCCESS;
-  }
-  const int warp = dev_attr(10, 32);
-  const int warps = (block_size + warp - 1) / warp;
-  int n = std::min(dev_attr(39, 2048) / (warps * warp), dev_attr(106, 32));
-  const int regs_per_warp = (fn->kernel->num_regs * warp + 255) / 256 * 256;
-  if (regs_per_warp) n = std::min(n, dev_attr(82, 65536) / regs_per_warp / warps);
-  const uint64_t shared = dynamic_shared + fn->kernel->shared_bytes + dev_attr(111, 1024);
-  n = static_cast<int>(std::min<uint64_t>(n, dev_attr(81, 233472) / shared));
-  *blocks = n;
+  *blocks = occupancy_locked(*fn, block_size, dynamic_shared);
   return CUDA_SUCCESS;
 }
 CUresult f_occupancy(int* blocks, CUfunction f, int block_size, size_t dynamic_shared) {
@@ -1141,6 +1212,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     g.maps.clear();
     g.next_va = 0x302000000ull;
     g.move_hints = false;
+    g_last_launch_info = {};
   }
   api.cuInit = f_init;
   api.cuDriverGetVersion = f_version;
@@ -1172,6 +1244,8 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuModuleGetFunction = f_get_function;
   api.cuFuncGetParamInfo = f_param_info;
   api.cuLaunchKernel = f_launch;
+  api.cuLaunchCooperativeKernel = f_launch_cooperative;
+  api.cuLaunchKernelEx = f_launch_ex;
   api.cuGetErrorName = f_error_name;
   api.cuDeviceGetUuid_v2 = f_uuid;
   api.cuMemGetInfo_v2 = f_mem_info;
@@ -1277,6 +1351,10 @@ void fake_on_synchronize(std::function<void()> hook) {
   g_sync_hook = std::move(hook);
 }
 std::thread::id fake_last_launch_thread() { return g_last_launch_thread.load(); }
+FakeLaunchInfo fake_last_launch() {
+  std::lock_guard l(gpu().mu);
+  return g_last_launch_info;
+}
 
 void fake_hold_completion(bool on) {
   std::lock_guard l(gpu().mu);

@@ -56,6 +56,21 @@ void fake_clear_fault();
 void fake_on_synchronize(std::function<void()> hook);
 // The thread that made the last cuLaunchKernel call.
 std::thread::id fake_last_launch_thread();
+// How the last kernel that ran was launched: cuLaunchCooperativeKernel, or cuLaunchKernelEx
+// and the attributes it was given. Cooperative launches are refused
+// (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) past the occupancy calculator's blocks per
+// multiprocessor times the multiprocessors; clusters must divide the grid and hold at most 8
+// blocks (CUDA_ERROR_INVALID_CLUSTER_SIZE); launch priorities are clamped to 0..-5.
+struct FakeLaunchInfo {
+  bool ex = false;           // cuLaunchKernelEx
+  unsigned attributes = 0;   // its numAttrs
+  bool cooperative = false;
+  int priority = 0;
+  unsigned cluster[3] = {0, 0, 0};  // 0: none
+  int cluster_policy = 0;
+  bool programmatic_serialization = false;
+};
+FakeLaunchInfo fake_last_launch();
 // Fake GPU time: each launch takes 1 ms and each async copy or memset 0.5 ms, so
 // cuEventElapsedTime is exact. Priorities range from 0 (least) to -5 (greatest).
 

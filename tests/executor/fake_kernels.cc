@@ -285,6 +285,57 @@ int mg_mix(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// ---- tests/cuda/cooperative.cu: kernels with grid-wide barriers (cooperative launches only)
+
+// grid_sum(const int* in, int n, int* partial, int* out), blocks of 256: partial[b] = what
+// block b's threads summed (grid-stride), then, after the barrier, *out = the partials' sum.
+int grid_sum(void** params, const FakeLaunch& l) {
+  if (!l.cooperative) return 700;  // grid.sync() without a grid workspace
+  const int n = arg<int>(params, 1);
+  const uint64_t count = n < 0 ? 0 : n;
+  const uint64_t block_threads = uint64_t{l.block[0]} * l.block[1] * l.block[2];
+  const uint64_t blocks = l.threads / block_threads;
+  const std::byte* in = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* partial = l.mem(arg<uint64_t>(params, 2), uint64_t{l.grid[0]} * 4);
+  std::byte* out = l.mem(arg<uint64_t>(params, 3), 4);
+  if ((!in && count) || !partial || !out) return 700;
+  std::vector<uint32_t> sums(blocks, 0);
+  for (uint64_t i = 0; i < count; ++i) sums[(i % l.threads) / block_threads] += load<uint32_t>(in, i);
+  for (uint64_t b = 0; b < blocks; ++b) store<uint32_t>(partial, b % l.grid[0], sums[b]);  // partial[blockIdx.x]
+  uint32_t total = 0;
+  for (uint64_t b = 0; b < l.grid[0]; ++b) total += load<uint32_t>(partial, b);
+  store<uint32_t>(out, 0, total);
+  return 0;
+}
+
+// grid_rounds(int* a, int* b, int n, int rounds): round r writes dst[i] = src[(i + 1) % n] + 1
+// (a -> b, then b -> a, ...), a grid barrier after each.
+int grid_rounds(void** params, const FakeLaunch& l) {
+  const int n = arg<int>(params, 2), rounds = arg<int>(params, 3);
+  if (rounds <= 0) return 0;
+  if (!l.cooperative) return 700;
+  const uint64_t count = n < 0 ? 0 : n;
+  std::byte* a = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* b = l.mem(arg<uint64_t>(params, 1), count * 4);
+  if ((!a || !b) && count) return 700;
+  for (int r = 0; r < rounds; ++r) {
+    const std::byte* src = r % 2 ? b : a;
+    std::byte* dst = r % 2 ? a : b;
+    for (uint64_t i = 0; i < count; ++i) store<int>(dst, i, wadd(load<int>(src, (i + 1) % count), 1));
+  }
+  return 0;
+}
+
+// coop_bump(int* p, int n, int by): p[i] += by
+int coop_bump(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 1));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 4);
+  if (!p && count) return 700;
+  const int by = arg<int>(params, 2);
+  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, wadd(load<int>(p, i), by));
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
     // tests/cuda/managed_vars.cu
@@ -317,6 +368,11 @@ const FakeKernel kKernels[] = {
     // tests/cuda/multi_gpu.cu
     {"_Z7mg_fillPiii", {{0, 8}, {8, 4}, {12, 4}}, mg_fill, 10},
     {"_Z6mg_mixPKiPiii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, mg_mix, 10},
+    // tests/cuda/cooperative.cu (registers and static shared memory as ptxas -v says for
+    // sm_90: the occupancy that sizes its cooperative grids)
+    {"_Z8grid_sumPKiiPiS1_", {{0, 8}, {8, 4}, {16, 8}, {24, 8}}, grid_sum, 29, 1024},
+    {"_Z11grid_roundsPiS_ii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, grid_rounds, 32},
+    {"_Z9coop_bumpPiii", {{0, 8}, {8, 4}, {12, 4}}, coop_bump, 8},
 };
 
 template <class T>

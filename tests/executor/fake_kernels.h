@@ -30,6 +30,9 @@ struct FakeLaunch {
   // the next synchronizing call, as the driver does) and its size (cudaLimitPrintfFifoSize).
   std::string* printf_fifo = nullptr;
   size_t printf_fifo_bytes = 0;
+  // Launched cooperatively (every block co-resident): grid-wide barriers work. A kernel that
+  // needs one fails otherwise (its grid workspace is missing: an illegal address).
+  bool cooperative = false;
 };
 
 // A kernel's printf(): appended to the launch's FIFO; a line that does not fit is lost, as

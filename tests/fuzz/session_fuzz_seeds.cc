@@ -1,6 +1,7 @@
 // Writes the seed corpus of session_fuzz into a folder: call sequences as guest-lib makes
-// them (handshake, memory, a fake module's kernel launch, streams and events, 2D copies,
-// kernel printf, managed variables, peer access, pinned heap), so that the fuzzer starts
+// them (handshake, memory, a fake module's kernel launch, cooperative launches and launches
+// with attributes, streams and events, 2D copies, kernel printf, managed variables, peer
+// access, pinned heap), so that the fuzzer starts
 // past the handlers' first checks. Generated from the code (session_fuzz_input.h), so the
 // seeds follow the wire structs when they move.
 //
@@ -150,6 +151,28 @@ void two_d(const char* name) {
   save(name, w);
 }
 
+// Cooperative launches and launches with attributes (tests/cuda/cooperative.cu's coop_bump).
+void cooperative(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  module_image(w);
+  load_function(w, "_Z9coop_bumpPiii", 0);                      // rem 0 module, rem 1 function
+  w.call(Call::Malloc, api::MallocArgs{1024});                  // rem 2
+  const uint64_t p = 0;
+  const int n = 16, by = 3;
+  const auto args = packed({{&p, 8}, {&n, 4}, {&by, 4}});
+  w.call(Call::LaunchCooperativeKernel, api::LaunchArgs{1, {1, 1, 1}, {16, 1, 1}, 0, 16, 0}, args.data(), 16, 0, 2,
+         sizeof(api::LaunchArgs));
+  const api::LaunchAttribute attrs[2] = {{api::kLaunchAttrPriority, {uint32_t(-1), 0, 0}, 0},
+                                         {api::kLaunchAttrClusterDimension, {1, 1, 1}, 0}};
+  std::vector<std::byte> tail = packed({{attrs, sizeof attrs}});
+  tail.insert(tail.end(), args.begin(), args.end());
+  w.call(Call::LaunchKernelEx, api::LaunchExArgs{1, {2, 1, 1}, {8, 1, 1}, 0, 16, 0, 2, 0}, tail.data(),
+         uint16_t(tail.size()), 0, 2, sizeof(api::LaunchExArgs) + sizeof attrs);
+  w.call(Call::StreamSynchronize, api::StreamArgs{0});
+  w.call(Call::CopyFromDeviceInline, api::CopyFromDeviceInlineArgs{0, 64}, nullptr, 0, 64, 2, 0);
+  save(name, w);
+}
+
 void printf_ring(const char* name) {
   InputWriter w;
   module_image(w);
@@ -223,6 +246,8 @@ int main(int argc, char** argv) {
   streams_events(fuzz::kFlagGpuThreads, "streams-events-gpu-threads");
   two_d("2d");
   printf_ring("printf");
+  cooperative(0, "cooperative");
+  cooperative(fuzz::kFlagGpuThreads, "cooperative-gpu-threads");
   managed("managed");
   device_peer("device-peer");
   // The same sessions suspended and resumed (no damage: the resume must succeed).

@@ -46,6 +46,7 @@
 #pragma pop_macro("CU_STREAM_PER_THREAD")
 #pragma pop_macro("CU_MEMHOSTREGISTER_PORTABLE")
 #pragma pop_macro("CU_MEMHOSTREGISTER_DEVICEMAP")
+#include "vmcuda/api/wire.h"  // the launch attribute ids on the wire
 
 // ---- values
 #define VMCUDA_CUDART_ERROR(name, value, string)                                       \
@@ -164,6 +165,67 @@ static_assert(::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
               ::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE ==
                   vmcuda::host::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE &&
               ::CU_FUNC_ATTRIBUTE_MAX == vmcuda::host::CU_FUNC_ATTRIBUTE_MAX);
+// Launch attribute ids (cudaLaunchAttributeID == CUlaunchAttributeID, and the wire's) and the
+// driver's launch configuration as vmcuda-stub fills it (cuLaunchKernelEx).
+#define SAME_LAUNCH_ATTRIBUTE(name, cu)                                                          \
+  static_assert(int{::name} == int{ours::name} && int{::name} == int{::cu}, #name);
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeIgnore, CU_LAUNCH_ATTRIBUTE_IGNORE)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeAccessPolicyWindow, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeCooperative, CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeSynchronizationPolicy, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeClusterDimension, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeClusterSchedulingPolicyPreference,
+                      CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeProgrammaticStreamSerialization,
+                      CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeProgrammaticEvent, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributePriority, CU_LAUNCH_ATTRIBUTE_PRIORITY)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeMemSyncDomainMap, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeMemSyncDomain, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributePreferredClusterDimension, CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeLaunchCompletionEvent, CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeDeviceUpdatableKernelNode, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributePreferredSharedMemoryCarveout,
+                      CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT)
+SAME_LAUNCH_ATTRIBUTE(cudaLaunchAttributeNvlinkUtilCentricScheduling,
+                      CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING)
+#undef SAME_LAUNCH_ATTRIBUTE
+static_assert(int{::cudaClusterSchedulingPolicySpread} == int{ours::cudaClusterSchedulingPolicySpread} &&
+              int{::cudaClusterSchedulingPolicyLoadBalancing} == int{ours::cudaClusterSchedulingPolicyLoadBalancing});
+static_assert(::CU_LAUNCH_ATTRIBUTE_COOPERATIVE == vmcuda::host::CU_LAUNCH_ATTRIBUTE_COOPERATIVE &&
+              ::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == vmcuda::host::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION &&
+              ::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE ==
+                  vmcuda::host::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE &&
+              ::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+                  vmcuda::host::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+              ::CU_LAUNCH_ATTRIBUTE_PRIORITY == vmcuda::host::CU_LAUNCH_ATTRIBUTE_PRIORITY &&
+              ::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE == vmcuda::host::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+static_assert(::CU_LAUNCH_ATTRIBUTE_COOPERATIVE == vmcuda::api::kLaunchAttrCooperative &&
+              ::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == vmcuda::api::kLaunchAttrClusterDimension &&
+              ::CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE ==
+                  vmcuda::api::kLaunchAttrClusterSchedulingPolicy &&
+              ::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+                  vmcuda::api::kLaunchAttrProgrammaticSerialization &&
+              ::CU_LAUNCH_ATTRIBUTE_PRIORITY == vmcuda::api::kLaunchAttrPriority);
+static_assert(sizeof(::CUlaunchAttributeValue) == sizeof(vmcuda::host::CUlaunchAttributeValue) &&
+              alignof(::CUlaunchAttributeValue) == alignof(vmcuda::host::CUlaunchAttributeValue) &&
+              sizeof(::CUlaunchAttribute) == sizeof(vmcuda::host::CUlaunchAttribute) &&
+              offsetof(::CUlaunchAttribute, value) == offsetof(vmcuda::host::CUlaunchAttribute, value) &&
+              offsetof(::CUlaunchAttributeValue, clusterDim) == offsetof(vmcuda::host::CUlaunchAttributeValue, clusterDim) &&
+              offsetof(::CUlaunchAttributeValue, priority) == offsetof(vmcuda::host::CUlaunchAttributeValue, priority));
+#define SAME_LAUNCH_CONFIG_FIELD(f)                                                                           \
+  static_assert(offsetof(::CUlaunchConfig, f) == offsetof(vmcuda::host::CUlaunchConfig, f), "CUlaunchConfig." #f); \
+  static_assert(sizeof(::CUlaunchConfig::f) == sizeof(vmcuda::host::CUlaunchConfig::f), "CUlaunchConfig." #f);
+SAME_LAUNCH_CONFIG_FIELD(gridDimX)
+SAME_LAUNCH_CONFIG_FIELD(gridDimZ)
+SAME_LAUNCH_CONFIG_FIELD(blockDimX)
+SAME_LAUNCH_CONFIG_FIELD(blockDimZ)
+SAME_LAUNCH_CONFIG_FIELD(sharedMemBytes)
+SAME_LAUNCH_CONFIG_FIELD(hStream)
+SAME_LAUNCH_CONFIG_FIELD(attrs)
+SAME_LAUNCH_CONFIG_FIELD(numAttrs)
+#undef SAME_LAUNCH_CONFIG_FIELD
+static_assert(sizeof(::CUlaunchConfig) == sizeof(vmcuda::host::CUlaunchConfig));
 static_assert(sizeof(::cudaChannelFormatKind) == sizeof(ours::cudaChannelFormatKind));
 static_assert(sizeof(::cudaMemcpyKind) == sizeof(ours::cudaMemcpyKind));
 
@@ -241,6 +303,21 @@ SAME_OFFSET(cudaFuncAttributes, requiredClusterDepth)
 SAME_OFFSET(cudaFuncAttributes, clusterSchedulingPolicyPreference)
 SAME_OFFSET(cudaFuncAttributes, nonPortableClusterSizeAllowed)
 SAME_OFFSET(cudaFuncAttributes, reserved)
+SAME_LAYOUT(cudaLaunchAttributeValue)
+SAME_LAYOUT(cudaLaunchAttribute)
+SAME_OFFSET(cudaLaunchAttribute, val)
+SAME_LAYOUT(cudaLaunchConfig_t)
+SAME_OFFSET(cudaLaunchConfig_t, gridDim)
+SAME_OFFSET(cudaLaunchConfig_t, blockDim)
+SAME_OFFSET(cudaLaunchConfig_t, dynamicSmemBytes)
+SAME_OFFSET(cudaLaunchConfig_t, stream)
+SAME_OFFSET(cudaLaunchConfig_t, attrs)
+SAME_OFFSET(cudaLaunchConfig_t, numAttrs)
+SAME_OFFSET(cudaLaunchAttributeValue, cooperative)
+SAME_OFFSET(cudaLaunchAttributeValue, clusterDim)
+SAME_OFFSET(cudaLaunchAttributeValue, priority)
+SAME_OFFSET(cudaLaunchAttributeValue, programmaticEvent)
+SAME_OFFSET(cudaLaunchAttributeValue, launchCompletionEvent)
 #undef SAME_LAYOUT
 #undef SAME_OFFSET
 static_assert(sizeof(::cudaStream_t) == sizeof(ours::cudaStream_t));

@@ -80,6 +80,15 @@ VMCUDA_CUDART_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridD
                                                  size_t sharedMem, cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
                                                       size_t sharedMem, cudaStream_t stream);
+// Cooperative launches (every block co-resident: grid-wide barriers) and launches with
+// attributes (cooperative, priority, clusters), batched like the others (launch.cc).
+VMCUDA_CUDART_API cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                                          size_t sharedMem, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                                               void** args, size_t sharedMem, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args);
+VMCUDA_CUDART_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                                       void** args);
 VMCUDA_CUDART_API unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
                                                        struct CUstream_st* stream);
 VMCUDA_CUDART_API cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem,
@@ -239,6 +248,8 @@ VMCUDA_CUDART_END
   X(cudaMemAdvise)                           \
   X(cudaMemPrefetchAsync)                    \
   X(cudaLaunchKernel)                        \
+  X(cudaLaunchCooperativeKernel)             \
+  X(cudaLaunchKernelExC)                     \
   X(cudaGetKernel)                           \
   VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X) \
   VMCUDA_CUDART_SYMBOL_PITCH_FUNC_HAND_WRITTEN(X)

@@ -291,6 +291,74 @@ typedef struct CUkern_st* cudaKernel_t;
 typedef void (*cudaHostFn_t)(void* userData);
 typedef void (*cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void* userData);
 
+/// driver_types.h: launch attributes and the extensible launch configuration
+/// (cudaLaunchKernelExC). The value union is 64 bytes; only the members vmcuda reads are
+/// spelled out (the event ones too, to refuse them by name), the rest is `pad`.
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeIgnore = 0,
+  cudaLaunchAttributeAccessPolicyWindow = 1,
+  cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeSynchronizationPolicy = 3,
+  cudaLaunchAttributeClusterDimension = 4,
+  cudaLaunchAttributeClusterSchedulingPolicyPreference = 5,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+  cudaLaunchAttributeProgrammaticEvent = 7,
+  cudaLaunchAttributePriority = 8,
+  cudaLaunchAttributeMemSyncDomainMap = 9,
+  cudaLaunchAttributeMemSyncDomain = 10,
+  cudaLaunchAttributePreferredClusterDimension = 11,
+  cudaLaunchAttributeLaunchCompletionEvent = 12,
+  cudaLaunchAttributeDeviceUpdatableKernelNode = 13,
+  cudaLaunchAttributePreferredSharedMemoryCarveout = 14,
+  cudaLaunchAttributeNvlinkUtilCentricScheduling = 16
+};
+enum cudaClusterSchedulingPolicy {
+  cudaClusterSchedulingPolicyDefault = 0,
+  cudaClusterSchedulingPolicySpread = 1,
+  cudaClusterSchedulingPolicyLoadBalancing = 2
+};
+union cudaLaunchAttributeValue {
+  char pad[64];
+  void* align_;  // the union holds pointers (accessPolicyWindow.base_ptr, events)
+  int cooperative;
+  struct {
+    unsigned int x;
+    unsigned int y;
+    unsigned int z;
+  } clusterDim;
+  enum cudaClusterSchedulingPolicy clusterSchedulingPolicyPreference;
+  int programmaticStreamSerializationAllowed;
+  struct {
+    cudaEvent_t event;
+    int flags;
+    int triggerAtBlockStart;
+  } programmaticEvent;
+  int priority;
+  struct {
+    cudaEvent_t event;
+    int flags;
+  } launchCompletionEvent;
+};
+struct cudaLaunchAttribute_st {
+  enum cudaLaunchAttributeID id;
+  char pad[8 - sizeof(enum cudaLaunchAttributeID)];
+  union cudaLaunchAttributeValue val;
+};
+typedef struct cudaLaunchAttribute_st cudaLaunchAttribute;
+struct cudaLaunchConfig_st {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+typedef struct cudaLaunchConfig_st cudaLaunchConfig_t;
+static_assert(sizeof(cudaLaunchAttributeValue) == 64 && sizeof(cudaLaunchAttribute) == 72 &&
+              offsetof(cudaLaunchAttribute, val) == 8 && sizeof(cudaLaunchConfig_t) == 56 &&
+              offsetof(cudaLaunchConfig_t, dynamicSmemBytes) == 24 && offsetof(cudaLaunchConfig_t, attrs) == 40 &&
+              offsetof(cudaLaunchConfig_t, numAttrs) == 48);
+
 VMCUDA_CUDART_END
 
 /// driver_types.h: cudaHostAlloc, cudaHostRegister and cudaMallocManaged flags. Macros, as NVIDIA's are.

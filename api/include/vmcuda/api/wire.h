@@ -254,6 +254,35 @@ struct LaunchArgs {
 };
 static_assert(sizeof(LaunchArgs) == 48);
 
+// cudaLaunchKernelExC (LaunchKernelEx): LaunchArgs' fields, then attr_count LaunchAttribute
+// and arg_bytes of packed parameters follow the struct, in that order. The guest drops
+// cudaLaunchAttributeIgnore entries and sends only the attributes vmcuda forwards; the host
+// checks each again (ids, values, unused fields zero) before it reaches the driver.
+inline constexpr uint32_t kMaxLaunchAttributes = 16;  // limit on untrusted input (CUDA has 16 ids)
+// cudaLaunchAttributeID values vmcuda forwards (== CUlaunchAttributeID), and what `value` holds.
+inline constexpr uint32_t kLaunchAttrCooperative = 2;                // value[0]: 0 or 1
+inline constexpr uint32_t kLaunchAttrClusterDimension = 4;           // value[0..2]: x, y, z (>= 1)
+inline constexpr uint32_t kLaunchAttrClusterSchedulingPolicy = 5;    // value[0]: cudaClusterSchedulingPolicy (0..2)
+inline constexpr uint32_t kLaunchAttrProgrammaticSerialization = 6;  // value[0]: 0 or 1
+inline constexpr uint32_t kLaunchAttrPriority = 8;                   // value[0]: an int, clamped by the driver
+struct LaunchAttribute {
+  uint32_t id;
+  uint32_t value[3];  // unused ones 0
+  uint64_t reserved;  // 0 (room for an event handle)
+};
+static_assert(sizeof(LaunchAttribute) == 24);
+struct LaunchExArgs {
+  uint64_t function;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t arg_bytes;
+  uint64_t stream;  // a guest stream handle (0: the legacy default stream)
+  uint32_t attr_count;
+  uint32_t pad;
+};
+static_assert(sizeof(LaunchExArgs) == 56);
+
 // ---- function attributes and occupancy, of a function handle (GetFunctionReply::function).
 struct FunctionArgs { uint64_t function; };
 // Every CUfunction_attribute value (0 MAX_THREADS_PER_BLOCK .. 15
