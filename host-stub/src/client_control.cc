@@ -22,6 +22,8 @@ std::vector<std::byte> encode(const Request& r) {
   state::ByteWriter w;
   w.put_u32(static_cast<uint32_t>(r.op));
   w.put_string(r.path);
+  w.put_u32(static_cast<uint32_t>(r.devices.size()));
+  for (int d : r.devices) w.put_i32(d);
   return w.take();
 }
 
@@ -30,6 +32,11 @@ bool decode(std::span<const std::byte> bytes, Request* r) {
   uint32_t op = 0;
   rd.get_u32(&op);
   rd.get_string(&r->path, 4096);
+  uint32_t n = 0;
+  rd.get_u32(&n);
+  if (n > 64) return false;
+  r->devices.assign(n, 0);
+  for (int& d : r->devices) rd.get_i32(&d);
   rd.expect_end();
   r->op = static_cast<Op>(op);
   return rd.ok() && op >= 1 && op <= static_cast<uint32_t>(Op::kRestore);
@@ -334,6 +341,17 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
         reply.error = "the client is running; a state file is restored into a new client only";
         break;
       }
+      // A move: the same number of devices (the state names each one's model, which resume()
+      // compares with the new GPU's). Kept only if the resume succeeds.
+      const std::vector<int> devices_before = devices_;
+      if (!req.devices.empty()) {
+        if (req.devices.size() != devices_.size()) {
+          reply.error = "the client has " + std::to_string(devices_.size()) + " GPU(s), the move names " +
+                        std::to_string(req.devices.size());
+          break;
+        }
+        devices_ = req.devices;
+      }
       bool source_is_memory = false;
       const auto progress_fn = report(req.op == Op::kRestore ? "restore" : "resume");
       auto open_source = [&]() -> std::unique_ptr<state::Source> {
@@ -364,6 +382,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       }
       if (suspended_staging_) suspended_staging_->set_pinned(false);
       if (!ok) {
+        devices_ = devices_before;
         reply.error = why;
         break;
       }

@@ -25,6 +25,9 @@ enum class Op : uint32_t {
 struct Request {
   Op op = Op::kStatus;
   std::string path;
+  // kResume/kRestore: the host GPUs the client's guest devices are from now on (a move to
+  // GPUs of the same models); empty: where they were.
+  std::vector<int> devices;
 };
 
 struct Reply {

@@ -52,7 +52,8 @@ int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
 int32_t Session::on_CopyToDeviceInline(const api::CopyToDeviceInlineArgs& a, api::Empty&, Request& req) {
   if (!owns_range(a.dst, req.tail.size())) return CUDA_ERROR_INVALID_VALUE;
   if (req.tail.empty()) return CUDA_SUCCESS;
-  return api_.cuMemcpyHtoD_v2(a.dst, req.tail.data(), req.tail.size());
+  return on_owner(owner_of(a.dst, req.tail.size()),
+                  [&] { return api_.cuMemcpyHtoD_v2(a.dst, req.tail.data(), req.tail.size()); });
 }
 
 int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a, api::Empty&, Request& req) {
@@ -60,8 +61,9 @@ int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a,
   if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   // Straight into the shared reply area (the host never reads it back).
-  CUresult e = output_after_sync(
-      managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes)));
+  CUresult e = output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner_of(a.src, a.bytes), [&] {
+    return api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
+  })));
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
   return e;
 }
@@ -71,7 +73,8 @@ int32_t Session::on_CopyToDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Re
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return api_.cuMemcpyHtoD_v2(a.device, host->data(), host->size());
+  return on_owner(owner_of(a.device, host->size()),
+                  [&] { return api_.cuMemcpyHtoD_v2(a.device, host->data(), host->size()); });
 }
 
 int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
@@ -79,20 +82,30 @@ int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, 
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return output_after_sync(
-      managed_after_sync(req.ctx, current_, api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size())));
+  return output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner_of(a.device, host->size()), [&] {
+    return api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
+  })));
 }
 
 int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&, Request&) {
   if (!owns_range(a.dst, a.bytes) || !owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
-  return api_.cuMemcpyDtoD_v2(a.dst, a.src, a.bytes);
+  const int dst = owner_of(a.dst, a.bytes), src = owner_of(a.src, a.bytes);
+  if (foreign(dst, src)) {
+    // Between two GPUs (cudaMemcpy with unified addressing): a peer copy, ordered after the
+    // work of both.
+    CUcontext dc = context_of(dst), sc = context_of(src);
+    if (!dc || !sc) return ctx_error_;
+    return api_.cuMemcpyPeer(a.dst, dc, a.src, sc, a.bytes);
+  }
+  return on_owner(dst, [&] { return api_.cuMemcpyDtoD_v2(a.dst, a.src, a.bytes); });
 }
 
 int32_t Session::on_Memset(const api::MemsetArgs& a, api::Empty&, Request&) {
   if (!owns_range(a.dst, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
-  return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes);
+  return on_owner(owner_of(a.dst, a.bytes),
+                  [&] { return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes); });
 }
 
 }  // namespace vmcuda::host
@@ -106,6 +119,9 @@ int32_t Session::on_CopyToDeviceInlineAsync(const api::CopyToDeviceInlineAsyncAr
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_range(a.dst, req.tail.size())) return CUDA_ERROR_INVALID_VALUE;
   if (req.tail.empty()) return CUDA_SUCCESS;
+  if (const int owner = owner_of(a.dst, req.tail.size()); foreign(owner, device))
+    return after_stream_on_owner(owner, device, s,
+                                 [&] { return api_.cuMemcpyHtoD_v2(a.dst, req.tail.data(), req.tail.size()); });
   // `tail` is the decoder's private (pageable) copy: the driver stages it before
   // returning, so it may be reused once this returns, while the copy runs on.
   return on_device(device, [&] { return api_.cuMemcpyHtoDAsync_v2(a.dst, req.tail.data(), req.tail.size(), s); });
@@ -121,7 +137,10 @@ int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsy
   if (a.bytes == 0) return CUDA_SUCCESS;
   // The bytes must be in the reply before it goes: wait for the copy (and so for the
   // stream's earlier work, which it is ordered after).
-  CUresult e = on_device(device, [&] {
+  const int owner = owner_of(a.src, a.bytes);
+  CUresult e = foreign(owner, device) ? after_stream_on_owner(owner, device, s, [&] {
+    return api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
+  }) : on_device(device, [&] {
     CUresult r = api_.cuMemcpyDtoHAsync_v2(req.extra.data(), a.src, a.bytes, s);
     return r == CUDA_SUCCESS ? api_.cuStreamSynchronize(s) : r;
   });
@@ -139,6 +158,11 @@ int32_t Session::heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, 
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
+  if (const int owner = owner_of(a.device, host->size()); foreign(owner, device))
+    return after_stream_on_owner(owner, device, s, [&] {
+      return to_device ? api_.cuMemcpyHtoD_v2(a.device, host->data(), host->size())
+                       : api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
+    });
   // From or into a pinned block (PinHeap: cudaMallocHost memory) a true DMA on the
   // stream; with unpinned heap the driver stages it before returning.
   return on_device(device, [&] {
@@ -162,6 +186,14 @@ int32_t Session::on_CopyDeviceToDeviceAsync(const api::CopyDeviceAsyncArgs& a, a
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_range(a.dst, a.bytes) || !owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
+  const int dst = owner_of(a.dst, a.bytes), src = owner_of(a.src, a.bytes);
+  if (foreign(dst, src)) {  // between two GPUs: a peer copy on the stream
+    CUcontext dc = context_of(dst), sc = context_of(src);
+    if (!dc || !sc) return ctx_error_;
+    return on_device(device, [&] { return api_.cuMemcpyPeerAsync(a.dst, dc, a.src, sc, a.bytes, s); });
+  }
+  if (foreign(dst, device))
+    return after_stream_on_owner(dst, device, s, [&] { return api_.cuMemcpyDtoD_v2(a.dst, a.src, a.bytes); });
   return on_device(device, [&] { return api_.cuMemcpyDtoDAsync_v2(a.dst, a.src, a.bytes, s); });
 }
 
@@ -171,6 +203,10 @@ int32_t Session::on_MemsetAsync(const api::MemsetAsyncArgs& a, api::Empty&, Requ
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_range(a.dst, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
+  if (const int owner = owner_of(a.dst, a.bytes); foreign(owner, device))
+    return after_stream_on_owner(owner, device, s, [&] {
+      return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes);
+    });
   return on_device(device,
                    [&] { return api_.cuMemsetD8Async(a.dst, static_cast<unsigned char>(a.value), a.bytes, s); });
 }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -167,6 +168,32 @@ class Session : public vmrpc::SlotService {
   // Same for async 2D copies (memory_2d.cc).
   int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const { return vol_.find_range(ptr, bytes) != nullptr; }
+  // The guest device whose memory [ptr, ptr+bytes) is (the client's allocation or module
+  // variable there), or -1.
+  int owner_of(uint64_t ptr, uint64_t bytes) const {
+    const Object* o = vol_.find_range(ptr, bytes);
+    return o ? o->device : -1;
+  }
+  // A synchronous copy or memset of `owner`'s memory runs in its context: arena memory is
+  // mapped for its own device (for others only with peer access), where cudaMemcpy reaches
+  // any device's memory. After the current device's work, as on its legacy stream.
+  template <class F>
+  CUresult on_owner(int owner, F&& f) {
+    if (owner < 0 || owner == current_ || devices_[owner] == devices_[current_]) return f();
+    if (CUresult e = api_.cuCtxSynchronize(); e != CUDA_SUCCESS) return e;
+    return on_device(owner, f);
+  }
+  // Whether work issued on a stream of `device` touches another GPU's memory (`owner`'s):
+  // then the stream's work goes first and the operation runs synchronously in the owner's
+  // context (the stream's context cannot reach it without peer access).
+  bool foreign(int owner, int device) const {
+    return owner >= 0 && owner != device && devices_[owner] != devices_[device];
+  }
+  template <class F>
+  CUresult after_stream_on_owner(int owner, int device, CUstream s, F&& f) {
+    if (CUresult e = on_device(device, [&] { return api_.cuStreamSynchronize(s); }); e != CUDA_SUCCESS) return e;
+    return on_device(owner, f);
+  }
   // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
   bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
   // Device settings and peer access (device.cc, peer.cc). The context of guest device
@@ -279,16 +306,17 @@ class Session : public vmrpc::SlotService {
 // The vmrpc service of vmcuda-stub: one Session per claimed slot.
 class StubService : public vmrpc::Service {
  public:
-  StubService(const DriverApi& api, StubLimits limits, std::vector<int> devices)
+  // `devices`: the VM's GPUs as each new client starts (placement.h: a move changes them).
+  StubService(const DriverApi& api, StubLimits limits, std::function<std::vector<int>()> devices)
       : api_(api), limits_(limits), devices_(std::move(devices)) {}
   std::unique_ptr<vmrpc::SlotService> open(const vmrpc::SlotInfo& info) override {
-    return std::make_unique<Session>(api_, limits_, devices_, info);
+    return std::make_unique<Session>(api_, limits_, devices_(), info);
   }
 
  private:
   const DriverApi& api_;
   StubLimits limits_;
-  std::vector<int> devices_;
+  std::function<std::vector<int>()> devices_;
 };
 
 }  // namespace vmcuda::host

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +21,7 @@
 #include "vm_control.h"
 #include "driver_api.h"
 #include "output.h"
+#include "placement.h"
 #include "service_manager.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
@@ -72,6 +75,21 @@ std::string file_of(const nlohmann::json& request) {
   return f;
 }
 
+// "devices": the GPUs a resume or restore moves the VM to (absent: where it is).
+std::vector<int> devices_of(const nlohmann::json& request) {
+  std::vector<int> d;
+  if (!request.contains("devices")) return d;
+  const auto& list = request["devices"];
+  if (!list.is_array() || list.empty() || list.size() > 64)
+    throw std::runtime_error("\"devices\" must be a list of GPU indexes");
+  for (const auto& v : list) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 4096)
+      throw std::runtime_error("\"devices\" must be a list of GPU indexes");
+    d.push_back(v.get<int>());
+  }
+  return d;
+}
+
 // vmcudactl upgrade: the VM's clients saved (held where they are), then this process becomes
 // the stub binary on disk again (exec in place: same pid, same systemd unit) and takes over
 // the listening socket and the VM's connections (HostEndpoint::prepare_handover); QEMU and
@@ -80,7 +98,8 @@ std::string file_of(const nlohmann::json& request) {
 struct Upgrade {
   vmrpc::HostEndpoint* endpoint = nullptr;
   std::string state_dir;  // the VM's (VmControl's)
-  char** argv = nullptr;
+  // The command line to execute again: the first one, with the VM's GPUs as they are now.
+  std::function<std::vector<std::string>()> argv;
 };
 
 std::string executable_on_disk() {
@@ -98,14 +117,14 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
   control.on("suspend", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
                return vm.suspend(p, why);
              }));
-  control.on("resume", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
-               return vm.resume(p, why);
+  control.on("resume", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
+               return vm.resume(p, why, devices_of(r));
              }));
   control.on("save", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
                return vm.save(file_of(r), p, why);
              }));
   control.on("restore", vm_operation(vm, [&vm](const nlohmann::json& r, const VmControl::Progress& p, std::string* why) {
-               return vm.restore(file_of(r), p, why);
+               return vm.restore(file_of(r), p, why, devices_of(r));
              }));
   control.on("upgrade", vm_operation(vm, [&vm, upgrade](const nlohmann::json&, const VmControl::Progress& p,
                                                           std::string* why) {
@@ -131,7 +150,11 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
                  ::setenv(vmrpc::HostEndpoint::kHandoverEnv, handover.c_str(), 1);
                  std::fprintf(stderr, "vmcuda-stub: upgrading: executing %s with the VM's connections (clients saved "
                               "in %s)\n", exe.c_str(), dir.c_str());
-                 ::execv(exe.c_str(), upgrade.argv);
+                 const std::vector<std::string> args = upgrade.argv();
+                 std::vector<char*> argv;
+                 for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+                 argv.push_back(nullptr);
+                 ::execv(exe.c_str(), argv.data());
                  std::fprintf(stderr, "vmcuda-stub: upgrade failed: cannot execute %s: %s; resuming the clients here\n",
                               exe.c_str(), std::strerror(errno));
                  ::unsetenv(vmrpc::HostEndpoint::kHandoverEnv);
@@ -222,13 +245,21 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   app.option_defaults()->always_capture_default();  // --help shows every default
   std::string isolation = "process";
   std::string socket_path = "/run/vmcuda/local.sock";
-  std::vector<int> devices{0};
+  std::string devices_text = "0";
   uint64_t quota_mib = 0;
   vmrpc::RegionConfig region = vmrpc::RegionConfig::from_knobs();
   app.add_option("-s,--socket", socket_path, "UNIX socket to serve (one per VM; QEMU's ivshmem chardev connects here)");
-  app.add_option("-d,--devices", devices, "host CUDA devices this socket's clients use; guest device i is the i-th")
-      ->check(CLI::NonNegativeNumber)
-      ->delimiter(',');
+  app.add_option("-d,--devices", devices_text,
+                 "host CUDA devices this VM's programs use, guest device i the i-th (0,1), or auto[:N]: the N GPUs "
+                 "of --gpu-pool that the fewest live VMs use (counted in --placement-dir)")
+      ->capture_default_str();
+  std::string gpu_pool_text, placement_dir;
+  app.add_option("--gpu-pool", gpu_pool_text,
+                 "the GPUs this stub may use, for --devices auto and for moving the VM (vmcudactl resume VM --devices "
+                 "LIST); default: every GPU the driver shows");
+  app.add_option("--placement-dir", placement_dir,
+                 "where each VM's stub records its GPUs for auto placement (shared by the host's stubs; default: "
+                 "placement/ beside the socket)");
   std::string socket_mode = "0660", socket_group, socket_owner;
   app.add_option("--socket-mode", socket_mode, "the VM socket's permission bits (octal), whatever the umask")
       ->capture_default_str();
@@ -308,12 +339,45 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   }
   int count = 0;
   api.cuDeviceGetCount(&count);
-  for (int d : devices)
-    if (d >= count) {
-      std::fprintf(stderr, "vmcuda-stub: --devices names %d, but the driver sees %d device(s) (0..%d)\n", d, count,
-                   count - 1);
+  // The GPUs this stub may use (with their models: a move keeps them), then the VM's.
+  std::map<int, std::string> pool;
+  {
+    std::string why;
+    std::vector<int> pool_list;
+    if (gpu_pool_text.empty()) {
+      for (int d = 0; d < count; ++d) pool_list.push_back(d);
+    } else if (auto p = parse_placement(gpu_pool_text, &why); p && !p->devices.empty()) {
+      pool_list = p->devices;
+    } else {
+      std::fprintf(stderr, "vmcuda-stub: --gpu-pool %s: give GPU indexes such as 0,1\n", gpu_pool_text.c_str());
       return 2;
     }
+    for (int d : pool_list) {
+      CUdevice dev;
+      char name[256] = {};
+      if (d >= count || api.cuDeviceGet(&dev, d) != CUDA_SUCCESS) {
+        std::fprintf(stderr, "vmcuda-stub: GPU %d is named (--devices or --gpu-pool), but the driver sees %d device(s) "
+                     "(0..%d)\n", d, count, count - 1);
+        return 2;
+      }
+      size_t total = 0;
+      api.cuDeviceGetName(name, sizeof name - 1, dev);
+      api.cuDeviceTotalMem_v2(&total, dev);
+      pool[d] = std::string(name) + " (" + std::to_string(total >> 20) + " MiB)";  // the model (as suspend.cc's)
+    }
+  }
+  Placement placement(vm_name, pool);
+  {
+    std::string why;
+    const auto request = parse_placement(devices_text, &why);
+    if (placement_dir.empty())
+      placement_dir = (std::filesystem::path(socket_path).parent_path() / "placement").string();
+    if (!request || !placement.place(*request, worker ? std::string() : placement_dir, &why)) {
+      std::fprintf(stderr, "vmcuda-stub: %s\n", why.c_str());
+      return 2;
+    }
+  }
+  const std::vector<int> devices = placement.devices();
   // The VM's ledger: made here, handed to each worker (fd kLedgerFd), so the VM's programs
   // count against one quota whichever process serves them.
   static constexpr int kLedgerFd = 7;
@@ -344,7 +408,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
     return 1;
   }
-  StubService service(api, limits, devices);
+  StubService service(api, limits, [&placement] { return placement.devices(); });
   if (worker) return vmrpc::run_worker(argc, argv, service);
 
   vmrpc::HostEndpointOptions options{socket_path, region, 64};
@@ -375,8 +439,9 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     const std::string self(exe, static_cast<size_t>(n));
     const std::vector<std::string> args(argv + 1, argv + stub_argc);
     const int ledger_fd = limits.ledger->fd();
-    options.spawn_worker = [self, args, ledger_fd](const vmrpc::WorkerSpec& spec) {
-      return vmrpc::spawn_worker_process(self, args, spec, {{ledger_fd, kLedgerFd}});
+    // Each worker is told the VM's GPUs as they are when it starts (a move changes them).
+    options.spawn_worker = [self, args, ledger_fd, &placement](const vmrpc::WorkerSpec& spec) {
+      return vmrpc::spawn_worker_process(self, with_devices(args, placement.devices()), spec, {{ledger_fd, kLedgerFd}});
     };
     // A worker that ended (a crash, a kill) leaves nothing charged to the VM.
     options.on_worker_exit = [ledger = limits.ledger](int pid) { ledger->reclaim(pid); };
@@ -408,17 +473,11 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     if (control_socket.empty())
       control_socket = socket_path.ends_with(".sock") ? socket_path.substr(0, socket_path.size() - 5) + ".ctl"
                                                       : socket_path + ".ctl";
-    std::vector<std::string> gpus;
-    for (int d : devices) {
-      CUdevice dev;
-      char name[256] = {};
-      if (api.cuDeviceGet(&dev, d) == CUDA_SUCCESS) api.cuDeviceGetName(name, sizeof name - 1, dev);
-      gpus.push_back(std::to_string(d) + ": " + name);
-    }
-    VmControl vm(endpoint, vm_name, gpus, std::chrono::seconds(10),
+    VmControl vm(endpoint, vm_name, placement.names(), std::chrono::seconds(10),
                  state_dir.empty() ? std::string() : (std::filesystem::path(state_dir) / vm_name).string());
     vm_control = &vm;
     vm.set_ledger(limits.ledger);
+    vm.set_placement(&placement);
     // Whatever way this scope ends, the endpoint (its restore thread uses vm) stops first.
     struct StopFirst {
       vmrpc::HostEndpoint& e;
@@ -431,12 +490,17 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       copts.socket_path = control_socket;
       if (!control_group.empty()) copts.group = control_group;
       control = std::make_unique<ControlServer>(copts);
-      install_control_handlers(*control, vm, Upgrade{&endpoint, vm.state_dir(), argv});
+      const std::vector<std::string> first_args(argv, argv + argc);
+      install_control_handlers(*control, vm, Upgrade{&endpoint, vm.state_dir(), [first_args, &placement] {
+                                                        std::vector<std::string> a = with_devices(
+                                                            {first_args.begin() + 1, first_args.end()}, placement.devices());
+                                                        a.insert(a.begin(), first_args.front());
+                                                        return a;
+                                                      }});
       control->start();
     }
     vm.remove_stale_handovers();
-    std::string list;
-    for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    const std::string list = device_list(devices);
     std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s\n", socket_path.c_str(),
                  list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread",
                  limits.gpu_threads ? ", work issued by one working thread per GPU" : "");

@@ -1,5 +1,6 @@
 #include "vm_control.h"
 
+#include "placement.h"
 #include "vm_ledger.h"
 
 #include <sys/random.h>
@@ -192,15 +193,28 @@ VmStatus VmControl::status() {
   return s;
 }
 
+std::vector<std::string> VmControl::gpus() const { return placement_ ? placement_->names() : gpus_; }
+
+bool VmControl::check_move(const std::vector<int>& to, std::string* why) const {
+  if (to.empty()) return true;
+  if (!placement_) {
+    if (why) *why = "this stub cannot move its VM to other GPUs";
+    return false;
+  }
+  return placement_->check_move(to, why);
+}
+
 bool VmControl::request(const SlotKey& k, cc::Op op, const std::string& path, cc::Reply* reply,
-                        const Progress& progress, uint64_t done_before, uint64_t total, std::string* why) {
+                        const Progress& progress, uint64_t done_before, uint64_t total, std::string* why,
+                        const std::vector<int>& devices) {
   std::vector<std::byte> bytes;
   std::string err;
   const auto on_progress = [&](std::span<const std::byte> m) {
     cc::Progress p;
     if (progress && cc::decode(m, &p)) progress(p.phase, done_before + p.done, total);
   };
-  if (!endpoint_.control_slot(k.first, k.second, cc::encode(cc::Request{op, path}), &bytes, on_progress, &err)) {
+  if (!endpoint_.control_slot(k.first, k.second, cc::encode(cc::Request{op, path, devices}), &bytes, on_progress,
+                              &err)) {
     if (why) *why = name_of(k.first, k.second) + ": " + err;
     return false;
   }
@@ -335,7 +349,7 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
       index_saved(token, *dir);
     }
     const nlohmann::json manifest = {{"format", "vmcuda-saved-vm"}, {"version", 1},           {"vm", vm_},
-                                     {"gpus", gpus_},               {"connections", connections}, {"clients", clients}};
+                                     {"gpus", gpus()},              {"connections", connections}, {"clients", clients}};
     const fs::path tmp = fs::path(*dir) / "manifest.json.partial";
     std::ofstream(tmp) << manifest.dump(2) << "\n";
     std::error_code ec;
@@ -350,21 +364,27 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
   return true;
 }
 
-bool VmControl::resume(const Progress& progress, std::string* why) {
+bool VmControl::resume(const Progress& progress, std::string* why, const std::vector<int>& to) {
   std::lock_guard l(mu_);
-  return resume_from(nullptr, progress, why);
+  return resume_from(nullptr, progress, why, to);
 }
 
-bool VmControl::restore(const std::string& dir, const Progress& progress, std::string* why) {
+bool VmControl::restore(const std::string& dir, const Progress& progress, std::string* why,
+                        const std::vector<int>& to) {
   std::lock_guard l(mu_);
   forget_gone_clients();
+  if (!check_move(to, why)) return false;
   Manifest m;
   std::string err;
   if (!read_manifest(dir, &m, &err)) {
     if (why) *why = err;
     return false;
   }
-  if (vm_suspended_) return resume_from(&dir, progress, why);
+  if (vm_suspended_) return resume_from(&dir, progress, why, to);
+  if (!to.empty()) {  // the VM comes back (its image loaded) on these GPUs
+    placement_->set(to);
+    VMRPC_LOG(kInfo, "stub", vm_ + ": moved to GPU(s) " + device_list(to));
+  }
   if (m.files.empty()) {
     if (progress) progress("done", 0, 0);
     return true;  // a VM saved without clients: nothing to bring back
@@ -488,11 +508,16 @@ void VmControl::remove_stale_handovers() {
   }
 }
 
-bool VmControl::resume_from(const std::string* dir, const Progress& progress, std::string* why) {
+bool VmControl::resume_from(const std::string* dir, const Progress& progress, std::string* why,
+                            const std::vector<int>& to) {
   if (!vm_suspended_) {
     if (why) *why = "the VM is not suspended";
     return false;
   }
+  if (!check_move(to, why)) return false;
+  // Each client comes back on the VM's GPUs as they are now (also one left suspended by a
+  // resume that moved the others).
+  const std::vector<int> target = to.empty() && placement_ ? placement_->devices() : to;
   set_state(dir ? "restoring" : "resuming");
   std::string first_error;
   uint64_t done = 0;
@@ -512,7 +537,8 @@ bool VmControl::resume_from(const std::string* dir, const Progress& progress, st
     std::string err;
     const std::string path =
         dir ? (fs::path(*dir) / client_file(it->first.first, it->first.second)).string() : it->second;
-    if (!request(it->first, path.empty() ? cc::Op::kResume : cc::Op::kRestore, path, &r, progress, done, 0, &err)) {
+    if (!request(it->first, path.empty() ? cc::Op::kResume : cc::Op::kRestore, path, &r, progress, done, 0, &err,
+                 target)) {
       if (ended(it->first, live[it->first])) {
         // Its program exited while suspended (a local program that needs no reply to end
         // does not wait for the resume): nothing to bring back.
@@ -528,6 +554,12 @@ bool VmControl::resume_from(const std::string* dir, const Progress& progress, st
     done += r.status.device_bytes;
     resumed.push_back(it->first);
     it = suspended_.erase(it);
+  }
+  // Moved: the clients that came back run there, and so do the programs that start now
+  // (those still suspended move when they resume with the same list).
+  if (!to.empty() && (!resumed.empty() || suspended_.empty())) {
+    placement_->set(to);
+    VMRPC_LOG(kInfo, "stub", vm_ + ": moved to GPU(s) " + device_list(to));
   }
   // A new image token while every client is still held (services take a token that
   // changes under them for a replaced region). Not after a partial resume: the clients

@@ -53,6 +53,9 @@ class VmControl {
  public:
   // The VM's ledger, for status() (set once, before the control socket serves).
   void set_ledger(std::shared_ptr<class VmLedger> ledger) { ledger_ = std::move(ledger); }
+  // The VM's GPUs (set once, before the control socket serves): a resume or restore may
+  // move the VM to other GPUs of the same models (`to`).
+  void set_placement(class Placement* placement) { placement_ = placement; }
   // Before this process hands the VM to the next one (restart, upgrade): no connection is
   // accepted any more; those that come wait in the socket's backlog for the next process.
   bool stop_accepting(std::chrono::milliseconds timeout) { return endpoint_.stop_accepting(timeout); }
@@ -67,13 +70,14 @@ class VmControl {
 
   VmStatus status();
   bool suspend(const Progress& progress, std::string* why);
-  bool resume(const Progress& progress, std::string* why);
+  // `to`: the host GPUs the VM's guest devices are from now on (empty: where they were).
+  bool resume(const Progress& progress, std::string* why, const std::vector<int>& to = {});
   // Suspend into `dir` (created; must not hold a saved VM already).
   bool save(const std::string& dir, const Progress& progress, std::string* why);
   // Resume the suspended clients from the state files in `dir` (kept for a retry). With no
   // client suspended here (a new stub, a VM that is being restored), `dir` is remembered for
   // the VM image that names it: its clients come back when QEMU loads that image.
-  bool restore(const std::string& dir, const Progress& progress, std::string* why);
+  bool restore(const std::string& dir, const Progress& progress, std::string* why, const std::vector<int>& to = {});
   // HostEndpointOptions::on_region_restored: each listed slot's client from the saved VM
   // its image token names, or lost.
   void adopt_restored(const vmrpc::RestoredRegion& r);
@@ -88,7 +92,7 @@ class VmControl {
   void remove_stale_handovers();
 
   const std::string& vm() const { return vm_; }
-  const std::vector<std::string>& gpus() const { return gpus_; }
+  std::vector<std::string> gpus() const;
   const std::string& state_dir() const { return state_dir_; }
 
  private:
@@ -101,9 +105,12 @@ class VmControl {
   void set_token_parked(uint64_t connection, const std::set<SlotKey>& parked);
   void forget_gone_clients();
   bool ended(const SlotKey& k, int worker_pid);
-  bool resume_from(const std::string* dir, const Progress& progress, std::string* why);
+  bool resume_from(const std::string* dir, const Progress& progress, std::string* why, const std::vector<int>& to);
   bool request(const SlotKey& k, client_control::Op op, const std::string& path, client_control::Reply* reply,
-               const Progress& progress, uint64_t done_before, uint64_t total, std::string* why);
+               const Progress& progress, uint64_t done_before, uint64_t total, std::string* why,
+               const std::vector<int>& devices = {});
+  bool check_move(const std::vector<int>& to, std::string* why) const;
+  class Placement* placement_ = nullptr;
   void release_all_held();
 
   vmrpc::HostEndpoint& endpoint_;

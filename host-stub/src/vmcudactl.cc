@@ -874,6 +874,11 @@ int main(int argc, char** argv) {
   suspend->add_option("VM", vm, "the VM (required unless --socket)");
   auto* resume = app.add_subcommand("resume", "restore a suspended VM's GPU state and let its clients run");
   resume->add_option("VM", vm, "the VM (required unless --socket)");
+  std::vector<int> move_to;
+  const char* move_help =
+      "move the VM to these GPUs (guest device i on the i-th): as many as it has, of the same models, among the "
+      "stub's --gpu-pool; its programs continue there with every pointer unchanged";
+  resume->add_option("--devices", move_to, move_help)->delimiter(',')->check(CLI::NonNegativeNumber);
   auto* save = app.add_subcommand("save", "suspend the VM's CUDA clients and write their GPU state to FILE");
   save->add_option("VM", vm, "the VM (omit with --socket)");
   save->add_option("FILE", file, "the state file to write");
@@ -883,6 +888,7 @@ int main(int argc, char** argv) {
       "--vm VM (or --socket) names the stub, which is required: vmcudactl does not guess");
   restore->add_option("FILE", file, "the state file written by `vmcudactl save`")->required();
   restore->add_option("--vm", restore_vm, "the VM whose stub loads the state (required unless --socket)");
+  restore->add_option("--devices", move_to, move_help)->delimiter(',')->check(CLI::NonNegativeNumber);
   auto* upgrade = app.add_subcommand("upgrade", "hand the VM over to a new vmcuda-stub binary without stopping it");
   upgrade->add_option("VM", vm, "the VM (required unless --socket)");
 
@@ -979,6 +985,7 @@ int main(int argc, char** argv) {
 
   json request{{"op", op}};
   if (!file.empty()) request["file"] = absolute_path(file);
+  if (!move_to.empty()) request["devices"] = move_to;
 
   const auto started = Clock::now();
   try {

@@ -104,6 +104,10 @@ FakeGpu& gpu() {
 
 // The bytes at [p, p+n) if one allocation holds them.
 std::byte* find_mapped_host(uint64_t p, size_t n);
+int asking_device();
+// The device that reaches memory now: a kernel's, each side's of a peer copy; else (-1) the
+// calling thread's current context's, as the driver checks a VMM mapping's access.
+thread_local int t_asking = -1;
 std::byte* find(uint64_t p, size_t n) {
   if (std::byte* h = find_mapped_host(p, n)) return h;  // host memory registered with DEVICEMAP
   auto& g = gpu();
@@ -112,9 +116,12 @@ std::byte* find(uint64_t p, size_t n) {
   --it;
   const uint64_t off = p - it->first;
   if (off > it->second.size() || n > it->second.size() - off) return nullptr;
-  // A VMM mapping without cuMemSetAccess is not accessible (the executor does not track
-  // which device asks, only whether any may).
-  if (auto m = g.maps.find(it->first); m != g.maps.end() && m->second.access == 0) return nullptr;
+  // A VMM mapping is accessible from the devices cuMemSetAccess named (from any of them
+  // where no context asks).
+  if (auto m = g.maps.find(it->first); m != g.maps.end()) {
+    const int d = asking_device();
+    if (d < 0 ? m->second.access == 0 : !(m->second.access & (1u << d))) return nullptr;
+  }
   return it->second.data() + off;
 }
 
@@ -278,6 +285,19 @@ struct FakeCtxState {
 std::map<CUcontext, FakeCtxState>& ctx_state() {
   static std::map<CUcontext, FakeCtxState> s;
   return s;
+}
+int asking_device() {
+  if (t_asking >= 0) return t_asking;
+  auto it = ctx_state().find(t_ctx);
+  return it == ctx_state().end() ? -1 : static_cast<int>(it->second.device);
+}
+// Memory of `p` as `device` reaches it. Lock held.
+std::byte* find_from(int device, uint64_t p, size_t n) {
+  const int before = t_asking;
+  t_asking = device;
+  std::byte* r = find(p, n);
+  t_asking = before;
+  return r;
 }
 // As the driver at a synchronizing call: context c's kernel printf output goes to this
 // process's stdout, through stdio (not flushed). Lock held.
@@ -648,7 +668,9 @@ CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
                           &cs.printf_fifo,
                           cs.limits[1],  // CU_LIMIT_PRINTF_FIFO_SIZE
                           info.cooperative};
+  t_asking = static_cast<int>(cs.device);  // the kernel's device reaches memory
   const int r = fn->kernel->run(params, launch);
+  t_asking = -1;
   // As on the H200 (tests/gpu/context_fault_probe.cc): an illegal address poisons every
   // context of the process, new ones included.
   if (r == 700) gpu_poisoned() = true;
@@ -1166,12 +1188,18 @@ CUresult f_p2p_attribute(int* v, int attr, CUdevice src, CUdevice dst) {
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
+// Each side as its own context's device reaches it. Lock held.
+CUresult peer_copy_locked(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
+  if (!ctx_state().contains(dc) || !ctx_state().contains(sc)) return 201;
+  std::byte* pd = find_from(static_cast<int>(ctx_state()[dc].device), d, n);
+  std::byte* ps = find_from(static_cast<int>(ctx_state()[sc].device), s, n);
+  if (!pd || !ps) return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(pd, ps, n);
+  return CUDA_SUCCESS;
+}
 CUresult f_memcpy_peer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
-  {
-    std::lock_guard l(gpu().mu);
-    if (!ctx_state().contains(dc) || !ctx_state().contains(sc)) return 201;
-  }
-  return f_dtod(d, s, n);
+  std::lock_guard l(gpu().mu);
+  return peer_copy_locked(d, dc, s, sc, n);
 }
 CUresult f_memcpy_peer_async(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream stream) {
   {
@@ -1180,8 +1208,8 @@ CUresult f_memcpy_peer_async(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUconte
     FakeStream* st = stream_for_work(stream);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     did_work(st, kCopyMs);
+    return peer_copy_locked(d, dc, s, sc, n);
   }
-  return f_dtod(d, s, n);
 }
 
 CUresult f_error_name(CUresult r, const char** s) {

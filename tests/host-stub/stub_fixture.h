@@ -27,7 +27,7 @@ struct Stub {
   StubService service;
   vmrpc::HostEndpoint endpoint;
   explicit Stub(StubLimits limits = {}, std::vector<int> devices = {0})
-      : service((tst::install_fake_driver(api), api), limits, std::move(devices)),
+      : service((tst::install_fake_driver(api), api), limits, [devices] { return devices; }),
         endpoint({vmrpc::testing::temp_socket_path("stub"), vmrpc::RegionConfig{16ull << 20, 4, 256 << 10, 4096}, 8},
                  service) {
     endpoint.start();

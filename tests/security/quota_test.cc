@@ -99,7 +99,7 @@ TEST(SecurityQuota, ADeadWorkersShareIsReclaimed) {
 TEST(SecurityClients, ProgramsServedAtOnceAreBounded) {
   DriverApi api;
   tst::install_fake_driver(api);
-  StubService service(api, StubLimits{}, {0});
+  StubService service(api, StubLimits{}, [] { return std::vector<int>{0}; });
   vmrpc::HostEndpointOptions o{vmrpc::testing::temp_socket_path("clients"),
                                vmrpc::RegionConfig{16ull << 20, 4, 256 << 10, 4096}, 8};
   o.max_clients = 2;
