@@ -1,5 +1,7 @@
 // Event calls (calls.def, 0x1600). Guest-made handles, as for streams (stream.cc): a
 // per-client table guest handle -> CUevent, every handle checked.
+#include <cmath>
+
 #include "session.h"
 #include "vmrpc/log.h"
 
@@ -69,17 +71,38 @@ int32_t Session::on_EventElapsedTime(const api::EventPairArgs& a, api::ElapsedTi
   const Object* end = find_event(a.end);
   if (!start || !end) return CUDA_ERROR_INVALID_HANDLE;
   if (start->device != end->device) return CUDA_ERROR_INVALID_HANDLE;  // "will fail" across devices
-  // A timestamp taken before a suspend did not survive it (docs/snapshots.md): refused as
+  // Events recorded before a suspend keep their GPU time before it; the time the VM spent
+  // suspended does not count (docs/snapshots.md). An event with no known time is refused as
   // CUDA refuses an event that was not recorded, never a made-up time.
-  if (start->as<EventObject>().timing_lost || end->as<EventObject>().timing_lost) {
-    // Except an event to itself: recorded before the suspend, it had completed (the suspend
-    // drained everything), and no time passes between it and itself.
-    const EventObject& eo = start->as<EventObject>();
-    if (a.start == a.end && eo.recorded && !(eo.flags & CU_EVENT_DISABLE_TIMING)) {
+  const EventObject &se = start->as<EventObject>(), &ee = end->as<EventObject>();
+  if (se.timing_lost || ee.timing_lost) {
+    // An event to itself: recorded before the suspend, it had completed (the suspend drained
+    // everything), and no time passes between it and itself.
+    if (a.start == a.end && se.recorded && !(se.flags & CU_EVENT_DISABLE_TIMING)) {
       r.milliseconds = 0.0f;
       return CUDA_SUCCESS;
     }
-    return CUDA_ERROR_INVALID_HANDLE;
+    // Each event's time after the device's resume mark (negative before it).
+    const int device = start->device;
+    auto at = [&](const EventObject& ev, double* t) -> CUresult {
+      if (ev.flags & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+      if (ev.timing_lost) {
+        if (std::isnan(ev.before_suspend_ms)) return CUDA_ERROR_INVALID_HANDLE;
+        *t = -ev.before_suspend_ms;
+        return CUDA_SUCCESS;
+      }
+      if (static_cast<size_t>(device) >= resume_marks_.size() || !resume_marks_[device])
+        return CUDA_ERROR_INVALID_HANDLE;
+      float ms = 0;
+      const CUresult e = on_device(device, [&] { return api_.cuEventElapsedTime_v2(&ms, resume_marks_[device], ev.event); });
+      *t = ms;
+      return e;
+    };
+    double ts = 0, te = 0;
+    if (CUresult e = at(se, &ts); e != CUDA_SUCCESS) return e;
+    if (CUresult e = at(ee, &te); e != CUDA_SUCCESS) return e;
+    r.milliseconds = static_cast<float>(te - ts);
+    return CUDA_SUCCESS;
   }
   const CUevent s = start->as<EventObject>().event, e = end->as<EventObject>().event;
   // The driver answers CUDA_ERROR_INVALID_HANDLE for unrecorded or timing-disabled

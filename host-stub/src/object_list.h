@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <map>
 #include <string>
@@ -87,6 +88,10 @@ struct EventObject {
   // Recorded at least once (saved with it): an event recorded before a suspend has
   // completed, so its elapsed time to itself is still known (0).
   bool recorded = false;
+  // timing_lost with a known time: how many ms of GPU time lay between its record and the
+  // suspend, which is the moment of the resume (Session's resume mark) in GPU time: the
+  // time the VM spent suspended is not counted. NaN: unknown (not recorded, no timing).
+  double before_suspend_ms = std::numeric_limits<double>::quiet_NaN();
 };
 // In a saved event's flags: it had been recorded (EventObject::recorded). Not a CUevent flag.
 inline constexpr uint32_t kSavedEventRecorded = 1u << 31;

@@ -133,6 +133,7 @@ bool Placement::place(const PlacementRequest& request, const std::string& dir, s
       return (ua == used.end() ? 0 : ua->second) < (ub == used.end() ? 0 : ub->second);
     });
     chosen.assign(order.begin(), order.begin() + request.auto_count);
+    std::sort(chosen.begin(), chosen.end());  // guest device order follows the host's
   }
   std::set<int> seen;
   for (int d : chosen) {

@@ -150,6 +150,7 @@ CUresult Session::release(Object& o, Release how) {
       const CUresult e = api_.cuCtxDestroy_v2(c);
       c = nullptr;
       contexts_[o.device] = nullptr;
+      if (static_cast<size_t>(o.device) < resume_marks_.size()) resume_marks_[o.device] = nullptr;  // went with it
       bound_ = -1;
       return e;
     }
@@ -196,6 +197,7 @@ void Session::release_all(Release how) {
   vol_.walk_children_first([&](Object& o) { release(o, how); });
   vol_.clear();
   for (CUcontext& c : contexts_) c = nullptr;
+  resume_marks_.clear();  // they went with their contexts
   managed_streams_.clear();
   managed_dirty_.clear();
   allocated_ = 0;

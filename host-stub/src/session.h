@@ -249,6 +249,10 @@ class Session : public vmrpc::SlotService {
   // The Context entries' driver handles per guest device, for the hot path (make_current):
   // set and cleared only with those entries.
   std::vector<CUcontext> contexts_;
+  // Per device, an event recorded as the client came back from a suspend: GPU time 0 for the
+  // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
+  std::vector<CUevent> resume_marks_;
+  std::map<ObjectId, double> event_times_before_suspend();  // suspend.cc
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;  // the Allocation entries' bytes (the quota's count)
   // Where Allocation entries come from (arena.h): made with the session (its index, so the

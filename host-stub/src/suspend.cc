@@ -15,8 +15,11 @@
 // limits, peer access, behind the same guest handles. A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -39,7 +42,7 @@ enum RecordType : uint32_t {
   kGlobalData = 5,   // id = the variable's device pointer
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
 };
-constexpr uint32_t kClientStateVersion = 1;
+constexpr uint32_t kClientStateVersion = 2;  // 2: events carry their time before the suspend
 
 std::span<const std::byte> as_bytes(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
@@ -180,6 +183,39 @@ class RingCopier {
 };
 }  // namespace
 
+// Each timed event's GPU time before now (the suspend), in ms, by object id: measured to an
+// event recorded now for one recorded since the last resume, its earlier time plus the time
+// since that resume for one recorded before it. Events with no known time are left out.
+std::map<ObjectId, double> Session::event_times_before_suspend() {
+  std::map<ObjectId, double> times;
+  for (size_t d = 0; d < contexts_.size(); ++d) {
+    if (!contexts_[d]) continue;
+    make_current(static_cast<int>(d));
+    CUevent now = nullptr;
+    if (api_.cuEventCreate(&now, 0u /* CU_EVENT_DEFAULT */) != CUDA_SUCCESS) continue;
+    if (api_.cuEventRecord(now, nullptr) == CUDA_SUCCESS && api_.cuEventSynchronize(now) == CUDA_SUCCESS) {
+      float since_resume = -1;
+      if (d < resume_marks_.size() && resume_marks_[d] &&
+          api_.cuEventElapsedTime_v2(&since_resume, resume_marks_[d], now) != CUDA_SUCCESS)
+        since_resume = -1;
+      for (const auto& [handle, id] : vol_.of(ObjectKind::Event)) {
+        const Object* o = vol_.get(id);
+        const EventObject& ev = o->as<EventObject>();
+        if (o->device != static_cast<int>(d) || (ev.flags & CU_EVENT_DISABLE_TIMING) || !ev.recorded) continue;
+        float ms = 0;
+        if (!ev.timing_lost) {
+          if (api_.cuEventElapsedTime_v2(&ms, ev.event, now) == CUDA_SUCCESS && ms >= 0) times[id] = ms;
+        } else if (!std::isnan(ev.before_suspend_ms) && since_resume >= 0) {
+          times[id] = ev.before_suspend_ms + since_resume;
+        }
+      }
+    }
+    api_.cuEventDestroy_v2(now);
+  }
+  make_current(current_);
+  return times;
+}
+
 bool Session::suspend(state::Sink& out, std::string* why, const std::function<void()>& before_release,
                       std::span<std::byte> ring) {
   using clock = std::chrono::steady_clock;
@@ -197,6 +233,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
     return fail("the client's GPU work failed (" + describe(api_, e) + "); its state cannot be saved");
   phases.mark("quiesce");
+  const std::map<ObjectId, double> event_times = event_times_before_suspend();
 
   // Every variable of every module, also those the program never named from host code
   // (they join the VOL as the ones it named did).
@@ -314,9 +351,12 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_u32(o.as<StreamObject>().flags);
         w.put_i32(o.as<StreamObject>().priority);
         break;
-      case ObjectKind::Event:
+      case ObjectKind::Event: {
         w.put_u32(o.as<EventObject>().flags | (o.as<EventObject>().recorded ? kSavedEventRecorded : 0));
+        const auto t = event_times.find(o.id);
+        w.put_u64(std::bit_cast<uint64_t>(t == event_times.end() ? std::numeric_limits<double>::quiet_NaN() : t->second));
         break;
+      }
       case ObjectKind::HostRegistration:
         w.put_u64(o.as<HostRegistrationObject>().bytes);
         break;
@@ -644,6 +684,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e.recorded = e.flags & kSavedEventRecorded;
         e.flags &= ~kSavedEventRecorded;
         if (r.ok() && (e.flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING))) return bad("bad flags");
+        uint64_t bits = 0;
+        r.get_u64(&bits);
+        e.before_suspend_ms = std::bit_cast<double>(bits);
+        // Unknown (NaN), or a time a suspend measured: never negative, never absurd.
+        if (r.ok() && !std::isnan(e.before_suspend_ms) &&
+            !(e.before_suspend_ms >= 0 && e.before_suspend_ms < 1e12 && e.recorded))
+          return bad("bad time before the suspend");
         e.timing_lost = true;
         s.data = e;
         break;
@@ -877,6 +924,18 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       return fail("a " + std::string(kind_name(k)) + " handle beyond the saved counter");
   if (!contexts_[current_]) {
     if (!ensure_context()) return fail("cannot create a CUDA context: " + describe(api_, ctx_error_));
+  }
+  // GPU time 0 of the events recorded before the suspend, on each device, before any of the
+  // client's work.
+  resume_marks_.assign(contexts_.size(), nullptr);
+  for (size_t d = 0; d < contexts_.size(); ++d) {
+    if (!contexts_[d]) continue;
+    make_current(static_cast<int>(d));
+    CUevent mark = nullptr;
+    if (api_.cuEventCreate(&mark, 0u /* CU_EVENT_DEFAULT */) == CUDA_SUCCESS && api_.cuEventRecord(mark, nullptr) == CUDA_SUCCESS)
+      resume_marks_[d] = mark;
+    else if (mark)
+      api_.cuEventDestroy_v2(mark);
   }
   make_current(current_);
   closing_.store(false);

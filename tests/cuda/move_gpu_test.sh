@@ -6,17 +6,16 @@
 #  2. placement by policy: stubs started with --devices auto share a --placement-dir and
 #     each takes the GPU that the fewest live VMs use; a stub that ended counts no more.
 #   move_gpu_test.sh STUB VMCUDACTL LIBDIR BINDIR EXPECTED_DIR [PROGRAMS...]
-set -euo pipefail
+set -uo pipefail
 stub="$1" ctl="$2" libdir="$3" bindir="$4" expected="$5"
 shift 5
 . "$(dirname "$0")/../support/checks.sh"
-work="$(checks_workdir)"
 export VMCUDA_RUN_DIR="$work"
 gpus_of() { "$ctl" status "$1" --json | python3 -c 'import json,sys; print(",".join(g.split(":")[0] for g in json.load(sys.stdin)["gpus"]))'; }
 
 # 1. Moves while programs run.
 "$stub" --socket "$work/vm1.sock" --devices 0 --gpu-pool 0,1 --placement-dir "$work/placement" 2>"$work/stub.log" &
-checks_background $!
+pids+=($!)
 wait_socket "$work/vm1.ctl" || bad "the stub made no control socket: $(cat "$work/stub.log")"
 programs=("$@")
 [ ${#programs[@]} -gt 0 ] || programs=(vector_add streams_events symbols_pitch managed_vars)
@@ -42,17 +41,17 @@ done
 [ $moves -gt 0 ] || bad "no move happened: the test proves nothing"
 ok "$moves moves between GPU 0 and GPU 1"
 # Refused moves say why and leave the VM where it is.
-"$ctl" suspend vm1 >/dev/null
+"$ctl" suspend vm1 >/dev/null 2>&1
 refused "a move to a GPU outside the pool" "not among the GPUs" "$ctl" resume vm1 --devices 7
 refused "a move that names two GPUs for a VM with one" "has 1 GPU" "$ctl" resume vm1 --devices 0,1
-"$ctl" resume vm1 >/dev/null || bad "resume after refused moves failed"
+"$ctl" resume vm1 >/dev/null 2>&1 || bad "resume after refused moves failed"
 [ "$(gpus_of vm1)" = "$(gpus_of vm1)" ] && ok "status answers after refused moves"
 
 # 2. Placement by policy.
 start_auto() {  # VM [auto:N]
   "$stub" --socket "$work/$1.sock" --devices "${2:-auto}" --placement-dir "$work/auto" 2>"$work/$1.log" &
   echo $! >"$work/$1.pid"
-  checks_background "$(cat "$work/$1.pid")"
+  pids+=("$(cat "$work/$1.pid")")
   wait_socket "$work/$1.ctl" || bad "$1's stub did not start: $(cat "$work/$1.log")"
 }
 start_auto a; start_auto b
@@ -68,4 +67,4 @@ start_auto d
 start_auto e auto:2
 [ "$(gpus_of e)" = "0,1" ] && ok "auto:2 gives a VM both GPUs" || bad "auto:2 gave $(gpus_of e)"
 refused "auto:3 on two GPUs" "more GPUs than" "$stub" --socket "$work/f.sock" --devices auto:3 --placement-dir "$work/auto"
-checks_verdict
+finish "moves between GPUs and placement by policy work"

@@ -112,6 +112,8 @@ TEST(Suspend, EveryObjectComesBackBehindTheSameHandlesAndPointers) {
   w.build(c);
   const uint64_t contexts = tst::fake_live_contexts(), modules = tst::fake_live_modules();
   ASSERT_GT(tst::fake_allocated_bytes(), 0u);
+  api::ElapsedTimeReply before{};
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event2}, &before), 0);
 
   ASSERT_TRUE(hold(stub));
   std::vector<cc::Progress> progress;
@@ -156,10 +158,13 @@ TEST(Suspend, EveryObjectComesBackBehindTheSameHandlesAndPointers) {
   api::CacheConfigReply cache{};
   ASSERT_EQ(c.call<api::Call::DeviceGetCacheConfig>({}, &cache), 0);
   EXPECT_EQ(cache.config, 1);
-  // The event exists, but its timestamp did not survive: a defined error, not a time.
+  // The events exist, and their GPU time between each other survived (the time suspended
+  // does not count); an event never recorded is still refused.
   EXPECT_EQ(c.call<api::Call::EventQuery>({w.event}), 0);
   api::ElapsedTimeReply t{};
-  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event2}, &t), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event2}, &t), 0);
+  EXPECT_NEAR(t.milliseconds, before.milliseconds, 1e-3);
+  EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.unrecorded}, &t), CUDA_ERROR_INVALID_HANDLE);
   // From an event recorded before the suspend to itself: 0, exact (it had completed); an
   // event never recorded is refused as natively.
   t.milliseconds = -1;
@@ -169,6 +174,20 @@ TEST(Suspend, EveryObjectComesBackBehindTheSameHandlesAndPointers) {
   ASSERT_EQ(c.call<api::Call::EventRecord>({w.event, w.stream, 0}), 0);
   ASSERT_EQ(c.call<api::Call::EventSynchronize>({w.event}), 0);
   EXPECT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event}, &t), 0);  // recorded anew: fine
+  // From one recorded before the suspend to one recorded after: at least its time before.
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({w.event2, w.event}, &t), 0);
+  EXPECT_GE(t.milliseconds, 0.0f);
+  api::ElapsedTimeReply back{};
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({w.event, w.event2}, &back), 0);
+  EXPECT_FLOAT_EQ(back.milliseconds, -t.milliseconds);
+  // Across a second suspend: the older event's time adds up through both.
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  api::ElapsedTimeReply twice{};
+  ASSERT_EQ(c.call<api::Call::EventElapsedTime>({w.event2, w.event}, &twice), 0);
+  EXPECT_NEAR(twice.milliseconds, t.milliseconds, 1e-3);
   // New objects after the resume get new handles, old ones still free normally.
   const uint64_t more = c.malloc(4096);
   EXPECT_NE(more, w.small);
