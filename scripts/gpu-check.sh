@@ -36,7 +36,11 @@ if [ "${1:-}" != "--run" ]; then
   exit 0
 fi
 out="${2:-/tmp}"
+mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+# One GPU, also on a machine with several: the native references (device counts, peer
+# probes) must be those of the single-device stubs below (scripts/gpu-multi-check.sh does two).
+export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 sock=/tmp/vmcuda-gpu-check.sock
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!

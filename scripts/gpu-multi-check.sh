@@ -160,6 +160,13 @@ if [ "$mode" = --run ]; then
     key=$(grep -Ei 'passed|failed|waiv|&&&&|L1 norm|Relative difference' "$out/$name.vmcuda" | tail -n 1 | cut -c1-60)
     rows+=("$name|$nrc|$vrc|${key:--}|$verdict")
   done
+  # Suspend on one GPU, resume on the other (real stubs), and VMs placed by policy.
+  say "move_gpu_test: a VM moved between GPU 0 and GPU 1 while programs run; --devices auto"
+  mrc=0
+  timeout -k 10 "$((T * 2))" "$top/tests/cuda/move_gpu_test.sh" "$gpu/vmcuda-stub" "$gpu/vmcudactl" "$gpu/lib" \
+    "$top/tests/cuda/bin" "$top/tests/cuda/expected" >"$out/move_gpu_test.txt" 2>&1 || mrc=$?
+  [ $mrc = 0 ] && verdict="same results" || { verdict="FAILED"; fails=$((fails + 1)); }
+  rows+=("move_gpu_test|-|$mrc|$(grep -c '^ok:' "$out/move_gpu_test.txt") ok, $(grep -c '^FAIL' "$out/move_gpu_test.txt") failed|$verdict")
   {
     echo
     echo "| program | native rc | vmcuda rc | vmcuda's result line | verdict (timings not compared) |"
