@@ -75,38 +75,65 @@ int32_t Session::on_DeviceGetLimit(const api::LimitArgs& a, api::LimitReply& r, 
   return e;
 }
 
-int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& r, Request&) {
-  // The driver reserves device memory for the stack, the printf FIFO and the device heap
-  // outside any allocation: under a quota, a client may not grow them by more than it has left.
-  if (memory_quota() != ~0ull &&
-      (a.limit == kLimitStackSize || a.limit == kLimitPrintfFifoSize || a.limit == kLimitMallocHeapSize)) {
-    size_t now = 0;
-    if (CUresult e = api_.cuCtxGetLimit(&now, a.limit); e != CUDA_SUCCESS) return e;
-    uint64_t growth = a.value > now ? a.value - now : 0;
-    if (a.limit == kLimitStackSize && growth) {  // per resident thread of the whole device
-      CUdevice dev;
-      int sms = 0, threads = 0;
-      if (api_.cuDeviceGet(&dev, devices_[current_]) == CUDA_SUCCESS) {
-        api_.cuDeviceGetAttribute(&sms, kAttrMultiprocessors, dev);
-        api_.cuDeviceGetAttribute(&threads, kAttrThreadsPerMultiprocessor, dev);
-      }
-      const uint64_t resident = static_cast<uint64_t>(std::max(sms, 1)) * static_cast<uint64_t>(std::max(threads, 1));
-      growth = growth > ~0ull / resident ? ~0ull : growth * resident;
-    }
-    if (growth > quota_left()) return CUDA_ERROR_OUT_OF_MEMORY;
+// Device memory the driver reserves for a limit set to `value` beyond its default (the
+// stack: per resident thread of the whole device), charged to the VM's quota.
+uint64_t Session::limit_cost(int device, int limit, uint64_t value, uint64_t default_value) const {
+  if (limit != kLimitStackSize && limit != kLimitPrintfFifoSize && limit != kLimitMallocHeapSize) return 0;
+  const uint64_t growth = value > default_value ? value - default_value : 0;
+  if (limit != kLimitStackSize || !growth) return growth;
+  CUdevice dev;
+  int sms = 0, threads = 0;
+  if (api_.cuDeviceGet(&dev, devices_[device]) == CUDA_SUCCESS) {
+    api_.cuDeviceGetAttribute(&sms, kAttrMultiprocessors, dev);
+    api_.cuDeviceGetAttribute(&threads, kAttrThreadsPerMultiprocessor, dev);
   }
+  const uint64_t resident = static_cast<uint64_t>(std::max(sms, 1)) * static_cast<uint64_t>(std::max(threads, 1));
+  return growth > ~0ull / resident ? ~0ull : growth * resident;
+}
+
+// Charges (or refunds) the VM's ledger for a limit's cost going from `was` to `now`; false
+// when the quota has no room.
+bool Session::charge_limit(uint64_t was, uint64_t now) {
+  if (!account_ || now == was) return true;
+  if (now < was) {
+    account_->refund(was - now);
+    return true;
+  }
+  return account_->charge(now - was);
+}
+
+int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& r, Request&) {
   size_t before = 0;
   Object* entry = vol_.find(ObjectKind::Limit, limit_key(current_, a.limit));
   if (!entry && api_.cuCtxGetLimit(&before, a.limit) != CUDA_SUCCESS) before = 0;
-  if (CUresult e = api_.cuCtxSetLimit(a.limit, a.value); e != CUDA_SUCCESS) return e;
+  const uint64_t default_value = entry ? entry->as<LimitObject>().default_value : before;
+  const uint64_t charged = entry ? entry->as<LimitObject>().charged : 0;
+  // The driver reserves device memory for the stack, the printf FIFO and the device heap
+  // outside any allocation: the VM's quota pays for what goes beyond the defaults.
+  const uint64_t asked = limit_cost(current_, a.limit, a.value, default_value);
+  if (!charge_limit(charged, asked)) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (CUresult e = api_.cuCtxSetLimit(a.limit, a.value); e != CUDA_SUCCESS) {
+    charge_limit(asked, charged);
+    return e;
+  }
   if (!entry)
     entry = &vol_.add(ObjectKind::Limit, current_, limit_key(current_, a.limit), vol_.context(current_)->id,
                       LimitObject{a.value, before});
   // What the driver made of the request (rounded, clamped): the guest caches it, and a
-  // resume sets it again.
+  // resume sets it again; the charge follows it.
   size_t v = 0;
   const CUresult e = api_.cuCtxGetLimit(&v, a.limit);
-  entry->as<LimitObject>().value = e == CUDA_SUCCESS ? v : a.value;
+  LimitObject& lim = entry->as<LimitObject>();
+  lim.value = e == CUDA_SUCCESS ? v : a.value;
+  const uint64_t cost = limit_cost(current_, a.limit, lim.value, lim.default_value);
+  if (!charge_limit(asked, cost)) {  // rounded up past the quota: the default back
+    api_.cuCtxSetLimit(a.limit, lim.default_value);
+    lim.value = lim.default_value;
+    charge_limit(asked, 0);
+    lim.charged = 0;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  lim.charged = cost;
   r.value = v;
   return e;
 }

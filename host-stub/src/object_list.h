@@ -102,6 +102,7 @@ struct HostRegistrationObject {
 struct LimitObject {
   uint64_t value = 0;         // what the client set (the driver's reading of it)
   uint64_t default_value = 0; // before the client's first set: what a reset puts back
+  uint64_t charged = 0;       // device memory charged to the VM for it (not saved: recomputed)
 };
 struct CacheConfigObject {
   int32_t value = 0;

@@ -175,7 +175,10 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::HostRegistration:  // portable: any context
       return destroy_once(o.as<HostRegistrationObject>().host, api_.cuMemHostUnregister);
     case ObjectKind::Limit:
-      // Goes with a destroyed context; a reset puts the value from before back.
+      // Goes with a destroyed context; a reset puts the value from before back. Either way
+      // its memory goes back to the VM.
+      charge_limit(o.as<LimitObject>().charged, 0);
+      o.as<LimitObject>().charged = 0;
       return how == Release::kReset ? api_.cuCtxSetLimit(static_cast<int>(o.handle & 0xffffffffu),
                                                          o.as<LimitObject>().default_value)
                                     : CUDA_SUCCESS;

@@ -253,6 +253,9 @@ class Session : public vmrpc::SlotService {
   // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
   std::vector<CUevent> resume_marks_;
   std::map<ObjectId, double> event_times_before_suspend();  // suspend.cc
+  // Device limits' device memory, charged to the VM (device.cc).
+  uint64_t limit_cost(int device, int limit, uint64_t value, uint64_t default_value) const;
+  bool charge_limit(uint64_t was, uint64_t now);
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;  // the Allocation entries' bytes (the quota's count)
   // Where Allocation entries come from (arena.h): made with the session (its index, so the

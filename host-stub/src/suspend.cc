@@ -861,10 +861,17 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         if (e != CUDA_SUCCESS) hr.host = nullptr;
         break;
       }
-      case ObjectKind::Limit:
-        e = api_.cuCtxSetLimit(static_cast<int>(s.handle & 0xffffffffu), std::get<LimitObject>(data).value);
-        what = "setting limit " + std::to_string(s.handle & 0xffffffffu);
+      case ObjectKind::Limit: {
+        auto& lim = std::get<LimitObject>(data);
+        const int limit = static_cast<int>(s.handle & 0xffffffffu);
+        lim.charged = limit_cost(s.device, limit, lim.value, lim.default_value);
+        if (!charge_limit(0, lim.charged))
+          return fail("the VM's device memory quota has no room for limit " + std::to_string(limit) + " (" +
+                      std::to_string(lim.charged >> 20) + " MiB)");
+        e = api_.cuCtxSetLimit(limit, lim.value);
+        what = "setting limit " + std::to_string(limit);
         break;
+      }
       case ObjectKind::CacheConfig:
         e = api_.cuCtxSetCacheConfig(std::get<CacheConfigObject>(data).value);
         what = "setting the cache configuration";
@@ -872,7 +879,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       default:
         break;
     }
-    if (e != CUDA_SUCCESS) return fail(what + " failed: " + describe(api_, e));
+    if (e != CUDA_SUCCESS) {
+      if (s.kind == ObjectKind::Limit) charge_limit(std::get<LimitObject>(data).charged, 0);  // not in the VOL yet
+      return fail(what + " failed: " + describe(api_, e));
+    }
     new_id[s.id] = vol_.add(s.kind, s.device, s.handle, parent, std::move(data)).id;
   }
     return true;

@@ -67,6 +67,46 @@ TEST(SecurityQuota, AClosedClientGivesItsShareBack) {
   EXPECT_NE(b.malloc(8 * kMiB), 0u);
 }
 
+// Finding 10.4: device limits took device memory charged to nothing. The malloc heap and
+// printf FIFO beyond their defaults are the VM's: they count against its quota, come back
+// when lowered, reset or closed, and cannot take what the VM's allocations hold.
+TEST(SecurityQuota, DeviceLimitsAreChargedToTheVm) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(64 * kMiB);
+  Stub s(limits);
+  {
+    Client c(s);
+    api::LimitReply lim{};
+    ASSERT_EQ(c.call<api::Call::DeviceGetLimit>({2 /* malloc heap */}, &lim), 0);
+    const uint64_t heap_default = lim.value;
+    // 48 MiB more heap: charged.
+    ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({heap_default + 48 * kMiB, 2}, &lim), 0);
+    EXPECT_EQ(limits.ledger->used(), 48 * kMiB);
+    api::MemInfoReply m{};
+    ASSERT_EQ(c.call<api::Call::MemGetInfo>({}, &m), 0);
+    EXPECT_EQ(m.free_bytes, 16 * kMiB);
+    api::PtrReply r{};
+    EXPECT_EQ(c.call<api::Call::Malloc>({32 * kMiB}, &r), CUDA_ERROR_OUT_OF_MEMORY);  // the heap holds it
+    // More than the quota has left: refused, nothing changes.
+    EXPECT_EQ(c.call<api::Call::DeviceSetLimit>({heap_default + 80 * kMiB, 2}, &lim), CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(limits.ledger->used(), 48 * kMiB);
+    // Lowered: given back.
+    ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({heap_default + 8 * kMiB, 2}, &lim), 0);
+    EXPECT_EQ(limits.ledger->used(), 8 * kMiB);
+    // The printf FIFO too; a reset gives both back.
+    ASSERT_EQ(c.call<api::Call::DeviceGetLimit>({1 /* printf FIFO */}, &lim), 0);
+    ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({lim.value + 4 * kMiB, 1}, &lim), 0);
+    EXPECT_EQ(limits.ledger->used(), 12 * kMiB);
+    ASSERT_EQ(c.call<api::Call::DeviceReset>({}), 0);
+    EXPECT_EQ(limits.ledger->used(), 0u);
+    ASSERT_EQ(c.call<api::Call::DeviceSetLimit>({heap_default + 16 * kMiB, 2}, &lim), 0);
+    EXPECT_EQ(limits.ledger->used(), 16 * kMiB);
+  }
+  // Closed: nothing left charged.
+  for (int i = 0; i < 200 && limits.ledger->used() != 0; ++i) ::usleep(10000);
+  EXPECT_EQ(limits.ledger->used(), 0u);
+}
+
 // A worker process that dies while holding a share (a crash, a kill) leaves nothing charged:
 // the stub reclaims its entries when it reaps it.
 TEST(SecurityQuota, ADeadWorkersShareIsReclaimed) {
