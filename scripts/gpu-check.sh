@@ -72,4 +72,6 @@ done
   "$carry/cuda_kill_probe" || rc=1
 # The stub restarted and killed under a service manager (fd store) while programs run.
 "$carry/restart_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" "$carry/cuda_kill_probe" || rc=1
+# Finding 10.1 on the GPU: another program's device address in a kernel returns none of its data.
+"$top/tests/security/isolation_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$top/tests/security/bin/isolation_probe" || rc=1
 exit $rc
