@@ -1,0 +1,48 @@
+// What a CUDA context costs in device memory (issue 10: "a measured fixed cost per context
+// and per worker process"): this process holds a context and reads cuMemGetInfo's free
+// memory while a child process creates its first context (a vmcuda worker's), then while
+// this process creates a second one (a second device context of one worker, or thread mode).
+//   context_cost_probe [DEVICE]
+#include <cuda.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+static size_t free_now() {
+  size_t f = 0, t = 0;
+  cuMemGetInfo(&f, &t);
+  return f;
+}
+
+int main(int argc, char** argv) {
+  const int device = argc > 1 ? std::atoi(argv[1]) : 0;
+  int pipe_up[2], pipe_down[2];
+  if (pipe(pipe_up) || pipe(pipe_down)) return 1;
+  const pid_t child = fork();
+  if (child == 0) {  // the "worker": its first context, then wait to be told to go
+    char c;
+    if (read(pipe_down[0], &c, 1) != 1) _exit(1);
+    CUdevice dev;
+    CUcontext ctx;
+    if (cuInit(0) || cuDeviceGet(&dev, device) || cuCtxCreate(&ctx, nullptr, 0, dev)) _exit(2);
+    if (write(pipe_up[1], "r", 1) != 1) _exit(3);
+    if (read(pipe_down[0], &c, 1) != 1) _exit(4);
+    _exit(0);
+  }
+  CUdevice dev;
+  CUcontext ctx, second;
+  if (cuInit(0) || cuDeviceGet(&dev, device) || cuCtxCreate(&ctx, nullptr, 0, dev)) return 2;
+  const size_t before = free_now();
+  char c;
+  if (write(pipe_down[1], "g", 1) != 1 || read(pipe_up[0], &c, 1) != 1) return 3;
+  const size_t with_child = free_now();
+  if (cuCtxCreate(&second, nullptr, 0, dev)) return 4;
+  const size_t with_second = free_now();
+  if (write(pipe_down[1], "q", 1) != 1) return 5;
+  waitpid(child, nullptr, 0);
+  std::printf("device %d: a process's first context %.1f MiB, a second context in a process %.1f MiB\n", device,
+              (before - with_child) / 1048576.0, (with_child - with_second) / 1048576.0);
+  return 0;
+}
