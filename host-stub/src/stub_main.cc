@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -22,6 +23,8 @@
 #include "driver_api.h"
 #include "output.h"
 #include "placement.h"
+#include "policy.h"
+#include "vm_ledger.h"
 #include "service_manager.h"
 #include "session.h"
 #include "vmrpc/host_endpoint.h"
@@ -37,6 +40,7 @@ namespace {
 
 nlohmann::json status_json(VmControl& vm) {
   const VmStatus s = vm.status();
+  const VmControl::PolicyInfo policy = vm.policy_info();
   nlohmann::json clients = nlohmann::json::array();
   for (const auto& c : s.clients)
     clients.push_back({{"connection", c.connection},
@@ -51,7 +55,10 @@ nlohmann::json status_json(VmControl& vm) {
           {"device_memory_bytes", s.device_bytes},
           // The VM's quota (null: none) and what its programs hold of it, as the driver maps it.
           {"memory_quota_bytes", s.quota_bytes == ~0ull ? nlohmann::json(nullptr) : nlohmann::json(s.quota_bytes)},
-          {"memory_charged_bytes", s.charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients}};
+          {"memory_charged_bytes", s.charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients},
+          // The policy file that applies (null: none), its profile and the VM's weight.
+          {"policy", policy.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(policy.source)},
+          {"profile", policy.profile}, {"weight", policy.weight}};
 }
 
 // A VM operation as a control handler: progress lines while it runs, the status after.
@@ -112,8 +119,14 @@ std::string executable_on_disk() {
   return path;
 }
 
-void install_control_handlers(ControlServer& control, VmControl& vm, const Upgrade& upgrade) {
+void install_control_handlers(ControlServer& control, VmControl& vm, const Upgrade& upgrade,
+                              std::function<std::string()> reload) {
   control.on("status", [&vm](const nlohmann::json&, Progress&) { return status_json(vm); });
+  control.on("reload", [&vm, reload](const nlohmann::json&, Progress&) {
+    nlohmann::json r = status_json(vm);
+    r["message"] = reload();
+    return r;
+  });
   control.on("suspend", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
                return vm.suspend(p, why);
              }));
@@ -222,6 +235,24 @@ std::string default_state_dir() {
 
 }  // namespace
 
+// The VM's device memory quota: --memory-quota-mib, else the policy's memory (or fraction
+// of the smallest of its GPUs), else that GPU's memory divided by --gpu-share; ~0: none.
+uint64_t vm_quota(const DriverApi& api, const std::vector<int>& devices, uint64_t quota_mib, unsigned gpu_share,
+                  const std::optional<VmPolicy>& policy) {
+  if (quota_mib) return quota_mib << 20;
+  if (policy && policy->memory_bytes) return *policy->memory_bytes;
+  uint64_t smallest = ~0ull;
+  for (int d : devices) {
+    CUdevice dev;
+    size_t total = 0;
+    if (api.cuDeviceGet(&dev, d) == CUDA_SUCCESS && api.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
+      smallest = std::min<uint64_t>(smallest, total);
+  }
+  if (smallest == ~0ull) return ~0ull;
+  if (policy && policy->memory_fraction) return static_cast<uint64_t>(static_cast<double>(smallest) * *policy->memory_fraction);
+  return gpu_share > 0 ? smallest / gpu_share : ~0ull;
+}
+
 int stub_main(int argc, char** argv, const DriverApi* preset) {
   // A worker (started by the stub itself for one client slot) gets the stub's own options
   // followed by the worker's (vmrpc/worker.h).
@@ -316,11 +347,32 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "($NOTIFY_SOCKET), else close")
       ->check(CLI::IsMember({"auto", "close", "keep"}))
       ->capture_default_str();
+  std::string policy_file = kDefaultPolicyFile;
+  app.add_option("--policy", policy_file,
+                 "per-VM policy (TOML: GPUs, memory quota, weight, isolation, profiles; docs/running.md); "
+                 "options given here win over it; reloaded on SIGHUP and `vmcudactl reload`")
+      ->capture_default_str();
   CLI11_PARSE(app, stub_argc, argv);
   if (vm_name.empty()) {
     const std::string base = std::filesystem::path(socket_path).filename().string();
     vm_name = base.size() > 5 && base.ends_with(".sock") ? base.substr(0, base.size() - 5) : base;
   }
+  // The VM's policy, under the options given on the command line (workers get their GPUs,
+  // quota and mode from the stub that starts them).
+  std::optional<VmPolicy> policy;
+  if (!worker) {
+    std::string why;
+    policy = load_policy(policy_file, vm_name, app.count("--policy") > 0, &why);
+    if (!why.empty()) {
+      std::fprintf(stderr, "vmcuda-stub: %s\n", why.c_str());
+      return 2;
+    }
+    if (policy) {
+      if (policy->devices && !app.count("--devices")) devices_text = *policy->devices;
+      if (policy->isolation && !app.count("--isolation")) isolation = *policy->isolation;
+    }
+  }
+  const bool quota_given = app.count("--memory-quota-mib") > 0;
   // Every log line names the VM (and says whether a worker wrote it).
   vmrpc::log::set_origin("vmcuda-stub " + vm_name + (worker ? " worker" : ""));
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
@@ -391,18 +443,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       }
       ::close(kLedgerFd);  // attach() keeps its own (close-on-exec) copy
     } else {
-      uint64_t quota = quota_mib ? quota_mib << 20 : ~0ull;
-      if (!quota_mib && gpu_share > 0) {  // the default: the smallest GPU's memory, shared
-        uint64_t smallest = ~0ull;
-        for (int d : devices) {
-          CUdevice dev;
-          size_t total = 0;
-          if (api.cuDeviceGet(&dev, d) == CUDA_SUCCESS && api.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
-            smallest = std::min<uint64_t>(smallest, total);
-        }
-        if (smallest != ~0ull) quota = smallest / gpu_share;
-      }
-      limits.ledger = VmLedger::create(quota);
+      limits.ledger = VmLedger::create(vm_quota(api, devices, quota_given ? quota_mib : 0, gpu_share,
+                                                quota_given ? std::nullopt : policy));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
@@ -451,6 +493,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGHUP);  // reload the policy
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);  // before any thread starts: they inherit it
   // A region replaced by a saved VM image: its clients come back through the VM control
   // (made below, before the endpoint starts).
@@ -478,6 +521,48 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     vm_control = &vm;
     vm.set_ledger(limits.ledger);
     vm.set_placement(&placement);
+    // The policy again (SIGHUP, vmcudactl reload): the quota and weight change now; GPUs and
+    // the isolation mode only with a restart. Returns what changed, for the log or vmcudactl.
+    auto publish_policy = [&vm](const std::optional<VmPolicy>& p) {
+      vm.set_policy_info({p ? p->source : std::string(), p ? p->profile : std::string(),
+                          p && p->weight ? *p->weight : 1u});
+    };
+    publish_policy(policy);
+    std::mutex reload_mu;
+    auto reload_policy = [&]() -> std::string {
+      std::lock_guard l(reload_mu);
+      std::string why;
+      auto fresh = load_policy(policy_file, vm_name, false, &why);
+      if (!why.empty()) return "policy not reloaded: " + why + "; the VM keeps its policy";
+      std::vector<std::string> changed, later;
+      const uint64_t quota = vm_quota(api, placement.devices(), quota_given ? quota_mib : 0, gpu_share,
+                                      quota_given ? std::nullopt : fresh);
+      if (quota != limits.ledger->limit()) {
+        limits.ledger->set_limit(quota);
+        changed.push_back("memory quota " + (quota == ~0ull ? std::string("none") : std::to_string(quota >> 20) + " MiB"));
+      }
+      const uint32_t old_weight = policy && policy->weight ? *policy->weight : 1, weight = fresh && fresh->weight ? *fresh->weight : 1;
+      if (weight != old_weight) changed.push_back("weight " + std::to_string(weight));
+      auto differs = [](const auto& a, const auto& b) { return a.value_or(decltype(*a){}) != b.value_or(decltype(*b){}); };
+      const std::optional<VmPolicy> none;
+      const auto& was = policy ? policy : none;
+      if (!app.count("--devices") && differs(was ? was->devices : std::optional<std::string>{}, fresh ? fresh->devices : std::optional<std::string>{}))
+        later.push_back("GPUs");
+      if (!app.count("--isolation") && differs(was ? was->isolation : std::optional<std::string>{}, fresh ? fresh->isolation : std::optional<std::string>{}))
+        later.push_back("isolation mode");
+      policy = fresh;
+      publish_policy(policy);
+      std::string msg = fresh ? "policy of " + vm_name + " reloaded from " + policy_file : "no policy file (" + policy_file + ")";
+      msg += changed.empty() ? "; nothing changed now" : "; now: ";
+      for (size_t i = 0; i < changed.size(); ++i) msg += (i ? ", " : "") + changed[i];
+      if (!later.empty()) {
+        msg += "; the new ";
+        for (size_t i = 0; i < later.size(); ++i) msg += (i ? " and " : "") + later[i];
+        msg += " apply when the stub restarts (systemctl restart vmcuda-stub@" + vm_name + ": programs keep running)";
+      }
+      VMRPC_LOG(kInfo, "stub", msg);
+      return msg;
+    };
     // Whatever way this scope ends, the endpoint (its restore thread uses vm) stops first.
     struct StopFirst {
       vmrpc::HostEndpoint& e;
@@ -496,7 +581,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                                                             {first_args.begin() + 1, first_args.end()}, placement.devices());
                                                         a.insert(a.begin(), first_args.front());
                                                         return a;
-                                                      }});
+                                                      }},
+                               reload_policy);
       control->start();
     }
     vm.remove_stale_handovers();
@@ -506,7 +592,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  limits.gpu_threads ? ", work issued by one working thread per GPU" : "");
     service_manager::ready("serving " + vm_name + " on " + socket_path);
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+      std::fprintf(stderr, "vmcuda-stub: SIGHUP: %s\n", reload_policy().c_str());
     if (keep_on_stop) {
       if (control) control->stop();
       keep_clients_and_exit(vm, sig);

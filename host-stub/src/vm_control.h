@@ -56,6 +56,19 @@ class VmControl {
   // The VM's GPUs (set once, before the control socket serves): a resume or restore may
   // move the VM to other GPUs of the same models (`to`).
   void set_placement(class Placement* placement) { placement_ = placement; }
+  // What the policy file says of the VM, for status (policy.h).
+  struct PolicyInfo {
+    std::string source, profile;
+    uint32_t weight = 1;
+  };
+  void set_policy_info(PolicyInfo info) {
+    std::lock_guard l(state_mu_);
+    policy_info_ = std::move(info);
+  }
+  PolicyInfo policy_info() {
+    std::lock_guard l(state_mu_);
+    return policy_info_;
+  }
   // Before this process hands the VM to the next one (restart, upgrade): no connection is
   // accepted any more; those that come wait in the socket's backlog for the next process.
   bool stop_accepting(std::chrono::milliseconds timeout) { return endpoint_.stop_accepting(timeout); }
@@ -130,6 +143,7 @@ class VmControl {
   bool vm_suspended_ = false;  // also with no client at all
   std::set<uint64_t> suspended_connections_;  // the VM's connections when it was suspended
   bool suspended_to_dir_ = false;             // by a save
+  PolicyInfo policy_info_;
   void set_state(const std::string& s) {
     std::lock_guard l(state_mu_);
     state_ = s;

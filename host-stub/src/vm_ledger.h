@@ -33,6 +33,8 @@ class VmLedger : public std::enable_shared_from_this<VmLedger> {
   int fd() const { return fd_.get(); }
   uint64_t limit() const { return shared_->limit.load(std::memory_order_relaxed); }
   uint64_t used() const;  // the VM's clients together
+  // A new limit (policy reload): what is held stays; new charges see it.
+  void set_limit(uint64_t limit) { shared_->limit.store(limit, std::memory_order_relaxed); }
 
   // One client's share. Not thread-safe (its session's thread uses it); gives everything
   // back when destroyed.

@@ -442,6 +442,7 @@ std::string past_tense(const std::string& op) {
   if (op == "save") return "saved";
   if (op == "restore") return "restored";
   if (op == "upgrade") return "upgraded";
+  if (op == "reload") return "reloaded";
   return op + " done";
 }
 
@@ -891,6 +892,9 @@ int main(int argc, char** argv) {
   restore->add_option("--devices", move_to, move_help)->delimiter(',')->check(CLI::NonNegativeNumber);
   auto* upgrade = app.add_subcommand("upgrade", "hand the VM over to a new vmcuda-stub binary without stopping it");
   upgrade->add_option("VM", vm, "the VM (required unless --socket)");
+  auto* reload = app.add_subcommand(
+      "reload", "read the VM's policy file again (as SIGHUP): a new memory quota and weight apply at once");
+  reload->add_option("VM", vm, "the VM (required unless --socket)");
 
   // A whole libvirt domain with its GPU state, in one command (docs/snapshots.md).
   DomainRequest domain_request;
