@@ -69,6 +69,15 @@ cudaError_t to_cuda_error(int32_t status, const char* call) noexcept {
                                   "docs/snapshots.md); CUDA calls fail from now on: restart the application");
     return cudaErrorDevicesUnavailable;
   }
+  if (status == static_cast<int32_t>(ChannelStatus::kLaunchTimeout)) {
+    // As a native launch timeout: sticky (runtime_state.cc), the context is gone.
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      VMCUDA_LOG(kWarn, "remote", "a kernel of this program ran longer than the host allows (vmcuda-stub "
+                                  "--kernel-time-limit): the host ended its GPU context; CUDA calls fail with "
+                                  "cudaErrorLaunchTimeout from now on: restart the application");
+    return cudaErrorLaunchTimeout;
+  }
   VMCUDA_LOG(kWarn, "remote", "the host rejected %s (channel status %d): a vmcuda bug or a guest/host version "
                               "mismatch", call, status);
   return cudaErrorUnknown;

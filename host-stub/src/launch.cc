@@ -117,6 +117,7 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
   CUstream stream;
   void** params;
   if (int32_t e = launch_setup(a.function, a.stream, req.tail, req.ctx, &fn, &stream, &params)) return e;
+  note_launch();  // the kernel time limit's count (relaxed atomics)
   return api_.cuLaunchKernel(fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2], a.shared_bytes,
                              stream, params, nullptr);
 }
@@ -129,6 +130,7 @@ int32_t Session::on_LaunchCooperativeKernel(const api::LaunchArgs& a, api::Empty
   CUstream stream;
   void** params;
   if (int32_t e = launch_setup(a.function, a.stream, req.tail, req.ctx, &fn, &stream, &params)) return e;
+  note_launch();  // the kernel time limit's count (relaxed atomics)
   return api_.cuLaunchCooperativeKernel(fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2],
                                         a.shared_bytes, stream, params);
 }
@@ -153,6 +155,7 @@ int32_t Session::on_LaunchKernelEx(const api::LaunchExArgs& a, api::Empty&, Requ
     return e;
   const CUlaunchConfig config{a.grid[0],  a.grid[1],  a.grid[2],      a.block[0], a.block[1],
                               a.block[2], a.shared_bytes, stream, count ? attrs : nullptr, count};
+  note_launch();  // the kernel time limit's count (relaxed atomics)
   return api_.cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 

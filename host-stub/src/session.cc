@@ -30,6 +30,11 @@ Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int
              std::to_string(info.owner_tag) + ")";
   if (limits_.ledger) account_ = limits_.ledger->open_account();
   arena_ = make_arena();
+  if (limits_.kernel_time_limit.count() > 0 && limits_.on_kernel_timeout)
+    watchdog_ = std::make_unique<KernelWatchdog>(api_, limits_.kernel_time_limit,
+                                                 [tag = log_tag_, f = limits_.on_kernel_timeout](int64_t age_ms) {
+                                                   f(tag, age_ms);
+                                                 });
 }
 
 std::unique_ptr<DeviceArena> Session::make_arena() {
@@ -94,6 +99,7 @@ bool Session::ensure_context() {
       return false;
     }
     contexts_[current_] = ctx;
+    if (watchdog_) watchdog_->add_context(ctx);
     if (Object* o = vol_.context(current_))
       o->as<ContextObject>().ctx = ctx;  // a resume recreating it
     else
@@ -147,6 +153,7 @@ CUresult Session::release(Object& o, Release how) {
         api_.cuStreamDestroy_v2(managed_streams_[o.device]);
         managed_streams_[o.device] = nullptr;
       }
+      if (watchdog_) watchdog_->remove_context(c);  // no probe waits on it any more
       const CUresult e = api_.cuCtxDestroy_v2(c);
       c = nullptr;
       contexts_[o.device] = nullptr;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "arena.h"
+#include "kernel_watchdog.h"
 #include "driver_api.h"
 #include "object_list.h"
 #include "output.h"
@@ -42,6 +44,11 @@ struct StubLimits {
   // that are threads of one process (--isolation thread).
   bool gpu_threads = false;
   uint32_t max_host_funcs = 1u << 16;      // host functions queued and not yet run, per client
+  // The kernel time limit (vmcuda-stub --kernel-time-limit; kernel_watchdog.h): a client
+  // whose oldest outstanding GPU work is older than this is ended by on_kernel_timeout
+  // (in a worker process: the process exits, kWorkerExitLaunchTimeout). 0 or no callback: off.
+  std::chrono::milliseconds kernel_time_limit{0};
+  std::function<void(const std::string& client, int64_t age_ms)> on_kernel_timeout;
 };
 
 // Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
@@ -286,6 +293,11 @@ class Session : public vmrpc::SlotService {
   CUresult managed_push(const vmrpc::CallContext& ctx, ManagedVarObject& v, CUstream stream);
   CUresult managed_pull(const vmrpc::CallContext& ctx, ManagedVarObject& v, CUstream stream);
   std::string log_tag_;
+  // The kernel time limit (kernel_watchdog.h), when set: told of each launch and context.
+  std::unique_ptr<KernelWatchdog> watchdog_;
+  void note_launch() noexcept {
+    if (watchdog_) watchdog_->on_launch();
+  }
   // Host functions (host_func.cc): gates the driver runs on its own thread, each waiting
   // for the guest to run its function. Freed once run, or at close (after the contexts).
   std::vector<std::unique_ptr<HostFuncGate>> gates_;

@@ -235,6 +235,7 @@ std::string default_state_dir() {
 
 }  // namespace
 
+<<<<<<< HEAD
 // The VM's device memory quota: --memory-quota-mib, else the policy's memory (or fraction
 // of the smallest of its GPUs), else that GPU's memory divided by --gpu-share; ~0: none.
 uint64_t vm_quota(const DriverApi& api, const std::vector<int>& devices, uint64_t quota_mib, unsigned gpu_share,
@@ -252,6 +253,15 @@ uint64_t vm_quota(const DriverApi& api, const std::vector<int>& devices, uint64_
   if (policy && policy->memory_fraction) return static_cast<uint64_t>(static_cast<double>(smallest) * *policy->memory_fraction);
   return gpu_share > 0 ? smallest / gpu_share : ~0ull;
 }
+=======
+namespace {
+std::string seconds_text(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", s);
+  return b;
+}
+}  // namespace
+>>>>>>> liveness
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
   // A worker (started by the stub itself for one client slot) gets the stub's own options
@@ -322,6 +332,13 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "process (faster to start, no fault isolation)")
       ->check(CLI::IsMember({"process", "thread"}))
       ->capture_default_str();
+  double kernel_time_limit_s = 0;
+  app.add_option("--kernel-time-limit", kernel_time_limit_s,
+                 "seconds a client's GPU work may stay unfinished (counted from its launch) before the client is "
+                 "ended: its worker process is ended (which stops the kernel and frees its GPU memory) and its calls "
+                 "get cudaErrorLaunchTimeout; 0: no limit. Needs --isolation process")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   std::string gpu_thread = "auto";
   app.add_option("--gpu-thread", gpu_thread,
                  "issue every client's non-blocking work (launches, async copies, event records) through one "
@@ -376,6 +393,26 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   // Every log line names the VM (and says whether a worker wrote it).
   vmrpc::log::set_origin("vmcuda-stub " + vm_name + (worker ? " worker" : ""));
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
+  if (kernel_time_limit_s > 0 && isolation == "thread") {
+    // One program's kernel can only be stopped by destroying its context or ending its
+    // process; with threads, every program of the VM shares the process (and a context's
+    // destruction waits for its kernels): the limit could not end one without the others.
+    std::fprintf(stderr, "vmcuda-stub: --kernel-time-limit needs --isolation process: with --isolation thread a "
+                 "kernel that runs too long cannot be stopped without ending every program of the VM\n");
+    return 2;
+  }
+  if (kernel_time_limit_s > 0) {
+    limits.kernel_time_limit =
+        std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(static_cast<int64_t>(kernel_time_limit_s * 1000)));
+    if (worker)
+      limits.on_kernel_timeout = [kernel_time_limit_s](const std::string& client, int64_t age_ms) {
+        VMRPC_LOG(kWarn, "stub", client + ": GPU work issued " + std::to_string(age_ms) + " ms ago has not finished "
+                                 "(--kernel-time-limit " + seconds_text(kernel_time_limit_s) + " s): ending its worker "
+                                 "process, which stops the kernel; the program gets cudaErrorLaunchTimeout");
+        std::fflush(nullptr);
+        ::_exit(vmrpc::kWorkerExitLaunchTimeout);  // like a kill: no destructor waits on the GPU
+      };
+  }
 
   DriverApi api;
   std::string why;
@@ -587,9 +624,11 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     }
     vm.remove_stale_handovers();
     const std::string list = device_list(devices);
-    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s\n", socket_path.c_str(),
+    const std::string time_limit =
+        kernel_time_limit_s > 0 ? ", kernel time limit " + seconds_text(kernel_time_limit_s) + " s" : "";
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s%s\n", socket_path.c_str(),
                  list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread",
-                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "");
+                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "", time_limit.c_str());
     service_manager::ready("serving " + vm_name + " on " + socket_path);
     int sig = 0;
     while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)

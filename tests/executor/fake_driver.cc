@@ -2,6 +2,7 @@
 #include "fake_kernels.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <thread>
 #include <algorithm>
@@ -31,6 +32,7 @@ struct FakeStream {
   int priority;
   uint64_t id = 0;
   bool busy = false;
+  bool endless = false;  // a kernel that never ends runs on it (kFakeNeverEnds)
 };
 struct FakeEvent {
   CUcontext ctx;
@@ -186,6 +188,17 @@ void did_work(FakeStream* st, double ms) {
   gpu().clock_ms += ms;
   if (gpu().hold) st->busy = true;
 }
+// Kernels that never end (kFakeNeverEnds): waits on their streams block on this until the
+// context is destroyed. Lock held by the callers of these.
+std::condition_variable g_endless_cv;
+bool endless_in_locked(CUcontext c) {
+  auto& g = gpu();
+  for (auto& [s, st] : g.streams)
+    if (st.ctx == c && st.endless) return true;
+  for (auto& [k, st] : g.special_streams)
+    if (k.first == c && st.endless) return true;
+  return false;
+}
 constexpr double kLaunchMs = 1.0;  // each launch takes 1 ms of fake GPU time
 constexpr double kCopyMs = 0.5;    // each async copy or memset, 0.5 ms
 
@@ -333,6 +346,7 @@ CUresult f_ctx_destroy(CUcontext c) {
   std::erase_if(g.special_streams, [c](const auto& kv) { return kv.first.first == c; });
   std::erase_if(g.events, [c](const auto& kv) { return kv.second.ctx == c; });
   if (t_ctx == c) t_ctx = nullptr;
+  g_endless_cv.notify_all();  // a kernel that never ended went with its context
   return CUDA_SUCCESS;
 }
 CUresult f_ctx_set(CUcontext c) {
@@ -353,7 +367,8 @@ CUresult f_sync() {
   }
   if (hook) hook();
   auto& g = gpu();
-  std::lock_guard l(g.mu);
+  std::unique_lock l(g.mu);
+  g_endless_cv.wait(l, [] { return !endless_in_locked(t_ctx); });
   if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;  // CUDA_ERROR_INVALID_CONTEXT
   if (gpu_poisoned()) return 700;  // a sticky error: every synchronize reports it
   for (auto& [s, st] : g.streams)
@@ -674,6 +689,10 @@ CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
   // As on the H200 (tests/gpu/context_fault_probe.cc): an illegal address poisons every
   // context of the process, new ones included.
   if (r == 700) gpu_poisoned() = true;
+  if (r == kFakeNeverEnds) {
+    st->busy = st->endless = true;  // waits on it last until its context goes
+    return CUDA_SUCCESS;
+  }
   return r;
 }
 CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -965,7 +984,11 @@ CUresult f_stream_destroy(CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult f_stream_sync(CUstream s) {
-  std::lock_guard l(gpu().mu);
+  std::unique_lock l(gpu().mu);
+  g_endless_cv.wait(l, [s] {
+    FakeStream* st = stream_for_work(s);
+    return !st || !st->endless;
+  });
   FakeStream* st = stream_for_work(s);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   st->busy = false;

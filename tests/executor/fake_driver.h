@@ -71,6 +71,9 @@ struct FakeLaunchInfo {
   bool programmatic_serialization = false;
 };
 FakeLaunchInfo fake_last_launch();
+// A kernel whose run() returns kFakeNeverEnds (fake_kernels.h) never ends: its stream stays
+// busy and cuCtxSynchronize / cuStreamSynchronize on it block until its context is destroyed
+// (or the process ends), as on a GPU; other contexts and processes are not held.
 // Fake GPU time: each launch takes 1 ms and each async copy or memset 0.5 ms, so
 // cuEventElapsedTime is exact. Priorities range from 0 (least) to -5 (greatest).
 

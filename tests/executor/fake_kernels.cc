@@ -66,6 +66,14 @@ int fault(void** params, const FakeLaunch& l) {
 
 int empty(void**, const FakeLaunch&) { return 0; }
 
+// ---- tests/security/endless_kernel.cu: spin_forever(volatile int* flag) spins while *flag
+// is 0, which nothing changes: it never ends (kFakeNeverEnds).
+int spin_forever(void** params, const FakeLaunch& l) {
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), 4);
+  if (!p) return 700;
+  return load<int>(p, 0) == 0 ? kFakeNeverEnds : 0;
+}
+
 // ---- tests/cuda/symbols_pitch.cu
 
 // apply_coef(const int* in, int* out, int n):
@@ -338,6 +346,7 @@ int coop_bump(void** params, const FakeLaunch& l) {
 
 const FakeKernel kKernels[] = {
     {"_Z12empty_kernelv", {}, empty},
+    {"_Z12spin_foreverPVi", {{0, 8}}, spin_forever, 8},
     // tests/cuda/managed_vars.cu
     {"_Z12managed_bumpi", {{0, 4}}, managed_bump, 8},
     {"_Z13managed_scalefi", {{0, 4}, {4, 4}}, managed_scale, 10},

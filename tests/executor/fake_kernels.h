@@ -39,6 +39,12 @@ struct FakeLaunch {
 // on the device. Returns false once the FIFO is full (loops stop early: the lines are lost anyway).
 bool device_printf(const FakeLaunch& launch, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
+// What a kernel's run() returns for a kernel that never ends (tests/security/endless_kernel.cu's
+// spin_forever with its flag 0): the launch succeeds, its stream stays busy (cuStreamQuery:
+// not ready), and cuCtxSynchronize / cuStreamSynchronize of it block until its context is
+// destroyed or the process ends, as on a GPU.
+inline constexpr int kFakeNeverEnds = -1000;
+
 struct FakeKernel {
   const char* name;
   std::vector<std::pair<uint32_t, uint32_t>> params;  // (offset, size), as cuFuncGetParamInfo

@@ -101,6 +101,9 @@ ChannelStatus ClientSlot::submit() {
   } else if (hs == static_cast<uint32_t>(wire::HostSlotState::kStateLost)) {
     batch_.reset();
     return ChannelStatus::kStateLost;  // restored without its GPU state: nobody has it
+  } else if (hs == static_cast<uint32_t>(wire::HostSlotState::kTimedOut)) {
+    batch_.reset();
+    return ChannelStatus::kLaunchTimeout;  // ended for running a kernel past the time limit
   }
   const uint32_t bytes = batch_.finish();
   ordering::store_relaxed(ctl.request_bytes, bytes);

@@ -678,7 +678,8 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   }
   if (const uint32_t hs = ordering::load_acquire(ctl.host_state);
       !held && (hs == static_cast<uint32_t>(wire::HostSlotState::kFailed) ||
-                hs == static_cast<uint32_t>(wire::HostSlotState::kStateLost))) {
+                hs == static_cast<uint32_t>(wire::HostSlotState::kStateLost) ||
+                hs == static_cast<uint32_t>(wire::HostSlotState::kTimedOut))) {
     // A slot whose server died or whose state is lost: answer a batch the guest sent as it
     // happened (it may have looked at host_state just before), keep watching.
     fail_slot(c.view, slot, c.guest_rx[slot].get(), static_cast<wire::HostSlotState>(hs));
@@ -976,7 +977,15 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
   }
   auto& ctl = c.view.control(slot);
   const uint32_t state = ordering::load_acquire(ctl.state);
-  if (state == static_cast<uint32_t>(SlotState::kClaimed)) {
+  const bool timed_out = WIFEXITED(status) && WEXITSTATUS(status) == kWorkerExitLaunchTimeout;
+  if (timed_out)
+    VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) + ": worker " +
+                                 std::to_string(pid) + " ended its client: a kernel ran past the kernel time limit; "
+                                 "its GPU memory and contexts are gone, its calls get cudaErrorLaunchTimeout until "
+                                 "it releases the slot");
+  if (state == static_cast<uint32_t>(SlotState::kClaimed) && timed_out) {
+    fail_slot(c.view, slot, c.guest_rx[slot].get(), wire::HostSlotState::kTimedOut);
+  } else if (state == static_cast<uint32_t>(SlotState::kClaimed)) {
     // The worker died while its client lives (a crash, or killed): the client's CUDA
     // state is gone with it. Answer what it waits for; the slot stays refused until
     // the client releases it.

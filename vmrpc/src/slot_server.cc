@@ -213,6 +213,8 @@ void fail_slot(const RegionView& view, uint32_t slot, int notify_fd, wire::HostS
     // A batch was in flight: answer it as failed so the guest does not wait forever.
     ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(why == wire::HostSlotState::kStateLost
                                                                       ? ChannelStatus::kStateLost
+                                                                  : why == wire::HostSlotState::kTimedOut
+                                                                      ? ChannelStatus::kLaunchTimeout
                                                                       : ChannelStatus::kHandlerFailed));
     ordering::store_relaxed(ctl.frames_done, 0u);
     ordering::store_release(ctl.response_seq, seq);

@@ -81,9 +81,9 @@ VMRPC_KNOB(kWorkerAslr, "VMRPC_WORKER_ASLR", 0,
            "new stub process)");
 VMRPC_KNOB(kRegionCheckMs, "VMRPC_REGION_CHECK_MS", 100,
            "how often the host looks for regions replaced by a saved image (a VM restore or snapshot revert)");
-VMRPC_KNOB(kWorkerExitMs, "VMRPC_WORKER_EXIT_MS", 30000,
+VMRPC_KNOB(kWorkerExitMs, "VMRPC_WORKER_EXIT_MS", 10000,
            "a worker process that outlives its program by this long is killed (a kernel that never ends blocks its "
-           "teardown): its slot and GPU memory go back; 0: never");
+           "teardown; a native process's kernels end with it): its slot and GPU memory go back; 0: never");
 VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");
 VMRPC_KNOB(kLogWarnRate, "VMRPC_LOG_WARN_RATE", 10,
            "warning lines a second per subsystem and process, after a burst (0: no limit): a guest cannot fill "

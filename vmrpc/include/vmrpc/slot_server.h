@@ -52,7 +52,9 @@ void reset_slot(const RegionView& view, uint32_t slot);
 
 // Answers a batch that will never run and marks the slot `why`: kFailed (its server died;
 // the batch answers kHandlerFailed) or kStateLost (a restored region whose client's GPU
-// state the host does not have; the batch answers kStateLost). Rings the guest.
+// state the host does not have; the batch answers kStateLost) or kTimedOut (its server was
+// ended because a kernel ran past the time limit; the batch answers kLaunchTimeout). Rings
+// the guest.
 void fail_slot(const RegionView& view, uint32_t slot, int notify_fd,
                wire::HostSlotState why = wire::HostSlotState::kFailed);
 

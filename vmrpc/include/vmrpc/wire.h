@@ -77,6 +77,10 @@ enum class HostSlotState : uint32_t {
   // has no GPU state for this slot's client (the VM was saved without it): calls fail
   // with kStateLost; release the slot.
   kStateLost = 4,
+  // The slot's client ran a kernel longer than the VM's kernel time limit (vmcuda-stub
+  // --kernel-time-limit): its server was ended to stop it. Calls fail with kLaunchTimeout;
+  // release the slot.
+  kTimedOut = 5,
 };
 
 // One control page per slot. Guest-written and host-written fields sit on separate
@@ -187,6 +191,7 @@ enum class ChannelStatus : int32_t {
   kSkipped = -9,          // kFrameSkipOnError and an earlier frame failed
   kTransportLost = -10,   // guest side only: the host endpoint went away
   kStateLost = -11,       // the host has no GPU state for this client (HostSlotState::kStateLost)
+  kLaunchTimeout = -12,   // the client's kernel ran past the time limit; its server was ended (HostSlotState::kTimedOut)
 };
 
 inline constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }

@@ -22,6 +22,9 @@ inline constexpr int kWorkerControlFd = 6;
 inline constexpr const char* kWorkerFlag = "--vmrpc-worker";
 // A worker's exit status when it left its slot because a saved image replaced the region.
 inline constexpr int kWorkerExitRegionReplaced = 3;
+// A worker's exit status when it ended itself because its client's kernel ran past the
+// kernel time limit (the client's calls then fail with kLaunchTimeout).
+inline constexpr int kWorkerExitLaunchTimeout = 4;
 
 // Starts `exe` with `args` and the worker arguments of `spec` (kWorkerFlag first, then
 // the spec); returns its pid or -1 (errno set). Use as HostEndpointOptions::spawn_worker.
