@@ -19,7 +19,7 @@ install(FILES qemu-config/vmcuda.sysusers DESTINATION lib/sysusers.d RENAME vmcu
 install(FILES README.md docs/running.md docs/attaching-a-vm.md docs/snapshots.md docs/security.md
               docs/benchmarks.md qemu-config/README.md
         DESTINATION share/doc/vmcuda COMPONENT host)
-install(FILES qemu-config/vmcuda-shmem.xml qemu-config/qemu-args.txt
+install(FILES qemu-config/vmcuda-shmem.xml qemu-config/qemu-args.txt qemu-config/policy.toml
         DESTINATION share/doc/vmcuda/examples COMPONENT host)
 install(CODE "
   set(prefix \"\${CMAKE_INSTALL_PREFIX}\")

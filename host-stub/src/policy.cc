@@ -48,11 +48,12 @@ std::string where(const toml::node& n, const std::string& key) {
 
 // The keys of one table (defaults, a profile or a VM) into `p`.
 void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, bool allow_profile) {
-  static const std::set<std::string> keys{"profile", "devices", "memory", "memory_fraction", "weight", "isolation"};
+  static const std::set<std::string> keys{"profile",   "devices",  "memory",           "memory_fraction",
+                                          "weight",    "isolation", "kernel_time_limit"};
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     const std::string name = table_name + "." + key;
-    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, profile");
+    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, profile");
     if (key == "profile") {
       if (!allow_profile) throw Bad("a profile cannot name another profile: " + where(v, name));
       if (!v.is_string()) throw Bad(where(v, name) + " must be a profile's name");
@@ -89,6 +90,10 @@ void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, boo
       auto w = v.value<int64_t>();
       if (!w || *w < 1 || *w > 1000) throw Bad(where(v, name) + " must be a whole number from 1 to 1000");
       p.weight = static_cast<uint32_t>(*w);
+    } else if (key == "kernel_time_limit") {
+      auto t = v.value<double>();
+      if (!t || !(*t >= 0 && *t <= 86400)) throw Bad(where(v, name) + " must be seconds from 0 (no limit) to 86400");
+      p.kernel_time_limit_s = t;
     } else if (key == "isolation") {
       auto s = v.value<std::string>();
       if (!s || (*s != "process" && *s != "thread")) throw Bad(where(v, name) + " must be \"process\" or \"thread\"");

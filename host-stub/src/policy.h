@@ -10,6 +10,7 @@
 //   profile = "half-h100"
 //   devices = "auto"          # as --devices: "0,1", "auto", "auto:2"
 //   isolation = "process"     # or "thread"
+//   kernel_time_limit = 30    # seconds a kernel may run (0: no limit; --kernel-time-limit)
 //
 // A VM's values: [defaults], then its profile (its own `profile`, else the default one), then
 // its [vm.NAME] keys; an option given on vmcuda-stub's command line wins over all. Unknown
@@ -32,6 +33,7 @@ struct VmPolicy {
   std::optional<double> memory_fraction;
   std::optional<uint32_t> weight;
   std::optional<std::string> isolation;
+  std::optional<double> kernel_time_limit_s;
   std::string profile;  // the profile applied ("" : none)
   std::string source;   // "FILE" for logs and status
 };

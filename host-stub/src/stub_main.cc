@@ -123,8 +123,10 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
                               std::function<std::string()> reload) {
   control.on("status", [&vm](const nlohmann::json&, Progress&) { return status_json(vm); });
   control.on("reload", [&vm, reload](const nlohmann::json&, Progress&) {
+    const std::string message = reload();
+    if (message.starts_with("policy not reloaded")) throw std::runtime_error(message);
     nlohmann::json r = status_json(vm);
-    r["message"] = reload();
+    r["message"] = message;
     return r;
   });
   control.on("suspend", vm_operation(vm, [&vm](const nlohmann::json&, const VmControl::Progress& p, std::string* why) {
@@ -235,7 +237,6 @@ std::string default_state_dir() {
 
 }  // namespace
 
-<<<<<<< HEAD
 // The VM's device memory quota: --memory-quota-mib, else the policy's memory (or fraction
 // of the smallest of its GPUs), else that GPU's memory divided by --gpu-share; ~0: none.
 uint64_t vm_quota(const DriverApi& api, const std::vector<int>& devices, uint64_t quota_mib, unsigned gpu_share,
@@ -253,7 +254,7 @@ uint64_t vm_quota(const DriverApi& api, const std::vector<int>& devices, uint64_
   if (policy && policy->memory_fraction) return static_cast<uint64_t>(static_cast<double>(smallest) * *policy->memory_fraction);
   return gpu_share > 0 ? smallest / gpu_share : ~0ull;
 }
-=======
+
 namespace {
 std::string seconds_text(double s) {
   char b[32];
@@ -261,7 +262,6 @@ std::string seconds_text(double s) {
   return b;
 }
 }  // namespace
->>>>>>> liveness
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
   // A worker (started by the stub itself for one client slot) gets the stub's own options
@@ -377,6 +377,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   // The VM's policy, under the options given on the command line (workers get their GPUs,
   // quota and mode from the stub that starts them).
   std::optional<VmPolicy> policy;
+  std::vector<std::string> policy_worker_args;
   if (!worker) {
     std::string why;
     policy = load_policy(policy_file, vm_name, app.count("--policy") > 0, &why);
@@ -387,6 +388,10 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     if (policy) {
       if (policy->devices && !app.count("--devices")) devices_text = *policy->devices;
       if (policy->isolation && !app.count("--isolation")) isolation = *policy->isolation;
+      if (policy->kernel_time_limit_s && !app.count("--kernel-time-limit")) {
+        kernel_time_limit_s = *policy->kernel_time_limit_s;
+        policy_worker_args = {"--kernel-time-limit", std::to_string(kernel_time_limit_s)};  // workers read no policy
+      }
     }
   }
   const bool quota_given = app.count("--memory-quota-mib") > 0;
@@ -516,7 +521,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       return 1;
     }
     const std::string self(exe, static_cast<size_t>(n));
-    const std::vector<std::string> args(argv + 1, argv + stub_argc);
+    std::vector<std::string> args(argv + 1, argv + stub_argc);
+    args.insert(args.end(), policy_worker_args.begin(), policy_worker_args.end());
     const int ledger_fd = limits.ledger->fd();
     // Each worker is told the VM's GPUs as they are when it starts (a move changes them).
     options.spawn_worker = [self, args, ledger_fd, &placement](const vmrpc::WorkerSpec& spec) {

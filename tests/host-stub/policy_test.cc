@@ -66,6 +66,15 @@ devices = "auto:2"
   EXPECT_EQ(t->devices, "auto:2");
 }
 
+TEST(Policy, TheShippedExampleReads) {
+  std::string why;
+  auto p = load_policy(VMCUDA_POLICY_EXAMPLE, "web1", true, &why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->profile, "whole-gpu");
+  EXPECT_EQ(p->memory_fraction, 1.0);
+  EXPECT_EQ(p->isolation, "process");
+}
+
 TEST(Policy, AMissingFileIsNoPolicyUnlessNamed) {
   std::string why;
   EXPECT_FALSE(load_policy("/nonexistent/policy.toml", "vm", false, &why));
