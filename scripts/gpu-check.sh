@@ -76,4 +76,9 @@ done
 "$carry/restart_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" "$carry/cuda_kill_probe" || rc=1
 # Finding 10.1 on the GPU: another program's device address in a kernel returns none of its data.
 "$top/tests/security/isolation_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$top/tests/security/bin/isolation_probe" || rc=1
+# Finding 10.6 on the GPU: a kernel that never ends is stopped by --kernel-time-limit.
+"$top/tests/security/kernel_time_limit_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" \
+  "$top/tests/security/bin/endless_kernel" "$top/tests/cuda/bin" "$top/tests/cuda/expected" || rc=1
+# What a context costs in device memory (the quota's fixed costs, docs/security.md).
+[ -x "$carry/context_cost_probe" ] && "$carry/context_cost_probe" 0
 exit $rc
