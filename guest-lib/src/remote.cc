@@ -1,5 +1,9 @@
 #include "remote.h"
 
+#include <errno.h>  // program_invocation_short_name
+
+#include <string_view>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -173,6 +177,13 @@ bool Remote::connect(cudaError_t* error) {
     return false;
   }
   handshake_ = hs.reply;
+  // The program's name, for the host's status (vmcudactl status); a host that does not know
+  // the call answers an error, which changes nothing here.
+  {
+    const std::string_view name(program_invocation_short_name ? program_invocation_short_name : "");
+    const auto bytes = std::as_bytes(std::span(name.data(), std::min<size_t>(name.size(), api::kMaxProgramName)));
+    (void)api::remote<api::Call::ClientInfo>(*slot_, {}, bytes);
+  }
   reserve_device_range(handshake_.arena_base, handshake_.arena_bytes);
   for (int i = 0; i < handshake_.device_count; ++i) {
     auto p = api::remote<api::Call::DeviceProperties>(*slot_, {i, 0});

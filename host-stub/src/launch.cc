@@ -106,6 +106,7 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
   }
   if (CUresult e = managed_before_launch(ctx, *stream); e != CUDA_SUCCESS) return e;
   output_possible_ = true;
+  launches_.fetch_add(1, std::memory_order_relaxed);  // status: kernels/s
   *fn = f.fn;
   *params = pointers.data();
   return CUDA_SUCCESS;

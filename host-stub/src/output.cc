@@ -163,6 +163,18 @@ bool OutputRing::owned() const {
 
 // ---------------------------------------------------------------- Session
 
+int32_t Session::on_ClientInfo(const api::Empty&, api::Empty&, Request& req) {
+  // Untrusted: kept printable and short, for status tables and logs.
+  std::string name;
+  for (std::byte b : req.tail.first(std::min<size_t>(req.tail.size(), api::kMaxProgramName))) {
+    const char c = static_cast<char>(b);
+    name += c >= 0x20 && c < 0x7f ? c : '?';
+  }
+  std::lock_guard l(published_mu_);
+  program_ = std::move(name);
+  return CUDA_SUCCESS;
+}
+
 int32_t Session::on_OutputRing(const api::OutputRingArgs& a, api::OutputRingReply& reply, Request& req) {
   OutputCapture* capture = OutputCapture::get();
   if (!capture) {

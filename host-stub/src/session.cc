@@ -19,7 +19,7 @@ constexpr bool takes_tail(api::Call c) {
          c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel ||
          c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx ||
          c == api::Call::Copy2DToDeviceInline || c == api::Call::Copy2DToDeviceInlineAsync ||
-         c == api::Call::ModuleGetGlobal || c == api::Call::ManagedVarBind;
+         c == api::Call::ModuleGetGlobal || c == api::Call::ManagedVarBind || c == api::Call::ClientInfo;
 }
 }  // namespace
 
@@ -121,6 +121,8 @@ void Session::publish_status() {
   published_allocated_.store(allocated_, std::memory_order_relaxed);
   published_objects_.store(vol_.size(), std::memory_order_relaxed);
   published_suspended_.store(suspended_, std::memory_order_relaxed);
+  std::lock_guard l(published_mu_);
+  published_devices_ = devices_;
 }
 
 namespace {

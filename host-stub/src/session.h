@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <span>
@@ -81,6 +82,8 @@ struct ClientStatus {
   uint64_t allocated_bytes = 0;
   uint64_t objects = 0;
   std::vector<int> devices;
+  std::string program;        // what the guest says its program is (ClientInfo), cleaned
+  uint64_t launches = 0;      // kernels launched so far
 };
 
 class Session : public vmrpc::SlotService {
@@ -224,6 +227,11 @@ class Session : public vmrpc::SlotService {
   // the client holds and at suspend, resume and close.
   std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0};
   std::atomic<bool> published_suspended_{false};
+  std::atomic<uint64_t> launches_{0};
+  // Read by the control side (snapshot) while the service thread changes them.
+  mutable std::mutex published_mu_;
+  std::vector<int> published_devices_;
+  std::string program_;
   void publish_status();
   uint64_t suspended_memory_ = 0;  // device memory bytes saved
   std::shared_ptr<const state::MemoryStream> suspended_state_;

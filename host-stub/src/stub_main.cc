@@ -50,7 +50,9 @@ nlohmann::json status_json(VmControl& vm) {
                        {"suspended", c.reply.status.suspended},
                        {"device_memory_bytes", c.reply.status.device_bytes},
                        {"allocated_bytes", c.reply.status.allocated_bytes},
-                       {"objects", c.reply.status.objects}});
+                       {"objects", c.reply.status.objects},
+                       {"program", c.reply.status.program},
+                       {"launches", c.reply.status.launches}});
   return {{"vm", s.vm},         {"state", s.state}, {"pid", ::getpid()}, {"clients", s.clients.size()},
           {"device_memory_bytes", s.device_bytes},
           // The VM's quota (null: none) and what its programs hold of it, as the driver maps it.

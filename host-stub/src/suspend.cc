@@ -74,7 +74,12 @@ std::vector<std::byte> Session::snapshot() const {
   r.status.device_bytes = published_device_bytes_.load(std::memory_order_relaxed);
   r.status.allocated_bytes = published_allocated_.load(std::memory_order_relaxed);
   r.status.objects = published_objects_.load(std::memory_order_relaxed);
-  r.status.devices = devices_;
+  r.status.launches = launches_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard l(published_mu_);
+    r.status.devices = published_devices_;
+    r.status.program = program_;
+  }
   return client_control::encode(r);
 }
 
@@ -87,6 +92,9 @@ ClientStatus Session::status() const {
   s.allocated_bytes = allocated_;
   s.objects = vol_.size();
   s.devices = devices_;
+  s.launches = launches_.load(std::memory_order_relaxed);
+  std::lock_guard l(published_mu_);
+  s.program = program_;
   return s;
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -393,6 +394,126 @@ std::vector<Target> control_sockets_in(const std::string& run_dir) {
   return targets;
 }
 
+// Columns padded; `right` says which hold numbers.
+void print_table(const std::vector<std::vector<std::string>>& cells, const std::vector<bool>& right) {
+  std::vector<size_t> widths(cells.empty() ? 0 : cells.front().size(), 0);
+  for (const auto& line : cells)
+    for (size_t i = 0; i < line.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], line[i].size());
+  for (const auto& line : cells) {
+    std::string text;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const std::string pad(widths[i] - line[i].size(), ' ');
+      if (i == line.size() - 1) text += right[i] ? pad + line[i] : line[i];
+      else text += (right[i] ? pad + line[i] : line[i] + pad) + "  ";
+    }
+    std::printf("%s\n", text.c_str());
+  }
+}
+
+double number_at(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
+std::string mib_text(double bytes) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%.0f", bytes / (1024.0 * 1024.0));
+  return t;
+}
+
+// One VM's programs: pid (the guest's), program, state, device memory, kernels launched and,
+// given an earlier status `before` taken `seconds` ago, kernels per second.
+void print_clients(const std::string& vm, const json& s, const json* before, double seconds) {
+  if (!s.contains("client_list") || !s["client_list"].is_array() || s["client_list"].empty()) return;
+  std::map<std::pair<uint64_t, uint64_t>, double> launches_before;
+  if (before && before->contains("client_list") && (*before)["client_list"].is_array())
+    for (const auto& c : (*before)["client_list"])
+      launches_before[{static_cast<uint64_t>(number_at(c, "connection")), static_cast<uint64_t>(number_at(c, "slot"))}] =
+          number_at(c, "launches");
+  std::vector<std::vector<std::string>> cells{{"VM", "PID", "PROGRAM", "STATE", "MEMORY MiB", "KERNELS", "KERNELS/S"}};
+  for (const auto& c : s["client_list"]) {
+    const std::pair<uint64_t, uint64_t> key{static_cast<uint64_t>(number_at(c, "connection")),
+                                            static_cast<uint64_t>(number_at(c, "slot"))};
+    std::string rate = "-";
+    if (auto it = launches_before.find(key); it != launches_before.end() && seconds > 0) {
+      char t[32];
+      std::snprintf(t, sizeof t, "%.0f", std::max(0.0, number_at(c, "launches") - it->second) / seconds);
+      rate = t;
+    }
+    const std::string program = c.contains("program") && c["program"].is_string() && !c["program"].get<std::string>().empty()
+                                    ? c["program"].get<std::string>()
+                                    : "?";
+    char launches[32];
+    std::snprintf(launches, sizeof launches, "%.0f", number_at(c, "launches"));
+    cells.push_back({vm, cell_text(c.value("pid", json())), program,
+                     c.value("suspended", false) ? "suspended" : "running", mib_text(number_at(c, "device_memory_bytes")),
+                     launches, rate});
+  }
+  std::printf("\n");
+  print_table(cells, {false, true, false, false, true, true, true});
+}
+
+// Prometheus' text format (node-exporter's textfile collector takes it as is): each family's
+// HELP and TYPE, then all its samples together.
+std::string metrics_text(const std::vector<StatusRow>& rows) {
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    std::string samples;
+  };
+  std::vector<Family> families{
+      {"vmcuda_vm_up", "gauge", "1 when the VM's stub answers", {}},
+      {"vmcuda_vm_clients", "gauge", "CUDA programs the VM runs", {}},
+      {"vmcuda_vm_device_memory_bytes", "gauge", "device memory the VM's programs hold, as the driver maps it", {}},
+      {"vmcuda_vm_memory_quota_bytes", "gauge", "the VM's device memory quota (absent: none)", {}},
+      {"vmcuda_vm_suspended", "gauge", "1 while the VM is suspended or saved", {}},
+      {"vmcuda_vm_weight", "gauge", "the VM's share weight (policy)", {}},
+      {"vmcuda_client_device_memory_bytes", "gauge", "device memory one program holds", {}},
+      {"vmcuda_client_kernels_total", "counter", "kernels one program launched", {}},
+  };
+  auto label = [](const std::string& v) {
+    std::string e;
+    for (char c : v) e += c == '"' || c == '\\' ? std::string("\\") + c : c == '\n' ? std::string("\\n") : std::string(1, c);
+    return e;
+  };
+  auto add = [&](size_t family, const std::string& labels, double v) {
+    char t[64];
+    std::snprintf(t, sizeof t, "%.17g", v);
+    families[family].samples += std::string(families[family].name) + "{" + labels + "} " + t + "\n";
+  };
+  for (const auto& r : rows) {
+    const std::string vm = "vm=\"" + label(r.target.vm) + "\"";
+    add(0, vm, r.status ? 1 : 0);
+    if (!r.status) continue;
+    const json& s = *r.status;
+    add(1, vm, number_at(s, "clients"));
+    add(2, vm, number_at(s, "device_memory_bytes"));
+    if (s.contains("memory_quota_bytes") && s["memory_quota_bytes"].is_number()) add(3, vm, number_at(s, "memory_quota_bytes"));
+    const std::string state = s.contains("state") && s["state"].is_string() ? s["state"].get<std::string>() : "";
+    add(4, vm, state == "suspended" || state == "saved" ? 1 : 0);
+    add(5, vm, s.contains("weight") ? number_at(s, "weight") : 1);
+    if (!s.contains("client_list") || !s["client_list"].is_array()) continue;
+    for (const auto& c : s["client_list"]) {
+      const std::string labels = vm + ",pid=\"" + cell_text(c.value("pid", json())) + "\",program=\"" +
+                                 label(c.value("program", std::string())) + "\"";
+      add(6, labels, number_at(c, "device_memory_bytes"));
+      add(7, labels, number_at(c, "launches"));
+    }
+  }
+  std::string out;
+  for (const Family& f : families)
+    out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.type + "\n" + f.samples;
+  return out;
+}
+
+std::vector<StatusRow> query_all(const std::vector<Target>& targets) {
+  // All at once: a hung stub costs its timeout once, not once per VM after it.
+  std::vector<std::future<StatusRow>> pending;
+  for (const Target& target : targets) pending.push_back(std::async(std::launch::async, query_status, target));
+  std::vector<StatusRow> rows;
+  for (auto& future : pending) rows.push_back(future.get());
+  return rows;
+}
+
 int status_all(const std::string& run_dir, bool json_output) {
   const std::vector<Target> targets = control_sockets_in(run_dir);
   if (targets.empty()) {
@@ -400,11 +521,7 @@ int status_all(const std::string& run_dir, bool json_output) {
     std::fprintf(stderr, "vmcudactl: no control sockets (*.ctl) in %s; no vmcuda-stub is running\n", run_dir.c_str());
     return 0;
   }
-  // All at once: a hung stub costs its timeout once, not once per VM after it.
-  std::vector<std::future<StatusRow>> pending;
-  for (const Target& target : targets) pending.push_back(std::async(std::launch::async, query_status, target));
-  std::vector<StatusRow> rows;
-  for (auto& future : pending) rows.push_back(future.get());
+  const std::vector<StatusRow> rows = query_all(targets);
 
   if (json_output) {
     json all = json::array();
@@ -892,6 +1009,19 @@ int main(int argc, char** argv) {
   restore->add_option("--devices", move_to, move_help)->delimiter(',')->check(CLI::NonNegativeNumber);
   auto* upgrade = app.add_subcommand("upgrade", "hand the VM over to a new vmcuda-stub binary without stopping it");
   upgrade->add_option("VM", vm, "the VM (required unless --socket)");
+  double interval = 2;
+  int count = 0;
+  auto* top = app.add_subcommand("top", "status of every VM (or one) and its programs, refreshed, with kernels per second");
+  top->add_option("VM", vm, "only this VM");
+  top->add_option("-n,--interval", interval, "seconds between refreshes")->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+  top->add_option("--count", count, "refreshes before it ends (0: until interrupted)")->check(CLI::NonNegativeNumber);
+  std::string textfile;
+  auto* metrics = app.add_subcommand(
+      "metrics", "every VM's figures (or one's) in Prometheus' text format, for a scraper or node-exporter's textfile "
+                 "collector");
+  metrics->add_option("VM", vm, "only this VM");
+  metrics->add_option("--textfile", textfile,
+                      "write them to FILE (replaced whole, for node-exporter's --collector.textfile.directory)");
   auto* reload = app.add_subcommand(
       "reload", "read the VM's policy file again (as SIGHUP): a new memory quota and weight apply at once");
   reload->add_option("VM", vm, "the VM (required unless --socket)");
@@ -965,6 +1095,60 @@ int main(int argc, char** argv) {
   if (command == restore) vm = restore_vm;
   if (command == save && file.empty()) return usage_error("save needs VM and FILE: vmcudactl save VM FILE");
 
+  if (command == top || command == metrics) {
+    std::vector<Target> targets;
+    try {
+      if (!socket.empty()) targets.push_back({vm.empty() ? std::filesystem::path(socket).stem().string() : vm, socket});
+      else if (!vm.empty()) targets.push_back({vm, run_dir + "/" + vm + ".ctl"});
+      else targets = control_sockets_in(run_dir);
+    } catch (const Unreachable& e) {
+      std::fprintf(stderr, "vmcudactl: %s\n", e.what());
+      return kExitUnreachable;
+    }
+    if (command == metrics) {
+      const std::string text = metrics_text(query_all(targets));
+      if (textfile.empty()) {
+        std::fputs(text.c_str(), stdout);
+        return 0;
+      }
+      const std::string tmp = textfile + ".tmp";
+      std::FILE* f = std::fopen(tmp.c_str(), "w");
+      if (!f || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0 || std::rename(tmp.c_str(), textfile.c_str()) != 0) {
+        std::fprintf(stderr, "vmcudactl: cannot write %s: %s\n", textfile.c_str(), errno_text(errno).c_str());
+        return kExitErrorReply;
+      }
+      return 0;
+    }
+    std::map<std::string, json> before;
+    auto when = Clock::now();
+    bool answered = true;
+    for (int i = 0; count == 0 || i < count; ++i) {
+      if (i) std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+      const auto now = Clock::now();
+      const double seconds = std::chrono::duration<double>(now - when).count();
+      when = now;
+      const std::vector<StatusRow> rows = query_all(targets);
+      if (::isatty(STDOUT_FILENO)) std::printf("\033[H\033[2J");
+      print_status_table(rows);
+      answered = true;
+      for (const StatusRow& row : rows) {
+        if (!row.status) {
+          answered = false;
+          continue;
+        }
+        auto it = before.find(row.target.vm);
+        print_clients(row.target.vm, *row.status, it == before.end() ? nullptr : &it->second, seconds);
+        before[row.target.vm] = *row.status;
+      }
+      std::fflush(stdout);
+    }
+    // A VM named that does not answer is an error (for scripts); of all VMs, the table says.
+    if (!answered && !vm.empty()) {
+      std::fprintf(stderr, "vmcudactl: %s: not answering (is vmcuda-stub@%s running?)\n", vm.c_str(), vm.c_str());
+      return kExitUnreachable;
+    }
+    return 0;
+  }
   if (command == status && vm.empty() && socket.empty()) {
     try {
       return status_all(run_dir, json_output);
@@ -1004,6 +1188,7 @@ int main(int argc, char** argv) {
         std::printf("%s\n", result.dump(2).c_str());
       else
         print_status_table({StatusRow{target, result, ""}});
+      if (!json_output) print_clients(target.vm, result, nullptr, 0);
       return 0;
     }
     if (json_output) {

@@ -85,6 +85,7 @@ static_assert(sizeof(PeerReply) == 8);
 // From the current device to `peer`; flags must be 0.
 struct PeerAccessArgs { int32_t peer; uint32_t flags; };
 static_assert(sizeof(PeerAccessArgs) == 8);
+inline constexpr uint32_t kMaxProgramName = 64;  // ClientInfo's trailing bytes
 // cudaMemPoolSetAccess: whether `accessor` may reach the memory of a pool on `owner`.
 struct PoolAccessArgs { int32_t owner; int32_t accessor; uint32_t enable; uint32_t pad; };
 static_assert(sizeof(PoolAccessArgs) == 16);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# vmcudactl status / top / metrics against running stubs (test executor): each program of a
+# VM with its guest pid, name, memory and kernels; Prometheus' text format with every family
+# once and its samples together, also for several VMs; the textfile replaced whole.
+#   status_test.sh STUB VMCUDACTL LIBDIR BINDIR
+set -uo pipefail
+stub="$1" ctl="$2" libdir="$3" bindir="$4"
+. "$(dirname "$0")/../support/checks.sh"
+export VMCUDA_RUN_DIR="$work"
+for vm in vm1 vm2; do
+  "$stub" --socket "$work/$vm.sock" 2>"$work/$vm.log" &
+  pids+=($!)
+  wait_socket "$work/$vm.ctl" || bad "$vm's stub did not start: $(cat "$work/$vm.log")"
+done
+(for _ in $(seq 200); do VMCUDA_SOCKET="$work/vm1.sock" LD_LIBRARY_PATH="$libdir" "$bindir/streams_events" >/dev/null 2>&1 || exit; done) &
+pids+=($!)
+seen=
+for _ in $(seq 100); do
+  out="$("$ctl" status vm1)"
+  if grep -q "streams_events" <<<"$out"; then seen=1; break; fi
+  sleep 0.05
+done
+[ -n "$seen" ] && ok "status lists the program by name: $(grep streams_events <<<"$out" | tr -s ' ')" \
+  || bad "status never showed the program: $out"
+m="$("$ctl" metrics)"
+for fam in vmcuda_vm_up vmcuda_vm_clients vmcuda_client_kernels_total; do
+  [ "$(grep -c "^# TYPE $fam " <<<"$m")" = 1 ] || bad "metrics: $fam's TYPE is not there once"
+done
+# Each family's samples right after its header, for both VMs.
+python3 - "$m" <<'P' && ok "metrics: every family once, its samples together, both VMs" || bad "metrics are not grouped: $m"
+import sys
+current, seen = None, set()
+for line in sys.argv[1].splitlines():
+    if line.startswith("# TYPE "):
+        current = line.split()[2]
+        assert current not in seen
+        seen.add(current)
+    elif not line.startswith("#"):
+        assert line.split("{")[0] == current, line
+ups = [l for l in sys.argv[1].splitlines() if l.startswith("vmcuda_vm_up{")]
+assert len(ups) == 2 and all(l.endswith(" 1") for l in ups), ups
+P
+"$ctl" metrics vm1 --textfile "$work/vmcuda.prom" && grep -q '^vmcuda_vm_up{vm="vm1"} 1$' "$work/vmcuda.prom" \
+  && [ ! -e "$work/vmcuda.prom.tmp" ] && ok "metrics --textfile writes the file whole" || bad "textfile: $(cat "$work/vmcuda.prom" 2>&1)"
+t="$("$ctl" top --count 2 --interval 0.2)"
+[ "$(grep -c '^VM  *STATE' <<<"$t")" = 2 ] && ok "top refreshes (2 tables)" || bad "top: $t"
+refused "top of a VM with no stub" "not answering" "$ctl" top nosuchvm --count 1
+finish "status, top and metrics work"
