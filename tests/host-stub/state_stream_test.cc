@@ -520,7 +520,7 @@ TEST(StateStream, AFlippedByteIsFoundByTheChunksThread) {
   EXPECT_FALSE(src.done());
 }
 
-TEST(CopyThreads, FinishInOrderAndInlineWithoutThreads) {
+TEST(StateStream, CopyThreadsFinishInOrderAndRunInlineWithoutThreads) {
   for (unsigned n : {0u, 1u, 4u}) {
     CopyThreads threads(n);
     EXPECT_EQ(threads.size(), n);
