@@ -188,7 +188,8 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     ::munmap(reinterpret_cast<void*>(it->first), it->second.bytes);
     slabs_.erase(it);
   }
-  // Pins (a resume reads the state from them: DMA instead of staged copies) or unpins all.
+  // Unpins all (a suspend, before the contexts go: the state stays unpinned; a resume copies
+  // it back through a ring) or pins them again.
   void set_pinned(bool on) {
     std::lock_guard l(mu_);
     pinning_ = on;
@@ -388,7 +389,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       auto ring_staging = std::make_shared<PinnedStaging>(api_, 0, false);
       ResumeCopy copy;
       copy.ring = [&] {
-        const size_t slots = std::max<size_t>(static_cast<size_t>(threads) * 2, kResumeRingSlots);
+        const size_t slots = std::clamp<size_t>(static_cast<size_t>(threads) * 2, kResumeRingSlots, kMaxRingSlots);
         return ring_staging->ring(slots * kRingSlotBytes);
       };
       copy.drop_ring = [&] { ring_staging->drop_ring(); };

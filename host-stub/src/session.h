@@ -30,6 +30,7 @@ namespace vmcuda::host {
 // resume's ring has at least kResumeRingSlots (two of the stream's largest chunks).
 inline constexpr size_t kRingSlotBytes = size_t{4} << 20;
 inline constexpr size_t kResumeRingSlots = 2 * state::kChunkBytes / kRingSlotBytes;
+inline constexpr size_t kMaxRingSlots = 64;  // what a ring uses at most
 
 // How Session::resume copies device memory back: `threads` threads (0 or 1: the resume's
 // own) read the stream's chunks, verify their checksums and copy them into a small pinned

@@ -238,7 +238,7 @@ class RingCopier {
   }
 
  private:
-  static constexpr size_t kMaxSlots = 64;
+  static constexpr size_t kMaxSlots = kMaxRingSlots;
   struct FillJob {
     uint64_t seq = 0, ticket = 0;
     size_t slot = 0, slots = 0;
