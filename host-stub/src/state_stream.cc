@@ -220,7 +220,10 @@ struct Sink::CopyPool {
     store_u32(header + 4, 0);
     store_u64(header + 8, j.chunk_index);
     store_u64(header + 16, j.bytes);
+    // INITSTATE: reset_withSeed skips making the secret where the stack's stale state has
+    // the same seed, and chunks with equal headers (chunk 0 of equal-size blobs) have.
     XXH3_state_t state;
+    XXH3_INITSTATE(&state);
     XXH3_64bits_reset_withSeed(&state, header_seed(header));
     for (size_t at = 0; at < j.bytes; at += kCopyPieceBytes) {
       const size_t n = std::min(kCopyPieceBytes, j.bytes - at);

@@ -479,8 +479,9 @@ struct OddBlocks {
 };
 
 TEST(Suspend, TheResumeRingGivesBackEveryByteWithAnyNumberOfThreads) {
-  const std::string path = ::testing::TempDir() + "vmcuda-resume-ring.state";
+  const std::string path = ::testing::TempDir() + "vmcuda-resume-ring." + std::to_string(::getpid()) + ".state";
   for (int64_t threads : {1, 3, 8}) {
+    SCOPED_TRACE("VMCUDA_SUSPEND_THREADS=" + std::to_string(threads));
     CopyThreadsKnob knob(threads);
     Stub stub;
     Client c(stub);
