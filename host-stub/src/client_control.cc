@@ -18,6 +18,11 @@ namespace vmcuda::host {
 
 namespace client_control {
 
+namespace testing {
+std::function<std::shared_ptr<const state::MemoryStream>(const std::shared_ptr<const state::MemoryStream>&)>
+    resume_state_override;
+}  // namespace testing
+
 std::vector<std::byte> encode(const Request& r) {
   state::ByteWriter w;
   w.put_u32(static_cast<uint32_t>(r.op));
@@ -187,7 +192,8 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     ::munmap(reinterpret_cast<void*>(it->first), it->second.bytes);
     slabs_.erase(it);
   }
-  // Pins (a resume reads the state from them: DMA instead of staged copies) or unpins all.
+  // Unpins all (a suspend, before the contexts go: the state stays unpinned; a resume copies
+  // it back through a ring) or pins them again.
   void set_pinned(bool on) {
     std::lock_guard l(mu_);
     pinning_ = on;
@@ -253,6 +259,14 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
   uint64_t pinned_bytes_ = 0;
 };
 
+namespace {
+// Copy threads of a suspend to or resume from host memory (and a restore from a file).
+int64_t copy_threads() {
+  const int64_t threads = vmrpc::knobs::kSuspendCopyThreads.get();
+  return threads > 0 ? threads : std::clamp<int64_t>(std::thread::hardware_concurrency() / 2, 2, 16);
+}
+}  // namespace
+
 std::vector<std::byte> Session::control(std::span<const std::byte> request, const Progress& progress) {
   namespace cc = client_control;
   using cc::Op;
@@ -297,8 +311,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       // ring, and several threads copy it out and checksum it (Sink::commit_copy). To a file:
       // the file sink's few staging buffers are pinned and the GPU copies straight into them.
       const bool to_memory = req.op == Op::kSuspend;
-      int64_t threads = vmrpc::knobs::kSuspendCopyThreads.get();
-      if (threads <= 0) threads = std::clamp<int64_t>(std::thread::hardware_concurrency() / 2, 2, 16);
+      const int64_t threads = copy_threads();
       const uint64_t pinned_bytes = to_memory ? 0 : opts.staging_buffers * (opts.staging_bytes + 4096);
       auto staging = std::make_shared<PinnedStaging>(api_, to_memory ? opts.expected_bytes : pinned_bytes, !to_memory);
       opts.allocator = staging->allocator();
@@ -308,7 +321,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       if (to_memory) {
         if (threads > 1) {
           opts.copy_threads = static_cast<unsigned>(threads);
-          ring = staging->ring(static_cast<size_t>(threads) * 2 * (size_t{4} << 20));
+          ring = staging->ring(static_cast<size_t>(threads) * 2 * kRingSlotBytes);
         }
         auto m = std::make_unique<state::MemorySink>(opts);
         memory = m.get();
@@ -356,13 +369,13 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
         }
         devices_ = req.devices;
       }
-      bool source_is_memory = false;
       const auto progress_fn = report(req.op == Op::kRestore ? "restore" : "resume");
       auto open_source = [&]() -> std::unique_ptr<state::Source> {
         if (req.op == Op::kRestore) return std::make_unique<state::FileSource>(req.path, state::Limits{}, progress_fn);
         if (suspended_state_) {
-          source_is_memory = true;
-          return std::make_unique<state::MemorySource>(suspended_state_, state::Limits{}, progress_fn);
+          auto state = suspended_state_;
+          if (cc::testing::resume_state_override) state = cc::testing::resume_state_override(state);
+          return std::make_unique<state::MemorySource>(state, state::Limits{}, progress_fn);
         }
         if (!suspended_file_.empty())
           return std::make_unique<state::FileSource>(suspended_file_, state::Limits{}, progress_fn);
@@ -373,18 +386,28 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
         reply.error = "no saved state to resume from";
         break;
       }
-      // The state in host memory is read by DMA: pinned again once the contexts exist.
-      std::function<void()> after_contexts;
-      if (source_is_memory && suspended_staging_) after_contexts = [&] { suspended_staging_->set_pinned(true); };
-      bool ok = resume(*source, region_, &why, after_contexts, true);
+      // The state's buffers (or the file) stay as they are: copy threads verify its chunks
+      // and copy them into a small pinned ring the GPU copies to the device from (the
+      // suspend's ring in reverse), pinned once the contexts and modules exist.
+      const int64_t threads = copy_threads();
+      auto ring_staging = std::make_shared<PinnedStaging>(api_, 0, false);
+      ResumeCopy copy;
+      copy.ring = [&] {
+        const size_t slots = std::clamp<size_t>(static_cast<size_t>(threads) * 2, kResumeRingSlots, kMaxRingSlots);
+        return ring_staging->ring(slots * kRingSlotBytes);
+      };
+      copy.drop_ring = [&] { ring_staging->drop_ring(); };
+      copy.threads = static_cast<unsigned>(threads);
+      copy.stacks = ring_staging->allocator();
+      bool ok = resume(*source, region_, &why, copy, true);
       if (!ok && module_data_moved()) {
-        // Once more with the memory first (resume's comment says why).
+        // Once more with the memory first (resume's comment says why): nothing pinned before
+        // the modules, so no ring.
         source = open_source();
         std::string again;
         ok = source && resume(*source, region_, &again, {}, false);
         if (!ok) why += "; with the memory first: " + again;
       }
-      if (suspended_staging_) suspended_staging_->set_pinned(false);
       if (!ok) {
         devices_ = devices_before;
         reply.error = why;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +44,13 @@ struct Progress {
   std::string phase;
   uint64_t done = 0, total = 0;
 };
+
+namespace testing {
+// Tests only: what a resume from host memory reads instead of the suspended state (a damaged
+// copy of it, say); the client's own state is kept either way. Unset: the state itself.
+extern std::function<std::shared_ptr<const state::MemoryStream>(const std::shared_ptr<const state::MemoryStream>&)>
+    resume_state_override;
+}  // namespace testing
 
 std::vector<std::byte> encode(const Request& r);
 bool decode(std::span<const std::byte> bytes, Request* r);

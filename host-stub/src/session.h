@@ -22,16 +22,30 @@
 #include "object_list.h"
 #include "output.h"
 
-namespace vmcuda::host::state {
-class Sink;
-class Source;
-class MemoryStream;
-}  // namespace vmcuda::host::state
+#include "state_stream.h"
 #include "vm_ledger.h"
 #include "vmcuda/api/calls.h"
 #include "vmrpc/service.h"
 
 namespace vmcuda::host {
+
+// The slots of the pinned rings device memory goes through (suspend.cc RingCopier); a
+// resume's ring has at least kResumeRingSlots (two of the stream's largest chunks).
+inline constexpr size_t kRingSlotBytes = size_t{4} << 20;
+inline constexpr size_t kResumeRingSlots = 2 * state::kChunkBytes / kRingSlotBytes;
+inline constexpr size_t kMaxRingSlots = 64;  // what a ring uses at most
+
+// How Session::resume copies device memory back: `threads` threads (0 or 1: the resume's
+// own) read the stream's chunks, verify their checksums and copy them into a small pinned
+// ring whose slots go to the device by asynchronous copies (state::Source::copy_chunk, the
+// suspend's ring in reverse). Without a ring (or from a source that cannot be read by
+// several threads) each chunk is verified and copied synchronously from where it lies.
+struct ResumeCopy {
+  std::function<std::span<std::byte>()> ring;  // pins it: called once the contexts (and modules) exist
+  std::function<void()> drop_ring;             // unpins it: once the memory is in or the attempt failed
+  unsigned threads = 0;
+  state::StagingAllocator stacks;  // the threads' stacks (state::CopyThreads)
+};
 
 struct StubLimits {
   // The VM's device memory, all its clients together, as the driver maps it (vm_ledger.h);
@@ -110,9 +124,8 @@ class Session : public vmrpc::SlotService {
   // Recreates the client from a state `in` (suspend's output, or a state file: untrusted).
   // `region`: the shared region, for pinned heap ranges. On failure nothing is left of the
   // attempt and the client stays suspended (false, why).
-  // `after_contexts` runs once the contexts exist, before memory is copied back.
-  bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
-              const std::function<void()>& after_contexts = {}, bool modules_first = true);
+  bool resume(state::Source& in, const vmrpc::RegionView* region, std::string* why, const ResumeCopy& copy = {},
+              bool modules_first = true);
   // The last resume failed because a module's variables came back at other addresses.
   bool module_data_moved() const { return module_data_moved_; }
   bool suspended() const { return suspended_; }

@@ -34,6 +34,9 @@ constexpr size_t kTrailerPayloadBytes = 24;
 constexpr size_t kBlobPayloadBytes = 8;
 constexpr size_t kSkipPieceBytes = size_t{1} << 20;
 constexpr uint64_t kReadaheadBytes = uint64_t{4} * kChunkBytes;
+// Copies that checksum as they go do it piece by piece: the copy reads what the hash just
+// brought into the cache.
+constexpr size_t kCopyPieceBytes = size_t{256} << 10;
 
 void store_u32(std::byte* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = std::byte(v >> (8 * i));
@@ -91,6 +94,90 @@ void* default_alloc(size_t bytes) {
 
 }  // namespace
 
+// ---------------------------------------------------------------------------- CopyThreads
+
+CopyThreads::CopyThreads(unsigned threads, StagingAllocator stacks) : stacks_(std::move(stacks)) {
+  if (!stacks_.alloc || !stacks_.free) stacks_ = {default_alloc, [](void* p) { std::free(p); }};
+  for (unsigned i = 0; i < threads; ++i) {
+    void* stack = stacks_.alloc(kStackBytes);
+    if (!stack) break;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, kStackBytes);
+    pthread_t t;
+    const int rc = pthread_create(
+        &t, &attr, [](void* self) -> void* { static_cast<CopyThreads*>(self)->work(); return nullptr; }, this);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+      stacks_.free(stack);
+      break;
+    }
+    threads_.push_back(t);
+    thread_stacks_.push_back(stack);
+  }
+}
+
+CopyThreads::~CopyThreads() {
+  {
+    std::lock_guard l(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (pthread_t t : threads_) pthread_join(t, nullptr);
+  for (void* stack : thread_stacks_) stacks_.free(stack);
+}
+
+uint64_t CopyThreads::run(std::function<void()> job) {
+  if (threads_.empty()) {
+    job();
+    std::lock_guard l(mu_);
+    done_below_ = ++next_ticket_;
+    return next_ticket_ - 1;
+  }
+  uint64_t ticket;
+  {
+    std::lock_guard l(mu_);
+    ticket = next_ticket_++;
+    queue_.emplace_back(ticket, std::move(job));
+  }
+  work_cv_.notify_one();
+  return ticket;
+}
+
+void CopyThreads::wait(uint64_t ticket) {
+  std::unique_lock l(mu_);
+  done_cv_.wait(l, [&] { return done_below_ > ticket; });
+}
+
+bool CopyThreads::finished(uint64_t ticket) {
+  std::lock_guard l(mu_);
+  return done_below_ > ticket;
+}
+
+void CopyThreads::work() {
+  for (;;) {
+    std::pair<uint64_t, std::function<void()>> job;
+    {
+      std::unique_lock l(mu_);
+      work_cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    job.second();
+    job.second = nullptr;  // what it holds goes before it counts as finished
+    {
+      std::lock_guard l(mu_);
+      done_out_of_order_.insert(job.first);
+      while (!done_out_of_order_.empty() && *done_out_of_order_.begin() == done_below_) {
+        done_out_of_order_.erase(done_out_of_order_.begin());
+        ++done_below_;
+      }
+    }
+    done_cv_.notify_all();
+  }
+}
+
 // ------------------------------------------------------------------------------------ Sink
 
 Sink::Sink(SinkOptions options) : options_(std::move(options)) {
@@ -112,56 +199,18 @@ Sink::Sink(SinkOptions options) : options_(std::move(options)) {
 // commit_copy()'s threads and the chunks in flight, oldest first.
 struct Sink::CopyPool {
   struct Job {
-    uint64_t ticket = 0;
+    uint64_t ticket = 0;       // the sink's
+    uint64_t run_ticket = 0;   // the threads'
     std::byte* buffer = nullptr;  // the sink's staging buffer; the payload at kStagingHeaderRoom
     const std::byte* source = nullptr;
     size_t bytes = 0;
     uint64_t chunk_index = 0;
     uint64_t checksum = 0;
-    bool done = false;  // guarded by mu
   };
-  std::mutex mu;
-  std::condition_variable work_cv, done_cv;
-  std::deque<Job*> queue;                    // not started
-  std::deque<std::unique_ptr<Job>> inflight;  // not yet in the stream, in stream order
-  std::vector<pthread_t> threads;
-  std::vector<void*> stacks;
-  const StagingAllocator& allocator;
-  bool stop = false;
+  CopyThreads threads;
+  std::deque<std::unique_ptr<Job>> inflight;  // not yet in the stream, in stream order (the producer's)
 
-  // The threads' stacks come from the staging allocator, not from the C library: it keeps
-  // freed thread stacks mapped, in the top-down area where the driver reserves a context's
-  // address ranges, and a context created later (the resume's) would place module data
-  // elsewhere (measured on the H100: 480 MiB lower).
-  static constexpr size_t kStackBytes = size_t{1} << 20;
-  CopyPool(unsigned n, const StagingAllocator& a) : allocator(a) {
-    for (unsigned i = 0; i < n; ++i) {
-      void* stack = allocator.alloc(kStackBytes);
-      if (!stack) break;
-      pthread_attr_t attr;
-      pthread_attr_init(&attr);
-      pthread_attr_setstack(&attr, stack, kStackBytes);
-      pthread_t t;
-      const int rc = pthread_create(
-          &t, &attr, [](void* self) -> void* { static_cast<CopyPool*>(self)->run(); return nullptr; }, this);
-      pthread_attr_destroy(&attr);
-      if (rc != 0) {
-        allocator.free(stack);
-        break;
-      }
-      threads.push_back(t);
-      stacks.push_back(stack);
-    }
-  }
-  ~CopyPool() {
-    {
-      std::lock_guard l(mu);
-      stop = true;
-    }
-    work_cv.notify_all();
-    for (pthread_t t : threads) pthread_join(t, nullptr);
-    for (void* stack : stacks) allocator.free(stack);
-  }
+  CopyPool(unsigned n, const StagingAllocator& a) : threads(n, a) {}
   // The chunk's record header and payload: the payload is hashed and copied piece by piece,
   // so that the copy reads what the hash just brought into the cache.
   static void copy_and_hash(Job& j) {
@@ -171,34 +220,18 @@ struct Sink::CopyPool {
     store_u32(header + 4, 0);
     store_u64(header + 8, j.chunk_index);
     store_u64(header + 16, j.bytes);
+    // INITSTATE: reset_withSeed skips making the secret where the stack's stale state has
+    // the same seed, and chunks with equal headers (chunk 0 of equal-size blobs) have.
     XXH3_state_t state;
+    XXH3_INITSTATE(&state);
     XXH3_64bits_reset_withSeed(&state, header_seed(header));
-    constexpr size_t kPiece = size_t{256} << 10;
-    for (size_t at = 0; at < j.bytes; at += kPiece) {
-      const size_t n = std::min(kPiece, j.bytes - at);
+    for (size_t at = 0; at < j.bytes; at += kCopyPieceBytes) {
+      const size_t n = std::min(kCopyPieceBytes, j.bytes - at);
       XXH3_64bits_update(&state, j.source + at, n);
       std::memcpy(payload + at, j.source + at, n);
     }
     j.checksum = XXH3_64bits_digest(&state);
     store_u64(header + 24, j.checksum);
-  }
-  void run() {
-    for (;;) {
-      Job* j;
-      {
-        std::unique_lock l(mu);
-        work_cv.wait(l, [&] { return stop || !queue.empty(); });
-        if (queue.empty()) return;
-        j = queue.front();
-        queue.pop_front();
-      }
-      copy_and_hash(*j);
-      {
-        std::lock_guard l(mu);
-        j->done = true;
-      }
-      done_cv.notify_all();
-    }
   }
 };
 
@@ -233,27 +266,20 @@ uint64_t Sink::commit_copy(std::span<const std::byte> source) {
   };
   if (options_.copy_threads == 0) return copy_here();
   if (!copies_) copies_ = std::make_unique<CopyPool>(options_.copy_threads, options_.allocator);
-  if (copies_->threads.empty()) return copy_here();  // no thread could start
-  {
-    std::lock_guard l(copies_->mu);
-    copies_->queue.push_back(job.get());
-    copies_->inflight.push_back(std::move(job));
-  }
-  copies_->work_cv.notify_one();
+  if (copies_->threads.size() == 0) return copy_here();  // no thread could start
+  CopyPool::Job* j = job.get();
+  j->run_ticket = copies_->threads.run([j] { CopyPool::copy_and_hash(*j); });
+  copies_->inflight.push_back(std::move(job));
   return ticket;
 }
 
 bool Sink::wait_copy(uint64_t ticket) {
   if (!copies_) return !failed();
   for (;;) {
-    std::unique_ptr<CopyPool::Job> j;
-    {
-      std::unique_lock l(copies_->mu);
-      if (copies_->inflight.empty() || copies_->inflight.front()->ticket > ticket) break;
-      copies_->done_cv.wait(l, [&] { return copies_->inflight.front()->done; });
-      j = std::move(copies_->inflight.front());
-      copies_->inflight.pop_front();
-    }
+    if (copies_->inflight.empty() || copies_->inflight.front()->ticket > ticket) break;
+    std::unique_ptr<CopyPool::Job> j = std::move(copies_->inflight.front());
+    copies_->inflight.pop_front();
+    copies_->threads.wait(j->run_ticket);
     if (failed()) {
       put_staging(j->buffer, {});
       continue;
@@ -1092,6 +1118,87 @@ bool Source::read_chunk_view(std::span<const std::byte>* chunk, std::string* why
   return true;
 }
 
+bool Source::next_chunk(Chunk* chunk, std::string* why) {
+  *chunk = {};
+  if (state_ == State::kFailed) return fail(why, "");
+  if (state_ != State::kBlob) return fail(why, "next_chunk(): the current record is not a blob");
+  if (!concurrent_reads()) return fail(why, "next_chunk(): this source is not read by several threads");
+  if (blob_left_ == 0) {
+    state_ = State::kBetween;
+    return true;
+  }
+  uint64_t n = 0;
+  if (!chunk_header(&n, why)) return false;
+  chunk->offset = offset_ + kRecordHeaderBytes;
+  chunk->bytes = size_t(n);
+  chunk->checksum = chunk_checksum_;
+  chunk->seed = chunk_seed_;
+  chunk->record = records_;
+  chunk->record_offset = offset_;
+  chunk->number = blob_chunks_;
+  chunk->blob_type = current_.type;
+  chunk->blob_id = current_.id;
+  // Counted as read: its payload is verified by copy_chunk() (the trailer's fold is over the
+  // stored checksums, which copy_chunk() holds the payloads to).
+  ++records_;
+  checksum_fold_ = fold(checksum_fold_, chunk_checksum_);
+  offset_ += kRecordHeaderBytes + n;
+  blob_left_ -= n;
+  ++blob_chunks_;
+  if (progress_) progress_(offset_, size());
+  return true;
+}
+
+bool Source::copy_chunk(const Chunk& c, std::span<std::byte> dest, std::string* why) const {
+  const std::string what = "chunk " + std::to_string(c.number) + " of blob type " + hex(c.blob_type) + " id " +
+                           std::to_string(c.blob_id);
+  auto failed = [&](const std::string& message) {
+    if (why)
+      *why = name_ + ": record " + std::to_string(c.record) + " at byte offset " + std::to_string(c.record_offset) +
+             ": " + message;
+    return false;
+  };
+  if (dest.size() < c.bytes)
+    return failed(what + " of " + std::to_string(c.bytes) + " bytes does not fit the " + std::to_string(dest.size()) +
+                  "-byte buffer");
+  dest = dest.first(c.bytes);
+  std::span<const std::byte> in_place;
+  std::string err;
+  if (!read_concurrent(c.offset, dest, &in_place, &err)) return failed(err);
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_64bits_reset_withSeed(&state, c.seed);
+  if (in_place.size() == c.bytes) {
+    for (size_t at = 0; at < c.bytes; at += kCopyPieceBytes) {
+      const size_t n = std::min(kCopyPieceBytes, c.bytes - at);
+      XXH3_64bits_update(&state, in_place.data() + at, n);
+      std::memcpy(dest.data() + at, in_place.data() + at, n);
+    }
+  } else {
+    XXH3_64bits_update(&state, dest.data(), dest.size());
+  }
+  const uint64_t computed = XXH3_64bits_digest(&state);
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  (void)computed;
+  return true;
+#else
+  if (computed == c.checksum) return true;
+  return failed(what + ": checksum mismatch (stored " + hex(c.checksum) + ", computed " + hex(computed) +
+                "): the data is corrupt; use another copy of the state");
+#endif
+}
+
+void Source::reject(const std::string& message) {
+  if (state_ == State::kFailed) return;
+  error_ = message;
+  state_ = State::kFailed;
+}
+
+bool Source::read_concurrent(uint64_t, std::span<std::byte>, std::span<const std::byte>*, std::string* why) const {
+  if (why) *why = "this source is not read by several threads";
+  return false;
+}
+
 // ---------------------------------------------------------------------------- MemorySource
 
 MemorySource::MemorySource(std::shared_ptr<const MemoryStream> stream, Limits limits, Progress progress)
@@ -1108,6 +1215,15 @@ bool MemorySource::read_at(uint64_t offset, std::span<std::byte> dest, std::stri
 }
 
 std::span<const std::byte> MemorySource::view_at(uint64_t offset, size_t bytes) { return stream_->view(offset, bytes); }
+
+bool MemorySource::read_concurrent(uint64_t offset, std::span<std::byte> dest, std::span<const std::byte>* in_place,
+                                   std::string* why) const {
+  // The stream is immutable: any number of threads read it at once.
+  *in_place = stream_->view(offset, dest.size());
+  if (in_place->size() == dest.size() || stream_->read(offset, dest)) return true;
+  if (why) *why = "reading " + std::to_string(dest.size()) + " bytes at byte offset " + std::to_string(offset) + ": past the end";
+  return false;
+}
 
 // ------------------------------------------------------------------------------ FileSource
 
@@ -1151,6 +1267,20 @@ bool FileSource::read_at(uint64_t offset, std::span<std::byte> dest, std::string
     if (want > advised_to_) ::posix_fadvise(fd_, off_t(advised_to_), off_t(want - advised_to_), POSIX_FADV_WILLNEED);
     advised_to_ = std::max(advised_to_, want);
   }
+  return pread_all(offset, dest, why);
+}
+
+bool FileSource::read_concurrent(uint64_t offset, std::span<std::byte> dest, std::span<const std::byte>* in_place,
+                                 std::string* why) const {
+  *in_place = {};
+  if (offset > size_ || dest.size() > size_ - offset) {
+    if (why) *why = "reading " + std::to_string(dest.size()) + " bytes at byte offset " + std::to_string(offset) + ": past the end";
+    return false;
+  }
+  return pread_all(offset, dest, why);  // the readahead follows next_chunk()'s header reads
+}
+
+bool FileSource::pread_all(uint64_t offset, std::span<std::byte> dest, std::string* why) const {
   size_t done = 0;
   while (done < dest.size()) {
     ssize_t n = ::pread(fd_, dest.data() + done, dest.size() - done, off_t(offset + done));

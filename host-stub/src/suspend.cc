@@ -19,6 +19,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
 #include <limits>
 #include <map>
 #include <utility>
@@ -122,23 +125,40 @@ class Phases {
   std::string text_;
 };
 
-// Device memory to a sink through a pinned ring: asynchronous device-to-host copies into
-// the ring's slots, several in flight, while the sink's threads copy earlier slots out and
-// checksum them (Sink::commit_copy). The GPU writes pinned memory at full speed (55 GB/s on
-// the H100) and the host-side work runs on several cores, where pinning every byte of the
-// state or checksumming it on one core ran at 3-5 GB/s (bench/staging_probe.cu).
+// Device memory through a pinned ring of kSlotBytes slots, both ways, with asynchronous
+// copies on a stream of its own and an event per slot that says when the GPU is done with
+// it. The GPU reads and writes pinned memory at full speed (55 GB/s on the H100) and the
+// host-side work runs on several cores, where pinning every byte of the state or
+// checksumming it on one core ran at 3-5 GB/s (bench/staging_probe.cu).
+//   suspend, copy(): device-to-host copies into the slots, several in flight, while the
+//     sink's threads copy earlier slots out into its buffers and checksum them
+//     (Sink::commit_copy).
+//   resume, fill() and finish(): copy threads (state::CopyThreads) read the stream's chunks,
+//     verify their checksums and copy them into slots (Source::copy_chunk); each slot then
+//     goes to the device by a host-to-device copy, in stream order, and is reused once its
+//     event completed. Only verified bytes reach the device; a chunk that fails stops it.
+// Its stream and events are one context's: drop() before switching devices or releasing it.
 class RingCopier {
  public:
-  static constexpr size_t kSlotBytes = size_t{4} << 20;
-  RingCopier(const DriverApi& api, std::span<std::byte> ring) : api_(api), ring_(ring) {
+  static constexpr size_t kSlotBytes = kRingSlotBytes;
+  // The slots a resume needs: two of the largest chunks (a chunk takes adjacent slots).
+  static constexpr size_t kFillSlots = kResumeRingSlots;
+  RingCopier(const DriverApi& api, std::span<std::byte> ring, state::CopyThreads* threads = nullptr)
+      : api_(api), ring_(ring), threads_(threads) {
     slots_ = std::min<size_t>(ring.size() / kSlotBytes, kMaxSlots);
   }
-  ~RingCopier() { drop(); }
+  ~RingCopier() {
+    abort();
+    drop();
+  }
   bool usable() const { return slots_ >= 2; }
+  bool usable_for_fill() const { return threads_ && slots_ >= kFillSlots; }
+  // The guest device whose context its stream and events are of (-1: none yet).
+  int device() const { return ready_ ? device_ : -1; }
 
   // One mapping (the current context's) as the open blob's chunks.
   bool copy(state::Sink& out, CUdeviceptr va, uint64_t bytes, std::string* why) {
-    if (!ready_ && !prepare(why)) return false;
+    if (!ready_ && !prepare(-1, "the suspend's", why)) return false;
     const uint64_t chunks = (bytes + kSlotBytes - 1) / kSlotBytes;
     const uint64_t lag = std::max<uint64_t>(1, slots_ / 4);  // copies in flight on the GPU
     auto size_of = [&](uint64_t k) { return static_cast<size_t>(std::min<uint64_t>(kSlotBytes, bytes - k * kSlotBytes)); };
@@ -164,7 +184,60 @@ class RingCopier {
       if (!hand_over(k)) return false;
     return true;
   }
-  // Before the context goes.
+
+  // The open blob of `in` (the contents of the mapping at `va`, `bytes`, on guest device
+  // `device`, whose context is current) to the device: queued, read and verified by the
+  // threads; finish() says when it is all there. Mappings follow each other without a
+  // pause; a new device needs finish() and drop() first.
+  bool fill(state::Source& in, int device, CUdeviceptr va, uint64_t bytes, std::string* why) {
+    if (!ready_ && !prepare(device, "the resume's", why)) return false;
+    if (device != device_) return *why = "the resume's copy ring is on another device", false;
+    for (uint64_t off = 0;;) {
+      state::Source::Chunk c;
+      if (!in.next_chunk(&c, why)) return false;
+      if (c.bytes == 0) return off == bytes || (*why = "the contents of the mapping at " + hex(va) + " are too short", false);
+      if (c.bytes > bytes - off) return *why = "the contents of the mapping at " + hex(va) + " are too long", false;
+      const size_t need = (c.bytes + kSlotBytes - 1) / kSlotBytes;  // adjacent: the ring's tail is skipped
+      if (next_slot_ + need > slots_) next_slot_ = 0;
+      for (size_t s = next_slot_; s < next_slot_ + need; ++s)
+        if (!free_slot(in, s, why)) return false;
+      auto job = std::make_unique<FillJob>();
+      job->seq = ++jobs_started_;
+      job->slot = next_slot_;
+      job->slots = need;
+      job->dst = va + off;
+      job->chunk = c;
+      for (size_t s = next_slot_; s < next_slot_ + need; ++s) slot_job_[s] = job->seq;
+      FillJob* j = job.get();
+      const state::Source* src = &in;
+      const std::span<std::byte> dest = ring_.subspan(next_slot_ * kSlotBytes, c.bytes);
+      jobs_.push_back(std::move(job));
+      j->ticket = threads_->run([j, src, dest] { j->ok = src->copy_chunk(j->chunk, dest, &j->error); });
+      next_slot_ = (next_slot_ + need) % slots_;
+      off += c.bytes;
+      // Chunks the threads are done with go to the GPU at once.
+      while (!jobs_.empty() && threads_->finished(jobs_.front()->ticket))
+        if (!retire(in, why)) return false;
+    }
+  }
+  // Every chunk fill() queued verified and on the device.
+  bool finish(state::Source& in, std::string* why) {
+    while (!jobs_.empty())
+      if (!retire(in, why)) return false;
+    if (!ready_) return true;
+    std::fill(std::begin(pending_), std::end(pending_), false);
+    if (CUresult e = api_.cuStreamSynchronize(stream_); e != CUDA_SUCCESS)
+      return *why = "writing device memory failed: " + describe(api_, e), false;
+    return true;
+  }
+  // After a failure: no thread and no GPU copy uses the ring any more (errors ignored).
+  void abort() {
+    for (auto& j : jobs_) threads_->wait(j->ticket);
+    jobs_.clear();
+    if (ready_) api_.cuStreamSynchronize(stream_);
+    std::fill(std::begin(pending_), std::end(pending_), false);
+  }
+  // Before the context goes (copies complete: after copy(), finish() or abort()).
   void drop() {
     for (size_t s = 0; s < slots_; ++s)
       if (events_[s]) api_.cuEventDestroy_v2(std::exchange(events_[s], nullptr));
@@ -173,21 +246,74 @@ class RingCopier {
   }
 
  private:
-  static constexpr size_t kMaxSlots = 64;
-  bool prepare(std::string* why) {
+  static constexpr size_t kMaxSlots = kMaxRingSlots;
+  struct FillJob {
+    uint64_t seq = 0, ticket = 0;
+    size_t slot = 0, slots = 0;
+    CUdeviceptr dst = 0;
+    state::Source::Chunk chunk;
+    bool ok = false;  // the threads' result, read once the ticket finished
+    std::string error;
+  };
+  bool prepare(int device, const char* whose, std::string* why) {
     CUresult e = api_.cuStreamCreateWithPriority(&stream_, CU_STREAM_NON_BLOCKING, 0);
     for (size_t s = 0; s < slots_ && e == CUDA_SUCCESS; ++s) e = api_.cuEventCreate(&events_[s], CU_EVENT_DISABLE_TIMING);
-    if (e != CUDA_SUCCESS) return *why = "cannot create the suspend's copy stream: " + describe(api_, e), false;
+    if (e != CUDA_SUCCESS) {
+      drop();
+      return *why = std::string("cannot create ") + whose + " copy stream: " + describe(api_, e), false;
+    }
+    device_ = device;
     ready_ = true;
     return true;
   }
+  // The oldest chunk fill() queued: verified (else the source is rejected) and sent to the
+  // device from its slots, whose events then say when they are free again.
+  bool retire(state::Source& in, std::string* why) {
+    FillJob& j = *jobs_.front();
+    threads_->wait(j.ticket);
+    if (!j.ok) {
+      in.reject(j.error);
+      return *why = j.error, false;
+    }
+    CUresult e = api_.cuMemcpyHtoDAsync_v2(j.dst, ring_.data() + j.slot * kSlotBytes, j.chunk.bytes, stream_);
+    for (size_t s = j.slot; s < j.slot + j.slots && e == CUDA_SUCCESS; ++s) {
+      e = api_.cuEventRecord(events_[s], stream_);
+      pending_[s] = e == CUDA_SUCCESS;
+      slot_dst_[s] = j.dst;
+    }
+    if (e != CUDA_SUCCESS) return *why = "writing device memory at " + hex(j.dst) + " failed: " + describe(api_, e), false;
+    jobs_.pop_front();
+    ++jobs_retired_;
+    return true;
+  }
+  // Slot s for the next chunk: its last chunk sent, and its copy to the device complete.
+  bool free_slot(state::Source& in, size_t s, std::string* why) {
+    while (jobs_retired_ < slot_job_[s])
+      if (!retire(in, why)) return false;
+    if (pending_[s]) {
+      pending_[s] = false;
+      if (CUresult e = api_.cuEventSynchronize(events_[s]); e != CUDA_SUCCESS)
+        return *why = "writing device memory at " + hex(slot_dst_[s]) + " failed: " + describe(api_, e), false;
+    }
+    return true;
+  }
+
   const DriverApi& api_;
   std::span<std::byte> ring_;
+  state::CopyThreads* threads_;
   size_t slots_ = 0;
   bool ready_ = false;
+  int device_ = -1;
   CUstream stream_ = nullptr;
   CUevent events_[kMaxSlots] = {};
-  uint64_t tickets_[kMaxSlots] = {};
+  uint64_t tickets_[kMaxSlots] = {};  // copy(): the sink's copy out of each slot
+  // fill(): the chunks queued (oldest first), the last one each slot held, its events.
+  std::deque<std::unique_ptr<FillJob>> jobs_;
+  uint64_t jobs_started_ = 0, jobs_retired_ = 0;
+  size_t next_slot_ = 0;
+  uint64_t slot_job_[kMaxSlots] = {};
+  bool pending_[kMaxSlots] = {};
+  CUdeviceptr slot_dst_[kMaxSlots] = {};
 };
 }  // namespace
 
@@ -448,8 +574,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   return true;
 }
 
-bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::string* why,
-                     const std::function<void()>& after_contexts, bool modules_first) {
+bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::string* why, const ResumeCopy& copy,
+                     bool modules_first) {
   module_data_moved_ = false;
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
@@ -753,27 +879,66 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   uint64_t memory_bytes = 0;
   auto restore_memory = [&]() -> bool {
     phases.mark("objects");
-    if (after_contexts) after_contexts();
-    phases.mark("pin");
+    // Through the pinned ring (pinned only now: host memory pinned before the modules are
+    // loaded moves their data, see below), filled by the copy threads.
+    std::span<std::byte> ring;
+    if (copy.ring && in.concurrent_reads()) {
+      ring = copy.ring();
+      phases.mark("ring");
+    }
+    std::optional<state::CopyThreads> threads;
+    if (!ring.empty()) threads.emplace(copy.threads > 1 ? copy.threads : 0, copy.stacks);
+    RingCopier copier(api_, ring, threads ? &*threads : nullptr);
+    // On failure: no thread nor GPU copy uses the ring, its stream and events go while their
+    // context lives, then the ring is unpinned, then fail() releases the contexts.
+    auto give_up = [&](const std::string& w) {
+      copier.abort();
+      copier.drop();
+      threads.reset();
+      if (!ring.empty() && copy.drop_ring) copy.drop_ring();
+      return fail(w);
+    };
     // Also with no memory at all: the arena takes allocations again.
-    if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return fail(err);
+    if (CUresult e = arena_->restore_memory(&err); e != CUDA_SUCCESS) return give_up(err);
     phases.mark("map");
     for (const auto& m : layout.mappings) {
       if (h.type != kMappingData || !h.is_blob() || h.id != m.va || h.payload_bytes != m.bytes)
-        return fail("record " + std::to_string(h.index) + " is not the contents of the mapping at " + hex(m.va));
-      for (uint64_t off = 0;;) {
-        std::span<const std::byte> chunk;
-        if (!in.read_chunk_view(&chunk, &err)) return fail(err);
-        if (chunk.empty()) break;
-        if (chunk.size() > m.bytes - off) return fail("the contents of the mapping at " + hex(m.va) + " are too long");
-        if (CUresult e = api_.cuMemcpyHtoD_v2(m.va + off, chunk.data(), chunk.size()); e != CUDA_SUCCESS)
-          return fail("writing device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
-        off += chunk.size();
+        return give_up("record " + std::to_string(h.index) + " is not the contents of the mapping at " + hex(m.va));
+      // Through the ring in the mapping's own context; where that is missing (a state from
+      // a file names any device), synchronous copies from the current one.
+      int device = -1;
+      for (size_t d = 0; d < devices_.size() && device < 0; ++d)
+        if (devices_[d] == m.device && d < contexts_.size() && contexts_[d]) device = static_cast<int>(d);
+      if (copier.usable_for_fill() && device >= 0) {
+        if (copier.device() != -1 && copier.device() != device) {
+          // Its stream and events are the other context's.
+          if (!copier.finish(in, &err)) return give_up(err);
+          copier.drop();
+        }
+        make_current(device);
+        if (!copier.fill(in, device, m.va, m.bytes, &err)) return give_up(err);
+      } else {
+        for (uint64_t off = 0;;) {
+          std::span<const std::byte> chunk;
+          if (!in.read_chunk_view(&chunk, &err)) return give_up(err);
+          if (chunk.empty()) break;
+          if (chunk.size() > m.bytes - off) return give_up("the contents of the mapping at " + hex(m.va) + " are too long");
+          if (CUresult e = api_.cuMemcpyHtoD_v2(m.va + off, chunk.data(), chunk.size()); e != CUDA_SUCCESS)
+            return give_up("writing device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
+          off += chunk.size();
+        }
       }
       memory_bytes += m.bytes;
-      if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+      if (!in.next(&h, &err)) return give_up(err.empty() ? "the state ends early" : err);
     }
+    if (!copier.finish(in, &err)) return give_up(err);
+    copier.drop();
+    threads.reset();
     phases.mark("device memory", memory_bytes);
+    if (!ring.empty()) {
+      if (copy.drop_ring) copy.drop_ring();
+      phases.mark("unpin");
+    }
     return true;
   };
   // The rest, parents first (the saved order).

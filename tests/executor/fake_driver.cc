@@ -89,6 +89,16 @@ struct FakeGpu {
   std::map<CUevent, FakeEvent> events;
   double clock_ms = 0;
   bool hold = false;
+  // fake_defer_async_htod: host-to-device copies not yet done, in issue order; the host
+  // bytes are read when they run.
+  struct DeferredCopy {
+    uint64_t stream = 0;  // FakeStream::id
+    CUdeviceptr dst = 0;
+    const void* src = nullptr;
+    size_t bytes = 0;
+  };
+  bool defer_htod = false;
+  std::vector<DeferredCopy> deferred;
   uintptr_t next_handle = 0x1000;
   // VMM (cuMemAddressReserve/cuMemCreate/cuMemMap): reserved ranges (start -> bytes),
   // physical allocations (handle -> FakePhys) and mappings (VA -> FakeMap). A mapped
@@ -169,19 +179,38 @@ thread_local CUcontext t_ctx = nullptr;
 
 bool special(CUstream s) { return s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD; }
 
+// Runs the deferred host-to-device copies of stream `id` (0: of every stream). Lock held.
+void run_deferred(uint64_t id) {
+  auto& d = gpu().deferred;
+  auto keep = d.begin();
+  for (auto it = d.begin(); it != d.end(); ++it) {
+    if (id && it->stream != id) {
+      *keep++ = *it;
+      continue;
+    }
+    if (std::byte* p = find(it->dst, it->bytes)) std::memcpy(p, it->src, it->bytes);
+  }
+  d.erase(keep, d.end());
+}
 // The stream `s` names for work issued now, or nothing: a stream that does not exist or
 // belongs to a context other than the current one is CUDA_ERROR_INVALID_HANDLE. Lock held.
-FakeStream* stream_for_work(CUstream s) {
+// What was deferred on it runs first (a stream is in order), unless `in_order` is false
+// (a deferred copy joining the queue).
+FakeStream* stream_for_work(CUstream s, bool in_order = true) {
+  FakeStream* st = nullptr;
   auto& g = gpu();
   if (!t_ctx || !g.contexts.contains(t_ctx)) return nullptr;
   if (special(s)) {
     auto [it, created] = g.special_streams.try_emplace({t_ctx, s}, FakeStream{t_ctx, 0, 0});
     if (created) it->second.id = g.next_handle++;
-    return &it->second;
+    st = &it->second;
+  } else {
+    auto it = g.streams.find(s);
+    if (it == g.streams.end() || it->second.ctx != t_ctx) return nullptr;
+    st = &it->second;
   }
-  auto it = g.streams.find(s);
-  if (it == g.streams.end() || it->second.ctx != t_ctx) return nullptr;
-  return &it->second;
+  if (in_order && !g.deferred.empty()) run_deferred(st->id);
+  return st;
 }
 // Work of `ms` on `st` has run. Lock held.
 void did_work(FakeStream* st, double ms) {
@@ -371,6 +400,7 @@ CUresult f_sync() {
   g_endless_cv.wait(l, [] { return !endless_in_locked(t_ctx); });
   if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;  // CUDA_ERROR_INVALID_CONTEXT
   if (gpu_poisoned()) return 700;  // a sticky error: every synchronize reports it
+  run_deferred(0);
   for (auto& [s, st] : g.streams)
     if (st.ctx == t_ctx) st.busy = false;
   for (auto& [k, st] : g.special_streams)
@@ -980,6 +1010,7 @@ CUresult f_stream_destroy(CUstream s) {
   std::lock_guard l(g.mu);
   auto it = g.streams.find(s);
   if (it == g.streams.end() || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
+  run_deferred(it->second.id);  // its work completes first
   g.streams.erase(it);
   return CUDA_SUCCESS;
 }
@@ -1059,7 +1090,7 @@ CUresult f_event_record_flags(CUevent e, CUstream s, unsigned flags) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
   auto it = g.events.find(e);
-  FakeStream* st = stream_for_work(s);
+  FakeStream* st = stream_for_work(s, false);  // a mark in the stream: the copies before it stay queued
   if (it == g.events.end() || !st || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (flags & ~CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   it->second.recorded = true;
@@ -1073,6 +1104,7 @@ CUresult f_event_sync(CUevent e) {
   std::lock_guard l(gpu().mu);
   auto it = gpu().events.find(e);
   if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (it->second.recorded) run_deferred(it->second.recorded_on);
   it->second.done = true;
   flush_printf_locked(it->second.ctx);
   return CUDA_SUCCESS;
@@ -1081,6 +1113,7 @@ CUresult f_event_query(CUevent e) {
   std::lock_guard l(gpu().mu);
   auto it = gpu().events.find(e);
   if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (it->second.recorded && it->second.done) run_deferred(it->second.recorded_on);
   return it->second.done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult f_event_elapsed(float* ms, CUevent a, CUevent b) {
@@ -1098,10 +1131,16 @@ CUresult f_event_elapsed(float* ms, CUevent a, CUevent b) {
 }
 CUresult f_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream stream) {
   {
-    std::lock_guard l(gpu().mu);
-    FakeStream* st = stream_for_work(stream);
+    auto& g = gpu();
+    std::lock_guard l(g.mu);
+    FakeStream* st = stream_for_work(stream, !g.defer_htod);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
     did_work(st, kCopyMs);
+    if (g.defer_htod) {
+      if (!find(d, n)) return CUDA_ERROR_INVALID_VALUE;
+      g.deferred.push_back({st->id, d, s, n});
+      return CUDA_SUCCESS;
+    }
   }
   return f_htod(d, s, n);
 }
@@ -1258,6 +1297,8 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     g.events.clear();
     g.clock_ms = 0;
     g.hold = false;
+    g.defer_htod = false;
+    g.deferred.clear();
     g.reservations.clear();
     g.phys.clear();
     g.maps.clear();
@@ -1410,6 +1451,11 @@ FakeLaunchInfo fake_last_launch() {
 void fake_hold_completion(bool on) {
   std::lock_guard l(gpu().mu);
   gpu().hold = on;
+}
+void fake_defer_async_htod(bool on) {
+  std::lock_guard l(gpu().mu);
+  gpu().defer_htod = on;
+  if (!on) run_deferred(0);
 }
 void fake_clear_fault() { gpu_poisoned() = false; }
 }  // namespace vmcuda::testing

@@ -48,6 +48,12 @@ uint64_t fake_live_events();
 // While on, work issued to a stream leaves it busy (cuStreamQuery: CUDA_ERROR_NOT_READY)
 // and events recorded after it pending, until a synchronize. Work still runs at once.
 void fake_hold_completion(bool on);
+// While on, cuMemcpyHtoDAsync reads the host bytes only when the copy runs: at a
+// synchronize of its stream, of its context or of an event recorded after it, at a query
+// that finds such an event complete, before other work on its stream, or when turned off. So
+// a program that changes the bytes before the copy completed sends the changed ones, as a
+// real GPU may.
+void fake_defer_async_htod(bool on);
 // Clears the process-wide illegal-address fault (gpu_poisoned): the session fuzzer
 // (tests/fuzz/session_fuzz.cc) starts each input on a healthy GPU.
 void fake_clear_fault();

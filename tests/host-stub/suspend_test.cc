@@ -7,12 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "client_control.h"
 #include "host-stub/stub_fixture.h"
+#include "vmrpc/knobs.h"
 
 namespace vmcuda::host::test {
 namespace {
@@ -398,6 +400,160 @@ TEST(Suspend, AResumeWithoutGpuMemoryStaysSuspendedAndCanBeRetried) {
   ASSERT_TRUE(r.ok) << r.error;
   release(stub);
   EXPECT_EQ(c.get(p, 64), iota(64, 21));
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test
+
+namespace vmcuda::host::test {
+namespace {
+
+// The resume's ring (suspend.cc RingCopier::fill): copy threads verify the state's chunks
+// and copy them into a pinned ring, the GPU copies its slots to the device.
+std::vector<std::byte> pattern(size_t n, uint64_t seed) {
+  std::vector<std::byte> v(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i += 8) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::memcpy(v.data() + i, &x, std::min<size_t>(8, n - i));
+  }
+  return v;
+}
+constexpr size_t kPiece = 64 << 10;  // inline copies through the slot
+void put_bytes(Client& c, uint64_t dst, const std::vector<std::byte>& v) {
+  for (size_t off = 0; off < v.size(); off += kPiece)
+    ASSERT_EQ(c.call<api::Call::CopyToDeviceInline>({dst + off}, nullptr,
+                                                    std::span(v).subspan(off, std::min(kPiece, v.size() - off))),
+              0);
+}
+std::vector<std::byte> get_bytes(Client& c, uint64_t src, size_t n) {
+  std::vector<std::byte> out;
+  for (size_t off = 0; off < n; off += kPiece) {
+    const size_t k = std::min(kPiece, n - off);
+    std::vector<std::byte> extra;
+    EXPECT_EQ(c.call<api::Call::CopyFromDeviceInline>({src + off, k}, nullptr, {}, &extra, static_cast<uint32_t>(k)), 0);
+    EXPECT_EQ(extra.size(), k);
+    out.insert(out.end(), extra.begin(), extra.end());
+  }
+  return out;
+}
+
+// Bytes the GPU copied from host to device asynchronously (the ring's copies).
+uint64_t g_async_htod_bytes = 0;
+decltype(DriverApi::cuMemcpyHtoDAsync_v2) g_real_htod_async = nullptr;
+CUresult counting_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream st) {
+  g_async_htod_bytes += n;
+  return g_real_htod_async(d, s, n, st);
+}
+struct CountAsyncCopies {
+  Stub& stub;
+  explicit CountAsyncCopies(Stub& s) : stub(s) {
+    g_real_htod_async = stub.api.cuMemcpyHtoDAsync_v2;
+    stub.api.cuMemcpyHtoDAsync_v2 = &counting_htod_async;
+    g_async_htod_bytes = 0;
+  }
+  ~CountAsyncCopies() { stub.api.cuMemcpyHtoDAsync_v2 = g_real_htod_async; }
+};
+struct CopyThreadsKnob {
+  explicit CopyThreadsKnob(int64_t n) { vmrpc::knobs::kSuspendCopyThreads.set(n); }
+  ~CopyThreadsKnob() { vmrpc::knobs::kSuspendCopyThreads.set(0); }
+};
+
+// Blocks whose sizes are no multiple of the ring's slot (4 MiB), of the chunks a suspend to
+// memory makes (4 MiB) or a save makes (16 MiB: a chunk takes four adjacent slots, the
+// ring's tail is skipped), nor of the ring (at least 8 slots).
+struct OddBlocks {
+  std::vector<std::pair<uint64_t, std::vector<std::byte>>> blocks;
+  void build(Client& c, uint64_t seed) {
+    for (size_t n : {size_t{4097}, (size_t{1} << 20) + 17, (size_t{6} << 20) + 4099, (size_t{37} << 20) + 5,
+                     (size_t{17} << 20) + 12345}) {
+      const uint64_t p = c.malloc(n);
+      ASSERT_NE(p, 0u);
+      blocks.emplace_back(p, pattern(n, seed + n));
+      put_bytes(c, p, blocks.back().second);
+    }
+  }
+  void check(Client& c, const std::string& what) {
+    for (const auto& [p, want] : blocks) EXPECT_TRUE(get_bytes(c, p, want.size()) == want) << what << ": the block at " << p << " differs";
+  }
+};
+
+TEST(Suspend, TheResumeRingGivesBackEveryByteWithAnyNumberOfThreads) {
+  const std::string path = ::testing::TempDir() + "vmcuda-resume-ring." + std::to_string(::getpid()) + ".state";
+  for (int64_t threads : {1, 3, 8}) {
+    SCOPED_TRACE("VMCUDA_SUSPEND_THREADS=" + std::to_string(threads));
+    CopyThreadsKnob knob(threads);
+    Stub stub;
+    Client c(stub);
+    OddBlocks b;
+    b.build(c, static_cast<uint64_t>(threads));
+    const uint64_t memory = tst::fake_allocated_bytes();
+    CountAsyncCopies count(stub);
+    // The GPU reads a ring slot only when its copy runs (as late as the next synchronize):
+    // a slot refilled before its copy completed would send the wrong bytes.
+    tst::fake_defer_async_htod(true);
+    ASSERT_TRUE(hold(stub));
+    // From host memory (4 MiB chunks through the suspend's ring).
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_GE(g_async_htod_bytes, memory - (1u << 20)) << "the memory did not go through the ring";
+    EXPECT_EQ(tst::fake_pinned_ranges(), 0u) << "the ring stays pinned";
+    EXPECT_EQ(tst::fake_live_streams(), 0u);
+    release(stub);
+    b.check(c, "threads " + std::to_string(threads) + ", from memory");
+    // From a file (16 MiB chunks).
+    g_async_htod_bytes = 0;
+    ASSERT_TRUE(hold(stub));
+    r = control(stub, cc::Op::kSave, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, cc::Op::kRestore, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_GE(g_async_htod_bytes, memory - (1u << 20)) << "the memory did not go through the ring";
+    release(stub);
+    b.check(c, "threads " + std::to_string(threads) + ", from a file");
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(Suspend, ADamagedChunkInHostMemoryIsRefusedAndTheClientStaysSuspended) {
+  CopyThreadsKnob knob(4);
+  Stub stub;
+  Client c(stub);
+  OddBlocks b;
+  b.build(c, 99);
+  tst::fake_defer_async_htod(true);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  const uint64_t state_bytes = r.state_bytes;
+  // A copy of the state with one byte flipped in the middle (device memory: a chunk's payload).
+  std::vector<std::byte> damaged;
+  cc::testing::resume_state_override = [&](const std::shared_ptr<const state::MemoryStream>& s) {
+    damaged = s->flatten();
+    damaged[damaged.size() / 2] ^= std::byte{0x20};
+    return state::MemoryStream::borrow(damaged);
+  };
+  r = control(stub, cc::Op::kResume);
+  cc::testing::resume_state_override = nullptr;
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(damaged.size(), state_bytes);
+  EXPECT_NE(r.error.find("state in host memory: record "), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find(": chunk "), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("checksum mismatch"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.status.suspended);
+  // Nothing of the attempt is left: no memory, stream, event, context of its own, pinning.
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+  EXPECT_EQ(tst::fake_live_streams(), 0u);
+  EXPECT_EQ(tst::fake_live_events(), 0u);
+  EXPECT_EQ(tst::fake_pinned_ranges(), 0u);
+  // The state itself was kept: the resume from it works.
+  r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  b.check(c, "after a refused resume");
 }
 
 }  // namespace
