@@ -904,11 +904,15 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     for (const auto& m : layout.mappings) {
       if (h.type != kMappingData || !h.is_blob() || h.id != m.va || h.payload_bytes != m.bytes)
         return give_up("record " + std::to_string(h.index) + " is not the contents of the mapping at " + hex(m.va));
-      // Through the ring in the mapping's own context; where that is missing (a state from
-      // a file names any device), synchronous copies from the current one.
+      // Through the ring in the mapping's own context; where none of the client's contexts is
+      // on its GPU (a state from a file names any device), synchronous copies from one made
+      // there: arena memory is mapped for its own device, not necessarily for the current one.
       int device = -1;
       for (size_t d = 0; d < devices_.size() && device < 0; ++d)
         if (devices_[d] == m.device && d < contexts_.size() && contexts_[d]) device = static_cast<int>(d);
+      int owner = device;
+      for (size_t d = 0; d < devices_.size() && owner < 0; ++d)
+        if (devices_[d] == m.device && context_of(static_cast<int>(d))) owner = static_cast<int>(d);
       if (copier.usable_for_fill() && device >= 0) {
         if (copier.device() != -1 && copier.device() != device) {
           // Its stream and events are the other context's.
@@ -918,6 +922,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         make_current(device);
         if (!copier.fill(in, device, m.va, m.bytes, &err)) return give_up(err);
       } else {
+        if (owner >= 0) make_current(owner);
         for (uint64_t off = 0;;) {
           std::span<const std::byte> chunk;
           if (!in.read_chunk_view(&chunk, &err)) return give_up(err);
@@ -927,6 +932,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
             return give_up("writing device memory at " + hex(m.va + off) + " failed: " + describe(api_, e));
           off += chunk.size();
         }
+        make_current(current_);
       }
       memory_bytes += m.bytes;
       if (!in.next(&h, &err)) return give_up(err.empty() ? "the state ends early" : err);
