@@ -18,10 +18,15 @@ cudaError_t record_event(cudaEvent_t event, cudaStream_t stream, unsigned int fl
   cudaError_t err = cudaSuccess;
   Remote* remote = Remote::get(&err);
   if (!remote) return record(err);
+  // An event and a stream of different devices: refused at once, as CUDA does (the host
+  // checks it too, but a queued call's error would come with the next synchronizing one).
+  // The special streams are the calling thread's current device's.
+  EventInfo event_info;
+  StreamInfo stream_info;
+  const int stream_device = handles::find_stream(s, &stream_info) ? stream_info.device : Remote::thread_device();
+  if (handles::find_event(ev, &event_info) && event_info.device != stream_device)
+    return record(cudaErrorInvalidResourceHandle);
   auto lock = remote->lock();
-  // TODO(vgpu-db): an event and a stream of different devices fail on the host, so that
-  // error arrives with the next synchronizing call; the guest could tell at once if it
-  // kept each handle's device.
   return record(remote->enqueue<api::Call::EventRecord>({ev, s, flags, 0}));
 }
 

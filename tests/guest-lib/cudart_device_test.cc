@@ -199,6 +199,31 @@ TEST_F(Device, ThreadsOnDifferentDevicesShareTheConnection) {
   EXPECT_EQ(cudaGetDevice(&d), cudaSuccess);
   EXPECT_EQ(d, 0);
 }
+
+// An event of one device recorded on another device's stream: refused at once, as CUDA
+// does, not at the next synchronizing call; the same device's stream is fine.
+TEST_F(Device, AnEventIsRecordedOnlyOnItsOwnDevicesStreams) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaEvent_t e0;
+  cudaStream_t s0;
+  ASSERT_EQ(cudaEventCreate(&e0), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&s0), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t s1;
+  ASSERT_EQ(cudaStreamCreate(&s1), cudaSuccess);
+  EXPECT_EQ(cudaEventRecord(e0, s1), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventRecord(e0, nullptr), cudaErrorInvalidResourceHandle);  // device 1's default stream
+  EXPECT_EQ(cudaEventRecord(e0, s0), cudaSuccess);  // its own device's stream, from device 1
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // nothing deferred
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(cudaEventRecord(e0, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(e0), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s0), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s1), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(e0), cudaSuccess);
+  cudaGetLastError();
+}
 #endif
 
 TEST_F(Device, InitDevice) {
