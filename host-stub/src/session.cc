@@ -253,12 +253,14 @@ bool Session::owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t hei
   return owns_range(ptr, pitch * (height - 1) + width);
 }
 
-namespace {
 // The calls that only issue work and never wait for the GPU: with working threads per GPU
-// (gpu_worker.h) they run there. Heap copies the guest waits for (kHeapCopyWait), inline
-// async copies (pageable bytes, which the driver may copy synchronously) and everything
-// that synchronizes stay on the client's service thread.
-bool issues_only(api::Call c, std::span<const std::byte> args) {
+// (gpu_worker.h) they run there. Heap copies the guest waits for (kHeapCopyWait), heap copies
+// from or into memory this client has not pinned (the driver copies pageable memory
+// synchronously, behind the stream's earlier work: on the working thread that would stall
+// every client of the GPU behind one's long kernel: issue 10, finding 2), inline async
+// copies (pageable bytes too) and everything that synchronizes stay on the client's service
+// thread.
+bool Session::issues_only(api::Call c, std::span<const std::byte> args) const {
   switch (c) {
     case api::Call::LaunchKernel:
     case api::Call::LaunchCooperativeKernel:
@@ -277,13 +279,22 @@ bool issues_only(api::Call c, std::span<const std::byte> args) {
       api::CopyHeapAsyncArgs a{};
       if (args.size() != sizeof a) return false;  // the handler refuses it on the service thread
       std::memcpy(&a, args.data(), sizeof a);
-      return (a.flags & api::kHeapCopyWait) == 0;
+      return (a.flags & api::kHeapCopyWait) == 0 && heap_pinned(a.host.offset, a.host.bytes);
     }
     default:
       return false;
   }
 }
-}  // namespace
+
+// Whether [offset, offset+bytes) of the shared heap lies in one block this client pinned.
+bool Session::heap_pinned(uint64_t offset, uint64_t bytes) const {
+  const auto& pinned = vol_.of(ObjectKind::HostRegistration);
+  auto it = pinned.upper_bound(offset);
+  if (it == pinned.begin()) return false;
+  --it;
+  const uint64_t off = offset - it->first, size = vol_.get(it->second)->as<HostRegistrationObject>().bytes;
+  return off < size && bytes <= size - off;
+}
 
 int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                       std::span<std::byte> reply, uint32_t& reply_bytes) {

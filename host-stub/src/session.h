@@ -281,6 +281,9 @@ class Session : public vmrpc::SlotService {
   // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
   std::vector<CUevent> resume_marks_;
   std::map<ObjectId, double> event_times_before_suspend();  // suspend.cc
+  // Work for the GPU's working thread (session.cc).
+  bool issues_only(api::Call c, std::span<const std::byte> args) const;
+  bool heap_pinned(uint64_t offset, uint64_t bytes) const;
   // Device limits' device memory, charged to the VM (device.cc).
   uint64_t limit_cost(int device, int limit, uint64_t value, uint64_t default_value) const;
   bool charge_limit(uint64_t was, uint64_t now);

@@ -387,6 +387,7 @@ CUresult f_ctx_set(CUcontext c) {
 std::mutex g_hook_mu;
 std::function<void()> g_sync_hook;
 std::atomic<std::thread::id> g_last_launch_thread{};
+std::atomic<std::thread::id> g_last_async_copy_thread{};  // host <-> device, on a stream
 
 CUresult f_sync() {
   std::function<void()> hook;
@@ -1130,6 +1131,7 @@ CUresult f_event_elapsed(float* ms, CUevent a, CUevent b) {
   return CUDA_SUCCESS;
 }
 CUresult f_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream stream) {
+  g_last_async_copy_thread.store(std::this_thread::get_id());
   {
     auto& g = gpu();
     std::lock_guard l(g.mu);
@@ -1145,6 +1147,7 @@ CUresult f_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream stream) {
   return f_htod(d, s, n);
 }
 CUresult f_dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream stream) {
+  g_last_async_copy_thread.store(std::this_thread::get_id());
   {
     std::lock_guard l(gpu().mu);
     FakeStream* st = stream_for_work(stream);
@@ -1443,6 +1446,7 @@ void fake_on_synchronize(std::function<void()> hook) {
   g_sync_hook = std::move(hook);
 }
 std::thread::id fake_last_launch_thread() { return g_last_launch_thread.load(); }
+std::thread::id fake_last_async_copy_thread() { return g_last_async_copy_thread.load(); }
 FakeLaunchInfo fake_last_launch() {
   std::lock_guard l(gpu().mu);
   return g_last_launch_info;

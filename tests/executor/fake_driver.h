@@ -62,6 +62,8 @@ void fake_clear_fault();
 void fake_on_synchronize(std::function<void()> hook);
 // The thread that made the last cuLaunchKernel call.
 std::thread::id fake_last_launch_thread();
+// The thread that made the last asynchronous copy between host and device memory.
+std::thread::id fake_last_async_copy_thread();
 // How the last kernel that ran was launched: cuLaunchCooperativeKernel, or cuLaunchKernelEx
 // and the attributes it was given. Cooperative launches are refused
 // (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) past the occupancy calculator's blocks per

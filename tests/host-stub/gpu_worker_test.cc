@@ -118,6 +118,38 @@ TEST(GpuWorkingThread, AnErrorOfHandedOverWorkComesWithALaterBatch) {
   EXPECT_EQ(c.slot->take_late_status(), 0);  // reported once
 }
 
+// Issue 10, finding 2: an async copy between device memory and heap memory the client did
+// not pin is pageable for the driver, which copies it behind the stream's earlier work: it
+// stays on the client's service thread, so it cannot hold the GPU's working thread (and
+// every other client) behind one client's long kernel. Pinned heap memory: a real DMA,
+// issued by the working thread.
+TEST(GpuWorkingThread, PageableHeapCopiesStayOffTheWorkingThread) {
+  StubLimits limits;
+  limits.gpu_threads = true;
+  Stub s(limits);
+  Client c(s);
+  const uint64_t d = c.malloc(4096);
+  c.put(d, std::vector<int>(16, 7));
+  auto pageable = c.slot->heap().allocate(4096);
+  auto pinned = c.slot->heap().allocate(4096);
+  ASSERT_TRUE(pageable && pinned);
+  ASSERT_EQ(c.call<api::Call::PinHeap>({pinned->ref()}), 0);
+  ASSERT_EQ(c.call<api::Call::CopyFromDeviceHeapAsync>({d, pageable->ref(0, 64), 0, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  EXPECT_NE(tst::fake_last_async_copy_thread(), GpuWorker::of(0).thread_id());
+  ASSERT_EQ(c.call<api::Call::CopyToDeviceHeapAsync>({d, pageable->ref(0, 64), 0, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  EXPECT_NE(tst::fake_last_async_copy_thread(), GpuWorker::of(0).thread_id());
+  ASSERT_EQ(c.call<api::Call::CopyFromDeviceHeapAsync>({d, pinned->ref(0, 64), 0, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  EXPECT_EQ(tst::fake_last_async_copy_thread(), GpuWorker::of(0).thread_id());
+  int copied[16] = {};
+  std::memcpy(copied, pinned->data, sizeof copied);
+  EXPECT_EQ(copied[3], 7);  // the copy happened, wherever it ran
+  std::memcpy(copied, pageable->data, sizeof copied);
+  EXPECT_EQ(copied[15], 7);
+}
+
 TEST(GpuWorkingThread, OffByDefaultInTheSession) {
   Stub s;  // StubLimits{}: gpu_threads off
   Client a(s);
