@@ -90,9 +90,20 @@ bool Session::ensure_context() {
   if (!contexts_[current_]) {
     CUdevice dev;
     CUcontext ctx = nullptr;
+    // The context's own device memory is the VM's too: no room in its quota, no context
+    // (natively: a GPU without room for one).
+    if (limits_.context_bytes && account_ && !account_->charge(limits_.context_bytes)) {
+      ctx_error_ = CUDA_ERROR_OUT_OF_MEMORY;
+      if (!said_no_context_room_)
+        VMRPC_LOG(kWarn, "stub", log_tag_ + ": no room in the VM's device memory quota for a CUDA context (" +
+                                     std::to_string(limits_.context_bytes >> 20) + " MiB)");
+      said_no_context_room_ = true;
+      return false;
+    }
     CUresult r = api_.cuDeviceGet(&dev, devices_[current_]);
     if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
     if (r != CUDA_SUCCESS) {
+      if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
       ctx_error_ = r;
       VMRPC_LOG(kWarn, "stub", log_tag_ + ": cannot create a CUDA context on device " +
                                    std::to_string(devices_[current_]) + ": " + describe(api_, r));
@@ -159,6 +170,7 @@ CUresult Session::release(Object& o, Release how) {
       const CUresult e = api_.cuCtxDestroy_v2(c);
       c = nullptr;
       contexts_[o.device] = nullptr;
+      if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
       if (static_cast<size_t>(o.device) < resume_marks_.size()) resume_marks_[o.device] = nullptr;  // went with it
       bound_ = -1;
       return e;

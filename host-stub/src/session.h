@@ -64,6 +64,9 @@ struct StubLimits {
   // (in a worker process: the process exits, kWorkerExitLaunchTimeout). 0 or no callback: off.
   std::chrono::milliseconds kernel_time_limit{0};
   std::function<void(const std::string& client, int64_t age_ms)> on_kernel_timeout;
+  // Device memory a CUDA context takes besides its allocations (VMCUDA_CONTEXT_BYTES;
+  // bench/context_cost_probe.cu), charged to the VM for each context a client makes.
+  uint64_t context_bytes = 0;
 };
 
 // Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
@@ -280,6 +283,7 @@ class Session : public vmrpc::SlotService {
   // Per device, an event recorded as the client came back from a suspend: GPU time 0 for the
   // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
   std::vector<CUevent> resume_marks_;
+  bool said_no_context_room_ = false;
   std::map<ObjectId, double> event_times_before_suspend();  // suspend.cc
   // Work for the GPU's working thread (session.cc).
   bool issues_only(api::Call c, std::span<const std::byte> args) const;

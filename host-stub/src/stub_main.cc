@@ -400,6 +400,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   // Every log line names the VM (and says whether a worker wrote it).
   vmrpc::log::set_origin("vmcuda-stub " + vm_name + (worker ? " worker" : ""));
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
+  limits.context_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kContextBytes.get()));
   if (kernel_time_limit_s > 0 && isolation == "thread") {
     // One program's kernel can only be stopped by destroying its context or ending its
     // process; with threads, every program of the VM shares the process (and a context's

@@ -107,6 +107,38 @@ TEST(SecurityQuota, DeviceLimitsAreChargedToTheVm) {
   EXPECT_EQ(limits.ledger->used(), 0u);
 }
 
+// Finding 10.4: a context's own device memory (523.6 MiB measured on the H100) was charged
+// to nothing. Each context a program makes is the VM's; a VM without room for one gets no
+// context (cudaErrorMemoryAllocation), and a closed program gives it back.
+TEST(SecurityQuota, EachContextIsChargedToTheVm) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(24 * kMiB);
+  limits.context_bytes = 8 * kMiB;
+  Stub s(limits, {0, 1});
+  {
+    Client a(s);
+    ASSERT_NE(a.malloc(2 * kMiB), 0u);  // its context on device 0, then the allocation
+    EXPECT_EQ(limits.ledger->used(), 10 * kMiB);
+    api::MemInfoReply m{};
+    ASSERT_EQ(a.call<api::Call::MemGetInfo>({}, &m), 0);
+    EXPECT_EQ(m.free_bytes, 14 * kMiB);
+    // A context on its second device: charged too.
+    ASSERT_EQ(a.call<api::Call::SetDevice>({1, 0}), 0);
+    ASSERT_NE(a.malloc(2 * kMiB), 0u);
+    EXPECT_EQ(limits.ledger->used(), 20 * kMiB);
+    // Another program of the VM has no room left for a context of its own.
+    Client b(s);
+    api::PtrReply r{};
+    EXPECT_EQ(b.call<api::Call::Malloc>({4096}, &r), CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_EQ(limits.ledger->used(), 20 * kMiB);
+  }
+  for (int i = 0; i < 200 && limits.ledger->used() != 0; ++i) ::usleep(10000);
+  EXPECT_EQ(limits.ledger->used(), 0u);  // both contexts given back with the program
+  Client c(s);
+  EXPECT_NE(c.malloc(8 * kMiB), 0u);
+  EXPECT_EQ(limits.ledger->used(), 16 * kMiB);
+}
+
 // A worker process that dies while holding a share (a crash, a kill) leaves nothing charged:
 // the stub reclaims its entries when it reaps it.
 TEST(SecurityQuota, ADeadWorkersShareIsReclaimed) {

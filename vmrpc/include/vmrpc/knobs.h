@@ -93,6 +93,10 @@ VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
            "threads that copy and checksum a client's device memory during a suspend to host memory "
            "(0: half the CPUs, 2 to 16; 1: one, inline)");
 
+VMRPC_KNOB(kContextBytes, "VMCUDA_CONTEXT_BYTES", 524ll << 20,
+           "device memory a CUDA context takes besides allocations, charged to the VM's quota for each context "
+           "a program makes (measured: 523.6 MiB on an H100 80GB, driver 580: bench/context_cost_probe.cu); 0: none");
+
 #undef VMRPC_KNOB
 
 }  // namespace vmrpc::knobs
