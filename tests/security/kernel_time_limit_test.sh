@@ -103,6 +103,8 @@ loop_pid=
 echo "vector_add meanwhile: identical to the native run in each of $(cat "$work/loop_runs") runs"
 run vector_add after || fail "vector_add after the timeouts"
 kill -0 $stub_pid || fail "the stub died"
-c="$(charged)"
-[ "$c" = 0 ] || fail "the VM has $c bytes charged with no program left"
+# A program that has exited may still be closing its session in its worker (its context goes
+# last, and with it the context's charge): a few seconds at most.
+for _ in $(seq 100); do c="$(charged)"; [ "$c" = 0 ] && break; sleep 0.1; done
+[ "$c" = 0 ] || fail "the VM has $c bytes charged 10 s after its last program left"
 echo "vector_add afterwards: identical; nothing charged to the VM"
