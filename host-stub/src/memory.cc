@@ -50,18 +50,20 @@ int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
 }
 
 int32_t Session::on_CopyToDeviceInline(const api::CopyToDeviceInlineArgs& a, api::Empty&, Request& req) {
-  if (!owns_range(a.dst, req.tail.size())) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.dst, req.tail.size());
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (req.tail.empty()) return CUDA_SUCCESS;
-  return on_owner(owner_of(a.dst, req.tail.size()),
+  return on_owner(owner,
                   [&] { return api_.cuMemcpyHtoD_v2(a.dst, req.tail.data(), req.tail.size()); });
 }
 
 int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a, api::Empty&, Request& req) {
   if (a.bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
-  if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.src, a.bytes);
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   // Straight into the shared reply area (the host never reads it back).
-  CUresult e = output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner_of(a.src, a.bytes), [&] {
+  CUresult e = output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner, [&] {
     return api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
   })));
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
@@ -71,26 +73,28 @@ int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a,
 int32_t Session::on_CopyToDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
   auto host = req.ctx.heap(a.host);
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.device, host->size());
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return on_owner(owner_of(a.device, host->size()),
+  return on_owner(owner,
                   [&] { return api_.cuMemcpyHtoD_v2(a.device, host->data(), host->size()); });
 }
 
 int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
   auto host = req.ctx.heap(a.host);
   if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.device, host->size());
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner_of(a.device, host->size()), [&] {
+  return output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner, [&] {
     return api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
   })));
 }
 
 int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&, Request&) {
-  if (!owns_range(a.dst, a.bytes) || !owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
-  if (a.bytes == 0) return CUDA_SUCCESS;
   const int dst = owner_of(a.dst, a.bytes), src = owner_of(a.src, a.bytes);
+  if (dst < 0 || src < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
   if (foreign(dst, src)) {
     // Between two GPUs (cudaMemcpy with unified addressing): a peer copy, ordered after the
     // work of both.
@@ -102,9 +106,10 @@ int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&
 }
 
 int32_t Session::on_Memset(const api::MemsetArgs& a, api::Empty&, Request&) {
-  if (!owns_range(a.dst, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.dst, a.bytes);
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
-  return on_owner(owner_of(a.dst, a.bytes),
+  return on_owner(owner,
                   [&] { return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes); });
 }
 
@@ -117,9 +122,10 @@ int32_t Session::on_CopyToDeviceInlineAsync(const api::CopyToDeviceInlineAsyncAr
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!owns_range(a.dst, req.tail.size())) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.dst, req.tail.size());
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (req.tail.empty()) return CUDA_SUCCESS;
-  if (const int owner = owner_of(a.dst, req.tail.size()); foreign(owner, device))
+  if (foreign(owner, device))
     return after_stream_on_owner(owner, device, s,
                                  [&] { return api_.cuMemcpyHtoD_v2(a.dst, req.tail.data(), req.tail.size()); });
   // `tail` is the decoder's private (pageable) copy: the driver stages it before
@@ -133,11 +139,11 @@ int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsy
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.src, a.bytes);
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   // The bytes must be in the reply before it goes: wait for the copy (and so for the
   // stream's earlier work, which it is ordered after).
-  const int owner = owner_of(a.src, a.bytes);
   CUresult e = foreign(owner, device) ? after_stream_on_owner(owner, device, s, [&] {
     return api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
   }) : on_device(device, [&] {
@@ -156,9 +162,10 @@ int32_t Session::heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, 
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!owns_range(a.device, host->size())) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.device, host->size());
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  if (const int owner = owner_of(a.device, host->size()); foreign(owner, device))
+  if (foreign(owner, device))
     return after_stream_on_owner(owner, device, s, [&] {
       return to_device ? api_.cuMemcpyHtoD_v2(a.device, host->data(), host->size())
                        : api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
@@ -184,9 +191,9 @@ int32_t Session::on_CopyDeviceToDeviceAsync(const api::CopyDeviceAsyncArgs& a, a
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!owns_range(a.dst, a.bytes) || !owns_range(a.src, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
-  if (a.bytes == 0) return CUDA_SUCCESS;
   const int dst = owner_of(a.dst, a.bytes), src = owner_of(a.src, a.bytes);
+  if (dst < 0 || src < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes == 0) return CUDA_SUCCESS;
   if (foreign(dst, src)) {  // between two GPUs: a peer copy on the stream
     CUcontext dc = context_of(dst), sc = context_of(src);
     if (!dc || !sc) return ctx_error_;
@@ -201,9 +208,10 @@ int32_t Session::on_MemsetAsync(const api::MemsetAsyncArgs& a, api::Empty&, Requ
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!owns_range(a.dst, a.bytes)) return CUDA_ERROR_INVALID_VALUE;
+  const int owner = owner_of(a.dst, a.bytes);
+  if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
-  if (const int owner = owner_of(a.dst, a.bytes); foreign(owner, device))
+  if (foreign(owner, device))
     return after_stream_on_owner(owner, device, s, [&] {
       return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes);
     });

@@ -195,7 +195,7 @@ class Session : public vmrpc::SlotService {
   int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const { return vol_.find_range(ptr, bytes) != nullptr; }
   // The guest device whose memory [ptr, ptr+bytes) is (the client's allocation or module
-  // variable there), or -1.
+  // variable there), or -1 when it is none of the client's (one lookup: it is owns_range too).
   int owner_of(uint64_t ptr, uint64_t bytes) const {
     const Object* o = vol_.find_range(ptr, bytes);
     return o ? o->device : -1;

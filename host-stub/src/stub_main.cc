@@ -589,12 +589,13 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       }
       const uint32_t old_weight = policy && policy->weight ? *policy->weight : 1, weight = fresh && fresh->weight ? *fresh->weight : 1;
       if (weight != old_weight) changed.push_back("weight " + std::to_string(weight));
-      auto differs = [](const auto& a, const auto& b) { return a.value_or(decltype(*a){}) != b.value_or(decltype(*b){}); };
-      const std::optional<VmPolicy> none;
-      const auto& was = policy ? policy : none;
-      if (!app.count("--devices") && differs(was ? was->devices : std::optional<std::string>{}, fresh ? fresh->devices : std::optional<std::string>{}))
+      // A key's value in a policy ("" : not set), to tell what changed.
+      auto key = [](const std::optional<VmPolicy>& p, std::optional<std::string> VmPolicy::*k) {
+        return p && ((*p).*k) ? *((*p).*k) : std::string();
+      };
+      if (!app.count("--devices") && key(policy, &VmPolicy::devices) != key(fresh, &VmPolicy::devices))
         later.push_back("GPUs");
-      if (!app.count("--isolation") && differs(was ? was->isolation : std::optional<std::string>{}, fresh ? fresh->isolation : std::optional<std::string>{}))
+      if (!app.count("--isolation") && key(policy, &VmPolicy::isolation) != key(fresh, &VmPolicy::isolation))
         later.push_back("isolation mode");
       policy = fresh;
       publish_policy(policy);

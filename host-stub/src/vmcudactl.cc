@@ -321,6 +321,22 @@ std::string gpus_text(const json& gpus) {
   return text.empty() ? "-" : text;
 }
 
+// Columns padded; `right` says which hold numbers.
+void print_table(const std::vector<std::vector<std::string>>& cells, const std::vector<bool>& right) {
+  std::vector<size_t> widths(cells.empty() ? 0 : cells.front().size(), 0);
+  for (const auto& line : cells)
+    for (size_t i = 0; i < line.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], line[i].size());
+  for (const auto& line : cells) {
+    std::string text;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const std::string pad(widths[i] - line[i].size(), ' ');
+      if (i == line.size() - 1) text += right[i] ? pad + line[i] : line[i];
+      else text += (right[i] ? pad + line[i] : line[i] + pad) + "  ";
+    }
+    std::printf("%s\n", text.c_str());
+  }
+}
+
 void print_status_table(const std::vector<StatusRow>& rows) {
   std::vector<std::vector<std::string>> cells{{"VM", "STATE", "CLIENTS", "MEMORY MiB", "QUOTA MiB", "GPUS"}};
   for (const StatusRow& row : rows) {
@@ -347,21 +363,7 @@ void print_status_table(const std::vector<StatusRow>& rows) {
                      s.contains("clients") ? cell_text(s["clients"]) : "-", memory, quota,
                      s.contains("gpus") ? gpus_text(s["gpus"]) : "-"});
   }
-  std::vector<size_t> widths(6, 0);
-  for (const auto& line : cells)
-    for (size_t i = 0; i < line.size(); ++i) widths[i] = std::max(widths[i], line[i].size());
-  for (const auto& line : cells) {
-    std::string text;
-    for (size_t i = 0; i < line.size(); ++i) {
-      const bool right = i >= 2 && i <= 4;  // numbers
-      const std::string pad(widths[i] - line[i].size(), ' ');
-      if (i == line.size() - 1)
-        text += line[i];
-      else
-        text += (right ? pad + line[i] : line[i] + pad) + "  ";
-    }
-    std::printf("%s\n", text.c_str());
-  }
+  print_table(cells, {false, false, true, true, true, false});  // numbers to the right
 }
 
 StatusRow query_status(const Target& target) {
@@ -394,21 +396,6 @@ std::vector<Target> control_sockets_in(const std::string& run_dir) {
   return targets;
 }
 
-// Columns padded; `right` says which hold numbers.
-void print_table(const std::vector<std::vector<std::string>>& cells, const std::vector<bool>& right) {
-  std::vector<size_t> widths(cells.empty() ? 0 : cells.front().size(), 0);
-  for (const auto& line : cells)
-    for (size_t i = 0; i < line.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], line[i].size());
-  for (const auto& line : cells) {
-    std::string text;
-    for (size_t i = 0; i < line.size(); ++i) {
-      const std::string pad(widths[i] - line[i].size(), ' ');
-      if (i == line.size() - 1) text += right[i] ? pad + line[i] : line[i];
-      else text += (right[i] ? pad + line[i] : line[i] + pad) + "  ";
-    }
-    std::printf("%s\n", text.c_str());
-  }
-}
 
 double number_at(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
