@@ -4,7 +4,7 @@ namespace vmcuda::api {
 
 const char* call_name(uint32_t number) {
   switch (static_cast<Call>(number)) {
-#define VMCUDA_CALL(number, name, args, reply, batchable) \
+#define VMCUDA_CALL(number, name, args, reply, flags) \
   case Call::name:                                        \
     return #name;
 #include "vmcuda/api/calls.def"

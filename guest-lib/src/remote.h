@@ -96,8 +96,8 @@ class Remote {
   // registered at the first call that needs the client's context (registering makes one),
   // read after every call (one load when nothing is new) and at exit.
   template <api::Call C>
-  static constexpr bool kOutputHooks = C != api::Call::Handshake && C != api::Call::DeviceProperties &&
-                                       C != api::Call::SetDevice && C != api::Call::OutputRing;
+  static constexpr bool kOutputHooks =
+      (api::CallTraits<C>::kFlags & api::kNoContext) == 0 && C != api::Call::OutputRing;
   void start_output();
   void poll_output();
   static void output_at_exit();
@@ -134,7 +134,7 @@ class Remote {
 
   template <api::Call C>
   void sync_device() {
-    if constexpr (C != api::Call::SetDevice && C != api::Call::Handshake && C != api::Call::DeviceProperties) {
+    if constexpr ((api::CallTraits<C>::kFlags & api::kNoContext) == 0) {
       if (thread_device() != host_device_) {
         host_device_ = thread_device();
         enqueue<api::Call::SetDevice>({host_device_, 0});

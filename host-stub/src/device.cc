@@ -53,8 +53,7 @@ int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&
 int32_t Session::on_DeviceSynchronize(const api::Empty&, api::Empty&, Request& req) {
   // TODO(perf): synchronous waits move to the GPU's working thread (events), so a
   // long kernel of one client never holds a thread the others need.
-  return output_after_sync(managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true),
-                           contexts_.size() == 1);  // with several devices, others may still print
+  return managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true);
 }
 
 // ---- limits (cudaLimit == CUlimit 0..6) and cache configuration, of the client's context
@@ -204,7 +203,7 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
   }
   make_current(current_);
   publish_status();
-  return output_after_sync(sync);  // natively a reset destroys the context, which flushes printf
+  return sync;  // kSyncs: printf output is collected (natively a reset destroys the context, which flushes it)
 }
 
 }  // namespace vmcuda::host

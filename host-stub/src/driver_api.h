@@ -99,6 +99,11 @@ inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 inline constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
 inline constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+inline constexpr CUresult CUDA_ERROR_INVALID_IMAGE = 200;
+inline constexpr CUresult CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+// The runtime's own codes a handler returns where the runtime reports what the driver does
+// not (a cudaError_t with no CUresult of that number and meaning): the guest passes it on.
+inline constexpr int32_t CUDART_ERROR_INVALID_DEVICE_FUNCTION = 98;  // cudaErrorInvalidDeviceFunction
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;

@@ -55,8 +55,7 @@ int32_t Session::on_EventSynchronize(const api::EventArgs& a, api::Empty&, Reque
   if (!ev) return CUDA_ERROR_INVALID_HANDLE;
   // TODO(perf): as StreamSynchronize, on the GPU's working thread.
   const CUevent e = ev->as<EventObject>().event;
-  return output_after_sync(
-      managed_after_sync(req.ctx, ev->device, on_device(ev->device, [&] { return api_.cuEventSynchronize(e); })));
+  return managed_after_sync(req.ctx, ev->device, on_device(ev->device, [&] { return api_.cuEventSynchronize(e); }));
 }
 
 int32_t Session::on_EventQuery(const api::EventArgs& a, api::Empty&, Request& req) {

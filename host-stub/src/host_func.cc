@@ -67,12 +67,12 @@ void callback_gate(CUstream, CUresult status, void* p) { run_gate(static_cast<Ho
 
 int32_t Session::on_LaunchHostFunc(const api::LaunchHostFuncArgs& a, api::Empty&, Request& req) {
   auto mailbox = req.ctx.heap(a.mailbox);
-  if (!mailbox) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!mailbox) return guest_fault("LaunchHostFunc: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   constexpr size_t kEntry = sizeof(api::HostFuncEntry);
   // Whole, aligned entries (the gate uses atomics on them).
   if (a.flags & ~api::kHostFuncCallback || reinterpret_cast<uintptr_t>(mailbox->data()) % kEntry != 0 ||
       mailbox->size() % kEntry != 0 || a.index >= mailbox->size() / kEntry)
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("LaunchHostFunc: unknown flags, or a mailbox entry out of range or misaligned");
   auto* entry = reinterpret_cast<api::HostFuncEntry*>(mailbox->data()) + a.index;
   // From here on the guest waits on this entry: a failure must tell it, through the entry.
   auto fail = [&](int32_t e) {

@@ -9,8 +9,8 @@ using vmrpc::wire::ChannelStatus;
 
 int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& req) {
   auto range = req.ctx.heap(a.range);
-  if (!range || range->empty()) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (vol_.find(ObjectKind::HostRegistration, a.range.offset)) return 712;  // cudaErrorHostMemoryAlreadyRegistered
+  if (!range || range->empty()) return guest_fault("PinHeap: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  if (vol_.find(ObjectKind::HostRegistration, a.range.offset)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   // Portable: pinned for every context of this client; device-mapped: for
   // cudaHostAllocMapped.
   CUresult e = api_.cuMemHostRegister_v2(range->data(), range->size(),
@@ -24,7 +24,7 @@ int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& r
 // heap bytes (a guest at the same address uses its own pointer, which is this one).
 int32_t Session::on_HostGetDevicePointer(const api::HeapRangeArgs& a, api::PtrReply& reply, Request& req) {
   auto range = req.ctx.heap(a.range);
-  if (!range) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!range) return guest_fault("HostGetDevicePointer: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   // Only bytes inside one block this client pinned (with DEVICEMAP) have a device address.
   const auto& pinned = vol_.of(ObjectKind::HostRegistration);
   auto it = pinned.upper_bound(a.range.offset);

@@ -15,7 +15,6 @@ namespace vmcuda::host {
 using vmrpc::wire::ChannelStatus;
 
 namespace {
-constexpr int32_t kBad = static_cast<int32_t>(ChannelStatus::kBadArguments);
 
 // The launch attributes CUDA knows that vmcuda does not forward (they name events or
 // memory windows, or are for streams and graph nodes): refused, each logged once per process.
@@ -93,7 +92,7 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
   // current device" (cudaErrorInvalidResourceHandle).
   if (stream_device != current_) return CUDA_ERROR_INVALID_HANDLE;
   const FunctionObject& f = fo->as<FunctionObject>();
-  if (fo->device != current_) return 98;  // cudaErrorInvalidDeviceFunction: loaded for another device
+  if (fo->device != current_) return CUDART_ERROR_INVALID_DEVICE_FUNCTION;  // loaded for another device
   // Reused: launches are the hot path (no allocation per launch).
   thread_local std::vector<void*> pointers;
   pointers.resize(f.params.size());
@@ -101,7 +100,7 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
   auto* base = const_cast<std::byte*>(packed.data());
   for (size_t i = 0; i < f.params.size(); ++i) {
     const auto& p = f.params[i];
-    if (uint64_t{p.offset} + p.size > packed.size()) return kBad;
+    if (uint64_t{p.offset} + p.size > packed.size()) return guest_fault("launch: a parameter outside the bytes sent");
     pointers[i] = base + p.offset;
   }
   if (CUresult e = managed_before_launch(ctx, *stream); e != CUDA_SUCCESS) return e;
@@ -113,7 +112,7 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
 }
 
 int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request& req) {
-  if (a.arg_bytes != req.tail.size()) return kBad;
+  if (a.arg_bytes != req.tail.size()) return guest_fault("LaunchKernel: parameter bytes of the wrong length");
   CUfunction fn;
   CUstream stream;
   void** params;
@@ -126,7 +125,7 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
 // The driver refuses a grid whose blocks cannot all be co-resident
 // (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) and devices without cooperative launches.
 int32_t Session::on_LaunchCooperativeKernel(const api::LaunchArgs& a, api::Empty&, Request& req) {
-  if (a.arg_bytes != req.tail.size()) return kBad;
+  if (a.arg_bytes != req.tail.size()) return guest_fault("LaunchCooperativeKernel: parameter bytes of the wrong length");
   CUfunction fn;
   CUstream stream;
   void** params;
@@ -137,9 +136,9 @@ int32_t Session::on_LaunchCooperativeKernel(const api::LaunchArgs& a, api::Empty
 }
 
 int32_t Session::on_LaunchKernelEx(const api::LaunchExArgs& a, api::Empty&, Request& req) {
-  if (a.attr_count > api::kMaxLaunchAttributes || a.pad != 0) return kBad;
+  if (a.attr_count > api::kMaxLaunchAttributes || a.pad != 0) return guest_fault("LaunchKernelEx: too many attributes");
   const size_t attr_bytes = size_t{a.attr_count} * sizeof(api::LaunchAttribute);
-  if (req.tail.size() != attr_bytes + a.arg_bytes) return kBad;
+  if (req.tail.size() != attr_bytes + a.arg_bytes) return guest_fault("LaunchKernelEx: attribute and parameter bytes of the wrong length");
   CUlaunchAttribute attrs[api::kMaxLaunchAttributes];
   unsigned count = 0;
   for (uint32_t i = 0; i < a.attr_count; ++i) {

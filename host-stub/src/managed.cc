@@ -25,12 +25,12 @@ int32_t Session::on_ManagedVarBind(const api::ManagedBindArgs& a, api::ManagedBi
   const Object* mod = find_module_here(a.module);
   if (!mod) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("ManagedVarBind: a variable name of the wrong length");
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
-  if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  if (a.flags & ~api::kManagedBindKeep) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (name.find('\0') != std::string::npos) return guest_fault("ManagedVarBind: a variable name with a NUL byte");
+  if (a.flags & ~api::kManagedBindKeep) return guest_fault("ManagedVarBind: unknown flags");
   auto shadow = req.ctx.heap(a.shadow);
-  if (!shadow) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!shadow) return guest_fault("ManagedVarBind: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
   if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS) return e;
@@ -66,7 +66,7 @@ int32_t Session::on_ManagedVarBind(const api::ManagedBindArgs& a, api::ManagedBi
 int32_t Session::on_ManagedVarSync(const api::ManagedSyncArgs& a, api::Empty&, Request& req) {
   Object* var = vol_.find(ObjectKind::ManagedVar, a.var);
   if (!var) return CUDA_ERROR_INVALID_HANDLE;
-  if (a.flags & ~api::kManagedPull) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (a.flags & ~api::kManagedPull) return guest_fault("ManagedVarSync: unknown flags");
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;

@@ -58,21 +58,21 @@ int32_t Session::on_CopyToDeviceInline(const api::CopyToDeviceInlineArgs& a, api
 }
 
 int32_t Session::on_CopyFromDeviceInline(const api::CopyFromDeviceInlineArgs& a, api::Empty&, Request& req) {
-  if (a.bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (a.bytes > req.extra.size()) return guest_fault("CopyFromDeviceInline: a reply area too small for the data", ChannelStatus::kReplyTooSmall);
   const int owner = owner_of(a.src, a.bytes);
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   // Straight into the shared reply area (the host never reads it back).
-  CUresult e = output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner, [&] {
+  CUresult e = managed_after_sync(req.ctx, current_, on_owner(owner, [&] {
     return api_.cuMemcpyDtoH_v2(req.extra.data(), a.src, a.bytes);
-  })));
+  }));
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(a.bytes);
   return e;
 }
 
 int32_t Session::on_CopyToDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
   auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!host) return guest_fault("CopyToDeviceHeap: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   const int owner = owner_of(a.device, host->size());
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
@@ -82,13 +82,13 @@ int32_t Session::on_CopyToDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Re
 
 int32_t Session::on_CopyFromDeviceHeap(const api::CopyHeapArgs& a, api::Empty&, Request& req) {
   auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!host) return guest_fault("CopyFromDeviceHeap: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   const int owner = owner_of(a.device, host->size());
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;
-  return output_after_sync(managed_after_sync(req.ctx, current_, on_owner(owner, [&] {
+  return managed_after_sync(req.ctx, current_, on_owner(owner, [&] {
     return api_.cuMemcpyDtoH_v2(host->data(), a.device, host->size());
-  })));
+  }));
 }
 
 int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&, Request&) {
@@ -135,7 +135,7 @@ int32_t Session::on_CopyToDeviceInlineAsync(const api::CopyToDeviceInlineAsyncAr
 
 int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsyncArgs& a, api::Empty&,
                                               Request& req) {
-  if (a.bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (a.bytes > req.extra.size()) return guest_fault("CopyFromDeviceInlineAsync: a reply area too small for the data", ChannelStatus::kReplyTooSmall);
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
@@ -157,8 +157,8 @@ int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsy
 // Both directions of an async copy between device memory and the shared heap.
 int32_t Session::heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device) {
   auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (!host) return guest_fault("heap_copy_async: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  if (a.flags & ~api::kHeapCopyWait) return guest_fault("heap_copy_async: unknown flags");
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;

@@ -100,7 +100,7 @@ int32_t Session::on_MallocPitch(const api::MallocPitchArgs& a, api::PitchReply& 
 int32_t Session::on_Copy2DToDeviceInline(const api::Copy2DInlineArgs& a, api::Empty&, Request& req) {
   uint64_t bytes;
   if (!packed_bytes(a.width, a.height, &bytes) || bytes != req.tail.size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("Copy2DToDeviceInline: a width/height that does not match the bytes sent");
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_SUCCESS;
   const CUDA_MEMCPY2D c = host_to_device(a.device, a.device_pitch, req.tail.data(), a.width, a.width, a.height);
@@ -109,23 +109,23 @@ int32_t Session::on_Copy2DToDeviceInline(const api::Copy2DInlineArgs& a, api::Em
 
 int32_t Session::on_Copy2DFromDeviceInline(const api::Copy2DInlineArgs& a, api::Empty&, Request& req) {
   uint64_t bytes;
-  if (!packed_bytes(a.width, a.height, &bytes)) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  if (bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (!packed_bytes(a.width, a.height, &bytes)) return guest_fault("Copy2DFromDeviceInline: the host rows do not fit the heap range");
+  if (bytes > req.extra.size()) return guest_fault("Copy2DFromDeviceInline: a reply area too small for the data", ChannelStatus::kReplyTooSmall);
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_SUCCESS;
   // Packed, straight into the shared reply area.
   const CUDA_MEMCPY2D c = device_to_host(req.extra.data(), a.width, a.device, a.device_pitch, a.width, a.height);
-  CUresult e = output_after_sync(api_.cuMemcpy2D_v2(&c));
+  CUresult e = api_.cuMemcpy2D_v2(&c);
   if (e == CUDA_SUCCESS) req.extra_bytes = static_cast<uint32_t>(bytes);
   return e;
 }
 
 int32_t Session::on_Copy2DToDeviceHeap(const api::Copy2DHeapArgs& a, api::Empty&, Request& req) {
   auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!host) return guest_fault("Copy2DToDeviceHeap: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   uint64_t span;
   if (!host_span(a.host_pitch, a.width, a.height, &span) || span > host->size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("Copy2DToDeviceHeap: the host rows do not fit the heap range");
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
   const CUDA_MEMCPY2D c = host_to_device(a.device, a.device_pitch, host->data(), a.host_pitch, a.width, a.height);
@@ -134,14 +134,14 @@ int32_t Session::on_Copy2DToDeviceHeap(const api::Copy2DHeapArgs& a, api::Empty&
 
 int32_t Session::on_Copy2DFromDeviceHeap(const api::Copy2DHeapArgs& a, api::Empty&, Request& req) {
   auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!host) return guest_fault("Copy2DFromDeviceHeap: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   uint64_t span;
   if (!host_span(a.host_pitch, a.width, a.height, &span) || span > host->size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("Copy2DFromDeviceHeap: a width/height that does not match the bytes sent");
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
   const CUDA_MEMCPY2D c = device_to_host(host->data(), a.host_pitch, a.device, a.device_pitch, a.width, a.height);
-  return output_after_sync(api_.cuMemcpy2D_v2(&c));
+  return api_.cuMemcpy2D_v2(&c);
 }
 
 int32_t Session::on_Copy2DDeviceToDevice(const api::Copy2DDeviceArgs& a, api::Empty&, Request&) {
@@ -167,7 +167,7 @@ namespace vmcuda::host {
 int32_t Session::on_Copy2DToDeviceInlineAsync(const api::Copy2DInlineAsyncArgs& a, api::Empty&, Request& req) {
   uint64_t bytes;
   if (!packed_bytes(a.width, a.height, &bytes) || bytes != req.tail.size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("Copy2DToDeviceInlineAsync: a width/height whose size overflows");
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
@@ -180,8 +180,8 @@ int32_t Session::on_Copy2DToDeviceInlineAsync(const api::Copy2DInlineAsyncArgs& 
 
 int32_t Session::on_Copy2DFromDeviceInlineAsync(const api::Copy2DInlineAsyncArgs& a, api::Empty&, Request& req) {
   uint64_t bytes;
-  if (!packed_bytes(a.width, a.height, &bytes)) return static_cast<int32_t>(ChannelStatus::kBadArguments);
-  if (bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (!packed_bytes(a.width, a.height, &bytes)) return guest_fault("Copy2DFromDeviceInlineAsync: a width/height whose size overflows");
+  if (bytes > req.extra.size()) return guest_fault("Copy2DFromDeviceInlineAsync: a reply area too small for the data", ChannelStatus::kReplyTooSmall);
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
@@ -203,11 +203,11 @@ int32_t Session::on_Copy2DFromDeviceInlineAsync(const api::Copy2DInlineAsyncArgs
 // (staging the guest reuses at once) the reply waits for the copy.
 int32_t Session::heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device) {
   auto host = req.ctx.heap(a.host);
-  if (!host) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
-  if (a.flags & ~api::kHeapCopyWait) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (!host) return guest_fault("heap_copy_2d_async: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  if (a.flags & ~api::kHeapCopyWait) return guest_fault("heap_copy_2d_async: unknown flags");
   uint64_t span;
   if (!host_span(a.host_pitch, a.width, a.height, &span) || span > host->size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("heap_copy_2d_async: the host rows do not fit the heap range");
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;

@@ -58,12 +58,12 @@ constexpr size_t kImagePad = 64;
 
 int32_t Session::on_ModuleLoad(const api::ModuleLoadArgs& a, api::HandleReply& r, Request& req) {
   auto image = req.ctx.heap(a.image);
-  if (!image) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+  if (!image) return guest_fault("ModuleLoad: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   if (image->empty() || image->size() > limits_.max_module_bytes) return CUDA_ERROR_INVALID_VALUE;
   // The driver parses the image: give it a private copy the guest cannot change meanwhile,
   // checked against its own headers (the driver trusts them) and padded with zeros.
   std::vector<std::byte> copy(image->begin(), image->end());
-  if (!image_fits(copy)) return 200;  // CUDA_ERROR_INVALID_IMAGE
+  if (!image_fits(copy)) return CUDA_ERROR_INVALID_IMAGE;
   copy.resize(copy.size() + kImagePad);
   CUmodule m = nullptr;
   if (CUresult e = api_.cuModuleLoadData(&m, copy.data()); e != CUDA_SUCCESS) return e;
@@ -77,9 +77,9 @@ int32_t Session::on_ModuleGetFunction(const api::GetFunctionArgs& a, api::GetFun
   const Object* mod = find_module_here(a.module);
   if (!mod) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("ModuleGetFunction: a function name of the wrong length");
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
-  if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (name.find('\0') != std::string::npos) return guest_fault("ModuleGetFunction: a function name with a NUL byte");
   FunctionObject f{nullptr, name, {}};
   if (CUresult e = api_.cuModuleGetFunction(&f.fn, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS)
     return e;
@@ -90,7 +90,7 @@ int32_t Session::on_ModuleGetFunction(const api::GetFunctionArgs& a, api::GetFun
     f.params.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
   }
   const size_t bytes = f.params.size() * sizeof(api::ParamInfo);
-  if (bytes > req.extra.size()) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);
+  if (bytes > req.extra.size()) return guest_fault("ModuleGetFunction: a reply area too small for the data", ChannelStatus::kReplyTooSmall);
   if (bytes) std::memcpy(req.extra.data(), f.params.data(), bytes);
   req.extra_bytes = static_cast<uint32_t>(bytes);
   r.param_count = static_cast<uint32_t>(f.params.size());

@@ -187,12 +187,12 @@ int32_t Session::on_OutputRing(const api::OutputRingArgs& a, api::OutputRingRepl
   }
   if (a.ring.offset != output_.ref.offset || a.ring.bytes != output_.ref.bytes || !output_.header) {
     auto span = req.ctx.heap(a.ring);
-    if (!span) return static_cast<int32_t>(ChannelStatus::kBadHeapRef);
+    if (!span) return guest_fault("OutputRing: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
     constexpr uint64_t kHeader = sizeof(api::OutputRingHeader);
     const uint64_t page = req.ctx.region.layout().heap_page_bytes;
     if (a.ring.bytes < kHeader + api::kOutputRingMinData || a.ring.bytes > api::kOutputRingMaxBytes ||
         reinterpret_cast<uintptr_t>(span->data()) % 64 != 0 || page == 0)
-      return static_cast<int32_t>(ChannelStatus::kBadArguments);
+      return guest_fault("OutputRing: a ring of a bad size or alignment");
     OutputRing ring;
     ring.ref = a.ring;
     ring.header = reinterpret_cast<api::OutputRingHeader*>(span->data());
@@ -202,7 +202,7 @@ int32_t Session::on_OutputRing(const api::OutputRingArgs& a, api::OutputRingRepl
     ring.owners = req.ctx.region.heap_table() + first;
     ring.pages = (a.ring.offset + a.ring.bytes - 1) / page - first + 1;
     ring.owner = req.ctx.slot.slot + 1;
-    if (!ring.owned()) return static_cast<int32_t>(ChannelStatus::kBadArguments);  // not this client's heap block
+    if (!ring.owned()) return guest_fault("OutputRing: a ring in heap pages that are not the client's");  // not this client's heap block
     output_ = ring;
   }
   reply.captured = 1;

@@ -12,16 +12,6 @@ namespace vmcuda::host {
 
 using vmrpc::wire::ChannelStatus;
 
-namespace {
-// Calls whose argument struct is followed by variable bytes.
-constexpr bool takes_tail(api::Call c) {
-  return c == api::Call::CopyToDeviceInline || c == api::Call::CopyToDeviceInlineAsync ||
-         c == api::Call::ModuleGetFunction || c == api::Call::LaunchKernel ||
-         c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx ||
-         c == api::Call::Copy2DToDeviceInline || c == api::Call::Copy2DToDeviceInlineAsync ||
-         c == api::Call::ModuleGetGlobal || c == api::Call::ManagedVarBind || c == api::Call::ClientInfo;
-}
-}  // namespace
 
 Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int> devices,
                  const vmrpc::SlotInfo& info)
@@ -273,29 +263,15 @@ bool Session::owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t hei
 // copies (pageable bytes too) and everything that synchronizes stay on the client's service
 // thread.
 bool Session::issues_only(api::Call c, std::span<const std::byte> args) const {
-  switch (c) {
-    case api::Call::LaunchKernel:
-    case api::Call::LaunchCooperativeKernel:
-    case api::Call::LaunchKernelEx:
-    case api::Call::CopyDeviceToDeviceAsync:
-    case api::Call::MemsetAsync:
-    case api::Call::Copy2DDeviceToDeviceAsync:
-    case api::Call::Memset2DAsync:
-    case api::Call::EventRecord:
-    case api::Call::StreamWaitEvent:
-    case api::Call::LaunchHostFunc:
-    case api::Call::MemcpyPeerAsync:
-      return true;
-    case api::Call::CopyToDeviceHeapAsync:
-    case api::Call::CopyFromDeviceHeapAsync: {
-      api::CopyHeapAsyncArgs a{};
-      if (args.size() != sizeof a) return false;  // the handler refuses it on the service thread
-      std::memcpy(&a, args.data(), sizeof a);
-      return (a.flags & api::kHeapCopyWait) == 0 && heap_pinned(a.host.offset, a.host.bytes);
-    }
-    default:
-      return false;
-  }
+  const uint32_t flags = api::call_flags(static_cast<uint32_t>(c));
+  if (flags & api::kIssues) return true;
+  if ((flags & api::kIssuesIfPinned) == 0) return false;
+  static_assert(std::is_same_v<api::CallTraits<api::Call::CopyToDeviceHeapAsync>::Args, api::CopyHeapAsyncArgs> &&
+                std::is_same_v<api::CallTraits<api::Call::CopyFromDeviceHeapAsync>::Args, api::CopyHeapAsyncArgs>);
+  api::CopyHeapAsyncArgs a{};
+  if (args.size() != sizeof a) return false;  // the handler refuses it on the service thread
+  std::memcpy(&a, args.data(), sizeof a);
+  return (a.flags & api::kHeapCopyWait) == 0 && heap_pinned(a.host.offset, a.host.bytes);
 }
 
 // Whether [offset, offset+bytes) of the shared heap lies in one block this client pinned.
@@ -330,10 +306,17 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
     return 0;
   }
   drain_posted(&ctx);  // everything else runs after what was handed over, as the app ordered it
-  if (c != api::Call::Handshake && c != api::Call::DeviceProperties && c != api::Call::SetDevice &&
-      !ensure_context())
-    return ctx_error_;
+  if ((api::call_flags(call_id) & api::kNoContext) == 0 && !ensure_context()) return ctx_error_;
   return dispatch(ctx, call_id, args, reply, reply_bytes);
+}
+
+int32_t Session::guest_fault(const char* what, ChannelStatus status) {
+  constexpr uint32_t kLogged = 8;
+  const uint32_t n = guest_faults_.fetch_add(1, std::memory_order_relaxed);
+  if (n < kLogged)
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused a malformed call (" + what + ")" +
+                                 (n + 1 == kLogged ? "; further ones are not logged" : ""));
+  return static_cast<int32_t>(status);
 }
 
 void Session::post_to_gpu(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args) {
@@ -371,18 +354,22 @@ void Session::drain_posted(const vmrpc::CallContext* ctx) {
 int32_t Session::dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                           std::span<std::byte> reply, uint32_t& reply_bytes) {
   switch (static_cast<api::Call>(call_id)) {
-#define VMCUDA_CALL(number, name, A, R, batchable)                                                   \
+#define VMCUDA_CALL(number, name, A, R, flags)                                                       \
   case api::Call::name: {                                                                            \
+    using Traits = api::CallTraits<api::Call::name>;                                                 \
     api::A a{};                                                                                      \
     constexpr size_t kArgBytes = std::is_empty_v<api::A> ? 0 : sizeof(api::A);                       \
     constexpr size_t kReplyBytes = std::is_empty_v<api::R> ? 0 : sizeof(api::R);                     \
-    if (args.size() < kArgBytes || (!takes_tail(api::Call::name) && args.size() != kArgBytes))       \
-      return static_cast<int32_t>(ChannelStatus::kBadArguments);                                     \
+    if (args.size() < kArgBytes || ((Traits::kFlags & api::kTail) == 0 && args.size() != kArgBytes)) \
+      return guest_fault(#name ": arguments of the wrong size");                                     \
     if (reply.size() < kReplyBytes) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);      \
     if constexpr (kArgBytes) std::memcpy(&a, args.data(), kArgBytes);                                \
     api::R r{};                                                                                      \
     Request req{args.subspan(kArgBytes), reply.subspan(kReplyBytes), 0, ctx};                        \
-    const int32_t status = on_##name(a, r, req);                                                     \
+    int32_t status = on_##name(a, r, req);                                                           \
+    if constexpr ((Traits::kFlags & api::kSyncs) != 0)                                               \
+      status = output_after_sync(status, api::Call::name == api::Call::DeviceSynchronize &&           \
+                                             contexts_.size() == 1); /* others may still print */    \
     if constexpr (kReplyBytes) std::memcpy(reply.data(), &r, kReplyBytes);                           \
     reply_bytes = static_cast<uint32_t>(kReplyBytes + req.extra_bytes);                              \
     return status;                                                                                   \

@@ -148,7 +148,7 @@ class Session : public vmrpc::SlotService {
 
   // Handlers, one per call of calls.def (device.cc, memory.cc, memory_2d.cc, module.cc,
   // symbol.cc, launch.cc, function.cc, stream.cc, event.cc).
-#define VMCUDA_CALL(number, name, A, R, batchable) int32_t on_##name(const api::A& args, api::R& reply, Request& req);
+#define VMCUDA_CALL(number, name, A, R, flags) int32_t on_##name(const api::A& args, api::R& reply, Request& req);
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
 
@@ -176,6 +176,13 @@ class Session : public vmrpc::SlotService {
     make_current(current_);
     return r;
   }
+  // The one idiom for a call the guest got wrong (lengths that do not match, unknown flags,
+  // a heap range not its own): `what` ("Call: reason") is logged for the first few of a
+  // client, then counted; the guest gets `status`, which its library reports as a vmcuda
+  // bug or version mismatch. Thread-safe: launches run on the GPU's working thread too.
+  int32_t guest_fault(const char* what,
+                      vmrpc::wire::ChannelStatus status = vmrpc::wire::ChannelStatus::kBadArguments);
+  std::atomic<uint32_t> guest_faults_{0};
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();
   void make_current(int device);
@@ -334,7 +341,7 @@ class Session : public vmrpc::SlotService {
   std::atomic<uint32_t> gates_reached_{0};  // HostFuncEntry::order
   void free_gates(bool all);
   // Kernel printf output (output.cc): the guest's ring (OutputRing). After a synchronizing
-  // call (`r`: its result, returned) what the driver wrote to this worker's stdout goes into
+  // call (kSyncs in calls.def; `r`: its result, returned) what the driver wrote to this worker's stdout goes into
   // it; nothing happens while no ring is registered (or none is captured: thread mode).
   OutputRing output_;
   // Only kernels print: after a device-wide synchronize with no launch since, there is

@@ -15,9 +15,9 @@ int32_t Session::on_ModuleGetGlobal(const api::GetGlobalArgs& a, api::GlobalRepl
   const Object* mod = find_module_here(a.module);
   if (!mod) return CUDA_ERROR_INVALID_HANDLE;
   if (a.name_bytes == 0 || a.name_bytes > limits_.max_name_bytes || a.name_bytes != req.tail.size())
-    return static_cast<int32_t>(ChannelStatus::kBadArguments);
+    return guest_fault("ModuleGetGlobal: a variable name of the wrong length");
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
-  if (name.find('\0') != std::string::npos) return static_cast<int32_t>(ChannelStatus::kBadArguments);
+  if (name.find('\0') != std::string::npos) return guest_fault("ModuleGetGlobal: a variable name with a NUL byte");
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
   if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS) return e;

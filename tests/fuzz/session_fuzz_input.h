@@ -62,7 +62,7 @@ constexpr uint32_t wire_size() {
 }
 
 inline constexpr CallShape kCalls[] = {
-#define VMCUDA_CALL(number, name, A, R, batchable) \
+#define VMCUDA_CALL(number, name, A, R, flags) \
   {number, wire_size<api::A>(), wire_size<api::R>(), #name},
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
