@@ -390,6 +390,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     if (policy) {
       if (policy->devices && !app.count("--devices")) devices_text = *policy->devices;
       if (policy->isolation && !app.count("--isolation")) isolation = *policy->isolation;
+      if (policy->max_clients && !app.count("--max-clients")) max_clients = *policy->max_clients;
       if (policy->kernel_time_limit_s && !app.count("--kernel-time-limit")) {
         kernel_time_limit_s = *policy->kernel_time_limit_s;
         policy_worker_args = {"--kernel-time-limit", std::to_string(kernel_time_limit_s)};  // workers read no policy
@@ -597,6 +598,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
         later.push_back("GPUs");
       if (!app.count("--isolation") && key(policy, &VmPolicy::isolation) != key(fresh, &VmPolicy::isolation))
         later.push_back("isolation mode");
+      if (!app.count("--max-clients") && (policy ? policy->max_clients : std::nullopt) != (fresh ? fresh->max_clients : std::nullopt))
+        later.push_back("limit of programs at once");
       policy = fresh;
       publish_policy(policy);
       std::string msg = fresh ? "policy of " + vm_name + " reloaded from " + policy_file : "no policy file (" + policy_file + ")";

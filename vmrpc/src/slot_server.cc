@@ -215,6 +215,8 @@ void fail_slot(const RegionView& view, uint32_t slot, int notify_fd, wire::HostS
                                                                       ? ChannelStatus::kStateLost
                                                                   : why == wire::HostSlotState::kTimedOut
                                                                       ? ChannelStatus::kLaunchTimeout
+                                                                  : why == wire::HostSlotState::kRefused
+                                                                      ? ChannelStatus::kRefused
                                                                       : ChannelStatus::kHandlerFailed));
     ordering::store_relaxed(ctl.frames_done, 0u);
     ordering::store_release(ctl.response_seq, seq);
