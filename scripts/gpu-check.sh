@@ -33,6 +33,8 @@ if [ "${1:-}" != "--run" ]; then
     "$top/bench/checkpoint_probe.cu" -lcuda
   # What a context costs in device memory (docs/security.md, the quota's fixed costs).
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/context_cost_probe" "$top/bench/context_cost_probe.cu" -lcuda
+  # Fair sharing between two VMs by weight (scripts/gpu-fairshare-bench.sh --run OUT).
+  "$top/scripts/gpu-fairshare-bench.sh"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
   ls -la "$carry"
   exit 0
