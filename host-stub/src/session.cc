@@ -253,7 +253,7 @@ void Session::drop_lane(int device) {
 }
 
 void Session::batch_done() {
-  if (!launched_in_batch_) return;
+  if (!launched_in_batch_ || !limits_.fair_share) return;
   launched_in_batch_ = false;
   for (size_t d = 0; d < lanes_.size(); ++d) {
     if (!contexts_[d]) continue;
