@@ -35,6 +35,8 @@ if [ "${1:-}" != "--run" ]; then
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/context_cost_probe" "$top/bench/context_cost_probe.cu" -lcuda
   # Finding 2's latency benchmark (scripts/gpu-latency-beside-long-kernel.sh --run).
   "$top/scripts/gpu-latency-beside-long-kernel.sh"
+  # Fair sharing between two VMs by weight (scripts/gpu-fairshare-bench.sh --run OUT).
+  "$top/scripts/gpu-fairshare-bench.sh"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
   ls -la "$carry"
   exit 0
