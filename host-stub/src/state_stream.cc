@@ -717,6 +717,9 @@ struct FileSink::Impl {
           MAP_FAILED) {
         sink->fail("cannot map " + partial + " at byte offset " + std::to_string(mapped_to) + ": " + errno_text(errno));
         return false;
+      } else {
+        // A hint: 2 MiB pages where tmpfs allows them (shmem_enabled advise), 512 times fewer faults.
+        ::madvise(va + mapped_to, window_bytes, MADV_HUGEPAGE);
       }
     return true;
   }
