@@ -651,7 +651,12 @@ struct FileSink::Impl {
   std::byte* va = nullptr;       // an address range for file offsets [0, va_bytes)
   size_t va_bytes = 0;
   uint64_t mapped_from = 0, mapped_to = 0;  // the windows mapped now (file offsets)
-  uint64_t file_size = 0;        // as ftruncate()d for the windows
+  uint64_t file_size = 0;        // as grown ahead of the stream (windows, preallocation); cut in complete()
+  vmrpc::UniqueFd direct_fd;     // kDirect: the file opened with O_DIRECT
+  mutable std::atomic<bool> direct_refused{false};  // a write said EINVAL: pwritev from then on
+  mutable std::mutex bounce_mu;
+  mutable std::vector<std::pair<void*, size_t>> bounce_free;  // aligned buffers for direct writes
+  static constexpr uint64_t kBlock = 4096;
   std::deque<uint64_t> chunk_ends;  // of the chunks reserved and not yet written, in order
   uint64_t retired_to = 0;          // every chunk before this file offset is written
 
@@ -670,12 +675,29 @@ struct FileSink::Impl {
 
   void choose_chunk_writes(const SinkOptions& o) {
     using W = SinkOptions::FileWrites;
+    if (path.empty()) return;  // a borrowed fd: pwritev (nothing after the stream is cut or reopened)
     bool map = o.file_writes == W::kMapped;
-    if (o.file_writes == W::kAuto && !path.empty()) {
+    if (o.file_writes == W::kAuto) {
       struct statfs fs{};
       map = ::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
     }
-    if (!map || path.empty() || !populate_works()) return;  // a borrowed fd: nothing cut after the stream
+    if (map && populate_works()) return set_up_mapping(o);
+    if (o.file_writes == W::kAuto || o.file_writes == W::kDirect) set_up_direct(o);
+  }
+
+  void set_up_direct(const SinkOptions& o) {
+    vmrpc::UniqueFd d(::open(partial.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+    if (!d) return;  // no O_DIRECT here (tmpfs on older kernels, some FUSE): pwritev
+    direct_fd = std::move(d);
+    // Whole-block writes inside the file's size and allocated blocks run in parallel (ext4 and
+    // XFS take the file's lock shared for them; past the end, one at a time). Cut to the
+    // stream's end in complete(). No room for it is not yet a failure: the writes say.
+    const uint64_t want = o.expected_bytes ? o.expected_bytes + (uint64_t{64} << 20) : 0;
+    if (want && (::fallocate(fd, 0, 0, off_t(want)) == 0 || (errno != ENOSPC && ::ftruncate(fd, off_t(want)) == 0)))
+      file_size = want;
+  }
+
+  void set_up_mapping(const SinkOptions& o) {
     if (o.map_window_bytes == 0 || o.map_window_bytes % 4096 != 0) {
       sink->fail("state sink: map_window_bytes " + std::to_string(o.map_window_bytes) + " is not a multiple of 4096");
       return;
@@ -777,6 +799,38 @@ struct FileSink::Impl {
       std::memcpy(va + at, header, kRecordHeaderBytes);  // its page was populated with the first piece
       return true;
     }
+    if (direct_fd && !direct_refused.load(std::memory_order_relaxed)) {
+      // Laid out in a block-aligned buffer as in the file: the chunk's whole blocks go with
+      // O_DIRECT, its partial first and last blocks (shared with the records around it, all
+      // written buffered) with pwrite.
+      const uint64_t base = at / kBlock * kBlock, a = (at + kBlock - 1) / kBlock * kBlock, b = end / kBlock * kBlock;
+      if (b > a) {
+        const size_t cap = size_t((end + kBlock - 1) / kBlock * kBlock - base);
+        void* buf = take_bounce(cap);
+        if (!buf) {
+          *error = "cannot allocate " + std::to_string(cap) + " bytes for writing " + partial + ": free host memory";
+          return false;
+        }
+        std::byte* rec = static_cast<std::byte*>(buf) + (at - base);
+        *checksum = copy_hashing(rec + kRecordHeaderBytes, payload.data(), payload.size(), seed);
+        set_checksum(header, *checksum);
+        std::memcpy(rec, header, kRecordHeaderBytes);
+        const std::byte* blocks = static_cast<std::byte*>(buf) + (a - base);
+        int err = pwrite_all(direct_fd.get(), blocks, b - a, a);
+        if (err == EINVAL) {  // the device wants another alignment: buffered from now on
+          direct_refused = true;
+          err = pwrite_all(fd, blocks, b - a, a);
+        }
+        if (!err && a > at) err = pwrite_all(fd, rec, a - at, at);
+        if (!err && end > b) err = pwrite_all(fd, rec + (b - at), end - b, b);
+        give_bounce(buf, cap);
+        if (err) {
+          *error = write_error_text(at, err);
+          return false;
+        }
+        return true;
+      }
+    }
     *checksum = copy_hashing(nullptr, payload.data(), payload.size(), seed);
     set_checksum(header, *checksum);
     iovec iov[2] = {{header, kRecordHeaderBytes}, {const_cast<std::byte*>(payload.data()), payload.size()}};
@@ -803,6 +857,32 @@ struct FileSink::Impl {
       done += size_t(n);
     }
     return true;
+  }
+  // 0 or the errno of the write that failed.
+  static int pwrite_all(int to, const std::byte* p, uint64_t n, uint64_t at) {
+    for (uint64_t done = 0; done < n;) {
+      const ssize_t w = ::pwrite(to, p + done, size_t(n - done), off_t(at + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return w < 0 ? errno : EIO;
+      done += uint64_t(w);
+    }
+    return 0;
+  }
+  void* take_bounce(size_t bytes) const {
+    {
+      std::lock_guard l(bounce_mu);
+      for (auto it = bounce_free.begin(); it != bounce_free.end(); ++it)
+        if (it->second >= bytes) {
+          void* p = it->first;
+          bounce_free.erase(it);
+          return p;
+        }
+    }
+    return std::aligned_alloc(kBlock, bytes);
+  }
+  void give_bounce(void* p, size_t bytes) const {
+    std::lock_guard l(bounce_mu);
+    bounce_free.emplace_back(p, bytes);
   }
   std::string populate_error(uint64_t at, int err) const {
     // The kernel says EFAULT where the fault would have raised SIGBUS: on tmpfs, no room.
@@ -833,6 +913,7 @@ struct FileSink::Impl {
   ~Impl() {
     while (in_flight) reap();  // the kernel may still read the buffers
     unmap_all();
+    for (auto& [p, n] : bounce_free) std::free(p);
     if (ring_ready) io_uring_queue_exit(&ring);
     for (Slot& s : slots) sink->staging_free(s.buffer);
     if (!path.empty() && !finished) {
@@ -959,7 +1040,9 @@ FileSink::FileSink(int fd, SinkOptions options) : Sink(std::move(options)), impl
 
 FileSink::~FileSink() { stop_copies(); }
 
-const char* FileSink::chunk_writes() const { return impl_->mapped ? "mapped" : "pwritev"; }  // the copy threads write through impl_
+const char* FileSink::chunk_writes() const {
+  return impl_->mapped ? "mapped" : impl_->direct_fd && !impl_->direct_refused ? "direct" : "pwritev";
+}  // the copy threads write through impl_
 
 bool FileSink::reserve_chunk(size_t bytes, uint64_t* at) {
   Impl& m = *impl_;
@@ -1039,11 +1122,11 @@ bool FileSink::complete() {
   m.flush_copy();
   while (m.in_flight) m.reap();
   if (failed()) return false;
-  if (m.va) {
-    m.unmap_all();
-    // The windows grew the file past the stream's end.
-    const uint64_t end = m.base_offset + m.produced;
-    if (m.file_size > end && ::ftruncate(m.fd, off_t(end)) != 0)
+  m.unmap_all();
+  m.direct_fd.reset();
+  if (const uint64_t end = m.base_offset + m.produced; m.file_size > end) {
+    // The windows or the preallocation grew the file past the stream's end.
+    if (::ftruncate(m.fd, off_t(end)) != 0)
       return fail("cannot truncate " + m.partial + " to " + std::to_string(end) + " bytes: " + errno_text(errno));
   }
   if (::fsync(m.fd) != 0) return fail("cannot fsync " + m.partial + ": " + errno_text(errno));

@@ -107,12 +107,16 @@ struct SinkOptions {
   // works inline.
   unsigned copy_threads = 0;
   // FileSink: how commit_copy()'s chunks reach the file, each at its own offset, several at
-  // once. kAuto: kMapped on tmpfs where the file sink created the file (a write() to a tmpfs
-  // file holds the file's lock while it copies: one writer at a time, 3-4 GB/s), else
-  // kPwrite. kMapped: the file is mapped in windows and the copy threads copy into the
-  // mapping, each page allocated first by MADV_POPULATE_WRITE, so a full file system is an
-  // error, never a SIGBUS (kernels without it: kPwrite). kPwrite: pwritev from the source.
-  enum class FileWrites { kAuto, kMapped, kPwrite };
+  // once. kAuto (a file the sink creates; a borrowed fd: kPwrite): kMapped on tmpfs (a
+  // write() to a tmpfs file holds the file's lock while it copies: one writer at a time,
+  // 3-4 GB/s), else kDirect where the file system takes O_DIRECT, else kPwrite.
+  // kMapped: the file is mapped in windows and the copy threads copy into the mapping, each
+  // page allocated first by MADV_POPULATE_WRITE, so a full file system is an error, never a
+  // SIGBUS (kernels without it: kPwrite). kDirect: each chunk's whole 4 KiB blocks are
+  // written with O_DIRECT (the file preallocated to expected_bytes, so that ext4 and XFS
+  // take them in parallel), its partial first and last blocks buffered. kPwrite: pwritev
+  // from the source (buffered writes to one file: one at a time on most file systems).
+  enum class FileWrites { kAuto, kMapped, kDirect, kPwrite };
   FileWrites file_writes = FileWrites::kAuto;
   // kMapped: the file is mapped this much at a time (a multiple of 4096); the address range
   // covers expected_bytes and 4 windows more, chunks past it are written with pwritev.
@@ -291,7 +295,7 @@ class FileSink final : public Sink {
   // offset; no rename, nothing removed on failure. finish() fsyncs it.
   explicit FileSink(int fd, SinkOptions options = {});
   ~FileSink() override;
-  // How commit_copy()'s chunks are written: "mapped" or "pwritev" (options.file_writes).
+  // How commit_copy()'s chunks are written: "mapped", "direct" or "pwritev" (options.file_writes).
   const char* chunk_writes() const;
 
  private:

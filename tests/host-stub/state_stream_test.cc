@@ -353,9 +353,10 @@ TEST(StateStream, ParallelCopiesWriteTheSameStream) {
   EXPECT_NE(sink.error().find("outside a blob"), std::string::npos) << sink.error();
 }
 
-// commit_copy() to a file: the copy threads write each chunk at its offset, with pwritev or
-// through windows of a mapping (past whose address range pwritev takes over): the same bytes
-// as the in-order path, a .partial file until finish(), and a file that reads back.
+// commit_copy() to a file: the copy threads write each chunk at its offset, with pwritev,
+// through windows of a mapping (past whose address range pwritev takes over) or with
+// O_DIRECT (whole blocks; the partial ones buffered): the same bytes as the in-order path,
+// a file cut to the stream's end, and one that reads back.
 TEST(StateStream, ParallelFileWritesMakeTheSameFile) {
   const std::vector<std::byte> a = random_bytes(37 * kMiB + 123, 17), b = random_bytes(3 * kMiB + 1, 18);
   MemorySink plain;
@@ -369,7 +370,17 @@ TEST(StateStream, ParallelFileWritesMakeTheSameFile) {
     const char* what;
   } cases[] = {{W::kPwrite, 0, "pwritev"},
                {W::kMapped, 64 * kMiB, "mapped, every chunk in the range"},
-               {W::kMapped, 0, "mapped, most chunks past the range"}};
+               {W::kMapped, 0, "mapped, most chunks past the range"},
+               {W::kDirect, 48 * kMiB, "direct, preallocated past the end"},
+               {W::kDirect, 0, "direct, the file growing"}};
+  const bool direct_here = [&] {
+    FileSink probe(dir.file("probe.vmstate"), [] {
+      SinkOptions o;
+      o.file_writes = W::kDirect;
+      return o;
+    }());
+    return std::string(probe.chunk_writes()) == "direct";
+  }();
   for (const Case& c : cases)
     for (unsigned threads : {0u, 1u, 4u}) {
       SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(threads) + " threads");
@@ -383,7 +394,9 @@ TEST(StateStream, ParallelFileWritesMakeTheSameFile) {
       o.progress = [&](uint64_t done, uint64_t) { EXPECT_GE(done, progress); progress = done; };
       {
         FileSink sink(path, o);
-        EXPECT_STREQ(sink.chunk_writes(), c.writes == W::kMapped ? "mapped" : "pwritev");
+        EXPECT_STREQ(sink.chunk_writes(), c.writes == W::kMapped                  ? "mapped"
+                                          : c.writes == W::kDirect && direct_here ? "direct"
+                                                                                  : "pwritev");
         write_two_blobs(sink, true, a, b);
         EXPECT_EQ(sink.bytes_written(), want.size());
         EXPECT_EQ(progress, want.size());
@@ -410,15 +423,16 @@ TEST(StateStream, ParallelFileWritesMakeTheSameFile) {
     fs::remove(path);
   }
   FileSink other(dir.file("auto.vmstate"));
-  EXPECT_STREQ(other.chunk_writes(), "pwritev") << "not tmpfs: " << dir.path;
+  EXPECT_STREQ(other.chunk_writes(), direct_here ? "direct" : "pwritev") << "not tmpfs: " << dir.path;
 }
 
 // A tmpfs that fills up mid-save (a small one, mounted in a user namespace of a child
-// process): either way of writing chunks stops with "no space left", and the .partial file
+// process): every way of writing chunks stops with "no space left", and the .partial file
 // goes. (A full tmpfs raises SIGBUS at a store into a mapping: the mapped writes allocate
 // each page first.)
 TEST(StateStream, AFullTmpfsMidSaveFailsCleanly) {
-  for (auto writes : {SinkOptions::FileWrites::kMapped, SinkOptions::FileWrites::kPwrite}) {
+  for (auto writes : {SinkOptions::FileWrites::kMapped, SinkOptions::FileWrites::kDirect,
+                      SinkOptions::FileWrites::kPwrite}) {
     TempDir dir;
     pid_t child = ::fork();
     ASSERT_GE(child, 0);
@@ -466,7 +480,7 @@ TEST(StateStream, AFullTmpfsMidSaveFailsCleanly) {
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFEXITED(status));
     if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot mount a small tmpfs in a user namespace here";
-    EXPECT_EQ(WEXITSTATUS(status), 0) << (writes == SinkOptions::FileWrites::kMapped ? "mapped" : "pwritev");
+    EXPECT_EQ(WEXITSTATUS(status), 0) << int(writes);
   }
 }
 
