@@ -112,7 +112,8 @@ struct SinkOptions {
   // 3-4 GB/s), else kDirect where the file system takes O_DIRECT, else kPwrite.
   // kMapped: the file is mapped in windows and the copy threads copy into the mapping, each
   // page allocated first by MADV_POPULATE_WRITE, so a full file system is an error, never a
-  // SIGBUS (kernels without it: kPwrite). kDirect: each chunk's whole 4 KiB blocks are
+  // SIGBUS (kernels without it: kPwrite; another process truncating the .partial file, mode
+  // 0600 and the stub's, would still raise one). kDirect: each chunk's whole 4 KiB blocks are
   // written with O_DIRECT (the file preallocated to expected_bytes, so that ext4 and XFS
   // take them in parallel), its partial first and last blocks buffered. kPwrite: pwritev
   // from the source (buffered writes to one file: one at a time on most file systems).
