@@ -8,8 +8,10 @@
 //                   checksummed and written at its offset (the path vmcudactl save takes)
 //   restore serial  read_chunk_view() on one thread, copied out
 //   restore parallel next_chunk() + copy_chunk() on --threads threads (vmcudactl restore)
-// usage: state_file_bench [--gib N] [--threads T] [--keep-cache] [DIR...]
-//        (default: 2 GiB, half the cores (2..16) as the stub, /dev/shm and /var/tmp)
+// usage: state_file_bench [--gib N] [--threads T] [--writes auto|mapped|direct|pwrite]
+//                         [--keep-cache] [DIR...]
+//        (default: 2 GiB, half the cores (2..16) as the stub, auto, /dev/shm and /var/tmp)
+// --writes: SinkOptions::file_writes for the parallel save (auto: what the stub does).
 // A disk file's page cache is dropped before its restore (fsync, then FADV_DONTNEED), so the
 // restore reads the disk; --keep-cache reads it from the cache.
 #include <fcntl.h>
@@ -77,8 +79,11 @@ bool on_tmpfs(const std::string& dir) {
 }
 
 // A header record, the data as one blob, an end record: the shape of a suspended client.
+state::SinkOptions::FileWrites g_writes = state::SinkOptions::FileWrites::kAuto;
+
 bool save(const std::string& path, const Buffer& src, unsigned threads, bool parallel, std::string* how) {
   state::SinkOptions o;
+  o.file_writes = g_writes;
   o.expected_bytes = src.n;
   o.copy_threads = parallel ? threads : 0;
   state::FileSink sink(path, o);
@@ -205,8 +210,14 @@ int main(int argc, char** argv) {
     if (a == "--gib" && i + 1 < argc) gib = std::atof(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = unsigned(std::atoi(argv[++i]));
     else if (a == "--keep-cache") keep_cache = true;
+    else if (a == "--writes" && i + 1 < argc) {
+      using W = state::SinkOptions::FileWrites;
+      const std::string w = argv[++i];
+      g_writes = w == "mapped" ? W::kMapped : w == "direct" ? W::kDirect : w == "pwrite" ? W::kPwrite : W::kAuto;
+    }
     else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "usage: %s [--gib N] [--threads T] [--keep-cache] [DIR...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--gib N] [--threads T] [--writes auto|mapped|direct|pwrite] [--keep-cache] [DIR...]\n",
+                   argv[0]);
       return 2;
     } else dirs.push_back(a);
   }
