@@ -44,6 +44,9 @@ write_if_changed("${OUT}/driver_stubs.cc" "\
 // ${cu_count} weak stubs. Do not edit.
 #include <atomic>
 
+// The stub bodies are inferred nothrow; their aliases need not say so.
+#pragma GCC diagnostic ignored \"-Wmissing-attributes\"
+
 #include \"driver_state.h\"
 
 // Any argument list: every caller expects a CUresult (an int in eax) and nothing else.

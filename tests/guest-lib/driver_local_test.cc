@@ -132,7 +132,7 @@ TEST(DriverLocal, ErrorNamesAndStrings) {
   EXPECT_STREQ(s, "CUDA_ERROR_NOT_SUPPORTED");
   EXPECT_EQ(fn<Get>("cuGetErrorString")(801, &s), kSuccess);
   EXPECT_STREQ(s, "operation not supported");
-  EXPECT_EQ(fn<Get>("cuGetErrorName")(720, &s), kSuccess);
+  EXPECT_EQ(fn<Get>("cuGetErrorName")(719, &s), kSuccess);
   EXPECT_STREQ(s, "CUDA_ERROR_LAUNCH_FAILED");
   EXPECT_EQ(fn<Get>("cuGetErrorName")(12345, &s), kInvalidValue);
   EXPECT_EQ(s, nullptr);
