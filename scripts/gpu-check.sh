@@ -15,7 +15,7 @@ if [ "${1:-}" != "--run" ]; then
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
     "$carry/"
-  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
+  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
   # Two devices: scripts/gpu-multi-check.sh runs it (and captures its reference) with
