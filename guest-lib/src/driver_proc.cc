@@ -50,7 +50,13 @@ CUresult get_proc(const char* symbol, void** pfn, int version, cuuint64_t flags,
   if (flags & ~(vmcuda::cu::kProcLegacyStream | vmcuda::cu::kProcPerThreadStream)) return vmcuda::cu::kInvalidValue;
   const auto r = vmcuda::guest::lookup_proc(symbol, version, flags);
   *pfn = r.fn;
-  if (status) *status = r.status;
+  // With a status to fill, a symbol not found is an answer, not an error (NVIDIA's driver
+  // 580 on an H100: CUDA_SUCCESS and CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND or
+  // VERSION_NOT_SUFFICIENT, for an unknown name, an empty one and a too-old version alike).
+  if (status) {
+    *status = r.status;
+    return vmcuda::cu::kSuccess;
+  }
   return r.fn ? vmcuda::cu::kSuccess : vmcuda::cu::kNotFound;
 }
 }  // namespace

@@ -268,12 +268,20 @@ int main() {
   check("add_one ran", back[0] == 1 && back[kN - 1] == h[kN - 1] + 1);
   // CU_LAUNCH_PARAM_BUFFER_POINTER on a cudaMalloc pointer and a runtime stream.
   cudaMemcpy(d2, h.data(), kN * sizeof(int), cudaMemcpyHostToDevice);
+  // The buffer holds the parameters at their offsets (p 0, mul 8, add 12, n 16): 20 bytes.
   struct alignas(8) {
     int* p;
     int mul, add, n;
   } packed = {d2, 2, 5, kN};
-  size_t packed_size = sizeof packed;
+  size_t packed_size = 20;
   void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_size, CU_LAUNCH_PARAM_END};
+  // Sizes other than the parameters' own: what the driver says (the launch does not run).
+  for (size_t wrong : {size_t{24}, size_t{16}}) {
+    size_t size = wrong;
+    void* bad[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    std::printf("cuLaunchKernel(scale_add, extra of %zu bytes): %s\n", wrong,
+                name_of(cuLaunchKernel(scale_add, kN / 128, 1, 1, 128, 1, 1, 0, rs, nullptr, bad)));
+  }
   expect("cuLaunchKernel(scale_add, extra)", cuLaunchKernel(scale_add, kN / 128, 1, 1, 128, 1, 1, 0, rs, nullptr, extra));
   check("cudaStreamSynchronize", cudaStreamSynchronize(rs) == cudaSuccess);
   cuMemcpyDtoH(back.data(), reinterpret_cast<CUdeviceptr>(d2), kN * sizeof(int));

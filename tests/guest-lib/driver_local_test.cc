@@ -72,19 +72,26 @@ TEST(DriverLocal, ProcAddressPicksTheVariantOfTheVersion) {
 }
 
 TEST(DriverLocal, ProcAddressRefusals) {
+  // With a status to fill: CUDA_SUCCESS, the status says why there is no function (as
+  // NVIDIA's driver answers, seen on the H100).
   auto a = lookup("cuMemAlloc", 1000, 0);
-  EXPECT_EQ(a.result, kNotFound);
+  EXPECT_EQ(a.result, kSuccess);
   EXPECT_EQ(a.pfn, nullptr);
   EXPECT_EQ(a.status, 2);  // CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
   a = lookup("cuNoSuchFunction", 13000, 0);
-  EXPECT_EQ(a.result, kNotFound);
+  EXPECT_EQ(a.result, kSuccess);
+  EXPECT_EQ(a.pfn, nullptr);
   EXPECT_EQ(a.status, 1);  // CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
   a = lookup("", 13000, 0);
-  EXPECT_EQ(a.result, kNotFound);
+  EXPECT_EQ(a.result, kSuccess);
+  EXPECT_EQ(a.status, 1);
   a = lookup("cuInit", 13000, 4);  // an unknown flag
   EXPECT_EQ(a.result, kInvalidValue);
-  void* p = nullptr;
+  void* p = reinterpret_cast<void*>(1);
   EXPECT_EQ(fn<GetProc>("cuGetProcAddress_v2")(nullptr, &p, 13000, 0, nullptr), kInvalidValue);
+  // Without one, a symbol not found is CUDA_ERROR_NOT_FOUND.
+  EXPECT_EQ(fn<GetProc>("cuGetProcAddress_v2")("cuNoSuchFunction", &p, 13000, 0, nullptr), kNotFound);
+  EXPECT_EQ(p, nullptr);
 }
 
 // Every row of the generated table: the query for its name at its version (per-thread for a

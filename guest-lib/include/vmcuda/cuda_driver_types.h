@@ -56,6 +56,7 @@ inline constexpr CUresult kInvalidHandle = 400;
 inline constexpr CUresult kNotFound = 500;
 inline constexpr CUresult kNotReady = 600;
 inline constexpr CUresult kPrimaryContextActive = 708;
+inline constexpr CUresult kLaunchOutOfResources = 701;
 inline constexpr CUresult kNotSupported = 801;
 inline constexpr CUresult kUnknown = 999;
 
