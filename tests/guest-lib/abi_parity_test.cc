@@ -12,6 +12,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <cuda_runtime_api.h>
+#include <cuda_profiler_api.h>
 #include <cuda.h>
 // The host-side registration entry points: the second inclusion of crt/host_runtime.h
 // declares them (the first defines the macros nvcc's generated code uses).

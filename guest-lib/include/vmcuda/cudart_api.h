@@ -108,6 +108,21 @@ VMCUDA_CUDART_API void __cudaRegisterManagedVar(void** fatCubinHandle, void** ho
 VMCUDA_CUDART_API char __cudaInitModule(void** fatCubinHandle);
 VMCUDA_CUDART_API cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
 VMCUDA_CUDART_API cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr);
+VMCUDA_CUDART_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr);
+
+// function area (guest-lib/src/function.cc)
+VMCUDA_CUDART_API cudaError_t cudaFuncGetName(const char** name, const void* func);
+
+// driver entry points (guest-lib/src/driver_proc.cc: cuGetProcAddress's table)
+VMCUDA_CUDART_API cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                                      enum cudaDriverEntryPointQueryResult* driverStatus);
+VMCUDA_CUDART_API cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                                               unsigned int cudaVersion, unsigned long long flags,
+                                                               enum cudaDriverEntryPointQueryResult* driverStatus);
+
+// profiler (guest-lib/src/profiler.cc)
+VMCUDA_CUDART_API cudaError_t cudaProfilerStart(void);
+VMCUDA_CUDART_API cudaError_t cudaProfilerStop(void);
 
 // stream area (guest-lib/src/stream.cc): guest-made handles, creation queued (lazy RPC).
 VMCUDA_CUDART_API cudaError_t cudaStreamCreate(cudaStream_t* pStream);
@@ -251,6 +266,12 @@ VMCUDA_CUDART_END
   X(cudaLaunchCooperativeKernel)             \
   X(cudaLaunchKernelExC)                     \
   X(cudaGetKernel)                           \
+  X(cudaGetFuncBySymbol)                     \
+  X(cudaFuncGetName)                         \
+  X(cudaGetDriverEntryPoint)                 \
+  X(cudaGetDriverEntryPointByVersion)        \
+  X(cudaProfilerStart)                       \
+  X(cudaProfilerStop)                        \
   VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X) \
   VMCUDA_CUDART_SYMBOL_PITCH_FUNC_HAND_WRITTEN(X)
 

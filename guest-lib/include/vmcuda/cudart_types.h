@@ -286,6 +286,14 @@ enum cudaDeviceP2PAttr {
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUkern_st* cudaKernel_t;
+typedef struct CUfunc_st* cudaFunction_t;
+
+/// cudaGetDriverEntryPoint's answer (driver_types.h; == CUdriverProcAddressQueryResult).
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficient = 2
+};
 
 /// Host functions (cudaLaunchHostFunc, cudaStreamAddCallback; CUDART_CB is empty on Linux).
 typedef void (*cudaHostFn_t)(void* userData);
