@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "driver_export_tables.h"
 #include "driver_state.h"
 #include "log.h"
 #include "remote.h"
@@ -45,8 +46,10 @@ struct PrimaryState {
   int retained = 0;
   unsigned flags = 0;
 };
-std::mutex g_primary_mu;
-std::vector<PrimaryState> g_primary;
+std::mutex g_primary_mu;  // trivially destructible: usable in exit handlers
+// Never destroyed: NVIDIA's runtime releases its primary contexts in its exit handlers, which
+// may run after this library's static destructors.
+std::vector<PrimaryState>& g_primary = *new std::vector<PrimaryState>;
 PrimaryState& primary_state(int dev) {
   if (static_cast<int>(g_primary.size()) <= dev) g_primary.resize(dev + 1);
   return g_primary[dev];
@@ -226,6 +229,8 @@ CU_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
 CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   VMCUDA_ENTER(enter_driver_call());
   if (!primary_context(dev)) return cu::kInvalidDevice;
+  // Context-local storage first: its destructors (NVIDIA's runtime's) still use the context.
+  run_context_storage_destructors(primary_context(dev));
   {
     std::lock_guard l(g_primary_mu);
     primary_state(dev) = {};
@@ -272,6 +277,16 @@ CU_API CUresult cuCtxGetDevice(CUdevice* device) {
   VMCUDA_ENTER(enter_context_call(&c));
   if (!device) return cu::kInvalidValue;
   *device = c->device;
+  return cu::kSuccess;
+}
+
+// CUDA 13's form: the device of `ctx`, or of the current context when it is NULL.
+CU_API CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  if (!ctx) return cuCtxGetDevice(device);
+  VMCUDA_ENTER(enter_driver_call());
+  if (!device) return cu::kInvalidValue;
+  if (!valid_context(ctx)) return cu::kInvalidContext;
+  *device = ctx->device;
   return cu::kSuccess;
 }
 
@@ -336,6 +351,7 @@ CU_API CUresult cuCtxCreate_v4(CUcontext* pctx, void* create_params, unsigned in
 CU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
   VMCUDA_ENTER(enter_driver_call());
   if (!valid_context(ctx) || ctx->primary) return cu::kInvalidContext;
+  run_context_storage_destructors(ctx);
   destroy_context(ctx);
   return cu::kSuccess;
 }
