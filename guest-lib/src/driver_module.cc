@@ -457,6 +457,14 @@ CU_API CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
   return cu::kSuccess;
 }
 
+// The library's module on the current context's device (loaded there at first use), then
+// as cuModuleGetGlobal: NVIDIA's runtime finds its __device__ variables this way.
+CU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  CUmodule m = nullptr;
+  if (CUresult e = cuLibraryGetModule(&m, library)) return e;
+  return cuModuleGetGlobal_v2(dptr, bytes, m, name);
+}
+
 CU_API CUresult cuKernelGetFunction(CUfunction* out, CUkernel kernel) {
   if (CUresult e = enter_context_call()) return e;
   if (!out) return cu::kInvalidValue;
