@@ -617,8 +617,9 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, 
   if (!hGraphExec || !hGraph || !resultInfo) return record(cudaErrorInvalidValue);
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphExecUpdate>({wire(hGraphExec), wire(hGraph)});
+  if (res.status) return record(static_cast<cudaError_t>(res.status));
   resultInfo->result = static_cast<cudaGraphExecUpdateResult>(res.reply.result);
   resultInfo->errorNode = reinterpret_cast<cudaGraphNode_t>(res.reply.error_node);
   resultInfo->errorFromNode = reinterpret_cast<cudaGraphNode_t>(res.reply.error_from_node);
-  return record(static_cast<cudaError_t>(res.status));
+  return record(static_cast<cudaError_t>(res.reply.status));
 }

@@ -469,7 +469,8 @@ int32_t Session::on_GraphExecUpdate(const api::GraphExecUpdateArgs& a, api::Grap
   // The nodes it names are the graph's (the update's source).
   r.error_node = info.errorNode ? node_handle(*graph, info.errorNode) : 0;
   r.error_from_node = info.errorFromNode ? node_handle(*graph, info.errorFromNode) : 0;
-  return e;
+  r.status = e;
+  return CUDA_SUCCESS;
 }
 
 }  // namespace vmcuda::host

@@ -488,8 +488,10 @@ struct GraphExecKernelArgs {
 static_assert(sizeof(GraphExecKernelArgs) == 56);
 struct GraphExecUpdateArgs { uint64_t exec; uint64_t graph; };
 static_assert(sizeof(GraphExecUpdateArgs) == 16);
-// cudaGraphExecUpdateResultInfo: the result (cudaGraphExecUpdateResult) and the nodes it names (0: none).
-struct GraphExecUpdateReply { uint32_t result; uint32_t pad; uint64_t error_node; uint64_t error_from_node; };
+// cudaGraphExecUpdateResultInfo: the result (cudaGraphExecUpdateResult) and the nodes it names
+// (0: none), with the update's CUresult in `status` (the call itself succeeds, so that the
+// reply comes back with the refusal: cudaErrorGraphExecUpdateFailure's result says why).
+struct GraphExecUpdateReply { uint32_t result; int32_t status; uint64_t error_node; uint64_t error_from_node; };
 static_assert(sizeof(GraphExecUpdateReply) == 24);
 
 }  // namespace vmcuda::api
