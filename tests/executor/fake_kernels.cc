@@ -371,6 +371,8 @@ const FakeKernel kKernels[] = {
     {"_Z5g_addPiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<false>, 10},
     {"_Z7g_scalePiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<true>, 10},
     {"_Z6g_sum2PKiS0_Pii", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, g_sum2, 10},
+    // bench/cuda/graph_bench.cu: bump(int* p, int n): p[i] += 1
+    {"_Z4bumpPii", {{0, 8}, {8, 4}}, add_one, 8},
     {"_Z12empty_kernelv", {}, empty},
     {"_Z12spin_foreverPVi", {{0, 8}}, spin_forever, 8},
     // tests/cuda/managed_vars.cu
