@@ -2,11 +2,13 @@
 // explicit graphs built, launched as one queued call each and torn down with the client;
 // stream capture on the client's real streams; hostile inputs refused; a suspend refused
 // while graphs exist, leaving the client running.
+#include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "host-stub/stub_fixture.h"
 #include "client_control.h"
+#include "vmrpc/ordering.h"
 
 namespace vmcuda::host::test {
 namespace {
@@ -163,6 +165,41 @@ TEST(StubGraph, CaptureOnTheRealStreamRecordsReplaysAndReportsTheDriversErrors) 
   EXPECT_EQ(info.status, 0u);
   // The legacy stream cannot be captured.
   EXPECT_EQ(c.call<api::Call::StreamBeginCapture>({0, 0, 0}), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+}
+
+TEST(StubGraph, AHostNodeAsksTheGuestForOneRunAtEveryLaunch) {
+  Stub stub;
+  Client c(stub);
+  auto block = c.slot->heap().allocate(4 * sizeof(api::HostFuncEntry));
+  ASSERT_TRUE(block);
+  std::memset(block->data, 0, 4 * sizeof(api::HostFuncEntry));
+  auto* entry = reinterpret_cast<api::HostFuncEntry*>(block->data) + 1;
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kGraph, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphAddHostNode>({kGraph, 0x30000, block->ref(), 1, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::GraphAddHostNode>({kGraph, 0x30010, block->ref(), 4, 0}), 
+            static_cast<int32_t>(vmrpc::wire::ChannelStatus::kBadArguments));  // past the mailbox
+  ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec, kGraph, 0}), 0);
+  // The guest's side: each time the gate is reached, one run, then done.
+  std::atomic<bool> stop{false};
+  std::atomic<int> runs{0};
+  std::thread guest([&] {
+    uint32_t ran = 0;
+    while (!stop.load()) {
+      const uint32_t reached = vmrpc::ordering::load_acquire(entry->reached);
+      for (; static_cast<int32_t>(reached - ran) > 0; ++ran) {
+        runs.fetch_add(1);
+        vmrpc::ordering::store_release(entry->done, ran + 1);
+      }
+      std::this_thread::sleep_for(50us);
+    }
+  });
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.call<api::Call::GraphLaunch>({kExec, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  stop.store(true);
+  guest.join();
+  EXPECT_EQ(runs.load(), 3);
+  EXPECT_EQ(entry->reached, 3u);
+  EXPECT_EQ(entry->done, 3u);
 }
 
 TEST(StubGraph, WithGraphsASuspendIsRefusedAndTheClientRunsOn) {
