@@ -278,6 +278,20 @@ void for_capture_streams(CUgraph c, F&& f) {
   for (auto& [k, st] : gpu().special_streams)
     if (st.capture == c) f(st);
 }
+void destroy_graph_locked(CUgraph graph);
+// A capture whose origin stream (or context) goes away: every stream leaves it and its
+// graph goes. Lock held.
+void drop_capture_locked(CUgraph c) {
+  for_capture_streams(c, [](FakeStream& o) {
+    o.capture_status = 0;
+    o.capture = nullptr;
+    o.capture_origin = false;
+    o.frontier.clear();
+  });
+  for (auto& [e, ev] : gpu().events)
+    if (ev.capture == c) ev.capture = nullptr;
+  destroy_graph_locked(c);
+}
 // A call that may not run during a capture (a synchronization) invalidates it. Lock held.
 CUresult invalidate_capture_locked(FakeStream* st) {
   for_capture_streams(st->capture, [](FakeStream& o) { o.capture_status = 2; });
@@ -437,6 +451,12 @@ CUresult f_ctx_destroy(CUcontext c) {
     if (it->second.ctx == c) unload_locked(it);
     it = next;
   }
+  std::vector<CUgraph> captures;
+  for (auto& [s, st] : g.streams)
+    if (st.ctx == c && st.capture_origin) captures.push_back(st.capture);
+  for (auto& [k, st] : g.special_streams)
+    if (k.first == c && st.capture_origin) captures.push_back(st.capture);
+  for (CUgraph cap : captures) drop_capture_locked(cap);
   std::erase_if(g.streams, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.special_streams, [c](const auto& kv) { return kv.first.first == c; });
   std::erase_if(g.events, [c](const auto& kv) { return kv.second.ctx == c; });
@@ -1105,6 +1125,7 @@ CUresult f_stream_destroy(CUstream s) {
   auto it = g.streams.find(s);
   if (it == g.streams.end() || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
   run_deferred(it->second.id);  // its work completes first
+  if (it->second.capture_origin) drop_capture_locked(it->second.capture);  // the capture ends with it
   g.streams.erase(it);
   return CUDA_SUCCESS;
 }
