@@ -199,6 +199,18 @@ cudaError_t capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, u
   if (!status) return record(cudaErrorInvalidValue);
   uint64_t s;
   if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
+  // No capture this process began is open: no stream is capturing (a stream joins a capture
+  // only through an event recorded in one), so the answer needs no round trip. Frameworks
+  // ask before many launches and allocations.
+  if (g_open_captures.load(std::memory_order_relaxed) == 0) {
+    *status = cudaStreamCaptureStatusNone;
+    if (id) *id = 0;
+    if (graph) *graph = nullptr;
+    if (deps) *deps = nullptr;
+    if (edges) *edges = nullptr;
+    if (count) *count = 0;
+    return cudaSuccess;
+  }
   auto lock = r->lock();
   const auto res = r->call<api::Call::StreamCaptureInfo>({s});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
