@@ -81,15 +81,18 @@ test-tsan:
 # Then the same for the stub's call handlers (session_fuzz, on the test executor; its
 # checked-in inputs under tests/fuzz/corpus-session/, artifacts named session-*; replay:
 # session_fuzz FILE) and for the state file reader (state_file_fuzz; tests/fuzz/corpus-state/,
-# artifacts state-*): FUZZ_SECONDS each, three minutes in all by default.
+# artifacts state-*) and for the host endpoint's life (endpoint_fuzz: connections, slots,
+# holds and restores with garbage in the control words; tests/fuzz/corpus-endpoint/, artifacts
+# endpoint-*): FUZZ_SECONDS each, four minutes in all by default.
 fuzz:
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DVMCUDA_FUZZ=ON \
 	  -DVMCUDA_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target frame_decoder_fuzz frame_decoder_fuzz_seeds \
-	  session_fuzz session_fuzz_seeds state_file_fuzz state_file_fuzz_seeds
-	rm -rf $(FUZZ_BUILD)/fuzz-corpus $(FUZZ_BUILD)/fuzz-corpus-session $(FUZZ_BUILD)/fuzz-corpus-state
+	  session_fuzz session_fuzz_seeds state_file_fuzz state_file_fuzz_seeds endpoint_fuzz
+	rm -rf $(FUZZ_BUILD)/fuzz-corpus $(FUZZ_BUILD)/fuzz-corpus-session $(FUZZ_BUILD)/fuzz-corpus-state \
+	  $(FUZZ_BUILD)/fuzz-corpus-endpoint
 	mkdir -p $(FUZZ_BUILD)/fuzz-corpus $(FUZZ_BUILD)/fuzz-corpus-session $(FUZZ_BUILD)/fuzz-corpus-state \
-	  $(FUZZ_BUILD)/fuzz-artifacts
+	  $(FUZZ_BUILD)/fuzz-corpus-endpoint $(FUZZ_BUILD)/fuzz-artifacts
 	$(FUZZ_BUILD)/tests/fuzz/frame_decoder_fuzz_seeds $(FUZZ_BUILD)/fuzz-corpus
 	if [ -d tests/fuzz/corpus ]; then cp -r tests/fuzz/corpus/. $(FUZZ_BUILD)/fuzz-corpus/; fi
 	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/frame_decoder_fuzz -max_total_time=$(FUZZ_SECONDS) \
@@ -105,6 +108,10 @@ fuzz:
 	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/state_file_fuzz -max_total_time=$(FUZZ_SECONDS) \
 	  -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=fuzz-artifacts/state- \
 	  $(FUZZ_FLAGS) fuzz-corpus-state
+	cp -r tests/fuzz/corpus-endpoint/. $(FUZZ_BUILD)/fuzz-corpus-endpoint/
+	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/endpoint_fuzz -max_total_time=$(FUZZ_SECONDS) \
+	  -max_len=512 -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=fuzz-artifacts/endpoint- \
+	  $(FUZZ_FLAGS) fuzz-corpus-endpoint
 
 # The channel benchmark on this machine (docs/benchmarks.md); GPU benchmarks: scripts/gpu-bench.sh.
 bench: build

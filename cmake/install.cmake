@@ -1,10 +1,10 @@
 # `make install` (cmake --install, any --prefix, DESTDIR) and the Debian packages
 # (scripts/build-debs.sh) take their files from here, in three components:
-#   host   the GPU host: vmcuda-stub, vmcudactl, vmcuda-run (with vmcuda's libcudart.so.13
+#   host   the GPU host: vmcuda-stub, vmcudactl, vmcuda-run (with vmcuda's libcudart.so.13 and libcuda.so.1
 #          in a private folder, lib/vmcuda-run, so that no host program picks it up by
 #          accident), the systemd unit and sysusers file, the libvirt hook, the QEMU
 #          wrapper, docs and examples, man pages
-#   guest  inside a VM: libcudart.so.13 in lib/vmcuda, which the loader is told about
+#   guest  inside a VM: libcudart.so.13 and libcuda.so.1 in lib/vmcuda, which the loader is told about
 #          (ld.so.conf.d), so that programs find it without LD_LIBRARY_PATH
 #   dkms   inside a VM: the guest driver's source for DKMS (src/vmcuda-VERSION)
 # Files that name installed paths are written at install time, for the prefix given then.
@@ -13,7 +13,8 @@ include(GNUInstallDirs)
 # ---- host
 install(TARGETS vmcuda-stub vmcudactl RUNTIME DESTINATION bin COMPONENT host)
 install(PROGRAMS ${CMAKE_BINARY_DIR}/host-stub/vmcuda-run DESTINATION bin COMPONENT host)
-install(FILES $<TARGET_FILE:vmcuda_cudart> DESTINATION lib/vmcuda-run COMPONENT host)
+install(FILES $<TARGET_FILE:vmcuda_cudart> $<TARGET_FILE:vmcuda_cuda> ${CMAKE_BINARY_DIR}/guest-lib/libcuda.so
+        DESTINATION lib/vmcuda-run COMPONENT host)
 install(PROGRAMS qemu-config/qemu-vmcuda DESTINATION lib/vmcuda COMPONENT host)
 install(FILES qemu-config/vmcuda.sysusers DESTINATION lib/sysusers.d RENAME vmcuda.conf COMPONENT host)
 install(FILES README.md docs/running.md docs/attaching-a-vm.md docs/snapshots.md docs/security.md
@@ -73,7 +74,10 @@ else()
 endif()
 
 # ---- guest
-install(FILES $<TARGET_FILE:vmcuda_cudart> DESTINATION lib/vmcuda COMPONENT guest)
+# libcuda.so.1 holds the implementation of both (guest-lib/README.md); libcuda.so is the link
+# programs built with -lcuda name at link time, as NVIDIA's driver package ships it.
+install(FILES $<TARGET_FILE:vmcuda_cudart> $<TARGET_FILE:vmcuda_cuda> ${CMAKE_BINARY_DIR}/guest-lib/libcuda.so
+        DESTINATION lib/vmcuda COMPONENT guest)
 install(CODE "
   set(prefix \"\${CMAKE_INSTALL_PREFIX}\")
   if(prefix STREQUAL \"/usr\")

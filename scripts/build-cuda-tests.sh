@@ -13,8 +13,11 @@ check=
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 only=" $* "
 # tests/security's CUDA probes go beside them, into tests/security/bin.
+# NAME_kernels.cu is no program: it is NAME's module, compiled to a fatbin that NAME embeds
+# (driver API programs load it with cuModuleLoadData); driver_* programs link -lcuda.
 for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
   name=$(basename "$src" .cu)
+  case "$name" in *_kernels) continue ;; esac
   bindir="$(dirname "$src")/bin"
   if [ $# -gt 0 ] && [[ "$only" != *" $name "* ]]; then continue; fi
   bin="$bindir/$name"
@@ -23,8 +26,18 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
     continue
   fi
   # sm_90 code plus PTX, so the programs run on Hopper and JIT elsewhere.
-  "$nvcc" -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
-    -o "$bin" "$src"
+  gencode=(-gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90)
+  extra=()
+  kernels="$(dirname "$src")/${name}_kernels.cu"
+  if [ -f "$kernels" ]; then
+    gen="$(mktemp -d)"
+    "$nvcc" -fatbin "${gencode[@]}" -o "$gen/${name}.fatbin" "$kernels"
+    "$(dirname "$nvcc")/bin2c" --name "${name}_fatbin" --type longlong --const "$gen/${name}.fatbin" > "$gen/${name}_fatbin.h"
+    extra+=(-I"$gen")
+  fi
+  case "$name" in driver_*) extra+=(-L"$(dirname "$nvcc")/../lib64/stubs" -lcuda) ;; esac
+  "$nvcc" -cudart shared -O2 "${gencode[@]}" "${extra[@]}" -o "$bin" "$src"
+  [ -z "${gen:-}" ] || { rm -rf "$gen"; gen=; }
   strip "$bin"
   echo "built ${bin#$top/} ($(stat -c %s "$bin") bytes)"
 done

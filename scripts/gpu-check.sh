@@ -9,11 +9,13 @@ top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
-  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart cuda_kill_probe
+  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart cuda_kill_probe \
+    state_file_bench
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
-    "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$carry/"
-  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$carry/lib/"
+    "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
+    "$carry/"
+  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" "$carry/lib/"
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
   # Two devices: scripts/gpu-multi-check.sh runs it (and captures its reference) with
@@ -33,6 +35,10 @@ if [ "${1:-}" != "--run" ]; then
     "$top/bench/checkpoint_probe.cu" -lcuda
   # What a context costs in device memory (docs/security.md, the quota's fixed costs).
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/context_cost_probe" "$top/bench/context_cost_probe.cu" -lcuda
+  # Finding 2's latency benchmark (scripts/gpu-latency-beside-long-kernel.sh --run).
+  "$top/scripts/gpu-latency-beside-long-kernel.sh"
+  # Fair sharing between two VMs by weight (scripts/gpu-fairshare-bench.sh --run OUT).
+  "$top/scripts/gpu-fairshare-bench.sh"
   [ -f "$top/build-gpu/bench/vmrpc_bench" ] && cp "$top/build-gpu/bench/vmrpc_bench" "$carry/" || true
   ls -la "$carry"
   exit 0

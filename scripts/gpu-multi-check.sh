@@ -43,7 +43,7 @@ if [ "${1:-}" != "--run" ] && [ "${1:-}" != "--bench" ]; then
   "$nvcc" -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/multi_gpu_bench" \
     "$top/bench/cuda/multi_gpu_bench.cu"
   "$top/scripts/build-cuda-tests.sh" --check >/dev/null  # tests/cuda/bin/multi_gpu is checked in
-  for f in vmcuda-stub vmcuda-run lib/libcudart.so.13; do
+  for f in vmcuda-stub vmcuda-run lib/libcudart.so.13 lib/libcuda.so.1; do
     [ -e "$gpu/$f" ] || echo "note: $gpu/$f is missing: run scripts/gpu-check.sh (build mode) as well"
   done
   ls -la "$carry"
@@ -74,7 +74,7 @@ nvidia-smi --query-gpu=index,name,driver_version,pci.bus_id --format=csv,noheade
 nvidia-smi topo -m >"$out/topo.txt" 2>&1 || true
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 [ "${ngpu:-0}" -ge 2 ] || say "WARNING: nvidia-smi lists ${ngpu:-0} GPU(s); two are needed"
-for f in vmcuda-stub vmcuda-run lib/libcudart.so.13; do
+for f in vmcuda-stub vmcuda-run lib/libcudart.so.13 lib/libcuda.so.1; do
   [ -e "$gpu/$f" ] || { say "missing $gpu/$f: build with scripts/gpu-check.sh and carry .carry"; exit 2; }
 done
 

@@ -3,7 +3,8 @@
 # of device memory (bench/suspend_bench.cu, through vmcuda with the real stub) is suspended
 # to host memory and resumed, then saved to a directory on tmpfs and restored, while it keeps
 # launching kernels; prints each operation's time and rate, the longest pause the program saw,
-# and whether its memory came back bit-exact. Needs what scripts/gpu-check.sh carries.
+# and whether its memory came back bit-exact; then bench/state_file_bench (the state file's
+# save and restore paths from and to host memory). Needs what scripts/gpu-check.sh carries.
 #   scripts/gpu-suspend-bench.sh --run [GIB...]      (default: 1 8 32)
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
@@ -48,5 +49,14 @@ for gib in "${sizes[@]}"; do
   echo "restore from tmpfs: $(rate "$gib" "$s4")"
   echo "program: $(tail -n 1 "$work/app.out")"
 done
-grep -E "suspended:|resumed:|staging" "$work/stub.log" | tail -n 24 || true
+grep -E "suspended:|resumed:|staging|saving to" "$work/stub.log" | tail -n 24 || true
+# The state file's own paths without the GPU (host memory <-> file, the stub's copy threads;
+# then twice as many; then tmpfs written with pwritev instead of the mapping): what save and
+# restore can reach on this machine's tmpfs and disk.
+if [ -x "$carry/state_file_bench" ]; then
+  "$carry/state_file_bench" --gib 8 /dev/shm /var/tmp || status=1
+  threads=$(( $(nproc) / 2 < 16 ? $(nproc) / 2 : 16 ))
+  "$carry/state_file_bench" --gib 8 --threads $((threads * 2)) /dev/shm || status=1
+  "$carry/state_file_bench" --gib 8 --writes pwrite /dev/shm || status=1
+fi
 exit $status

@@ -49,14 +49,21 @@ file(WRITE "${OUTPUT}.tmp" "\
 // guest-lib/exports/libcudart.so.13.exports: ${stub_count} weak stubs. Do not edit.
 #include <atomic>
 
+// The stub bodies are inferred nothrow; their aliases need not say so.
+#pragma GCC diagnostic ignored \"-Wmissing-attributes\"
+
 #include \"runtime_state.h\"
 
 // Any argument list: every caller expects a cudaError_t (an int in eax) and nothing else.
-#define VMCUDA_UNSUPPORTED(name)                                               \\
-  extern \"C\" __attribute__((weak, visibility(\"default\"))) int name(void) { \\
-    static std::atomic<bool> logged{false};                                    \\
-    return ::vmcuda::guest::unsupported_call(#name, logged);                   \\
-  }
+// The stub's body has its own name (__vmcuda_stub_NAME) and NAME is a weak alias of it, so
+// that tests/guest-lib/check_exports.sh can tell a stub from an implementation in the built
+// library: an implemented NAME has another address than its stub.
+#define VMCUDA_UNSUPPORTED(name)                                                         \\
+  extern \"C\" __attribute__((visibility(\"hidden\"))) int __vmcuda_stub_##name(void) { \\
+    static std::atomic<bool> logged{false};                                              \\
+    return ::vmcuda::guest::unsupported_call(#name, logged);                             \\
+  }                                                                                      \\
+  extern \"C\" __attribute__((weak, visibility(\"default\"), alias(\"__vmcuda_stub_\" #name))) int name(void);
 
 ${stubs}
 // Implemented by hand (exports/libcudart.so.13.non-cudaerror). Referenced so that the link

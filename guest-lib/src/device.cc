@@ -36,7 +36,7 @@
 #include "device_props.h"
 #include "host_objects.h"
 #include "log.h"
-#include "remote.h"
+#include "entry.h"
 #include "runtime_state.h"
 #include "stream_event.h"
 #include "vgpu_db/allocations.h"
@@ -44,15 +44,6 @@
 
 namespace vmcuda::guest {
 namespace {
-
-// The connected remote, or nothing and why (cudaErrorNoDevice when no stub can be
-// reached; Remote::get has logged what to do).
-Remote* connected(cudaError_t* error) noexcept {
-  *error = cudaSuccess;
-  Remote* r = Remote::get(error);
-  if (!r && *error == cudaSuccess) *error = cudaErrorNoDevice;
-  return r;
-}
 
 int device_count(const Remote& r) noexcept { return static_cast<int>(r.devices().size()); }
 
@@ -399,29 +390,16 @@ cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 
 // Sends the lazy queue and waits for the device: the first error of the queued calls
 // (launches, async copies, ...) comes back here, as CUDA reports asynchronous errors.
-cudaError_t cudaDeviceSynchronize(void) {
-  if (cudaError_t e = enter_device_call()) return e;
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  auto lock = r->lock();
-  return record(static_cast<cudaError_t>(r->call<api::Call::DeviceSynchronize>({}).status));
-}
+cudaError_t cudaDeviceSynchronize(void) { return plain_call<api::Call::DeviceSynchronize>({}); }
 
 // Free and total bytes of the current device as the host sees them for this client (under
 // a memory quota, the quota is the device). Either pointer may be NULL: NVIDIA's returns
 // cudaSuccess for cudaMemGetInfo(NULL, NULL) (seen on an H200, CUDA 13.0).
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
-  if (cudaError_t e = enter_device_call()) return e;
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  auto lock = r->lock();
-  const auto res = r->call<api::Call::MemGetInfo>({});
-  if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
-  if (free) *free = static_cast<size_t>(res.reply.free_bytes);
-  if (total) *total = static_cast<size_t>(res.reply.total_bytes);
-  return cudaSuccess;
+  return plain_call<api::Call::MemGetInfo>({}, [&](const api::MemInfoReply& m) {
+    if (free) *free = static_cast<size_t>(m.free_bytes);
+    if (total) *total = static_cast<size_t>(m.total_bytes);
+  });
 }
 
 // ---- limits and cache configuration of the current device (the client's context on the host).
@@ -462,27 +440,15 @@ cudaError_t cudaDeviceGetLimit(size_t* pValue, enum cudaLimit limit) {
 }
 
 cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* pCacheConfig) {
-  if (cudaError_t e = enter_device_call()) return e;
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  if (pCacheConfig == nullptr) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
-  const auto res = r->call<api::Call::DeviceGetCacheConfig>({});
-  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
-  *pCacheConfig = static_cast<cudaFuncCache>(res.reply.config);
-  return cudaSuccess;
+  return plain_call<api::Call::DeviceGetCacheConfig>(
+      {}, [&](const api::CacheConfigReply& c) { *pCacheConfig = static_cast<cudaFuncCache>(c.config); },
+      pCacheConfig == nullptr);
 }
 
 // A preference: checked here, queued (the driver refuses nothing else).
 cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
-  if (cudaError_t e = enter_device_call()) return e;
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  if (static_cast<unsigned>(cacheConfig) > cudaFuncCachePreferEqual) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
-  return record(r->enqueue<api::Call::DeviceSetCacheConfig>({static_cast<int32_t>(cacheConfig), 0}));
+  return plain_call<api::Call::DeviceSetCacheConfig>({static_cast<int32_t>(cacheConfig), 0}, {},
+                                                     static_cast<unsigned>(cacheConfig) > cudaFuncCachePreferEqual);
 }
 
 cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache cacheConfig) {

@@ -59,6 +59,10 @@ cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, HostKernel** out)
 /// A variable the module does not have is cudaErrorInvalidSymbol.
 cudaError_t host_global(Remote& r, const vgpu_db::Variable& v, HostGlobal* out);
 
+/// The launch configuration errors CUDA reports at once, without a round trip (launch.cc):
+/// cudaErrorInvalidValue for a grid or block the calling thread's device refuses.
+cudaError_t check_launch_configuration(const Remote& r, dim3 grid, dim3 block);
+
 /// Forgets what the host holds of module `m` on every device (it is being unregistered):
 /// its handles, kernels and variables, and its variables' entries in the AllocationMap.
 /// The host keeps the module loaded until the process's slot closes.

@@ -82,7 +82,9 @@ namespace api = vmcuda::api;
 // The launch configuration errors CUDA reports at once (docs §7 rule 1): no round trip.
 // Codes as NVIDIA's 13.0 runtime gives them on an H200 (tests/cuda/vector_add.cu prints
 // them natively and through vmcuda): every refused configuration is cudaErrorInvalidValue.
-cudaError_t check_configuration(const Remote& r, dim3 grid, dim3 block) {
+}  // namespace
+
+cudaError_t vmcuda::guest::check_launch_configuration(const Remote& r, dim3 grid, dim3 block) {
   const auto& devs = r.devices();
   const int dev = Remote::thread_device();
   if (dev < 0 || static_cast<size_t>(dev) >= devs.size()) return cudaErrorInvalidDevice;
@@ -99,6 +101,10 @@ cudaError_t check_configuration(const Remote& r, dim3 grid, dim3 block) {
     return cudaErrorInvalidValue;
   return cudaSuccess;
 }
+
+namespace {
+
+using vmcuda::guest::check_launch_configuration;
 
 // How a launch reaches the host: LaunchKernel, LaunchCooperativeKernel, or LaunchKernelEx
 // with its attributes (already translated and checked by cudaLaunchKernelExC).
@@ -141,7 +147,7 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
   cudaError_t e;
   Remote* r = Remote::get(&e);
   if (!r) return record(e);
-  if (cudaError_t c = check_configuration(*r, grid, block)) return record(c);
+  if (cudaError_t c = check_launch_configuration(*r, grid, block)) return record(c);
   auto lock = r->lock();
   HostKernel* k = nullptr;
   if (cudaError_t ke = vmcuda::guest::host_kernel(*r, *f, &k)) return record(ke);

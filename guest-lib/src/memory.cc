@@ -22,7 +22,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "parallel_copy.h"
-#include "remote.h"
+#include "entry.h"
 #include "runtime_state.h"
 #include "vgpu_db/allocations.h"
 #include "vmcuda/cudart_api.h"
@@ -30,6 +30,7 @@
 using vgpu_db::Allocation;
 using vgpu_db::AllocationMap;
 using vmcuda::guest::Remote;
+using vmcuda::guest::device_call;
 using vmcuda::guest::addr;
 using vmcuda::guest::is_device;
 using vmcuda::guest::is_managed;
@@ -38,14 +39,6 @@ using vmcuda::guest::record;
 namespace api = vmcuda::api;
 
 namespace {
-
-// Connects (first use) and checks for a sticky error.
-Remote* device_call(cudaError_t* error) {
-  if (cudaError_t e = vmcuda::guest::enter_device_call()) return *error = e, nullptr;
-  Remote* r = Remote::get(error);
-  if (!r) record(*error);
-  return r;
-}
 
 // Two heap chunks per process for pipelined pageable copies, made on first use.
 struct Staging {

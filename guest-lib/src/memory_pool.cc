@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "log.h"
-#include "remote.h"
+#include "entry.h"
 #include "runtime_state.h"
 #include "stream_event.h"
 #include "vgpu_db/allocations.h"
@@ -28,6 +28,7 @@
 using vgpu_db::Allocation;
 using vgpu_db::AllocationMap;
 using vmcuda::guest::Remote;
+using vmcuda::guest::device_call;
 using vmcuda::guest::record;
 namespace api = vmcuda::api;
 
@@ -85,14 +86,6 @@ Registry& registry() {
 
 void warn_once(std::atomic<bool>& said, const char* message) {
   if (!said.exchange(true)) VMCUDA_LOG(kWarn, "memory", "%s", message);
-}
-
-// Connects (first use) and checks for a sticky error.
-Remote* device_call(cudaError_t* error) {
-  if (cudaError_t e = vmcuda::guest::enter_device_call()) return *error = e, nullptr;
-  Remote* r = Remote::get(error);
-  if (!r) record(*error);
-  return r;
 }
 
 bool valid_device(const Remote& r, int device) { return device >= 0 && device < r.handshake().device_count; }

@@ -6,21 +6,13 @@
 // device-to-device copies, after the local checks that both ranges are this process's
 // device memory.
 #include "host_pointers.h"
-#include "remote.h"
+#include "entry.h"
 #include "runtime_state.h"
 #include "stream_event.h"
 #include "vmcuda/cudart_api.h"
 
 namespace vmcuda::guest {
 namespace {
-
-// The connected remote (cudaErrorNoDevice when no stub can be reached).
-Remote* connected(cudaError_t* error) noexcept {
-  *error = cudaSuccess;
-  Remote* r = Remote::get(error);
-  if (!r && *error == cudaSuccess) *error = cudaErrorNoDevice;
-  return r;
-}
 
 bool valid_device(const Remote& r, int device) noexcept {
   return device >= 0 && static_cast<size_t>(device) < r.devices().size();
@@ -56,22 +48,10 @@ cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int device, int peerDevi
 }
 
 cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
-  if (cudaError_t e = enter_device_call()) return e;
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  auto lock = r->lock();
-  return record(static_cast<cudaError_t>(r->call<api::Call::EnablePeerAccess>({peerDevice, flags}).status));
+  return plain_call<api::Call::EnablePeerAccess>({peerDevice, flags});
 }
 
-cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
-  if (cudaError_t e = enter_device_call()) return e;
-  cudaError_t err;
-  Remote* r = connected(&err);
-  if (!r) return record(err);
-  auto lock = r->lock();
-  return record(static_cast<cudaError_t>(r->call<api::Call::DisablePeerAccess>({peerDevice, 0}).status));
-}
+cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) { return plain_call<api::Call::DisablePeerAccess>({peerDevice, 0}); }
 
 cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
   cudaError_t err;

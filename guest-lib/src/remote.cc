@@ -82,6 +82,8 @@ cudaError_t to_cuda_error(int32_t status, const char* call) noexcept {
                                   "cudaErrorLaunchTimeout from now on: restart the application");
     return cudaErrorLaunchTimeout;
   }
+  if (status == static_cast<int32_t>(ChannelStatus::kRefused))
+    return cudaErrorDevicesUnavailable;  // said where the slot was opened (Remote::open_*)
   VMCUDA_LOG(kWarn, "remote", "the host rejected %s (channel status %d): a vmcuda bug or a guest/host version "
                               "mismatch", call, status);
   return cudaErrorUnknown;

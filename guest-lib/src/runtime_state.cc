@@ -8,6 +8,7 @@ namespace {
 // Trivially destructible, so it is usable from any thread until the very end of the process
 // (atexit handlers included).
 thread_local cudaError_t t_last_error = cudaSuccess;
+thread_local bool t_runtime_used = false;
 
 std::atomic<cudaError_t> g_sticky_error{cudaSuccess};
 
@@ -57,6 +58,7 @@ cudaError_t take_last_error() noexcept {
 cudaError_t sticky_error() noexcept { return g_sticky_error.load(std::memory_order_acquire); }
 
 cudaError_t enter_device_call() noexcept {
+  t_runtime_used = true;
   cudaError_t e = sticky_error();
   return e == cudaSuccess ? cudaSuccess : record(e);
 }
@@ -66,6 +68,13 @@ int unsupported_call(const char* name, std::atomic<bool>& logged) noexcept {
     VMCUDA_LOG(kWarn, "api", "%s is not supported yet; it returns cudaErrorNotSupported (801)", name);
   if (cudaError_t e = enter_device_call()) return e;
   return record(cudaErrorNotSupported);
+}
+
+bool runtime_used_on_this_thread() noexcept { return t_runtime_used; }
+
+void restore_runtime_thread_state(cudaError_t last_error, bool runtime_used) noexcept {
+  t_last_error = last_error;
+  t_runtime_used = runtime_used;
 }
 
 void reset_sticky_error_for_testing() noexcept { g_sticky_error.store(cudaSuccess); }

@@ -41,6 +41,15 @@ cudaError_t enter_device_call() noexcept;
 /// flag.
 int unsupported_call(const char* name, std::atomic<bool>& logged) noexcept;
 
+/// Whether this thread has made a runtime call that needs the device (enter_device_call):
+/// NVIDIA's runtime then has made its device's primary context current on the thread, which
+/// the driver API's current context reflects (driver_state.h).
+bool runtime_used_on_this_thread() noexcept;
+
+/// Puts the thread's last error and runtime_used_on_this_thread back as they were (cudaSuccess
+/// included), after a driver call that used the runtime areas: driver calls change neither.
+void restore_runtime_thread_state(cudaError_t last_error, bool runtime_used) noexcept;
+
 /// For tests of this module only: forget the sticky error.
 void reset_sticky_error_for_testing() noexcept;
 

@@ -307,9 +307,11 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       state::SinkOptions opts;
       opts.expected_bytes = arena_ ? arena_->physical_bytes() : 0;
       opts.progress = report(req.op == Op::kSave ? "save" : "suspend");
-      // To host memory: the state's buffers stay unpinned; the GPU copies into a small pinned
-      // ring, and several threads copy it out and checksum it (Sink::commit_copy). To a file:
-      // the file sink's few staging buffers are pinned and the GPU copies straight into them.
+      // The GPU copies into a small pinned ring, and several threads checksum it and copy it
+      // out (Sink::commit_copy): to host memory into the state's buffers, which stay
+      // unpinned; to a file each chunk at its offset, in parallel (FileSink: through a mapping
+      // on tmpfs, whose write() admits one writer at a time). The file sink's few staging
+      // buffers (small records; a client on several GPUs copies straight into them) are pinned.
       const bool to_memory = req.op == Op::kSuspend;
       const int64_t threads = copy_threads();
       const uint64_t pinned_bytes = to_memory ? 0 : opts.staging_buffers * (opts.staging_bytes + 4096);
@@ -318,16 +320,19 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       std::span<std::byte> ring;
       std::unique_ptr<state::Sink> sink;
       state::MemorySink* memory = nullptr;
+      if (threads > 1) {
+        opts.copy_threads = static_cast<unsigned>(threads);
+        ring = staging->ring(static_cast<size_t>(threads) * 2 * kRingSlotBytes);
+      }
       if (to_memory) {
-        if (threads > 1) {
-          opts.copy_threads = static_cast<unsigned>(threads);
-          ring = staging->ring(static_cast<size_t>(threads) * 2 * kRingSlotBytes);
-        }
         auto m = std::make_unique<state::MemorySink>(opts);
         memory = m.get();
         sink = std::move(m);
       } else {
-        sink = std::make_unique<state::FileSink>(req.path, opts);
+        auto f = std::make_unique<state::FileSink>(req.path, opts);
+        VMRPC_LOG(kInfo, "stub", log_tag_ + ": saving to " + req.path + " (" + std::to_string(threads) +
+                                     " copy threads, chunks " + f->chunk_writes() + ")");
+        sink = std::move(f);
       }
       // suspend() finishes the sink (a file: flushed, synced, renamed into place) before it
       // releases anything: a save that fails leaves the client running.

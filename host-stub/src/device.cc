@@ -53,7 +53,9 @@ int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&
 int32_t Session::on_DeviceSynchronize(const api::Empty&, api::Empty&, Request& req) {
   // TODO(perf): synchronous waits move to the GPU's working thread (events), so a
   // long kernel of one client never holds a thread the others need.
-  return managed_after_sync(req.ctx, current_, api_.cuCtxSynchronize(), true);
+  const CUresult r = api_.cuCtxSynchronize();
+  if (r == CUDA_SUCCESS) fair_synced(current_, true, nullptr);  // nothing of it is in flight (fair_share.h)
+  return managed_after_sync(req.ctx, current_, r, true);
 }
 
 // ---- limits (cudaLimit == CUlimit 0..6) and cache configuration, of the client's context

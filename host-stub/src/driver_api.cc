@@ -13,6 +13,15 @@ bool load_libcuda(DriverApi& api, std::string* why) {
              "or run the tests' executor instead of a GPU";
     return false;
   }
+  // vmcuda's own guest libcuda.so.1 (guest-lib/) found first, through an LD_LIBRARY_PATH meant
+  // for applications: it would forward the stub's calls to a stub.
+  if (::dlsym(lib, "__vmcuda_cudart_table")) {
+    if (why)
+      *why = "the libcuda.so.1 found is vmcuda's guest library, not NVIDIA's driver: remove vmcuda's library "
+             "folder (guest-lib, lib/vmcuda, lib/vmcuda-run) from this process's LD_LIBRARY_PATH";
+    ::dlclose(lib);
+    return false;
+  }
   std::string missing;
 #define VMCUDA_LOAD(name, type)                                    \
   api.name = reinterpret_cast<std::type_identity_t<type>>(::dlsym(lib, #name));          \

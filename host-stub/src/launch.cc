@@ -103,6 +103,8 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
     if (uint64_t{p.offset} + p.size > packed.size()) return guest_fault("launch: a parameter outside the bytes sent");
     pointers[i] = base + p.offset;
   }
+  // Fair sharing: held back here while the VM is ahead of its share of the GPU (fair_share.h).
+  fair_launch(*stream, ctx);
   if (CUresult e = managed_before_launch(ctx, *stream); e != CUDA_SUCCESS) return e;
   output_possible_ = true;
   launches_.fetch_add(1, std::memory_order_relaxed);  // status: kernels/s

@@ -49,11 +49,11 @@ std::string where(const toml::node& n, const std::string& key) {
 // The keys of one table (defaults, a profile or a VM) into `p`.
 void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, bool allow_profile) {
   static const std::set<std::string> keys{"profile",   "devices",  "memory",           "memory_fraction",
-                                          "weight",    "isolation", "kernel_time_limit"};
+                                          "weight",    "isolation", "kernel_time_limit", "max_clients"};
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     const std::string name = table_name + "." + key;
-    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, profile");
+    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, max_clients, profile");
     if (key == "profile") {
       if (!allow_profile) throw Bad("a profile cannot name another profile: " + where(v, name));
       if (!v.is_string()) throw Bad(where(v, name) + " must be a profile's name");
@@ -94,6 +94,10 @@ void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, boo
       auto t = v.value<double>();
       if (!t || !(*t >= 0 && *t <= 86400)) throw Bad(where(v, name) + " must be seconds from 0 (no limit) to 86400");
       p.kernel_time_limit_s = t;
+    } else if (key == "max_clients") {
+      auto n = v.value<int64_t>();
+      if (!n || *n < 0 || *n > 65536) throw Bad(where(v, name) + " must be a whole number from 0 (no limit) to 65536");
+      p.max_clients = static_cast<uint32_t>(*n);
     } else if (key == "isolation") {
       auto s = v.value<std::string>();
       if (!s || (*s != "process" && *s != "thread")) throw Bad(where(v, name) + " must be \"process\" or \"thread\"");

@@ -19,6 +19,9 @@ Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
   if (limits_.ledger) account_ = limits_.ledger->open_account();
+  // Sized once (a move keeps the count): the GPU's working thread may open a lane.
+  lanes_.resize(devices_.size());
+  lane_failed_.resize(devices_.size(), 0);
   arena_ = make_arena();
   if (limits_.kernel_time_limit.count() > 0 && limits_.on_kernel_timeout)
     watchdog_ = std::make_unique<KernelWatchdog>(api_, limits_.kernel_time_limit,
@@ -157,6 +160,7 @@ CUresult Session::release(Object& o, Release how) {
         managed_streams_[o.device] = nullptr;
       }
       if (watchdog_) watchdog_->remove_context(c);  // no probe waits on it any more
+      drop_lane(o.device);  // its markers live in the context
       const CUresult e = api_.cuCtxDestroy_v2(c);
       c = nullptr;
       contexts_[o.device] = nullptr;
@@ -222,6 +226,51 @@ void Session::release_all(Release how) {
   managed_dirty_.clear();
   allocated_ = 0;
   bound_ = -1;
+}
+
+void Session::open_lane_slow(CUstream stream, const vmrpc::CallContext& ctx) {
+  if (lanes_.size() < devices_.size()) {
+    lanes_.resize(devices_.size());
+    lane_failed_.resize(devices_.size(), 0);
+  }
+  if (lane_failed_[current_] || !contexts_[current_]) return;
+  if (GpuShare* g = limits_.fair_share->gpu(devices_[current_])) lanes_[current_] = g->open_lane(api_, contexts_[current_]);
+  if (!lanes_[current_]) {
+    lane_failed_[current_] = 1;  // not counted (said in the log once per GPU)
+    return;
+  }
+  fair_launch(stream, ctx);
+}
+
+void Session::drop_lane(int device) {
+  if (static_cast<size_t>(device) >= lanes_.size()) return;
+  lanes_[device].reset();
+  lane_failed_[device] = 0;
+}
+
+void Session::batch_done() {
+  if (!launched_in_batch_ || !limits_.fair_share) return;
+  launched_in_batch_ = false;
+  for (size_t d = 0; d < lanes_.size(); ++d) {
+    if (!contexts_[d]) continue;
+    if (limits_.gpu_threads) {
+      // The launches ran (or will) on the GPU's working thread, which also opens the lanes:
+      // the markers go after them there.
+      posted_.fetch_add(1, std::memory_order_relaxed);
+      GpuWorker::of(devices_[d]).post([this, d] {
+        if (lanes_[d]) {
+          api_.cuCtxSetCurrent(contexts_[d]);
+          bound_ = static_cast<int>(d);
+          lanes_[d]->batch_done();
+        }
+        if (posted_.fetch_sub(1, std::memory_order_release) == 1) posted_.notify_all();
+      });
+    } else if (lanes_[d]) {
+      make_current(static_cast<int>(d));
+      lanes_[d]->batch_done();
+    }
+  }
+  if (!limits_.gpu_threads && contexts_[current_]) make_current(current_);
 }
 
 void Session::close() {
@@ -302,6 +351,8 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   }
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
+  if (c == api::Call::LaunchKernel || c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx)
+    launched_in_batch_ = true;  // batch_done() records what it left pending
   // Work that only issues goes to the GPU's working thread and is answered at once: the
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
   // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,

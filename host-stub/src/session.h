@@ -19,6 +19,7 @@
 #include "arena.h"
 #include "kernel_watchdog.h"
 #include "driver_api.h"
+#include "fair_share.h"
 #include "object_list.h"
 #include "output.h"
 
@@ -64,6 +65,8 @@ struct StubLimits {
   // (in a worker process: the process exits, kWorkerExitLaunchTimeout). 0 or no callback: off.
   std::chrono::milliseconds kernel_time_limit{0};
   std::function<void(const std::string& client, int64_t age_ms)> on_kernel_timeout;
+  // Fair sharing of each GPU with other VMs by weight (fair_share.h); null: off.
+  std::shared_ptr<FairShare> fair_share;
   // Device memory a CUDA context takes besides its allocations (VMCUDA_CONTEXT_BYTES;
   // bench/context_cost_probe.cu), charged to the VM for each context a client makes.
   uint64_t context_bytes = 0;
@@ -119,6 +122,8 @@ class Session : public vmrpc::SlotService {
   int32_t call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                std::span<std::byte> reply, uint32_t& reply_bytes) override;
   void close() override;
+  // The end of a batch: markers after the GPU work it left pending (fair_share.h).
+  void batch_done() override;
   // The control path (suspend.cc, control.cc): runs on the slot's service thread while the
   // slot is held at a call boundary.
   std::vector<std::byte> control(std::span<const std::byte> request, const Progress& progress) override;
@@ -371,6 +376,26 @@ class Session : public vmrpc::SlotService {
   std::unique_ptr<KernelWatchdog> watchdog_;
   void note_launch() noexcept {
     if (watchdog_) watchdog_->on_launch();
+  }
+  // Fair sharing (fair_share.h): per guest device, this client's lane on its GPU (made at
+  // the first launch there; goes with the context). Before a launch on `stream`: held back
+  // while the VM is ahead of its share, then counted as in flight.
+  std::vector<std::unique_ptr<GpuShare::Lane>> lanes_;
+  std::vector<char> lane_failed_;
+  bool launched_in_batch_ = false;  // the service thread's: a launch came in this batch
+  void fair_launch(CUstream stream, const vmrpc::CallContext& ctx) {
+    if (static_cast<size_t>(current_) < lanes_.size() && lanes_[current_]) {
+      lanes_[current_]->share().maybe_hold(ctx.stop);
+      lanes_[current_]->launched(stream);
+    } else if (limits_.fair_share) {
+      open_lane_slow(stream, ctx);
+    }
+  }
+  void open_lane_slow(CUstream stream, const vmrpc::CallContext& ctx);
+  void drop_lane(int device);
+  // A synchronize of the current context (all) or of `stream` on `device` succeeded.
+  void fair_synced(int device, bool all, CUstream stream) {
+    if (static_cast<size_t>(device) < lanes_.size() && lanes_[device]) lanes_[device]->synced(all, stream);
   }
   // Host functions (host_func.cc): gates the driver runs on its own thread, each waiting
   // for the guest to run its function. Freed once run, or at close (after the contexts).

@@ -4,7 +4,12 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -202,38 +207,65 @@ struct Sink::CopyPool {
     uint64_t ticket = 0;       // the sink's
     uint64_t run_ticket = 0;   // the threads'
     std::byte* buffer = nullptr;  // the sink's staging buffer; the payload at kStagingHeaderRoom
+    bool placed = false;          // or written at `at` by place_chunk()
+    uint64_t at = 0;
     const std::byte* source = nullptr;
     size_t bytes = 0;
     uint64_t chunk_index = 0;
     uint64_t checksum = 0;
+    bool ok = true;
+    std::string error;  // place_chunk()'s, read once the ticket finished
   };
-  CopyThreads threads;
   std::deque<std::unique_ptr<Job>> inflight;  // not yet in the stream, in stream order (the producer's)
+  CopyThreads threads;  // after inflight: joined before the jobs they run go
 
   CopyPool(unsigned n, const StagingAllocator& a) : threads(n, a) {}
-  // The chunk's record header and payload: the payload is hashed and copied piece by piece,
-  // so that the copy reads what the hash just brought into the cache.
+  // The chunk's record header and payload into its staging buffer.
   static void copy_and_hash(Job& j) {
     std::byte* payload = j.buffer + kStagingHeaderRoom;
     std::byte* header = payload - kRecordHeaderBytes;
-    store_u32(header, kChunkType);
-    store_u32(header + 4, 0);
-    store_u64(header + 8, j.chunk_index);
-    store_u64(header + 16, j.bytes);
-    // INITSTATE: reset_withSeed skips making the secret where the stack's stale state has
-    // the same seed, and chunks with equal headers (chunk 0 of equal-size blobs) have.
-    XXH3_state_t state;
-    XXH3_INITSTATE(&state);
-    XXH3_64bits_reset_withSeed(&state, header_seed(header));
-    for (size_t at = 0; at < j.bytes; at += kCopyPieceBytes) {
-      const size_t n = std::min(kCopyPieceBytes, j.bytes - at);
-      XXH3_64bits_update(&state, j.source + at, n);
-      std::memcpy(payload + at, j.source + at, n);
-    }
-    j.checksum = XXH3_64bits_digest(&state);
-    store_u64(header + 24, j.checksum);
+    j.checksum = copy_hashing(payload, j.source, j.bytes, chunk_header(header, j.chunk_index, j.bytes));
+    set_checksum(header, j.checksum);
+  }
+  static void place(const Sink* sink, Job& j) {
+    std::byte header[kRecordHeaderBytes];
+    chunk_header(header, j.chunk_index, j.bytes);
+    j.ok = sink->place_chunk(j.at, header, {j.source, j.bytes}, &j.checksum, &j.error);
   }
 };
+
+uint64_t Sink::chunk_header(std::byte* header, uint64_t index, size_t bytes) {
+  store_u32(header, kChunkType);
+  store_u32(header + 4, 0);
+  store_u64(header + 8, index);
+  store_u64(header + 16, bytes);
+  return header_seed(header);
+}
+
+void Sink::set_checksum(std::byte* header, uint64_t checksum) { store_u64(header + 24, checksum); }
+
+uint64_t Sink::copy_hashing(std::byte* dest, const std::byte* src, size_t n, uint64_t seed) {
+  // INITSTATE: reset_withSeed skips making the secret where the stack's stale state has
+  // the same seed, and chunks with equal headers (chunk 0 of equal-size blobs) have.
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_64bits_reset_withSeed(&state, seed);
+  for (size_t at = 0; at < n; at += kCopyPieceBytes) {
+    const size_t piece = std::min(kCopyPieceBytes, n - at);
+    XXH3_64bits_update(&state, src + at, piece);
+    if (dest) std::memcpy(dest + at, src + at, piece);
+  }
+  return XXH3_64bits_digest(&state);
+}
+
+bool Sink::reserve_chunk(size_t, uint64_t*) { return fail("state sink: this sink does not place chunks"); }
+bool Sink::place_chunk(uint64_t, std::byte*, std::span<const std::byte>, uint64_t*, std::string* error) const {
+  *error = "state sink: this sink does not place chunks";
+  return false;
+}
+void Sink::chunk_done(size_t) {}
+
+void Sink::stop_copies() { copies_.reset(); }
 
 Sink::~Sink() = default;  // copies_ first: no thread touches a buffer after this
 
@@ -246,21 +278,32 @@ uint64_t Sink::commit_copy(std::span<const std::byte> source) {
     return fail("state sink: commit_copy() of " + std::to_string(n) + " bytes: must be 1.." +
                 std::to_string(std::min<uint64_t>(options_.staging_bytes, blob_total_ - blob_done_))),
            0;
-  std::byte* buffer = get_staging(n);
-  if (!buffer) return 0;
   auto job = std::make_unique<CopyPool::Job>();
+  job->placed = places_chunks();
+  if (job->placed) {
+    if (!reserve_chunk(kRecordHeaderBytes + n, &job->at)) return 0;
+  } else {
+    job->buffer = get_staging(n);
+    if (!job->buffer) return 0;
+  }
   job->ticket = next_ticket_++;
-  job->buffer = buffer;
   job->source = source.data();
   job->bytes = n;
   job->chunk_index = blob_chunks_++;
   blob_done_ += n;
   const uint64_t ticket = job->ticket;
   auto copy_here = [&]() -> uint64_t {
-    CopyPool::copy_and_hash(*job);
+    if (job->placed) {
+      CopyPool::place(this, *job);
+      if (!job->ok) return fail(job->error), 0;
+    } else {
+      CopyPool::copy_and_hash(*job);
+    }
     ++records_;
     checksum_fold_ = fold(checksum_fold_, job->checksum);
     stream_bytes_ += kRecordHeaderBytes + n;
+    if (job->placed) return chunk_done(kRecordHeaderBytes + n), ticket;
+    std::byte* buffer = job->buffer;
     const bool ok = put_staging(buffer, {buffer + kStagingHeaderRoom - kRecordHeaderBytes, kRecordHeaderBytes + n});
     return ok ? ticket : 0;
   };
@@ -268,7 +311,10 @@ uint64_t Sink::commit_copy(std::span<const std::byte> source) {
   if (!copies_) copies_ = std::make_unique<CopyPool>(options_.copy_threads, options_.allocator);
   if (copies_->threads.size() == 0) return copy_here();  // no thread could start
   CopyPool::Job* j = job.get();
-  j->run_ticket = copies_->threads.run([j] { CopyPool::copy_and_hash(*j); });
+  if (j->placed)
+    j->run_ticket = copies_->threads.run([this, j] { CopyPool::place(this, *j); });
+  else
+    j->run_ticket = copies_->threads.run([j] { CopyPool::copy_and_hash(*j); });
   copies_->inflight.push_back(std::move(job));
   return ticket;
 }
@@ -280,13 +326,19 @@ bool Sink::wait_copy(uint64_t ticket) {
     std::unique_ptr<CopyPool::Job> j = std::move(copies_->inflight.front());
     copies_->inflight.pop_front();
     copies_->threads.wait(j->run_ticket);
-    if (failed()) {
-      put_staging(j->buffer, {});
+    if (!j->placed && failed()) put_staging(j->buffer, {});
+    if (failed()) continue;
+    if (!j->ok) {
+      fail(j->error);
       continue;
     }
     ++records_;
     checksum_fold_ = fold(checksum_fold_, j->checksum);
     stream_bytes_ += kRecordHeaderBytes + j->bytes;
+    if (j->placed) {
+      chunk_done(kRecordHeaderBytes + j->bytes);
+      continue;
+    }
     std::byte* header = j->buffer + kStagingHeaderRoom - kRecordHeaderBytes;
     put_staging(j->buffer, {header, kRecordHeaderBytes + j->bytes});
   }
@@ -594,8 +646,254 @@ struct FileSink::Impl {
   size_t in_flight = 0;
   io_uring ring{};
   bool ring_ready = false;
+  // commit_copy()'s chunks: written by the copy threads at their offsets.
+  bool mapped = false;           // into windows of a mapping (else pwritev)
+  std::byte* va = nullptr;       // an address range for file offsets [0, va_bytes)
+  size_t va_bytes = 0;
+  uint64_t mapped_from = 0, mapped_to = 0;  // the windows mapped now (file offsets)
+  uint64_t file_size = 0;        // as grown ahead of the stream (windows, preallocation); cut in complete()
+  vmrpc::UniqueFd direct_fd;     // kDirect: the file opened with O_DIRECT
+  mutable std::atomic<bool> direct_refused{false};  // a write said EINVAL: pwritev from then on
+  mutable std::mutex bounce_mu;
+  mutable std::vector<std::pair<void*, size_t>> bounce_free;  // aligned buffers for direct writes
+  static constexpr uint64_t kBlock = 4096;
+  std::deque<uint64_t> chunk_ends;  // of the chunks reserved and not yet written, in order
+  uint64_t retired_to = 0;          // every chunk before this file offset is written
+
+  uint64_t window_bytes = 0;  // options.map_window_bytes
 
   explicit Impl(FileSink* s) : sink(s) {}
+
+  // Where kAuto maps: tmpfs, and a kernel with MADV_POPULATE_WRITE (5.14).
+  static bool populate_works() {
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    const bool ok = ::madvise(p, 4096, MADV_POPULATE_WRITE) == 0;
+    ::munmap(p, 4096);
+    return ok;
+  }
+
+  void choose_chunk_writes(const SinkOptions& o) {
+    using W = SinkOptions::FileWrites;
+    if (path.empty()) return;  // a borrowed fd: pwritev (nothing after the stream is cut or reopened)
+    bool map = o.file_writes == W::kMapped;
+    if (o.file_writes == W::kAuto) {
+      struct statfs fs{};
+      map = ::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+    }
+    if (map && populate_works()) return set_up_mapping(o);
+    if (o.file_writes == W::kAuto || o.file_writes == W::kDirect) set_up_direct(o);
+  }
+
+  void set_up_direct(const SinkOptions& o) {
+    vmrpc::UniqueFd d(::open(partial.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+    if (!d) return;  // no O_DIRECT here (tmpfs on older kernels, some FUSE): pwritev
+    direct_fd = std::move(d);
+    // Whole-block writes inside the file's size and allocated blocks run in parallel (ext4 and
+    // XFS take the file's lock shared for them; past the end, one at a time). Cut to the
+    // stream's end in complete(). No room for it is not yet a failure: the writes say.
+    const uint64_t want = o.expected_bytes ? o.expected_bytes + (uint64_t{64} << 20) : 0;
+    if (want && (::fallocate(fd, 0, 0, off_t(want)) == 0 || (errno != ENOSPC && ::ftruncate(fd, off_t(want)) == 0)))
+      file_size = want;
+  }
+
+  void set_up_mapping(const SinkOptions& o) {
+    if (o.map_window_bytes == 0 || o.map_window_bytes % 4096 != 0) {
+      sink->fail("state sink: map_window_bytes " + std::to_string(o.map_window_bytes) + " is not a multiple of 4096");
+      return;
+    }
+    window_bytes = o.map_window_bytes;
+    // Address space for the whole stream (only windows of it are mapped at a time): what the
+    // producer expects and a margin; chunks beyond it are written with pwritev.
+    const uint64_t want = o.expected_bytes + (o.expected_bytes >> 3) + 4 * window_bytes;
+    va_bytes = size_t((base_offset + want + window_bytes - 1) / window_bytes * window_bytes);
+    void* p = ::mmap(nullptr, va_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return;
+    va = static_cast<std::byte*>(p);
+    mapped = true;
+    struct stat st{};
+    if (::fstat(fd, &st) == 0) file_size = uint64_t(st.st_size);
+  }
+
+  // Windows up to mapped_to cover `end` once this returns true; false without a failure:
+  // `end` lies beyond the address range (that chunk is written with pwritev).
+  bool map_to(uint64_t end) {
+    if (mapped_to >= end) return true;
+    const uint64_t target = (end + window_bytes - 1) / window_bytes * window_bytes;
+    if (target > va_bytes) return false;
+    if (file_size < target) {
+      // A page of the mapping past the end of the file would fault: the file grows ahead of
+      // the windows (sparse: tmpfs allocates a page when it is written); complete() cuts it
+      // to the stream's end. Only ever grown: everything written so far lies before `end`.
+      struct stat st{};
+      if (::fstat(fd, &st) == 0 && uint64_t(st.st_size) > target) file_size = uint64_t(st.st_size);
+      if (file_size < target && ::ftruncate(fd, off_t(target)) != 0) {
+        const int err = errno;
+        write_error(file_size, err);
+        return false;
+      }
+      file_size = std::max(file_size, target);
+    }
+    for (; mapped_to < target; mapped_to += window_bytes)
+      if (::mmap(va + mapped_to, window_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, off_t(mapped_to)) ==
+          MAP_FAILED) {
+        sink->fail("cannot map " + partial + " at byte offset " + std::to_string(mapped_to) + ": " + errno_text(errno));
+        return false;
+      } else {
+        // A hint: 2 MiB pages where tmpfs allows them (shmem_enabled advise), 512 times fewer faults.
+        ::madvise(va + mapped_to, window_bytes, MADV_HUGEPAGE);
+      }
+    return true;
+  }
+  // Windows below `offset` go (their chunks are all written): the mapping stays small.
+  void unmap_below(uint64_t offset) {
+    while (mapped_from + window_bytes <= std::min(offset, mapped_to)) {
+      ::mmap(va + mapped_from, window_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+      mapped_from += window_bytes;
+    }
+  }
+  void unmap_all() {
+    if (!va) return;
+    ::munmap(va, va_bytes);
+    va = nullptr;
+    mapped = false;
+  }
+
+  void write_error(uint64_t at, int err) const {
+    sink->fail(write_error_text(at, err));
+  }
+  std::string write_error_text(uint64_t at, int err) const {
+    if (err == ENOSPC || err == EDQUOT)
+      return "no space left on device writing " + partial + " (at byte offset " + std::to_string(at) +
+             "): free some space or save to another filesystem";
+    return "cannot write " + partial + " at byte offset " + std::to_string(at) + ": " + errno_text(err);
+  }
+
+  // On a copy thread.
+  bool place(uint64_t at, std::byte* header, std::span<const std::byte> payload, uint64_t* checksum,
+             std::string* error) const {
+    const uint64_t seed = header_seed(header);
+    const uint64_t end = at + kRecordHeaderBytes + payload.size();
+    if (mapped && end <= va_bytes) {  // reserve_chunk() mapped it, and nothing before it is unmapped yet
+      // Page by page: allocated (MADV_POPULATE_WRITE: a full tmpfs is an error here, where
+      // a plain store would raise SIGBUS), then hashed and copied while in the cache.
+      std::byte* dest = va + at + kRecordHeaderBytes;
+      XXH3_state_t state;
+      XXH3_INITSTATE(&state);
+      XXH3_64bits_reset_withSeed(&state, seed);
+      for (size_t done = 0; done < payload.size();) {
+        const size_t piece = std::min(kCopyPieceBytes, payload.size() - done);
+        const uintptr_t lo = reinterpret_cast<uintptr_t>(dest + done - (done == 0 ? kRecordHeaderBytes : 0)) & ~uintptr_t{4095};
+        const uintptr_t hi = (reinterpret_cast<uintptr_t>(dest + done + piece) + 4095) & ~uintptr_t{4095};
+        if (::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0) {
+          const int err = errno;
+          *error = populate_error(at + kRecordHeaderBytes + done, err);
+          return false;
+        }
+        XXH3_64bits_update(&state, payload.data() + done, piece);
+        std::memcpy(dest + done, payload.data() + done, piece);
+        done += piece;
+      }
+      *checksum = XXH3_64bits_digest(&state);
+      set_checksum(header, *checksum);
+      std::memcpy(va + at, header, kRecordHeaderBytes);  // its page was populated with the first piece
+      return true;
+    }
+    if (direct_fd && !direct_refused.load(std::memory_order_relaxed)) {
+      // Laid out in a block-aligned buffer as in the file: the chunk's whole blocks go with
+      // O_DIRECT, its partial first and last blocks (shared with the records around it, all
+      // written buffered) with pwrite.
+      const uint64_t base = at / kBlock * kBlock, a = (at + kBlock - 1) / kBlock * kBlock, b = end / kBlock * kBlock;
+      if (b > a) {
+        const size_t cap = size_t((end + kBlock - 1) / kBlock * kBlock - base);
+        void* buf = take_bounce(cap);
+        if (!buf) {
+          *error = "cannot allocate " + std::to_string(cap) + " bytes for writing " + partial + ": free host memory";
+          return false;
+        }
+        std::byte* rec = static_cast<std::byte*>(buf) + (at - base);
+        *checksum = copy_hashing(rec + kRecordHeaderBytes, payload.data(), payload.size(), seed);
+        set_checksum(header, *checksum);
+        std::memcpy(rec, header, kRecordHeaderBytes);
+        const std::byte* blocks = static_cast<std::byte*>(buf) + (a - base);
+        int err = pwrite_all(direct_fd.get(), blocks, b - a, a);
+        if (err == EINVAL) {  // the device wants another alignment: buffered from now on
+          direct_refused = true;
+          err = pwrite_all(fd, blocks, b - a, a);
+        }
+        if (!err && a > at) err = pwrite_all(fd, rec, a - at, at);
+        if (!err && end > b) err = pwrite_all(fd, rec + (b - at), end - b, b);
+        give_bounce(buf, cap);
+        if (err) {
+          *error = write_error_text(at, err);
+          return false;
+        }
+        return true;
+      }
+    }
+    *checksum = copy_hashing(nullptr, payload.data(), payload.size(), seed);
+    set_checksum(header, *checksum);
+    iovec iov[2] = {{header, kRecordHeaderBytes}, {const_cast<std::byte*>(payload.data()), payload.size()}};
+    size_t done = 0, total = kRecordHeaderBytes + payload.size();
+    while (done < total) {
+      // Skip what is written.
+      iovec v[2];
+      int count = 0;
+      size_t skip = done;
+      for (const iovec& x : iov) {
+        if (skip >= x.iov_len) {
+          skip -= x.iov_len;
+          continue;
+        }
+        v[count++] = {static_cast<std::byte*>(x.iov_base) + skip, x.iov_len - skip};
+        skip = 0;
+      }
+      const ssize_t n = ::pwritev(fd, v, count, off_t(at + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        *error = write_error_text(at + done, n < 0 ? errno : EIO);
+        return false;
+      }
+      done += size_t(n);
+    }
+    return true;
+  }
+  // 0 or the errno of the write that failed.
+  static int pwrite_all(int to, const std::byte* p, uint64_t n, uint64_t at) {
+    for (uint64_t done = 0; done < n;) {
+      const ssize_t w = ::pwrite(to, p + done, size_t(n - done), off_t(at + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return w < 0 ? errno : EIO;
+      done += uint64_t(w);
+    }
+    return 0;
+  }
+  void* take_bounce(size_t bytes) const {
+    {
+      std::lock_guard l(bounce_mu);
+      for (auto it = bounce_free.begin(); it != bounce_free.end(); ++it)
+        if (it->second >= bytes) {
+          void* p = it->first;
+          bounce_free.erase(it);
+          return p;
+        }
+    }
+    return std::aligned_alloc(kBlock, bytes);
+  }
+  void give_bounce(void* p, size_t bytes) const {
+    std::lock_guard l(bounce_mu);
+    bounce_free.emplace_back(p, bytes);
+  }
+  std::string populate_error(uint64_t at, int err) const {
+    // The kernel says EFAULT where the fault would have raised SIGBUS: on tmpfs, no room.
+    struct statvfs v{};
+    if (err == EFAULT && (::fstatvfs(fd, &v) != 0 || uint64_t(v.f_bavail) * v.f_frsize < kChunkBytes + kRecordHeaderBytes))
+      err = ENOSPC;
+    if (err == ENOMEM)
+      return "out of memory writing " + partial + " (at byte offset " + std::to_string(at) +
+             "): free host memory or save to another filesystem";
+    return write_error_text(at, err);
+  }
 
   bool set_up(const SinkOptions& o) {
     slot_capacity = kStagingHeaderRoom + o.staging_bytes;
@@ -614,6 +912,8 @@ struct FileSink::Impl {
 
   ~Impl() {
     while (in_flight) reap();  // the kernel may still read the buffers
+    unmap_all();
+    for (auto& [p, n] : bounce_free) std::free(p);
     if (ring_ready) io_uring_queue_exit(&ring);
     for (Slot& s : slots) sink->staging_free(s.buffer);
     if (!path.empty() && !finished) {
@@ -622,14 +922,7 @@ struct FileSink::Impl {
     }
   }
 
-  void write_failed(const Slot& s, int err) {
-    uint64_t at = s.file_offset + s.written;
-    if (err == ENOSPC || err == EDQUOT)
-      sink->fail("no space left on device writing " + partial + " (at byte offset " + std::to_string(at) +
-                 "): free some space or save to another filesystem");
-    else
-      sink->fail("cannot write " + partial + " at byte offset " + std::to_string(at) + ": " + errno_text(err));
-  }
+  void write_failed(const Slot& s, int err) { write_error(s.file_offset + s.written, err); }
 
   // One write's result; true when the slot has more to write (a short write).
   bool on_result(Slot& s, ssize_t result) {
@@ -720,14 +1013,15 @@ FileSink::FileSink(std::string path, SinkOptions options) : Sink(std::move(optio
   impl_->partial = path + ".partial";
   if (failed()) return;
   // O_TRUNC: a .partial left by a crashed save is garbage; the file under `path` is not touched.
-  impl_->owned_fd.reset(::open(impl_->partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  // O_RDWR: the mapped writes need it.
+  impl_->owned_fd.reset(::open(impl_->partial.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!impl_->owned_fd) {
     fail("cannot create " + impl_->partial + ": " + errno_text(errno) + " (is the directory there and writable?)");
     return;
   }
   impl_->path = std::move(path);  // from here on the .partial file is ours to remove
   impl_->fd = impl_->owned_fd.get();
-  impl_->set_up(this->options());
+  if (impl_->set_up(this->options())) impl_->choose_chunk_writes(this->options());
 }
 
 FileSink::FileSink(int fd, SinkOptions options) : Sink(std::move(options)), impl_(new Impl(this)) {
@@ -741,10 +1035,43 @@ FileSink::FileSink(int fd, SinkOptions options) : Sink(std::move(options)), impl
     return;
   }
   impl_->base_offset = uint64_t(at);
-  impl_->set_up(this->options());
+  if (impl_->set_up(this->options())) impl_->choose_chunk_writes(this->options());
 }
 
-FileSink::~FileSink() = default;
+FileSink::~FileSink() { stop_copies(); }
+
+const char* FileSink::chunk_writes() const {
+  return impl_->mapped ? "mapped" : impl_->direct_fd && !impl_->direct_refused ? "direct" : "pwritev";
+}  // the copy threads write through impl_
+
+bool FileSink::reserve_chunk(size_t bytes, uint64_t* at) {
+  Impl& m = *impl_;
+  m.flush_copy();  // the small records before it
+  if (failed()) return false;
+  *at = m.base_offset + m.produced;
+  m.produced += bytes;
+  m.chunk_ends.push_back(*at + bytes);
+  if (m.mapped) {
+    m.unmap_below(m.retired_to);
+    if (!m.map_to(*at + bytes) && failed()) return false;  // else beyond the range: pwritev
+  }
+  return true;
+}
+
+bool FileSink::place_chunk(uint64_t at, std::byte* header, std::span<const std::byte> payload, uint64_t* checksum,
+                           std::string* error) const {
+  return impl_->place(at, header, payload, checksum, error);
+}
+
+void FileSink::chunk_done(size_t bytes) {
+  Impl& m = *impl_;
+  if (!m.chunk_ends.empty()) {
+    m.retired_to = m.chunk_ends.front();
+    m.chunk_ends.pop_front();
+  }
+  m.completed += bytes;
+  report_progress(m.completed);
+}
 
 std::byte* FileSink::get_staging(size_t payload_bytes) {
   impl_->flush_copy();
@@ -795,6 +1122,13 @@ bool FileSink::complete() {
   m.flush_copy();
   while (m.in_flight) m.reap();
   if (failed()) return false;
+  m.unmap_all();
+  m.direct_fd.reset();
+  if (const uint64_t end = m.base_offset + m.produced; m.file_size > end) {
+    // The windows or the preallocation grew the file past the stream's end.
+    if (::ftruncate(m.fd, off_t(end)) != 0)
+      return fail("cannot truncate " + m.partial + " to " + std::to_string(end) + " bytes: " + errno_text(errno));
+  }
   if (::fsync(m.fd) != 0) return fail("cannot fsync " + m.partial + ": " + errno_text(errno));
   if (m.path.empty()) return true;
   if (::close(m.owned_fd.release()) != 0) return fail("cannot close " + m.partial + ": " + errno_text(errno));
@@ -1162,20 +1496,23 @@ bool Source::copy_chunk(const Chunk& c, std::span<std::byte> dest, std::string* 
     return failed(what + " of " + std::to_string(c.bytes) + " bytes does not fit the " + std::to_string(dest.size()) +
                   "-byte buffer");
   dest = dest.first(c.bytes);
-  std::span<const std::byte> in_place;
   std::string err;
-  if (!read_concurrent(c.offset, dest, &in_place, &err)) return failed(err);
   XXH3_state_t state;
   XXH3_INITSTATE(&state);
   XXH3_64bits_reset_withSeed(&state, c.seed);
-  if (in_place.size() == c.bytes) {
-    for (size_t at = 0; at < c.bytes; at += kCopyPieceBytes) {
-      const size_t n = std::min(kCopyPieceBytes, c.bytes - at);
-      XXH3_64bits_update(&state, in_place.data() + at, n);
-      std::memcpy(dest.data() + at, in_place.data() + at, n);
+  // Piece by piece, each hashed while it is in the cache: a memory source's bytes hashed and
+  // copied from where they lie, a file's read and then hashed (a second pass over the whole
+  // chunk would read it from memory again).
+  for (size_t at = 0; at < c.bytes; at += kCopyPieceBytes) {
+    const size_t n = std::min(kCopyPieceBytes, c.bytes - at);
+    std::span<const std::byte> in_place;
+    if (!read_concurrent(c.offset + at, dest.subspan(at, n), &in_place, &err)) return failed(err);
+    if (in_place.size() == n) {
+      XXH3_64bits_update(&state, in_place.data(), n);
+      std::memcpy(dest.data() + at, in_place.data(), n);
+    } else {
+      XXH3_64bits_update(&state, dest.data() + at, n);
     }
-  } else {
-    XXH3_64bits_update(&state, dest.data(), dest.size());
   }
   const uint64_t computed = XXH3_64bits_digest(&state);
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION

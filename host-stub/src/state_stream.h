@@ -102,9 +102,26 @@ struct SinkOptions {
   // FileSink: the ring of staging buffers the producer fills while earlier ones are written.
   size_t staging_buffers = 4;
   size_t staging_bytes = kChunkBytes;  // the largest acquire()
-  // Threads for commit_copy(): chunks copied into the sink's buffers and checksummed in
-  // parallel (MemorySink only: its buffers are not a ring). 0: commit_copy works inline.
+  // Threads for commit_copy(): chunks checksummed in parallel and copied into the sink's
+  // buffers (MemorySink) or written at their offsets in the file (FileSink). 0: commit_copy
+  // works inline.
   unsigned copy_threads = 0;
+  // FileSink: how commit_copy()'s chunks reach the file, each at its own offset, several at
+  // once. kAuto (a file the sink creates; a borrowed fd: kPwrite): kMapped on tmpfs (a
+  // write() to a tmpfs file holds the file's lock while it copies: one writer at a time,
+  // 3-4 GB/s), else kDirect where the file system takes O_DIRECT, else kPwrite.
+  // kMapped: the file is mapped in windows and the copy threads copy into the mapping, each
+  // page allocated first by MADV_POPULATE_WRITE, so a full file system is an error, never a
+  // SIGBUS (kernels without it: kPwrite; another process truncating the .partial file, mode
+  // 0600 and the stub's, would still raise one). kDirect: each chunk's whole 4 KiB blocks are
+  // written with O_DIRECT (the file preallocated to expected_bytes, so that ext4 and XFS
+  // take them in parallel), its partial first and last blocks buffered. kPwrite: pwritev
+  // from the source (buffered writes to one file: one at a time on most file systems).
+  enum class FileWrites { kAuto, kMapped, kDirect, kPwrite };
+  FileWrites file_writes = FileWrites::kAuto;
+  // kMapped: the file is mapped this much at a time (a multiple of 4096); the address range
+  // covers expected_bytes and 4 windows more, chunks past it are written with pwritev.
+  size_t map_window_bytes = size_t{256} << 20;
 };
 
 // Writes a stream. Single producer. Errors are sticky: after the first failure every call
@@ -158,6 +175,25 @@ class Sink {
   virtual bool put_copy(std::span<const std::byte> bytes) = 0;
   // After the trailer: make it all durable.
   virtual bool complete() = 0;
+  // commit_copy()'s chunks written where they belong by the copy threads themselves (a
+  // FileSink) instead of copied into staging buffers put back in order: reserve_chunk() (the
+  // producer) claims the next `bytes` of the stream and says where they go; place_chunk()
+  // (any thread, several at once) writes the record header and the payload there, the
+  // payload hashed as it goes (copy_hashing); chunk_done() (the producer, in stream order)
+  // once it is written.
+  virtual bool places_chunks() const { return false; }
+  virtual bool reserve_chunk(size_t bytes, uint64_t* at);
+  virtual bool place_chunk(uint64_t at, std::byte* header, std::span<const std::byte> payload, uint64_t* checksum,
+                           std::string* error) const;
+  virtual void chunk_done(size_t bytes);
+  // Copies `n` bytes from src to dest (dest null: hashes only) piece by piece, each piece
+  // hashed (XXH3 seeded with `seed`) just before its copy reads it from the cache; returns the hash.
+  static uint64_t copy_hashing(std::byte* dest, const std::byte* src, size_t n, uint64_t seed);
+  // A chunk record's header (type, flags, index, bytes) and its checksum seed.
+  static uint64_t chunk_header(std::byte* header, uint64_t index, size_t bytes);
+  static void set_checksum(std::byte* header, uint64_t checksum);
+  // Joins commit_copy()'s threads (a derived destructor: before what they use goes).
+  void stop_copies();
 
   bool fail(std::string message);  // records the first failure; returns false
   void report_progress(uint64_t done_bytes);
@@ -244,10 +280,12 @@ class MemorySink final : public Sink {
   bool done_ = false;
 };
 
-// Writes the stream to a file with liburing (plain pwrite where io_uring is unavailable),
-// pipelined over a ring of options.staging_buffers buffers: the producer fills one while
-// earlier ones are written, and a buffer is reused only after its write completed. Buffered
-// I/O (no O_DIRECT). finish() fsyncs.
+// Writes the stream to a file. Small records and acquire()/commit() chunks go through a ring
+// of options.staging_buffers buffers written in order with liburing (plain pwrite where
+// io_uring is unavailable): the producer fills one while earlier ones are written, and a
+// buffer is reused only after its write completed. commit_copy() chunks are written by the
+// copy threads, each at its offset, in parallel (options.file_writes). Buffered I/O (no
+// O_DIRECT). finish() fsyncs.
 class FileSink final : public Sink {
  public:
   // Writes "<path>.partial" (mode 0600: it holds guest memory) and renames it to `path` in
@@ -258,6 +296,8 @@ class FileSink final : public Sink {
   // offset; no rename, nothing removed on failure. finish() fsyncs it.
   explicit FileSink(int fd, SinkOptions options = {});
   ~FileSink() override;
+  // How commit_copy()'s chunks are written: "mapped", "direct" or "pwritev" (options.file_writes).
+  const char* chunk_writes() const;
 
  private:
   struct Impl;
@@ -265,6 +305,11 @@ class FileSink final : public Sink {
   bool put_staging(std::byte* buffer, std::span<const std::byte> stream_bytes) override;
   bool put_copy(std::span<const std::byte> bytes) override;
   bool complete() override;
+  bool places_chunks() const override { return true; }
+  bool reserve_chunk(size_t bytes, uint64_t* at) override;
+  bool place_chunk(uint64_t at, std::byte* header, std::span<const std::byte> payload, uint64_t* checksum,
+                   std::string* error) const override;
+  void chunk_done(size_t bytes) override;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -63,7 +63,9 @@ int32_t Session::on_StreamSynchronize(const api::StreamArgs& a, api::Empty&, Req
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   // TODO(perf): synchronous waits move to the GPU's working thread (events), as for
   // DeviceSynchronize.
-  return managed_after_sync(req.ctx, device, on_device(device, [&] { return api_.cuStreamSynchronize(s); }));
+  const CUresult r = on_device(device, [&] { return api_.cuStreamSynchronize(s); });
+  if (r == CUDA_SUCCESS) fair_synced(device, false, s);  // fair_share.h
+  return managed_after_sync(req.ctx, device, r);
 }
 
 int32_t Session::on_StreamQuery(const api::StreamArgs& a, api::Empty&, Request& req) {

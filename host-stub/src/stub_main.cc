@@ -21,6 +21,7 @@
 #include "control_server.h"
 #include "vm_control.h"
 #include "driver_api.h"
+#include "fair_share.h"
 #include "output.h"
 #include "placement.h"
 #include "policy.h"
@@ -37,6 +38,24 @@
 namespace vmcuda::host {
 
 namespace {
+
+// The VM's fair sharing and GPUs, for status (set once in stub_main before the control socket serves).
+std::shared_ptr<FairShare> g_fair_share;
+Placement* g_placement = nullptr;
+
+// Per GPU: the VM's GPU time so far, its share of the GPU's time over the last seconds, its
+// weight and how many VMs have work there now (fair_share.h); empty when fair sharing is off.
+nlohmann::json gpu_time_json() {
+  nlohmann::json list = nlohmann::json::array();
+  if (!g_fair_share || !g_placement) return list;
+  for (const GpuShare::Usage& u : g_fair_share->usage(g_placement->devices()))
+    list.push_back({{"gpu", u.device},
+                    {"busy_seconds", double(u.busy_ns) / 1e9},
+                    {"share", u.share},
+                    {"weight", u.weight},
+                    {"vms_active", u.vms_active}});
+  return list;
+}
 
 nlohmann::json status_json(VmControl& vm) {
   const VmStatus s = vm.status();
@@ -60,7 +79,9 @@ nlohmann::json status_json(VmControl& vm) {
           {"memory_charged_bytes", s.charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients},
           // The policy file that applies (null: none), its profile and the VM's weight.
           {"policy", policy.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(policy.source)},
-          {"profile", policy.profile}, {"weight", policy.weight}};
+          {"profile", policy.profile}, {"weight", policy.weight},
+          // Each GPU's time this VM used (fair_share.h): busy seconds, recent share (0..1).
+          {"gpu_time", gpu_time_json()}};
 }
 
 // A VM operation as a control handler: progress lines while it runs, the status after.
@@ -366,6 +387,17 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "($NOTIFY_SOCKET), else close")
       ->check(CLI::IsMember({"auto", "close", "keep"}))
       ->capture_default_str();
+  uint32_t weight_opt = 0;
+  app.add_option("--weight", weight_opt,
+                 "the VM's share of GPU time against other VMs on the same GPU (1..1000; policy `weight`; default 1): "
+                 "with weights 1 and 3, two VMs that both keep a GPU busy get a quarter and three quarters of it")
+      ->check(CLI::Range(1, 1000));
+  std::string fair_share_mode = "on";
+  app.add_option("--fair-share", fair_share_mode,
+                 "on: the VM's launches wait while it is ahead of its weighted share of a GPU that other VMs' stubs "
+                 "(same --placement-dir) want too; off: the driver's own round robin between contexts")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   std::string policy_file = kDefaultPolicyFile;
   app.add_option("--policy", policy_file,
                  "per-VM policy (TOML: GPUs, memory quota, weight, isolation, profiles; docs/running.md); "
@@ -390,6 +422,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     if (policy) {
       if (policy->devices && !app.count("--devices")) devices_text = *policy->devices;
       if (policy->isolation && !app.count("--isolation")) isolation = *policy->isolation;
+      if (policy->max_clients && !app.count("--max-clients")) max_clients = *policy->max_clients;
       if (policy->kernel_time_limit_s && !app.count("--kernel-time-limit")) {
         kernel_time_limit_s = *policy->kernel_time_limit_s;
         policy_worker_args = {"--kernel-time-limit", std::to_string(kernel_time_limit_s)};  // workers read no policy
@@ -475,6 +508,19 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     }
   }
   const std::vector<int> devices = placement.devices();
+  // Fair sharing by weight (fair_share.h): the tables live in the placement directory, which
+  // the host's stubs share. Workers read the weight the stub writes there.
+  auto weight_of = [&](const std::optional<VmPolicy>& p) -> uint32_t {
+    if (app.count("--weight")) return weight_opt;
+    return p && p->weight && *p->weight ? *p->weight : 1u;
+  };
+  if (fair_share_mode == "on") {
+    limits.fair_share = std::make_shared<FairShare>(placement_dir, vm_name, worker ? 0u : weight_of(policy));
+    if (!worker)
+      for (int d : devices) limits.fair_share->gpu(d);  // the VM's entries, kept alive from now on
+  }
+  g_fair_share = limits.fair_share;
+  g_placement = &placement;
   // The VM's ledger: made here, handed to each worker (fd kLedgerFd), so the VM's programs
   // count against one quota whichever process serves them.
   static constexpr int kLedgerFd = 7;
@@ -569,9 +615,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     vm.set_placement(&placement);
     // The policy again (SIGHUP, vmcudactl reload): the quota and weight change now; GPUs and
     // the isolation mode only with a restart. Returns what changed, for the log or vmcudactl.
-    auto publish_policy = [&vm](const std::optional<VmPolicy>& p) {
-      vm.set_policy_info({p ? p->source : std::string(), p ? p->profile : std::string(),
-                          p && p->weight ? *p->weight : 1u});
+    auto publish_policy = [&vm, &weight_of](const std::optional<VmPolicy>& p) {
+      vm.set_policy_info({p ? p->source : std::string(), p ? p->profile : std::string(), weight_of(p)});
     };
     publish_policy(policy);
     std::mutex reload_mu;
@@ -587,8 +632,9 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
         limits.ledger->set_limit(quota);
         changed.push_back("memory quota " + (quota == ~0ull ? std::string("none") : std::to_string(quota >> 20) + " MiB"));
       }
-      const uint32_t old_weight = policy && policy->weight ? *policy->weight : 1, weight = fresh && fresh->weight ? *fresh->weight : 1;
+      const uint32_t old_weight = weight_of(policy), weight = weight_of(fresh);
       if (weight != old_weight) changed.push_back("weight " + std::to_string(weight));
+      if (limits.fair_share) limits.fair_share->set_weight(weight);  // at once, for every client
       // A key's value in a policy ("" : not set), to tell what changed.
       auto key = [](const std::optional<VmPolicy>& p, std::optional<std::string> VmPolicy::*k) {
         return p && ((*p).*k) ? *((*p).*k) : std::string();
@@ -597,6 +643,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
         later.push_back("GPUs");
       if (!app.count("--isolation") && key(policy, &VmPolicy::isolation) != key(fresh, &VmPolicy::isolation))
         later.push_back("isolation mode");
+      if (!app.count("--max-clients") && (policy ? policy->max_clients : std::nullopt) != (fresh ? fresh->max_clients : std::nullopt))
+        later.push_back("limit of programs at once");
       policy = fresh;
       publish_policy(policy);
       std::string msg = fresh ? "policy of " + vm_name + " reloaded from " + policy_file : "no policy file (" + policy_file + ")";

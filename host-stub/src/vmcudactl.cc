@@ -337,11 +337,33 @@ void print_table(const std::vector<std::vector<std::string>>& cells, const std::
   }
 }
 
+// The VM's share of each GPU's time recently ("25%"; "0:25% 1:3%" with several GPUs) and its
+// GPU time so far in seconds (all GPUs), from status' gpu_time (fair_share.h); "-" without.
+std::pair<std::string, std::string> gpu_time_text(const json& s) {
+  if (!s.contains("gpu_time") || !s["gpu_time"].is_array() || s["gpu_time"].empty()) return {"-", "-"};
+  const json& list = s["gpu_time"];
+  std::string share;
+  double busy = 0;
+  for (const json& g : list) {
+    if (!g.is_object()) continue;
+    char t[48];
+    const double pct = 100.0 * (g.contains("share") && g["share"].is_number() ? g["share"].get<double>() : 0.0);
+    if (list.size() == 1) std::snprintf(t, sizeof t, "%.0f%%", pct);
+    else std::snprintf(t, sizeof t, "%s:%.0f%%", cell_text(g.value("gpu", json())).c_str(), pct);
+    share += (share.empty() ? "" : " ") + std::string(t);
+    if (g.contains("busy_seconds") && g["busy_seconds"].is_number()) busy += g["busy_seconds"].get<double>();
+  }
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", busy);
+  return {share.empty() ? "-" : share, b};
+}
+
 void print_status_table(const std::vector<StatusRow>& rows) {
-  std::vector<std::vector<std::string>> cells{{"VM", "STATE", "CLIENTS", "MEMORY MiB", "QUOTA MiB", "GPUS"}};
+  std::vector<std::vector<std::string>> cells{
+      {"VM", "STATE", "CLIENTS", "MEMORY MiB", "QUOTA MiB", "WEIGHT", "GPU SHARE", "GPU BUSY s", "GPUS"}};
   for (const StatusRow& row : rows) {
     if (!row.status) {
-      cells.push_back({row.target.vm, "not answering", "-", "-", "-", "-"});
+      cells.push_back({row.target.vm, "not answering", "-", "-", "-", "-", "-", "-", "-"});
       continue;
     }
     const json& s = *row.status;
@@ -359,11 +381,13 @@ void print_status_table(const std::vector<StatusRow>& rows) {
     } else if (!s.contains("memory_quota_bytes")) {
       quota = "-";  // a stub from before quotas were the VM's
     }
+    const auto [share, busy] = gpu_time_text(s);
     cells.push_back({row.target.vm, s.contains("state") ? cell_text(s["state"]) : "-",
                      s.contains("clients") ? cell_text(s["clients"]) : "-", memory, quota,
+                     s.contains("weight") ? cell_text(s["weight"]) : "-", share, busy,
                      s.contains("gpus") ? gpus_text(s["gpus"]) : "-"});
   }
-  print_table(cells, {false, false, true, true, true, false});  // numbers to the right
+  print_table(cells, {false, false, true, true, true, true, true, true, false});  // numbers to the right
 }
 
 StatusRow query_status(const Target& target) {
@@ -456,6 +480,8 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
       {"vmcuda_vm_weight", "gauge", "the VM's share weight (policy)", {}},
       {"vmcuda_client_device_memory_bytes", "gauge", "device memory one program holds", {}},
       {"vmcuda_client_kernels_total", "counter", "kernels one program launched", {}},
+      {"vmcuda_vm_gpu_busy_seconds_total", "counter", "GPU time the VM's programs used on one GPU (fair sharing's count)", {}},
+      {"vmcuda_vm_gpu_time_share", "gauge", "the VM's share of one GPU's time over the last seconds (0..1)", {}},
   };
   auto label = [](const std::string& v) {
     std::string e;
@@ -478,6 +504,12 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
     const std::string state = s.contains("state") && s["state"].is_string() ? s["state"].get<std::string>() : "";
     add(4, vm, state == "suspended" || state == "saved" ? 1 : 0);
     add(5, vm, s.contains("weight") ? number_at(s, "weight") : 1);
+    if (s.contains("gpu_time") && s["gpu_time"].is_array())
+      for (const auto& g : s["gpu_time"]) {
+        const std::string labels = vm + ",gpu=\"" + cell_text(g.value("gpu", json())) + "\"";
+        add(8, labels, number_at(g, "busy_seconds"));
+        add(9, labels, number_at(g, "share"));
+      }
     if (!s.contains("client_list") || !s["client_list"].is_array()) continue;
     for (const auto& c : s["client_list"]) {
       const std::string labels = vm + ",pid=\"" + cell_text(c.value("pid", json())) + "\",program=\"" +

@@ -55,6 +55,9 @@ BUILD=$(cd "$BUILD" && pwd)
 KDIR=${KDIR:-$BUILD/guest/kernel}
 CUDART=$BUILD/guest-lib/libcudart.so.13
 [ -f "$CUDART" ] || die "no $CUDART: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
+# libcudart.so.13 forwards to libcuda.so.1, which holds both APIs (guest-lib/README.md).
+LIBCUDA=$BUILD/guest-lib/libcuda.so.1
+[ -f "$LIBCUDA" ] || die "no $LIBCUDA: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
 
 if [ ${#PROGS[@]} -eq 0 ]; then
     for p in "$REPO"/tests/cuda/bin/*; do [ -f "$p" ] && [ -x "$p" ] && PROGS+=("$p"); done
@@ -92,7 +95,7 @@ inputs_hash() {
     {
         echo "kernel $KVER"
         for f in "${BASH_SOURCE[0]}" "$HERE/build-initramfs.sh" "$HERE/cuda-guest.sh" "$HERE/find-ivshmem.sh" \
-                 "${MODSRC[@]}" "$CUDART"; do
+                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA"; do
             echo "$(basename "$f") $(sha256sum < "$f")"
         done
         for a in "${ADDS[@]}"; do
@@ -123,7 +126,7 @@ fi
 MOD=$BUILD/guest/driver/modules
 
 # ---- 4. guest-lib -------------------------------------------------------------------------
-step 4 "guest-lib: $CUDART ($(stat -c %s "$CUDART") bytes, debug sections left out of the image)"
+step 4 "guest-lib: $CUDART ($(stat -c %s "$CUDART") bytes) and $LIBCUDA ($(stat -c %s "$LIBCUDA") bytes), debug sections left out of the image"
 
 # ---- 5. pack ------------------------------------------------------------------------------
 step 5 "packing $OUT"
@@ -133,14 +136,20 @@ trap 'rm -rf "$TMPD"' EXIT
 BLOG=$TMPD/build.log
 # The image's copy without debug sections (they stay in the build tree): a smaller image.
 cp -L "$CUDART" "$TMPD/libcudart.so.13"
-if command -v strip >/dev/null 2>&1; then strip --strip-debug "$TMPD/libcudart.so.13" || cp -L "$CUDART" "$TMPD/libcudart.so.13"; fi
+cp -L "$LIBCUDA" "$TMPD/libcuda.so.1"
+if command -v strip >/dev/null 2>&1; then
+    strip --strip-debug "$TMPD/libcudart.so.13" || cp -L "$CUDART" "$TMPD/libcudart.so.13"
+    strip --strip-debug "$TMPD/libcuda.so.1" || cp -L "$LIBCUDA" "$TMPD/libcuda.so.1"
+fi
 rc=0
 "$HERE/build-initramfs.sh" "$OUT.building" \
     --init-script "$HERE/cuda-guest.sh" \
     --add "$HERE/find-ivshmem.sh:/bin/find-ivshmem.sh" \
     --add "$TMPD/libcudart.so.13:/opt/vmcuda/lib/libcudart.so.13" \
+    --add "$TMPD/libcuda.so.1:/opt/vmcuda/lib/libcuda.so.1" \
     "${ADDS[@]}" \
     --skip-lib libcudart.so.13 \
+    --skip-lib libcuda.so.1 \
     --modules "$MOD" 2> "$BLOG" || rc=$?
 grep -v 'is dynamically linked; copying its libraries too' "$BLOG" | sed 's/^/  /' >&2 || true
 [ "$rc" = 0 ] || die "build-initramfs.sh failed"

@@ -1,7 +1,7 @@
 // libFuzzer target for the state stream reader (host-stub/src/state_stream.h): a state file
 // comes from disk and may be damaged or hostile. The input is the file's bytes; it is read to
-// the end twice through the one parser: from memory (MemorySource, chunks in place and
-// copied) and from a memfd (FileSource, pread). Every payload is also decoded with
+// the end through the one parser: from memory (MemorySource, chunks in place, copied, and in
+// the resume's two steps) and from a memfd (FileSource, pread: copied and in two steps). Every payload is also decoded with
 // ByteReader. Besides ASan/UBSan and leaks, the two readers must agree, and a stream read
 // to its trailer must have delivered exactly the bytes its blobs announced.
 //
@@ -55,7 +55,12 @@ void decode_metadata(std::span<const std::byte> payload) {
   r.expect_end();
 }
 
-Outcome read_all(Source& src, bool copy_chunks) {
+// How a blob's chunks are read: in place (read_chunk_view), copied (read_chunk), or in two
+// steps as the resume's ring reads them (next_chunk, then copy_chunk, rejected on failure).
+enum class Chunks { kView, kCopy, kSplit };
+
+Outcome read_all(Source& src, Chunks mode) {
+  const bool copy_chunks = mode != Chunks::kView;
   static std::vector<std::byte> chunk_buffer(kChunkBytes);
   Outcome out;
   RecordHeader h;
@@ -77,8 +82,19 @@ Outcome read_all(Source& src, bool copy_chunks) {
     for (;;) {
       size_t got = 0;
       std::span<const std::byte> chunk;
-      bool ok = copy_chunks ? src.read_chunk(chunk_buffer, &got, &why)
-                            : src.read_chunk_view(&chunk, &why);
+      bool ok;
+      if (mode == Chunks::kSplit) {
+        Source::Chunk c;
+        ok = src.next_chunk(&c, &why);
+        if (ok && c.bytes > 0) {
+          FUZZ_CHECK(c.bytes <= kChunkBytes);
+          ok = src.copy_chunk(c, chunk_buffer, &why);
+          if (!ok) src.reject(why);
+        }
+        got = c.bytes;
+      } else {
+        ok = copy_chunks ? src.read_chunk(chunk_buffer, &got, &why) : src.read_chunk_view(&chunk, &why);
+      }
       if (!ok) break;
       if (copy_chunks) chunk = std::span<const std::byte>(chunk_buffer).first(got);
       if (chunk.empty()) break;
@@ -115,18 +131,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_records = 64;
 
   MemorySource in_place(MemoryStream::borrow(bytes), limits);
-  Outcome a = read_all(in_place, false);
+  Outcome a = read_all(in_place, Chunks::kView);
   MemorySource copied(MemoryStream::borrow(bytes), limits);
-  Outcome b = read_all(copied, true);
+  Outcome b = read_all(copied, Chunks::kCopy);
+  MemorySource split(MemoryStream::borrow(bytes), limits);
+  Outcome d = read_all(split, Chunks::kSplit);
 
   int fd = memfd();
   FUZZ_CHECK(::ftruncate(fd, 0) == 0);
   FUZZ_CHECK(size == 0 || ::pwrite(fd, data, size, 0) == ssize_t(size));
   FileSource file(fd, "fuzz input", limits);
-  Outcome c = read_all(file, true);
+  Outcome c = read_all(file, Chunks::kCopy);
+  FileSource file_split(fd, "fuzz input", limits);
+  Outcome e = read_all(file_split, Chunks::kSplit);
 
-  FUZZ_CHECK(a.done == b.done && b.done == c.done);
-  FUZZ_CHECK(a.records == b.records && b.records == c.records);
-  FUZZ_CHECK(a.bytes == b.bytes && b.bytes == c.bytes);
+  FUZZ_CHECK(a.done == b.done && b.done == c.done && c.done == d.done && d.done == e.done);
+  FUZZ_CHECK(a.records == b.records && b.records == c.records && c.records == d.records && d.records == e.records);
+  FUZZ_CHECK(a.bytes == b.bytes && b.bytes == c.bytes && c.bytes == d.bytes && d.bytes == e.bytes);
   return 0;
 }

@@ -6,13 +6,15 @@
 #  3. its defined dynamic functions are exactly the names in the checked-in export list;
 #  4. nothing else is exported (no data, no stray C++ or linker symbols);
 #  5. every export carries the default version libcudart.so.13 (nm and objdump -T agree);
-#  6. every export with a return type other than cudaError_t is a real (strong) definition,
-#     not a generated weak stub.
-# Prints how many exports are implemented and how many are still stubs.
+#  6. every export with a return type other than cudaError_t is a real definition in
+#     libcuda.so.1 (where vmcuda's libcudart.so.13 forwards every export: guest-lib/README.md),
+#     not a generated stub.
+# Prints how many exports are implemented and how many are still stubs (a stub's NAME is an
+# alias of __vmcuda_stub_NAME in libcuda.so.1's symbol table; an implemented one is not).
 #
-# Usage: check_exports.sh LIBCUDART EXPORTS_LIST HAND_WRITTEN_LIST
+# Usage: check_exports.sh LIBCUDART EXPORTS_LIST HAND_WRITTEN_LIST LIBCUDA
 set -euo pipefail
-lib="$1" exports="$2" hand_written="$3"
+lib="$1" exports="$2" hand_written="$3" libcuda="$4"
 fail=0
 problem() { echo "FAIL: $*"; fail=1; }
 tmp="$(mktemp -d)"
@@ -55,11 +57,20 @@ bad="$(awk '$1 != "libcudart.so.13"' "$tmp/objdump")"
 [ "$(wc -l < "$tmp/objdump")" = "$(wc -l < "$tmp/nvidia")" ] ||
   problem "objdump -T lists $(wc -l < "$tmp/objdump") versioned .text symbols, expected $(wc -l < "$tmp/nvidia")"
 
-# 6. hand-written exports must be strong definitions
-awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' "$tmp/nm" | LC_ALL=C sort -u > "$tmp/strong"
+# 6. implementations in libcuda.so.1 (its full symbol table): NAME defined at another address
+#    than __vmcuda_stub_NAME, or without a stub at all
+[ -f "$libcuda" ] || { echo "FAIL: no libcuda.so.1 at $libcuda"; exit 1; }
+nm "$libcuda" | awk '$2 ~ /^[tTwW]$/ { print $3, $1 }' | LC_ALL=C sort > "$tmp/symtab"
+awk 'NR == FNR { if ($1 ~ /^__vmcuda_stub_/) stub[substr($1, 15)] = $2; next }
+     { if (!($1 in stub) || stub[$1] != $2) print $1 }' "$tmp/symtab" "$tmp/symtab" | LC_ALL=C sort -u > "$tmp/strong"
+grep -q '^__vmcuda_stub_' "$tmp/symtab" || problem "$libcuda has no __vmcuda_stub_ symbols (stripped?): cannot tell stubs"
 grep -v '^#' "$hand_written" | cut -f1 | grep . | LC_ALL=C sort -u > "$tmp/hand"
 missing="$(LC_ALL=C comm -23 "$tmp/hand" "$tmp/strong")"
 [ -z "$missing" ] || { problem "exports that need a hand-written implementation but have none:"; echo "$missing"; }
+# every export forwards: an IFUNC (nm -D type i) whose target is in libcuda.so.1
+not_ifunc="$(awk '$2 != "i" && $2 != "A"' "$tmp/nm")"
+[ -z "$not_ifunc" ] || { problem "exports that do not forward to libcuda.so.1 (not IFUNCs):"; echo "$not_ifunc" | head; }
+readelf -d "$lib" | grep -q 'NEEDED.*\[libcuda\.so\.1\]' || problem "libcudart.so.13 does not need libcuda.so.1"
 
 total="$(wc -l < "$tmp/nvidia")"
 strong="$(LC_ALL=C comm -12 "$tmp/nvidia" "$tmp/strong" | wc -l)"

@@ -127,7 +127,9 @@ class Client {
 
 json fake_status(const std::string& vm) {
   return json{{"vm", vm}, {"state", "running"}, {"pid", ::getpid()}, {"clients", 2},
-              {"device_memory_bytes", 1536 * kMiB}, {"gpus", json::array({"0: Test GPU"})}};
+              {"device_memory_bytes", 1536 * kMiB}, {"gpus", json::array({"0: Test GPU"})}, {"weight", 3},
+              {"gpu_time", json::array({json{{"gpu", 0}, {"busy_seconds", 12.5}, {"share", 0.75}, {"weight", 3},
+                                             {"vms_active", 2}}})}};
 }
 
 // The fake stub: status, a suspend with progress in two phases, save echoing its file, and
@@ -512,10 +514,10 @@ TEST_F(VmcudactlTest, StatusTableListsEveryStubAndNotAnsweringOnes) {
   CommandResult r = run({"--run-dir", run_dir(), "status"});
   EXPECT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "VM   STATE          CLIENTS  MEMORY MiB  QUOTA MiB  GPUS\n"
-            "vm1  running              2        1536          -  0: Test GPU\n"
-            "vm2  running              2        1536          -  0: Test GPU\n"
-            "vm3  not answering        -           -          -  -\n");
+            "VM   STATE          CLIENTS  MEMORY MiB  QUOTA MiB  WEIGHT  GPU SHARE  GPU BUSY s  GPUS\n"
+            "vm1  running              2        1536          -       3        75%        12.5  0: Test GPU\n"
+            "vm2  running              2        1536          -       3        75%        12.5  0: Test GPU\n"
+            "vm3  not answering        -           -          -       -          -           -  -\n");
   EXPECT_TRUE(contains(r.err, "vm3: not answering")) << r.err;
   EXPECT_TRUE(contains(r.err, "ECONNREFUSED")) << r.err;
 }

@@ -66,6 +66,26 @@ devices = "auto:2"
   EXPECT_EQ(t->devices, "auto:2");
 }
 
+// Finding 10.6: the limit of programs served at once is a policy key too (--max-clients wins).
+TEST(Policy, MaxClientsIsAKeyAndChecked) {
+  PolicyFile f(R"(
+[defaults]
+max_clients = 8
+[vm.wide]
+max_clients = 0
+)");
+  std::string why;
+  auto d = load_policy(f.path, "any", true, &why);
+  ASSERT_TRUE(d) << why;
+  EXPECT_EQ(d->max_clients, 8u);
+  auto w = load_policy(f.path, "wide", true, &why);
+  ASSERT_TRUE(w) << why;
+  EXPECT_EQ(w->max_clients, 0u);
+  PolicyFile bad("[defaults]\nmax_clients = -1\n");
+  EXPECT_FALSE(load_policy(bad.path, "any", true, &why));
+  EXPECT_NE(why.find("max_clients"), std::string::npos) << why;
+}
+
 TEST(Policy, TheShippedExampleReads) {
   std::string why;
   auto p = load_policy(VMCUDA_POLICY_EXAMPLE, "web1", true, &why);

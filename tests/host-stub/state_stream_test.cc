@@ -1,7 +1,11 @@
 // The state stream (host-stub/src/state_stream.h): round trips through host memory and a
 // file, and a reader that refuses every damaged, truncated, foreign or oversized stream.
 #include <gtest/gtest.h>
+#include <linux/magic.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -289,41 +293,46 @@ TEST(StateStream, MemoryChunksAreNotCopied) {
   EXPECT_EQ(chunk.size(), 100u);
 }
 
+// Two blobs, given as chunks the way a suspend gives them: commit_copy() from a two-slot
+// ring (each slot reused once wait_copy returned) or acquire()/commit().
+void write_two_blobs(Sink& sink, bool copies, const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+  ASSERT_TRUE(sink.put_record(5, 1, as_bytes(std::string("before"))));
+  for (const auto* blob : {&a, &b}) {
+    ASSERT_TRUE(sink.begin_blob(9, blob->size(), blob->size()));
+    std::vector<std::byte> ring(2 * 4 * kMiB);
+    uint64_t tickets[2] = {};
+    for (size_t off = 0, k = 0; off < blob->size(); ++k) {
+      const size_t n = std::min(4 * kMiB, blob->size() - off);
+      if (copies) {
+        std::byte* slot = ring.data() + (k % 2) * 4 * kMiB;
+        if (tickets[k % 2]) {
+          ASSERT_TRUE(sink.wait_copy(tickets[k % 2])) << sink.error();
+        }
+        std::memcpy(slot, blob->data() + off, n);
+        tickets[k % 2] = sink.commit_copy({slot, n});
+        ASSERT_NE(tickets[k % 2], 0u) << sink.error();
+      } else {
+        std::span<std::byte> buf = sink.acquire(n);
+        ASSERT_EQ(buf.size(), n);
+        std::memcpy(buf.data(), blob->data() + off, n);
+        ASSERT_TRUE(sink.commit(buf));
+      }
+      off += n;
+    }
+    ASSERT_TRUE(sink.end_blob()) << sink.error();
+    ASSERT_TRUE(sink.put_record(5, 2, as_bytes(std::string("between"))));
+  }
+  ASSERT_TRUE(sink.put_record(5, 3, as_bytes(std::string("after"))));
+  std::string why;
+  ASSERT_TRUE(sink.finish(&why)) << why;
+}
+
 // commit_copy (a suspend's chunks from a pinned ring, copied and checksummed by several
 // threads) writes the same stream, byte for byte, as acquire/commit; the source may be
 // reused once wait_copy returns.
 TEST(StateStream, ParallelCopiesWriteTheSameStream) {
   const std::vector<std::byte> a = random_bytes(37 * kMiB + 123, 7), b = random_bytes(3 * kMiB, 8);
-  auto write = [&](Sink& sink, bool copies) {
-    ASSERT_TRUE(sink.put_record(5, 1, as_bytes(std::string("before"))));
-    for (const auto* blob : {&a, &b}) {
-      ASSERT_TRUE(sink.begin_blob(9, blob->size(), blob->size()));
-      std::vector<std::byte> ring(2 * 4 * kMiB);
-      uint64_t tickets[2] = {};
-      for (size_t off = 0, k = 0; off < blob->size(); ++k) {
-        const size_t n = std::min(4 * kMiB, blob->size() - off);
-        if (copies) {
-          std::byte* slot = ring.data() + (k % 2) * 4 * kMiB;
-          if (tickets[k % 2]) {
-            ASSERT_TRUE(sink.wait_copy(tickets[k % 2])) << sink.error();
-          }
-          std::memcpy(slot, blob->data() + off, n);
-          tickets[k % 2] = sink.commit_copy({slot, n});
-          ASSERT_NE(tickets[k % 2], 0u) << sink.error();
-        } else {
-          std::span<std::byte> buf = sink.acquire(n);
-          ASSERT_EQ(buf.size(), n);
-          std::memcpy(buf.data(), blob->data() + off, n);
-          ASSERT_TRUE(sink.commit(buf));
-        }
-        off += n;
-      }
-      ASSERT_TRUE(sink.end_blob()) << sink.error();
-    }
-    ASSERT_TRUE(sink.put_record(5, 2, as_bytes(std::string("after"))));
-    std::string why;
-    ASSERT_TRUE(sink.finish(&why)) << why;
-  };
+  auto write = [&](Sink& sink, bool copies) { write_two_blobs(sink, copies, a, b); };
   MemorySink plain;
   write(plain, false);
   const std::vector<std::byte> want = plain.take_stream()->flatten();
@@ -342,6 +351,137 @@ TEST(StateStream, ParallelCopiesWriteTheSameStream) {
   std::vector<std::byte> x(16);
   EXPECT_EQ(sink.commit_copy(x), 0u);
   EXPECT_NE(sink.error().find("outside a blob"), std::string::npos) << sink.error();
+}
+
+// commit_copy() to a file: the copy threads write each chunk at its offset, with pwritev,
+// through windows of a mapping (past whose address range pwritev takes over) or with
+// O_DIRECT (whole blocks; the partial ones buffered): the same bytes as the in-order path,
+// a file cut to the stream's end, and one that reads back.
+TEST(StateStream, ParallelFileWritesMakeTheSameFile) {
+  const std::vector<std::byte> a = random_bytes(37 * kMiB + 123, 17), b = random_bytes(3 * kMiB + 1, 18);
+  MemorySink plain;
+  write_two_blobs(plain, false, a, b);
+  const std::vector<std::byte> want = plain.take_stream()->flatten();
+  TempDir dir;
+  using W = SinkOptions::FileWrites;
+  struct Case {
+    W writes;
+    uint64_t expected;  // the mapping's address range: expected_bytes + 4 windows
+    const char* what;
+  } cases[] = {{W::kPwrite, 0, "pwritev"},
+               {W::kMapped, 64 * kMiB, "mapped, every chunk in the range"},
+               {W::kMapped, 0, "mapped, most chunks past the range"},
+               {W::kDirect, 48 * kMiB, "direct, preallocated past the end"},
+               {W::kDirect, 0, "direct, the file growing"}};
+  const bool direct_here = [&] {
+    FileSink probe(dir.file("probe.vmstate"), [] {
+      SinkOptions o;
+      o.file_writes = W::kDirect;
+      return o;
+    }());
+    return std::string(probe.chunk_writes()) == "direct";
+  }();
+  for (const Case& c : cases)
+    for (unsigned threads : {0u, 1u, 4u}) {
+      SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(threads) + " threads");
+      const std::string path = dir.file("parallel.vmstate");
+      SinkOptions o;
+      o.copy_threads = threads;
+      o.file_writes = c.writes;
+      o.map_window_bytes = kMiB;  // many windows, mapped and unmapped as the chunks go
+      o.expected_bytes = c.expected;
+      uint64_t progress = 0;
+      o.progress = [&](uint64_t done, uint64_t) { EXPECT_GE(done, progress); progress = done; };
+      {
+        FileSink sink(path, o);
+        EXPECT_STREQ(sink.chunk_writes(), c.writes == W::kMapped                  ? "mapped"
+                                          : c.writes == W::kDirect && direct_here ? "direct"
+                                                                                  : "pwritev");
+        write_two_blobs(sink, true, a, b);
+        EXPECT_EQ(sink.bytes_written(), want.size());
+        EXPECT_EQ(progress, want.size());
+      }
+      EXPECT_FALSE(fs::exists(path + ".partial"));
+      EXPECT_TRUE(read_file(path) == want) << "another file";
+      Parsed p = read_path(path);
+      ASSERT_TRUE(p.ok) << p.why;
+      ASSERT_EQ(p.items.size(), 6u);
+      EXPECT_TRUE(p.items[1].bytes == a);
+    }
+  // kAuto maps where the file is on tmpfs.
+  struct statfs shm{};
+  if (::statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK) == 0) {
+    const std::string path = "/dev/shm/state_stream_test." + std::to_string(::getpid());
+    SinkOptions o;
+    o.copy_threads = 2;
+    {
+      FileSink sink(path, o);
+      EXPECT_STREQ(sink.chunk_writes(), "mapped");
+      write_two_blobs(sink, true, a, b);
+    }
+    EXPECT_TRUE(read_file(path) == want);
+    fs::remove(path);
+  }
+  FileSink other(dir.file("auto.vmstate"));
+  EXPECT_STREQ(other.chunk_writes(), direct_here ? "direct" : "pwritev") << "not tmpfs: " << dir.path;
+}
+
+// A tmpfs that fills up mid-save (a small one, mounted in a user namespace of a child
+// process): every way of writing chunks stops with "no space left", and the .partial file
+// goes. (A full tmpfs raises SIGBUS at a store into a mapping: the mapped writes allocate
+// each page first.)
+TEST(StateStream, AFullTmpfsMidSaveFailsCleanly) {
+  for (auto writes : {SinkOptions::FileWrites::kMapped, SinkOptions::FileWrites::kDirect,
+                      SinkOptions::FileWrites::kPwrite}) {
+    TempDir dir;
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const uid_t uid = ::getuid();
+      const gid_t gid = ::getgid();
+      if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) ::_exit(77);
+      auto put = [](const char* file, const std::string& text) {
+        std::ofstream f(file);
+        f << text;
+        return bool(f.flush());
+      };
+      put("/proc/self/setgroups", "deny");
+      if (!put("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+          !put("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1"))
+        ::_exit(77);
+      if (::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=8m") != 0) ::_exit(77);
+      const std::string path = dir.file("vm.vmstate");
+      const std::vector<std::byte> big = random_bytes(24 * kMiB, 3);
+      SinkOptions o;
+      o.copy_threads = 3;
+      o.file_writes = writes;
+      std::string why;
+      bool ok = true;
+      {
+        FileSink sink(path, o);
+        ok = sink.begin_blob(9, 1, big.size());
+        std::vector<uint64_t> tickets;
+        for (size_t off = 0; ok && off < big.size(); off += 4 * kMiB) {
+          const uint64_t t = sink.commit_copy(std::span(big).subspan(off, 4 * kMiB));
+          ok = t != 0;
+          tickets.push_back(t);
+        }
+        ok = ok && sink.end_blob();
+        ok = sink.finish(&why) && ok;
+        if (why.empty()) why = sink.error();
+      }
+      const bool expected = !ok && why.find("no space left on device writing " + path + ".partial") != std::string::npos &&
+                            !fs::exists(path + ".partial") && !fs::exists(path);
+      if (!expected) std::fprintf(stderr, "child: ok=%d why=%s\n", ok, why.c_str());
+      ::umount(dir.path.c_str());
+      ::_exit(expected ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot mount a small tmpfs in a user namespace here";
+    EXPECT_EQ(WEXITSTATUS(status), 0) << int(writes);
+  }
 }
 
 TEST(StateStream, FileRoundTripMatchesMemory) {

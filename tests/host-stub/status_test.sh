@@ -42,6 +42,19 @@ assert len(ups) == 2 and all(l.endswith(" 1") for l in ups), ups
 P
 "$ctl" metrics vm1 --textfile "$work/vmcuda.prom" && grep -q '^vmcuda_vm_up{vm="vm1"} 1$' "$work/vmcuda.prom" \
   && [ ! -e "$work/vmcuda.prom.tmp" ] && ok "metrics --textfile writes the file whole" || bad "textfile: $(cat "$work/vmcuda.prom" 2>&1)"
+# Fair sharing's figures (host-stub/src/fair_share.h): per GPU in the JSON, the table's
+# columns, the metrics' families.
+"$ctl" status vm1 --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+g = s["gpu_time"]
+assert len(g) == 1 and g[0]["gpu"] == 0 and g[0]["weight"] == 1, g
+assert g[0]["busy_seconds"] >= 0 and 0 <= g[0]["share"] <= 1, g
+' && ok "status --json: the VM's GPU time per GPU" || bad "status --json has no gpu_time: $("$ctl" status vm1 --json)"
+grep -q "GPU SHARE" <<<"$("$ctl" status)" && ok "status table: GPU SHARE column" || bad "no GPU SHARE column: $("$ctl" status)"
+for fam in vmcuda_vm_gpu_busy_seconds_total vmcuda_vm_gpu_time_share; do
+  grep -q "^$fam{vm=\"vm1\",gpu=\"0\"} " <<<"$m" || bad "metrics: no $fam for vm1's GPU 0"
+done
 t="$("$ctl" top --count 2 --interval 0.2)"
 [ "$(grep -c '^VM  *STATE' <<<"$t")" = 2 ] && ok "top refreshes (2 tables)" || bad "top: $t"
 refused "top of a VM with no stub" "not answering" "$ctl" top nosuchvm --count 1

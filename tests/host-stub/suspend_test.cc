@@ -358,8 +358,8 @@ TEST(Suspend, AGpuErrorDuringSuspendLeavesTheClientRunning) {
   c.put(p, iota(64, 11));
   const uint64_t bytes = tst::fake_allocated_bytes(), contexts = tst::fake_live_contexts();
   ASSERT_TRUE(hold(stub));
-  // To host memory the copies are asynchronous, through the pinned ring (and several copy
-  // threads unless VMCUDA_SUSPEND_THREADS=1); to a file they go straight into its buffers.
+  // The copies are asynchronous, through the pinned ring, to host memory and to a file
+  // (unless VMCUDA_SUSPEND_THREADS=1: then a save's go straight into the file's buffers).
   cc::Reply r = control_with_failing(stub, stub.api.cuMemcpyDtoHAsync_v2, &failing_dtoh_async,
                                      static_cast<CUresult>(700) /* CUDA_ERROR_ILLEGAL_ADDRESS */, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
@@ -368,14 +368,22 @@ TEST(Suspend, AGpuErrorDuringSuspendLeavesTheClientRunning) {
   EXPECT_EQ(tst::fake_allocated_bytes(), bytes);  // nothing was released
   EXPECT_EQ(tst::fake_live_contexts(), contexts);
   const std::string file = ::testing::TempDir() + "/vmcuda-failed-save.state";
-  r = control_with_failing(stub, stub.api.cuMemcpyDtoH_v2, &failing_dtoh,
-                           static_cast<CUresult>(700) /* CUDA_ERROR_ILLEGAL_ADDRESS */, cc::Op::kSave, file);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("copying device memory"), std::string::npos) << r.error;
-  EXPECT_FALSE(r.status.suspended);
-  EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
-  EXPECT_EQ(tst::fake_live_contexts(), contexts);
-  EXPECT_FALSE(std::filesystem::exists(file)) << "a failed save leaves no state file";
+  for (int64_t threads : {0, 1}) {
+    SCOPED_TRACE("VMCUDA_SUSPEND_THREADS=" + std::to_string(threads));
+    vmrpc::knobs::kSuspendCopyThreads.set(threads);
+    r = threads == 1 ? control_with_failing(stub, stub.api.cuMemcpyDtoH_v2, &failing_dtoh,
+                                            static_cast<CUresult>(700) /* CUDA_ERROR_ILLEGAL_ADDRESS */, cc::Op::kSave, file)
+                     : control_with_failing(stub, stub.api.cuMemcpyDtoHAsync_v2, &failing_dtoh_async,
+                                            static_cast<CUresult>(700), cc::Op::kSave, file);
+    vmrpc::knobs::kSuspendCopyThreads.set(0);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("copying device memory"), std::string::npos) << r.error;
+    EXPECT_FALSE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
+    EXPECT_EQ(tst::fake_live_contexts(), contexts);
+    EXPECT_FALSE(std::filesystem::exists(file)) << "a failed save leaves no state file";
+    EXPECT_FALSE(std::filesystem::exists(file + ".partial")) << "nor a partial one";
+  }
   release(stub);
   EXPECT_EQ(c.get(p, 64), iota(64, 11));
 }
@@ -459,9 +467,9 @@ struct CopyThreadsKnob {
   ~CopyThreadsKnob() { vmrpc::knobs::kSuspendCopyThreads.set(0); }
 };
 
-// Blocks whose sizes are no multiple of the ring's slot (4 MiB), of the chunks a suspend to
-// memory makes (4 MiB) or a save makes (16 MiB: a chunk takes four adjacent slots, the
-// ring's tail is skipped), nor of the ring (at least 8 slots).
+// Blocks whose sizes are no multiple of the ring's slot (4 MiB), of the chunks a suspend
+// makes through the ring (4 MiB) or a save with one copy thread makes (16 MiB: a chunk takes
+// four adjacent slots, the ring's tail is skipped), nor of the ring (at least 8 slots).
 struct OddBlocks {
   std::vector<std::pair<uint64_t, std::vector<std::byte>>> blocks;
   void build(Client& c, uint64_t seed) {
@@ -503,10 +511,13 @@ TEST(Suspend, TheResumeRingGivesBackEveryByteWithAnyNumberOfThreads) {
     EXPECT_EQ(tst::fake_live_streams(), 0u);
     release(stub);
     b.check(c, "threads " + std::to_string(threads) + ", from memory");
-    // From a file (16 MiB chunks).
+    // From a file: saved through the ring (4 MiB chunks) or, with 8 threads, by one thread
+    // (16 MiB chunks, restored by 8).
     g_async_htod_bytes = 0;
     ASSERT_TRUE(hold(stub));
+    if (threads == 8) vmrpc::knobs::kSuspendCopyThreads.set(1);
     r = control(stub, cc::Op::kSave, path);
+    vmrpc::knobs::kSuspendCopyThreads.set(threads);
     ASSERT_TRUE(r.ok) << r.error;
     r = control(stub, cc::Op::kRestore, path);
     ASSERT_TRUE(r.ok) << r.error;

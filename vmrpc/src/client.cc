@@ -62,6 +62,11 @@ bool ClientSlot::hello(std::string* why) {
   wire::HelloArgs a{wire::kAbiVersion, static_cast<uint32_t>(::getpid()), 0};
   auto r = call(static_cast<uint32_t>(wire::MessageId::kHello), std::as_bytes(std::span(&a, 1)),
                 sizeof(wire::HelloReply));
+  if (r.status == static_cast<int32_t>(ChannelStatus::kRefused)) {
+    if (why) *why = "the host serves as many programs of this VM at once as it allows (vmcuda-stub --max-clients); "
+                    "try again once another has ended";
+    return false;
+  }
   if (r.status != 0 || r.bytes.size() != sizeof(wire::HelloReply)) {
     if (why) *why = "the host did not accept the slot (status " + std::to_string(r.status) + ")";
     return false;
@@ -104,6 +109,9 @@ ChannelStatus ClientSlot::submit() {
   } else if (hs == static_cast<uint32_t>(wire::HostSlotState::kTimedOut)) {
     batch_.reset();
     return ChannelStatus::kLaunchTimeout;  // ended for running a kernel past the time limit
+  } else if (hs == static_cast<uint32_t>(wire::HostSlotState::kRefused)) {
+    batch_.reset();
+    return ChannelStatus::kRefused;  // over the VM's limit of clients at once: release the slot
   }
   const uint32_t bytes = batch_.finish();
   ordering::store_relaxed(ctl.request_bytes, bytes);

@@ -117,6 +117,7 @@ struct SlotRuntime {
 
 struct Connection {
   uint64_t id = 0;
+  uid_t uid = static_cast<uid_t>(-1);  // the peer's user (SO_PEERCRED) when it connected
   UniqueFd sock;
   UniqueFd memfd;
   Mapping map;
@@ -170,6 +171,12 @@ class HostEndpoint::Impl {
   void check_worker_exits(Connection& c);
   // Whether one more client may be served (HostEndpointOptions::max_clients); logs a refusal.
   bool admit_client(const Connection& c, uint32_t slot);
+  // Whether a new connection of `uid` may be served (max_connections, the per-user count and
+  // rate); logs a refusal (rate-limited, with a count). Counts it when admitted.
+  bool admit_connection(uid_t uid);
+  void count_user(Connection& c);    // a connection adopted or admitted: its user holds one more
+  void uncount_user(Connection& c);
+  void log_refusal(const std::string& what);
   void on_worker_exit(Connection& c, uint32_t slot);
   void on_messages();
   void teardown(Connection& c);
@@ -292,6 +299,19 @@ class HostEndpoint::Impl {
 
   mutable std::mutex stats_mu_;
   HostEndpointStats stats_;
+
+  // Per user on the socket (loop thread only): live connections and a token bucket of new
+  // ones. An entry goes when its user holds nothing and its bucket is full again.
+  struct UserConnections {
+    uint32_t live = 0;
+    double tokens = 0, last_s = 0;
+  };
+  std::map<uid_t, UserConnections> users_;
+  // Refusals are logged once, then at most once per kRefusalLogS with how many there were.
+  static constexpr double kRefusalLogS = 10;
+  static constexpr int kHandshakeSendMs = 100;
+  double refusal_logged_s_ = -1e9;
+  uint64_t refusals_unlogged_ = 0;
 };
 
 // ---------------------------------------------------------------------------- loop
@@ -520,12 +540,104 @@ void HostEndpoint::Impl::on_messages() {
 
 // ------------------------------------------------------------------ connections
 
+namespace {
+uid_t peer_uid(int sock) {
+  ucred cred{};
+  socklen_t length = sizeof cred;
+  if (::getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) return static_cast<uid_t>(-1);
+  return cred.uid;
+}
+double now_s() { return static_cast<double>(now_ns()) * 1e-9; }
+}  // namespace
+
+void HostEndpoint::Impl::log_refusal(const std::string& what) {
+  // Its own subsystem's limiter too, so that refusals cannot crowd out other warnings.
+  const double now = now_s();
+  if (now - refusal_logged_s_ < kRefusalLogS) {
+    ++refusals_unlogged_;
+    return;
+  }
+  const std::string before = refusals_unlogged_ ? " (" + std::to_string(refusals_unlogged_) +
+                                                      " more refused in the last " +
+                                                      std::to_string(static_cast<int>(kRefusalLogS)) + " s, not logged)"
+                                                : "";
+  refusal_logged_s_ = now;
+  refusals_unlogged_ = 0;
+  VMRPC_LOG(kWarn, "admission", what + before);
+}
+
+bool HostEndpoint::Impl::admit_connection(uid_t uid) {
+  const double now = now_s();
+  // Forget users that hold nothing and whose bucket has filled again (the table stays as
+  // small as the set of users connected lately).
+  const double cap = std::max<double>(1, opts_.max_connections_per_user);
+  for (auto it = users_.begin(); it != users_.end();) {
+    const bool full = opts_.connect_rate_per_user <= 0 ||
+                      it->second.tokens + (now - it->second.last_s) * opts_.connect_rate_per_user >= cap;
+    it = it->second.live == 0 && full ? users_.erase(it) : std::next(it);
+  }
+  std::string why;
+  auto [it, fresh] = users_.try_emplace(uid);
+  UserConnections& u = it->second;
+  if (fresh) {
+    u.tokens = cap;
+    u.last_s = now;
+  }
+  if (opts_.connect_rate_per_user > 0) {
+    u.tokens = std::min(cap, u.tokens + (now - u.last_s) * opts_.connect_rate_per_user);
+    u.last_s = now;
+  }
+  if (conns_.size() >= opts_.max_connections) {
+    why = "already " + std::to_string(conns_.size()) + " connections (at most " +
+          std::to_string(opts_.max_connections) + " per socket)";
+  } else if (opts_.max_connections_per_user > 0 && u.live >= opts_.max_connections_per_user) {
+    why = "user " + std::to_string(uid) + " holds " + std::to_string(u.live) + " connections already (at most " +
+          std::to_string(opts_.max_connections_per_user) + " per user: " + knobs::kMaxConnectionsPerUser.env() + ")";
+  } else if (opts_.connect_rate_per_user > 0 && u.tokens < 1) {
+    why = "user " + std::to_string(uid) + " connects faster than " +
+          std::to_string(static_cast<long long>(opts_.connect_rate_per_user)) + " a second (" +
+          knobs::kConnectRatePerUser.env() + ")";
+  }
+  if (!why.empty()) {
+    {
+      std::lock_guard l(stats_mu_);
+      ++stats_.connections_refused_total;
+    }
+    log_refusal("refusing a connection on " + opts_.socket_path + ": " + why);
+    return false;
+  }
+  if (opts_.connect_rate_per_user > 0) u.tokens -= 1;
+  return true;
+}
+
+void HostEndpoint::Impl::count_user(Connection& c) {
+  c.uid = peer_uid(c.sock.get());
+  auto [it, fresh] = users_.try_emplace(c.uid);
+  if (fresh) {
+    it->second.tokens = std::max<double>(1, opts_.max_connections_per_user);
+    it->second.last_s = now_s();
+  }
+  ++it->second.live;
+}
+
+void HostEndpoint::Impl::uncount_user(Connection& c) {
+  auto it = users_.find(c.uid);
+  if (it != users_.end() && it->second.live > 0) --it->second.live;
+}
+
 void HostEndpoint::Impl::on_accept(int fd) {
   UniqueFd sock(fd);
-  if (conns_.size() >= opts_.max_connections) {
-    VMRPC_LOG(kWarn, "host", "refusing a connection on " + opts_.socket_path + ": already " +
-                                 std::to_string(conns_.size()) + " (max_connections)");
-    return;
+  // Refused before anything is made for it: a refusal costs an accept and a close.
+  if (!admit_connection(peer_uid(sock.get()))) return;
+  // The handshake below runs on this thread: a peer that does not read must not hold it. Its
+  // messages (3 + 2 x slots, each a few hundred bytes of socket buffer with its fd) fit the
+  // buffer at the default slot count, so they never wait; with many slots a send waits for
+  // the peer at most kHandshakeSendMs, then the connection is dropped.
+  {
+    const int want = static_cast<int>(std::min<uint64_t>(64u << 20, (3 + 2ull * layout_.slot_count) * 1024));
+    ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDBUF, &want, sizeof want);  // best effort (net.core.wmem_max)
+    timeval tv{0, kHandshakeSendMs * 1000};
+    ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
   auto c = std::make_unique<Connection>();
   try {
@@ -573,6 +685,7 @@ void HostEndpoint::Impl::on_accept(int fd) {
   }
   Connection* raw = c.release();
   conns_.insert(raw);
+  count_user(*raw);
   {
     std::lock_guard l(conns_mu_);
     by_id_[raw->id] = raw;
@@ -627,6 +740,7 @@ void HostEndpoint::Impl::maybe_free(Connection* c) {
     VMRPC_LOG(kWarn, "host", std::string("service failed closing a connection: ") + e.what());
   }
   unstore_fds(*c);
+  uncount_user(*c);
   conns_.erase(c);
   {
     std::lock_guard l(conns_mu_);
@@ -679,15 +793,18 @@ void HostEndpoint::Impl::on_doorbell(Connection& c, uint32_t slot) {
   if (const uint32_t hs = ordering::load_acquire(ctl.host_state);
       !held && (hs == static_cast<uint32_t>(wire::HostSlotState::kFailed) ||
                 hs == static_cast<uint32_t>(wire::HostSlotState::kStateLost) ||
-                hs == static_cast<uint32_t>(wire::HostSlotState::kTimedOut))) {
+                hs == static_cast<uint32_t>(wire::HostSlotState::kTimedOut) ||
+                hs == static_cast<uint32_t>(wire::HostSlotState::kRefused))) {
     // A slot whose server died or whose state is lost: answer a batch the guest sent as it
     // happened (it may have looked at host_state just before), keep watching.
     fail_slot(c.view, slot, c.guest_rx[slot].get(), static_cast<wire::HostSlotState>(hs));
     arm_doorbell(c, slot);
     return;
   }
-  if (!admit_client(c, slot)) {
-    fail_slot(c.view, slot, c.guest_rx[slot].get());
+  // A restored client was admitted before its VM was saved: it comes back whatever the count.
+  if (!held && !admit_client(c, slot)) {
+    // Until the guest releases the slot: it is not admitted again by ringing.
+    fail_slot(c.view, slot, c.guest_rx[slot].get(), wire::HostSlotState::kRefused);
     arm_doorbell(c, slot);
     return;
   }
@@ -750,10 +867,15 @@ bool HostEndpoint::Impl::admit_client(const Connection& c, uint32_t slot) {
     serving = stats_.slots_serving;
   }
   if (serving < opts_.max_clients) return true;
-  VMRPC_LOG(kWarn, "host", "connection " + std::to_string(c.id) + " slot " + std::to_string(slot) +
-                               ": refused: " + std::to_string(serving) + " clients are served already (at most " +
-                               std::to_string(opts_.max_clients) + " per VM: vmcuda-stub --max-clients); the "
-                               "program gets cudaErrorDevicesUnavailable");
+  {
+    std::lock_guard l(stats_mu_);
+    ++stats_.clients_refused_total;
+  }
+  log_refusal("connection " + std::to_string(c.id) + " slot " + std::to_string(slot) + " (guest pid " +
+              std::to_string(ordering::load_relaxed(c.view.control(slot).owner_tag)) + "): a program refused: " +
+              std::to_string(serving) + " are served already (at most " + std::to_string(opts_.max_clients) +
+              " at once for this VM: vmcuda-stub --max-clients, policy key max_clients); it gets "
+              "cudaErrorDevicesUnavailable");
   return false;
 }
 
@@ -1222,6 +1344,7 @@ void HostEndpoint::Impl::adopt(Handover h) {
     max_id = std::max(max_id, c->id);
     Connection* raw = c.release();
     conns_.insert(raw);
+    count_user(*raw);
     {
       std::lock_guard l(conns_mu_);
       by_id_[raw->id] = raw;

@@ -102,6 +102,13 @@ void run_batch(const SlotServer& s, SlotService* svc, DecodedBatch& batch) {
     write_frame_status(stack, f.frame_offset, status, reply_bytes);
     ++done;
   }
+  if (svc) {
+    try {
+      svc->batch_done();
+    } catch (const std::exception& e) {
+      VMRPC_LOG(kWarn, "host", std::string("after a batch: ") + e.what());
+    }
+  }
   ordering::store_relaxed(ctl.batch_status, static_cast<int32_t>(ChannelStatus::kOk));
   ordering::store_relaxed(ctl.frames_done, done);
 }
@@ -215,6 +222,8 @@ void fail_slot(const RegionView& view, uint32_t slot, int notify_fd, wire::HostS
                                                                       ? ChannelStatus::kStateLost
                                                                   : why == wire::HostSlotState::kTimedOut
                                                                       ? ChannelStatus::kLaunchTimeout
+                                                                  : why == wire::HostSlotState::kRefused
+                                                                      ? ChannelStatus::kRefused
                                                                       : ChannelStatus::kHandlerFailed));
     ordering::store_relaxed(ctl.frames_done, 0u);
     ordering::store_release(ctl.response_seq, seq);

@@ -102,6 +102,11 @@ struct HostEndpointOptions {
   // Clients served at once, all connections together (a worker process or a thread each):
   // a guest that claims and releases slots fast cannot make the host start more. 0: no limit.
   uint32_t max_clients = 64;
+  // Per user (the connecting process's uid): connections held at once, and new ones a second
+  // after a burst of that many, so that one local user cannot take every connection nor keep
+  // the event loop busy with handshakes. Beyond them a connection is closed at once.
+  uint32_t max_connections_per_user = static_cast<uint32_t>(knobs::kMaxConnectionsPerUser.get());
+  double connect_rate_per_user = static_cast<double>(knobs::kConnectRatePerUser.get());
 };
 
 // A slot being served (HostEndpoint::served_slots).
@@ -119,6 +124,8 @@ struct HostEndpointStats {
   uint64_t slots_opened_total = 0;
   uint64_t slots_closed_total = 0;   // by the guest or because its peer left
   uint64_t bad_batches_total = 0;
+  uint64_t connections_refused_total = 0;  // over max_connections, per user, or too fast
+  uint64_t clients_refused_total = 0;      // over max_clients
 };
 
 // A region image token nobody can guess or repeat (never 0: "none"); HostEndpoint::set_image_token.

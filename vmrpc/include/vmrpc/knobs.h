@@ -84,6 +84,13 @@ VMRPC_KNOB(kRegionCheckMs, "VMRPC_REGION_CHECK_MS", 100,
 VMRPC_KNOB(kWorkerExitMs, "VMRPC_WORKER_EXIT_MS", 10000,
            "a worker process that outlives its program by this long is killed (a kernel that never ends blocks its "
            "teardown; a native process's kernels end with it): its slot and GPU memory go back; 0: never");
+VMRPC_KNOB(kMaxConnectionsPerUser, "VMRPC_MAX_CONNECTIONS_PER_USER", 16,
+           "connections one user (the connecting process's uid, SO_PEERCRED) may hold at once on a stub's socket, "
+           "so that one local user cannot take all of them (each costs a region); 0: only the socket's limit");
+VMRPC_KNOB(kConnectRatePerUser, "VMRPC_CONNECT_RATE", 20,
+           "new connections a second one user may open on a stub's socket, after a burst of "
+           "VMRPC_MAX_CONNECTIONS_PER_USER; more are closed at once (an accept and a close on the stub's event loop, "
+           "no region); 0: no limit");
 VMRPC_KNOB(kLogLevel, "VMRPC_LOG", 1, "0 quiet, 1 warnings, 2 info, 3 debug");
 VMRPC_KNOB(kLogWarnRate, "VMRPC_LOG_WARN_RATE", 10,
            "warning lines a second per subsystem and process, after a burst (0: no limit): a guest cannot fill "

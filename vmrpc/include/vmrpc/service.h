@@ -42,6 +42,9 @@ class SlotService {
   // wire::ChannelStatus < 0; sets reply_bytes <= reply.size().
   virtual int32_t call(const CallContext& ctx, uint32_t call_id, std::span<const std::byte> args,
                        std::span<std::byte> reply, uint32_t& reply_bytes) = 0;
+  // After the last call of each batch (the guest waits for no more of this batch's work):
+  // e.g. vmcuda-stub records what the batch left pending on the GPU.
+  virtual void batch_done() {}
   // Before the first call or control request: the region the slot lives in (valid while the
   // slot is served). A client restored into a new service needs it before any call.
   virtual void bind_region(const RegionView& region) {}

@@ -71,7 +71,7 @@ enum class SlotState : uint32_t {
 enum class HostSlotState : uint32_t {
   kIdle = 0,     // no service thread attached
   kServing = 1,  // a service thread owns the slot
-  kRefused = 2,  // host refused the slot (e.g. policy); guest must release it
+  kRefused = 2,  // host refused the slot (its limit of clients served at once, a policy): calls fail with kRefused; release the slot
   kFailed = 3,   // the slot's server died (its worker crashed): calls fail; release the slot
   // The region was restored from a saved image (VM restore, snapshot revert) and the host
   // has no GPU state for this slot's client (the VM was saved without it): calls fail
@@ -192,6 +192,7 @@ enum class ChannelStatus : int32_t {
   kTransportLost = -10,   // guest side only: the host endpoint went away
   kStateLost = -11,       // the host has no GPU state for this client (HostSlotState::kStateLost)
   kLaunchTimeout = -12,   // the client's kernel ran past the time limit; its server was ended (HostSlotState::kTimedOut)
+  kRefused = -13,         // the host serves as many clients of this VM as it allows (HostSlotState::kRefused)
 };
 
 inline constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }

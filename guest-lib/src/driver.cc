@@ -1,0 +1,733 @@
+// driver API: initialization, versions, devices, contexts and primary contexts, error
+// strings, memory, streams and events (cuda.h). Built on the runtime areas in this library
+// (driver_state.h): a CUdeviceptr is a cudaMalloc pointer, a CUstream a cudaStream_t, a
+// CUevent a cudaEvent_t, so each works with either API, as natively.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "driver_state.h"
+#include "log.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "vgpu_db/allocations.h"
+#include "vmcuda/cudart_api.h"
+
+#define CU_API extern "C" __attribute__((visibility("default")))
+
+using namespace vmcuda::guest;
+namespace cu = vmcuda::cu;
+namespace api = vmcuda::api;
+
+namespace {
+
+// A driver call made of runtime calls: the runtime's last error stays as it was.
+#define VMCUDA_DRIVER_RUNTIME(expr)   \
+  do {                                \
+    KeepRuntimeLastError keep_;       \
+    return to_cu_result((expr));      \
+  } while (0)
+
+#define VMCUDA_ENTER(call)                          \
+  do {                                              \
+    if (CUresult e_ = (call)) return e_;            \
+  } while (0)
+
+const api::DevicePropertiesReply* device_props(CUdevice dev) {
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r || dev < 0 || dev >= static_cast<int>(r->devices().size())) return nullptr;
+  return &r->devices()[dev];
+}
+
+// Primary context state per device: retain count and flags (cuDevicePrimaryCtx*).
+struct PrimaryState {
+  int retained = 0;
+  unsigned flags = 0;
+};
+std::mutex g_primary_mu;
+std::vector<PrimaryState> g_primary;
+PrimaryState& primary_state(int dev) {
+  if (static_cast<int>(g_primary.size()) <= dev) g_primary.resize(dev + 1);
+  return g_primary[dev];
+}
+
+// Runs `f` with the runtime's device set to `dev` on this thread (calls that name a device,
+// not the current context), and puts it back.
+template <class F>
+cudaError_t on_device(int dev, F f) {
+  int& d = Remote::thread_device();
+  const int saved = d;
+  d = dev;
+  cudaError_t e = f();
+  d = saved;
+  return e;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ initialization, versions
+
+CU_API CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return cu::kInvalidValue;
+  cudaError_t e = cudaSuccess;
+  if (!Remote::get(&e)) return e == cudaErrorDevicesUnavailable ? 46 : cu::kNoDevice;
+  mark_driver_initialized();
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuDriverGetVersion(int* version) {
+  if (!version) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaDriverGetVersion(version));
+}
+
+// ------------------------------------------------------------------ devices
+
+CU_API CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!device) return cu::kInvalidValue;
+  if (!device_props(ordinal)) return cu::kInvalidDevice;
+  *device = ordinal;
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuDeviceGetCount(int* count) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!count) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaGetDeviceCount(count));
+}
+
+CU_API CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!name || len <= 0) return cu::kInvalidValue;
+  const auto* p = device_props(dev);
+  if (!p) return cu::kInvalidDevice;
+  const size_t n = strnlen(p->name, sizeof p->name);
+  const size_t k = std::min(n, static_cast<size_t>(len) - 1);
+  std::memcpy(name, p->name, k);
+  name[k] = '\0';
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!uuid) return cu::kInvalidValue;
+  const auto* p = device_props(dev);
+  if (!p) return cu::kInvalidDevice;
+  std::memcpy(uuid->bytes, p->uuid, 16);
+  return cu::kSuccess;
+}
+CU_API CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+CU_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!bytes) return cu::kInvalidValue;
+  const auto* p = device_props(dev);
+  if (!p) return cu::kInvalidDevice;
+  *bytes = p->total_mem;
+  return cu::kSuccess;
+}
+// The CUDA 2.0 form: an unsigned int byte count (clamped, as a 32-bit count must be).
+CU_API CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
+  size_t b = 0;
+  if (!bytes) return cu::kInvalidValue;
+  CUresult e = cuDeviceTotalMem_v2(&b, dev);
+  if (e == cu::kSuccess) *bytes = static_cast<unsigned>(std::min<size_t>(b, 0xffffffffu));
+  return e;
+}
+
+CU_API CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!value) return cu::kInvalidValue;
+  if (!device_props(dev)) return cu::kInvalidDevice;
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetAttribute(value, static_cast<cudaDeviceAttr>(attribute), dev));
+}
+
+CU_API CUresult cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!major || !minor) return cu::kInvalidValue;
+  const auto* p = device_props(dev);
+  if (!p) return cu::kInvalidDevice;
+  *major = p->attributes[75];  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+  *minor = p->attributes[76];
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!prop) return cu::kInvalidValue;
+  const auto* p = device_props(dev);
+  if (!p) return cu::kInvalidDevice;
+  const int32_t* a = p->attributes;  // indexed by CUdevice_attribute
+  prop->maxThreadsPerBlock = a[1];
+  for (int i = 0; i < 3; ++i) {
+    prop->maxThreadsDim[i] = a[2 + i];
+    prop->maxGridSize[i] = a[5 + i];
+  }
+  prop->sharedMemPerBlock = a[8];
+  prop->totalConstantMemory = a[9];
+  prop->SIMDWidth = a[10];
+  prop->memPitch = a[11];
+  prop->regsPerBlock = a[12];
+  prop->clockRate = a[13];
+  prop->textureAlign = a[14];
+  return cu::kSuccess;
+}
+
+// ------------------------------------------------------------------ primary contexts
+
+CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!pctx) return cu::kInvalidValue;
+  CUcontext c = primary_context(dev);
+  if (!c) return cu::kInvalidDevice;
+  std::lock_guard l(g_primary_mu);
+  ++primary_state(dev).retained;
+  *pctx = c;
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!primary_context(dev)) return cu::kInvalidDevice;
+  std::lock_guard l(g_primary_mu);
+  auto& s = primary_state(dev);
+  if (s.retained <= 0) return cu::kInvalidContext;  // released more often than retained
+  --s.retained;
+  return cu::kSuccess;
+}
+CU_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+
+CU_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!flags || !active) return cu::kInvalidValue;
+  if (!primary_context(dev)) return cu::kInvalidDevice;
+  std::lock_guard l(g_primary_mu);
+  const auto& s = primary_state(dev);
+  *flags = s.flags;
+  // Retained by the driver API, or by the runtime (which retains its device's at first use).
+  *active = s.retained > 0 || (runtime_used_on_this_thread() && Remote::thread_device() == dev);
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!primary_context(dev)) return cu::kInvalidDevice;
+  if (flags & ~0xffu) return cu::kInvalidValue;  // CU_CTX_FLAGS_MASK
+  std::lock_guard l(g_primary_mu);
+  primary_state(dev).flags = flags;  // remembered, as cudaSetDeviceFlags' are (not applied on the host)
+  return cu::kSuccess;
+}
+CU_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+// As cudaDeviceReset on that device: its allocations, streams and events are freed.
+CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!primary_context(dev)) return cu::kInvalidDevice;
+  {
+    std::lock_guard l(g_primary_mu);
+    primary_state(dev) = {};
+  }
+  VMCUDA_DRIVER_RUNTIME(on_device(dev, [] { return cudaDeviceReset(); }));
+}
+CU_API CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
+
+// ------------------------------------------------------------------ contexts
+
+CU_API CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!pctx) return cu::kInvalidValue;
+  *pctx = current_context();
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuCtxSetCurrent(CUcontext ctx) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (ctx && !valid_context(ctx)) return cu::kInvalidContext;
+  set_current_context(ctx);
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!valid_context(ctx)) return cu::kInvalidContext;
+  push_context(ctx);
+  return cu::kSuccess;
+}
+CU_API CUresult cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+
+CU_API CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  VMCUDA_ENTER(enter_driver_call());
+  CUcontext top = pop_context();
+  if (!top) return cu::kInvalidContext;
+  if (pctx) *pctx = top;
+  return cu::kSuccess;
+}
+CU_API CUresult cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
+
+CU_API CUresult cuCtxGetDevice(CUdevice* device) {
+  CUcontext c = nullptr;
+  VMCUDA_ENTER(enter_context_call(&c));
+  if (!device) return cu::kInvalidValue;
+  *device = c->device;
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuCtxGetFlags(unsigned int* flags) {
+  CUcontext c = nullptr;
+  VMCUDA_ENTER(enter_context_call(&c));
+  if (!flags) return cu::kInvalidValue;
+  if (c->primary) {
+    std::lock_guard l(g_primary_mu);
+    *flags = primary_state(c->device).flags;
+  } else {
+    *flags = c->flags;
+  }
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuCtxSynchronize(void) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceSynchronize());
+}
+
+CU_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  if (!ctx) return cuCtxSynchronize();
+  VMCUDA_ENTER(enter_driver_call());
+  if (!valid_context(ctx)) return cu::kInvalidContext;
+  VMCUDA_DRIVER_RUNTIME(on_device(ctx->device, [] { return cudaDeviceSynchronize(); }));
+}
+
+CU_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!version) return cu::kInvalidValue;
+  if (!ctx) ctx = current_context();
+  if (!ctx) return cu::kInvalidContext;
+  if (!valid_context(ctx)) return cu::kInvalidContext;
+  *version = 3020;  // what NVIDIA's driver answers for every context since CUDA 3.2
+  return cu::kSuccess;
+}
+
+// An explicit context: its own object on the device's one host context (driver_state.h).
+CU_API CUresult cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!pctx) return cu::kInvalidValue;
+  if (!primary_context(dev)) return cu::kInvalidDevice;
+  if (flags & ~0xffu) return cu::kInvalidValue;
+  CUcontext c = make_context(dev, flags);
+  if (!c) return cu::kOutOfMemory;
+  push_context(c);
+  *pctx = c;
+  return cu::kSuccess;
+}
+
+// CUDA 11.4's and 12.5's forms: execution affinity and CIG parameters are not remoted (801).
+CU_API CUresult cuCtxCreate_v3(CUcontext* pctx, void* params, int num_params, unsigned int flags, CUdevice dev) {
+  if (params && num_params > 0) return cu::kNotSupported;
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+CU_API CUresult cuCtxCreate_v4(CUcontext* pctx, void* create_params, unsigned int flags, CUdevice dev) {
+  if (create_params) return cu::kNotSupported;
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+CU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!valid_context(ctx) || ctx->primary) return cu::kInvalidContext;
+  destroy_context(ctx);
+  return cu::kSuccess;
+}
+
+// ------------------------------------------------------------------ errors
+
+CU_API CUresult cuGetErrorName(CUresult error, const char** str) {
+  if (!str) return cu::kInvalidValue;
+  switch (error) {
+#define VMCUDA_CU_ERROR(name, value, string) \
+  case value:                                \
+    *str = #name;                            \
+    return cu::kSuccess;
+#include "vmcuda/cuda_errors.inc"
+#undef VMCUDA_CU_ERROR
+    default:
+      *str = nullptr;
+      return cu::kInvalidValue;
+  }
+}
+
+CU_API CUresult cuGetErrorString(CUresult error, const char** str) {
+  if (!str) return cu::kInvalidValue;
+  switch (error) {
+#define VMCUDA_CU_ERROR(name, value, string) \
+  case value:                                \
+    *str = string;                           \
+    return cu::kSuccess;
+#include "vmcuda/cuda_errors.inc"
+#undef VMCUDA_CU_ERROR
+    default:
+      *str = nullptr;
+      return cu::kInvalidValue;
+  }
+}
+
+// ------------------------------------------------------------------ memory
+
+namespace {
+void* dptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+
+// cuMemsetD16/D32: a pattern of 2- or 4-byte elements. One of identical bytes is a byte
+// memset; any other is written as copies of a pattern buffer (no wire call for wider
+// memsets yet). Async ones are queued copies whose bytes are taken at call time.
+cudaError_t memset_wide(CUdeviceptr dst, uint32_t value, unsigned width, size_t count, bool async, cudaStream_t s,
+                        bool per_thread) {
+  const auto* b = reinterpret_cast<const uint8_t*>(&value);
+  bool bytes_equal = true;
+  for (unsigned i = 1; i < width; ++i) bytes_equal &= b[i] == b[0];
+  if (width == 1 || bytes_equal) {
+    if (!async) return per_thread ? (cudaMemsetAsync_ptsz(dptr(dst), b[0], count * width, nullptr) ?: cudaStreamSynchronize_ptsz(nullptr))
+                                  : cudaMemset(dptr(dst), b[0], count * width);
+    return per_thread ? cudaMemsetAsync_ptsz(dptr(dst), b[0], count * width, s)
+                      : cudaMemsetAsync(dptr(dst), b[0], count * width, s);
+  }
+  if (dst % width) return cudaErrorInvalidValue;  // the driver requires aligned elements
+  constexpr size_t kChunk = 1 << 20;
+  std::vector<uint8_t> pattern(std::min(kChunk, count * width));
+  for (size_t i = 0; i < pattern.size(); i += width) std::memcpy(&pattern[i], &value, width);
+  const size_t total = count * width;
+  for (size_t off = 0; off < total; off += pattern.size()) {
+    const size_t n = std::min(pattern.size(), total - off);
+    cudaError_t e = async || per_thread
+                        ? (per_thread ? cudaMemcpyAsync_ptsz(dptr(dst + off), pattern.data(), n, cudaMemcpyHostToDevice, s)
+                                      : cudaMemcpyAsync(dptr(dst + off), pattern.data(), n, cudaMemcpyHostToDevice, s))
+                        : cudaMemcpy(dptr(dst + off), pattern.data(), n, cudaMemcpyHostToDevice);
+    if (e) return e;
+  }
+  if (per_thread && !async) return cudaStreamSynchronize_ptsz(nullptr);
+  return cudaSuccess;
+}
+
+// The per-thread (_ptds) forms of the synchronous copies: ordered on the thread's default
+// stream, then waited for.
+cudaError_t copy_ptds(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  if (cudaError_t e = cudaMemcpyAsync_ptsz(dst, src, n, kind, nullptr)) return e;
+  return cudaStreamSynchronize_ptsz(nullptr);
+}
+}  // namespace
+
+CU_API CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!p) return cu::kInvalidValue;
+  if (bytes == 0) return cu::kInvalidValue;  // the driver refuses empty allocations (cudaMalloc does not)
+  void* q = nullptr;
+  KeepRuntimeLastError keep;
+  cudaError_t e = cudaMalloc(&q, bytes);
+  if (e == cudaSuccess) *p = reinterpret_cast<uintptr_t>(q);
+  return to_cu_result(e);
+}
+
+CU_API CUresult cuMemFree_v2(CUdeviceptr p) {
+  VMCUDA_ENTER(enter_context_call());
+  if (p == 0) return cu::kSuccess;
+  VMCUDA_DRIVER_RUNTIME(cudaFree(dptr(p)));
+}
+
+CU_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!free || !total) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaMemGetInfo(free, total));
+}
+
+#define VMCUDA_COPY(name, dst_t, src_t, kind, dst_expr, src_expr)                                       \
+  CU_API CUresult name(dst_t dst, src_t src, size_t n) {                                                \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(cudaMemcpy(dst_expr, src_expr, n, kind));                                     \
+  }                                                                                                     \
+  CU_API CUresult name##_ptds(dst_t dst, src_t src, size_t n) {                                         \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(copy_ptds(dst_expr, src_expr, n, kind));                                      \
+  }
+VMCUDA_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void*, cudaMemcpyHostToDevice, dptr(dst), src)
+VMCUDA_COPY(cuMemcpyDtoH_v2, void*, CUdeviceptr, cudaMemcpyDeviceToHost, dst, dptr(src))
+VMCUDA_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, cudaMemcpyDeviceToDevice, dptr(dst), dptr(src))
+// cuMemcpy: unified addressing, either side anywhere.
+VMCUDA_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr, cudaMemcpyDefault, dptr(dst), dptr(src))
+#undef VMCUDA_COPY
+
+#define VMCUDA_COPY_ASYNC(name, dst_t, src_t, kind, dst_expr, src_expr)                                 \
+  CU_API CUresult name(dst_t dst, src_t src, size_t n, CUstream s) {                                    \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(cudaMemcpyAsync(dst_expr, src_expr, n, kind, s));                             \
+  }                                                                                                     \
+  CU_API CUresult name##_ptsz(dst_t dst, src_t src, size_t n, CUstream s) {                             \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(cudaMemcpyAsync_ptsz(dst_expr, src_expr, n, kind, s));                        \
+  }
+VMCUDA_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void*, cudaMemcpyHostToDevice, dptr(dst), src)
+VMCUDA_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void*, CUdeviceptr, cudaMemcpyDeviceToHost, dst, dptr(src))
+VMCUDA_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, cudaMemcpyDeviceToDevice, dptr(dst), dptr(src))
+VMCUDA_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, cudaMemcpyDefault, dptr(dst), dptr(src))
+#undef VMCUDA_COPY_ASYNC
+
+#define VMCUDA_MEMSET(bits, type, width)                                                                 \
+  CU_API CUresult cuMemsetD##bits##_v2(CUdeviceptr dst, type v, size_t n) {                             \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(memset_wide(dst, v, width, n, false, nullptr, false));                        \
+  }                                                                                                     \
+  CU_API CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr dst, type v, size_t n) {                        \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(memset_wide(dst, v, width, n, false, nullptr, true));                         \
+  }                                                                                                     \
+  CU_API CUresult cuMemsetD##bits##Async(CUdeviceptr dst, type v, size_t n, CUstream s) {               \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(memset_wide(dst, v, width, n, true, s, false));                               \
+  }                                                                                                     \
+  CU_API CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr dst, type v, size_t n, CUstream s) {          \
+    VMCUDA_ENTER(enter_context_call());                                                                 \
+    VMCUDA_DRIVER_RUNTIME(memset_wide(dst, v, width, n, true, s, true));                                \
+  }
+VMCUDA_MEMSET(8, unsigned char, 1)
+VMCUDA_MEMSET(16, unsigned short, 2)
+VMCUDA_MEMSET(32, unsigned int, 4)
+#undef VMCUDA_MEMSET
+
+CU_API CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!p) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaMallocHost(p, bytes));
+}
+
+// CU_MEMHOSTALLOC_* == cudaHostAlloc* (1, 2, 4).
+CU_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!p) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaHostAlloc(p, bytes, flags));
+}
+
+CU_API CUresult cuMemFreeHost(void* p) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaFreeHost(p));
+}
+
+CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdev, void* p, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!pdev) return cu::kInvalidValue;
+  void* d = nullptr;
+  KeepRuntimeLastError keep;
+  cudaError_t e = cudaHostGetDevicePointer(&d, p, flags);
+  if (e == cudaSuccess) *pdev = reinterpret_cast<uintptr_t>(d);
+  return to_cu_result(e);
+}
+
+CU_API CUresult cuMemHostGetFlags(unsigned int* flags, void* p) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaHostGetFlags(flags, p));
+}
+
+// CU_MEMHOSTREGISTER_* == cudaHostRegister* (1, 2, 4, 8).
+CU_API CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaHostRegister(p, bytes, flags));
+}
+
+CU_API CUresult cuMemHostUnregister(void* p) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaHostUnregister(p));
+}
+
+namespace {
+// One pointer attribute from the process's allocation map (as cudaPointerGetAttributes).
+CUresult pointer_attribute(void* data, int attribute, CUdeviceptr ptr) {
+  cudaPointerAttributes a{};
+  {
+    KeepRuntimeLastError keep;
+    if (cudaError_t e = cudaPointerGetAttributes(&a, dptr(ptr))) return to_cu_result(e);
+  }
+  const bool known = a.type != cudaMemoryTypeUnregistered;
+  const auto found = vgpu_db::AllocationMap::process().find(ptr);
+  const bool have_range = found.has_value();
+  const vgpu_db::Allocation range = found.value_or(vgpu_db::Allocation{});
+  switch (attribute) {
+    case cu::kPointerContext:
+      if (!known) return cu::kInvalidValue;
+      *static_cast<CUcontext*>(data) = primary_context(a.device);
+      return cu::kSuccess;
+    case cu::kPointerMemoryType:
+      if (!known) return cu::kInvalidValue;
+      *static_cast<unsigned*>(data) = a.type == cudaMemoryTypeHost     ? cu::kMemoryTypeHost
+                                      : a.type == cudaMemoryTypeDevice ? cu::kMemoryTypeDevice
+                                                                       : cu::kMemoryTypeUnified;
+      return cu::kSuccess;
+    case cu::kPointerDevicePointer:
+      if (!known || !a.devicePointer) return cu::kInvalidValue;
+      *static_cast<CUdeviceptr*>(data) = reinterpret_cast<uintptr_t>(a.devicePointer);
+      return cu::kSuccess;
+    case cu::kPointerHostPointer:
+      if (!known || !a.hostPointer) return cu::kInvalidValue;
+      *static_cast<void**>(data) = a.hostPointer;
+      return cu::kSuccess;
+    case cu::kPointerIsManaged:
+      *static_cast<int*>(data) = a.type == cudaMemoryTypeManaged;
+      return known ? cu::kSuccess : cu::kInvalidValue;
+    case cu::kPointerDeviceOrdinal:
+      if (!known) return cu::kInvalidValue;
+      *static_cast<int*>(data) = a.device;
+      return cu::kSuccess;
+    case cu::kPointerMapped:
+      *static_cast<int*>(data) = known;
+      return cu::kSuccess;
+    case cu::kPointerSyncMemops:
+      if (!known) return cu::kInvalidValue;
+      *static_cast<int*>(data) = 1;  // copies through vmcuda are synchronous where CUDA's are
+      return cu::kSuccess;
+    case cu::kPointerBufferId:
+      if (!have_range) return cu::kInvalidValue;
+      *static_cast<unsigned long long*>(data) = range.base;  // unique while the allocation lives
+      return cu::kSuccess;
+    case cu::kPointerRangeStart:
+      if (!have_range) return cu::kInvalidValue;
+      *static_cast<CUdeviceptr*>(data) = range.base;
+      return cu::kSuccess;
+    case cu::kPointerRangeSize:
+      if (!have_range) return cu::kInvalidValue;
+      *static_cast<size_t*>(data) = range.bytes;
+      return cu::kSuccess;
+    default:
+      return cu::kNotSupported;
+  }
+}
+}  // namespace
+
+CU_API CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!data) return cu::kInvalidValue;
+  return pointer_attribute(data, attribute, ptr);
+}
+
+// Unlike cuPointerGetAttribute, unknown pointers answer zeros (and CUDA_SUCCESS).
+CU_API CUresult cuPointerGetAttributes(unsigned int count, int* attributes, void** data, CUdeviceptr ptr) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!attributes || !data) return cu::kInvalidValue;
+  for (unsigned i = 0; i < count; ++i) {
+    if (!data[i]) return cu::kInvalidValue;
+    unsigned long long scratch = 0;
+    CUresult e = pointer_attribute(&scratch, attributes[i], ptr);
+    if (e == cu::kNotSupported) return e;
+    const size_t size = attributes[i] == cu::kPointerMemoryType || attributes[i] == cu::kPointerIsManaged ||
+                                attributes[i] == cu::kPointerDeviceOrdinal || attributes[i] == cu::kPointerMapped ||
+                                attributes[i] == cu::kPointerSyncMemops
+                            ? 4
+                            : 8;
+    if (e != cu::kSuccess) scratch = attributes[i] == cu::kPointerDeviceOrdinal ? static_cast<unsigned>(-2) : 0;
+    std::memcpy(data[i], &scratch, size);
+  }
+  return cu::kSuccess;
+}
+
+// ------------------------------------------------------------------ streams
+
+// CU_STREAM_* == cudaStream* flags (0, 1).
+CU_API CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!s) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaStreamCreateWithFlags(s, flags));
+}
+CU_API CUresult cuStreamCreateWithPriority(CUstream* s, unsigned int flags, int priority) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!s) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaStreamCreateWithPriority(s, flags, priority));
+}
+CU_API CUresult cuStreamDestroy_v2(CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!s) return cu::kInvalidHandle;  // the default stream cannot be destroyed
+  VMCUDA_DRIVER_RUNTIME(cudaStreamDestroy(s));
+}
+CU_API CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
+CU_API CUresult cuStreamSynchronize(CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamSynchronize(s));
+}
+CU_API CUresult cuStreamSynchronize_ptsz(CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamSynchronize_ptsz(s));
+}
+CU_API CUresult cuStreamQuery(CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamQuery(s));
+}
+CU_API CUresult cuStreamQuery_ptsz(CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamQuery_ptsz(s));
+}
+CU_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamWaitEvent(s, e, flags));
+}
+CU_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamWaitEvent_ptsz(s, e, flags));
+}
+CU_API CUresult cuStreamGetFlags(CUstream s, unsigned int* flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamGetFlags(s, flags));
+}
+CU_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int* flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamGetFlags_ptsz(s, flags));
+}
+CU_API CUresult cuStreamGetPriority(CUstream s, int* priority) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamGetPriority(s, priority));
+}
+CU_API CUresult cuStreamGetPriority_ptsz(CUstream s, int* priority) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamGetPriority_ptsz(s, priority));
+}
+CU_API CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetStreamPriorityRange(least, greatest));
+}
+
+// ------------------------------------------------------------------ events
+
+// CU_EVENT_* == cudaEvent* flags (0, 1, 2, 4).
+CU_API CUresult cuEventCreate(CUevent* e, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!e) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaEventCreateWithFlags(e, flags));
+}
+CU_API CUresult cuEventRecord(CUevent e, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventRecord(e, s));
+}
+CU_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventRecord_ptsz(e, s));
+}
+CU_API CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventRecordWithFlags(e, s, flags));
+}
+CU_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventRecordWithFlags_ptsz(e, s, flags));
+}
+CU_API CUresult cuEventSynchronize(CUevent e) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventSynchronize(e));
+}
+CU_API CUresult cuEventQuery(CUevent e) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventQuery(e));
+}
+CU_API CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventElapsedTime(ms, start, end));
+}
+CU_API CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) { return cuEventElapsedTime(ms, start, end); }
+CU_API CUresult cuEventDestroy_v2(CUevent e) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaEventDestroy(e));
+}
+CU_API CUresult cuEventDestroy(CUevent e) { return cuEventDestroy_v2(e); }

@@ -1,0 +1,522 @@
+// driver API: modules, libraries and kernels, functions and launches (cuda.h). A module is
+// loaded on the host at cuModuleLoadData (synchronously: a bad image fails there, as
+// natively), on the current context's device, through the runtime's wire calls
+// (ModuleLoad, ModuleGetFunction, ModuleGetGlobal). Launches are queued exactly as the
+// runtime's (launch.cc): the arguments are packed by the kernel's parameter layout into one
+// LaunchKernel frame of the lazy queue. A library (cuLibraryLoadData) keeps its image and is
+// loaded as a module on each device at the first use of one of its kernels there.
+//
+// Known gaps: cuModuleUnload and cuLibraryUnload forget the module in the guest only (the
+// host keeps it until the process's slot closes, as for the runtime's modules); JIT options
+// of cuModuleLoadDataEx/cuLibraryLoadData are ignored (no logs are written back).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "driver_state.h"
+#include "host_objects.h"
+#include "log.h"
+#include "remote.h"
+#include "runtime_state.h"
+#include "stream_event.h"
+#include "vgpu_db/allocations.h"
+#include "vmcuda/cudart_api.h"
+
+#define CU_API extern "C" __attribute__((visibility("default")))
+
+using namespace vmcuda::guest;
+namespace cu = vmcuda::cu;
+namespace api = vmcuda::api;
+
+struct CUmod_st {
+  uint64_t host = 0;  // the host's module handle
+  int device = 0;
+  std::map<std::string, std::unique_ptr<CUfunc_st>> functions;  // by name, made once
+};
+struct CUfunc_st {
+  CUmod_st* module = nullptr;
+  std::string name;
+  HostKernel kernel;  // the host's handle, parameter layout, attributes (host_objects.h)
+};
+struct CUlib_st {
+  std::vector<std::byte> image;
+  std::map<int, CUmod_st*> modules;  // per device, loaded at first use
+  std::map<std::string, std::unique_ptr<CUkern_st>> kernels;
+};
+struct CUkern_st {
+  CUlib_st* library = nullptr;
+  std::string name;
+};
+
+namespace {
+
+// The live objects: a handle the app passes is looked up here before use, so a stale or
+// forged one is CUDA_ERROR_INVALID_HANDLE, not a crash. Objects are never freed (a stale
+// handle stays refusable); unload only forgets them.
+struct Objects {
+  std::mutex mu;
+  std::vector<std::unique_ptr<CUmod_st>> all_modules;
+  std::vector<std::unique_ptr<CUlib_st>> all_libraries;
+  std::unordered_set<const void*> modules, functions, libraries, kernels;
+};
+Objects& objects() {
+  static auto* o = new Objects;
+  return *o;
+}
+template <class T>
+bool live(const std::unordered_set<const void*>& set, T* p) {
+  return p && set.contains(static_cast<const void*>(p));
+}
+
+// How many bytes the image at `p` spans (cuModuleLoadData is not told): a fatbin by its
+// header, an ELF cubin by its section and program header tables and sections, else PTX text
+// up to its NUL. 0 when it is no image at all (too small to tell).
+size_t image_size(const void* p) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  uint32_t magic;
+  std::memcpy(&magic, b, 4);
+  if (magic == 0x466243B1u) {  // a fatbin wrapper (__fatBinC_Wrapper_t): its data is the fatbin
+    const void* data;
+    std::memcpy(&data, b + 8, sizeof data);
+    return data ? image_size(data) : 0;
+  }
+  if (magic == 0xBA55ED50u) {
+    uint16_t header;
+    uint64_t fat;
+    std::memcpy(&header, b + 6, 2);
+    std::memcpy(&fat, b + 8, 8);
+    return header + fat;
+  }
+  if (std::memcmp(b, "\x7f" "ELF", 4) == 0 && b[4] == 2) {
+    uint64_t phoff, shoff;
+    uint16_t phentsize, phnum, shentsize, shnum;
+    std::memcpy(&phoff, b + 0x20, 8);
+    std::memcpy(&shoff, b + 0x28, 8);
+    std::memcpy(&phentsize, b + 0x36, 2);
+    std::memcpy(&phnum, b + 0x38, 2);
+    std::memcpy(&shentsize, b + 0x3a, 2);
+    std::memcpy(&shnum, b + 0x3c, 2);
+    uint64_t end = std::max<uint64_t>(64, std::max(phoff + uint64_t{phentsize} * phnum, shoff + uint64_t{shentsize} * shnum));
+    for (uint16_t i = 0; i < shnum && shentsize >= 64; ++i) {
+      const unsigned char* sh = b + shoff + uint64_t{i} * shentsize;
+      uint32_t type;
+      uint64_t off, size;
+      std::memcpy(&type, sh + 4, 4);
+      std::memcpy(&off, sh + 0x18, 8);
+      std::memcpy(&size, sh + 0x20, 8);
+      if (type != 8) end = std::max(end, off + size);  // SHT_NOBITS takes no file bytes
+    }
+    return end;
+  }
+  return std::strlen(reinterpret_cast<const char*>(b)) + 1;  // PTX
+}
+
+// The image where it was (wrapper: its fatbin).
+const void* image_start(const void* p) {
+  uint32_t magic;
+  std::memcpy(&magic, p, 4);
+  if (magic != 0x466243B1u) return p;
+  const void* data;
+  std::memcpy(&data, static_cast<const char*>(p) + 8, sizeof data);
+  return data;
+}
+
+// Loads `bytes` on the calling thread's device. Precondition: r locked.
+CUresult load_on_host(Remote& r, std::span<const std::byte> bytes, uint64_t* handle) {
+  auto block = r.slot().heap().allocate(bytes.size());
+  if (!block) return cu::kOutOfMemory;
+  std::memcpy(block->data, bytes.data(), bytes.size());
+  auto res = r.call<api::Call::ModuleLoad>({block->ref()});
+  r.slot().heap().free(block->offset);
+  if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
+  *handle = res.reply.handle;
+  return cu::kSuccess;
+}
+
+CUresult new_module(std::span<const std::byte> bytes, CUmod_st** out) {
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r) return to_cu_result(e);
+  auto m = std::make_unique<CUmod_st>();
+  m->device = Remote::thread_device();
+  {
+    auto lock = r->lock();
+    if (CUresult ce = load_on_host(*r, bytes, &m->host)) return ce;
+  }
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  o.modules.insert(m.get());
+  *out = m.get();
+  o.all_modules.push_back(std::move(m));
+  return cu::kSuccess;
+}
+
+CUresult load_image(CUmodule* out, const void* image) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!out || !image) return cu::kInvalidValue;
+  const void* start = image_start(image);
+  if (!start) return cu::kInvalidImage;
+  const size_t n = image_size(start);
+  if (n == 0) return cu::kInvalidImage;
+  KeepRuntimeLastError keep;
+  CUmod_st* m = nullptr;
+  if (CUresult e = new_module({static_cast<const std::byte*>(start), n}, &m)) return e;
+  *out = m;
+  return cu::kSuccess;
+}
+
+// The function `name` of module `m` (made once). Precondition: none held.
+CUresult module_function(CUmod_st* m, const char* name, CUfunc_st** out) {
+  auto& o = objects();
+  {
+    std::lock_guard l(o.mu);
+    if (auto it = m->functions.find(name); it != m->functions.end()) return *out = it->second.get(), cu::kSuccess;
+  }
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r) return to_cu_result(e);
+  auto f = std::make_unique<CUfunc_st>();
+  f->module = m;
+  f->name = name;
+  {
+    auto lock = r->lock();
+    const int saved = Remote::thread_device();
+    Remote::thread_device() = m->device;  // the module's device, whatever is current
+    auto res = r->call<api::Call::ModuleGetFunction>({m->host, static_cast<uint32_t>(f->name.size()), 0},
+                                                    std::as_bytes(std::span(f->name)),
+                                                    api::kMaxKernelParams * sizeof(api::ParamInfo));
+    Remote::thread_device() = saved;
+    if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
+    f->kernel.handle = res.reply.function;
+    f->kernel.params.resize(std::min<size_t>(res.reply.param_count, res.extra.size() / sizeof(api::ParamInfo)));
+    std::memcpy(f->kernel.params.data(), res.extra.data(), f->kernel.params.size() * sizeof(api::ParamInfo));
+    for (const auto& p : f->kernel.params) f->kernel.arg_bytes = std::max(f->kernel.arg_bytes, p.offset + p.size);
+  }
+  std::lock_guard l(o.mu);
+  auto [it, fresh] = m->functions.emplace(f->name, std::move(f));
+  o.functions.insert(it->second.get());
+  *out = it->second.get();
+  return cu::kSuccess;
+}
+
+// A library kernel as a function of the calling thread's device (loading the library there).
+CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
+  const int dev = Remote::thread_device();
+  CUmod_st* m = nullptr;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (auto it = k->library->modules.find(dev); it != k->library->modules.end()) m = it->second;
+  }
+  if (!m) {
+    if (CUresult e = new_module(k->library->image, &m)) return e;
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    k->library->modules[dev] = m;
+  }
+  return module_function(m, k->name.c_str(), out);
+}
+
+// What cuLaunchKernel may be given: a CUfunction, a CUkernel (CUDA 12), or the runtime's
+// cudaKernel_t / kernel host stub (the same objects natively). The kernel on the calling
+// thread's device; nullptr when `f` is none of them.
+CUresult resolve(CUfunction f, HostKernel** out) {
+  bool is_function, is_kernel;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    is_function = live(o.functions, f);
+    is_kernel = live(o.kernels, reinterpret_cast<CUkernel>(f));
+  }
+  if (is_function) {
+    if (f->module->device != Remote::thread_device()) return cu::kInvalidHandle;  // another context's
+    *out = &f->kernel;
+    return cu::kSuccess;
+  }
+  if (is_kernel) {
+    CUfunc_st* fn = nullptr;
+    if (CUresult e = kernel_function(reinterpret_cast<CUkernel>(f), &fn)) return e;
+    *out = &fn->kernel;
+    return cu::kSuccess;
+  }
+  if (const vgpu_db::Function* rf = find_kernel(f)) {
+    cudaError_t e;
+    Remote* r = Remote::get(&e);
+    if (!r) return to_cu_result(e);
+    auto lock = r->lock();
+    return to_cu_result(host_kernel(*r, *rf, out));
+  }
+  return cu::kInvalidHandle;
+}
+
+CUresult function_attributes(Remote& r, HostKernel& k) {
+  if (k.attributes) return cu::kSuccess;
+  auto res = r.call<api::Call::FuncGetAttributes>({k.handle});
+  if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
+  k.attributes = res.reply;
+  return cu::kSuccess;
+}
+
+CUresult launch(CUfunction f, dim3 grid, dim3 block, unsigned shared, CUstream stream, void** params, void** extra,
+                bool per_thread) {
+  if (CUresult e = enter_context_call()) return e;
+  KeepRuntimeLastError keep;
+  uint64_t wire_stream = 0;
+  if (cudaError_t se = stream_wire_handle(stream, per_thread, &wire_stream)) return to_cu_result(se);
+  HostKernel* k = nullptr;
+  if (CUresult e = resolve(f, &k)) return e;
+  cudaError_t re;
+  Remote* r = Remote::get(&re);
+  if (!r) return to_cu_result(re);
+  if (cudaError_t c = check_launch_configuration(*r, grid, block)) return to_cu_result(c);
+  // The arguments: kernelParams (one pointer per parameter) or `extra`'s packed buffer.
+  const void* buffer = nullptr;
+  size_t buffer_bytes = 0;
+  bool have_size = false;
+  for (void** e = extra; e && *e != cu::kLaunchParamEnd; e += 2) {
+    if (*e == cu::kLaunchParamBufferPointer) buffer = e[1];
+    else if (*e == cu::kLaunchParamBufferSize) have_size = true, buffer_bytes = e[1] ? *static_cast<size_t*>(e[1]) : 0;
+    else return cu::kInvalidValue;  // an option this driver does not know
+  }
+  if (params && buffer) return cu::kInvalidValue;  // both forms at once
+  if (buffer && (!have_size || buffer_bytes < k->arg_bytes)) return cu::kInvalidValue;
+  if (!params && !buffer && !k->params.empty()) return cu::kInvalidValue;
+  auto lock = r->lock();
+  if (shared > 0) {
+    if (CUresult e = function_attributes(*r, *k)) return e;
+    constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    if (shared > static_cast<unsigned>(std::max(0, k->attributes->values[kMaxDynamicSharedSizeBytes])))
+      return cu::kInvalidValue;
+  }
+  thread_local std::vector<std::byte> packed;
+  packed.assign(k->arg_bytes, std::byte{0});
+  if (buffer) {
+    std::memcpy(packed.data(), buffer, k->arg_bytes);
+  } else {
+    for (size_t i = 0; i < k->params.size(); ++i) {
+      if (!params[i]) return cu::kInvalidValue;
+      std::memcpy(packed.data() + k->params[i].offset, params[i], k->params[i].size);
+    }
+  }
+  api::LaunchArgs la{k->handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared, k->arg_bytes,
+                     wire_stream};
+  // Queued: the kernel's own errors come with the next synchronizing call, as in CUDA.
+  return to_cu_result(r->enqueue<api::Call::LaunchKernel>(la, packed));
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ modules
+
+CU_API CUresult cuModuleLoadData(CUmodule* module, const void* image) { return load_image(module, image); }
+CU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*, void**) {
+  return load_image(module, image);
+}
+CU_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) { return load_image(module, fatCubin); }
+
+CU_API CUresult cuModuleUnload(CUmodule m) {
+  if (CUresult e = enter_driver_call()) return e;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  if (!live(o.modules, m)) return cu::kInvalidHandle;
+  o.modules.erase(m);
+  for (auto& [name, f] : m->functions) o.functions.erase(f.get());
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuModuleGetFunction(CUfunction* out, CUmodule m, const char* name) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!out || !name) return cu::kInvalidValue;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.modules, m)) return cu::kInvalidHandle;
+  }
+  KeepRuntimeLastError keep;
+  return module_function(m, name, out);
+}
+
+CU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule m, const char* name) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!name || (!dptr && !bytes)) return cu::kInvalidValue;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.modules, m)) return cu::kInvalidHandle;
+  }
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r) return to_cu_result(e);
+  const std::string n(name);
+  api::GlobalReply g{};
+  {
+    auto lock = r->lock();
+    const int saved = Remote::thread_device();
+    Remote::thread_device() = m->device;
+    auto res = r->call<api::Call::ModuleGetGlobal>({m->host, static_cast<uint32_t>(n.size()), 0},
+                                                  std::as_bytes(std::span(n)));
+    Remote::thread_device() = saved;
+    if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
+    g = res.reply;
+  }
+  // Copies may name it (as the runtime's symbols: host_objects.cc).
+  vgpu_db::AllocationMap::process().add({g.ptr, g.bytes, vgpu_db::Allocation::kModuleGlobal, m->device, 0});
+  if (dptr) *dptr = g.ptr;
+  if (bytes) *bytes = g.bytes;
+  return cu::kSuccess;
+}
+
+// ------------------------------------------------------------------ libraries and kernels
+
+CU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option*, void**, unsigned int,
+                                  CUlibraryOption*, void**, unsigned int) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!library || !code) return cu::kInvalidValue;
+  const void* start = image_start(code);
+  const size_t n = start ? image_size(start) : 0;
+  if (n == 0) return cu::kInvalidImage;
+  auto lib = std::make_unique<CUlib_st>();
+  const auto* b = static_cast<const std::byte*>(start);
+  lib->image.assign(b, b + n);
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  o.libraries.insert(lib.get());
+  *library = lib.get();
+  o.all_libraries.push_back(std::move(lib));
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuLibraryUnload(CUlibrary library) {
+  if (CUresult e = enter_driver_call()) return e;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  if (!live(o.libraries, library)) return cu::kInvalidHandle;
+  o.libraries.erase(library);
+  for (auto& [name, k] : library->kernels) o.kernels.erase(k.get());
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!kernel || !name) return cu::kInvalidValue;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  if (!live(o.libraries, library)) return cu::kInvalidHandle;
+  // Natively the name is checked against the library's code here; the host tells at the
+  // first use on a device (CUDA_ERROR_NOT_FOUND then).
+  auto& k = library->kernels[name];
+  if (!k) {
+    k = std::make_unique<CUkern_st>();
+    k->library = library;
+    k->name = name;
+    o.kernels.insert(k.get());
+  }
+  *kernel = k.get();
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!module) return cu::kInvalidValue;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.libraries, library)) return cu::kInvalidHandle;
+    if (auto it = library->modules.find(Remote::thread_device()); it != library->modules.end())
+      return *module = it->second, cu::kSuccess;
+  }
+  KeepRuntimeLastError keep;
+  CUmod_st* m = nullptr;
+  if (CUresult e = new_module(library->image, &m)) return e;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  library->modules[Remote::thread_device()] = m;
+  *module = m;
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuKernelGetFunction(CUfunction* out, CUkernel kernel) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!out) return cu::kInvalidValue;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.kernels, kernel)) return cu::kInvalidHandle;
+  }
+  KeepRuntimeLastError keep;
+  return kernel_function(kernel, out);
+}
+
+CU_API CUresult cuKernelGetName(const char** name, CUkernel kernel) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!name) return cu::kInvalidValue;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  if (!live(o.kernels, kernel)) return cu::kInvalidHandle;
+  *name = kernel->name.c_str();
+  return cu::kSuccess;
+}
+
+// ------------------------------------------------------------------ functions and launches
+
+CU_API CUresult cuFuncGetAttribute(int* value, int attribute, CUfunction f) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!value) return cu::kInvalidValue;
+  if (attribute < 0 || attribute >= static_cast<int>(api::kFuncAttributeSlots)) return cu::kInvalidValue;
+  KeepRuntimeLastError keep;
+  HostKernel* k = nullptr;
+  if (CUresult e = resolve(f, &k)) return e;
+  cudaError_t re;
+  Remote* r = Remote::get(&re);
+  if (!r) return to_cu_result(re);
+  auto lock = r->lock();
+  if (CUresult e = function_attributes(*r, *k)) return e;
+  *value = k->attributes->values[attribute];
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuFuncGetName(const char** name, CUfunction f) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!name) return cu::kInvalidValue;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  if (!live(o.functions, f)) return cu::kInvalidHandle;
+  *name = f->name.c_str();
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t* offset, size_t* size) {
+  if (CUresult e = enter_context_call()) return e;
+  KeepRuntimeLastError keep;
+  HostKernel* k = nullptr;
+  if (CUresult e = resolve(f, &k)) return e;
+  if (index >= k->params.size()) return cu::kInvalidValue;  // natively too: how callers count them
+  if (offset) *offset = k->params[index].offset;
+  if (size) *size = k->params[index].size;
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuFuncGetModule(CUmodule* module, CUfunction f) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!module) return cu::kInvalidValue;
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  if (!live(o.functions, f)) return cu::kInvalidHandle;
+  *module = f->module;
+  return cu::kSuccess;
+}
+
+CU_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  return launch(f, dim3{gx, gy, gz}, dim3{bx, by, bz}, shared, stream, params, extra, false);
+}
+CU_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, CUstream stream, void** params, void** extra) {
+  return launch(f, dim3{gx, gy, gz}, dim3{bx, by, bz}, shared, stream, params, extra, true);
+}
