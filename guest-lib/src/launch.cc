@@ -285,7 +285,7 @@ cudaError_t pack_kernel(Remote& r, const void* func, dim3 grid, dim3 block, size
                         uint64_t* function, std::vector<std::byte>* packed) {
   const vgpu_db::Function* f = find_kernel(func);
   if (!f) return cudaErrorInvalidDeviceFunction;
-  if (cudaError_t c = check_configuration(r, grid, block)) return c;
+  if (cudaError_t c = check_launch_configuration(r, grid, block)) return c;
   HostKernel* k = nullptr;
   if (cudaError_t ke = host_kernel(r, *f, &k)) return ke;
   if (!k->params.empty() && !args) return cudaErrorInvalidValue;
