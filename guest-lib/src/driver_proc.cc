@@ -74,18 +74,21 @@ CU_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion
 // The runtime's way to the same table (cuda_runtime_api.h): cudaEnableDefault (0) is the
 // legacy default stream unless the caller was built for per-thread streams (the _ptsz
 // entry points), cudaEnableLegacyStream 1, cudaEnablePerThreadDefaultStream 2 (the
-// driver's flag values). Without a version, the runtime's own (CUDA 13.0). Answers with
-// the runtime's codes.
+// driver's flag values; both at once NVIDIA's runtime takes, as per-thread here). Without
+// a version, the runtime's own (CUDA 13.0). A symbol not found is cudaSuccess and NULL,
+// with or without a status to fill (NVIDIA's 13.0 runtime on an H100).
 namespace {
 cudaError_t driver_entry_point(const char* symbol, void** fn, unsigned version, unsigned long long flags,
                                bool per_thread_build, cudaDriverEntryPointQueryResult* status) {
   constexpr unsigned long long kLegacy = 1, kPerThread = 2;
-  if (flags & ~(kLegacy | kPerThread) || flags == (kLegacy | kPerThread))
-    return vmcuda::guest::record(cudaErrorInvalidValue);
+  if (flags & ~(kLegacy | kPerThread)) return vmcuda::guest::record(cudaErrorInvalidValue);
   if (flags == 0) flags = per_thread_build ? kPerThread : kLegacy;
-  const CUresult r = get_proc(symbol, fn, static_cast<int>(version), flags, reinterpret_cast<int*>(status));
-  if (r == vmcuda::cu::kNotFound) return vmcuda::guest::record(cudaErrorSymbolNotFound);
-  return r == vmcuda::cu::kSuccess ? cudaSuccess : vmcuda::guest::record(cudaErrorInvalidValue);
+  if (flags == (kLegacy | kPerThread)) flags = kPerThread;
+  int found_status = 0;
+  const CUresult r = get_proc(symbol, fn, static_cast<int>(version), flags, &found_status);
+  if (r != vmcuda::cu::kSuccess) return vmcuda::guest::record(cudaErrorInvalidValue);
+  if (status) *status = static_cast<cudaDriverEntryPointQueryResult>(found_status);
+  return cudaSuccess;
 }
 constexpr unsigned kRuntimeVersion = 13000;
 }  // namespace

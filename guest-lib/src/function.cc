@@ -92,7 +92,7 @@ cudaError_t cudaFuncGetName(const char** name, const void* func) {
   namespace g = vmcuda::guest;
   if (name == nullptr) return record(cudaErrorInvalidValue);
   const vgpu_db::Function* f = g::find_kernel(func);
-  if (f == nullptr) return record(cudaErrorInvalidDeviceFunction);
+  if (f == nullptr) return record(cudaErrorInvalidResourceHandle);  // as NVIDIA's 13.0 answers
   *name = f->name.c_str();
   return cudaSuccess;
 }

@@ -13,6 +13,7 @@
     cudaError_t e_ = (call);                                                                            \
     if (e_ != cudaSuccess) {                                                                            \
       printf("FAIL: %s: %s (%d)\n", #call, cudaGetErrorName(e_), (int)e_);                              \
+      fprintf(stderr, "FAIL: %s: %s (%d)\n", #call, cudaGetErrorName(e_), (int)e_);                     \
       exit(1);                                                                                          \
     }                                                                                                   \
   } while (0)
