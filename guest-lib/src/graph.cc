@@ -296,6 +296,8 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
 bool stream_capturing(Remote& r, uint64_t stream) {
   if (g_open_captures.load(std::memory_order_relaxed) == 0) return false;
   const auto res = r.call<api::Call::StreamCaptureInfo>({stream});
+  VMCUDA_LOG(kDebug, "graph", "stream %#llx: capture status %u (call status %d)",
+             static_cast<unsigned long long>(stream), res.reply.status, res.status);
   return res.status == 0 && res.reply.status != cudaStreamCaptureStatusNone;
 }
 

@@ -99,9 +99,20 @@ int32_t Session::on_StreamCaptureInfo(const api::StreamArgs& a, api::CaptureInfo
   const CUresult e = on_device(device, [&] {
     return api_.cuStreamGetCaptureInfo_v3(s, &status, &id, nullptr, nullptr, nullptr, nullptr);
   });
+  if (e != CUDA_SUCCESS) {
+    // The status alone, as cuStreamIsCapturing says it (its id unknown: 0).
+    if (!said_capture_info_)
+      VMRPC_LOG(kInfo, "stub", log_tag_ + ": cuStreamGetCaptureInfo answered " + std::to_string(e) +
+                                   "; the capture status comes from cuStreamIsCapturing");
+    said_capture_info_ = true;
+    status = CU_STREAM_CAPTURE_STATUS_NONE;
+    id = 0;
+    if (CUresult e2 = on_device(device, [&] { return api_.cuStreamIsCapturing(s, &status); }); e2 != CUDA_SUCCESS)
+      return e2;
+  }
   r.status = static_cast<uint32_t>(status);
   r.id = id;
-  return e;
+  return CUDA_SUCCESS;
 }
 
 int32_t Session::on_CaptureMode(const api::CaptureModeArgs& a, api::Empty&, Request&) {

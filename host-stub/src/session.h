@@ -195,6 +195,7 @@ class Session : public vmrpc::SlotService {
   int32_t guest_fault(const char* what,
                       vmrpc::wire::ChannelStatus status = vmrpc::wire::ChannelStatus::kBadArguments);
   std::atomic<uint32_t> guest_faults_{0};
+  bool said_capture_info_ = false;
   // ---- graphs (graph.cc).
   // Why a suspend is refused now (empty: it is not): graphs are not carried by a suspend yet.
   std::string graphs_block_suspend() const;
