@@ -149,9 +149,10 @@ struct SinkOptions {
   // works inline.
   unsigned copy_threads = 0;
   // FileSink: how commit_copy()'s chunks reach the file, each at its own offset, several at
-  // once. kAuto (a file the sink creates; a borrowed fd: kPwrite): kMapped on tmpfs (a
+  // once. kAuto (a file the sink creates; a borrowed fd: kPwrite): on tmpfs, kPwrite into
+  // several stripes (each thread mostly writes a file of its own) or kMapped into one (a
   // write() to a tmpfs file holds the file's lock while it copies: one writer at a time,
-  // 3-4 GB/s), else kDirect where the file system takes O_DIRECT, else kPwrite.
+  // 3-4 GB/s); elsewhere kDirect where the file system takes O_DIRECT, else kPwrite.
   // kMapped: the file is mapped in windows and the copy threads copy into the mapping, each
   // page allocated first by MADV_POPULATE_WRITE, so a full file system is an error, never a
   // SIGBUS (kernels without it: kPwrite; another process truncating the .partial file, mode
