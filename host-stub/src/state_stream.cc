@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -1159,17 +1158,11 @@ struct FileSink::Impl {
       encode_stripe_header(header.data(), {k, unsigned(stripes.size()), layout.unit, stream, set_id});
       if (const int err = pwrite_all(s.fd, header.data(), header.size(), 0)) return sink->fail(write_error_text(s, 0, err));
     }
-    // In parallel: on a disk each fsync writes out that stripe's dirty pages.
-    std::vector<int> errs(stripes.size(), 0);
-    {
-      std::vector<std::thread> t;
-      for (unsigned k = 1; k < stripes.size(); ++k)
-        t.emplace_back([&, k] { errs[k] = ::fsync(stripes[k].fd) == 0 ? 0 : errno; });
-      errs[0] = ::fsync(stripes[0].fd) == 0 ? 0 : errno;
-      for (auto& x : t) x.join();
-    }
-    for (unsigned k = 0; k < stripes.size(); ++k)
-      if (errs[k]) return sink->fail("cannot fsync " + stripes[k].partial + ": " + errno_text(errs[k]));
+    // One after the other, on this thread: a thread started here would leave its stack
+    // cached in the area where a later context's module data goes (CopyThreads says why).
+    // The kernel's flusher threads write the stripes back meanwhile anyway.
+    for (Stripe& s : stripes)
+      if (::fsync(s.fd) != 0) return sink->fail("cannot fsync " + s.partial + ": " + errno_text(errno));
     for (Stripe& s : stripes)
       if (::close(s.owned_fd.release()) != 0) return sink->fail("cannot close " + s.partial + ": " + errno_text(errno));
     for (unsigned k = unsigned(stripes.size()); k-- > 0;) {
