@@ -376,35 +376,30 @@ CU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
 
 // ------------------------------------------------------------------ errors
 
-CU_API CUresult cuGetErrorName(CUresult error, const char** str) {
-  if (!str) return cu::kInvalidValue;
-  switch (error) {
-#define VMCUDA_CU_ERROR(name, value, string) \
-  case value:                                \
-    *str = #name;                            \
-    return cu::kSuccess;
+namespace {
+struct ErrorText {
+  CUresult value;
+  const char* name;
+  const char* text;
+};
+constexpr ErrorText kErrorTexts[] = {
+#define VMCUDA_CU_ERROR(name, value, string) {value, #name, string},
 #include "vmcuda/cuda_errors.inc"
 #undef VMCUDA_CU_ERROR
-    default:
-      *str = nullptr;
-      return cu::kInvalidValue;
-  }
+};
+// The name or the description of a CUresult; CUDA_ERROR_INVALID_VALUE (and NULL) for an
+// unknown code, as NVIDIA's driver answers.
+CUresult error_text(CUresult error, const char** str, const char* ErrorText::*field) {
+  if (!str) return cu::kInvalidValue;
+  for (const ErrorText& e : kErrorTexts)
+    if (e.value == error) return *str = e.*field, cu::kSuccess;
+  *str = nullptr;
+  return cu::kInvalidValue;
 }
+}  // namespace
 
-CU_API CUresult cuGetErrorString(CUresult error, const char** str) {
-  if (!str) return cu::kInvalidValue;
-  switch (error) {
-#define VMCUDA_CU_ERROR(name, value, string) \
-  case value:                                \
-    *str = string;                           \
-    return cu::kSuccess;
-#include "vmcuda/cuda_errors.inc"
-#undef VMCUDA_CU_ERROR
-    default:
-      *str = nullptr;
-      return cu::kInvalidValue;
-  }
-}
+CU_API CUresult cuGetErrorName(CUresult error, const char** str) { return error_text(error, str, &ErrorText::name); }
+CU_API CUresult cuGetErrorString(CUresult error, const char** str) { return error_text(error, str, &ErrorText::text); }
 
 // ------------------------------------------------------------------ memory
 

@@ -37,16 +37,16 @@ void publish(api::HostFuncEntry* e, uint32_t generation, int32_t status, uint32_
 }
 
 // On the driver's callback thread (the caller's, on the test executor).
-void run_gate(HostFuncGate* g, CUresult status) {
-  g->phase.store(1);
-  publish(g->entry, g->generation, status, g->reached->fetch_add(1) + 1);
-  // The guest's function may take long; its answer usually comes within microseconds:
-  // spin briefly, then sleep in short steps (longer ones once it is clearly a long one).
+// Until the guest's `done` count reaches `target` (or the client goes: closing, the stub
+// stopping, its slot released). The guest's function may take long; its answer usually
+// comes within microseconds: spin briefly, then sleep in short steps (longer ones once it
+// is clearly a long one).
+void wait_for_guest(HostFuncGate* g, uint32_t target) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   for (uint32_t i = 0;; ++i) {
     const uint32_t done = ordering::load_acquire(g->entry->done);
-    if (static_cast<int32_t>(done - g->generation) >= 0) break;
+    if (static_cast<int32_t>(done - target) >= 0) break;
     if (g->closing->load() || (g->endpoint_stop && g->endpoint_stop->load()) ||
         ordering::load_acquire(*g->slot_state) != static_cast<uint32_t>(vmrpc::wire::SlotState::kClaimed))
       break;
@@ -58,6 +58,12 @@ void run_gate(HostFuncGate* g, CUresult status) {
     std::this_thread::sleep_for(waited < std::chrono::milliseconds(10) ? std::chrono::microseconds(20)
                                                                        : std::chrono::microseconds(200));
   }
+}
+
+void run_gate(HostFuncGate* g, CUresult status) {
+  g->phase.store(1);
+  publish(g->entry, g->generation, status, g->reached->fetch_add(1) + 1);
+  wait_for_guest(g, g->generation);
   g->phase.store(2);
 }
 
@@ -68,22 +74,7 @@ void run_gate(HostFuncGate* g, CUresult status) {
 void run_persistent(HostFuncGate* g) {
   g->phase.store(1);
   const uint32_t seq = std::atomic_ref<uint32_t>(g->entry->reached).fetch_add(1, std::memory_order_acq_rel) + 1;
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  for (uint32_t i = 0;; ++i) {
-    const uint32_t done = ordering::load_acquire(g->entry->done);
-    if (static_cast<int32_t>(done - seq) >= 0) break;
-    if (g->closing->load() || (g->endpoint_stop && g->endpoint_stop->load()) ||
-        ordering::load_acquire(*g->slot_state) != static_cast<uint32_t>(vmrpc::wire::SlotState::kClaimed))
-      break;
-    if (i < 256) {
-      ordering::cpu_relax();
-      continue;
-    }
-    const auto waited = clock::now() - start;
-    std::this_thread::sleep_for(waited < std::chrono::milliseconds(10) ? std::chrono::microseconds(20)
-                                                                       : std::chrono::microseconds(200));
-  }
+  wait_for_guest(g, seq);
   g->phase.store(0);  // never 2: it stays until the session closes
 }
 
