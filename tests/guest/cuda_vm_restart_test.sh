@@ -21,15 +21,11 @@ set -uo pipefail
 BUILD=$(cd "$1" && pwd) PROBE=$2 STUB=$3
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 T0=$(date +%s)
-skip() { echo "SKIP: $*"; exit 77; }
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v "${VMCUDA_QEMU:-qemu-system-x86_64}" >/dev/null ||
-    skip "${VMCUDA_QEMU:-qemu-system-x86_64} not installed (apt-get install qemu-system-x86)"
-bbdeps=$(LC_ALL=C ldd /bin/busybox 2>&1 || true)
-{ [ -x /bin/busybox ] && ! grep -q '=>' <<< "$bbdeps"; } || skip "no static busybox (apt-get install busybox-static)"
+need_qemu
+need_static_busybox
 command -v python3 >/dev/null || skip "python3 (the fd store stand-in) not installed"
 for f in "$STUB" "$PROBE"; do [ -x "$f" ] || { echo "FAIL: no $f"; exit 1; }; done
 

@@ -32,16 +32,12 @@ set -uo pipefail
 BUILD=$(cd "$1" && pwd) PROBE=$2 STUB=$3 CTL=$4
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 T0=$(date +%s)
-skip() { echo "SKIP: $*"; exit 77; }
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v "${VMCUDA_QEMU:-qemu-system-x86_64}" >/dev/null ||
-    skip "${VMCUDA_QEMU:-qemu-system-x86_64} not installed (apt-get install qemu-system-x86)"
+need_qemu
 if [[ " ${VMCUDA_SAVE_TEST_VM_ARGS:-} " != *" --image "* ]]; then  # the image is built here
-    bbdeps=$(LC_ALL=C ldd /bin/busybox 2>&1 || true)
-    { [ -x /bin/busybox ] && ! grep -q '=>' <<< "$bbdeps"; } || skip "no static busybox (apt-get install busybox-static)"
+    need_static_busybox
 fi
 command -v python3 >/dev/null || skip "python3 (for QMP) not installed"
 for f in "$STUB" "$PROBE" "$CTL"; do [ -x "$f" ] || { echo "FAIL: no $f"; exit 1; }; done

@@ -20,13 +20,11 @@ set -uo pipefail
 BUILD=$(cd "$1" && pwd) PROBE=$2 STUB=$3
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 T0=$(date +%s)
-skip() { echo "SKIP: $*"; exit 77; }
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (apt-get install qemu-system-x86; see scripts/guest/packages.txt)"
-bbdeps=$(LC_ALL=C ldd /bin/busybox 2>&1 || true)
-{ [ -x /bin/busybox ] && ! grep -q '=>' <<< "$bbdeps"; } || skip "no static busybox (apt-get install busybox-static)"
+need_qemu
+need_static_busybox
 [ -x "$STUB" ] || { echo "FAIL: no stub $STUB"; exit 1; }
 [ -x "$PROBE" ] || { echo "FAIL: no kill probe $PROBE"; exit 1; }
 
