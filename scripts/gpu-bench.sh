@@ -7,16 +7,24 @@ top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   mkdir -p "$carry"
-  /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/runtime_bench" \
-    "$top/bench/cuda/runtime_bench.cu"
+  # runtime_bench: the runtime's call costs; texture_bench: texture fetch and surface write
+  # kernel times (issue 11, point 5), which must equal native (the kernels run natively).
+  for b in runtime_bench texture_bench; do
+    /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/$b" \
+      "$top/bench/cuda/$b.cu"
+  done
   exit 0
 fi
 out="${2:-/tmp}"
 shift 2 || true
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-"$carry/runtime_bench" "$@" >"$out/bench.native"
-VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/runtime_bench" "$@" \
-  >"$out/bench.vmcuda"
+: >"$out/bench.native"
+: >"$out/bench.vmcuda"
+for b in runtime_bench texture_bench; do
+  "$carry/$b" "$@" >>"$out/bench.native"
+  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/$b" "$@" \
+    >>"$out/bench.vmcuda"
+done
 python3 - "$out/bench.native" "$out/bench.vmcuda" <<'PY' | tee "$out/bench.table"
 import sys
 def load(p):

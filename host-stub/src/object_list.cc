@@ -18,6 +18,10 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::Limit: return "limit";
     case ObjectKind::CacheConfig: return "cache configuration";
     case ObjectKind::PeerAccess: return "peer access";
+    case ObjectKind::Array: return "array";
+    case ObjectKind::MipmappedArray: return "mipmapped array";
+    case ObjectKind::TexObject: return "texture object";
+    case ObjectKind::SurfObject: return "surface object";
   }
   return "unknown";
 }

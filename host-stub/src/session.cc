@@ -200,6 +200,29 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::CacheConfig:
       return how == Release::kReset ? api_.cuCtxSetCacheConfig(o.as<CacheConfigObject>().default_value)
                                     : CUDA_SUCCESS;
+    case ObjectKind::Array:
+    case ObjectKind::MipmappedArray: {
+      // The quota gets its bytes back whichever way it goes (a suspend charges them again
+      // at the resume); a mipmapped array's levels go with it.
+      ArrayObject& arr = o.as<ArrayObject>();
+      if (account_ && arr.charged) account_->refund(arr.charged);
+      arr.charged = 0;
+      if (arr.level >= 0) return arr.array = nullptr, CUDA_SUCCESS;
+      return o.kind == ObjectKind::Array ? destroy_once(arr.array, api_.cuArrayDestroy)
+                                         : destroy_once(arr.mipmap, api_.cuMipmappedArrayDestroy);
+    }
+    case ObjectKind::TexObject: {
+      CUtexObject& t = o.as<TexObject>().value;
+      const CUresult e = t ? api_.cuTexObjectDestroy(t) : CUDA_SUCCESS;
+      t = 0;
+      return e;
+    }
+    case ObjectKind::SurfObject: {
+      CUsurfObject& t = o.as<SurfObject>().value;
+      const CUresult e = t ? api_.cuSurfObjectDestroy(t) : CUDA_SUCCESS;
+      t = 0;
+      return e;
+    }
     case ObjectKind::PeerAccess:
       if (how == Release::kReset) {
         // Both directions of a pair go (set_peer_access also takes the arena's grant back).

@@ -362,6 +362,16 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     return false;
   };
   if (suspended_) return fail("the client is already suspended");
+  // Texture and surface objects are values the driver chooses, and kernels may hold them in
+  // device memory: recreated, they would get other values, so the program's copies would name
+  // nothing (docs/snapshots.md). CUDA arrays are not carried by this version yet.
+  if (const size_t n = vol_.count(ObjectKind::TexObject) + vol_.count(ObjectKind::SurfObject))
+    return fail("the program holds " + std::to_string(n) +
+                " texture or surface object(s), whose values cannot be kept across a suspend; "
+                "suspend it once it has destroyed them (cudaDestroyTextureObject, cudaDestroySurfaceObject)");
+  if (const size_t n = vol_.count(ObjectKind::Array) + vol_.count(ObjectKind::MipmappedArray))
+    return fail("the program holds " + std::to_string(n) +
+                " CUDA array(s), which this version of vmcuda cannot save yet; suspend it once it has freed them");
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -502,6 +512,11 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_i32(o.as<CacheConfigObject>().value);
         w.put_i32(o.as<CacheConfigObject>().default_value);
         break;
+      case ObjectKind::Array:
+      case ObjectKind::MipmappedArray:
+      case ObjectKind::TexObject:
+      case ObjectKind::SurfObject:
+        break;  // refused above
     }
     ok = out.put_record(kObjectRecord, o.id, w.bytes());
   });
@@ -851,6 +866,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = c;
         break;
       }
+      case ObjectKind::Array:
+      case ObjectKind::MipmappedArray:
+      case ObjectKind::TexObject:
+      case ObjectKind::SurfObject:
+        return bad("not carried across a suspend by this version");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
