@@ -5,16 +5,13 @@
 // (the bytes its texels take, computed from the descriptor). Every region a copy names must
 // lie inside its array, and the other side inside the frame, the heap range, one of the
 // client's allocations, or another of its arrays.
+#include "arrays.h"
 #include "session.h"
 
 namespace vmcuda::host {
 
 using vmrpc::wire::ChannelStatus;
 
-namespace {
-
-// Bytes of one element of `format` with `channels` channels, or 0 when either is not one
-// vmcuda passes on.
 uint64_t element_bytes(uint32_t format, uint32_t channels) {
   if (channels != 1 && channels != 2 && channels != 4) return 0;
   switch (static_cast<int>(format)) {
@@ -33,27 +30,18 @@ uint64_t element_bytes(uint32_t format, uint32_t channels) {
   return 0;
 }
 
-constexpr unsigned kKnownArrayFlags =
-    kArray3DLayered | kArray3DSurfaceLdst | kArray3DCubemap | kArray3DTextureGather;
+namespace {
+constexpr unsigned kKnownArrayFlags = kArray3DLayered | kArray3DSurfaceLdst | kArray3DCubemap | kArray3DTextureGather;
 constexpr uint64_t kMaxArrayDim = 1ull << 20;  // limit on untrusted input: beyond every device's texture limits
-
+uint64_t halve(uint64_t v) { return v > 1 ? v / 2 : v; }
 // a * b, false on overflow.
 bool mul(uint64_t a, uint64_t b, uint64_t* out) {
   if (b != 0 && a > ~0ull / b) return false;
   *out = a * b;
   return true;
 }
+}  // namespace
 
-// The texel bytes of one level: width * max(height, 1) * max(depth, 1) elements.
-bool level_bytes(uint64_t w, uint64_t h, uint64_t d, uint64_t elem, uint64_t* out) {
-  uint64_t n;
-  return mul(w, std::max<uint64_t>(h, 1), &n) && mul(n, std::max<uint64_t>(d, 1), &n) && mul(n, elem, out);
-}
-
-uint64_t halve(uint64_t v) { return v > 1 ? v / 2 : v; }
-
-// A mipmapped array's level `level` descriptor (each level halves width, height and, unless
-// layered, depth, never below 1; zero sizes stay zero).
 CUDA_ARRAY3D_DESCRIPTOR level_desc(const CUDA_ARRAY3D_DESCRIPTOR& d, uint32_t level) {
   CUDA_ARRAY3D_DESCRIPTOR l = d;
   for (uint32_t i = 0; i < level; ++i) {
@@ -64,7 +52,38 @@ CUDA_ARRAY3D_DESCRIPTOR level_desc(const CUDA_ARRAY3D_DESCRIPTOR& d, uint32_t le
   return l;
 }
 
-}  // namespace
+bool array_bytes(const CUDA_ARRAY3D_DESCRIPTOR& d, uint32_t levels, uint64_t* out) {
+  const uint64_t elem = element_bytes(static_cast<uint32_t>(d.Format), d.NumChannels);
+  if (!elem) return false;
+  uint64_t total = 0;
+  for (uint32_t l = 0; l < std::max<uint32_t>(levels, 1); ++l) {
+    const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(d, l);
+    uint64_t n;
+    if (!mul(ld.Width, std::max<uint64_t>(ld.Height, 1), &n) || !mul(n, std::max<uint64_t>(ld.Depth, 1), &n) ||
+        !mul(n, elem, &n) || n > ~0ull - total)
+      return false;
+    total += n;
+  }
+  *out = total;
+  return true;
+}
+
+CUresult copy_array_contents(const DriverApi& api, CUarray array, const CUDA_ARRAY3D_DESCRIPTOR& d, std::byte* host,
+                             bool to_array) {
+  const uint64_t row = d.Width * element_bytes(static_cast<uint32_t>(d.Format), d.NumChannels);
+  CUDA_MEMCPY3D c{};
+  c.WidthInBytes = row;
+  c.Height = std::max<size_t>(d.Height, 1);
+  c.Depth = std::max<size_t>(d.Depth, 1);
+  if (to_array) {
+    c.srcMemoryType = CU_MEMORYTYPE_HOST, c.srcHost = host, c.srcPitch = row, c.srcHeight = c.Height;
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = array;
+  } else {
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = array;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = host, c.dstPitch = row, c.dstHeight = c.Height;
+  }
+  return api.cuMemcpy3D_v2(&c);
+}
 
 int32_t Session::on_ArrayCreate(const api::ArrayCreateArgs& a, api::HandleReply& r, Request&) {
   const uint64_t elem = element_bytes(a.format, a.channels);
@@ -76,12 +95,7 @@ int32_t Session::on_ArrayCreate(const api::ArrayCreateArgs& a, api::HandleReply&
   CUDA_ARRAY3D_DESCRIPTOR desc{a.width, a.height, a.depth, static_cast<int>(a.format), a.channels, a.flags};
   // What the VM's quota pays: every level's texels.
   uint64_t bytes = 0;
-  for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
-    const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(desc, l);
-    uint64_t b;
-    if (!level_bytes(ld.Width, ld.Height, ld.Depth, elem, &b) || b > ~0ull - bytes) return CUDA_ERROR_OUT_OF_MEMORY;
-    bytes += b;
-  }
+  if (!array_bytes(desc, a.levels, &bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (bytes > memory_quota()) return CUDA_ERROR_OUT_OF_MEMORY;
   if (account_ && !account_->charge(bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   ArrayObject o;

@@ -28,6 +28,7 @@
 
 #include "client_control.h"
 #include "module_symbols.h"
+#include "arrays.h"
 #include "session.h"
 #include "state_stream.h"
 #include "vmrpc/log.h"
@@ -362,16 +363,14 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     return false;
   };
   if (suspended_) return fail("the client is already suspended");
-  // Texture and surface objects are values the driver chooses, and kernels may hold them in
-  // device memory: recreated, they would get other values, so the program's copies would name
-  // nothing (docs/snapshots.md). CUDA arrays are not carried by this version yet.
+  // Texture and surface objects are values the driver chooses (no call takes a value to
+  // give), and kernels may hold them in device memory where no one can find them: recreated,
+  // they would get other values and the program's copies would name nothing or another
+  // object (docs/snapshots.md). So no suspend while any exists; the client runs on.
   if (const size_t n = vol_.count(ObjectKind::TexObject) + vol_.count(ObjectKind::SurfObject))
     return fail("the program holds " + std::to_string(n) +
                 " texture or surface object(s), whose values cannot be kept across a suspend; "
                 "suspend it once it has destroyed them (cudaDestroyTextureObject, cudaDestroySurfaceObject)");
-  if (const size_t n = vol_.count(ObjectKind::Array) + vol_.count(ObjectKind::MipmappedArray))
-    return fail("the program holds " + std::to_string(n) +
-                " CUDA array(s), which this version of vmcuda cannot save yet; suspend it once it has freed them");
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -445,6 +444,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   }
   // The object list, parents first.
   bool ok = true;
+  std::string save_error;
   vol_.walk_parents_first([&](Object& o) {
     if (!ok) return;
     state::ByteWriter w;
@@ -513,14 +513,59 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_i32(o.as<CacheConfigObject>().default_value);
         break;
       case ObjectKind::Array:
-      case ObjectKind::MipmappedArray:
+      case ObjectKind::MipmappedArray: {
+        // The descriptor, then the texels (every level of a mipmapped array; a level's are
+        // its parent's), read with cuMemcpy3D: the contexts are idle (quiesced above).
+        const auto& a = o.as<ArrayObject>();
+        w.put_u64(a.desc.Width);
+        w.put_u64(a.desc.Height);
+        w.put_u64(a.desc.Depth);
+        w.put_u32(static_cast<uint32_t>(a.desc.Format));
+        w.put_u32(a.desc.NumChannels);
+        w.put_u32(a.desc.Flags);
+        w.put_u32(a.levels);
+        w.put_i32(a.level);
+        std::vector<std::byte> texels;
+        if (a.level < 0) {
+          uint64_t bytes = 0;
+          if (!array_bytes(a.desc, a.levels, &bytes)) {
+            ok = false;
+            save_error = "an array with an unknown format";
+            return;
+          }
+          texels.resize(bytes);
+          make_current(o.device);
+          std::byte* at = texels.data();
+          for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
+            CUarray arr = a.array;
+            if (o.kind == ObjectKind::MipmappedArray) {
+              if (CUresult e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l); e != CUDA_SUCCESS) {
+                ok = false;
+                save_error = "reading a mipmapped array's level failed: " + describe(api_, e);
+                return;
+              }
+            }
+            const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
+            if (CUresult e = copy_array_contents(api_, arr, ld, at, false); e != CUDA_SUCCESS) {
+              ok = false;
+              save_error = "reading an array's contents failed: " + describe(api_, e);
+              return;
+            }
+            uint64_t n = 0;
+            array_bytes(ld, 0, &n);
+            at += n;
+          }
+        }
+        w.put_bytes(std::span<const std::byte>(texels));
+        break;
+      }
       case ObjectKind::TexObject:
       case ObjectKind::SurfObject:
         break;  // refused above
     }
     ok = out.put_record(kObjectRecord, o.id, w.bytes());
   });
-  if (!ok) return fail(out.error());
+  if (!ok) return fail(save_error.empty() ? out.error() : save_error);
   phases.mark("objects");
   // Device memory: each mapping whole (a chunk's free bytes too: they are few), copied from
   // the device straight into the sink's staging buffers.
@@ -713,6 +758,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   };
   std::vector<Saved> saved;
   std::map<uint64_t, size_t> saved_by_id;
+  // Arrays' texels by saved id (kept out of Saved: its data is copied when recreated).
+  struct SavedTexels {
+    std::vector<std::byte> bytes;
+  };
+  std::map<uint64_t, SavedTexels> texels;
   for (;;) {
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
     if (h.type != kObjectRecord) break;
@@ -748,10 +798,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::HostRegistration:
         if (parent) return bad("has a parent");
         break;
+      case ObjectKind::Array:  // a mipmapped array's level: under it (checked with its record)
+        if (parent && parent->kind == ObjectKind::MipmappedArray) want = ObjectKind::MipmappedArray;
+        [[fallthrough]];
       case ObjectKind::Function:
       case ObjectKind::Global:
       case ObjectKind::ManagedVar:
-        want = ObjectKind::Module;
+        if (s.kind != ObjectKind::Array) want = ObjectKind::Module;
         [[fallthrough]];
       default:
         if (!parent || parent->kind != want || parent->device != s.device) return bad("wrong parent");
@@ -867,10 +920,42 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         break;
       }
       case ObjectKind::Array:
-      case ObjectKind::MipmappedArray:
+      case ObjectKind::MipmappedArray: {
+        ArrayObject a;
+        uint32_t format = 0;
+        r.get_u64(&a.desc.Width);
+        r.get_u64(&a.desc.Height);
+        r.get_u64(&a.desc.Depth);
+        r.get_u32(&format);
+        r.get_u32(&a.desc.NumChannels);
+        r.get_u32(&a.desc.Flags);
+        r.get_u32(&a.levels);
+        r.get_i32(&a.level);
+        a.desc.Format = static_cast<int>(format);
+        SavedTexels t;
+        r.get_bytes(&t.bytes, size_t{1} << 40);
+        if (!r.ok()) break;
+        uint64_t bytes = 0;
+        const bool level = s.kind == ObjectKind::Array && a.level >= 0;
+        if (!array_bytes(a.desc, a.levels, &bytes) || (s.kind == ObjectKind::MipmappedArray) != (a.levels > 0) ||
+            a.levels > 32 || a.level < -1 || (level && (!parent || parent->kind != ObjectKind::MipmappedArray)) ||
+            (level ? !t.bytes.empty() : t.bytes.size() != bytes))
+          return bad("an inconsistent array");
+        if (level) {
+          // The level's descriptor follows from its parent's.
+          const auto& pa = std::get<ArrayObject>(parent->data);
+          if (static_cast<uint32_t>(a.level) >= pa.levels) return bad("a level beyond its mipmapped array's");
+          a.desc = level_desc(pa.desc, static_cast<uint32_t>(a.level));
+        } else {
+          a.charged = bytes;  // what the resume charges
+        }
+        texels[s.id] = std::move(t);
+        s.data = a;
+        break;
+      }
       case ObjectKind::TexObject:
       case ObjectKind::SurfObject:
-        return bad("not carried across a suspend by this version");
+        return bad("texture and surface objects are never saved");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
@@ -1075,6 +1160,40 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e = api_.cuCtxSetCacheConfig(std::get<CacheConfigObject>(data).value);
         what = "setting the cache configuration";
         break;
+      case ObjectKind::Array:
+      case ObjectKind::MipmappedArray: {
+        // The same descriptor, charged to the VM again, then its texels back.
+        auto& a = std::get<ArrayObject>(data);
+        if (a.level >= 0) {
+          e = api_.cuMipmappedArrayGetLevel(&a.array, vol_.get(parent)->as<ArrayObject>().mipmap,
+                                            static_cast<unsigned>(a.level));
+          what = "finding a mipmapped array's level";
+          break;
+        }
+        if (account_ && !account_->charge(a.charged))
+          return fail("the VM's device memory quota has no room for a CUDA array (" + std::to_string(a.charged >> 20) +
+                      " MiB)");
+        e = s.kind == ObjectKind::Array ? api_.cuArray3DCreate_v2(&a.array, &a.desc)
+                                        : api_.cuMipmappedArrayCreate(&a.mipmap, &a.desc, a.levels);
+        what = "creating a CUDA array";
+        std::byte* at = texels.at(s.id).bytes.data();
+        for (uint32_t l = 0; e == CUDA_SUCCESS && l < std::max<uint32_t>(a.levels, 1); ++l) {
+          CUarray arr = a.array;
+          if (s.kind == ObjectKind::MipmappedArray) e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l);
+          const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
+          if (e == CUDA_SUCCESS) e = copy_array_contents(api_, arr, ld, at, true);
+          uint64_t n = 0;
+          array_bytes(ld, 0, &n);
+          at += n;
+        }
+        if (e != CUDA_SUCCESS) {
+          // Not in the VOL yet: undone here.
+          if (a.array) api_.cuArrayDestroy(a.array);
+          if (a.mipmap) api_.cuMipmappedArrayDestroy(a.mipmap);
+          if (account_) account_->refund(a.charged);
+        }
+        break;
+      }
       default:
         break;
     }
@@ -1128,6 +1247,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   vol_.set_last_handle(ObjectKind::Module, last_handles[0]);
   vol_.set_last_handle(ObjectKind::Function, last_handles[1]);
   vol_.set_last_handle(ObjectKind::ManagedVar, last_handles[2]);
+  // Arrays' handles: past the highest kept (a freed one's handle may come again; the guest
+  // forgot it when it freed it).
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    if (!vol_.of(k).empty()) vol_.set_last_handle(k, std::max(vol_.last_handle(k), vol_.of(k).rbegin()->first));
   for (ObjectKind k : {ObjectKind::Module, ObjectKind::Function, ObjectKind::ManagedVar})
     if (!vol_.of(k).empty() && vol_.of(k).rbegin()->first > vol_.last_handle(k))
       return fail("a " + std::string(kind_name(k)) + " handle beyond the saved counter");
