@@ -288,8 +288,9 @@ int32_t Session::on_TextureCreate(const api::TextureCreateArgs& a, api::HandleRe
     case api::kTexResourcePitch2D: {
       const uint64_t elem = element_bytes(a.format, a.channels);
       uint64_t row;
-      if (!elem || !mul(a.width, elem, &row) || !owns_2d(a.handle, a.pitch, row, a.height)) return CUDA_ERROR_INVALID_VALUE;
-      device = owner_of(a.handle, row);
+      if (!elem || a.width == 0 || a.height == 0 || !mul(a.width, elem, &row) || !owns_2d(a.handle, a.pitch, row, a.height))
+        return CUDA_ERROR_INVALID_VALUE;
+      if ((device = owner_of(a.handle, row)) < 0) return CUDA_ERROR_INVALID_VALUE;
       res.resType = CU_RESOURCE_TYPE_PITCH2D;
       res.res.pitch2D.devPtr = a.handle;
       res.res.pitch2D.format = static_cast<int>(a.format);
