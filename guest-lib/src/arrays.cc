@@ -64,7 +64,7 @@ uint64_t handle_of(const void* p) { return reinterpret_cast<uint64_t>(p); }
 // size (x; x, y; x, y, z, w). cudaErrorInvalidChannelDescriptor otherwise.
 cudaError_t format_of(const cudaChannelFormatDesc& d, uint32_t* format, uint32_t* channels, uint64_t* elem) {
   const int bits = d.x;
-  if (d.x <= 0 || d.x < 0 || d.y < 0 || d.z < 0 || d.w < 0) return cudaErrorInvalidChannelDescriptor;
+  if (d.x <= 0 || d.y < 0 || d.z < 0 || d.w < 0) return cudaErrorInvalidChannelDescriptor;
   if (d.y == 0 && d.z == 0 && d.w == 0) *channels = 1;
   else if (d.y == bits && d.z == 0 && d.w == 0) *channels = 2;
   else if (d.y == bits && d.z == bits && d.w == bits) *channels = 4;

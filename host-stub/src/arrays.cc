@@ -121,7 +121,9 @@ int32_t Session::on_ArrayDestroy(const api::ArrayArgs& a, api::Empty&, Request&)
   Object* o = vol_.find(kind, a.array);
   // A level of a mipmapped array goes with it only.
   if (!o || o->as<ArrayObject>().level >= 0) return CUDA_ERROR_INVALID_VALUE;
-  return destroy_entry(kind, a.array, CUDA_ERROR_INVALID_VALUE);
+  const CUresult e = destroy_entry(kind, a.array, CUDA_ERROR_INVALID_VALUE);
+  publish_status();
+  return e;
 }
 
 int32_t Session::on_MipmappedArrayGetLevel(const api::ArrayLevelArgs& a, api::HandleReply& r, Request&) {

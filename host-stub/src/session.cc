@@ -121,7 +121,11 @@ void Session::add_allocation(uint64_t ptr, uint64_t bytes) {
 }
 
 void Session::publish_status() {
-  published_device_bytes_.store(arena_ ? arena_->physical_bytes() : 0, std::memory_order_relaxed);
+  // The arena's memory and the arrays' (outside it; charged to the VM as they are made).
+  uint64_t arrays = 0;
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    for (const auto& [handle, id] : vol_.of(k)) arrays += vol_.get(id)->as<ArrayObject>().charged;
+  published_device_bytes_.store((arena_ ? arena_->physical_bytes() : 0) + arrays, std::memory_order_relaxed);
   published_allocated_.store(allocated_, std::memory_order_relaxed);
   published_objects_.store(vol_.size(), std::memory_order_relaxed);
   published_suspended_.store(suspended_, std::memory_order_relaxed);
