@@ -347,6 +347,30 @@ SAME_OFFSET(cudaLaunchAttributeValue, clusterDim)
 SAME_OFFSET(cudaLaunchAttributeValue, priority)
 SAME_OFFSET(cudaLaunchAttributeValue, programmaticEvent)
 SAME_OFFSET(cudaLaunchAttributeValue, launchCompletionEvent)
+// arrays and textures (guest-lib/src/arrays.cc)
+SAME_LAYOUT(cudaResourceDesc)
+SAME_OFFSET(cudaResourceDesc, res.array.array)
+SAME_OFFSET(cudaResourceDesc, res.linear.desc)
+SAME_OFFSET(cudaResourceDesc, res.linear.sizeInBytes)
+SAME_OFFSET(cudaResourceDesc, res.pitch2D.width)
+SAME_OFFSET(cudaResourceDesc, res.pitch2D.pitchInBytes)
+SAME_OFFSET(cudaResourceDesc, flags)
+SAME_LAYOUT(cudaResourceViewDesc)
+SAME_OFFSET(cudaResourceViewDesc, firstMipmapLevel)
+SAME_OFFSET(cudaResourceViewDesc, reserved)
+SAME_LAYOUT(cudaTextureDesc)
+SAME_OFFSET(cudaTextureDesc, filterMode)
+SAME_OFFSET(cudaTextureDesc, readMode)
+SAME_OFFSET(cudaTextureDesc, borderColor)
+SAME_OFFSET(cudaTextureDesc, normalizedCoords)
+SAME_OFFSET(cudaTextureDesc, mipmapFilterMode)
+SAME_OFFSET(cudaTextureDesc, seamlessCubemap)
+static_assert(int{::cudaResourceTypePitch2D} == int{ours::cudaResourceTypePitch2D} &&
+              int{::cudaAddressModeBorder} == int{ours::cudaAddressModeBorder} &&
+              int{::cudaFilterModeLinear} == int{ours::cudaFilterModeLinear} &&
+              int{::cudaReadModeNormalizedFloat} == int{ours::cudaReadModeNormalizedFloat});
+static_assert(sizeof(::cudaTextureObject_t) == sizeof(ours::cudaTextureObject_t) &&
+              sizeof(::cudaSurfaceObject_t) == sizeof(ours::cudaSurfaceObject_t));
 #undef SAME_LAYOUT
 #undef SAME_OFFSET
 static_assert(sizeof(::cudaStream_t) == sizeof(ours::cudaStream_t));
