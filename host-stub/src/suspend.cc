@@ -24,6 +24,7 @@
 #include <optional>
 #include <limits>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "client_control.h"
@@ -45,6 +46,7 @@ enum RecordType : uint32_t {
   kMappingData = 4,  // blob, id = the mapping's VA
   kGlobalData = 5,   // id = the variable's device pointer
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
+  kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
 };
 constexpr uint32_t kClientStateVersion = 2;  // 2: events carry their time before the suspend
 
@@ -444,7 +446,6 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   }
   // The object list, parents first.
   bool ok = true;
-  std::string save_error;
   vol_.walk_parents_first([&](Object& o) {
     if (!ok) return;
     state::ByteWriter w;
@@ -514,8 +515,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
-        // The descriptor, then the texels (every level of a mipmapped array; a level's are
-        // its parent's), read with cuMemcpy3D: the contexts are idle (quiesced above).
+        // The descriptor (the texels follow as a blob of their own, kArrayData).
         const auto& a = o.as<ArrayObject>();
         w.put_u64(a.desc.Width);
         w.put_u64(a.desc.Height);
@@ -525,38 +525,6 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_u32(a.desc.Flags);
         w.put_u32(a.levels);
         w.put_i32(a.level);
-        std::vector<std::byte> texels;
-        if (a.level < 0) {
-          uint64_t bytes = 0;
-          if (!array_bytes(a.desc, a.levels, &bytes)) {
-            ok = false;
-            save_error = "an array with an unknown format";
-            return;
-          }
-          texels.resize(bytes);
-          make_current(o.device);
-          std::byte* at = texels.data();
-          for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
-            CUarray arr = a.array;
-            if (o.kind == ObjectKind::MipmappedArray) {
-              if (CUresult e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l); e != CUDA_SUCCESS) {
-                ok = false;
-                save_error = "reading a mipmapped array's level failed: " + describe(api_, e);
-                return;
-              }
-            }
-            const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
-            if (CUresult e = copy_array_contents(api_, arr, ld, at, false); e != CUDA_SUCCESS) {
-              ok = false;
-              save_error = "reading an array's contents failed: " + describe(api_, e);
-              return;
-            }
-            uint64_t n = 0;
-            array_bytes(ld, 0, &n);
-            at += n;
-          }
-        }
-        w.put_bytes(std::span<const std::byte>(texels));
         break;
       }
       case ObjectKind::TexObject:
@@ -565,7 +533,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     }
     ok = out.put_record(kObjectRecord, o.id, w.bytes());
   });
-  if (!ok) return fail(save_error.empty() ? out.error() : save_error);
+  if (!ok) return fail(out.error());
   phases.mark("objects");
   // Device memory: each mapping whole (a chunk's free bytes too: they are few), copied from
   // the device straight into the sink's staging buffers.
@@ -608,6 +576,32 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         return fail("copying module variable " + g->as<GlobalObject>().name + " failed: " + describe(api_, e));
     if (!out.put_record(kGlobalData, ptr, as_bytes(bytes))) return fail(out.error());
   }
+  // Arrays' texels (every level of a mipmapped array; a level's are its parent's), read with
+  // cuMemcpy3D: the contexts are idle (quiesced above).
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    for (const auto& [handle, id] : vol_.of(k)) {
+      const Object* o = vol_.get(id);
+      const auto& a = o->as<ArrayObject>();
+      if (a.level >= 0) continue;
+      uint64_t bytes = 0;
+      if (!array_bytes(a.desc, a.levels, &bytes)) return fail("an array of an unknown format");
+      std::vector<std::byte> texels(bytes);
+      make_current(o->device);
+      std::byte* at = texels.data();
+      for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
+        CUarray arr = a.array;
+        if (k == ObjectKind::MipmappedArray)
+          if (CUresult e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l); e != CUDA_SUCCESS)
+            return fail("finding a mipmapped array's level failed: " + describe(api_, e));
+        const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
+        if (CUresult e = copy_array_contents(api_, arr, ld, at, false); e != CUDA_SUCCESS)
+          return fail("reading a CUDA array failed: " + describe(api_, e));
+        uint64_t n = 0;
+        array_bytes(ld, 0, &n);
+        at += n;
+      }
+      if (!out.put_blob(kArrayData, o->id, texels)) return fail(out.error());
+    }
   if (!out.put_record(kClientEnd, info_.slot, {})) return fail(out.error());
   if (std::string err; !out.finish(&err)) return fail(err);
   copier.drop();
@@ -758,11 +752,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   };
   std::vector<Saved> saved;
   std::map<uint64_t, size_t> saved_by_id;
-  // Arrays' texels by saved id (kept out of Saved: its data is copied when recreated).
-  struct SavedTexels {
-    std::vector<std::byte> bytes;
-  };
-  std::map<uint64_t, SavedTexels> texels;
+
   for (;;) {
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
     if (h.type != kObjectRecord) break;
@@ -932,14 +922,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         r.get_u32(&a.levels);
         r.get_i32(&a.level);
         a.desc.Format = static_cast<int>(format);
-        SavedTexels t;
-        r.get_bytes(&t.bytes, size_t{1} << 40);
         if (!r.ok()) break;
         uint64_t bytes = 0;
         const bool level = s.kind == ObjectKind::Array && a.level >= 0;
         if (!array_bytes(a.desc, a.levels, &bytes) || (s.kind == ObjectKind::MipmappedArray) != (a.levels > 0) ||
-            a.levels > 32 || a.level < -1 || (level && (!parent || parent->kind != ObjectKind::MipmappedArray)) ||
-            (level ? !t.bytes.empty() : t.bytes.size() != bytes))
+            a.levels > 32 || a.level < -1 || (level && (!parent || parent->kind != ObjectKind::MipmappedArray)))
           return bad("an inconsistent array");
         if (level) {
           // The level's descriptor follows from its parent's.
@@ -949,7 +936,6 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         } else {
           a.charged = bytes;  // what the resume charges
         }
-        texels[s.id] = std::move(t);
         s.data = a;
         break;
       }
@@ -1176,22 +1162,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e = s.kind == ObjectKind::Array ? api_.cuArray3DCreate_v2(&a.array, &a.desc)
                                         : api_.cuMipmappedArrayCreate(&a.mipmap, &a.desc, a.levels);
         what = "creating a CUDA array";
-        std::byte* at = texels.at(s.id).bytes.data();
-        for (uint32_t l = 0; e == CUDA_SUCCESS && l < std::max<uint32_t>(a.levels, 1); ++l) {
-          CUarray arr = a.array;
-          if (s.kind == ObjectKind::MipmappedArray) e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l);
-          const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
-          if (e == CUDA_SUCCESS) e = copy_array_contents(api_, arr, ld, at, true);
-          uint64_t n = 0;
-          array_bytes(ld, 0, &n);
-          at += n;
-        }
-        if (e != CUDA_SUCCESS) {
-          // Not in the VOL yet: undone here.
-          if (a.array) api_.cuArrayDestroy(a.array);
-          if (a.mipmap) api_.cuMipmappedArrayDestroy(a.mipmap);
-          if (account_) account_->refund(a.charged);
-        }
+        if (e != CUDA_SUCCESS && account_) account_->refund(a.charged);  // not in the VOL: undone here
         break;
       }
       default:
@@ -1228,6 +1199,49 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return fail("writing module variable " + g->as<GlobalObject>().name + " failed: " + describe(api_, e));
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
   }
+  // Arrays' texels, into the arrays recreated above (every array of the state has them).
+  std::set<ObjectId> filled;
+  std::vector<std::byte> texels;
+  while (h.type == kArrayData) {
+    auto it = new_id.find(h.id);
+    Object* o = it == new_id.end() ? nullptr : vol_.get(it->second);
+    if (!o || (o->kind != ObjectKind::Array && o->kind != ObjectKind::MipmappedArray) ||
+        o->as<ArrayObject>().level >= 0 || !h.is_blob() || !filled.insert(o->id).second)
+      return fail("record " + std::to_string(h.index) + " is the contents of no array of the state (or of one twice)");
+    const ArrayObject& a = o->as<ArrayObject>();
+    uint64_t bytes = 0;
+    array_bytes(a.desc, a.levels, &bytes);  // checked with its record
+    if (h.payload_bytes != bytes) return fail("an array's contents of the wrong size");
+    texels.resize(bytes);
+    for (uint64_t off = 0;;) {
+      std::span<const std::byte> chunk;
+      if (!in.read_chunk_view(&chunk, &err)) return fail(err);
+      if (chunk.empty()) break;
+      if (chunk.size() > bytes - off) return fail("an array's contents are too long");
+      std::memcpy(texels.data() + off, chunk.data(), chunk.size());
+      off += chunk.size();
+    }
+    make_current(o->device);
+    std::byte* at = texels.data();
+    for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
+      CUarray arr = a.array;
+      if (o->kind == ObjectKind::MipmappedArray)
+        if (CUresult e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l); e != CUDA_SUCCESS)
+          return fail("finding a mipmapped array's level failed: " + describe(api_, e));
+      const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
+      if (CUresult e = copy_array_contents(api_, arr, ld, at, true); e != CUDA_SUCCESS)
+        return fail("writing a CUDA array failed: " + describe(api_, e));
+      uint64_t n = 0;
+      array_bytes(ld, 0, &n);
+      at += n;
+    }
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
+  size_t arrays = 0;
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    for (const auto& [handle, id] : vol_.of(k)) arrays += vol_.get(id)->as<ArrayObject>().level < 0;
+  if (filled.size() != arrays)
+    return fail("the state lacks the contents of " + std::to_string(arrays - filled.size()) + " array(s)");
   if (h.type != kClientEnd) return fail("record " + std::to_string(h.index) + " is not the end of the client's state");
   // Peer access last: both contexts exist now.
   for (const Saved& s : saved) {

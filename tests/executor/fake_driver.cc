@@ -999,6 +999,9 @@ CUresult check_array_desc(const CUDA_ARRAY3D_DESCRIPTOR* d, uint64_t* elem) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   *elem = fb * d->NumChannels;
+  // More than the fake's device memory (1 GiB an array): out of memory, as on a GPU.
+  if (d->Width * std::max<size_t>(d->Height, 1) * std::max<size_t>(d->Depth, 1) * *elem > (1ull << 30))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   return CUDA_SUCCESS;
 }
 // A new array in the current context. Lock held.

@@ -277,6 +277,20 @@ TEST(Suspend, ArraysComeBackWithTheirContentsBehindTheSameHandles) {
   EXPECT_EQ(array_get(c, a2.handle, 16, 8), iota(128, 1));
   EXPECT_EQ(array_get(c, layered.handle, 4, 4, 3), iota(48, 500));
   EXPECT_EQ(array_get(c, level1.handle, 4, 4), iota(16, 9000));
+  // Through a state file too.
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-arrays.state";
+  std::filesystem::remove(path);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  std::filesystem::remove(path);
+  EXPECT_EQ(array_get(c, a2.handle, 16, 8), iota(128, 1));
+  EXPECT_EQ(array_get(c, layered.handle, 4, 4, 3), iota(48, 500));
+  EXPECT_EQ(array_get(c, level1.handle, 4, 4), iota(16, 9000));
   // The level's handle is the same one; new arrays get new handles.
   api::HandleReply again{}, fresh{};
   ASSERT_EQ(c.call<api::Call::MipmappedArrayGetLevel>({mip.handle, 1, 0}, &again), 0);
