@@ -39,6 +39,7 @@ struct ArrayInfo {
   unsigned flags = 0;
   uint64_t elem = 0;    // bytes per element
   bool level = false;   // a mipmapped array's level (freed with it)
+  int device = 0;       // where it lives (cudaDeviceReset frees it)
 };
 struct MipmapInfo {
   ArrayInfo base;
@@ -50,8 +51,13 @@ struct Registry {
   std::mutex mu;
   std::map<uint64_t, ArrayInfo> arrays;
   std::map<uint64_t, MipmapInfo> mipmaps;
-  std::map<uint64_t, std::pair<cudaResourceDesc, cudaTextureDesc>> textures;
-  std::map<uint64_t, cudaResourceDesc> surfaces;
+  struct Texture {
+    cudaResourceDesc res;
+    cudaTextureDesc tex;
+    int device;
+  };
+  std::map<uint64_t, Texture> textures;
+  std::map<uint64_t, std::pair<cudaResourceDesc, int>> surfaces;  // and its device
 };
 Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: atexit order
@@ -112,7 +118,7 @@ cudaError_t create(const cudaChannelFormatDesc* desc, cudaExtent e, unsigned fla
   auto res = r->call<api::Call::ArrayCreate>({e.width, e.height, e.depth, format, channels, flags, levels});
   if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
   *handle = res.reply.handle;
-  *info = ArrayInfo{*desc, e, flags, elem, false};
+  *info = ArrayInfo{*desc, e, flags, elem, false, Remote::thread_device()};
   return cudaSuccess;
 }
 
@@ -281,6 +287,15 @@ cudaError_t copy_array(const ArrayEnd& array_end, const MemEnd& mem, uint64_t w,
   const cudaError_t earlier = r->flush();
   const cudaError_t e = staged(*r, a, m, w, h, d, from, stream);
   return earlier != cudaSuccess ? earlier : e;
+}
+
+void forget_arrays(int device) {
+  auto& reg = registry();
+  std::lock_guard l(reg.mu);
+  std::erase_if(reg.arrays, [device](const auto& kv) { return kv.second.device == device; });
+  std::erase_if(reg.mipmaps, [device](const auto& kv) { return kv.second.base.device == device; });
+  std::erase_if(reg.textures, [device](const auto& kv) { return kv.second.device == device; });
+  std::erase_if(reg.surfaces, [device](const auto& kv) { return kv.second.second == device; });
 }
 
 uint64_t array_element_bytes(const void* a) {
@@ -648,7 +663,7 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject, const struc
   if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
   auto& reg = g::registry();
   std::lock_guard l(reg.mu);
-  reg.textures[res.reply.handle] = {*pResDesc, *pTexDesc};
+  reg.textures[res.reply.handle] = {*pResDesc, *pTexDesc, g::Remote::thread_device()};
   *pTexObject = res.reply.handle;
   return cudaSuccess;
 }
@@ -674,7 +689,7 @@ cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc* pResDesc, 
   std::lock_guard l(reg.mu);
   auto it = reg.textures.find(texObject);
   if (it == reg.textures.end()) return record(cudaErrorInvalidValue);
-  *pResDesc = it->second.first;
+  *pResDesc = it->second.res;
   return cudaSuccess;
 }
 
@@ -685,7 +700,7 @@ cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc* pTexDesc, cu
   std::lock_guard l(reg.mu);
   auto it = reg.textures.find(texObject);
   if (it == reg.textures.end()) return record(cudaErrorInvalidValue);
-  *pTexDesc = it->second.second;
+  *pTexDesc = it->second.tex;
   return cudaSuccess;
 }
 
@@ -704,7 +719,7 @@ cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject, const stru
   if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
   auto& reg = g::registry();
   std::lock_guard l(reg.mu);
-  reg.surfaces[res.reply.handle] = *pResDesc;
+  reg.surfaces[res.reply.handle] = {*pResDesc, g::Remote::thread_device()};
   *pSurfObject = res.reply.handle;
   return cudaSuccess;
 }
@@ -730,6 +745,6 @@ cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc* pResDesc, 
   std::lock_guard l(reg.mu);
   auto it = reg.surfaces.find(surfObject);
   if (it == reg.surfaces.end()) return record(cudaErrorInvalidValue);
-  *pResDesc = it->second;
+  *pResDesc = it->second.first;
   return cudaSuccess;
 }

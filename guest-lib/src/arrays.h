@@ -29,6 +29,10 @@ struct MemEnd {
 cudaError_t copy_array(const ArrayEnd& array, const MemEnd& other, uint64_t w, uint64_t h, uint64_t d, bool from,
                        cudaMemcpyKind kind, std::optional<uint64_t> stream);
 
+// cudaDeviceReset of `device`: its arrays, texture and surface objects are gone (the host
+// freed them).
+void forget_arrays(int device);
+
 // The bytes of one element of the array `a`, or 0 when `a` is no array of this process.
 uint64_t array_element_bytes(const void* a);
 

@@ -53,6 +53,18 @@ TEST(StubArrays, TheVmsQuotaPaysForArraysAndGetsItBack) {
   EXPECT_EQ(c.call<api::Call::ArrayDestroy>({a, 0, 0}), 0);
   EXPECT_EQ(limits.ledger->used(), 0u);
   EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  // cudaDeviceReset frees arrays and their textures, and pays them back.
+  const uint64_t r = create(c, {256, 256, 0, kFloat, 4, 0, 0});
+  api::TextureCreateArgs t{};
+  t.resource = api::kTexResourceArray, t.handle = r;
+  api::HandleReply tex{};
+  ASSERT_EQ(c.call<api::Call::TextureCreate>(t, &tex), 0);
+  EXPECT_EQ(limits.ledger->used(), 1 * kMiB);
+  ASSERT_EQ(c.call<api::Call::DeviceReset>({}), 0);
+  EXPECT_EQ(limits.ledger->used(), 0u);
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(c.call<api::Call::TextureDestroy>({tex.handle}), 1);
+  EXPECT_EQ(c.call<api::Call::ArrayDestroy>({r, 0, 0}), 1);
   // An array the client never freed goes back when it closes.
   create(c, {256, 256, 0, kFloat, 4, 0, 0});
   EXPECT_EQ(limits.ledger->used(), 1 * kMiB);
