@@ -106,7 +106,7 @@ fuzz:
 	$(FUZZ_BUILD)/tests/fuzz/state_file_fuzz_seeds $(FUZZ_BUILD)/fuzz-corpus-state
 	if [ -d tests/fuzz/corpus-state ]; then cp -r tests/fuzz/corpus-state/. $(FUZZ_BUILD)/fuzz-corpus-state/; fi
 	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/state_file_fuzz -max_total_time=$(FUZZ_SECONDS) \
-	  -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=fuzz-artifacts/state- \
+	  -max_len=49152 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=fuzz-artifacts/state- \
 	  $(FUZZ_FLAGS) fuzz-corpus-state
 	cp -r tests/fuzz/corpus-endpoint/. $(FUZZ_BUILD)/fuzz-corpus-endpoint/
 	cd $(FUZZ_BUILD) && $(SYM_ENV) ./tests/fuzz/endpoint_fuzz -max_total_time=$(FUZZ_SECONDS) \

@@ -8,9 +8,11 @@
 //                   checksummed and written at its offset (the path vmcudactl save takes)
 //   restore serial  read_chunk_view() on one thread, copied out
 //   restore parallel next_chunk() + copy_chunk() on --threads threads (vmcudactl restore)
-// usage: state_file_bench [--gib N] [--threads T] [--writes auto|mapped|direct|pwrite]
+// usage: state_file_bench [--gib N] [--threads T] [--stripes S] [--writes auto|mapped|direct|pwrite]
 //                         [--keep-cache] [DIR...]
-//        (default: 2 GiB, half the cores (2..16) as the stub, auto, /dev/shm and /var/tmp)
+//        (default: 2 GiB, half the cores (2..16) as the stub, a stripe per thread as the stub,
+//        auto, /dev/shm and /var/tmp)
+// The state file is a striped set (state_stream.h): --stripes 1 is one file, as before stripes.
 // --writes: SinkOptions::file_writes for the parallel save (auto: what the stub does).
 // A disk file's page cache is dropped before its restore (fsync, then FADV_DONTNEED), so the
 // restore reads the disk; --keep-cache reads it from the cache.
@@ -80,14 +82,17 @@ bool on_tmpfs(const std::string& dir) {
 
 // A header record, the data as one blob, an end record: the shape of a suspended client.
 state::SinkOptions::FileWrites g_writes = state::SinkOptions::FileWrites::kAuto;
+unsigned g_stripes = 0;  // 0: one per copy thread, as the stub
 
 bool save(const std::string& path, const Buffer& src, unsigned threads, bool parallel, std::string* how) {
   state::SinkOptions o;
   o.file_writes = g_writes;
   o.expected_bytes = src.n;
   o.copy_threads = parallel ? threads : 0;
+  o.stripes = g_stripes ? g_stripes : threads;
   state::FileSink sink(path, o);
-  *how = parallel ? sink.chunk_writes() : "io_uring in order";
+  *how = std::string(parallel ? sink.chunk_writes() : "io_uring in order") + ", " + std::to_string(sink.stripes()) +
+         " stripes";
   std::vector<std::byte> meta(4096, std::byte{1});
   bool ok = sink.put_record(1, 0, meta) && sink.begin_blob(kData, 0, src.n);
   if (parallel) {
@@ -191,11 +196,13 @@ bool restore(const std::string& path, const Buffer& dst, unsigned threads, bool 
 }
 
 void drop_cache(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
+  for (unsigned k = 0; k < state::kMaxStripes; ++k) {
+    int fd = ::open(state::stripe_path(path, k).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
 }
 
 }  // namespace
@@ -210,13 +217,16 @@ int main(int argc, char** argv) {
     if (a == "--gib" && i + 1 < argc) gib = std::atof(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) threads = unsigned(std::atoi(argv[++i]));
     else if (a == "--keep-cache") keep_cache = true;
+    else if (a == "--stripes" && i + 1 < argc) g_stripes = unsigned(std::atoi(argv[++i]));
     else if (a == "--writes" && i + 1 < argc) {
       using W = state::SinkOptions::FileWrites;
       const std::string w = argv[++i];
       g_writes = w == "mapped" ? W::kMapped : w == "direct" ? W::kDirect : w == "pwrite" ? W::kPwrite : W::kAuto;
     }
     else if (a.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "usage: %s [--gib N] [--threads T] [--writes auto|mapped|direct|pwrite] [--keep-cache] [DIR...]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--gib N] [--threads T] [--stripes S] [--writes auto|mapped|direct|pwrite] [--keep-cache] "
+                   "[DIR...]\n",
                    argv[0]);
       return 2;
     } else dirs.push_back(a);
@@ -255,7 +265,7 @@ int main(int argc, char** argv) {
                     tmpfs || keep_cache ? "" : ", from disk", same ? "" : "  WRONG BYTES");
         if (!same) rc = 1;
       }
-      ::unlink(path.c_str());
+      state::remove_state_file(path);
     }
   }
   return rc;

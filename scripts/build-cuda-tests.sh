@@ -2,6 +2,10 @@
 # Builds the CUDA test programs (tests/cuda/*.cu, tests/security/*.cu) with nvcc -cudart
 # shared into their bin/ folders, where they are checked in: CI has no CUDA toolkit, and the binaries
 # are small. Run after changing a program; `--check` fails when a binary is missing.
+# The programs named in static_runtime below are also built as NAME_static with nvcc's
+# default, NVIDIA's static runtime (libcudart_static.a inside the binary, which dlopens
+# libcuda.so.1 and reaches it through cuGetProcAddress and cuGetExportTable:
+# docs/driver-export-tables.md); they print what NAME prints (tests/cuda/expected/NAME.out).
 # Names (`build-cuda-tests.sh cooperative`) build only those programs, leaving the other
 # checked-in binaries as they are.
 set -euo pipefail
@@ -12,6 +16,7 @@ status=0
 check=
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 only=" $* "
+static_runtime=" vector_add streams_events symbols_pitch kernel_printf device_query "
 # tests/security's CUDA probes go beside them, into tests/security/bin.
 # NAME_kernels.cu is no program: it is NAME's module, compiled to a fatbin that NAME embeds
 # (driver API programs load it with cuModuleLoadData); driver_* programs link -lcuda.
@@ -21,8 +26,12 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
   bindir="$(dirname "$src")/bin"
   if [ $# -gt 0 ] && [[ "$only" != *" $name "* ]]; then continue; fi
   bin="$bindir/$name"
+  static=
+  [[ "$static_runtime" != *" $name "* ]] || static="${bin}_static"
   if [ -n "$check" ]; then
-    if [ ! -f "$bin" ]; then echo "missing: $bin (run scripts/build-cuda-tests.sh)"; status=1; fi
+    for b in "$bin" $static; do
+      if [ ! -f "$b" ]; then echo "missing: $b (run scripts/build-cuda-tests.sh)"; status=1; fi
+    done
     continue
   fi
   # sm_90 code plus PTX, so the programs run on Hopper and JIT elsewhere.
@@ -37,8 +46,11 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
   fi
   case "$name" in driver_*) extra+=(-L"$(dirname "$nvcc")/../lib64/stubs" -lcuda) ;; esac
   "$nvcc" -cudart shared -O2 "${gencode[@]}" "${extra[@]}" -o "$bin" "$src"
+  [ -z "$static" ] || "$nvcc" -cudart static -O2 "${gencode[@]}" "${extra[@]}" -o "$static" "$src"
   [ -z "${gen:-}" ] || { rm -rf "$gen"; gen=; }
-  strip "$bin"
-  echo "built ${bin#$top/} ($(stat -c %s "$bin") bytes)"
+  for b in "$bin" $static; do
+    strip "$b"
+    echo "built ${b#$top/} ($(stat -c %s "$b") bytes)"
+  done
 done
 exit $status

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The CUDA runtime benchmark natively and through vmcuda, in one run on the GPU
-# machine, side by side. Build here first (scripts/gpu-check.sh builds .carry/gpu and
+# The CUDA runtime benchmark (bench/cuda/runtime_bench.cu) and the graph benchmark
+# (bench/cuda/graph_bench.cu) natively and through vmcuda, in one run on the GPU machine,
+# side by side. Build here first (scripts/gpu-check.sh builds .carry/gpu and
 # this script's binary), then on the GPU machine: scripts/gpu-bench.sh --run OUT
 set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   mkdir -p "$carry"
-  # runtime_bench: the runtime's call costs; texture_bench: texture fetch and surface write
-  # kernel times (issue 11, point 5), which must equal native (the kernels run natively).
-  for b in runtime_bench texture_bench; do
+  # runtime_bench: the runtime's call costs; graph_bench: 1- and 100-node graph launch rates,
+  # a captured stream of 1,000 kernels replayed, and the same work launched directly;
+  # texture_bench: texture fetch and surface write kernel times, which must equal native (the
+  # kernels run natively). Issue 11, point 5.
+  for b in runtime_bench graph_bench texture_bench; do
     /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/$b" \
       "$top/bench/cuda/$b.cu"
   done
@@ -20,7 +23,8 @@ shift 2 || true
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 : >"$out/bench.native"
 : >"$out/bench.vmcuda"
-for b in runtime_bench texture_bench; do
+for b in runtime_bench graph_bench texture_bench; do
+  [ -x "$carry/$b" ] || continue
   "$carry/$b" "$@" >>"$out/bench.native"
   VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/$b" "$@" \
     >>"$out/bench.vmcuda"

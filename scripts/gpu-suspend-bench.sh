@@ -50,13 +50,15 @@ for gib in "${sizes[@]}"; do
   echo "program: $(tail -n 1 "$work/app.out")"
 done
 grep -E "suspended:|resumed:|staging|saving to" "$work/stub.log" | tail -n 24 || true
-# The state file's own paths without the GPU (host memory <-> file, the stub's copy threads;
-# then twice as many; then tmpfs written with pwritev instead of the mapping): what save and
-# restore can reach on this machine's tmpfs and disk.
+# The state file's own paths without the GPU (host memory <-> file, the stub's copy threads,
+# a stripe file each; then twice as many; then tmpfs stripes written through a mapping
+# instead of pwritev; then one file, no stripes, mapped): what save and restore can reach on
+# this machine's tmpfs and disk.
 if [ -x "$carry/state_file_bench" ]; then
   "$carry/state_file_bench" --gib 8 /dev/shm /var/tmp || status=1
   threads=$(( $(nproc) / 2 < 16 ? $(nproc) / 2 : 16 ))
   "$carry/state_file_bench" --gib 8 --threads $((threads * 2)) /dev/shm || status=1
-  "$carry/state_file_bench" --gib 8 --writes pwrite /dev/shm || status=1
+  "$carry/state_file_bench" --gib 8 --writes mapped /dev/shm || status=1
+  "$carry/state_file_bench" --gib 8 --stripes 1 /dev/shm || status=1
 fi
 exit $status

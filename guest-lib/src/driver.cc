@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "driver_export_tables.h"
 #include "driver_state.h"
 #include "log.h"
 #include "remote.h"
@@ -45,8 +46,10 @@ struct PrimaryState {
   int retained = 0;
   unsigned flags = 0;
 };
-std::mutex g_primary_mu;
-std::vector<PrimaryState> g_primary;
+std::mutex g_primary_mu;  // trivially destructible: usable in exit handlers
+// Never destroyed: NVIDIA's runtime releases its primary contexts in its exit handlers, which
+// may run after this library's static destructors.
+std::vector<PrimaryState>& g_primary = *new std::vector<PrimaryState>;
 PrimaryState& primary_state(int dev) {
   if (static_cast<int>(g_primary.size()) <= dev) g_primary.resize(dev + 1);
   return g_primary[dev];
@@ -118,6 +121,21 @@ CU_API CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
   return cu::kSuccess;
 }
 CU_API CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+CU_API CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetPCIBusId(pciBusId, len, dev));
+}
+
+CU_API CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetByPCIBusId(dev, pciBusId));
+}
+
+CU_API CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceCanAccessPeer(canAccessPeer, dev, peerDev));
+}
 
 CU_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   VMCUDA_ENTER(enter_driver_call());
@@ -226,6 +244,8 @@ CU_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
 CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   VMCUDA_ENTER(enter_driver_call());
   if (!primary_context(dev)) return cu::kInvalidDevice;
+  // Context-local storage first: its destructors (NVIDIA's runtime's) still use the context.
+  run_context_storage_destructors(primary_context(dev));
   {
     std::lock_guard l(g_primary_mu);
     primary_state(dev) = {};
@@ -275,6 +295,16 @@ CU_API CUresult cuCtxGetDevice(CUdevice* device) {
   return cu::kSuccess;
 }
 
+// CUDA 13's form: the device of `ctx`, or of the current context when it is NULL.
+CU_API CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  if (!ctx) return cuCtxGetDevice(device);
+  VMCUDA_ENTER(enter_driver_call());
+  if (!device) return cu::kInvalidValue;
+  if (!valid_context(ctx)) return cu::kInvalidContext;
+  *device = ctx->device;
+  return cu::kSuccess;
+}
+
 CU_API CUresult cuCtxGetFlags(unsigned int* flags) {
   CUcontext c = nullptr;
   VMCUDA_ENTER(enter_context_call(&c));
@@ -285,6 +315,9 @@ CU_API CUresult cuCtxGetFlags(unsigned int* flags) {
   } else {
     *flags = c->flags;
   }
+  // Every context maps host memory since CUDA 11 (CU_CTX_MAP_HOST has no effect and is
+  // always on): NVIDIA's runtime reports cudaDeviceMapHost among cudaGetDeviceFlags from here.
+  *flags |= 0x08;
   return cu::kSuccess;
 }
 
@@ -336,6 +369,7 @@ CU_API CUresult cuCtxCreate_v4(CUcontext* pctx, void* create_params, unsigned in
 CU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
   VMCUDA_ENTER(enter_driver_call());
   if (!valid_context(ctx) || ctx->primary) return cu::kInvalidContext;
+  run_context_storage_destructors(ctx);
   destroy_context(ctx);
   return cu::kSuccess;
 }
@@ -435,7 +469,8 @@ CU_API CUresult cuMemFree_v2(CUdeviceptr p) {
 
 CU_API CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
   VMCUDA_ENTER(enter_context_call());
-  if (!free || !total) return cu::kInvalidValue;
+  // NULLs are not written (NVIDIA's runtime 13.0 answers cudaMemGetInfo(NULL, NULL) with
+  // success, and the static runtime passes them here as they are).
   VMCUDA_DRIVER_RUNTIME(cudaMemGetInfo(free, total));
 }
 
@@ -491,6 +526,119 @@ VMCUDA_MEMSET(8, unsigned char, 1)
 VMCUDA_MEMSET(16, unsigned short, 2)
 VMCUDA_MEMSET(32, unsigned int, 4)
 #undef VMCUDA_MEMSET
+
+// ------------------------------------------------------------------ pitched memory (2D)
+// Made of the runtime's 2D calls (memory_2d.cc). CUDA arrays are not remoted (801); the
+// per-thread (_ptds/_ptsz) forms are stubs still.
+
+struct CUDA_MEMCPY2D_st {  // cuda.h's CUDA_MEMCPY2D
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  void* srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  void* dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
+static_assert(sizeof(CUDA_MEMCPY2D_st) == 128);
+
+namespace {
+enum : int { kMemHost = 1, kMemDevice = 2, kMemArray = 3, kMemUnified = 4 };
+
+// One side's first byte, and whether it is device memory (unified: either; told by address).
+CUresult side(int type, const void* host, CUdeviceptr device, size_t x, size_t y, size_t pitch, const char** at,
+              int* kind) {
+  switch (type) {
+    case kMemHost: *at = static_cast<const char*>(host); *kind = 0; break;
+    case kMemDevice: *at = static_cast<const char*>(dptr(device)); *kind = 1; break;
+    case kMemUnified: *at = static_cast<const char*>(dptr(device)); *kind = 2; break;
+    case kMemArray: return cu::kNotSupported;
+    default: return cu::kInvalidValue;
+  }
+  if (!*at) return cu::kInvalidValue;
+  *at += y * pitch + x;
+  return cu::kSuccess;
+}
+
+CUresult copy_2d(const CUDA_MEMCPY2D_st* c, bool async, CUstream s) {
+  if (!c) return cu::kInvalidValue;
+  const char *src, *dst;
+  int sk, dk;
+  if (CUresult e = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch, &src, &sk))
+    return e;
+  if (CUresult e = side(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch, &dst, &dk))
+    return e;
+  cudaMemcpyKind kind = cudaMemcpyDefault;
+  if (sk != 2 && dk != 2) {
+    static constexpr cudaMemcpyKind kinds[2][2] = {{cudaMemcpyHostToHost, cudaMemcpyHostToDevice},
+                                                   {cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice}};
+    kind = kinds[sk][dk];
+  }
+  // A height of 1 needs no pitch (the driver accepts 0 then; the runtime's call does not).
+  const size_t spitch = c->Height == 1 && c->srcPitch == 0 ? c->WidthInBytes : c->srcPitch;
+  const size_t dpitch = c->Height == 1 && c->dstPitch == 0 ? c->WidthInBytes : c->dstPitch;
+  KeepRuntimeLastError keep;
+  return to_cu_result(async ? cudaMemcpy2DAsync(const_cast<char*>(dst), dpitch, src, spitch, c->WidthInBytes, c->Height,
+                                                kind, s)
+                            : cudaMemcpy2D(const_cast<char*>(dst), dpitch, src, spitch, c->WidthInBytes, c->Height, kind));
+}
+
+// 2D memsets of 1-byte elements, or of wider ones whose bytes are equal; others: 801.
+CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned width, size_t w, size_t h, bool async,
+                   CUstream s) {
+  const auto* b = reinterpret_cast<const uint8_t*>(&value);
+  for (unsigned i = 1; i < width; ++i)
+    if (b[i] != b[0]) return cu::kNotSupported;
+  KeepRuntimeLastError keep;
+  return to_cu_result(async ? cudaMemset2DAsync(dptr(dst), pitch, b[0], w * width, h, s)
+                            : cudaMemset2D(dptr(dst), pitch, b[0], w * width, h));
+}
+}  // namespace
+
+CU_API CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t width, size_t height, unsigned element) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!p || !pitch) return cu::kInvalidValue;
+  if (element != 4 && element != 8 && element != 16) return cu::kInvalidValue;
+  void* q = nullptr;
+  KeepRuntimeLastError keep;
+  cudaError_t e = cudaMallocPitch(&q, pitch, width, height);
+  if (e == cudaSuccess) *p = reinterpret_cast<uintptr_t>(q);
+  return to_cu_result(e);
+}
+
+CU_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D_st* c) {
+  VMCUDA_ENTER(enter_context_call());
+  return copy_2d(c, false, nullptr);
+}
+CU_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D_st* c) {
+  VMCUDA_ENTER(enter_context_call());
+  return copy_2d(c, false, nullptr);
+}
+CU_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D_st* c, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  return copy_2d(c, true, s);
+}
+
+#define VMCUDA_MEMSET_2D(bits, type, width)                                                               \
+  CU_API CUresult cuMemsetD2D##bits##_v2(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h) {       \
+    VMCUDA_ENTER(enter_context_call());                                                                   \
+    return memset_2d(dst, pitch, v, width, w, h, false, nullptr);                                         \
+  }                                                                                                       \
+  CU_API CUresult cuMemsetD2D##bits##Async(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h,      \
+                                           CUstream s) {                                                  \
+    VMCUDA_ENTER(enter_context_call());                                                                   \
+    return memset_2d(dst, pitch, v, width, w, h, true, s);                                                \
+  }
+VMCUDA_MEMSET_2D(8, unsigned char, 1)
+VMCUDA_MEMSET_2D(16, unsigned short, 2)
+VMCUDA_MEMSET_2D(32, unsigned int, 4)
+#undef VMCUDA_MEMSET_2D
 
 CU_API CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
   VMCUDA_ENTER(enter_context_call());

@@ -10,6 +10,7 @@
 // host keeps it until the process's slot closes, as for the runtime's modules); JIT options
 // of cuModuleLoadDataEx/cuLibraryLoadData are ignored (no logs are written back).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -324,6 +325,17 @@ CU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned
 }
 CU_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) { return load_image(module, fatCubin); }
 
+// CU_MODULE_EAGER_LOADING (1) or CU_MODULE_LAZY_LOADING (2), from CUDA_MODULE_LOADING as
+// natively (lazy by default since CUDA 12.2). vmcuda loads the runtime's modules on the host at
+// first use either way; the answer tells NVIDIA's runtime which of its paths to take.
+CU_API CUresult cuModuleGetLoadingMode(int* mode) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!mode) return cu::kInvalidValue;
+  const char* env = std::getenv("CUDA_MODULE_LOADING");
+  *mode = env && std::strcmp(env, "EAGER") == 0 ? 1 : 2;
+  return cu::kSuccess;
+}
+
 CU_API CUresult cuModuleUnload(CUmodule m) {
   if (CUresult e = enter_driver_call()) return e;
   auto& o = objects();
@@ -443,6 +455,14 @@ CU_API CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
   library->modules[Remote::thread_device()] = m;
   *module = m;
   return cu::kSuccess;
+}
+
+// The library's module on the current context's device (loaded there at first use), then
+// as cuModuleGetGlobal: NVIDIA's runtime finds its __device__ variables this way.
+CU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  CUmodule m = nullptr;
+  if (CUresult e = cuLibraryGetModule(&m, library)) return e;
+  return cuModuleGetGlobal_v2(dptr, bytes, m, name);
 }
 
 CU_API CUresult cuKernelGetFunction(CUfunction* out, CUkernel kernel) {

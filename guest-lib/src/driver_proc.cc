@@ -11,6 +11,8 @@
 
 #include "driver_proc.h"
 #include "driver_state.h"
+#include "runtime_state.h"
+#include "vmcuda/cudart_api.h"
 
 #define CU_API extern "C" __attribute__((visibility("default")))
 
@@ -67,4 +69,45 @@ CU_API CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVers
 }
 CU_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
   return get_proc(symbol, pfn, cudaVersion, flags, nullptr);
+}
+
+// The runtime's way to the same table (cuda_runtime_api.h): cudaEnableDefault (0) is the
+// legacy default stream unless the caller was built for per-thread streams (the _ptsz
+// entry points), cudaEnableLegacyStream 1, cudaEnablePerThreadDefaultStream 2 (the
+// driver's flag values; both at once NVIDIA's runtime takes, as per-thread here). Without
+// a version, the runtime's own (CUDA 13.0). A symbol not found is cudaSuccess and NULL,
+// with or without a status to fill (NVIDIA's 13.0 runtime on an H100).
+namespace {
+cudaError_t driver_entry_point(const char* symbol, void** fn, unsigned version, unsigned long long flags,
+                               bool per_thread_build, cudaDriverEntryPointQueryResult* status) {
+  constexpr unsigned long long kLegacy = 1, kPerThread = 2;
+  if (flags & ~(kLegacy | kPerThread)) return vmcuda::guest::record(cudaErrorInvalidValue);
+  if (flags == 0) flags = per_thread_build ? kPerThread : kLegacy;
+  if (flags == (kLegacy | kPerThread)) flags = kPerThread;
+  int found_status = 0;
+  const CUresult r = get_proc(symbol, fn, static_cast<int>(version), flags, &found_status);
+  if (r != vmcuda::cu::kSuccess) return vmcuda::guest::record(cudaErrorInvalidValue);
+  if (status) *status = static_cast<cudaDriverEntryPointQueryResult>(found_status);
+  return cudaSuccess;
+}
+constexpr unsigned kRuntimeVersion = 13000;
+}  // namespace
+
+CU_API cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                           cudaDriverEntryPointQueryResult* driverStatus) {
+  return driver_entry_point(symbol, funcPtr, kRuntimeVersion, flags, false, driverStatus);
+}
+CU_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr, unsigned long long flags,
+                                                cudaDriverEntryPointQueryResult* driverStatus) {
+  return driver_entry_point(symbol, funcPtr, kRuntimeVersion, flags, true, driverStatus);
+}
+CU_API cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr, unsigned int cudaVersion,
+                                                    unsigned long long flags,
+                                                    cudaDriverEntryPointQueryResult* driverStatus) {
+  return driver_entry_point(symbol, funcPtr, cudaVersion, flags, false, driverStatus);
+}
+CU_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr, unsigned int cudaVersion,
+                                                         unsigned long long flags,
+                                                         cudaDriverEntryPointQueryResult* driverStatus) {
+  return driver_entry_point(symbol, funcPtr, cudaVersion, flags, true, driverStatus);
 }

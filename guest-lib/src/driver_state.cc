@@ -75,7 +75,7 @@ KeepRuntimeLastError::KeepRuntimeLastError() noexcept
     : saved_(peek_last_error()), runtime_used_(runtime_used_on_this_thread()) {}
 KeepRuntimeLastError::~KeepRuntimeLastError() { restore_runtime_thread_state(saved_, runtime_used_); }
 
-bool driver_initialized() noexcept { return g_initialized.load(std::memory_order_acquire); }
+bool driver_initialized() noexcept { return g_initialized.load(std::memory_order_acquire) || Remote::started(); }
 
 void mark_driver_initialized() noexcept { g_initialized.store(true, std::memory_order_release); }
 

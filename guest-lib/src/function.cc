@@ -87,6 +87,16 @@ cudaError_t occupancy(int* blocks, const void* func, int block_size, size_t shar
 
 using vmcuda::guest::record;
 
+// The kernel's name as its module has it (the mangled name), answered from the registry.
+cudaError_t cudaFuncGetName(const char** name, const void* func) {
+  namespace g = vmcuda::guest;
+  if (name == nullptr) return record(cudaErrorInvalidValue);
+  const vgpu_db::Function* f = g::find_kernel(func);
+  if (f == nullptr) return record(cudaErrorInvalidResourceHandle);  // as NVIDIA's 13.0 answers
+  *name = f->name.c_str();
+  return cudaSuccess;
+}
+
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func) {
   namespace g = vmcuda::guest;
   if (cudaError_t e = g::enter_device_call()) return e;

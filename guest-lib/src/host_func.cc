@@ -30,6 +30,7 @@
 #include "log.h"
 #include "remote.h"
 #include "runtime_state.h"
+#include "graph.h"
 #include "stream_event.h"
 #include "vmcuda/cudart_api.h"
 #include "vmrpc/ordering.h"
@@ -65,8 +66,19 @@ struct Pending {
   uint32_t order = 0;
 };
 
+// A graph's host node (cudaGraphAddHostNode, or a host function captured from a stream):
+// its entry is never freed and runs its function each time the host's persistent gate
+// reaches it: `reached` counts those, `done` the runs finished here (wire.h GraphHostNodeArgs).
+struct Persistent {
+  HostFuncEntry* entry = nullptr;
+  cudaHostFn_t fn = nullptr;
+  void* data = nullptr;
+  uint32_t ran = 0;
+};
+
 struct State {
   std::mutex mu;
+  std::vector<Persistent> persistent;  // never shrinks
   std::condition_variable cv;      // pending became non-empty; a function returned
   // Never given back: the host may write an entry until its session closes.
   std::vector<Mailbox> mailboxes;
@@ -97,7 +109,28 @@ void callback_thread() {
   uint32_t polls = 0;
   std::vector<Pending> ready;
   for (;;) {
-    st.cv.wait(l, [&] { return !st.pending.empty(); });  // no polling while nothing is pending
+    // No polling while nothing is pending (graph host nodes are polled while any exists).
+    st.cv.wait(l, [&] { return !st.pending.empty() || !st.persistent.empty(); });
+    bool ran_persistent = false;
+    for (size_t i = 0; i < st.persistent.size(); ++i) {
+      const Persistent p = st.persistent[i];
+      const uint32_t reached = ordering::load_acquire(p.entry->reached);
+      if (static_cast<int32_t>(reached - p.ran) <= 0) continue;
+      const bool run = !st.exiting;
+      st.running = run;
+      l.unlock();
+      uint32_t ran = p.ran;
+      for (; static_cast<int32_t>(reached - ran) > 0; ++ran) {
+        if (run) p.fn(p.data);
+        ordering::store_release(p.entry->done, ran + 1);
+      }
+      l.lock();
+      st.running = false;
+      st.persistent[i].ran = ran;
+      ran_persistent = true;
+      st.cv.notify_all();
+    }
+    if (ran_persistent) polls = 0;
     // After a sticky error the host's contexts are dead: a plain host function's gate is
     // never reached (CUDA does not call it), a callback's still is (with the error).
     const bool dead = sticky_error() != cudaSuccess;
@@ -118,7 +151,10 @@ void callback_thread() {
     }
     if (ready.empty()) {
       l.unlock();
-      pause(polls++);
+      // Only graph host nodes to watch and none reached for a while: a longer nap.
+      if (st.pending.empty() && polls > 4096) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      else pause(polls);
+      ++polls;
       l.lock();
       continue;
     }
@@ -149,27 +185,35 @@ void at_exit() {
   st.exiting = true;
   // The host never waits for us again: pending gates pass when reached.
   for (const Pending& p : st.pending) ordering::store_release(p.entry->done, p.generation);
+  // Graph host nodes: every later launch passes too (done far ahead of any count it reaches).
+  for (const Persistent& p : st.persistent)
+    ordering::store_release(p.entry->done, ordering::load_acquire(p.entry->reached) + 0x40000000u);
   st.cv.notify_all();
   // exit() called by a function itself must not wait for itself.
   if (std::this_thread::get_id() != st.runner)
     st.cv.wait_for(l, std::chrono::seconds(1), [&] { return !st.running; });
 }
 
+// The callback thread, started once (with the exit handler). st.mu held.
+bool start_thread(State& st) {
+  if (st.thread_started) return true;
+  try {
+    std::thread(callback_thread).detach();
+  } catch (const std::exception& e) {
+    VMCUDA_LOG(kWarn, "host_func", "cannot start the host function thread: %s", e.what());
+    return false;
+  }
+  st.thread_started = true;
+  std::atexit(at_exit);
+  return true;
+}
+
+std::vector<Mailbox>::iterator free_mailbox(Remote& remote, State& st);
+
 // A free entry (a new mailbox when every entry is in use), registered as pending. st.mu held.
 cudaError_t add_pending(Remote& remote, State& st, Pending& p) {
-  auto it = std::find_if(st.mailboxes.begin(), st.mailboxes.end(), [](const Mailbox& m) { return !m.free.empty(); });
-  if (it == st.mailboxes.end()) {
-    auto b = remote.slot().heap().allocate(kEntriesPerMailbox * sizeof(HostFuncEntry));
-    if (!b) {
-      VMCUDA_LOG(kWarn, "host_func", "a host function: the shared heap is full; give the VM a larger region");
-      return cudaErrorMemoryAllocation;
-    }
-    std::memset(b->data, 0, kEntriesPerMailbox * sizeof(HostFuncEntry));  // reached 0: generations start at 1
-    Mailbox m{*b, std::vector<uint32_t>(kEntriesPerMailbox, 0), {}};
-    for (uint32_t i = kEntriesPerMailbox; i-- > 0;) m.free.push_back(i);
-    st.mailboxes.push_back(std::move(m));
-    it = st.mailboxes.end() - 1;
-  }
+  auto it = free_mailbox(remote, st);
+  if (it == st.mailboxes.end()) return cudaErrorMemoryAllocation;
   p.mailbox = static_cast<uint32_t>(it - st.mailboxes.begin());
   p.index = it->free.back();
   it->free.pop_back();
@@ -178,20 +222,31 @@ cudaError_t add_pending(Remote& remote, State& st, Pending& p) {
   p.generation = g;
   p.entry = it->entry(p.index);
   p.mailbox_ref = it->block.ref();
-  if (!st.thread_started) {
-    try {
-      std::thread(callback_thread).detach();
-    } catch (const std::exception& e) {
-      VMCUDA_LOG(kWarn, "host_func", "cannot start the host function thread: %s", e.what());
-      release(st, p);
-      return cudaErrorMemoryAllocation;
-    }
-    st.thread_started = true;
-    std::atexit(at_exit);
+  if (!start_thread(st)) {
+    release(st, p);
+    return cudaErrorMemoryAllocation;
   }
   st.pending.push_back(p);
   st.cv.notify_all();
   return cudaSuccess;
+}
+
+// A mailbox with a free entry (a new one when every entry is in use), or end(). st.mu held.
+std::vector<Mailbox>::iterator free_mailbox(Remote& remote, State& st) {
+  auto it = std::find_if(st.mailboxes.begin(), st.mailboxes.end(), [](const Mailbox& m) { return !m.free.empty(); });
+  if (it == st.mailboxes.end()) {
+    auto b = remote.slot().heap().allocate(kEntriesPerMailbox * sizeof(HostFuncEntry));
+    if (!b) {
+      VMCUDA_LOG(kWarn, "host_func", "a host function: the shared heap is full; give the VM a larger region");
+      return st.mailboxes.end();
+    }
+    std::memset(b->data, 0, kEntriesPerMailbox * sizeof(HostFuncEntry));  // reached 0: generations start at 1
+    Mailbox m{*b, std::vector<uint32_t>(kEntriesPerMailbox, 0), {}};
+    for (uint32_t i = kEntriesPerMailbox; i-- > 0;) m.free.push_back(i);
+    st.mailboxes.push_back(std::move(m));
+    it = st.mailboxes.end() - 1;
+  }
+  return it;
 }
 
 cudaError_t launch(cudaStream_t stream, bool per_thread, Pending p) {
@@ -204,6 +259,14 @@ cudaError_t launch(cudaStream_t stream, bool per_thread, Pending p) {
   if (!remote) return record(err);
   p.stream = stream;
   auto lock = remote->lock();
+  // Into a stream capture: a host node of the captured graph, run at each of its launches.
+  if (!p.callback && stream_capturing(*remote, wire)) {
+    vmrpc::wire::HeapRef mailbox;
+    uint32_t index;
+    if (cudaError_t e = persistent_host_entry(*remote, p.fn, p.data, &mailbox, &index)) return record(e);
+    const api::LaunchHostFuncArgs a{wire, mailbox, index, 0, api::kHostFuncPersistent, 0};
+    return record(static_cast<cudaError_t>(remote->call<api::Call::LaunchHostFunc>(a).status));
+  }
   State& st = state();
   {
     std::lock_guard l(st.mu);
@@ -247,6 +310,31 @@ cudaError_t add_callback(cudaStream_t stream, cudaStreamCallback_t cb, void* dat
 }
 
 }  // namespace
+
+cudaError_t persistent_host_entry(Remote& remote, cudaHostFn_t fn, void* data, vmrpc::wire::HeapRef* mailbox,
+                                  uint32_t* index) {
+  if (!fn) return cudaErrorInvalidValue;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  auto it = free_mailbox(remote, st);
+  if (it == st.mailboxes.end()) return cudaErrorMemoryAllocation;
+  if (!start_thread(st)) return cudaErrorMemoryAllocation;
+  *index = it->free.back();
+  it->free.pop_back();  // never given back: the graphs holding it may launch until the process ends
+  *mailbox = it->block.ref();
+  HostFuncEntry* e = it->entry(*index);
+  // Counts from what the entry says now (a reused entry's last generation).
+  const uint32_t start = ordering::load_acquire(e->reached);
+  ordering::store_release(e->done, start);
+  try {
+    st.persistent.push_back(Persistent{e, fn, data, start});
+  } catch (...) {
+    return cudaErrorMemoryAllocation;
+  }
+  st.cv.notify_all();
+  return cudaSuccess;
+}
+
 }  // namespace vmcuda::guest
 
 using namespace vmcuda::guest;

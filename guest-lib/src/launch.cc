@@ -12,6 +12,7 @@
 #include <span>
 #include <vector>
 
+#include "graph.h"
 #include "host_objects.h"
 #include "log.h"
 #include "remote.h"
@@ -277,6 +278,25 @@ cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void**
 }
 
 }  // namespace
+
+namespace vmcuda::guest {
+// A graph's kernel node (graph.cc): the launch's checks and packing, nothing queued.
+cudaError_t pack_kernel(Remote& r, const void* func, dim3 grid, dim3 block, size_t shared, void** args,
+                        uint64_t* function, std::vector<std::byte>* packed) {
+  const vgpu_db::Function* f = find_kernel(func);
+  if (!f) return cudaErrorInvalidDeviceFunction;
+  if (cudaError_t c = check_launch_configuration(r, grid, block)) return c;
+  HostKernel* k = nullptr;
+  if (cudaError_t ke = host_kernel(r, *f, &k)) return ke;
+  if (!k->params.empty() && !args) return cudaErrorInvalidValue;
+  packed->assign(k->arg_bytes, std::byte{0});
+  for (size_t i = 0; i < k->params.size(); ++i)
+    std::memcpy(packed->data() + k->params[i].offset, args[i], k->params[i].size);
+  (void)shared;  // the host's driver checks it against the kernel when the graph is instantiated
+  *function = k->handle;
+  return cudaSuccess;
+}
+}  // namespace vmcuda::guest
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                              cudaStream_t stream) {

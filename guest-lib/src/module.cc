@@ -203,3 +203,13 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) { return 
 cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr) {
   return get_kernel(kernelPtr, entryFuncAddr);
 }
+
+// The driver function of a kernel: the same registry handle as cudaGetKernel's, which the
+// guest libcuda's launch and attribute calls take as a CUfunction (driver_module.cc resolve).
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr) {
+  if (functionPtr == nullptr) return vmcuda::guest::record(cudaErrorInvalidValue);
+  cudaKernel_t k = nullptr;
+  if (cudaError_t e = get_kernel(&k, symbolPtr)) return e;
+  *functionPtr = reinterpret_cast<cudaFunction_t>(k);
+  return cudaSuccess;
+}

@@ -97,8 +97,12 @@ Remote* Remote::get(cudaError_t* error) noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     auto* r = new Remote;
-    if (r->connect(&failure)) instance = r;
-    else delete r;
+    if (r->connect(&failure)) {
+      instance = r;
+      started_.store(true, std::memory_order_release);
+    } else {
+      delete r;
+    }
   });
   if (!instance && error) *error = failure;
   return instance;

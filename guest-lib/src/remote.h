@@ -19,6 +19,7 @@
 // An explicit choice (1, 2) that fails is reported, never replaced by another transport.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +41,10 @@ class Remote {
   // The connected instance, connecting on first use; nothing (and `*error`) when no
   // host can be reached: the message that says why and what to do is logged once.
   static Remote* get(cudaError_t* error) noexcept;
+  // Whether a connection was made (by either API), without making one: natively the runtime
+  // initializes the driver (cuInit) when it starts, so the driver API counts as initialized
+  // once the runtime has connected (driver_state.cc).
+  static bool started() noexcept { return started_.load(std::memory_order_acquire); }
 
   // Every use of the slot holds this.
   std::unique_lock<std::mutex> lock() { return std::unique_lock(mu_); }
@@ -71,6 +76,7 @@ class Remote {
 
  private:
   Remote() = default;
+  static inline std::atomic<bool> started_{false};
   bool connect(cudaError_t* error);
   // After a flush: statuses of the queued frames; remembers the first error.
   void collect_queued();

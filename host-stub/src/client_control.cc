@@ -320,6 +320,9 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       std::span<std::byte> ring;
       std::unique_ptr<state::Sink> sink;
       state::MemorySink* memory = nullptr;
+      // A file: striped over one file per copy thread (or VMCUDA_STATE_STRIPES).
+      opts.stripes = static_cast<unsigned>(std::clamp<int64_t>(
+          vmrpc::knobs::kStateStripes.get() > 0 ? vmrpc::knobs::kStateStripes.get() : threads, 1, state::kMaxStripes));
       if (threads > 1) {
         opts.copy_threads = static_cast<unsigned>(threads);
         ring = staging->ring(static_cast<size_t>(threads) * 2 * kRingSlotBytes);
@@ -331,7 +334,8 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       } else {
         auto f = std::make_unique<state::FileSink>(req.path, opts);
         VMRPC_LOG(kInfo, "stub", log_tag_ + ": saving to " + req.path + " (" + std::to_string(threads) +
-                                     " copy threads, chunks " + f->chunk_writes() + ")");
+                                     " copy threads, " + std::to_string(f->stripes()) + " stripes, chunks " +
+                                     f->chunk_writes() + ")");
         sink = std::move(f);
       }
       // suspend() finishes the sink (a file: flushed, synced, renamed into place) before it

@@ -193,6 +193,9 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
             case ObjectKind::Allocation:
             case ObjectKind::Limit:
             case ObjectKind::CacheConfig:
+            case ObjectKind::Graph:  // and their nodes, and the executable graphs: the context's
+            case ObjectKind::GraphNode:
+            case ObjectKind::GraphExec:
             case ObjectKind::Array:
             case ObjectKind::MipmappedArray:
             case ObjectKind::TexObject:
@@ -205,8 +208,10 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
           }
         },
         ctx->id);
-    for (ObjectId id : gone) vol_.remove(id);
+    for (ObjectId id : gone)
+      if (vol_.get(id)) vol_.remove(id);  // a graph's nodes went with it
   }
+  if (devices_.size() == 1) captures_open_ = 0;  // their streams are gone
   make_current(current_);
   publish_status();
   return sync;  // kSyncs: printf output is collected (natively a reset destroys the context, which flushes it)

@@ -66,24 +66,7 @@ struct CUDA_ARRAY3D_DESCRIPTOR {
   unsigned Flags;
 };
 static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40);
-struct CUDA_MEMCPY3D {
-  size_t srcXInBytes, srcY, srcZ, srcLOD;
-  CUmemorytype srcMemoryType;
-  const void* srcHost;
-  CUdeviceptr srcDevice;
-  CUarray srcArray;
-  void* reserved0;
-  size_t srcPitch, srcHeight;
-  size_t dstXInBytes, dstY, dstZ, dstLOD;
-  CUmemorytype dstMemoryType;
-  void* dstHost;
-  CUdeviceptr dstDevice;
-  CUarray dstArray;
-  void* reserved1;
-  size_t dstPitch, dstHeight;
-  size_t WidthInBytes, Height, Depth;
-};
-static_assert(sizeof(CUDA_MEMCPY3D) == 200 && offsetof(CUDA_MEMCPY3D, dstXInBytes) == 88);
+// CUDA_MEMCPY3D: below, with the graph structs (memcpy nodes use it too).
 enum CUresourcetype : int {
   CU_RESOURCE_TYPE_ARRAY = 0,
   CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 1,
@@ -274,6 +257,72 @@ static_assert(sizeof(CUlaunchAttributeValue) == 64 && sizeof(CUlaunchAttribute) 
               offsetof(CUlaunchConfig, numAttrs) == 48);
 inline constexpr CUresult CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720;
 
+// Graphs and stream capture (graph.cc), as cuda.h declares them.
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUkernel = struct CUkern_st*;
+inline constexpr int CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
+inline constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+inline constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+inline constexpr int CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
+inline constexpr int CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2;
+inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
+inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904;
+inline constexpr CUresult CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910;
+struct CUDA_KERNEL_NODE_PARAMS_v2 {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;
+  CUcontext ctx;
+};
+static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS_v2) == 72 && offsetof(CUDA_KERNEL_NODE_PARAMS_v2, kernelParams) == 40);
+struct CUDA_MEMCPY3D {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  CUmemorytype srcMemoryType;
+  const void* srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  void* reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  CUmemorytype dstMemoryType;
+  void* dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  void* reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+};
+static_assert(sizeof(CUDA_MEMCPY3D) == 200 && offsetof(CUDA_MEMCPY3D, srcHost) == 40 &&
+              offsetof(CUDA_MEMCPY3D, dstMemoryType) == 120 && offsetof(CUDA_MEMCPY3D, Depth) == 192);
+struct CUDA_MEMSET_NODE_PARAMS {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned value;
+  unsigned elementSize;
+  size_t width;
+  size_t height;
+};
+static_assert(sizeof(CUDA_MEMSET_NODE_PARAMS) == 40);
+struct CUDA_HOST_NODE_PARAMS {
+  CUhostFn fn;
+  void* userData;
+};
+struct CUgraphExecUpdateResultInfo {
+  int result;  // CUgraphExecUpdateResult
+  CUgraphNode errorNode;
+  CUgraphNode errorFromNode;
+};
+static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24);
+struct CUgraphEdgeData;  // only ever passed as NULL
+
 // The entry points, by their exported (versioned) names.
 #define VMCUDA_DRIVER_FUNCTIONS(X)                                                                   \
   X(cuInit, CUresult (*)(unsigned))                                                                  \
@@ -360,6 +409,40 @@ inline constexpr CUresult CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE = 720;
   X(cuFuncSetAttribute, CUresult (*)(CUfunction, int, int))                                          \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult (*)(int*, CUfunction, int, size_t))       \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, CUresult (*)(int*, CUfunction, int, size_t, unsigned)) \
+  X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, int))                                            \
+  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph*))                                            \
+  X(cuStreamIsCapturing, CUresult (*)(CUstream, int*))                                               \
+  X(cuStreamGetCaptureInfo_v3, CUresult (*)(CUstream, int*, unsigned long long*, CUgraph*,          \
+                                            const CUgraphNode**, const CUgraphEdgeData**, size_t*)) \
+  X(cuThreadExchangeStreamCaptureMode, CUresult (*)(int*))                                           \
+  X(cuGraphCreate, CUresult (*)(CUgraph*, unsigned))                                                 \
+  X(cuGraphDestroy, CUresult (*)(CUgraph))                                                           \
+  X(cuGraphClone, CUresult (*)(CUgraph*, CUgraph))                                                   \
+  X(cuGraphAddKernelNode_v2, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,         \
+                                          const CUDA_KERNEL_NODE_PARAMS_v2*))                        \
+  X(cuGraphAddMemcpyNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,            \
+                                       const CUDA_MEMCPY3D*, CUcontext))                             \
+  X(cuGraphAddMemsetNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,            \
+                                       const CUDA_MEMSET_NODE_PARAMS*, CUcontext))                   \
+  X(cuGraphAddHostNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,              \
+                                     const CUDA_HOST_NODE_PARAMS*))                                  \
+  X(cuGraphAddEmptyNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t))            \
+  X(cuGraphAddEventRecordNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUevent)) \
+  X(cuGraphAddEventWaitNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUevent))   \
+  X(cuGraphAddChildGraphNode, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUgraph))  \
+  X(cuGraphAddDependencies_v2, CUresult (*)(CUgraph, const CUgraphNode*, const CUgraphNode*,         \
+                                            const CUgraphEdgeData*, size_t))                         \
+  X(cuGraphGetNodes, CUresult (*)(CUgraph, CUgraphNode*, size_t*))                                   \
+  X(cuGraphGetRootNodes, CUresult (*)(CUgraph, CUgraphNode*, size_t*))                               \
+  X(cuGraphNodeGetType, CUresult (*)(CUgraphNode, int*))                                             \
+  X(cuGraphNodeFindInClone, CUresult (*)(CUgraphNode*, CUgraphNode, CUgraph))                        \
+  X(cuGraphInstantiateWithFlags, CUresult (*)(CUgraphExec*, CUgraph, unsigned long long))            \
+  X(cuGraphLaunch, CUresult (*)(CUgraphExec, CUstream))                                              \
+  X(cuGraphUpload, CUresult (*)(CUgraphExec, CUstream))                                              \
+  X(cuGraphExecDestroy, CUresult (*)(CUgraphExec))                                                   \
+  X(cuGraphExecKernelNodeSetParams_v2, CUresult (*)(CUgraphExec, CUgraphNode,                        \
+                                                    const CUDA_KERNEL_NODE_PARAMS_v2*))              \
+  X(cuGraphExecUpdate_v2, CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*))         \
   X(cuArray3DCreate_v2, CUresult (*)(CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*))                         \
   X(cuArrayDestroy, CUresult (*)(CUarray))                                                             \
   X(cuMipmappedArrayCreate, CUresult (*)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned))   \

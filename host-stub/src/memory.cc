@@ -122,6 +122,7 @@ int32_t Session::on_CopyToDeviceInlineAsync(const api::CopyToDeviceInlineAsyncAr
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (CUresult e = refuse_in_capture(s, device, "cudaMemcpyAsync from pageable memory"); e != CUDA_SUCCESS) return e;
   const int owner = owner_of(a.dst, req.tail.size());
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (req.tail.empty()) return CUDA_SUCCESS;
@@ -139,6 +140,7 @@ int32_t Session::on_CopyFromDeviceInlineAsync(const api::CopyFromDeviceInlineAsy
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (CUresult e = refuse_in_capture(s, device, "cudaMemcpyAsync into pageable memory"); e != CUDA_SUCCESS) return e;
   const int owner = owner_of(a.src, a.bytes);
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
@@ -162,6 +164,8 @@ int32_t Session::heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, 
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (a.flags & api::kHeapCopyWait)
+    if (CUresult e = refuse_in_capture(s, device, "cudaMemcpyAsync of pageable memory"); e != CUDA_SUCCESS) return e;
   const int owner = owner_of(a.device, host->size());
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
   if (host->empty()) return CUDA_SUCCESS;

@@ -171,6 +171,7 @@ int32_t Session::on_Copy2DToDeviceInlineAsync(const api::Copy2DInlineAsyncArgs& 
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (CUresult e = refuse_in_capture(s, device, "cudaMemcpy2DAsync from pageable memory"); e != CUDA_SUCCESS) return e;
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_SUCCESS;
   // `tail` is the decoder's private (pageable) copy: the driver stages it before returning.
@@ -185,6 +186,7 @@ int32_t Session::on_Copy2DFromDeviceInlineAsync(const api::Copy2DInlineAsyncArgs
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (CUresult e = refuse_in_capture(s, device, "cudaMemcpy2DAsync into pageable memory"); e != CUDA_SUCCESS) return e;
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (bytes == 0) return CUDA_SUCCESS;
   // The bytes must be in the reply before it goes: wait for the copy (and so for the
@@ -211,6 +213,8 @@ int32_t Session::heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& 
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (a.flags & api::kHeapCopyWait)
+    if (CUresult e = refuse_in_capture(s, device, "cudaMemcpy2DAsync of pageable memory"); e != CUDA_SUCCESS) return e;
   if (!owns_2d(a.device, a.device_pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
   const CUDA_MEMCPY2D c =

@@ -18,6 +18,9 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::Limit: return "limit";
     case ObjectKind::CacheConfig: return "cache configuration";
     case ObjectKind::PeerAccess: return "peer access";
+    case ObjectKind::Graph: return "graph";
+    case ObjectKind::GraphNode: return "graph node";
+    case ObjectKind::GraphExec: return "executable graph";
     case ObjectKind::Array: return "array";
     case ObjectKind::MipmappedArray: return "mipmapped array";
     case ObjectKind::TexObject: return "texture object";

@@ -4,7 +4,8 @@
 //
 // Parents: a device's context is the parent of what lives in it (allocations, modules,
 // streams, events, limits, cache settings, peer access); a module is the parent of its
-// functions, globals and managed variables; host registrations are roots (portable). Ids
+// functions, globals and managed variables; a graph is the parent of its nodes; host
+// registrations are roots (portable). Ids
 // grow with creation, so id order is creation order: teardown walks children before
 // parents, newest first; suspend walks parents before children, oldest first, so that
 // a restore can recreate each entry after its parent.
@@ -40,12 +41,15 @@ enum class ObjectKind : uint8_t {
   Limit,             // handle: CUlimit
   CacheConfig,       // handle: 0 (one per context)
   PeerAccess,        // handle: the peer's guest device index
+  Graph,             // handle: guest graph handle (parent: the context)
+  GraphNode,         // handle: guest node handle, or a host-made one (api::kHostNodeHandle); parent: its graph
+  GraphExec,         // handle: guest executable graph handle (parent: the context)
   Array,             // handle: made by the host (ArrayCreate, MipmappedArrayGetLevel)
   MipmappedArray,    // handle: made by the host (ArrayCreate with levels)
   TexObject,         // handle: the driver's CUtexObject (kernels are given it)
   SurfObject,        // handle: the driver's CUsurfObject
 };
-inline constexpr unsigned kObjectKinds = 17;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 20;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -113,6 +117,16 @@ struct CacheConfigObject {
   int32_t default_value = 0;
 };
 struct PeerAccessObject {};
+// Graphs (graph.cc): driver handles only. Not carried by a suspend (refused while any exists).
+struct GraphObject {
+  CUgraph graph = nullptr;
+};
+struct GraphNodeObject {
+  CUgraphNode node = nullptr;  // freed with its graph
+};
+struct GraphExecObject {
+  CUgraphExec exec = nullptr;
+};
 // A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
 // device bytes charged to the VM for it. A level of a mipmapped array is an Array child of
 // it (level >= 0) that the driver frees with its parent; it is charged nothing itself.
@@ -135,7 +149,8 @@ struct SurfObject {
 
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
-                                CacheConfigObject, PeerAccessObject, ArrayObject, TexObject, SurfObject>;
+                                CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
+                                ArrayObject, TexObject, SurfObject>;
 
 struct Object {
   ObjectId id = 0;

@@ -204,6 +204,12 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::CacheConfig:
       return how == Release::kReset ? api_.cuCtxSetCacheConfig(o.as<CacheConfigObject>().default_value)
                                     : CUDA_SUCCESS;
+    case ObjectKind::GraphNode:
+      return CUDA_SUCCESS;  // goes with its graph
+    case ObjectKind::Graph:
+      return destroy_once(o.as<GraphObject>().graph, api_.cuGraphDestroy);
+    case ObjectKind::GraphExec:
+      return destroy_once(o.as<GraphExecObject>().exec, api_.cuGraphExecDestroy);
     case ObjectKind::Array:
     case ObjectKind::MipmappedArray: {
       // The quota gets its bytes back whichever way it goes (a suspend charges them again
@@ -378,7 +384,7 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
   // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,
   // this thread touches nothing of the session but the hand-over.
-  if (limits_.gpu_threads && issues_only(c, args) && contexts_[current_]) {
+  if (limits_.gpu_threads && captures_open_ == 0 && issues_only(c, args) && contexts_[current_]) {
     post_to_gpu(ctx, call_id, args);
     reply_bytes = 0;
     return 0;

@@ -91,7 +91,14 @@ struct HostFuncGate {
   std::atomic<uint32_t>* reached;   // the session's count of reached gates
   uint32_t generation;
   std::atomic<int> phase{0};        // 0 queued, 1 running, 2 finished
+  // A graph's host node (graph.cc): reached at every launch of the graphs that hold it, so it
+  // never finishes; lives until the session closes. Its entry counts: `reached` the times the
+  // graph reached it, `done` the runs the guest finished (HostFuncEntry, wire.h).
+  bool persistent = false;
 };
+
+// The function every host function gate and graph host node hands the driver (host_func.cc).
+CUhostFn host_func_gate_fn();
 
 // What `vmcudactl status` shows of one client.
 struct ClientStatus {
@@ -188,6 +195,39 @@ class Session : public vmrpc::SlotService {
   int32_t guest_fault(const char* what,
                       vmrpc::wire::ChannelStatus status = vmrpc::wire::ChannelStatus::kBadArguments);
   std::atomic<uint32_t> guest_faults_{0};
+  bool said_capture_info_ = false;
+  // ---- graphs (graph.cc).
+  // Why a suspend is refused now (empty: it is not): graphs are not carried by a suspend yet.
+  std::string graphs_block_suspend() const;
+  // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
+  // nothing is handed to the GPU's working thread (captured work is issued in order on this
+  // thread, where the capture began) and copies whose host bytes do not outlive the call are
+  // refused on capturing streams.
+  uint32_t captures_open_ = 0;
+  // CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (logged once) when `s` is capturing: `what`'s
+  // host bytes are the call's own (inline, or staging the guest reuses), which a graph
+  // could not read at its launches. Costs nothing while no capture is open.
+  CUresult refuse_in_capture(CUstream s, int device, const char* what);
+  bool said_capture_copy_ = false;
+  // The driver's nodes for `count` node handles of graph `graph` in `handles` (untrusted
+  // bytes); CUDA_ERROR_INVALID_VALUE when one is not a node of that graph.
+  CUresult graph_nodes(const Object& graph, std::span<const std::byte> handles, size_t count,
+                       std::vector<CUgraphNode>* out) const;
+  // The guest's handle of `node` of graph `graph`, made (kHostNodeHandle) on first use.
+  uint64_t node_handle(Object& graph, CUgraphNode node);
+  uint64_t next_host_node_ = 0;
+  // A new node entry under `graph` for the guest's handle `handle` (checked new and >= kFirstGuestHandle).
+  bool new_node_handle(uint64_t handle) const {
+    return handle >= api::kFirstGuestHandle && (handle & api::kHostNodeHandle) == 0 &&
+           !vol_.find(ObjectKind::GraphNode, handle);
+  }
+  // A kernel's parameters for a node or an exec update (launch.cc's checks, no stream).
+  int32_t kernel_node_params(uint64_t function, std::span<const std::byte> packed, const uint32_t grid[3],
+                             const uint32_t block[3], uint32_t shared, CUDA_KERNEL_NODE_PARAMS_v2* p);
+  // A host function gate the driver may run many times (graph host nodes and host
+  // functions captured into graphs), or nullptr when the client has too many.
+  HostFuncGate* persistent_gate(api::HostFuncEntry* entry, const Request& req);
+
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();
   void make_current(int device);

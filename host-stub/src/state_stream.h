@@ -16,6 +16,19 @@
 //            u64 fold of every record checksum}; it is the last byte of the stream, so a
 //            truncated or extended stream is refused
 // A reader bounds-checks every length against its Limits and the stream's size before use.
+//
+// A state file (FileSink(path), FileSource(path)) is a striped set of files, RAID-0 style,
+// so that the copy threads write different inodes (one tmpfs or page-cache file takes one
+// writer at a time): the stream is cut into units of `unit` bytes (4 MiB), unit i is stored
+// in stripe i % S at byte kStripeHeaderBytes + (i / S) * unit. Stripe 0 is PATH, stripe k
+// PATH.k (StripeLayout, stripe_path()). Each stripe file starts with a 4 KiB header:
+//   "VMCUDAST", u32 version 2 (kStripedVersion), u32 header bytes (4096), u32 stripe index,
+//   u32 stripe count S (1..kMaxStripes), u64 unit, u64 stream bytes, u64 set id (random,
+//   one per save), u64 XXH3 of the 48 bytes before it; zeros to 4096
+// so a reader knows S and the unit from stripe 0 before it reads anything else, and each
+// stripe's exact size follows from them; a stripe of another save, of another owner, not a
+// regular file, or missing is refused. A file whose first bytes are a version 1 stream
+// header is a state file written before stripes (the whole file is the stream): still read.
 #pragma once
 
 #include <condition_variable>
@@ -44,6 +57,35 @@ inline constexpr uint32_t kFirstReservedType = 0xFFFFFF00u;
 inline constexpr uint32_t kChunkType = 0xFFFFFF01u;
 inline constexpr uint32_t kTrailerType = 0xFFFFFFFFu;
 inline constexpr uint32_t kFlagBlob = 1u;
+
+// The striped state file (above).
+inline constexpr uint32_t kStripedVersion = 2;
+inline constexpr size_t kStripeHeaderBytes = 4096;
+inline constexpr unsigned kMaxStripes = 64;
+inline constexpr size_t kDefaultStripeUnit = size_t{4} << 20;  // the suspend ring's slot: a chunk a stripe
+inline constexpr size_t kMaxStripeUnit = size_t{256} << 20;
+
+// Where the stream's bytes lie in a set of stripe files.
+struct StripeLayout {
+  uint64_t header = kStripeHeaderBytes;  // bytes before the data in each stripe file
+  uint64_t unit = kDefaultStripeUnit;    // a multiple of 4096
+  unsigned count = 1;
+  unsigned stripe(uint64_t at) const { return unsigned(at / unit % count); }
+  uint64_t file_offset(uint64_t at) const { return header + at / unit / count * unit + at % unit; }
+  uint64_t run(uint64_t at) const { return unit - at % unit; }  // bytes from `at` in the same stripe
+  // Stripe k's data bytes (and file bytes) in a stream of `stream_bytes`.
+  uint64_t data_bytes(unsigned k, uint64_t stream_bytes) const {
+    const uint64_t units = stream_bytes / unit, rest = stream_bytes % unit;
+    return (units / count + (k < units % count ? 1 : 0)) * unit + (k == units % count ? rest : 0);
+  }
+  uint64_t file_bytes(unsigned k, uint64_t stream_bytes) const { return header + data_bytes(k, stream_bytes); }
+};
+
+// Stripe k's file of the state file `path`: PATH for 0, PATH.k for the others.
+std::string stripe_path(const std::string& path, unsigned k);
+// Removes the state file `path`: every stripe and .partial file a save may have left (tools
+// that remove one client's state; a saved VM's directory goes as a whole).
+void remove_state_file(const std::string& path);
 
 // Called at chunk granularity (and for each record) so a CLI can show bytes, rate and time
 // left. total_bytes is 0 where it is not known (a sink without expected_bytes).
@@ -107,9 +149,10 @@ struct SinkOptions {
   // works inline.
   unsigned copy_threads = 0;
   // FileSink: how commit_copy()'s chunks reach the file, each at its own offset, several at
-  // once. kAuto (a file the sink creates; a borrowed fd: kPwrite): kMapped on tmpfs (a
+  // once. kAuto (a file the sink creates; a borrowed fd: kPwrite): on tmpfs, kPwrite into
+  // several stripes (each thread mostly writes a file of its own) or kMapped into one (a
   // write() to a tmpfs file holds the file's lock while it copies: one writer at a time,
-  // 3-4 GB/s), else kDirect where the file system takes O_DIRECT, else kPwrite.
+  // 3-4 GB/s); elsewhere kDirect where the file system takes O_DIRECT, else kPwrite.
   // kMapped: the file is mapped in windows and the copy threads copy into the mapping, each
   // page allocated first by MADV_POPULATE_WRITE, so a full file system is an error, never a
   // SIGBUS (kernels without it: kPwrite; another process truncating the .partial file, mode
@@ -122,6 +165,10 @@ struct SinkOptions {
   // kMapped: the file is mapped this much at a time (a multiple of 4096); the address range
   // covers expected_bytes and 4 windows more, chunks past it are written with pwritev.
   size_t map_window_bytes = size_t{256} << 20;
+  // FileSink(path): stripe files (state file format above). 0: one per copy thread (at least
+  // 1, at most kMaxStripes), so that each thread mostly writes a file of its own.
+  unsigned stripes = 0;
+  size_t stripe_unit = kDefaultStripeUnit;  // a multiple of 4096, up to kMaxStripeUnit
 };
 
 // Writes a stream. Single producer. Errors are sticky: after the first failure every call
@@ -280,24 +327,27 @@ class MemorySink final : public Sink {
   bool done_ = false;
 };
 
-// Writes the stream to a file. Small records and acquire()/commit() chunks go through a ring
-// of options.staging_buffers buffers written in order with liburing (plain pwrite where
-// io_uring is unavailable): the producer fills one while earlier ones are written, and a
-// buffer is reused only after its write completed. commit_copy() chunks are written by the
-// copy threads, each at its offset, in parallel (options.file_writes). Buffered I/O (no
-// O_DIRECT). finish() fsyncs.
+// Writes the stream to a state file (a striped set, above) or an fd. Small records and
+// acquire()/commit() chunks go through a ring of options.staging_buffers buffers written in
+// order with liburing (plain pwrite where io_uring is unavailable), a write per stripe unit:
+// the producer fills one while earlier ones are written, and a buffer is reused only after
+// its writes completed. commit_copy() chunks are written by the copy threads, each at its
+// offset, in parallel (options.file_writes). finish() fsyncs.
 class FileSink final : public Sink {
  public:
-  // Writes "<path>.partial" (mode 0600: it holds guest memory) and renames it to `path` in
-  // finish(), so a failed save never leaves a partial file under `path` nor replaces a good
-  // one; without a successful finish() the destructor removes the .partial file.
+  // Writes each stripe as "<its name>.partial" (mode 0600: it holds guest memory) and renames
+  // them in finish(), stripe 0 last, so a failed save never leaves a partial file under
+  // `path` nor replaces a good one; without a successful finish() the destructor removes the
+  // .partial files. Stripes of an earlier save beyond this one's count are removed.
   explicit FileSink(std::string path, SinkOptions options = {});
-  // Writes into `fd` (borrowed; seekable: a regular file or block device) from its current
-  // offset; no rename, nothing removed on failure. finish() fsyncs it.
+  // Writes the bare stream (no stripes, no header) into `fd` (borrowed; seekable: a regular
+  // file or block device) from its current offset; no rename, nothing removed on failure.
+  // finish() fsyncs it.
   explicit FileSink(int fd, SinkOptions options = {});
   ~FileSink() override;
   // How commit_copy()'s chunks are written: "mapped", "direct" or "pwritev" (options.file_writes).
   const char* chunk_writes() const;
+  unsigned stripes() const;  // the stripe files written (1 for an fd)
 
  private:
   struct Impl;
@@ -438,27 +488,45 @@ class MemorySource final : public Source {
   std::shared_ptr<const MemoryStream> stream_;
 };
 
-// Reads a state file with pread, asking the kernel to read ahead of the consumer
-// (POSIX_FADV_SEQUENTIAL, WILLNEED on the next chunks). It does not mmap: a file that
-// shrinks under a mapping would fault; a short read is an error message instead.
+// Reads a state file (a striped set, or a single file of version 1) with pread, asking the
+// kernel to read ahead of the consumer (POSIX_FADV_SEQUENTIAL, WILLNEED on the next chunks).
+// It does not mmap: a file that shrinks under a mapping would fault; a short read is an
+// error message instead. The set is checked before anything else is read: every stripe
+// there, a regular file (not a symlink) of stripe 0's owner, of the size the header implies,
+// with the same set id.
 class FileSource final : public Source {
  public:
   explicit FileSource(const std::string& path, Limits limits = {}, Progress progress = {});
-  // A borrowed fd (it is dup'ed), read from offset 0; `name` for messages.
+  // Borrowed fds (dup'ed), each read from offset 0; `name` for messages. One fd: a version 1
+  // file or a set of one stripe; several: stripe k is stripe_fds[k] (a set that names more
+  // stripes than given is missing some; those over its count are not read).
   FileSource(int fd, std::string name, Limits limits = {}, Progress progress = {});
+  FileSource(std::span<const int> stripe_fds, std::string name, Limits limits = {}, Progress progress = {});
   ~FileSource() override;
+  unsigned stripes() const { return unsigned(stripes_.size()); }
 
  private:
-  void open_fd(int fd);
+  struct Stripe {
+    int fd = -1;
+    uint64_t size = 0;
+    std::string name;  // for messages
+  };
+  // Stripe k's fd (ours to close), or -1 with *why.
+  using OpenStripe = std::function<int(unsigned k, std::string* why)>;
+  void open_set(int fd0, const OpenStripe& open_stripe);
+  bool check_stripe(unsigned k, const std::byte* raw, uint64_t set_id, uint64_t stream_bytes, std::string* why) const;
   uint64_t size() const override { return size_; }
   bool read_at(uint64_t offset, std::span<std::byte> dest, std::string* why) override;
   bool concurrent_reads() const override { return true; }
   bool read_concurrent(uint64_t offset, std::span<std::byte> dest, std::span<const std::byte>* in_place,
                        std::string* why) const override;
-  bool pread_all(uint64_t offset, std::span<std::byte> dest, std::string* why) const;
-  int fd_ = -1;
-  uint64_t size_ = 0;
-  uint64_t advised_to_ = 0;  // readahead asked for up to here
+  // The stream's bytes at `offset`, from the stripes they lie in.
+  bool read_stream(uint64_t offset, std::span<std::byte> dest, std::string* why) const;
+  bool pread_all(const Stripe& s, uint64_t offset, std::span<std::byte> dest, std::string* why) const;
+  std::vector<Stripe> stripes_;
+  StripeLayout layout_;
+  uint64_t size_ = 0;        // the stream's bytes
+  uint64_t advised_to_ = 0;  // readahead asked for up to here (stream offset)
 };
 
 // Metadata payloads: little-endian fixed-width fields; bytes and strings carry a u32 length.

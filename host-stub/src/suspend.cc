@@ -365,6 +365,9 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     return false;
   };
   if (suspended_) return fail("the client is already suspended");
+  // Graphs are not carried yet (graph.cc): refused before anything is touched (a synchronize
+  // would also invalidate a capture in progress), so the client runs on unchanged.
+  if (const std::string g = graphs_block_suspend(); !g.empty()) return fail(g);
   // Texture and surface objects are values the driver chooses (no call takes a value to
   // give), and kernels may hold them in device memory where no one can find them: recreated,
   // they would get other values and the program's copies would name nothing or another
@@ -513,6 +516,10 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_i32(o.as<CacheConfigObject>().value);
         w.put_i32(o.as<CacheConfigObject>().default_value);
         break;
+      case ObjectKind::Graph:
+      case ObjectKind::GraphNode:
+      case ObjectKind::GraphExec:
+        break;  // never: a client with graphs is not suspended (graphs_block_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -773,6 +780,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
+    if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec)
+      return bad("graphs are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.

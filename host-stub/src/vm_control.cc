@@ -1,6 +1,7 @@
 #include "vm_control.h"
 
 #include "placement.h"
+#include "state_stream.h"
 #include "vm_ledger.h"
 
 #include <sys/random.h>
@@ -314,7 +315,7 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
     const std::string path = dir ? (fs::path(*dir) / client_file(k.first, k.second)).string() : std::string();
     if (!request(k, dir ? cc::Op::kSave : cc::Op::kSuspend, path, &r, progress, done, total, &err)) {
       if (ended(k, workers[k])) {  // its program exited just now: nothing to keep
-        if (!path.empty()) ::unlink(path.c_str());
+        if (!path.empty()) state::remove_state_file(path);
         held = held_.erase(held);
         continue;
       }

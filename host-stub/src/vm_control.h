@@ -7,7 +7,8 @@
 // VM runs on as before. While suspended, the holds stay: a guest that calls just waits.
 //
 // A saved VM is a directory: `manifest.json` (VM, devices, each connection's region image
-// token, clients) and one state file per client (client-<connection>-<slot>.state).
+// token, clients) and one state file per client (client-<connection>-<slot>.state, striped:
+// that file and client-<connection>-<slot>.state.1 .. .S-1, state_stream.h).
 //
 // VM snapshots (docs/snapshots.md): a save writes a new image token into each connection's
 // region, so the VM image QEMU saves next (master=on) names this directory; the stub indexes

@@ -23,6 +23,7 @@ for prog in "$bindir"/*; do
   [ "$name" = fault ] && continue  # a fault poisons every context of the process: see shared_stub_test.sh
   [ "$name" = kernel_printf ] && continue  # in thread mode kernel printf goes to the stub's stdout
   [ "$name" = multi_gpu ] && continue  # needs a stub with two devices (run_cuda_test.sh, gpu-multi-check.sh)
+  [[ "$name" == *_static ]] && continue  # NAME built with NVIDIA's static runtime: its own test (cuda_NAME_static)
   names+=("$name")
   VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$libdir" timeout 300 "$prog" >"$work/$name.out" 2>"$work/$name.err" &
   pids+=($!)

@@ -6,11 +6,13 @@
 #   run_cuda_test.sh NAME BUILD_DIR [STUB]
 # multi_gpu runs on a stub with two devices (--devices 0,1: the executor has two; on the GPU
 # machine scripts/gpu-multi-check.sh runs it).
+# NAME_static is NAME built with NVIDIA's static runtime, compared with NAME's reference.
 set -euo pipefail
 name="$1" build="$2" stub="${3:-$2/tests/vmcuda-test-stub}"
 top="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="$top/tests/cuda/bin/$name"
-expected="$top/tests/cuda/expected/$name.out"
+# NAME_static (NVIDIA's static runtime, scripts/build-cuda-tests.sh) prints what NAME does.
+expected="$top/tests/cuda/expected/${name%_static}.out"
 [ -x "$bin" ] || { echo "no binary $bin: run scripts/build-cuda-tests.sh where nvcc is"; exit 1; }
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

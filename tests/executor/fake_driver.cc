@@ -34,6 +34,13 @@ struct FakeStream {
   uint64_t id = 0;
   bool busy = false;
   bool endless = false;  // a kernel that never ends runs on it (kFakeNeverEnds)
+  // Stream capture (cuStreamBeginCapture): work issued while capturing becomes nodes of
+  // `capture` after the stream's frontier instead of running. 0 none, 1 active, 2 invalidated.
+  int capture_status = 0;
+  CUgraph capture = nullptr;
+  bool capture_origin = false;  // began it (else joined it through an event)
+  uint64_t capture_id = 0;
+  std::vector<CUgraphNode> frontier;
 };
 struct FakeEvent {
   CUcontext ctx;
@@ -42,6 +49,33 @@ struct FakeEvent {
   bool recorded = false;
   bool done = true;
   double time_ms = 0;
+  // Recorded on a capturing stream: the capture and its nodes at that point (a stream that
+  // waits on it joins the capture after them).
+  CUgraph capture = nullptr;
+  std::vector<CUgraphNode> capture_nodes;
+};
+// ---- graphs. A node is its work, replayed on a stream at each launch in topological order
+// (the fake runs all work at once): a kernel keeps its parameters' bytes; other work is a
+// closure over its arguments; a child graph node owns a copy of its graph.
+struct FakeNode {
+  CUgraph graph = nullptr;
+  int type = 5;  // CUgraphNodeType
+  std::vector<CUgraphNode> deps;
+  CUgraphNode origin = nullptr;  // in a clone: the node it copies
+  CUfunction fn = nullptr;
+  unsigned grid[3] = {}, block[3] = {}, shared = 0;
+  std::vector<std::vector<std::byte>> params;
+  std::function<CUresult(CUstream)> op;
+  CUgraph child = nullptr;
+};
+struct FakeGraphData {
+  std::vector<CUgraphNode> nodes;  // in creation order
+};
+// An executable graph: its nodes flattened (child graphs inlined) in topological order, each
+// with the node of the instantiated graph it came from.
+struct FakeExec {
+  CUcontext ctx = nullptr;
+  std::vector<std::pair<CUgraphNode, FakeNode>> order;
 };
 // A loaded module: the context it was loaded in and its variables' storage (made on first
 // use: the executor cannot read a fatbin's variables, so every module has each of
@@ -136,6 +170,11 @@ struct FakeGpu {
   std::map<uint64_t, struct FakeMap> maps;
   uint64_t next_va = 0x302000000ull;  // where moved reservations go (the H200 gave 0x302000000)
   bool move_hints = false;            // fake_move_reservations
+  std::map<CUgraph, FakeGraphData> graphs;
+  std::map<CUgraphNode, FakeNode> nodes;
+  std::map<CUgraphExec, FakeExec> execs;
+  uint64_t next_capture_id = 0;
+  uint64_t graph_launches = 0;
 };
 FakeGpu& gpu() {
   static FakeGpu g;
@@ -244,6 +283,47 @@ FakeStream* stream_for_work(CUstream s, bool in_order = true) {
 void did_work(FakeStream* st, double ms) {
   gpu().clock_ms += ms;
   if (gpu().hold) st->busy = true;
+}
+// Stream capture: `n` becomes a node of st's capture after its frontier (the stream's last
+// captured work), and the new frontier. A capture invalidated by an earlier error refuses it.
+// Lock held.
+CUresult capture_locked(FakeStream* st, FakeNode n) {
+  if (st->capture_status == 2) return 901;  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+  auto& g = gpu();
+  const auto h = reinterpret_cast<CUgraphNode>(g.next_handle++);
+  n.graph = st->capture;
+  n.deps = st->frontier;
+  g.nodes[h] = std::move(n);
+  g.graphs[st->capture].nodes.push_back(h);
+  st->frontier = {h};
+  return CUDA_SUCCESS;
+}
+// Every stream in capture `c` (origin and joined). Lock held.
+template <class F>
+void for_capture_streams(CUgraph c, F&& f) {
+  for (auto& [s, st] : gpu().streams)
+    if (st.capture == c) f(st);
+  for (auto& [k, st] : gpu().special_streams)
+    if (st.capture == c) f(st);
+}
+void destroy_graph_locked(CUgraph graph);
+// A capture whose origin stream (or context) goes away: every stream leaves it and its
+// graph goes. Lock held.
+void drop_capture_locked(CUgraph c) {
+  for_capture_streams(c, [](FakeStream& o) {
+    o.capture_status = 0;
+    o.capture = nullptr;
+    o.capture_origin = false;
+    o.frontier.clear();
+  });
+  for (auto& [e, ev] : gpu().events)
+    if (ev.capture == c) ev.capture = nullptr;
+  destroy_graph_locked(c);
+}
+// A call that may not run during a capture (a synchronization) invalidates it. Lock held.
+CUresult invalidate_capture_locked(FakeStream* st) {
+  for_capture_streams(st->capture, [](FakeStream& o) { o.capture_status = 2; });
+  return 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 }
 // Kernels that never end (kFakeNeverEnds): waits on their streams block on this until the
 // context is destroyed. Lock held by the callers of these.
@@ -399,9 +479,16 @@ CUresult f_ctx_destroy(CUcontext c) {
     if (it->second.ctx == c) unload_locked(it);
     it = next;
   }
+  std::vector<CUgraph> captures;
+  for (auto& [s, st] : g.streams)
+    if (st.ctx == c && st.capture_origin) captures.push_back(st.capture);
+  for (auto& [k, st] : g.special_streams)
+    if (k.first == c && st.capture_origin) captures.push_back(st.capture);
+  for (CUgraph cap : captures) drop_capture_locked(cap);
   std::erase_if(g.streams, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.special_streams, [c](const auto& kv) { return kv.first.first == c; });
   std::erase_if(g.events, [c](const auto& kv) { return kv.second.ctx == c; });
+  std::erase_if(g.execs, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.arrays, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.mipmaps, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.textures, [c](const auto& kv) { return kv.second.ctx == c; });
@@ -433,6 +520,8 @@ CUresult f_sync() {
   g_endless_cv.wait(l, [] { return !endless_in_locked(t_ctx); });
   if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;  // CUDA_ERROR_INVALID_CONTEXT
   if (gpu_poisoned()) return 700;  // a sticky error: every synchronize reports it
+  for (auto& [s, st] : g.streams)
+    if (st.ctx == t_ctx && st.capture_status) return invalidate_capture_locked(&st);
   run_deferred(0);
   for (auto& [s, st] : g.streams)
     if (st.ctx == t_ctx) st.busy = false;
@@ -733,6 +822,18 @@ CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
     const uint64_t most = uint64_t(occupancy_locked(*fn, static_cast<int>(bx * by * bz), shared)) * dev_attr(16, 132);
     if (uint64_t{gx} * gy * gz > most) return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
   }
+  if (st->capture_status) {
+    FakeNode n;
+    n.type = 0;
+    n.fn = f;
+    n.grid[0] = gx, n.grid[1] = gy, n.grid[2] = gz, n.block[0] = bx, n.block[1] = by, n.block[2] = bz;
+    n.shared = shared;
+    for (size_t i = 0; i < fn->kernel->params.size(); ++i) {
+      const auto* p = static_cast<const std::byte*>(params[i]);
+      n.params.emplace_back(p, p + fn->kernel->params[i].second);
+    }
+    return capture_locked(st, std::move(n));
+  }
   g_last_launch_info = info;
   did_work(st, kLaunchMs);
   FakeModule& mod = gpu().modules.at(fn->module);
@@ -957,6 +1058,12 @@ CUresult f_memcpy_2d_async(const CUDA_MEMCPY2D* c, CUstream stream) {
     std::lock_guard l(gpu().mu);
     FakeStream* st = stream_for_work(stream);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status && c) {
+      FakeNode n;
+      n.type = 1;
+      n.op = [copy = *c](CUstream rs) { return f_memcpy_2d_async(&copy, rs); };
+      return capture_locked(st, std::move(n));
+    }
     did_work(st, kCopyMs);
   }
   return copy_2d(c, false);
@@ -967,6 +1074,12 @@ CUresult f_memset_2d_async(CUdeviceptr dst, size_t pitch, unsigned char v, size_
     std::lock_guard l(gpu().mu);
     FakeStream* st = stream_for_work(stream);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode n;
+      n.type = 2;
+      n.op = [=](CUstream rs) { return f_memset_2d_async(dst, pitch, v, width, height, rs); };
+      return capture_locked(st, std::move(n));
+    }
     did_work(st, kCopyMs);
   }
   return f_memset_2d(dst, pitch, v, width, height);
@@ -1311,6 +1424,7 @@ CUresult f_stream_destroy(CUstream s) {
   auto it = g.streams.find(s);
   if (it == g.streams.end() || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
   run_deferred(it->second.id);  // its work completes first
+  if (it->second.capture_origin) drop_capture_locked(it->second.capture);  // the capture ends with it
   g.streams.erase(it);
   return CUDA_SUCCESS;
 }
@@ -1322,6 +1436,7 @@ CUresult f_stream_sync(CUstream s) {
   });
   FakeStream* st = stream_for_work(s);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (st->capture_status) return invalidate_capture_locked(st);
   st->busy = false;
   for (auto& [e, ev] : gpu().events)  // what was recorded on it is complete too
     if (ev.recorded_on == st->id) ev.done = true;
@@ -1332,6 +1447,7 @@ CUresult f_stream_query(CUstream s) {
   std::lock_guard l(gpu().mu);
   FakeStream* st = stream_for_work(s);
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (st->capture_status) return invalidate_capture_locked(st);
   return st->busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 CUresult f_stream_wait_event(CUstream s, CUevent e, unsigned flags) {
@@ -1341,6 +1457,24 @@ CUresult f_stream_wait_event(CUstream s, CUevent e, unsigned flags) {
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   if (!g.events.contains(e)) return CUDA_ERROR_INVALID_HANDLE;  // any context's event will do
   if (flags & ~CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  // An event recorded in a capture that is still open: the stream joins it after the
+  // event's nodes (or, already in it, depends on them too).
+  const FakeEvent& ev = g.events.at(e);
+  bool open = false;
+  if (ev.capture) for_capture_streams(ev.capture, [&](FakeStream& o) { open |= o.capture_origin; });
+  if (open) {
+    if (!st->capture_status) {
+      st->capture_status = 1;
+      st->capture = ev.capture;
+      st->capture_origin = false;
+      st->frontier = ev.capture_nodes;
+    } else if (st->capture == ev.capture) {
+      for (CUgraphNode n : ev.capture_nodes)
+        if (std::find(st->frontier.begin(), st->frontier.end(), n) == st->frontier.end()) st->frontier.push_back(n);
+    } else {
+      return 905;  // CUDA_ERROR_STREAM_CAPTURE_ISOLATION: two captures may not be merged
+    }
+  }
   return CUDA_SUCCESS;
 }
 CUresult f_stream_priority(CUstream s, int* priority) {
@@ -1356,7 +1490,18 @@ CUresult f_stream_priority(CUstream s, int* priority) {
 CUresult f_launch_host_func(CUstream s, CUhostFn fn, void* data) {
   {
     std::lock_guard l(gpu().mu);
-    if (!stream_for_work(s)) return CUDA_ERROR_INVALID_HANDLE;
+    FakeStream* st = stream_for_work(s);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (fn && st->capture_status) {
+      FakeNode n;
+      n.type = 3;
+      n.op = [fn, data](CUstream) {
+        if (gpu_poisoned()) return 700;
+        fn(data);
+        return 0;
+      };
+      return capture_locked(st, std::move(n));
+    }
   }
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
   if (gpu_poisoned()) return 700;
@@ -1366,7 +1511,9 @@ CUresult f_launch_host_func(CUstream s, CUhostFn fn, void* data) {
 CUresult f_stream_add_callback(CUstream s, CUstreamCallback cb, void* data, unsigned flags) {
   {
     std::lock_guard l(gpu().mu);
-    if (!stream_for_work(s)) return CUDA_ERROR_INVALID_HANDLE;
+    FakeStream* st = stream_for_work(s);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) return invalidate_capture_locked(st);  // not capturable (cuLaunchHostFunc is)
   }
   if (!cb || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (gpu_poisoned()) return 700;
@@ -1393,6 +1540,14 @@ CUresult f_event_record_flags(CUevent e, CUstream s, unsigned flags) {
   FakeStream* st = stream_for_work(s, false);  // a mark in the stream: the copies before it stay queued
   if (it == g.events.end() || !st || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
   if (flags & ~CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  if (st->capture_status) {
+    // In a capture: a point other streams may join at, no node (nor a real record).
+    if (st->capture_status == 2) return 901;
+    it->second.capture = st->capture;
+    it->second.capture_nodes = st->frontier;
+    return CUDA_SUCCESS;
+  }
+  it->second.capture = nullptr;
   it->second.recorded = true;
   it->second.recorded_on = st->id;
   it->second.done = !st->busy;
@@ -1436,6 +1591,12 @@ CUresult f_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream stream) {
     std::lock_guard l(g.mu);
     FakeStream* st = stream_for_work(stream, !g.defer_htod);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode node;
+      node.type = 1;
+      node.op = [=](CUstream rs) { return f_htod_async(d, s, n, rs); };
+      return capture_locked(st, std::move(node));
+    }
     did_work(st, kCopyMs);
     if (g.defer_htod) {
       if (!find(d, n)) return CUDA_ERROR_INVALID_VALUE;
@@ -1451,6 +1612,12 @@ CUresult f_dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream stream) {
     std::lock_guard l(gpu().mu);
     FakeStream* st = stream_for_work(stream);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode node;
+      node.type = 1;
+      node.op = [=](CUstream rs) { return f_dtoh_async(d, s, n, rs); };
+      return capture_locked(st, std::move(node));
+    }
     did_work(st, kCopyMs);
   }
   return f_dtoh(d, s, n);
@@ -1460,6 +1627,12 @@ CUresult f_dtod_async(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream stream) {
     std::lock_guard l(gpu().mu);
     FakeStream* st = stream_for_work(stream);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode node;
+      node.type = 1;
+      node.op = [=](CUstream rs) { return f_dtod_async(d, s, n, rs); };
+      return capture_locked(st, std::move(node));
+    }
     did_work(st, kCopyMs);
   }
   return f_dtod(d, s, n);
@@ -1469,6 +1642,12 @@ CUresult f_memset_async(CUdeviceptr d, unsigned char v, size_t n, CUstream strea
     std::lock_guard l(gpu().mu);
     FakeStream* st = stream_for_work(stream);
     if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode node;
+      node.type = 2;
+      node.op = [=](CUstream rs) { return f_memset_async(d, v, n, rs); };
+      return capture_locked(st, std::move(node));
+    }
     did_work(st, kCopyMs);
   }
   return f_memset(d, v, n);
@@ -1576,6 +1755,458 @@ CUresult f_memcpy_peer_async(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUconte
   }
 }
 
+// ---- stream capture and graphs, as the driver keeps them (see FakeNode).
+thread_local int t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult f_begin_capture(CUstream s, int mode) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  // The legacy stream synchronizes with every blocking stream: it cannot be captured.
+  if (s == nullptr || s == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;  // already capturing
+  const auto graph = reinterpret_cast<CUgraph>(g.next_handle++);
+  g.graphs[graph] = {};
+  st->capture_status = 1;
+  st->capture = graph;
+  st->capture_origin = true;
+  st->capture_id = ++g.next_capture_id;
+  st->frontier.clear();
+  return CUDA_SUCCESS;
+}
+// The nodes `from` reaches going up its dependencies (itself included). Lock held.
+void ancestors_locked(CUgraphNode from, std::set<CUgraphNode>* out) {
+  if (!out->insert(from).second) return;
+  for (CUgraphNode d : gpu().nodes.at(from).deps) ancestors_locked(d, out);
+}
+void destroy_graph_locked(CUgraph graph);
+CUresult f_end_capture(CUstream s, CUgraph* out) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  *out = nullptr;
+  if (!st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;
+  if (!st->capture_origin) return 903;  // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+  const CUgraph graph = st->capture;
+  CUresult r = st->capture_status == 2 ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+  // Every stream that joined must have been joined back: its last work before the origin's.
+  std::set<CUgraphNode> joined;
+  for (CUgraphNode n : st->frontier) ancestors_locked(n, &joined);
+  for_capture_streams(graph, [&](FakeStream& o) {
+    if (&o != st && r == CUDA_SUCCESS)
+      for (CUgraphNode n : o.frontier)
+        if (!joined.contains(n)) r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    o.capture_status = 0;
+    o.capture = nullptr;
+    o.capture_origin = false;
+    o.frontier.clear();
+  });
+  for (auto& [e, ev] : g.events)
+    if (ev.capture == graph) ev.capture = nullptr;
+  if (r != CUDA_SUCCESS) {
+    destroy_graph_locked(graph);
+    return r;
+  }
+  *out = graph;
+  return CUDA_SUCCESS;
+}
+CUresult f_is_capturing(CUstream s, int* status) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  *status = st->capture_status;
+  return CUDA_SUCCESS;
+}
+CUresult f_capture_info(CUstream s, int* status, unsigned long long* id, CUgraph* graph, const CUgraphNode** deps,
+                        const CUgraphEdgeData** edges, size_t* count) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  *status = st->capture_status;
+  if (id) *id = st->capture_status ? st->capture_id : 0;
+  if (graph) *graph = st->capture;
+  if (deps) *deps = st->frontier.data();
+  if (edges) *edges = nullptr;
+  if (count) *count = st->frontier.size();
+  return CUDA_SUCCESS;
+}
+CUresult f_exchange_capture_mode(int* mode) {
+  if (!mode || *mode < 0 || *mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  std::swap(*mode, t_capture_mode);
+  return CUDA_SUCCESS;
+}
+
+CUresult f_graph_create(CUgraph* out, unsigned flags) {
+  if (!out || flags) return CUDA_ERROR_INVALID_VALUE;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  *out = reinterpret_cast<CUgraph>(g.next_handle++);
+  g.graphs[*out] = {};
+  return CUDA_SUCCESS;
+}
+void destroy_graph_locked(CUgraph graph) {
+  auto& g = gpu();
+  auto it = g.graphs.find(graph);
+  if (it == g.graphs.end()) return;
+  for (CUgraphNode n : it->second.nodes) {
+    if (CUgraph child = g.nodes.at(n).child) destroy_graph_locked(child);
+    g.nodes.erase(n);
+  }
+  g.graphs.erase(graph);
+}
+CUresult f_graph_destroy(CUgraph graph) {
+  std::lock_guard l(gpu().mu);
+  if (!gpu().graphs.contains(graph)) return CUDA_ERROR_INVALID_VALUE;
+  destroy_graph_locked(graph);
+  return CUDA_SUCCESS;
+}
+// A copy of `graph` whose nodes name the ones they copy (FakeNode::origin). Lock held.
+CUgraph clone_locked(CUgraph graph) {
+  auto& g = gpu();
+  const auto copy = reinterpret_cast<CUgraph>(g.next_handle++);
+  std::map<CUgraphNode, CUgraphNode> map;
+  std::vector<CUgraphNode> originals = g.graphs.at(graph).nodes;
+  g.graphs[copy] = {};
+  for (CUgraphNode n : originals) {
+    FakeNode c = g.nodes.at(n);
+    const auto h = reinterpret_cast<CUgraphNode>(g.next_handle++);
+    map[n] = h;
+    c.graph = copy;
+    c.origin = n;
+    for (CUgraphNode& d : c.deps) d = map.at(d);  // dependencies come first (creation order)
+    if (c.child) c.child = clone_locked(c.child);
+    g.nodes[h] = std::move(c);
+    g.graphs[copy].nodes.push_back(h);
+  }
+  return copy;
+}
+CUresult f_graph_clone(CUgraph* out, CUgraph graph) {
+  std::lock_guard l(gpu().mu);
+  if (!out || !gpu().graphs.contains(graph)) return CUDA_ERROR_INVALID_VALUE;
+  *out = clone_locked(graph);
+  return CUDA_SUCCESS;
+}
+// A new node of `graph` after `deps` (each a node of that graph). Lock held.
+CUresult add_node_locked(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count, FakeNode n) {
+  auto& g = gpu();
+  if (!out || !g.graphs.contains(graph) || (count && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    auto it = g.nodes.find(deps[i]);
+    if (it == g.nodes.end() || it->second.graph != graph) return CUDA_ERROR_INVALID_VALUE;
+    n.deps.push_back(deps[i]);
+  }
+  n.graph = graph;
+  *out = reinterpret_cast<CUgraphNode>(g.next_handle++);
+  g.nodes[*out] = std::move(n);
+  g.graphs[graph].nodes.push_back(*out);
+  return CUDA_SUCCESS;
+}
+// A kernel node's payload from the driver's parameters, checked as a launch's. Lock held.
+CUresult kernel_node_locked(const CUDA_KERNEL_NODE_PARAMS_v2* p, FakeNode* n) {
+  if (!p || p->extra || p->kern || p->ctx) return CUDA_ERROR_INVALID_VALUE;
+  FakeFunction* fn = function_of(p->func);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY || !p->blockDimZ ||
+      p->blockDimX * p->blockDimY * p->blockDimZ > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!fn->kernel->params.empty() && !p->kernelParams) return CUDA_ERROR_INVALID_VALUE;
+  n->type = 0;
+  n->fn = p->func;
+  n->grid[0] = p->gridDimX, n->grid[1] = p->gridDimY, n->grid[2] = p->gridDimZ;
+  n->block[0] = p->blockDimX, n->block[1] = p->blockDimY, n->block[2] = p->blockDimZ;
+  n->shared = p->sharedMemBytes;
+  n->params.clear();
+  for (size_t i = 0; i < fn->kernel->params.size(); ++i) {
+    const auto* b = static_cast<const std::byte*>(p->kernelParams[i]);
+    n->params.emplace_back(b, b + fn->kernel->params[i].second);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_add_kernel_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                           const CUDA_KERNEL_NODE_PARAMS_v2* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode n;
+  if (CUresult e = kernel_node_locked(p, &n); e != CUDA_SUCCESS) return e;
+  return add_node_locked(out, graph, deps, count, std::move(n));
+}
+// One side of a 3D copy at (x, y, z) of a row: host or device memory. Lock held.
+std::byte* side_row(CUmemorytype type, const void* host, CUdeviceptr dev, size_t x, size_t y, size_t z, size_t pitch,
+                    size_t height, size_t width, size_t row, size_t slice) {
+  const uint64_t off = ((z + slice) * height + y + row) * pitch + x;
+  if (type == CU_MEMORYTYPE_HOST) return static_cast<std::byte*>(const_cast<void*>(host)) + off;
+  if (type == CU_MEMORYTYPE_DEVICE) return find(dev + off, width);
+  return nullptr;
+}
+CUresult copy_3d(const CUDA_MEMCPY3D& c, CUstream stream) {
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  FakeStream* st = stream_for_work(stream);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  did_work(st, kCopyMs);
+  for (size_t z = 0; z < c.Depth; ++z)
+    for (size_t y = 0; y < c.Height; ++y) {
+      const std::byte* s = side_row(c.srcMemoryType, c.srcHost, c.srcDevice, c.srcXInBytes, c.srcY, c.srcZ, c.srcPitch,
+                                    c.srcHeight, c.WidthInBytes, y, z);
+      std::byte* d = side_row(c.dstMemoryType, c.dstHost, c.dstDevice, c.dstXInBytes, c.dstY, c.dstZ, c.dstPitch,
+                              c.dstHeight, c.WidthInBytes, y, z);
+      if (!s || !d) return CUDA_ERROR_INVALID_VALUE;
+      std::memmove(d, s, c.WidthInBytes);
+    }
+  return CUDA_SUCCESS;
+}
+bool memory_type_ok(CUmemorytype t) { return t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_DEVICE; }
+CUresult f_add_memcpy_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                           const CUDA_MEMCPY3D* c, CUcontext) {
+  if (!c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
+  if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  FakeNode n;
+  n.type = 1;
+  n.op = [copy = *c](CUstream s) { return copy_3d(copy, s); };
+  return add_node_locked(out, graph, deps, count, std::move(n));
+}
+CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                           const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
+  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  if (p->height > 1 && p->pitch < p->width * p->elementSize) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  FakeNode n;
+  n.type = 2;
+  n.op = [m = *p](CUstream s) -> CUresult {
+    std::lock_guard l(gpu().mu);
+    if (gpu_poisoned()) return 700;
+    FakeStream* st = stream_for_work(s);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+    for (size_t y = 0; y < std::max<size_t>(m.height, 1); ++y) {
+      std::byte* d = find(m.dst + y * m.pitch, m.width * m.elementSize);
+      if (!d) return CUDA_ERROR_INVALID_VALUE;
+      for (size_t i = 0; i < m.width; ++i) std::memcpy(d + i * m.elementSize, &m.value, m.elementSize);
+    }
+    return CUDA_SUCCESS;
+  };
+  return add_node_locked(out, graph, deps, count, std::move(n));
+}
+CUresult f_add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                         const CUDA_HOST_NODE_PARAMS* p) {
+  if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  FakeNode n;
+  n.type = 3;
+  n.op = [fn = p->fn, data = p->userData](CUstream) {
+    if (gpu_poisoned()) return 700;
+    fn(data);  // on the launching thread, as the fake's host functions run
+    return 0;
+  };
+  return add_node_locked(out, graph, deps, count, std::move(n));
+}
+CUresult f_add_empty_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count) {
+  std::lock_guard l(gpu().mu);
+  return add_node_locked(out, graph, deps, count, FakeNode{});
+}
+CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count, CUevent e, bool record) {
+  std::lock_guard l(gpu().mu);
+  if (!gpu().events.contains(e)) return CUDA_ERROR_INVALID_VALUE;
+  FakeNode n;
+  n.type = record ? 7 : 6;
+  if (record) n.op = [e](CUstream s) { return f_event_record(e, s); };
+  return add_node_locked(out, graph, deps, count, std::move(n));
+}
+CUresult f_add_event_record_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count, CUevent e) {
+  return add_event_node(out, graph, deps, count, e, true);
+}
+CUresult f_add_event_wait_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count, CUevent e) {
+  return add_event_node(out, graph, deps, count, e, false);  // the event's work ran already (the fake runs at once)
+}
+CUresult f_add_child_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count, CUgraph child) {
+  std::lock_guard l(gpu().mu);
+  if (!gpu().graphs.contains(child)) return CUDA_ERROR_INVALID_VALUE;
+  FakeNode n;
+  n.type = 4;
+  const CUgraph copy = clone_locked(child);  // the node's own copy
+  n.child = copy;
+  if (CUresult e = add_node_locked(out, graph, deps, count, std::move(n)); e != CUDA_SUCCESS) {
+    destroy_graph_locked(copy);
+    return e;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_add_dependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* edges,
+                            size_t count) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!g.graphs.contains(graph) || edges || (count && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    auto f = g.nodes.find(from[i]), t = g.nodes.find(to[i]);
+    if (f == g.nodes.end() || t == g.nodes.end() || f->second.graph != graph || t->second.graph != graph ||
+        from[i] == to[i])
+      return CUDA_ERROR_INVALID_VALUE;
+    auto& deps = t->second.deps;
+    if (std::find(deps.begin(), deps.end(), from[i]) != deps.end()) return CUDA_ERROR_INVALID_VALUE;  // already an edge
+    deps.push_back(from[i]);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult list_nodes(CUgraph graph, CUgraphNode* out, size_t* count, bool roots) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.graphs.find(graph);
+  if (it == g.graphs.end() || !count) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> list;
+  for (CUgraphNode n : it->second.nodes)
+    if (!roots || g.nodes.at(n).deps.empty()) list.push_back(n);
+  if (out) {
+    for (size_t i = 0; i < *count; ++i) out[i] = i < list.size() ? list[i] : nullptr;
+    *count = std::min(*count, list.size());
+  } else {
+    *count = list.size();
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_get_nodes(CUgraph graph, CUgraphNode* out, size_t* count) { return list_nodes(graph, out, count, false); }
+CUresult f_get_root_nodes(CUgraph graph, CUgraphNode* out, size_t* count) { return list_nodes(graph, out, count, true); }
+CUresult f_node_type(CUgraphNode n, int* type) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().nodes.find(n);
+  if (it == gpu().nodes.end() || !type) return CUDA_ERROR_INVALID_VALUE;
+  *type = it->second.type;
+  return CUDA_SUCCESS;
+}
+CUresult f_find_in_clone(CUgraphNode* out, CUgraphNode original, CUgraph clone) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.graphs.find(clone);
+  if (!out || it == g.graphs.end()) return CUDA_ERROR_INVALID_VALUE;
+  for (CUgraphNode n : it->second.nodes)
+    if (g.nodes.at(n).origin == original) return *out = n, CUDA_SUCCESS;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+// `graph`'s nodes in topological order, child graphs inlined (a child's nodes after the
+// child node's dependencies, before its dependents), each with the node it came from at the
+// top level. False for a cycle. Lock held.
+bool flatten_locked(CUgraph graph, CUgraphNode top, std::vector<std::pair<CUgraphNode, FakeNode>>* out) {
+  auto& g = gpu();
+  const auto& nodes = g.graphs.at(graph).nodes;
+  std::map<CUgraphNode, size_t> waiting;
+  for (CUgraphNode n : nodes) waiting[n] = g.nodes.at(n).deps.size();
+  std::vector<CUgraphNode> ready;
+  for (CUgraphNode n : nodes)
+    if (waiting[n] == 0) ready.push_back(n);
+  size_t done = 0;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    const CUgraphNode n = ready[i];
+    const FakeNode& node = g.nodes.at(n);
+    if (node.child) {
+      if (!flatten_locked(node.child, top ? top : n, out)) return false;
+    } else {
+      out->emplace_back(top ? top : n, node);
+    }
+    ++done;
+    for (CUgraphNode m : nodes) {
+      const auto& deps = g.nodes.at(m).deps;
+      if (std::find(deps.begin(), deps.end(), n) != deps.end() && --waiting[m] == 0) ready.push_back(m);
+    }
+  }
+  return done == nodes.size();
+}
+CUresult f_instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!out || !g.graphs.contains(graph) || (flags & ~9ull)) return CUDA_ERROR_INVALID_VALUE;
+  if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;
+  FakeExec x;
+  x.ctx = t_ctx;
+  if (!flatten_locked(graph, nullptr, &x.order)) return CUDA_ERROR_INVALID_VALUE;  // a cycle
+  *out = reinterpret_cast<CUgraphExec>(g.next_handle++);
+  g.execs[*out] = std::move(x);
+  return CUDA_SUCCESS;
+}
+// Runs an executable graph's nodes on `stream`, in order, without the lock (each takes it).
+CUresult replay(const std::vector<std::pair<CUgraphNode, FakeNode>>& order, CUstream stream) {
+  for (const auto& [origin, n] : order) {
+    CUresult r = CUDA_SUCCESS;
+    if (n.type == 0) {
+      std::vector<void*> ptrs;
+      for (const auto& p : n.params) ptrs.push_back(const_cast<std::byte*>(p.data()));
+      r = f_launch(n.fn, n.grid[0], n.grid[1], n.grid[2], n.block[0], n.block[1], n.block[2], n.shared, stream,
+                   ptrs.data(), nullptr);
+    } else if (n.op) {
+      r = n.op(stream);
+    }
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_graph_launch(CUgraphExec exec, CUstream stream) {
+  std::vector<std::pair<CUgraphNode, FakeNode>> order;
+  {
+    auto& g = gpu();
+    std::lock_guard l(g.mu);
+    auto it = g.execs.find(exec);
+    if (it == g.execs.end()) return CUDA_ERROR_INVALID_VALUE;
+    FakeStream* st = stream_for_work(stream);
+    if (!st || it->second.ctx != t_ctx) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {  // captured as one node that replays the graph
+      FakeNode n;
+      n.type = 4;
+      n.op = [order = it->second.order](CUstream s) { return replay(order, s); };
+      return capture_locked(st, std::move(n));
+    }
+    ++g.graph_launches;
+    order = it->second.order;
+  }
+  return replay(order, stream);
+}
+CUresult f_graph_upload(CUgraphExec exec, CUstream stream) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!g.execs.contains(exec)) return CUDA_ERROR_INVALID_VALUE;
+  return stream_for_work(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult f_exec_destroy(CUgraphExec exec) {
+  std::lock_guard l(gpu().mu);
+  return gpu().execs.erase(exec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult f_exec_kernel_params(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2* p) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end()) return CUDA_ERROR_INVALID_VALUE;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node && n.type == 0) {
+      FakeNode updated;
+      if (CUresult e = kernel_node_locked(p, &updated); e != CUDA_SUCCESS) return e;
+      updated.deps = n.deps;
+      n = std::move(updated);
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;  // not a kernel node of the graph it was made from
+}
+CUresult f_exec_update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end() || !g.graphs.contains(graph) || !info) return CUDA_ERROR_INVALID_VALUE;
+  *info = {};
+  std::vector<std::pair<CUgraphNode, FakeNode>> order;
+  if (!flatten_locked(graph, nullptr, &order)) return CUDA_ERROR_INVALID_VALUE;
+  auto& old = it->second.order;
+  // The same topology: as many nodes, of the same types, with as many dependencies each.
+  for (size_t i = 0; i < std::max(old.size(), order.size()); ++i)
+    if (i >= old.size() || i >= order.size() || old[i].second.type != order[i].second.type ||
+        old[i].second.deps.size() != order[i].second.deps.size()) {
+      info->result = 2;  // CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED
+      return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+  for (size_t i = 0; i < old.size(); ++i) old[i].second = order[i].second;  // the origins stay
+  return CUDA_SUCCESS;
+}
+
 CUresult f_error_name(CUresult r, const char** s) {
   *s = r == 0 ? "CUDA_SUCCESS" : "CUDA_ERROR (test executor)";
   return CUDA_SUCCESS;
@@ -1610,6 +2241,10 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     g.surfaces.clear();
     g.next_va = 0x302000000ull;
     g.move_hints = false;
+    g.graphs.clear();
+    g.nodes.clear();
+    g.execs.clear();
+    g.graph_launches = 0;
     g_last_launch_info = {};
   }
   api.cuInit = f_init;
@@ -1703,6 +2338,33 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuDeviceGetP2PAttribute = f_p2p_attribute;
   api.cuMemcpyPeer = f_memcpy_peer;
   api.cuMemcpyPeerAsync = f_memcpy_peer_async;
+  api.cuStreamBeginCapture_v2 = f_begin_capture;
+  api.cuStreamEndCapture = f_end_capture;
+  api.cuStreamIsCapturing = f_is_capturing;
+  api.cuStreamGetCaptureInfo_v3 = f_capture_info;
+  api.cuThreadExchangeStreamCaptureMode = f_exchange_capture_mode;
+  api.cuGraphCreate = f_graph_create;
+  api.cuGraphDestroy = f_graph_destroy;
+  api.cuGraphClone = f_graph_clone;
+  api.cuGraphAddKernelNode_v2 = f_add_kernel_node;
+  api.cuGraphAddMemcpyNode = f_add_memcpy_node;
+  api.cuGraphAddMemsetNode = f_add_memset_node;
+  api.cuGraphAddHostNode = f_add_host_node;
+  api.cuGraphAddEmptyNode = f_add_empty_node;
+  api.cuGraphAddEventRecordNode = f_add_event_record_node;
+  api.cuGraphAddEventWaitNode = f_add_event_wait_node;
+  api.cuGraphAddChildGraphNode = f_add_child_node;
+  api.cuGraphAddDependencies_v2 = f_add_dependencies;
+  api.cuGraphGetNodes = f_get_nodes;
+  api.cuGraphGetRootNodes = f_get_root_nodes;
+  api.cuGraphNodeGetType = f_node_type;
+  api.cuGraphNodeFindInClone = f_find_in_clone;
+  api.cuGraphInstantiateWithFlags = f_instantiate;
+  api.cuGraphLaunch = f_graph_launch;
+  api.cuGraphUpload = f_graph_upload;
+  api.cuGraphExecDestroy = f_exec_destroy;
+  api.cuGraphExecKernelNodeSetParams_v2 = f_exec_kernel_params;
+  api.cuGraphExecUpdate_v2 = f_exec_update;
   api.origin = "vmcuda test executor (no GPU)";
 }
 
@@ -1777,4 +2439,19 @@ void fake_defer_async_htod(bool on) {
   if (!on) run_deferred(0);
 }
 void fake_clear_fault() { gpu_poisoned() = false; }
+}  // namespace vmcuda::testing
+
+namespace vmcuda::testing {
+uint64_t fake_live_graphs() {
+  std::lock_guard l(gpu().mu);
+  return gpu().graphs.size();
+}
+uint64_t fake_live_graph_execs() {
+  std::lock_guard l(gpu().mu);
+  return gpu().execs.size();
+}
+uint64_t fake_graph_launches() {
+  std::lock_guard l(gpu().mu);
+  return gpu().graph_launches;
+}
 }  // namespace vmcuda::testing

@@ -85,4 +85,13 @@ FakeLaunchInfo fake_last_launch();
 // Fake GPU time: each launch takes 1 ms and each async copy or memset 0.5 ms, so
 // cuEventElapsedTime is exact. Priorities range from 0 (least) to -5 (greatest).
 
+// Graphs (cuGraph*) and stream capture: a capturing stream records its work as nodes (after
+// the stream's last captured work; streams join a capture by waiting on an event recorded in
+// it) instead of running it; a synchronize of a capturing stream or its context invalidates
+// the capture (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); a launch replays the executable
+// graph's nodes in topological order on its stream (child graphs inlined).
+uint64_t fake_live_graphs();       // graphs not destroyed (captured, created, cloned, children)
+uint64_t fake_live_graph_execs();  // executable graphs not destroyed
+uint64_t fake_graph_launches();    // cuGraphLaunch calls that ran
+
 }  // namespace vmcuda::testing

@@ -346,6 +346,28 @@ int coop_bump(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// ---- tests/cuda/graphs.cu and bench/cuda/graph_bench.cu
+// g_add(int* p, int v, int n): p[i] += v; g_scale(int* p, int k, int n): p[i] *= k
+template <bool kScale>
+int g_update(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 2));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 4);
+  if (!p && count) return 700;
+  const int v = arg<int>(params, 1);
+  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, kScale ? wmul(load<int>(p, i), v) : wadd(load<int>(p, i), v));
+  return 0;
+}
+// g_sum2(const int* a, const int* b, int* c, int n): c[i] = a[i] + b[i]
+int g_sum2(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 3));
+  std::byte* a = l.mem(arg<uint64_t>(params, 0), count * 4);
+  std::byte* b = l.mem(arg<uint64_t>(params, 1), count * 4);
+  std::byte* c = l.mem(arg<uint64_t>(params, 2), count * 4);
+  if ((!a || !b || !c) && count) return 700;
+  for (uint64_t i = 0; i < count; ++i) store<int>(c, i, wadd(load<int>(a, i), load<int>(b, i)));
+  return 0;
+}
+
 // ---- tests/cuda/textures.cu: texture fetches (tex_fetch below) and surface writes.
 
 // Its texture or surface argument, or nothing (an unknown value: an illegal access).
@@ -440,6 +462,12 @@ int surf_fill(void** params, const FakeLaunch& l) {
 }
 
 const FakeKernel kKernels[] = {
+    // tests/cuda/graphs.cu
+    {"_Z5g_addPiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<false>, 10},
+    {"_Z7g_scalePiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<true>, 10},
+    {"_Z6g_sum2PKiS0_Pii", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, g_sum2, 10},
+    // bench/cuda/graph_bench.cu: bump(int* p, int n): p[i] += 1
+    {"_Z4bumpPii", {{0, 8}, {8, 4}}, add_one, 8},
     {"_Z12empty_kernelv", {}, empty},
     {"_Z12spin_foreverPVi", {{0, 8}}, spin_forever, 8},
     // tests/cuda/managed_vars.cu

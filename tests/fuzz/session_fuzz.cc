@@ -166,6 +166,8 @@ struct World {
     FUZZ_CHECK(testing::fake_live_modules() == 0);
     FUZZ_CHECK(testing::fake_live_streams() == 0);
     FUZZ_CHECK(testing::fake_live_events() == 0);
+    FUZZ_CHECK(testing::fake_live_graphs() == 0);
+    FUZZ_CHECK(testing::fake_live_graph_execs() == 0);
     FUZZ_CHECK(testing::fake_live_reservations() == 0);
     FUZZ_CHECK(testing::fake_vmm_mappings() == 0);
     FUZZ_CHECK(testing::fake_pinned_ranges() == 0);

@@ -232,6 +232,39 @@ void device_peer(const char* name) {
 
 }  // namespace
 
+// Graphs (host-stub/src/graph.cc): an explicit graph of memset -> add_one -> empty,
+// instantiated and launched twice; a capture on a stream, replayed; the nodes listed.
+void graphs(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  module_image(w);
+  load_function(w, "_Z7add_onePii", 0);                         // rem 0 module, rem 1 function
+  w.call(Call::Malloc, api::MallocArgs{1024});                  // rem 2
+  w.call(Call::GraphCreate, api::GraphArgs{0x100, 0, 0});
+  w.call(Call::GraphAddMemsetNode, api::GraphMemsetNodeArgs{0x100, 0x200, 0, 0, 16, 1, 0, 4, 0, 0}, nullptr, 0, 0, 2,
+         16);
+  const uint64_t p = 0, dep = 0x200, dep2 = 0x210;
+  const int n = 16;
+  const auto tail = packed({{&dep, 8}, {&p, 8}, {&n, 4}});
+  w.call(Call::GraphAddKernelNode, api::GraphKernelNodeArgs{0x100, 0x210, 1, {1, 1, 1}, {16, 1, 1}, 0, 12, 1, 0},
+         tail.data(), uint16_t(tail.size()), 0, 2, sizeof(api::GraphKernelNodeArgs) + 8);
+  w.call(Call::GraphAddNode, api::GraphNodeArgs{0x100, 0x220, 0, api::kGraphNodeEmpty, 1}, &dep2, 8);
+  w.call(Call::GraphInstantiate, api::GraphInstantiateArgs{0x300, 0x100, 0});
+  w.call(Call::GraphLaunch, api::GraphLaunchArgs{0x300, 0});
+  w.call(Call::GraphLaunch, api::GraphLaunchArgs{0x300, 0});
+  w.call(Call::GraphGetNodes, api::GraphListArgs{0x100, 0, 8}, nullptr, 0, 64);
+  w.call(Call::StreamCreate, api::StreamCreateArgs{3, 1, 0});
+  w.call(Call::StreamBeginCapture, api::CaptureBeginArgs{3, 0, 0});
+  w.call(Call::MemsetAsync, api::MemsetAsyncArgs{0, 64, 7, 0, 3}, nullptr, 0, 0, 2, 0);
+  w.call(Call::StreamEndCapture, api::CaptureEndArgs{3, 0x400});
+  w.call(Call::GraphInstantiate, api::GraphInstantiateArgs{0x310, 0x400, 0});
+  w.call(Call::GraphLaunch, api::GraphLaunchArgs{0x310, 3});
+  w.call(Call::StreamSynchronize, api::StreamArgs{3});
+  w.call(Call::CopyFromDeviceInline, api::CopyFromDeviceInlineArgs{0, 64}, nullptr, 0, 64, 2, 0);
+  w.call(Call::GraphExecDestroy, api::GraphExecArgs{0x300});
+  w.call(Call::GraphDestroy, api::GraphArgs{0x100, 0, 0});
+  save(name, w);
+}
+
 // CUDA arrays, copies to and from them (inline, heap, device memory, another array), a
 // mipmapped array's level, texture and surface objects (arrays.cc).
 void arrays(uint8_t flags, const char* name) {
@@ -288,6 +321,8 @@ int main(int argc, char** argv) {
   cooperative(0, "cooperative");
   cooperative(fuzz::kFlagGpuThreads, "cooperative-gpu-threads");
   managed("managed");
+  graphs(0, "graphs");
+  graphs(fuzz::kFlagGpuThreads, "graphs-gpu-threads");
   device_peer("device-peer");
   arrays(0, "arrays");
   arrays(fuzz::kFlagGpuThreads, "arrays-gpu-threads");

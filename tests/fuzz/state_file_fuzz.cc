@@ -5,6 +5,13 @@
 // ByteReader. Besides ASan/UBSan and leaks, the two readers must agree, and a stream read
 // to its trailer must have delivered exactly the bytes its blobs announced.
 //
+// An input that starts with "VMSTRIPE" describes a striped state file instead (state_stream.h):
+// a byte n (1 + n % 8 files), then per file a u32 length and that many bytes (cut at the
+// input's end); file k is stripe k, read by FileSource from memfds, copied and in two steps,
+// and both must agree. The set may claim any count, unit and size: a stripe missing, too
+// short or too long, of another set, or a header out of range must be refused before any
+// read past a stripe's end (ASan sees the reads; a short pread is an error).
+//
 // Built with -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (tests/fuzz/CMakeLists.txt): the
 // parser then computes checksums but does not stop at a mismatch, so that the fuzzer gets
 // past them; state_stream_test covers mismatches. Seeds: state_file_fuzz_seeds.
@@ -14,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -114,10 +122,44 @@ Outcome read_all(Source& src, Chunks mode) {
   return out;
 }
 
-int memfd() {
-  static int fd = ::memfd_create("state_file_fuzz", MFD_CLOEXEC);
-  if (fd < 0) broken(__LINE__, "memfd_create failed");
-  return fd;
+int memfd(unsigned k = 0) {
+  static int fds[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  if (fds[k] < 0) fds[k] = ::memfd_create("state_file_fuzz", MFD_CLOEXEC);
+  if (fds[k] < 0) broken(__LINE__, "memfd_create failed");
+  return fds[k];
+}
+
+void fill(int fd, std::span<const std::byte> bytes) {
+  FUZZ_CHECK(::ftruncate(fd, 0) == 0);
+  FUZZ_CHECK(bytes.empty() || ::pwrite(fd, bytes.data(), bytes.size(), 0) == ssize_t(bytes.size()));
+}
+
+constexpr char kStripedInput[8] = {'V', 'M', 'S', 'T', 'R', 'I', 'P', 'E'};
+
+// A striped set described by the input (above).
+void read_striped(std::span<const std::byte> in, const Limits& limits) {
+  in = in.subspan(sizeof kStripedInput);
+  if (in.empty()) return;
+  const unsigned n = 1 + unsigned(in[0]) % 8;
+  in = in.subspan(1);
+  int fds[8];
+  for (unsigned k = 0; k < n; ++k) {
+    uint32_t len = 0;
+    if (in.size() >= 4) {
+      std::memcpy(&len, in.data(), 4);
+      in = in.subspan(4);
+    }
+    const size_t take = std::min<size_t>(len, in.size());
+    fds[k] = memfd(k);
+    fill(fds[k], in.first(take));
+    in = in.subspan(take);
+  }
+  FileSource copied({fds, n}, "fuzz set", limits);
+  Outcome a = read_all(copied, Chunks::kCopy);
+  FileSource split({fds, n}, "fuzz set", limits);
+  Outcome b = read_all(split, Chunks::kSplit);
+  FUZZ_CHECK(copied.stripes() == split.stripes() && copied.stripes() <= n);
+  FUZZ_CHECK(a.done == b.done && a.records == b.records && a.bytes == b.bytes);
 }
 
 }  // namespace
@@ -130,6 +172,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_record_bytes = 4096;  // some inputs hit the limits
   limits.max_records = 64;
 
+  if (size >= sizeof kStripedInput && std::memcmp(data, kStripedInput, sizeof kStripedInput) == 0) {
+    read_striped(bytes, limits);
+    return 0;
+  }
+
   MemorySource in_place(MemoryStream::borrow(bytes), limits);
   Outcome a = read_all(in_place, Chunks::kView);
   MemorySource copied(MemoryStream::borrow(bytes), limits);
@@ -138,8 +185,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Outcome d = read_all(split, Chunks::kSplit);
 
   int fd = memfd();
-  FUZZ_CHECK(::ftruncate(fd, 0) == 0);
-  FUZZ_CHECK(size == 0 || ::pwrite(fd, data, size, 0) == ssize_t(size));
+  fill(fd, bytes);
   FileSource file(fd, "fuzz input", limits);
   Outcome c = read_all(file, Chunks::kCopy);
   FileSource file_split(fd, "fuzz input", limits);

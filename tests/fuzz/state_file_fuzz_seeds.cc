@@ -1,8 +1,12 @@
 // Writes the seed corpus of state_file_fuzz into a folder: small valid state streams made by
-// MemorySink (empty; metadata records; blobs in many small chunks; an empty blob), so the
-// fuzzer starts from the real format and follows it when it changes.
+// MemorySink (empty; metadata records; blobs in many small chunks; an empty blob), and
+// striped state files made by FileSink (1 and 3 stripes of 4 KiB units, in the fuzzer's
+// "VMSTRIPE" form), so the fuzzer starts from the real format and follows it when it changes.
 //
 //   state_file_fuzz_seeds DIR
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -72,6 +76,51 @@ int main(int argc, char** argv) {
     s.put_blob(3, 8, {});
     s.put_record(4, 3, pattern(3));
     save("blobs", s);
+  }
+  // Striped sets: FileSink's files, packed as the fuzzer reads them.
+  for (unsigned stripes : {1u, 3u}) {
+    char templ[] = "/tmp/state_file_fuzz_seeds.XXXXXX";
+    if (!::mkdtemp(templ)) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    const std::string path = std::string(templ) + "/client.state";
+    SinkOptions o = small;
+    o.staging_bytes = 2048;  // chunks crossing the units; few enough records for the fuzzer's limit
+    o.stripes = stripes;
+    o.stripe_unit = 4096;
+    {
+      FileSink s(path, o);
+      s.put_record(1, 1, pattern(20));
+      s.put_blob(2, 7, pattern(2 * 4096 + 300));
+      s.put_record(4, 3, pattern(3));
+      std::string why;
+      if (!s.finish(&why)) {
+        std::fprintf(stderr, "state_file_fuzz_seeds: striped: %s\n", why.c_str());
+        return 1;
+      }
+    }
+    std::string packed = "VMSTRIPE";
+    packed += char(stripes - 1);
+    for (unsigned k = 0; k < stripes; ++k) {
+      const std::string f = stripe_path(path, k);
+      FILE* in = std::fopen(f.c_str(), "rb");
+      std::string bytes;
+      char buf[4096];
+      for (size_t n; in && (n = std::fread(buf, 1, sizeof buf, in)) > 0;) bytes.append(buf, n);
+      if (in) std::fclose(in);
+      const uint32_t len = uint32_t(bytes.size());
+      packed.append(reinterpret_cast<const char*>(&len), 4);
+      packed += bytes;
+    }
+    remove_state_file(path);
+    ::rmdir(templ);
+    const std::string out = g_dir + "/seed-state-striped-" + std::to_string(stripes);
+    FILE* f = std::fopen(out.c_str(), "wb");
+    if (!f || std::fwrite(packed.data(), 1, packed.size(), f) != packed.size() || std::fclose(f) != 0) {
+      std::perror(out.c_str());
+      return 1;
+    }
   }
   return 0;
 }

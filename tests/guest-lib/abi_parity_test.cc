@@ -12,6 +12,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <cuda_runtime_api.h>
+#include <cuda_profiler_api.h>
 #include <cuda.h>
 // The host-side registration entry points: the second inclusion of crt/host_runtime.h
 // declares them (the first defines the macros nvcc's generated code uses).
@@ -347,6 +348,63 @@ SAME_OFFSET(cudaLaunchAttributeValue, clusterDim)
 SAME_OFFSET(cudaLaunchAttributeValue, priority)
 SAME_OFFSET(cudaLaunchAttributeValue, programmaticEvent)
 SAME_OFFSET(cudaLaunchAttributeValue, launchCompletionEvent)
+// Graphs (graph.cc).
+SAME_LAYOUT(cudaKernelNodeParams)
+SAME_OFFSET(cudaKernelNodeParams, gridDim)
+SAME_OFFSET(cudaKernelNodeParams, blockDim)
+SAME_OFFSET(cudaKernelNodeParams, sharedMemBytes)
+SAME_OFFSET(cudaKernelNodeParams, kernelParams)
+SAME_OFFSET(cudaKernelNodeParams, extra)
+SAME_LAYOUT(cudaMemsetParams)
+SAME_OFFSET(cudaMemsetParams, pitch)
+SAME_OFFSET(cudaMemsetParams, value)
+SAME_OFFSET(cudaMemsetParams, elementSize)
+SAME_OFFSET(cudaMemsetParams, width)
+SAME_OFFSET(cudaMemsetParams, height)
+SAME_LAYOUT(cudaHostNodeParams)
+SAME_OFFSET(cudaHostNodeParams, userData)
+SAME_LAYOUT(cudaGraphExecUpdateResultInfo)
+SAME_OFFSET(cudaGraphExecUpdateResultInfo, errorNode)
+SAME_OFFSET(cudaGraphExecUpdateResultInfo, errorFromNode)
+SAME_LAYOUT(cudaGraphEdgeData)
+SAME_OFFSET(cudaGraphEdgeData, to_port)
+SAME_OFFSET(cudaGraphEdgeData, type)
+static_assert(static_cast<int>(::cudaStreamCaptureModeRelaxed) == static_cast<int>(ours::cudaStreamCaptureModeRelaxed), "cudaStreamCaptureModeRelaxed");
+static_assert(static_cast<int>(::cudaStreamCaptureModeThreadLocal) == static_cast<int>(ours::cudaStreamCaptureModeThreadLocal), "cudaStreamCaptureModeThreadLocal");
+static_assert(static_cast<int>(::cudaStreamCaptureStatusInvalidated) == static_cast<int>(ours::cudaStreamCaptureStatusInvalidated), "cudaStreamCaptureStatusInvalidated");
+static_assert(static_cast<int>(::cudaGraphNodeTypeEventRecord) == static_cast<int>(ours::cudaGraphNodeTypeEventRecord), "cudaGraphNodeTypeEventRecord");
+static_assert(static_cast<int>(::cudaGraphNodeTypeMemFree) == static_cast<int>(ours::cudaGraphNodeTypeMemFree), "cudaGraphNodeTypeMemFree");
+static_assert(static_cast<int>(::cudaGraphNodeTypeConditional) == static_cast<int>(ours::cudaGraphNodeTypeConditional), "cudaGraphNodeTypeConditional");
+static_assert(static_cast<int>(::cudaGraphExecUpdateErrorTopologyChanged) == static_cast<int>(ours::cudaGraphExecUpdateErrorTopologyChanged), "cudaGraphExecUpdateErrorTopologyChanged");
+static_assert(static_cast<int>(::cudaGraphExecUpdateErrorAttributesChanged) == static_cast<int>(ours::cudaGraphExecUpdateErrorAttributesChanged), "cudaGraphExecUpdateErrorAttributesChanged");
+static_assert(sizeof(::cudaGraph_t) == sizeof(ours::cudaGraph_t) && sizeof(::cudaGraphExec_t) == sizeof(ours::cudaGraphExec_t));
+// The driver's graph structs vmcuda-stub builds (driver_api.h).
+#define SAME_DRIVER_FIELD(type, ourtype, f)                                                              \
+  static_assert(offsetof(::type, f) == offsetof(vmcuda::host::ourtype, f), #type "." #f);              \
+  static_assert(sizeof(::type::f) == sizeof(vmcuda::host::ourtype::f), #type "." #f);
+SAME_DRIVER_FIELD(CUDA_KERNEL_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS_v2, sharedMemBytes)
+SAME_DRIVER_FIELD(CUDA_KERNEL_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS_v2, kernelParams)
+SAME_DRIVER_FIELD(CUDA_KERNEL_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS_v2, kern)
+SAME_DRIVER_FIELD(CUDA_KERNEL_NODE_PARAMS_v2, CUDA_KERNEL_NODE_PARAMS_v2, ctx)
+SAME_DRIVER_FIELD(CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcLOD)
+SAME_DRIVER_FIELD(CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcHost)
+SAME_DRIVER_FIELD(CUDA_MEMCPY3D, CUDA_MEMCPY3D, srcHeight)
+SAME_DRIVER_FIELD(CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstMemoryType)
+SAME_DRIVER_FIELD(CUDA_MEMCPY3D, CUDA_MEMCPY3D, dstHeight)
+SAME_DRIVER_FIELD(CUDA_MEMCPY3D, CUDA_MEMCPY3D, Depth)
+SAME_DRIVER_FIELD(CUDA_MEMSET_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS, elementSize)
+SAME_DRIVER_FIELD(CUDA_MEMSET_NODE_PARAMS, CUDA_MEMSET_NODE_PARAMS, height)
+SAME_DRIVER_FIELD(CUDA_HOST_NODE_PARAMS, CUDA_HOST_NODE_PARAMS, userData)
+SAME_DRIVER_FIELD(CUgraphExecUpdateResultInfo, CUgraphExecUpdateResultInfo, errorFromNode)
+#undef SAME_DRIVER_FIELD
+static_assert(sizeof(::CUDA_KERNEL_NODE_PARAMS_v2) == sizeof(vmcuda::host::CUDA_KERNEL_NODE_PARAMS_v2) &&
+              sizeof(::CUDA_MEMCPY3D) == sizeof(vmcuda::host::CUDA_MEMCPY3D) &&
+              sizeof(::CUDA_MEMSET_NODE_PARAMS) == sizeof(vmcuda::host::CUDA_MEMSET_NODE_PARAMS));
+static_assert(::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL == vmcuda::host::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+              ::CUDA_ERROR_STREAM_CAPTURE_UNJOINED == vmcuda::host::CUDA_ERROR_STREAM_CAPTURE_UNJOINED &&
+              ::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE == vmcuda::host::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+static_assert(int{::CU_GRAPH_NODE_TYPE_EVENT_RECORD} == vmcuda::api::kGraphNodeEventRecord &&
+              int{::CU_GRAPH_NODE_TYPE_GRAPH} == vmcuda::api::kGraphNodeChild);
 // arrays and textures (guest-lib/src/arrays.cc)
 SAME_LAYOUT(cudaResourceDesc)
 SAME_OFFSET(cudaResourceDesc, res.array.array)
@@ -392,6 +450,36 @@ VMCUDA_EXPECT_SAME_ABI(__cudaRegisterVar)
 VMCUDA_EXPECT_SAME_ABI(__cudaRegisterManagedVar)
 VMCUDA_EXPECT_SAME_ABI(__cudaInitModule)
 VMCUDA_EXPECT_SAME_ABI(__cudaPopCallConfiguration)
+// Graphs.
+VMCUDA_EXPECT_SAME_ABI(cudaStreamBeginCapture)
+VMCUDA_EXPECT_SAME_ABI(cudaStreamEndCapture)
+VMCUDA_EXPECT_SAME_ABI(cudaStreamIsCapturing)
+VMCUDA_EXPECT_SAME_ABI(cudaStreamGetCaptureInfo)
+VMCUDA_EXPECT_SAME_ABI(cudaThreadExchangeStreamCaptureMode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphCreate)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphDestroy)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphClone)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddKernelNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddMemcpyNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddMemcpyNode1D)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddMemsetNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddHostNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddEmptyNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddEventRecordNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddEventWaitNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddChildGraphNode)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphAddDependencies)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphGetNodes)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphGetRootNodes)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphNodeGetType)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphNodeFindInClone)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphInstantiate)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphInstantiateWithFlags)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphLaunch)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphUpload)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphExecDestroy)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphExecKernelNodeSetParams)
+VMCUDA_EXPECT_SAME_ABI(cudaGraphExecUpdate)
 // The checker itself tells signatures apart.
 static_assert(!vmcuda_test::SameAbi<int(int), int(long)>::value);
 static_assert(!vmcuda_test::SameAbi<int(int*), int(int**)>::value);

@@ -4,6 +4,7 @@
 #include <linux/magic.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -23,6 +24,9 @@
 #include <vector>
 
 #include "state_stream.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace vmcuda::host::state {
 namespace {
@@ -148,6 +152,30 @@ std::vector<std::byte> read_file(const std::string& path) {
   std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> out(c.size());
   std::memcpy(out.data(), c.data(), c.size());
+  return out;
+}
+
+// The stream a state file's stripes hold, put together by the format (state_stream.h)
+// without FileSource; empty where stripe 0 has no striped header.
+std::vector<std::byte> read_set(const std::string& path) {
+  const std::vector<std::byte> s0 = read_file(path);
+  if (s0.size() < kStripeHeaderBytes) return {};
+  uint32_t version = 0, count = 0;
+  uint64_t unit = 0, bytes = 0;
+  std::memcpy(&version, &s0[8], 4);
+  std::memcpy(&count, &s0[20], 4);
+  std::memcpy(&unit, &s0[24], 8);
+  std::memcpy(&bytes, &s0[32], 8);
+  if (version != 2 || count == 0 || count > 64 || unit == 0) return {};
+  std::vector<std::vector<std::byte>> stripes{s0};
+  for (unsigned k = 1; k < count; ++k) stripes.push_back(read_file(path + "." + std::to_string(k)));
+  std::vector<std::byte> out(bytes);
+  for (uint64_t i = 0; i * unit < bytes; ++i) {
+    const auto& st = stripes[i % count];
+    const uint64_t at = 4096 + i / count * unit, n = std::min(unit, bytes - i * unit);
+    if (at + n > st.size()) return {};
+    std::memcpy(out.data() + i * unit, st.data() + at, n);
+  }
   return out;
 }
 
@@ -402,33 +430,39 @@ TEST(StateStream, ParallelFileWritesMakeTheSameFile) {
         EXPECT_EQ(progress, want.size());
       }
       EXPECT_FALSE(fs::exists(path + ".partial"));
-      EXPECT_TRUE(read_file(path) == want) << "another file";
+      EXPECT_TRUE(read_set(path) == want) << "another stream";
       Parsed p = read_path(path);
       ASSERT_TRUE(p.ok) << p.why;
       ASSERT_EQ(p.items.size(), 6u);
       EXPECT_TRUE(p.items[1].bytes == a);
     }
-  // kAuto maps where the file is on tmpfs.
+  // kAuto on tmpfs: one file mapped; stripes written with pwritev, each thread mostly into
+  // a file of its own.
   struct statfs shm{};
-  if (::statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK) == 0) {
-    const std::string path = "/dev/shm/state_stream_test." + std::to_string(::getpid());
-    SinkOptions o;
-    o.copy_threads = 2;
-    {
-      FileSink sink(path, o);
-      EXPECT_STREQ(sink.chunk_writes(), "mapped");
-      write_two_blobs(sink, true, a, b);
+  if (::statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC && ::access("/dev/shm", W_OK) == 0)
+    for (unsigned stripes : {1u, 2u}) {
+      const std::string path = "/dev/shm/state_stream_test." + std::to_string(::getpid());
+      SinkOptions o;
+      o.copy_threads = 2;
+      o.stripes = stripes;
+      {
+        FileSink sink(path, o);
+        EXPECT_STREQ(sink.chunk_writes(), stripes == 1 ? "mapped" : "pwritev");
+        write_two_blobs(sink, true, a, b);
+      }
+      EXPECT_TRUE(read_set(path) == want);
+      EXPECT_EQ(fs::exists(path + ".1"), stripes == 2);
+      remove_state_file(path);
+      EXPECT_FALSE(fs::exists(path + ".1"));
+      EXPECT_FALSE(fs::exists(path));
     }
-    EXPECT_TRUE(read_file(path) == want);
-    fs::remove(path);
-  }
   FileSink other(dir.file("auto.vmstate"));
   EXPECT_STREQ(other.chunk_writes(), direct_here ? "direct" : "pwritev") << "not tmpfs: " << dir.path;
 }
 
 // A tmpfs that fills up mid-save (a small one, mounted in a user namespace of a child
-// process): every way of writing chunks stops with "no space left", and the .partial file
-// goes. (A full tmpfs raises SIGBUS at a store into a mapping: the mapped writes allocate
+// process): every way of writing chunks stops with "no space left", and every stripe's
+// .partial file goes. (A full tmpfs raises SIGBUS at a store into a mapping: the mapped writes allocate
 // each page first.)
 TEST(StateStream, AFullTmpfsMidSaveFailsCleanly) {
   for (auto writes : {SinkOptions::FileWrites::kMapped, SinkOptions::FileWrites::kDirect,
@@ -453,7 +487,7 @@ TEST(StateStream, AFullTmpfsMidSaveFailsCleanly) {
       const std::string path = dir.file("vm.vmstate");
       const std::vector<std::byte> big = random_bytes(24 * kMiB, 3);
       SinkOptions o;
-      o.copy_threads = 3;
+      o.copy_threads = 3;  // 3 stripes
       o.file_writes = writes;
       std::string why;
       bool ok = true;
@@ -470,8 +504,9 @@ TEST(StateStream, AFullTmpfsMidSaveFailsCleanly) {
         ok = sink.finish(&why) && ok;
         if (why.empty()) why = sink.error();
       }
-      const bool expected = !ok && why.find("no space left on device writing " + path + ".partial") != std::string::npos &&
-                            !fs::exists(path + ".partial") && !fs::exists(path);
+      // Whichever stripe ran out; none of them is left, partial or not.
+      const bool expected = !ok && why.find("no space left on device writing " + path) != std::string::npos &&
+                            why.find(".partial (at byte offset ") != std::string::npos && fs::is_empty(dir.path);
       if (!expected) std::fprintf(stderr, "child: ok=%d why=%s\n", ok, why.c_str());
       ::umount(dir.path.c_str());
       ::_exit(expected ? 0 : 1);
@@ -520,7 +555,275 @@ TEST(StateStream, FileRoundTripMatchesMemory) {
   contents().write(memory);
   std::string why;
   ASSERT_TRUE(memory.finish(&why)) << why;
-  EXPECT_TRUE(memory.take_stream()->flatten() == read_file(path));
+  EXPECT_TRUE(memory.take_stream()->flatten() == read_set(path));
+}
+
+// A state file of S stripes: unit i of the stream in PATH.(i % S) (PATH for 0), every
+// stripe of the size its header implies, and the stream read back whole, with any number
+// of stripes, units of 8 KiB (chunks and records cross them everywhere) or 4 MiB, any way of
+// writing chunks, inline or from several threads.
+TEST(StateStream, StripedRoundTrip) {
+  const std::vector<std::byte> a = random_bytes(9 * kMiB + 4097, 21), b = random_bytes(1 * kMiB + 3, 22);
+  MemorySink plain;
+  write_two_blobs(plain, false, a, b);
+  const std::vector<std::byte> want = plain.take_stream()->flatten();
+  TempDir dir;
+  using W = SinkOptions::FileWrites;
+  for (unsigned stripes : {1u, 3u, 8u})
+    for (size_t unit : {size_t{8192}, kDefaultStripeUnit})
+      for (W writes : {W::kPwrite, W::kMapped, W::kDirect})
+        for (bool parallel : {false, true}) {
+          SCOPED_TRACE(std::to_string(stripes) + " stripes of " + std::to_string(unit) + " bytes, writes " +
+                       std::to_string(int(writes)) + (parallel ? ", 4 threads" : ", serial"));
+          const std::string path = dir.file("striped.state");
+          SinkOptions o;
+          o.stripes = stripes;
+          o.stripe_unit = unit;
+          o.file_writes = writes;
+          o.copy_threads = parallel ? 4 : 0;
+          o.map_window_bytes = 64 << 10;
+          o.expected_bytes = a.size();
+          {
+            FileSink sink(path, o);
+            EXPECT_EQ(sink.stripes(), stripes);
+            write_two_blobs(sink, parallel, a, b);
+            EXPECT_EQ(sink.bytes_written(), want.size());
+          }
+          StripeLayout layout{kStripeHeaderBytes, unit, stripes};
+          for (unsigned k = 0; k < stripes; ++k) {
+            const std::string f = stripe_path(path, k);
+            ASSERT_TRUE(fs::is_regular_file(f)) << f;
+            EXPECT_FALSE(fs::exists(f + ".partial")) << f;
+            EXPECT_EQ(fs::file_size(f), layout.file_bytes(k, want.size())) << f;
+            EXPECT_EQ(fs::status(f).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write) << f;
+          }
+          EXPECT_FALSE(fs::exists(stripe_path(path, stripes)));
+          EXPECT_TRUE(read_set(path) == want) << "another stream";
+          for (bool threads : {false, true}) {
+            FileSource src(path);
+            CopyThreads pool(threads ? 3 : 0);
+            Parsed p = read_all(src, threads ? ChunkMode::kThreads : ChunkMode::kCopy, &pool);
+            ASSERT_TRUE(p.ok) << p.why;
+            EXPECT_EQ(src.stripes(), stripes);
+            ASSERT_EQ(p.items.size(), 6u);
+            EXPECT_TRUE(p.items[1].bytes == a);
+            EXPECT_TRUE(p.items[3].bytes == b);
+          }
+        }
+  // A save with fewer stripes over one with more: the extra stripes of the old one go.
+  SinkOptions o;
+  o.stripes = 2;
+  o.stripe_unit = 8192;
+  {
+    FileSink sink(dir.file("striped.state"), o);
+    write_two_blobs(sink, false, a, b);
+  }
+  EXPECT_TRUE(fs::exists(dir.file("striped.state.1")));
+  EXPECT_FALSE(fs::exists(dir.file("striped.state.2")));
+  EXPECT_TRUE(read_path(dir.file("striped.state")).ok);
+  remove_state_file(dir.file("striped.state"));
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+// Stripe 0's header with one field changed and its checksum (XXH3 of the 48 bytes before
+// it) made right again: a forged header, as the fuzzer makes them.
+void patch_stripe_header(const std::string& path, size_t at, uint64_t value, size_t n) {
+  std::vector<std::byte> f = read_file(path);
+  ASSERT_GE(f.size(), kStripeHeaderBytes);
+  std::memcpy(&f[at], &value, n);
+  const uint64_t sum = XXH3_64bits(f.data(), 48);
+  std::memcpy(&f[48], &sum, 8);
+  write_file(path, f);
+}
+
+// The reader takes a stripe set as hostile input: each way a set can be incomplete, mixed,
+// swapped or forged is refused with a message naming the stripe, before any of the stream
+// is read.
+TEST(StateStream, ADamagedStripeSetIsRefused) {
+  const std::vector<std::byte> a = random_bytes(3 * kMiB + 11, 31), b = random_bytes(5000, 32);
+  TempDir dir;
+  auto save = [&](const std::string& path) {
+    SinkOptions o;
+    o.stripes = 3;
+    o.stripe_unit = 64 << 10;
+    o.copy_threads = 2;
+    FileSink sink(path, o);
+    write_two_blobs(sink, true, a, b);
+  };
+  const std::string good = dir.file("good.state"), other = dir.file("other.state");
+  save(good);
+  save(other);
+  ASSERT_TRUE(read_path(good).ok);
+  const std::string path = dir.file("c.state");
+  auto copy_good = [&] {
+    remove_state_file(path);
+    for (unsigned k = 0; k < 3; ++k) fs::copy_file(stripe_path(good, k), stripe_path(path, k));
+  };
+  auto refused = [&](const std::string& what, const std::string& expect) {
+    SCOPED_TRACE(what);
+    Parsed p = read_path(path);
+    EXPECT_FALSE(p.ok);
+    EXPECT_TRUE(p.items.empty()) << "nothing is read from a set that does not check out";
+    EXPECT_NE(p.why.find(expect), std::string::npos) << p.why;
+  };
+
+  copy_good();
+  fs::remove(path + ".2");
+  refused("a missing stripe", "stripe 2 of 3: " + path + ".2 is missing");
+
+  copy_good();
+  fs::resize_file(path + ".1", fs::file_size(path + ".1") - 1);
+  refused("a short stripe", path + ".1 has ");
+  refused("a short stripe", ": truncated");
+
+  copy_good();
+  {
+    std::ofstream f(path + ".2", std::ios::binary | std::ios::app);
+    f << 'x';
+  }
+  refused("a longer stripe", ": bytes added");
+
+  copy_good();
+  fs::resize_file(path, fs::file_size(path) + 4096);
+  refused("a longer stripe 0", ": bytes added");
+
+  copy_good();
+  fs::remove(path + ".1");
+  fs::create_symlink(good + ".1", path + ".1");
+  refused("a symlink", path + ".1 is a symbolic link: refused");
+  fs::remove(path);
+  fs::create_symlink(good, path);
+  refused("stripe 0 a symlink", path + " is a symbolic link: refused");
+
+  copy_good();
+  fs::remove(path + ".1");
+  ASSERT_EQ(::mkfifo((path + ".1").c_str(), 0600), 0);
+  refused("a FIFO", path + ".1 is not a regular file: refused");
+  fs::remove(path + ".1");
+  fs::create_directory(path + ".1");
+  refused("a directory", path + ".1 is not a regular file: refused");
+  fs::remove(path + ".1");
+
+  copy_good();
+  fs::remove(path + ".1");
+  fs::copy_file(other + ".1", path + ".1");
+  refused("a stripe of another save", "a stripe of another save");
+
+  copy_good();
+  fs::remove(path + ".1");
+  fs::copy_file(good + ".2", path + ".1");
+  refused("stripes swapped", path + ".1 is stripe 2 of 3");
+
+  copy_good();
+  {
+    std::vector<std::byte> f = read_file(path);
+    f[40] ^= std::byte{1};  // the set id, checksum not fixed
+    write_file(path, f);
+  }
+  refused("a header changed", "corrupt stripe header: checksum mismatch");
+
+  copy_good();
+  {
+    std::vector<std::byte> f = read_file(path);
+    f[8] = std::byte{3};
+    write_file(path, f);
+  }
+  refused("another version", "state file format version 3; this vmcuda-stub reads versions 1 (a single file) and 2");
+
+  copy_good();
+  fs::resize_file(path, 100);
+  refused("stripe 0 cut in its header", "truncated in its stripe header");
+
+  copy_good();
+  {
+    std::vector<std::byte> f = read_file(path + ".2");
+    f[kStripeHeaderBytes + 1000] ^= std::byte{4};  // data: found by the chunk's checksum
+    write_file(path + ".2", f);
+  }
+  {
+    Parsed p = read_path(path);
+    EXPECT_FALSE(p.ok);
+    EXPECT_NE(p.why.find("checksum mismatch"), std::string::npos) << p.why;
+  }
+}
+
+// Counts, units and sizes out of range, in headers with a correct checksum.
+TEST(StateStream, StripeHeaderFieldsOutOfRangeAreRefused) {
+  TempDir dir;
+  const std::string good = dir.file("good.state"), path = dir.file("s.state");
+  SinkOptions o;
+  o.stripes = 2;
+  o.stripe_unit = 8192;
+  {
+    FileSink sink(good, o);
+    ASSERT_TRUE(sink.put_blob(1, 1, random_bytes(20000, 5)));
+    std::string why;
+    ASSERT_TRUE(sink.finish(&why)) << why;
+  }
+  ASSERT_TRUE(read_path(good).ok);
+  struct Case {
+    size_t at, n;
+    uint64_t value;
+    const char* expect;
+  } cases[] = {
+      {20, 4, 0, "stripe 0 of 0 (1..64 stripes)"},
+      {20, 4, 65, "stripe 0 of 65 (1..64 stripes)"},
+      {20, 4, 0xFFFFFFFF, "(1..64 stripes)"},
+      {16, 4, 1, "its header says stripe 1, not 0"},
+      {16, 4, 7, "stripe 7 of 2"},
+      {24, 8, 0, "a stripe unit of 0 bytes"},
+      {24, 8, 1000, "a stripe unit of 1000 bytes"},
+      {24, 8, uint64_t{1} << 40, "a stripe unit of 1099511627776 bytes"},
+      {24, 8, 12288, "s.state has "},  // another unit: stripe 0's size no longer matches
+      {12, 4, 8192, "8192 header bytes"},
+      {32, 8, 20000, "s.state has "},
+      {32, 8, ~uint64_t{0}, "corrupt stripe header: a stream of"},
+      {32, 8, uint64_t{1} << 50, ": truncated"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.expect);
+    remove_state_file(path);
+    fs::copy_file(good, path);
+    fs::copy_file(good + ".1", path + ".1");
+    patch_stripe_header(path, c.at, c.value, c.n);
+    Parsed p = read_path(path);
+    EXPECT_FALSE(p.ok);
+    EXPECT_NE(p.why.find(c.expect), std::string::npos) << p.why;
+  }
+  // Through fds (the fuzzer's way): one given while the header names two.
+  remove_state_file(path);
+  fs::copy_file(good, path);
+  FILE* f0 = std::fopen(path.c_str(), "rb");
+  ASSERT_TRUE(f0);
+  {
+    const int fds[] = {fileno(f0)};
+    FileSource src(fds, "fds");
+    Parsed p = read_all(src);
+    EXPECT_NE(p.why.find("stripe 1 of 2: stripe 1 is missing (1 given)"), std::string::npos) << p.why;
+  }
+  FILE* f1 = std::fopen((good + ".1").c_str(), "rb");
+  ASSERT_TRUE(f1);
+  {
+    const int fds[] = {fileno(f0), fileno(f1), fileno(f1)};  // one more than named: not read
+    FileSource src(fds, "fds");
+    EXPECT_TRUE(read_all(src).ok);
+  }
+  std::fclose(f0);
+  std::fclose(f1);
+}
+
+// Files of version 1 (one file, the bare stream, as written before stripes) are still read.
+TEST(StateStream, AVersion1FileIsStillRead) {
+  MemorySink sink;
+  contents().write(sink);
+  std::string why;
+  ASSERT_TRUE(sink.finish(&why)) << why;
+  TempDir dir;
+  write_file(dir.file("old.state"), sink.take_stream()->flatten());
+  FileSource src(dir.file("old.state"));
+  contents().check(read_all(src));
+  EXPECT_EQ(src.stripes(), 1u);
+  EXPECT_EQ(src.format_version(), kFormatVersion);
 }
 
 TEST(StateStream, FileSinkOnFdWritesFromItsOffset) {

@@ -102,7 +102,10 @@ TEST(StubHostFunc, HostileArgumentsAreRefused) {
   const int32_t bad_args = static_cast<int32_t>(ChannelStatus::kBadArguments);
   EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, ref, kEntries, 1, 0, 0}), bad_args);   // past the mailbox
   EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, ref, ~0u, 1, 0, 0}), bad_args);
-  EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, ref, 0, 1, 2, 0}), bad_args);          // unknown flag
+  EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, ref, 0, 1, 4, 0}), bad_args);          // unknown flag
+  EXPECT_EQ(c.call<api::Call::LaunchHostFunc>(
+                {0, ref, 0, 1, api::kHostFuncPersistent | api::kHostFuncCallback, 0}),
+            bad_args);  // a graph's host node is no callback
   EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, m.block.ref(8, 16), 0, 1, 0, 0}), bad_args);  // misaligned
   EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, m.block.ref(0, 20), 0, 1, 0, 0}), bad_args);  // part of an entry
   EXPECT_EQ(c.call<api::Call::LaunchHostFunc>({0, {~0ull - 8, 16}, 0, 1, 0, 0}),

@@ -336,7 +336,7 @@ TEST(Suspend, ATextureObjectRefusesTheSuspendAndTheClientRunsOn) {
 
 TEST(Suspend, SaveToAFileAndRestoreFromIt) {
   const std::string path = ::testing::TempDir() + "vmcuda-suspend-test.state";
-  std::filesystem::remove(path);
+  state::remove_state_file(path);
   Stub stub;
   Client c(stub);
   Workload w;
@@ -346,12 +346,20 @@ TEST(Suspend, SaveToAFileAndRestoreFromIt) {
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
   ASSERT_TRUE(std::filesystem::exists(path));
+  // Striped over a file per copy thread (state_stream.h): the stripes' data is the stream.
+  const unsigned stripes = state::FileSource(path).stripes();
+  EXPECT_GE(stripes, 2u) << "a stripe per copy thread";
+  uint64_t data = 0;
+  for (unsigned k = 0; k < stripes; ++k) data += std::filesystem::file_size(state::stripe_path(path, k)) - state::kStripeHeaderBytes;
+  EXPECT_EQ(data, r.state_bytes);
+  EXPECT_FALSE(std::filesystem::exists(state::stripe_path(path, stripes)));
   const auto size = std::filesystem::file_size(path);
-  EXPECT_EQ(size, r.state_bytes);
 
   // A damaged copy is refused with the reason; the client stays suspended and the file as it was.
   const std::string bad = path + ".bad";
-  std::filesystem::copy_file(path, bad, std::filesystem::copy_options::overwrite_existing);
+  for (unsigned k = 0; k < stripes; ++k)
+    std::filesystem::copy_file(state::stripe_path(path, k), state::stripe_path(bad, k),
+                               std::filesystem::copy_options::overwrite_existing);
   {
     std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(size / 2));
@@ -375,8 +383,8 @@ TEST(Suspend, SaveToAFileAndRestoreFromIt) {
   EXPECT_EQ(c.get(w.global, 64), iota(64, 7000));
   ASSERT_EQ(c.launch(w.fn, w.small, 1024, w.stream), 0);
   EXPECT_EQ(c.get(w.small, 1024), iota(1024, 3));
-  std::filesystem::remove(path);
-  std::filesystem::remove(bad);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 TEST(Suspend, StatusCountsTheClientsMemory) {
@@ -623,7 +631,7 @@ TEST(Suspend, TheResumeRingGivesBackEveryByteWithAnyNumberOfThreads) {
     EXPECT_GE(g_async_htod_bytes, memory - (1u << 20)) << "the memory did not go through the ring";
     release(stub);
     b.check(c, "threads " + std::to_string(threads) + ", from a file");
-    std::filesystem::remove(path);
+    state::remove_state_file(path);
   }
 }
 

@@ -108,6 +108,21 @@ VMCUDA_CUDART_API void __cudaRegisterManagedVar(void** fatCubinHandle, void** ho
 VMCUDA_CUDART_API char __cudaInitModule(void** fatCubinHandle);
 VMCUDA_CUDART_API cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
 VMCUDA_CUDART_API cudaError_t cudaGetKernel(cudaKernel_t* kernelPtr, const void* entryFuncAddr);
+VMCUDA_CUDART_API cudaError_t cudaGetFuncBySymbol(cudaFunction_t* functionPtr, const void* symbolPtr);
+
+// function area (guest-lib/src/function.cc)
+VMCUDA_CUDART_API cudaError_t cudaFuncGetName(const char** name, const void* func);
+
+// driver entry points (guest-lib/src/driver_proc.cc: cuGetProcAddress's table)
+VMCUDA_CUDART_API cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                                      enum cudaDriverEntryPointQueryResult* driverStatus);
+VMCUDA_CUDART_API cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                                               unsigned int cudaVersion, unsigned long long flags,
+                                                               enum cudaDriverEntryPointQueryResult* driverStatus);
+
+// profiler (guest-lib/src/profiler.cc)
+VMCUDA_CUDART_API cudaError_t cudaProfilerStart(void);
+VMCUDA_CUDART_API cudaError_t cudaProfilerStop(void);
 
 // stream area (guest-lib/src/stream.cc): guest-made handles, creation queued (lazy RPC).
 VMCUDA_CUDART_API cudaError_t cudaStreamCreate(cudaStream_t* pStream);
@@ -284,6 +299,83 @@ VMCUDA_CUDART_API void __cudaRegisterUnifiedTable(void** fatCubinHandle, void* t
 /// NVIDIA's body is `xor eax,eax; ret`: whatever it returns is zero.
 VMCUDA_CUDART_API void* __cudaGetProcAddress(void);
 
+
+// graph area (guest-lib/src/graph.cc)
+VMCUDA_CUDART_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+VMCUDA_CUDART_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+VMCUDA_CUDART_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph);
+VMCUDA_CUDART_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph);
+VMCUDA_CUDART_API cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* pCaptureStatus);
+VMCUDA_CUDART_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+                                                         enum cudaStreamCaptureStatus* pCaptureStatus);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus* captureStatus_out,
+                                                       unsigned long long* id_out, cudaGraph_t* graph_out,
+                                                       const cudaGraphNode_t** dependencies_out,
+                                                       const struct cudaGraphEdgeData** edgeData_out,
+                                                       size_t* numDependencies_out);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+                                                            enum cudaStreamCaptureStatus* captureStatus_out,
+                                                            unsigned long long* id_out, cudaGraph_t* graph_out,
+                                                            const cudaGraphNode_t** dependencies_out,
+                                                            const struct cudaGraphEdgeData** edgeData_out,
+                                                            size_t* numDependencies_out);
+VMCUDA_CUDART_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode);
+VMCUDA_CUDART_API cudaError_t cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+VMCUDA_CUDART_API cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                     const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                     const struct cudaKernelNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                     const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                     const struct cudaMemcpy3DParms* pCopyParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                       const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                       void* dst, const void* src, size_t count,
+                                                       enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                     const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                     const struct cudaMemsetParams* pMemsetParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                   const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                   const struct cudaHostNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                    const cudaGraphNode_t* pDependencies, size_t numDependencies);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                          const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                          cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                        cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                         const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                         cudaGraph_t childGraph);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                       const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                       struct cudaMemAllocNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
+                                                       const cudaGraphNode_t* to, const struct cudaGraphEdgeData* edgeData,
+                                                       size_t numDependencies);
+VMCUDA_CUDART_API cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* numNodes);
+VMCUDA_CUDART_API cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* pRootNodes,
+                                                    size_t* pNumRootNodes);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType* pType);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t* pNode, cudaGraphNode_t originalNode,
+                                                       cudaGraph_t clonedGraph);
+VMCUDA_CUDART_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                   unsigned long long flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                            unsigned long long flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                               const struct cudaKernelNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+                                                  struct cudaGraphExecUpdateResultInfo* resultInfo);
+
 VMCUDA_CUDART_END
 
 /// The hand-written entry points that cuda_runtime_api.h declares (for the parity test).
@@ -312,6 +404,12 @@ VMCUDA_CUDART_END
   X(cudaLaunchCooperativeKernel)             \
   X(cudaLaunchKernelExC)                     \
   X(cudaGetKernel)                           \
+  X(cudaGetFuncBySymbol)                     \
+  X(cudaFuncGetName)                         \
+  X(cudaGetDriverEntryPoint)                 \
+  X(cudaGetDriverEntryPointByVersion)        \
+  X(cudaProfilerStart)                       \
+  X(cudaProfilerStop)                        \
   VMCUDA_CUDART_STREAM_EVENT_HAND_WRITTEN(X) \
   VMCUDA_CUDART_SYMBOL_PITCH_FUNC_HAND_WRITTEN(X)
 

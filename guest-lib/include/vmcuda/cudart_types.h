@@ -376,6 +376,14 @@ enum cudaDeviceP2PAttr {
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUkern_st* cudaKernel_t;
+typedef struct CUfunc_st* cudaFunction_t;
+
+/// cudaGetDriverEntryPoint's answer (driver_types.h; == CUdriverProcAddressQueryResult).
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficient = 2
+};
 
 /// Host functions (cudaLaunchHostFunc, cudaStreamAddCallback; CUDART_CB is empty on Linux).
 typedef void (*cudaHostFn_t)(void* userData);
@@ -753,6 +761,86 @@ struct cudaDeviceProp {
 };
 static_assert(sizeof(cudaDeviceProp) == 1008 && alignof(cudaDeviceProp) == 8);
 static_assert(offsetof(cudaDeviceProp, totalGlobalMem) == 288 && offsetof(cudaDeviceProp, reserved) == 784);
+
+
+/// driver_types.h: graphs and stream capture (graph.cc). The handles are opaque pointers;
+/// vmcuda's are numbers it makes (like streams'), never dereferenced.
+typedef struct CUgraph_st* cudaGraph_t;
+typedef struct CUgraphNode_st* cudaGraphNode_t;
+typedef struct CUgraphExec_st* cudaGraphExec_t;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
+enum cudaGraphNodeType {
+  cudaGraphNodeTypeKernel = 0x00,
+  cudaGraphNodeTypeMemcpy = 0x01,
+  cudaGraphNodeTypeMemset = 0x02,
+  cudaGraphNodeTypeHost = 0x03,
+  cudaGraphNodeTypeGraph = 0x04,
+  cudaGraphNodeTypeEmpty = 0x05,
+  cudaGraphNodeTypeWaitEvent = 0x06,
+  cudaGraphNodeTypeEventRecord = 0x07,
+  cudaGraphNodeTypeExtSemaphoreSignal = 0x08,
+  cudaGraphNodeTypeExtSemaphoreWait = 0x09,
+  cudaGraphNodeTypeMemAlloc = 0x0a,
+  cudaGraphNodeTypeMemFree = 0x0b,
+  cudaGraphNodeTypeConditional = 0x0d,
+  cudaGraphNodeTypeCount,
+};
+enum cudaGraphExecUpdateResult {
+  cudaGraphExecUpdateSuccess = 0x0,
+  cudaGraphExecUpdateError = 0x1,
+  cudaGraphExecUpdateErrorTopologyChanged = 0x2,
+  cudaGraphExecUpdateErrorNodeTypeChanged = 0x3,
+  cudaGraphExecUpdateErrorFunctionChanged = 0x4,
+  cudaGraphExecUpdateErrorParametersChanged = 0x5,
+  cudaGraphExecUpdateErrorNotSupported = 0x6,
+  cudaGraphExecUpdateErrorUnsupportedFunctionChange = 0x7,
+  cudaGraphExecUpdateErrorAttributesChanged = 0x8,
+};
+struct cudaGraphExecUpdateResultInfo {
+  enum cudaGraphExecUpdateResult result;
+  cudaGraphNode_t errorNode;
+  cudaGraphNode_t errorFromNode;
+};
+static_assert(sizeof(cudaGraphExecUpdateResultInfo) == 24);
+struct cudaGraphEdgeData {
+  unsigned char from_port;
+  unsigned char to_port;
+  unsigned char type;
+  unsigned char reserved[5];
+};
+static_assert(sizeof(cudaGraphEdgeData) == 8);
+struct cudaKernelNodeParams {
+  void* func;
+  dim3 gridDim;
+  dim3 blockDim;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+};
+static_assert(sizeof(cudaKernelNodeParams) == 56 && offsetof(cudaKernelNodeParams, kernelParams) == 40);
+struct cudaMemsetParams {
+  void* dst;
+  size_t pitch;
+  unsigned int value;
+  unsigned int elementSize;
+  size_t width;
+  size_t height;
+};
+static_assert(sizeof(cudaMemsetParams) == 40);
+struct cudaHostNodeParams {
+  cudaHostFn_t fn;
+  void* userData;
+};
+struct cudaMemAllocNodeParams;  // graph memory nodes: refused (graph.cc)
 
 VMCUDA_CUDART_END
 

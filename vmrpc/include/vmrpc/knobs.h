@@ -99,6 +99,9 @@ VMRPC_KNOB(kLogWarnBurst, "VMRPC_LOG_WARN_BURST", 50, "warning lines let through
 VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
            "threads that copy and checksum a client's device memory during a suspend to host memory "
            "(0: half the CPUs, 2 to 16; 1: one, inline)");
+VMRPC_KNOB(kStateStripes, "VMCUDA_STATE_STRIPES", 0,
+           "files a client's saved state is striped over (state_stream.h): each copy thread mostly writes a file of "
+           "its own, as one tmpfs or page-cache file takes one writer at a time (0: one per copy thread; at most 64)");
 
 VMRPC_KNOB(kContextBytes, "VMCUDA_CONTEXT_BYTES", 524ll << 20,
            "device memory a CUDA context takes besides allocations, charged to the VM's quota for each context "

@@ -406,6 +406,9 @@ struct HostFuncEntry {
 };
 static_assert(sizeof(HostFuncEntry) == 16);
 inline constexpr uint32_t kHostFuncCallback = 1u << 0;  // cudaStreamAddCallback: runs even on a stream error
+// Into a stream capture: the entry is a graph host node's (GraphHostNodeArgs), run at every
+// launch of the graph; `generation` is unused.
+inline constexpr uint32_t kHostFuncPersistent = 1u << 1;
 struct LaunchHostFuncArgs {
   uint64_t stream;               // a guest stream handle
   vmrpc::wire::HeapRef mailbox;  // the whole mailbox (16-byte aligned, whole entries)
@@ -425,5 +428,137 @@ struct EventPairArgs { uint64_t start; uint64_t end; };
 static_assert(sizeof(EventPairArgs) == 16);
 struct ElapsedTimeReply { float milliseconds; uint32_t pad; };
 static_assert(sizeof(ElapsedTimeReply) == 8);
+
+// ---- graphs (calls.def 0x1700). Handles of graphs, nodes and executable graphs are made
+// by the guest (>= kFirstGuestHandle, from the same counter as streams'); the host maps each
+// to its CUgraph/CUgraphNode/CUgraphExec per client and checks every handle. Nodes the guest
+// did not add (captured or cloned graphs' nodes) get handles made by the host when the guest
+// lists them: those have kHostNodeHandle set, so the two never collide.
+inline constexpr uint64_t kHostNodeHandle = 1ull << 63;
+inline constexpr uint32_t kMaxGraphDeps = 4096;   // limit on untrusted input: one call's node handles
+inline constexpr uint32_t kMaxGraphList = 8192;   // GraphGetNodes' most handles in one reply
+// cudaStreamCaptureMode (== CUstreamCaptureMode): 0 global, 1 thread-local, 2 relaxed.
+struct CaptureBeginArgs { uint64_t stream; uint32_t mode; uint32_t pad; };
+static_assert(sizeof(CaptureBeginArgs) == 16);
+// The captured graph gets the guest's handle `graph` (on success only).
+struct CaptureEndArgs { uint64_t stream; uint64_t graph; };
+static_assert(sizeof(CaptureEndArgs) == 16);
+// cudaStreamCaptureStatus (0 none, 1 active, 2 invalidated) and the capture's unique id.
+struct CaptureInfoReply { uint32_t status; uint32_t pad; uint64_t id; };
+static_assert(sizeof(CaptureInfoReply) == 16);
+// cudaThreadExchangeStreamCaptureMode's new mode for the client's thread on the host.
+struct CaptureModeArgs { uint32_t mode; uint32_t pad; };
+static_assert(sizeof(CaptureModeArgs) == 8);
+struct GraphArgs { uint64_t graph; uint32_t flags; uint32_t pad; };  // cudaGraphCreate's flags: 0
+static_assert(sizeof(GraphArgs) == 16);
+struct GraphCloneArgs { uint64_t clone; uint64_t original; };
+static_assert(sizeof(GraphCloneArgs) == 16);
+// Followed by dep_count node handles, then arg_bytes of packed parameters (LaunchArgs' layout).
+struct GraphKernelNodeArgs {
+  uint64_t graph;
+  uint64_t node;
+  uint64_t function;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t arg_bytes;
+  uint32_t dep_count;
+  uint32_t pad;
+};
+static_assert(sizeof(GraphKernelNodeArgs) == 64);
+// One side of a memcpy node: device memory of the client, or pinned shared-heap memory of
+// the client (cudaMallocHost: a heap range the host pinned). `pitch` bytes per row, `height`
+// rows per slice; the copy starts at pos (x in bytes, y rows, z slices).
+inline constexpr uint32_t kGraphMemDevice = 0;
+inline constexpr uint32_t kGraphMemHeap = 1;
+struct GraphMemcpySide {
+  uint32_t kind;  // kGraphMemDevice / kGraphMemHeap
+  uint32_t pad;
+  uint64_t device;             // kGraphMemDevice: the address of the region's start
+  vmrpc::wire::HeapRef heap;   // kGraphMemHeap: the whole pinned range the region lies in
+  uint64_t heap_offset;        // kGraphMemHeap: the region's start inside `heap`
+  uint64_t pitch;
+  uint64_t height;
+  uint64_t pos[3];
+};
+static_assert(sizeof(GraphMemcpySide) == 80);
+struct GraphMemcpyNodeArgs {
+  uint64_t graph;
+  uint64_t node;
+  GraphMemcpySide src;
+  GraphMemcpySide dst;
+  uint64_t extent[3];  // width in bytes, height in rows, depth in slices
+  uint32_t dep_count;
+  uint32_t pad;
+};
+static_assert(sizeof(GraphMemcpyNodeArgs) == 208);
+// cudaMemsetParams: element_size 1, 2 or 4; width in elements.
+struct GraphMemsetNodeArgs {
+  uint64_t graph;
+  uint64_t node;
+  uint64_t dst;
+  uint64_t pitch;
+  uint64_t width;
+  uint64_t height;
+  uint32_t value;
+  uint32_t element_size;
+  uint32_t dep_count;
+  uint32_t pad;
+};
+static_assert(sizeof(GraphMemsetNodeArgs) == 64);
+// A host node: its function runs in the guest, as a host function's (HostFuncEntry), at
+// every launch: the entry is re-armed (persistent gate: `reached` counts the launches that
+// reached it, `done` the runs the guest has finished).
+struct GraphHostNodeArgs {
+  uint64_t graph;
+  uint64_t node;
+  vmrpc::wire::HeapRef mailbox;
+  uint32_t index;
+  uint32_t dep_count;
+};
+static_assert(sizeof(GraphHostNodeArgs) == 40);
+// GraphAddNode's kinds (== cudaGraphNodeType): `object` is an event (record, wait) or a
+// graph (child: the driver adds a copy of it), 0 for an empty node.
+inline constexpr uint32_t kGraphNodeKernel = 0, kGraphNodeMemcpy = 1, kGraphNodeMemset = 2, kGraphNodeHost = 3,
+                          kGraphNodeChild = 4, kGraphNodeEmpty = 5, kGraphNodeWaitEvent = 6,
+                          kGraphNodeEventRecord = 7;
+struct GraphNodeArgs { uint64_t graph; uint64_t node; uint64_t object; uint32_t type; uint32_t dep_count; };
+static_assert(sizeof(GraphNodeArgs) == 32);
+// from[count] then to[count] node handles follow.
+struct GraphEdgesArgs { uint64_t graph; uint32_t count; uint32_t pad; };
+static_assert(sizeof(GraphEdgesArgs) == 16);
+// roots 1: cudaGraphGetRootNodes. At most `capacity` handles come back after the reply;
+// `count` is how many there are (all of them, as CUDA's numNodes).
+struct GraphListArgs { uint64_t graph; uint32_t roots; uint32_t capacity; };
+static_assert(sizeof(GraphListArgs) == 16);
+struct GraphListReply { uint64_t count; };
+struct GraphNodeRefArgs { uint64_t node; };
+struct GraphNodeTypeReply { uint32_t type; uint32_t pad; };
+static_assert(sizeof(GraphNodeTypeReply) == 8);
+struct GraphFindInCloneArgs { uint64_t node; uint64_t clone; };
+static_assert(sizeof(GraphFindInCloneArgs) == 16);
+struct GraphInstantiateArgs { uint64_t exec; uint64_t graph; uint64_t flags; };  // cudaGraphInstantiateFlag*
+static_assert(sizeof(GraphInstantiateArgs) == 24);
+struct GraphLaunchArgs { uint64_t exec; uint64_t stream; };
+static_assert(sizeof(GraphLaunchArgs) == 16);
+struct GraphExecArgs { uint64_t exec; };
+// Followed by arg_bytes of packed parameters.
+struct GraphExecKernelArgs {
+  uint64_t exec;
+  uint64_t node;
+  uint64_t function;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t arg_bytes;
+};
+static_assert(sizeof(GraphExecKernelArgs) == 56);
+struct GraphExecUpdateArgs { uint64_t exec; uint64_t graph; };
+static_assert(sizeof(GraphExecUpdateArgs) == 16);
+// cudaGraphExecUpdateResultInfo: the result (cudaGraphExecUpdateResult) and the nodes it names
+// (0: none), with the update's CUresult in `status` (the call itself succeeds, so that the
+// reply comes back with the refusal: cudaErrorGraphExecUpdateFailure's result says why).
+struct GraphExecUpdateReply { uint32_t result; int32_t status; uint64_t error_node; uint64_t error_from_node; };
+static_assert(sizeof(GraphExecUpdateReply) == 24);
 
 }  // namespace vmcuda::api

@@ -1,0 +1,487 @@
+// CUDA graphs (calls.def 0x1700): stream capture and explicit graphs, built, instantiated
+// and launched by the host's driver in the client's context.
+//
+// Stream capture is the driver's own: StreamBeginCapture starts cuStreamBeginCapture on the
+// client's real stream, and every launch, async copy, memset, event record and wait and host
+// function the guest then queues on it (or on streams that join the capture through events)
+// reaches the driver as usual and is captured with CUDA's exact semantics, errors included
+// (cudaErrorStreamCaptureUnsupported/Invalidated/Unjoined come from the driver). Three
+// things keep it exact here:
+//  - while the client has a capture open, nothing is handed to the GPU's working thread
+//    (session.cc): captured work is issued in order on the thread that began the capture;
+//  - copies whose host bytes live only for the call (inline frames, staging the guest reuses:
+//    pageable memory in the guest) are refused on a capturing stream (refuse_in_capture):
+//    a graph reads its host memory at every launch, and only pinned shared-heap memory
+//    (cudaMallocHost) outlives the call;
+//  - host functions on a capturing stream come as persistent gates (host_func.cc), which
+//    run the guest's function at every launch of the graph.
+// The guest's capture modes map onto the stub's thread: global and thread-local captures
+// begin thread-local here (a global one would stop the unsafe calls of every client of the
+// stub process, and this thread serves only this client), relaxed stays relaxed.
+//
+// Explicit graphs: guest-made handles for graphs, nodes and executable graphs, each an entry
+// of the VOL (Graph under the context, its GraphNodes under it, GraphExec under the context;
+// teardown destroys them with the client). Kernel nodes carry packed parameters checked as a
+// launch's; memcpy nodes reach only the client's device memory and its pinned shared-heap
+// memory; host nodes are persistent gates. Graph memory nodes (cudaGraphAddMemAllocNode) are
+// not offered: the guest refuses them (801; docs/running.md), as their memory would escape
+// the VM's quota.
+//
+// A suspend is refused while the client has graphs or a capture open (graphs_block_suspend):
+// nothing is changed and the client runs on.
+#include <cstring>
+#include <vector>
+
+#include "session.h"
+#include "vmrpc/log.h"
+
+namespace vmcuda::host {
+
+using vmrpc::wire::ChannelStatus;
+
+std::string Session::graphs_block_suspend() const {
+  const size_t graphs = vol_.count(ObjectKind::Graph), execs = vol_.count(ObjectKind::GraphExec);
+  if (!graphs && !execs && !captures_open_) return {};
+  return "the program uses CUDA graphs (" + std::to_string(graphs) + " graphs, " + std::to_string(execs) +
+         " executable graphs, " + std::to_string(captures_open_) +
+         " stream captures open), which a suspend does not carry yet; nothing was changed and the program runs on "
+         "(suspend it once it has destroyed its graphs)";
+}
+
+CUresult Session::refuse_in_capture(CUstream s, int device, const char* what) {
+  if (captures_open_ == 0) return CUDA_SUCCESS;
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  on_device(device, [&] { return api_.cuStreamIsCapturing(s, &status); });
+  if (status == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_SUCCESS;
+  if (!said_capture_copy_)
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused " + what + " on a capturing stream with cudaErrorNotSupported (801): a "
+                                 "graph reads its host memory at every launch; use pinned memory (cudaMallocHost)");
+  said_capture_copy_ = true;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// ---- stream capture
+
+int32_t Session::on_StreamBeginCapture(const api::CaptureBeginArgs& a, api::Empty&, Request&) {
+  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED || a.pad) return CUDA_ERROR_INVALID_VALUE;
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  const int mode = a.mode == CU_STREAM_CAPTURE_MODE_RELAXED ? CU_STREAM_CAPTURE_MODE_RELAXED
+                                                           : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  // Nothing of the client may be on the working thread when the capture begins.
+  const CUresult e = on_device(device, [&] { return api_.cuStreamBeginCapture_v2(s, mode); });
+  if (e == CUDA_SUCCESS) ++captures_open_;
+  return e;
+}
+
+int32_t Session::on_StreamEndCapture(const api::CaptureEndArgs& a, api::Empty&, Request&) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph)) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph g = nullptr;
+  const CUresult e = on_device(device, [&] { return api_.cuStreamEndCapture(s, &g); });
+  // The capture ended unless the stream was not capturing (or is not its origin).
+  if (captures_open_ && (e == CUDA_SUCCESS || e == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+                         e == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
+    --captures_open_;
+  if (e == CUDA_SUCCESS && g) vol_.add(ObjectKind::Graph, device, a.graph, vol_.context(device)->id, GraphObject{g});
+  return e;
+}
+
+int32_t Session::on_StreamCaptureInfo(const api::StreamArgs& a, api::CaptureInfoReply& r, Request&) {
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  int status = 0;
+  unsigned long long id = 0;
+  const CUresult e = on_device(device, [&] {
+    return api_.cuStreamGetCaptureInfo_v3(s, &status, &id, nullptr, nullptr, nullptr, nullptr);
+  });
+  if (e != CUDA_SUCCESS) {
+    // The status alone, as cuStreamIsCapturing says it (its id unknown: 0).
+    if (!said_capture_info_)
+      VMRPC_LOG(kInfo, "stub", log_tag_ + ": cuStreamGetCaptureInfo answered " + std::to_string(e) +
+                                   "; the capture status comes from cuStreamIsCapturing");
+    said_capture_info_ = true;
+    status = CU_STREAM_CAPTURE_STATUS_NONE;
+    id = 0;
+    if (CUresult e2 = on_device(device, [&] { return api_.cuStreamIsCapturing(s, &status); }); e2 != CUDA_SUCCESS)
+      return e2;
+  }
+  r.status = static_cast<uint32_t>(status);
+  r.id = id;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_CaptureMode(const api::CaptureModeArgs& a, api::Empty&, Request&) {
+  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED || a.pad) return CUDA_ERROR_INVALID_VALUE;
+  int mode = static_cast<int>(a.mode);
+  return api_.cuThreadExchangeStreamCaptureMode(&mode);
+}
+
+// ---- graphs
+
+int32_t Session::on_GraphCreate(const api::GraphArgs& a, api::Empty&, Request&) {
+  if (a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.flags || a.pad) return CUDA_ERROR_INVALID_VALUE;  // cudaGraphCreate: flags must be 0
+  CUgraph g = nullptr;
+  if (CUresult e = api_.cuGraphCreate(&g, 0); e != CUDA_SUCCESS) return e;
+  vol_.add(ObjectKind::Graph, current_, a.graph, vol_.context(current_)->id, GraphObject{g});
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_GraphDestroy(const api::GraphArgs& a, api::Empty&, Request&) {
+  return destroy_entry(ObjectKind::Graph, a.graph, CUDA_ERROR_INVALID_VALUE);
+}
+
+int32_t Session::on_GraphClone(const api::GraphCloneArgs& a, api::Empty&, Request&) {
+  const Object* o = vol_.find(ObjectKind::Graph, a.original);
+  if (!o) return CUDA_ERROR_INVALID_VALUE;
+  if (a.clone < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.clone)) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph g = nullptr;
+  const int device = o->device;
+  if (CUresult e = api_.cuGraphClone(&g, o->as<GraphObject>().graph); e != CUDA_SUCCESS) return e;
+  vol_.add(ObjectKind::Graph, device, a.clone, vol_.context(device)->id, GraphObject{g});
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::graph_nodes(const Object& graph, std::span<const std::byte> handles, size_t count,
+                              std::vector<CUgraphNode>* out) const {
+  out->clear();
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t h;
+    std::memcpy(&h, handles.data() + i * sizeof h, sizeof h);
+    const Object* n = vol_.find(ObjectKind::GraphNode, h);
+    if (!n || n->parent != graph.id) return CUDA_ERROR_INVALID_VALUE;  // not a node of this graph
+    out->push_back(n->as<GraphNodeObject>().node);
+  }
+  return CUDA_SUCCESS;
+}
+
+uint64_t Session::node_handle(Object& graph, CUgraphNode node) {
+  for (ObjectId c : graph.children)
+    if (const Object* n = vol_.get(c); n && n->as<GraphNodeObject>().node == node) return n->handle;
+  const uint64_t h = api::kHostNodeHandle | ++next_host_node_;
+  vol_.add(ObjectKind::GraphNode, graph.device, h, graph.id, GraphNodeObject{node});
+  return h;
+}
+
+namespace {
+// The graph a node addition names and its dependencies (dep_count handles at the tail's
+// start), checked: CUDA_SUCCESS or the error to return.
+struct NodeTarget {
+  Object* graph = nullptr;
+  std::vector<CUgraphNode> deps;
+};
+}  // namespace
+
+#define VMCUDA_NODE_TARGET(target, args, tail_rest)                                                       \
+  NodeTarget target;                                                                                      \
+  std::span<const std::byte> tail_rest;                                                                   \
+  {                                                                                                       \
+    if ((args).dep_count > api::kMaxGraphDeps) return guest_fault("graph node: too many dependencies");   \
+    const size_t dep_bytes = size_t{(args).dep_count} * sizeof(uint64_t);                                 \
+    if (req.tail.size() < dep_bytes) return guest_fault("graph node: dependencies outside the bytes sent"); \
+    target.graph = vol_.find(ObjectKind::Graph, (args).graph);                                            \
+    if (!target.graph) return CUDA_ERROR_INVALID_VALUE;                                                   \
+    if (!new_node_handle((args).node)) return CUDA_ERROR_INVALID_VALUE;                                   \
+    if (CUresult e = graph_nodes(*target.graph, req.tail, (args).dep_count, &target.deps); e)             \
+      return e;                                                                                           \
+    tail_rest = req.tail.subspan(dep_bytes);                                                              \
+  }
+
+int32_t Session::kernel_node_params(uint64_t function, std::span<const std::byte> packed, const uint32_t grid[3],
+                                    const uint32_t block[3], uint32_t shared, CUDA_KERNEL_NODE_PARAMS_v2* p) {
+  const Object* fo = find_function(function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
+  if (fo->device != current_) return CUDART_ERROR_INVALID_DEVICE_FUNCTION;
+  const FunctionObject& f = fo->as<FunctionObject>();
+  thread_local std::vector<void*> pointers;
+  pointers.resize(f.params.size());
+  auto* base = const_cast<std::byte*>(packed.data());
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    if (uint64_t{f.params[i].offset} + f.params[i].size > packed.size())
+      return guest_fault("graph kernel node: a parameter outside the bytes sent");
+    pointers[i] = base + f.params[i].offset;
+  }
+  // The driver copies the parameters' values before it returns.
+  *p = CUDA_KERNEL_NODE_PARAMS_v2{f.fn,     grid[0], grid[1],         grid[2], block[0], block[1],
+                                  block[2], shared,  pointers.data(), nullptr, nullptr,  nullptr};
+  output_possible_ = true;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_GraphAddKernelNode(const api::GraphKernelNodeArgs& a, api::Empty&, Request& req) {
+  VMCUDA_NODE_TARGET(t, a, packed);
+  if (a.pad || a.arg_bytes != packed.size()) return guest_fault("GraphAddKernelNode: parameter bytes of the wrong length");
+  CUDA_KERNEL_NODE_PARAMS_v2 p;
+  if (int32_t e = kernel_node_params(a.function, packed, a.grid, a.block, a.shared_bytes, &p)) return e;
+  CUgraphNode n = nullptr;
+  const CUresult e = api_.cuGraphAddKernelNode_v2(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &p);
+  if (e == CUDA_SUCCESS) vol_.add(ObjectKind::GraphNode, t.graph->device, a.node, t.graph->id, GraphNodeObject{n});
+  return e;
+}
+
+namespace {
+// The bytes a memcpy side's region spans from its start address: the first byte is at
+// z*pitch*height + y*pitch + x, the last row ends width bytes after its start. False when
+// that overflows.
+bool side_span(const api::GraphMemcpySide& s, const uint64_t extent[3], uint64_t* first, uint64_t* end) {
+  using u128 = unsigned __int128;
+  if (extent[0] == 0 || extent[1] == 0 || extent[2] == 0) return *first = *end = 0, true;
+  const u128 slice = u128{s.pitch} * s.height;
+  const u128 f = u128{s.pos[2]} * slice + u128{s.pos[1]} * s.pitch + s.pos[0];
+  const u128 e = (u128{s.pos[2]} + extent[2] - 1) * slice + (u128{s.pos[1]} + extent[1] - 1) * s.pitch + s.pos[0] +
+                 extent[0];
+  if (e > ~uint64_t{0}) return false;
+  *first = static_cast<uint64_t>(f);
+  *end = static_cast<uint64_t>(e);
+  return true;
+}
+}  // namespace
+
+int32_t Session::on_GraphAddMemcpyNode(const api::GraphMemcpyNodeArgs& a, api::Empty&, Request& req) {
+  VMCUDA_NODE_TARGET(t, a, rest);
+  if (!rest.empty() || a.pad) return guest_fault("GraphAddMemcpyNode: bytes after the dependencies");
+  CUDA_MEMCPY3D c{};
+  // Each side checked: the whole region inside one allocation of the client, or inside a
+  // shared-heap block it pinned (whose host address stays valid for the session).
+  auto side = [&](const api::GraphMemcpySide& s, bool src) -> int32_t {
+    uint64_t first, end;
+    if (s.pad || !side_span(s, a.extent, &first, &end)) return guest_fault("GraphAddMemcpyNode: a region whose size overflows");
+    if (a.extent[0] > s.pitch) return CUDA_ERROR_INVALID_VALUE;  // rows wider than their pitch
+    CUmemorytype type;
+    const void* host = nullptr;
+    CUdeviceptr dev = 0;
+    if (s.kind == api::kGraphMemDevice) {
+      if (end > first && (s.device + first < s.device || !owns_range(s.device + first, end - first)))
+        return CUDA_ERROR_INVALID_VALUE;
+      type = CU_MEMORYTYPE_DEVICE;
+      dev = s.device;
+    } else if (s.kind == api::kGraphMemHeap) {
+      auto range = req.ctx.heap(s.heap);
+      if (!range) return guest_fault("GraphAddMemcpyNode: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+      if (!heap_pinned(s.heap.offset, s.heap.bytes)) return CUDA_ERROR_INVALID_VALUE;  // not the client's pinned memory
+      if (s.heap_offset > range->size() || end > range->size() - s.heap_offset) return CUDA_ERROR_INVALID_VALUE;
+      type = CU_MEMORYTYPE_HOST;
+      host = range->data() + s.heap_offset;
+    } else {
+      return guest_fault("GraphAddMemcpyNode: an unknown memory kind");
+    }
+    if (src) {
+      c.srcXInBytes = s.pos[0], c.srcY = s.pos[1], c.srcZ = s.pos[2];
+      c.srcMemoryType = type, c.srcHost = host, c.srcDevice = dev, c.srcPitch = s.pitch, c.srcHeight = s.height;
+    } else {
+      c.dstXInBytes = s.pos[0], c.dstY = s.pos[1], c.dstZ = s.pos[2];
+      c.dstMemoryType = type, c.dstHost = const_cast<void*>(host), c.dstDevice = dev, c.dstPitch = s.pitch,
+      c.dstHeight = s.height;
+    }
+    return 0;
+  };
+  if (int32_t e = side(a.src, true)) return e;
+  if (int32_t e = side(a.dst, false)) return e;
+  c.WidthInBytes = a.extent[0], c.Height = a.extent[1], c.Depth = a.extent[2];
+  CUgraphNode n = nullptr;
+  const CUresult e = api_.cuGraphAddMemcpyNode(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &c,
+                                               contexts_[current_]);
+  if (e == CUDA_SUCCESS) vol_.add(ObjectKind::GraphNode, t.graph->device, a.node, t.graph->id, GraphNodeObject{n});
+  return e;
+}
+
+int32_t Session::on_GraphAddMemsetNode(const api::GraphMemsetNodeArgs& a, api::Empty&, Request& req) {
+  VMCUDA_NODE_TARGET(t, a, rest);
+  if (!rest.empty() || a.pad) return guest_fault("GraphAddMemsetNode: bytes after the dependencies");
+  if (a.element_size != 1 && a.element_size != 2 && a.element_size != 4) return CUDA_ERROR_INVALID_VALUE;
+  if (a.width > (~0ull / a.element_size)) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t pitch = a.height <= 1 && a.pitch == 0 ? a.width * a.element_size : a.pitch;
+  if (!owns_2d(a.dst, pitch, a.width * a.element_size, a.height)) return CUDA_ERROR_INVALID_VALUE;
+  const CUDA_MEMSET_NODE_PARAMS p{a.dst, a.pitch, a.value, a.element_size, a.width, a.height};
+  CUgraphNode n = nullptr;
+  const CUresult e = api_.cuGraphAddMemsetNode(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &p,
+                                               contexts_[current_]);
+  if (e == CUDA_SUCCESS) vol_.add(ObjectKind::GraphNode, t.graph->device, a.node, t.graph->id, GraphNodeObject{n});
+  return e;
+}
+
+int32_t Session::on_GraphAddHostNode(const api::GraphHostNodeArgs& a, api::Empty&, Request& req) {
+  VMCUDA_NODE_TARGET(t, a, rest);
+  if (!rest.empty()) return guest_fault("GraphAddHostNode: bytes after the dependencies");
+  auto mailbox = req.ctx.heap(a.mailbox);
+  if (!mailbox) return guest_fault("GraphAddHostNode: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  constexpr size_t kEntry = sizeof(api::HostFuncEntry);
+  if (reinterpret_cast<uintptr_t>(mailbox->data()) % kEntry != 0 || mailbox->size() % kEntry != 0 ||
+      a.index >= mailbox->size() / kEntry)
+    return guest_fault("GraphAddHostNode: a mailbox entry out of range or misaligned");
+  HostFuncGate* g = persistent_gate(reinterpret_cast<api::HostFuncEntry*>(mailbox->data()) + a.index, req);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  const CUDA_HOST_NODE_PARAMS p{host_func_gate_fn(), g};
+  CUgraphNode n = nullptr;
+  const CUresult e = api_.cuGraphAddHostNode(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &p);
+  if (e == CUDA_SUCCESS) vol_.add(ObjectKind::GraphNode, t.graph->device, a.node, t.graph->id, GraphNodeObject{n});
+  return e;
+}
+
+int32_t Session::on_GraphAddNode(const api::GraphNodeArgs& a, api::Empty&, Request& req) {
+  VMCUDA_NODE_TARGET(t, a, rest);
+  if (!rest.empty()) return guest_fault("GraphAddNode: bytes after the dependencies");
+  const CUgraph g = t.graph->as<GraphObject>().graph;
+  CUgraphNode n = nullptr;
+  CUresult e;
+  switch (a.type) {
+    case api::kGraphNodeEmpty:
+      if (a.object) return CUDA_ERROR_INVALID_VALUE;
+      e = api_.cuGraphAddEmptyNode(&n, g, t.deps.data(), t.deps.size());
+      break;
+    case api::kGraphNodeEventRecord:
+    case api::kGraphNodeWaitEvent: {
+      const Object* ev = find_event(a.object);
+      if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+      const CUevent event = ev->as<EventObject>().event;
+      e = a.type == api::kGraphNodeEventRecord ? api_.cuGraphAddEventRecordNode(&n, g, t.deps.data(), t.deps.size(), event)
+                                               : api_.cuGraphAddEventWaitNode(&n, g, t.deps.data(), t.deps.size(), event);
+      break;
+    }
+    case api::kGraphNodeChild: {
+      const Object* child = vol_.find(ObjectKind::Graph, a.object);
+      if (!child || child == t.graph) return CUDA_ERROR_INVALID_VALUE;
+      // The driver embeds a copy of the child: later changes to it do not reach this node.
+      e = api_.cuGraphAddChildGraphNode(&n, g, t.deps.data(), t.deps.size(), child->as<GraphObject>().graph);
+      break;
+    }
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (e == CUDA_SUCCESS) vol_.add(ObjectKind::GraphNode, t.graph->device, a.node, t.graph->id, GraphNodeObject{n});
+  return e;
+}
+#undef VMCUDA_NODE_TARGET
+
+int32_t Session::on_GraphAddDependencies(const api::GraphEdgesArgs& a, api::Empty&, Request& req) {
+  if (a.count > api::kMaxGraphDeps || a.pad) return guest_fault("GraphAddDependencies: too many edges");
+  const size_t bytes = size_t{a.count} * sizeof(uint64_t);
+  if (req.tail.size() != 2 * bytes) return guest_fault("GraphAddDependencies: edges of the wrong length");
+  Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> from, to;
+  if (CUresult e = graph_nodes(*graph, req.tail, a.count, &from); e) return e;
+  if (CUresult e = graph_nodes(*graph, req.tail.subspan(bytes), a.count, &to); e) return e;
+  return api_.cuGraphAddDependencies_v2(graph->as<GraphObject>().graph, from.data(), to.data(), nullptr, a.count);
+}
+
+int32_t Session::on_GraphGetNodes(const api::GraphListArgs& a, api::GraphListReply& r, Request& req) {
+  if (a.roots > 1 || a.capacity > api::kMaxGraphList) return guest_fault("GraphGetNodes: bad arguments");
+  if (size_t{a.capacity} * sizeof(uint64_t) > req.extra.size())
+    return guest_fault("GraphGetNodes: a reply area too small", ChannelStatus::kReplyTooSmall);
+  Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  const CUgraph g = graph->as<GraphObject>().graph;
+  auto list = a.roots ? api_.cuGraphGetRootNodes : api_.cuGraphGetNodes;
+  size_t count = 0;
+  if (CUresult e = list(g, nullptr, &count); e != CUDA_SUCCESS) return e;
+  std::vector<CUgraphNode> nodes(count);
+  if (count)
+    if (CUresult e = list(g, nodes.data(), &count); e != CUDA_SUCCESS) return e;
+  r.count = count;
+  const size_t n = std::min<size_t>(count, a.capacity);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = node_handle(*graph, nodes[i]);
+    std::memcpy(req.extra.data() + i * sizeof h, &h, sizeof h);
+  }
+  req.extra_bytes = static_cast<uint32_t>(n * sizeof(uint64_t));
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_GraphNodeGetType(const api::GraphNodeRefArgs& a, api::GraphNodeTypeReply& r, Request&) {
+  const Object* n = vol_.find(ObjectKind::GraphNode, a.node);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  int type = 0;
+  const CUresult e = api_.cuGraphNodeGetType(n->as<GraphNodeObject>().node, &type);
+  r.type = static_cast<uint32_t>(type);
+  return e;
+}
+
+int32_t Session::on_GraphNodeFindInClone(const api::GraphFindInCloneArgs& a, api::GraphNodeRefArgs& r, Request&) {
+  const Object* n = vol_.find(ObjectKind::GraphNode, a.node);
+  Object* clone = vol_.find(ObjectKind::Graph, a.clone);
+  if (!n || !clone) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphNode found = nullptr;
+  if (CUresult e = api_.cuGraphNodeFindInClone(&found, n->as<GraphNodeObject>().node, clone->as<GraphObject>().graph);
+      e != CUDA_SUCCESS)
+    return e;
+  r.node = node_handle(*clone, found);
+  return CUDA_SUCCESS;
+}
+
+// ---- executable graphs
+
+int32_t Session::on_GraphInstantiate(const api::GraphInstantiateArgs& a, api::Empty&, Request&) {
+  const Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  if (a.exec < api::kFirstGuestHandle || vol_.find(ObjectKind::GraphExec, a.exec)) return CUDA_ERROR_INVALID_VALUE;
+  // Auto-free and device launch concern graph memory nodes and device-side launches, which
+  // vmcuda does not offer; upload needs a stream (cudaGraphInstantiateWithParams).
+  constexpr uint64_t kUseNodePriority = 8;
+  if (a.flags & ~(uint64_t{1} | kUseNodePriority)) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExec x = nullptr;
+  const int device = graph->device;
+  if (CUresult e = on_device(device, [&] { return api_.cuGraphInstantiateWithFlags(&x, graph->as<GraphObject>().graph, a.flags); });
+      e != CUDA_SUCCESS)
+    return e;
+  vol_.add(ObjectKind::GraphExec, device, a.exec, vol_.context(device)->id, GraphExecObject{x});
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Request&) {
+  const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
+  if (!x) return CUDA_ERROR_INVALID_VALUE;
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  output_possible_ = true;
+  launches_.fetch_add(1, std::memory_order_relaxed);
+  note_launch();  // the kernel time limit's count
+  const CUgraphExec exec = x->as<GraphExecObject>().exec;
+  return on_device(device, [&] { return api_.cuGraphLaunch(exec, s); });
+}
+
+int32_t Session::on_GraphUpload(const api::GraphLaunchArgs& a, api::Empty&, Request&) {
+  const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
+  if (!x) return CUDA_ERROR_INVALID_VALUE;
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  const CUgraphExec exec = x->as<GraphExecObject>().exec;
+  return on_device(device, [&] { return api_.cuGraphUpload(exec, s); });
+}
+
+int32_t Session::on_GraphExecDestroy(const api::GraphExecArgs& a, api::Empty&, Request&) {
+  return destroy_entry(ObjectKind::GraphExec, a.exec, CUDA_ERROR_INVALID_VALUE);
+}
+
+int32_t Session::on_GraphExecKernelNodeSetParams(const api::GraphExecKernelArgs& a, api::Empty&, Request& req) {
+  if (a.arg_bytes != req.tail.size()) return guest_fault("GraphExecKernelNodeSetParams: parameter bytes of the wrong length");
+  const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
+  const Object* n = vol_.find(ObjectKind::GraphNode, a.node);
+  if (!x || !n) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS_v2 p;
+  if (int32_t e = kernel_node_params(a.function, req.tail, a.grid, a.block, a.shared_bytes, &p)) return e;
+  return api_.cuGraphExecKernelNodeSetParams_v2(x->as<GraphExecObject>().exec, n->as<GraphNodeObject>().node, &p);
+}
+
+int32_t Session::on_GraphExecUpdate(const api::GraphExecUpdateArgs& a, api::GraphExecUpdateReply& r, Request&) {
+  const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
+  Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!x || !graph) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExecUpdateResultInfo info{};
+  const CUresult e = api_.cuGraphExecUpdate_v2(x->as<GraphExecObject>().exec, graph->as<GraphObject>().graph, &info);
+  r.result = static_cast<uint32_t>(info.result);
+  // The nodes it names are the graph's (the update's source).
+  r.error_node = info.errorNode ? node_handle(*graph, info.errorNode) : 0;
+  r.error_from_node = info.errorFromNode ? node_handle(*graph, info.errorFromNode) : 0;
+  r.status = e;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace vmcuda::host
