@@ -8,25 +8,27 @@ top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   mkdir -p "$carry"
-  /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/runtime_bench" \
-    "$top/bench/cuda/runtime_bench.cu"
-  # CUDA graphs (issue 11 point 5): 1- and 100-node graph launch rates, a captured stream of
-  # 1,000 kernels replayed, and the same work launched directly.
-  /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/graph_bench" \
-    "$top/bench/cuda/graph_bench.cu"
+  # runtime_bench: the runtime's call costs; graph_bench: 1- and 100-node graph launch rates,
+  # a captured stream of 1,000 kernels replayed, and the same work launched directly;
+  # texture_bench: texture fetch and surface write kernel times, which must equal native (the
+  # kernels run natively). Issue 11, point 5.
+  for b in runtime_bench graph_bench texture_bench; do
+    /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/$b" \
+      "$top/bench/cuda/$b.cu"
+  done
   exit 0
 fi
 out="${2:-/tmp}"
 shift 2 || true
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-"$carry/runtime_bench" "$@" >"$out/bench.native"
-VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/runtime_bench" "$@" \
-  >"$out/bench.vmcuda"
-if [ -x "$carry/graph_bench" ]; then
-  "$carry/graph_bench" "$@" >>"$out/bench.native"
-  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/graph_bench" "$@" \
+: >"$out/bench.native"
+: >"$out/bench.vmcuda"
+for b in runtime_bench graph_bench texture_bench; do
+  [ -x "$carry/$b" ] || continue
+  "$carry/$b" "$@" >>"$out/bench.native"
+  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/$b" "$@" \
     >>"$out/bench.vmcuda"
-fi
+done
 python3 - "$out/bench.native" "$out/bench.vmcuda" <<'PY' | tee "$out/bench.table"
 import sys
 def load(p):

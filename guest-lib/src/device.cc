@@ -33,6 +33,7 @@
 #include <map>
 #include <mutex>
 
+#include "arrays.h"
 #include "device_props.h"
 #include "host_objects.h"
 #include "log.h"
@@ -520,6 +521,7 @@ cudaError_t cudaDeviceReset(void) {
     vgpu_db::AllocationMap::process().remove_device(device, vgpu_db::Allocation::kDevice);
     handles::forget_device(device);
     forget_limits(device);
+    forget_arrays(device);
   }
   forget_device_flags(device);  // the device's flags go with its context
   if (is_sticky(status) || status == cudaErrorDevicesUnavailable || status == cudaErrorUnknown) return record(status);

@@ -34,19 +34,15 @@ bool span_of(uint64_t pitch, uint64_t width, uint64_t height, uint64_t* span) {
 }
 
 namespace {
-
-using vgpu_db::Allocation;
-using vgpu_db::AllocationMap;
-
 constexpr uint64_t kMinChunk = 64 << 10;
+}  // namespace
 
-// Largest packed region that travels in a frame (or comes back in a reply).
-uint64_t inline_limit(Remote& r, const knobs::Knob& knob) {
+uint64_t inline_limit(Remote& r, bool reply) {
+  const knobs::Knob& knob = reply ? knobs::kInlineReadBytes : knobs::kInlineCopyBytes;
   const uint64_t k = static_cast<uint64_t>(std::max<int64_t>(0, knob.get()));
   return std::min<uint64_t>(k, r.slot().batch().capacity() / 4);
 }
 
-// A staging chunk of at most `want` bytes: the chunk knob, halved while the heap is short.
 std::optional<vmrpc::HeapBlock> staging_chunk(Remote& r, uint64_t want) {
   uint64_t n = std::min<uint64_t>(want, std::max<int64_t>(kMinChunk, knobs::kCopyChunkBytes.get()));
   for (;;) {
@@ -55,6 +51,11 @@ std::optional<vmrpc::HeapBlock> staging_chunk(Remote& r, uint64_t want) {
     n /= 2;
   }
 }
+
+namespace {
+
+using vgpu_db::Allocation;
+using vgpu_db::AllocationMap;
 
 // Rows [y0, y0 + rows) of a pitched host region, packed into `out`.
 void pack(std::byte* out, const std::byte* src, uint64_t pitch, uint64_t width, uint64_t y0, uint64_t rows) {
@@ -89,7 +90,7 @@ cudaError_t to_device(Remote& r, std::unique_lock<std::mutex>& lock, uint64_t ds
     return static_cast<cudaError_t>(
         r.call<api::Call::Copy2DToDeviceHeap>({dst, dpitch, width, height, *ref, spitch}).status);
   const uint64_t packed = width * height;  // <= span: no overflow
-  if (packed <= inline_limit(r, knobs::kInlineCopyBytes)) {
+  if (packed <= inline_limit(r, false)) {
     // The bytes are in the frame: the copy may wait in the queue (CUDA returns once a
     // pageable source has been staged, too).
     thread_local std::vector<std::byte> buf;
@@ -126,7 +127,7 @@ cudaError_t to_host(Remote& r, std::unique_lock<std::mutex>& lock, std::byte* ds
     return static_cast<cudaError_t>(
         r.call<api::Call::Copy2DFromDeviceHeap>({src, spitch, width, height, *ref, dpitch}).status);
   const uint64_t packed = width * height;
-  if (packed <= inline_limit(r, knobs::kInlineReadBytes)) {
+  if (packed <= inline_limit(r, true)) {
     auto res = r.call<api::Call::Copy2DFromDeviceInline>({src, spitch, width, height}, {}, static_cast<uint32_t>(packed));
     if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
     if (res.extra.size() < packed) return cudaErrorUnknown;  // a host bug
@@ -167,7 +168,7 @@ cudaError_t to_device_async(Remote& r, std::unique_lock<std::mutex>& lock, uint6
   if (auto ref = pinned_range(src, span))
     return r.enqueue<api::Call::Copy2DToDeviceHeapAsync>({dst, dpitch, width, height, *ref, spitch, s, 0, 0});
   const uint64_t packed = width * height;
-  if (packed <= inline_limit(r, knobs::kInlineCopyBytes)) {
+  if (packed <= inline_limit(r, false)) {
     thread_local std::vector<std::byte> buf;
     buf.resize(packed);
     pack(buf.data(), src, spitch, width, 0, height);
@@ -208,7 +209,7 @@ cudaError_t to_host_async(Remote& r, std::unique_lock<std::mutex>& lock, std::by
     return r.enqueue<api::Call::Copy2DFromDeviceHeapAsync>({src, spitch, width, height, *ref, dpitch, s, 0, 0});
   const cudaError_t earlier = r.flush();
   const uint64_t packed = width * height;
-  if (packed <= inline_limit(r, knobs::kInlineReadBytes)) {
+  if (packed <= inline_limit(r, true)) {
     auto res = r.call<api::Call::Copy2DFromDeviceInlineAsync>({src, spitch, width, height, s}, {},
                                                               static_cast<uint32_t>(packed));
     cudaError_t e = static_cast<cudaError_t>(res.status);

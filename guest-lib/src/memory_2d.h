@@ -5,9 +5,16 @@
 #include <cstdint>
 #include <optional>
 
+#include "remote.h"
 #include "vmcuda/cudart_types.h"
 
 namespace vmcuda::guest {
+
+// Largest packed region that travels in a frame (`reply`: that comes back in a reply).
+uint64_t inline_limit(Remote& r, bool reply);
+// A staging chunk of the shared heap of at most `want` bytes: the chunk knob, halved while
+// the heap is short; nothing when not even the smallest fits.
+std::optional<vmrpc::HeapBlock> staging_chunk(Remote& r, uint64_t want);
 
 // Bytes that `height` rows of `width` bytes, `pitch` apart, span (pitch >= width,
 // height > 0); false when that overflows.

@@ -1,6 +1,5 @@
 // memory area, 3D half: cudaMalloc3D, cudaMemset3D[Async], cudaMemcpy3D[Async] on pitched
-// memory (cudaPitchedPtr). CUDA arrays are not remoted yet: a copy naming one returns
-// cudaErrorNotSupported (logged once).
+// memory (cudaPitchedPtr); a copy naming a CUDA array goes to arrays.cc.
 //
 // Made of the 2D calls (memory_2d.cc), not of a host cuMemcpy3D handler: a 3D region of
 // pitched memory is `depth` 2D regions, pitch * ysize bytes apart, so the 2D wire calls, their
@@ -16,6 +15,7 @@
 #include <atomic>
 #include <optional>
 
+#include "arrays.h"
 #include "host_pointers.h"
 #include "log.h"
 #include "memory_2d.h"
@@ -62,17 +62,40 @@ bool side_of(const cudaPitchedPtr& p, const cudaPos& pos, const cudaExtent& e, S
 // height * depth rows.
 bool whole_slices(const cudaExtent& e, const cudaPitchedPtr& p) { return e.depth == 1 || e.height == p.ysize; }
 
-cudaError_t copy_3d(const cudaMemcpy3DParms* p, std::optional<uint64_t> stream, const char* name) {
+// A 3D copy naming an array (arrays.cc): the extent and the array side's position are in
+// elements of the array, a pointer side's position in bytes, as CUDA defines them.
+cudaError_t copy_3d_array(const cudaMemcpy3DParms& p, std::optional<uint64_t> stream) {
+  const cudaExtent& e = p.extent;
+  const bool from = p.srcArray != nullptr;
+  const cudaArray_t arr = from ? p.srcArray : p.dstArray;
+  const cudaPos& apos = from ? p.srcPos : p.dstPos;
+  const uint64_t elem = array_element_bytes(arr);
+  if (elem == 0) return cudaErrorInvalidResourceHandle;
+  if (e.width > ~0ull / elem || apos.x > ~0ull / elem) return cudaErrorInvalidValue;
+  const ArrayEnd a{arr, apos.x * elem, apos.y, apos.z};
+  if (p.srcArray && p.dstArray) {
+    const uint64_t delem = array_element_bytes(p.dstArray);
+    if (delem == 0) return cudaErrorInvalidResourceHandle;
+    if (p.dstPos.x > ~0ull / delem) return cudaErrorInvalidValue;
+    return copy_array(a, {nullptr, p.dstArray, 0, 0, p.dstPos.x * delem, p.dstPos.y, p.dstPos.z}, e.width * elem,
+                      e.height, e.depth, true, p.kind, stream);
+  }
+  const cudaPitchedPtr& mp = from ? p.dstPtr : p.srcPtr;
+  const cudaPos& mpos = from ? p.dstPos : p.srcPos;
+  if (!mp.ptr) return cudaErrorInvalidValue;
+  if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
+  Side m;
+  if (!side_of(mp, mpos, cudaExtent{e.width * elem, e.height, e.depth}, &m)) return cudaErrorInvalidValue;
+  if (e.depth > 1 && mp.ysize == 0) return cudaErrorInvalidPitchValue;
+  return copy_array(a, {m.base, nullptr, mp.pitch, mp.ysize, 0, 0, 0}, e.width * elem, e.height, e.depth, from, p.kind,
+                    stream);
+}
+
+cudaError_t copy_3d(const cudaMemcpy3DParms* p, std::optional<uint64_t> stream, [[maybe_unused]] const char* name) {
   if (!p) return cudaErrorInvalidValue;
   // One source and one destination each (the API's rule), then arrays: not remoted yet.
   if ((p->srcArray && p->srcPtr.ptr) || (p->dstArray && p->dstPtr.ptr)) return cudaErrorInvalidValue;
-  if (p->srcArray || p->dstArray) {
-    static std::atomic<bool> logged{false};
-    if (!logged.exchange(true))
-      VMCUDA_LOG(kWarn, "memory", "%s with a CUDA array: arrays are not remoted yet; it returns cudaErrorNotSupported (801)",
-                 name);
-    return cudaErrorNotSupported;
-  }
+  if (p->srcArray || p->dstArray) return copy_3d_array(*p, stream);
   const cudaExtent& e = p->extent;
   if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
   cudaMemcpyKind kind = p->kind;

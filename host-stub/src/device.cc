@@ -170,7 +170,7 @@ int32_t Session::on_FuncSetCacheConfig(const api::FuncCacheConfigArgs& a, api::E
 }
 
 // cudaDeviceReset of the current device: its work finishes, then the client's events,
-// streams and allocations on it are freed, its limits and cache configuration go back to
+// streams, allocations, arrays, texture and surface objects on it are freed, its limits and cache configuration go back to
 // what they were, and peer access from and to it ends, as when CUDA destroys the primary
 // context. The context itself stays, and with it the modules (NVIDIA's runtime reloads
 // them invisibly after a reset; here their handles simply stay valid) and the module
@@ -196,6 +196,10 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
             case ObjectKind::Graph:  // and their nodes, and the executable graphs: the context's
             case ObjectKind::GraphNode:
             case ObjectKind::GraphExec:
+            case ObjectKind::Array:
+            case ObjectKind::MipmappedArray:
+            case ObjectKind::TexObject:
+            case ObjectKind::SurfObject:
               release(o, Release::kReset);
               gone.push_back(o.id);
               break;

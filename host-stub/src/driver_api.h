@@ -53,6 +53,82 @@ struct CUDA_MEMCPY2D {
 static_assert(sizeof(CUDA_MEMCPY2D) == 128 && offsetof(CUDA_MEMCPY2D, srcHost) == 24 &&
               offsetof(CUDA_MEMCPY2D, dstMemoryType) == 72 && offsetof(CUDA_MEMCPY2D, Height) == 120);
 
+// CUDA arrays, 3D copies, texture and surface objects (arrays.cc), as cuda.h declares them.
+using CUmipmappedArray = struct CUmipmappedArray_st*;
+using CUtexObject = unsigned long long;
+using CUsurfObject = unsigned long long;
+struct CUDA_ARRAY3D_DESCRIPTOR {
+  size_t Width;
+  size_t Height;
+  size_t Depth;
+  int Format;  // CUarray_format
+  unsigned NumChannels;
+  unsigned Flags;
+};
+static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR) == 40);
+// CUDA_MEMCPY3D: below, with the graph structs (memcpy nodes use it too).
+enum CUresourcetype : int {
+  CU_RESOURCE_TYPE_ARRAY = 0,
+  CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 1,
+  CU_RESOURCE_TYPE_LINEAR = 2,
+  CU_RESOURCE_TYPE_PITCH2D = 3,
+};
+struct CUDA_RESOURCE_DESC {
+  CUresourcetype resType;
+  union {
+    struct {
+      CUarray hArray;
+    } array;
+    struct {
+      CUmipmappedArray hMipmappedArray;
+    } mipmap;
+    struct {
+      CUdeviceptr devPtr;
+      int format;
+      unsigned numChannels;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      CUdeviceptr devPtr;
+      int format;
+      unsigned numChannels;
+      size_t width, height, pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned flags;
+};
+static_assert(sizeof(CUDA_RESOURCE_DESC) == 144 && offsetof(CUDA_RESOURCE_DESC, flags) == 136);
+struct CUDA_TEXTURE_DESC {
+  int addressMode[3];  // CUaddress_mode: 0 wrap, 1 clamp, 2 mirror, 3 border
+  int filterMode;      // CUfilter_mode: 0 point, 1 linear
+  unsigned flags;      // CU_TRSF_*
+  unsigned maxAnisotropy;
+  int mipmapFilterMode;
+  float mipmapLevelBias, minMipmapLevelClamp, maxMipmapLevelClamp;
+  float borderColor[4];
+  int reserved[12];
+};
+static_assert(sizeof(CUDA_TEXTURE_DESC) == 104);
+struct CUDA_RESOURCE_VIEW_DESC;
+// CU_TRSF_* and CUDA_ARRAY3D_* (macros in cuda.h, so named otherwise here).
+inline constexpr unsigned kTrsfReadAsInteger = 0x01;
+inline constexpr unsigned kTrsfNormalizedCoordinates = 0x02;
+inline constexpr unsigned kTrsfSrgb = 0x10;
+inline constexpr unsigned kTrsfDisableTrilinearOptimization = 0x20;
+inline constexpr unsigned kTrsfSeamlessCubemap = 0x40;
+inline constexpr unsigned kArray3DLayered = 0x01;
+inline constexpr unsigned kArray3DSurfaceLdst = 0x02;
+inline constexpr unsigned kArray3DCubemap = 0x04;
+inline constexpr unsigned kArray3DTextureGather = 0x08;
+// CUarray_format values vmcuda passes on (the plain ones and half/float).
+inline constexpr int CU_AD_FORMAT_UNSIGNED_INT8 = 0x01, CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+                     CU_AD_FORMAT_UNSIGNED_INT32 = 0x03, CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+                     CU_AD_FORMAT_SIGNED_INT16 = 0x09, CU_AD_FORMAT_SIGNED_INT32 = 0x0a, CU_AD_FORMAT_HALF = 0x10,
+                     CU_AD_FORMAT_FLOAT = 0x20;
+
 // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, ...; arena.h),
 // as cuda.h declares it.
 using CUmemGenericAllocationHandle = unsigned long long;
@@ -366,7 +442,19 @@ struct CUgraphEdgeData;  // only ever passed as NULL
   X(cuGraphExecDestroy, CUresult (*)(CUgraphExec))                                                   \
   X(cuGraphExecKernelNodeSetParams_v2, CUresult (*)(CUgraphExec, CUgraphNode,                        \
                                                     const CUDA_KERNEL_NODE_PARAMS_v2*))              \
-  X(cuGraphExecUpdate_v2, CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*))
+  X(cuGraphExecUpdate_v2, CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*))         \
+  X(cuArray3DCreate_v2, CUresult (*)(CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*))                         \
+  X(cuArrayDestroy, CUresult (*)(CUarray))                                                             \
+  X(cuMipmappedArrayCreate, CUresult (*)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned))   \
+  X(cuMipmappedArrayGetLevel, CUresult (*)(CUarray*, CUmipmappedArray, unsigned))                        \
+  X(cuMipmappedArrayDestroy, CUresult (*)(CUmipmappedArray))                                           \
+  X(cuMemcpy3D_v2, CUresult (*)(const CUDA_MEMCPY3D*))                                                 \
+  X(cuMemcpy3DAsync_v2, CUresult (*)(const CUDA_MEMCPY3D*, CUstream))                                  \
+  X(cuTexObjectCreate, CUresult (*)(CUtexObject*, const CUDA_RESOURCE_DESC*, const CUDA_TEXTURE_DESC*,   \
+                                    const CUDA_RESOURCE_VIEW_DESC*))                                   \
+  X(cuTexObjectDestroy, CUresult (*)(CUtexObject))                                                     \
+  X(cuSurfObjectCreate, CUresult (*)(CUsurfObject*, const CUDA_RESOURCE_DESC*))                         \
+  X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

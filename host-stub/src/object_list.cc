@@ -21,6 +21,10 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::Graph: return "graph";
     case ObjectKind::GraphNode: return "graph node";
     case ObjectKind::GraphExec: return "executable graph";
+    case ObjectKind::Array: return "array";
+    case ObjectKind::MipmappedArray: return "mipmapped array";
+    case ObjectKind::TexObject: return "texture object";
+    case ObjectKind::SurfObject: return "surface object";
   }
   return "unknown";
 }

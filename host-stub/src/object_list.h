@@ -44,8 +44,12 @@ enum class ObjectKind : uint8_t {
   Graph,             // handle: guest graph handle (parent: the context)
   GraphNode,         // handle: guest node handle, or a host-made one (api::kHostNodeHandle); parent: its graph
   GraphExec,         // handle: guest executable graph handle (parent: the context)
+  Array,             // handle: made by the host (ArrayCreate, MipmappedArrayGetLevel)
+  MipmappedArray,    // handle: made by the host (ArrayCreate with levels)
+  TexObject,         // handle: the driver's CUtexObject (kernels are given it)
+  SurfObject,        // handle: the driver's CUsurfObject
 };
-inline constexpr unsigned kObjectKinds = 16;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 20;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -123,10 +127,30 @@ struct GraphNodeObject {
 struct GraphExecObject {
   CUgraphExec exec = nullptr;
 };
+// A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
+// device bytes charged to the VM for it. A level of a mipmapped array is an Array child of
+// it (level >= 0) that the driver frees with its parent; it is charged nothing itself.
+struct ArrayObject {
+  CUarray array = nullptr;              // Array
+  CUmipmappedArray mipmap = nullptr;    // MipmappedArray
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  uint32_t levels = 0;                  // MipmappedArray: how many
+  int32_t level = -1;                   // a mipmapped array's level (Array child)
+  uint64_t charged = 0;
+};
+// A texture or surface object; its handle is the driver's value, which cannot be chosen, so
+// it does not survive a suspend (suspend.cc refuses one while any exists).
+struct TexObject {
+  CUtexObject value = 0;
+};
+struct SurfObject {
+  CUsurfObject value = 0;
+};
 
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
-                                CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject>;
+                                CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
+                                ArrayObject, TexObject, SurfObject>;
 
 struct Object {
   ObjectId id = 0;

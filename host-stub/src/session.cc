@@ -121,7 +121,11 @@ void Session::add_allocation(uint64_t ptr, uint64_t bytes) {
 }
 
 void Session::publish_status() {
-  published_device_bytes_.store(arena_ ? arena_->physical_bytes() : 0, std::memory_order_relaxed);
+  // The arena's memory and the arrays' (outside it; charged to the VM as they are made).
+  uint64_t arrays = 0;
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    for (const auto& [handle, id] : vol_.of(k)) arrays += vol_.get(id)->as<ArrayObject>().charged;
+  published_device_bytes_.store((arena_ ? arena_->physical_bytes() : 0) + arrays, std::memory_order_relaxed);
   published_allocated_.store(allocated_, std::memory_order_relaxed);
   published_objects_.store(vol_.size(), std::memory_order_relaxed);
   published_suspended_.store(suspended_, std::memory_order_relaxed);
@@ -206,6 +210,29 @@ CUresult Session::release(Object& o, Release how) {
       return destroy_once(o.as<GraphObject>().graph, api_.cuGraphDestroy);
     case ObjectKind::GraphExec:
       return destroy_once(o.as<GraphExecObject>().exec, api_.cuGraphExecDestroy);
+    case ObjectKind::Array:
+    case ObjectKind::MipmappedArray: {
+      // The quota gets its bytes back whichever way it goes (a suspend charges them again
+      // at the resume); a mipmapped array's levels go with it.
+      ArrayObject& arr = o.as<ArrayObject>();
+      if (account_ && arr.charged) account_->refund(arr.charged);
+      arr.charged = 0;
+      if (arr.level >= 0) return arr.array = nullptr, CUDA_SUCCESS;
+      return o.kind == ObjectKind::Array ? destroy_once(arr.array, api_.cuArrayDestroy)
+                                         : destroy_once(arr.mipmap, api_.cuMipmappedArrayDestroy);
+    }
+    case ObjectKind::TexObject: {
+      CUtexObject& t = o.as<TexObject>().value;
+      const CUresult e = t ? api_.cuTexObjectDestroy(t) : CUDA_SUCCESS;
+      t = 0;
+      return e;
+    }
+    case ObjectKind::SurfObject: {
+      CUsurfObject& t = o.as<SurfObject>().value;
+      const CUresult e = t ? api_.cuSurfObjectDestroy(t) : CUDA_SUCCESS;
+      t = 0;
+      return e;
+    }
     case ObjectKind::PeerAccess:
       if (how == Release::kReset) {
         // Both directions of a pair go (set_peer_access also takes the arena's grant back).

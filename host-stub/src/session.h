@@ -272,6 +272,10 @@ class Session : public vmrpc::SlotService {
     if (CUresult e = on_device(device, [&] { return api_.cuStreamSynchronize(s); }); e != CUDA_SUCCESS) return e;
     return on_device(owner, f);
   }
+  // Arrays (arrays.cc): the array `handle` if the copy's region at (x, y, z) lies inside it,
+  // and one copy between an array and its other side (`host`: inline or heap bytes).
+  const Object* array_region(uint64_t handle, uint64_t x, uint64_t y, uint64_t z, const api::ArrayCopyArgs& a) const;
+  int32_t array_copy(const api::ArrayCopyArgs& a, std::byte* host, uint64_t host_bytes, bool wait);
   // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
   bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
   // Device settings and peer access (device.cc, peer.cc). The context of guest device

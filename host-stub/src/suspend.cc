@@ -24,10 +24,12 @@
 #include <optional>
 #include <limits>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "client_control.h"
 #include "module_symbols.h"
+#include "arrays.h"
 #include "session.h"
 #include "state_stream.h"
 #include "vmrpc/log.h"
@@ -44,6 +46,7 @@ enum RecordType : uint32_t {
   kMappingData = 4,  // blob, id = the mapping's VA
   kGlobalData = 5,   // id = the variable's device pointer
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
+  kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
 };
 constexpr uint32_t kClientStateVersion = 2;  // 2: events carry their time before the suspend
 
@@ -365,6 +368,14 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Graphs are not carried yet (graph.cc): refused before anything is touched (a synchronize
   // would also invalidate a capture in progress), so the client runs on unchanged.
   if (const std::string g = graphs_block_suspend(); !g.empty()) return fail(g);
+  // Texture and surface objects are values the driver chooses (no call takes a value to
+  // give), and kernels may hold them in device memory where no one can find them: recreated,
+  // they would get other values and the program's copies would name nothing or another
+  // object (docs/snapshots.md). So no suspend while any exists; the client runs on.
+  if (const size_t n = vol_.count(ObjectKind::TexObject) + vol_.count(ObjectKind::SurfObject))
+    return fail("the program holds " + std::to_string(n) +
+                " texture or surface object(s), whose values cannot be kept across a suspend; "
+                "suspend it once it has destroyed them (cudaDestroyTextureObject, cudaDestroySurfaceObject)");
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -509,6 +520,23 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       case ObjectKind::GraphNode:
       case ObjectKind::GraphExec:
         break;  // never: a client with graphs is not suspended (graphs_block_suspend)
+      case ObjectKind::Array:
+      case ObjectKind::MipmappedArray: {
+        // The descriptor (the texels follow as a blob of their own, kArrayData).
+        const auto& a = o.as<ArrayObject>();
+        w.put_u64(a.desc.Width);
+        w.put_u64(a.desc.Height);
+        w.put_u64(a.desc.Depth);
+        w.put_u32(static_cast<uint32_t>(a.desc.Format));
+        w.put_u32(a.desc.NumChannels);
+        w.put_u32(a.desc.Flags);
+        w.put_u32(a.levels);
+        w.put_i32(a.level);
+        break;
+      }
+      case ObjectKind::TexObject:
+      case ObjectKind::SurfObject:
+        break;  // refused above
     }
     ok = out.put_record(kObjectRecord, o.id, w.bytes());
   });
@@ -555,6 +583,32 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         return fail("copying module variable " + g->as<GlobalObject>().name + " failed: " + describe(api_, e));
     if (!out.put_record(kGlobalData, ptr, as_bytes(bytes))) return fail(out.error());
   }
+  // Arrays' texels (every level of a mipmapped array; a level's are its parent's), read with
+  // cuMemcpy3D: the contexts are idle (quiesced above).
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    for (const auto& [handle, id] : vol_.of(k)) {
+      const Object* o = vol_.get(id);
+      const auto& a = o->as<ArrayObject>();
+      if (a.level >= 0) continue;
+      uint64_t bytes = 0;
+      if (!array_bytes(a.desc, a.levels, &bytes)) return fail("an array of an unknown format");
+      std::vector<std::byte> texels(bytes);
+      make_current(o->device);
+      std::byte* at = texels.data();
+      for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
+        CUarray arr = a.array;
+        if (k == ObjectKind::MipmappedArray)
+          if (CUresult e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l); e != CUDA_SUCCESS)
+            return fail("finding a mipmapped array's level failed: " + describe(api_, e));
+        const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
+        if (CUresult e = copy_array_contents(api_, arr, ld, at, false); e != CUDA_SUCCESS)
+          return fail("reading a CUDA array failed: " + describe(api_, e));
+        uint64_t n = 0;
+        array_bytes(ld, 0, &n);
+        at += n;
+      }
+      if (!out.put_blob(kArrayData, o->id, texels)) return fail(out.error());
+    }
   if (!out.put_record(kClientEnd, info_.slot, {})) return fail(out.error());
   if (std::string err; !out.finish(&err)) return fail(err);
   copier.drop();
@@ -705,6 +759,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   };
   std::vector<Saved> saved;
   std::map<uint64_t, size_t> saved_by_id;
+
   for (;;) {
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
     if (h.type != kObjectRecord) break;
@@ -725,7 +780,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
-    if (kind >= static_cast<uint8_t>(ObjectKind::Graph)) return bad("graphs are not carried by a suspend");
+    if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec)
+      return bad("graphs are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -741,10 +797,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::HostRegistration:
         if (parent) return bad("has a parent");
         break;
+      case ObjectKind::Array:  // a mipmapped array's level: under it (checked with its record)
+        if (parent && parent->kind == ObjectKind::MipmappedArray) want = ObjectKind::MipmappedArray;
+        [[fallthrough]];
       case ObjectKind::Function:
       case ObjectKind::Global:
       case ObjectKind::ManagedVar:
-        want = ObjectKind::Module;
+        if (s.kind != ObjectKind::Array) want = ObjectKind::Module;
         [[fallthrough]];
       default:
         if (!parent || parent->kind != want || parent->device != s.device) return bad("wrong parent");
@@ -859,6 +918,39 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = c;
         break;
       }
+      case ObjectKind::Array:
+      case ObjectKind::MipmappedArray: {
+        ArrayObject a;
+        uint32_t format = 0;
+        r.get_u64(&a.desc.Width);
+        r.get_u64(&a.desc.Height);
+        r.get_u64(&a.desc.Depth);
+        r.get_u32(&format);
+        r.get_u32(&a.desc.NumChannels);
+        r.get_u32(&a.desc.Flags);
+        r.get_u32(&a.levels);
+        r.get_i32(&a.level);
+        a.desc.Format = static_cast<int>(format);
+        if (!r.ok()) break;
+        uint64_t bytes = 0;
+        const bool level = s.kind == ObjectKind::Array && a.level >= 0;
+        if (!array_bytes(a.desc, a.levels, &bytes) || (s.kind == ObjectKind::MipmappedArray) != (a.levels > 0) ||
+            a.levels > 32 || a.level < -1 || (level && (!parent || parent->kind != ObjectKind::MipmappedArray)))
+          return bad("an inconsistent array");
+        if (level) {
+          // The level's descriptor follows from its parent's.
+          const auto& pa = std::get<ArrayObject>(parent->data);
+          if (static_cast<uint32_t>(a.level) >= pa.levels) return bad("a level beyond its mipmapped array's");
+          a.desc = level_desc(pa.desc, static_cast<uint32_t>(a.level));
+        } else {
+          a.charged = bytes;  // what the resume charges
+        }
+        s.data = a;
+        break;
+      }
+      case ObjectKind::TexObject:
+      case ObjectKind::SurfObject:
+        return bad("texture and surface objects are never saved");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
@@ -1063,6 +1155,25 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e = api_.cuCtxSetCacheConfig(std::get<CacheConfigObject>(data).value);
         what = "setting the cache configuration";
         break;
+      case ObjectKind::Array:
+      case ObjectKind::MipmappedArray: {
+        // The same descriptor, charged to the VM again, then its texels back.
+        auto& a = std::get<ArrayObject>(data);
+        if (a.level >= 0) {
+          e = api_.cuMipmappedArrayGetLevel(&a.array, vol_.get(parent)->as<ArrayObject>().mipmap,
+                                            static_cast<unsigned>(a.level));
+          what = "finding a mipmapped array's level";
+          break;
+        }
+        if (account_ && !account_->charge(a.charged))
+          return fail("the VM's device memory quota has no room for a CUDA array (" + std::to_string(a.charged >> 20) +
+                      " MiB)");
+        e = s.kind == ObjectKind::Array ? api_.cuArray3DCreate_v2(&a.array, &a.desc)
+                                        : api_.cuMipmappedArrayCreate(&a.mipmap, &a.desc, a.levels);
+        what = "creating a CUDA array";
+        if (e != CUDA_SUCCESS && account_) account_->refund(a.charged);  // not in the VOL: undone here
+        break;
+      }
       default:
         break;
     }
@@ -1097,6 +1208,49 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return fail("writing module variable " + g->as<GlobalObject>().name + " failed: " + describe(api_, e));
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
   }
+  // Arrays' texels, into the arrays recreated above (every array of the state has them).
+  std::set<ObjectId> filled;
+  std::vector<std::byte> texels;
+  while (h.type == kArrayData) {
+    auto it = new_id.find(h.id);
+    Object* o = it == new_id.end() ? nullptr : vol_.get(it->second);
+    if (!o || (o->kind != ObjectKind::Array && o->kind != ObjectKind::MipmappedArray) ||
+        o->as<ArrayObject>().level >= 0 || !h.is_blob() || !filled.insert(o->id).second)
+      return fail("record " + std::to_string(h.index) + " is the contents of no array of the state (or of one twice)");
+    const ArrayObject& a = o->as<ArrayObject>();
+    uint64_t bytes = 0;
+    array_bytes(a.desc, a.levels, &bytes);  // checked with its record
+    if (h.payload_bytes != bytes) return fail("an array's contents of the wrong size");
+    texels.resize(bytes);
+    for (uint64_t off = 0;;) {
+      std::span<const std::byte> chunk;
+      if (!in.read_chunk_view(&chunk, &err)) return fail(err);
+      if (chunk.empty()) break;
+      if (chunk.size() > bytes - off) return fail("an array's contents are too long");
+      std::memcpy(texels.data() + off, chunk.data(), chunk.size());
+      off += chunk.size();
+    }
+    make_current(o->device);
+    std::byte* at = texels.data();
+    for (uint32_t l = 0; l < std::max<uint32_t>(a.levels, 1); ++l) {
+      CUarray arr = a.array;
+      if (o->kind == ObjectKind::MipmappedArray)
+        if (CUresult e = api_.cuMipmappedArrayGetLevel(&arr, a.mipmap, l); e != CUDA_SUCCESS)
+          return fail("finding a mipmapped array's level failed: " + describe(api_, e));
+      const CUDA_ARRAY3D_DESCRIPTOR ld = level_desc(a.desc, l);
+      if (CUresult e = copy_array_contents(api_, arr, ld, at, true); e != CUDA_SUCCESS)
+        return fail("writing a CUDA array failed: " + describe(api_, e));
+      uint64_t n = 0;
+      array_bytes(ld, 0, &n);
+      at += n;
+    }
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
+  size_t arrays = 0;
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    for (const auto& [handle, id] : vol_.of(k)) arrays += vol_.get(id)->as<ArrayObject>().level < 0;
+  if (filled.size() != arrays)
+    return fail("the state lacks the contents of " + std::to_string(arrays - filled.size()) + " array(s)");
   if (h.type != kClientEnd) return fail("record " + std::to_string(h.index) + " is not the end of the client's state");
   // Peer access last: both contexts exist now.
   for (const Saved& s : saved) {
@@ -1116,6 +1270,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   vol_.set_last_handle(ObjectKind::Module, last_handles[0]);
   vol_.set_last_handle(ObjectKind::Function, last_handles[1]);
   vol_.set_last_handle(ObjectKind::ManagedVar, last_handles[2]);
+  // Arrays' handles: past the highest kept (a freed one's handle may come again; the guest
+  // forgot it when it freed it).
+  for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})
+    if (!vol_.of(k).empty()) vol_.set_last_handle(k, std::max(vol_.last_handle(k), vol_.of(k).rbegin()->first));
   for (ObjectKind k : {ObjectKind::Module, ObjectKind::Function, ObjectKind::ManagedVar})
     if (!vol_.of(k).empty() && vol_.of(k).rbegin()->first > vol_.last_handle(k))
       return fail("a " + std::string(kind_name(k)) + " handle beyond the saved counter");

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace vmcuda::testing {
@@ -110,8 +111,35 @@ struct FakeMap {
   uint64_t handle;
   unsigned access = 0;  // bit d: device d may read and write (cuMemSetAccess)
 };
+// CUDA arrays (cuArray3DCreate; a mipmapped array's levels are arrays of it), texture and
+// surface objects: descriptors as the driver keeps them, texels in host memory, row after
+// row, slice (or layer) after slice.
+struct FakeArray {
+  CUcontext ctx;
+  CUDA_ARRAY3D_DESCRIPTOR desc;
+  uint64_t elem;  // bytes per element
+  std::vector<std::byte> data;
+  CUmipmappedArray parent = nullptr;  // a level of it
+  uint64_t row() const { return desc.Width * elem; }
+  uint64_t rows() const { return std::max<uint64_t>(desc.Height, 1); }
+  uint64_t slices() const { return std::max<uint64_t>(desc.Depth, 1); }
+};
+struct FakeMipmap {
+  CUcontext ctx;
+  std::vector<CUarray> levels;
+};
+struct FakeTexObject {
+  CUcontext ctx;
+  CUDA_RESOURCE_DESC res;
+  CUDA_TEXTURE_DESC tex;
+};
 struct FakeGpu {
   std::mutex mu;
+  std::map<CUarray, FakeArray> arrays;
+  std::map<CUmipmappedArray, FakeMipmap> mipmaps;
+  std::map<uint64_t, FakeTexObject> textures;
+  std::map<uint64_t, FakeTexObject> surfaces;
+  uint64_t next_object = 0x1000;  // texture and surface object values
   uint64_t next_ptr = 0x7f0000000000ull;
   std::map<uint64_t, std::vector<std::byte>> mem;
   std::set<uint64_t> global_ptrs;  // the parts of mem that are module variables
@@ -461,6 +489,10 @@ CUresult f_ctx_destroy(CUcontext c) {
   std::erase_if(g.special_streams, [c](const auto& kv) { return kv.first.first == c; });
   std::erase_if(g.events, [c](const auto& kv) { return kv.second.ctx == c; });
   std::erase_if(g.execs, [c](const auto& kv) { return kv.second.ctx == c; });
+  std::erase_if(g.arrays, [c](const auto& kv) { return kv.second.ctx == c; });
+  std::erase_if(g.mipmaps, [c](const auto& kv) { return kv.second.ctx == c; });
+  std::erase_if(g.textures, [c](const auto& kv) { return kv.second.ctx == c; });
+  std::erase_if(g.surfaces, [c](const auto& kv) { return kv.second.ctx == c; });
   if (t_ctx == c) t_ctx = nullptr;
   g_endless_cv.notify_all();  // a kernel that never ended went with its context
   return CUDA_SUCCESS;
@@ -764,6 +796,9 @@ CUresult f_param_info(CUfunction f, size_t i, size_t* off, size_t* size) {
   return CUDA_SUCCESS;
 }
 int occupancy_locked(const FakeFunction& fn, int block_size, size_t dynamic_shared);
+// A kernel's view of a texture or surface object of context `c` (below). Lock held.
+bool texture_view_locked(CUcontext c, uint64_t value, FakeTexture* out);
+bool surface_view_locked(CUcontext c, uint64_t value, FakeSurface* out);
 FakeLaunchInfo g_last_launch_info;  // under gpu().mu
 // A launch's checks and its run, as the driver makes them. Lock held.
 CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -803,7 +838,7 @@ CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
   did_work(st, kLaunchMs);
   FakeModule& mod = gpu().modules.at(fn->module);
   FakeCtxState& cs = ctx_state()[mod.ctx];
-  const FakeLaunch launch{uint64_t{gx} * gy * gz * bx * by * bz,
+  FakeLaunch launch{uint64_t{gx} * gy * gz * bx * by * bz,
                           {gx, gy, gz},
                           {bx, by, bz},
                           shared,
@@ -815,6 +850,8 @@ CUresult launch_locked(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
                           &cs.printf_fifo,
                           cs.limits[1],  // CU_LIMIT_PRINTF_FIFO_SIZE
                           info.cooperative};
+  launch.texture = [c = mod.ctx](uint64_t v, FakeTexture* t) { return texture_view_locked(c, v, t); };
+  launch.surface = [c = mod.ctx](uint64_t v, FakeSurface* t) { return surface_view_locked(c, v, t); };
   t_asking = static_cast<int>(cs.device);  // the kernel's device reaches memory
   const int r = fn->kernel->run(params, launch);
   t_asking = -1;
@@ -1046,6 +1083,268 @@ CUresult f_memset_2d_async(CUdeviceptr dst, size_t pitch, unsigned char v, size_
     did_work(st, kCopyMs);
   }
   return f_memset_2d(dst, pitch, v, width, height);
+}
+// ---- arrays, 3D copies, texture and surface objects
+uint64_t format_bytes(int format) {
+  switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+  }
+  return 0;
+}
+// What cuArray3DCreate checks: a known format, 1, 2 or 4 channels, known flags, sizes within
+// the device's limits (16384 here), a layered array's layers in Depth, a cubemap's square
+// faces in 6 (layered: a multiple of 6) slices; a 1D array (Height 0) cannot be 3D.
+CUresult check_array_desc(const CUDA_ARRAY3D_DESCRIPTOR* d, uint64_t* elem) {
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t fb = format_bytes(d->Format);
+  if (!fb || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4)) return CUDA_ERROR_INVALID_VALUE;
+  if (d->Flags & ~(kArray3DLayered | kArray3DSurfaceLdst | kArray3DCubemap | kArray3DTextureGather))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (d->Width == 0 || d->Width > 16384 || d->Height > 16384 || d->Depth > 16384) return CUDA_ERROR_INVALID_VALUE;
+  if (d->Flags & kArray3DCubemap) {
+    if (d->Width != d->Height || d->Depth == 0 || d->Depth % 6 || (!(d->Flags & kArray3DLayered) && d->Depth != 6))
+      return CUDA_ERROR_INVALID_VALUE;
+  } else if (d->Flags & kArray3DLayered) {
+    if (d->Depth == 0) return CUDA_ERROR_INVALID_VALUE;
+  } else if (d->Height == 0 && d->Depth != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *elem = fb * d->NumChannels;
+  // More than the fake's device memory (1 GiB an array): out of memory, as on a GPU.
+  if (d->Width * std::max<size_t>(d->Height, 1) * std::max<size_t>(d->Depth, 1) * *elem > (1ull << 30))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  return CUDA_SUCCESS;
+}
+// A new array in the current context. Lock held.
+CUarray add_array_locked(const CUDA_ARRAY3D_DESCRIPTOR& d, uint64_t elem, CUmipmappedArray parent) {
+  auto& g = gpu();
+  auto a = reinterpret_cast<CUarray>(g.next_handle++);
+  FakeArray fa{t_ctx, d, elem, {}, parent};
+  fa.data.resize(fa.row() * fa.rows() * fa.slices());
+  g.arrays.emplace(a, std::move(fa));
+  return a;
+}
+CUresult f_array_create(CUarray* a, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  uint64_t elem;
+  if (CUresult e = check_array_desc(d, &elem); e != CUDA_SUCCESS) return e;
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
+  *a = add_array_locked(*d, elem, nullptr);
+  return CUDA_SUCCESS;
+}
+CUresult f_array_destroy(CUarray a) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().arrays.find(a);
+  if (it == gpu().arrays.end() || it->second.parent) return CUDA_ERROR_INVALID_HANDLE;
+  gpu().arrays.erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult f_mipmap_create(CUmipmappedArray* m, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  uint64_t elem;
+  if (CUresult e = check_array_desc(d, &elem); e != CUDA_SUCCESS) return e;
+  if (!m || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
+  auto& g = gpu();
+  *m = reinterpret_cast<CUmipmappedArray>(g.next_handle++);
+  FakeMipmap mm{t_ctx, {}};
+  CUDA_ARRAY3D_DESCRIPTOR ld = *d;
+  const bool layers = d->Flags & (kArray3DLayered | kArray3DCubemap);
+  for (unsigned i = 0; i < levels; ++i) {
+    mm.levels.push_back(add_array_locked(ld, elem, *m));
+    ld.Width = std::max<size_t>(1, ld.Width / 2);
+    if (ld.Height) ld.Height = std::max<size_t>(1, ld.Height / 2);
+    if (ld.Depth && !layers) ld.Depth = std::max<size_t>(1, ld.Depth / 2);
+  }
+  g.mipmaps.emplace(*m, std::move(mm));
+  return CUDA_SUCCESS;
+}
+CUresult f_mipmap_level(CUarray* a, CUmipmappedArray m, unsigned level) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().mipmaps.find(m);
+  if (it == gpu().mipmaps.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!a || level >= it->second.levels.size()) return CUDA_ERROR_INVALID_VALUE;
+  *a = it->second.levels[level];
+  return CUDA_SUCCESS;
+}
+CUresult f_mipmap_destroy(CUmipmappedArray m) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().mipmaps.find(m);
+  if (it == gpu().mipmaps.end()) return CUDA_ERROR_INVALID_HANDLE;
+  for (CUarray a : it->second.levels) gpu().arrays.erase(a);
+  gpu().mipmaps.erase(it);
+  return CUDA_SUCCESS;
+}
+// Row `y` of slice `z` of one side of a 3D copy, `width` bytes from its x; nullptr when
+// that is not valid memory of its kind. Lock held.
+std::byte* row3d(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t x, size_t y, size_t z,
+                 size_t pitch, size_t height, size_t width) {
+  if (type == CU_MEMORYTYPE_ARRAY) {
+    auto it = gpu().arrays.find(array);
+    if (it == gpu().arrays.end()) return nullptr;
+    const FakeArray& a = it->second;
+    if (x % a.elem || width % a.elem || x > a.row() || width > a.row() - x || y >= a.rows() || z >= a.slices())
+      return nullptr;
+    return const_cast<std::byte*>(a.data.data()) + (z * a.rows() + y) * a.row() + x;
+  }
+  const uint64_t off = (z * height + y) * pitch + x;
+  if (type == CU_MEMORYTYPE_HOST) return static_cast<std::byte*>(const_cast<void*>(host)) + off;
+  if (type == CU_MEMORYTYPE_DEVICE) return find(device + off, width);
+  return nullptr;
+}
+CUresult copy_3d(const CUDA_MEMCPY3D* c, bool synchronous) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  // Memory sides: rows no longer than their pitch, slices no higher than their height.
+  for (auto [type, pitch, height] : {std::tuple{c->srcMemoryType, c->srcPitch, c->srcHeight},
+                                     std::tuple{c->dstMemoryType, c->dstPitch, c->dstHeight}})
+    if (type != CU_MEMORYTYPE_ARRAY && (c->WidthInBytes > pitch || (c->Depth > 1 && c->Height > height)))
+      return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  // Every row checked before the first byte moves.
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t z = 0; z < c->Depth; ++z)
+      for (size_t y = 0; y < c->Height; ++y) {
+        std::byte* s = row3d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY + y,
+                             c->srcZ + z, c->srcPitch, c->srcHeight, c->WidthInBytes);
+        std::byte* d = row3d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstXInBytes, c->dstY + y,
+                             c->dstZ + z, c->dstPitch, c->dstHeight, c->WidthInBytes);
+        if (!s || !d) return CUDA_ERROR_INVALID_VALUE;
+        if (pass == 1) std::memmove(d, s, c->WidthInBytes);
+      }
+  if (synchronous) flush_printf_locked(t_ctx);
+  return CUDA_SUCCESS;
+}
+CUresult f_memcpy_3d(const CUDA_MEMCPY3D* c) { return copy_3d(c, true); }
+CUresult f_memcpy_3d_async(const CUDA_MEMCPY3D* c, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    did_work(st, kCopyMs);
+  }
+  return copy_3d(c, false);
+}
+// What cuTexObjectCreate / cuSurfObjectCreate check of a resource. Lock held.
+CUresult check_resource_locked(const CUDA_RESOURCE_DESC* r) {
+  if (!r || r->flags) return CUDA_ERROR_INVALID_VALUE;
+  switch (r->resType) {
+    case CU_RESOURCE_TYPE_ARRAY:
+      return gpu().arrays.contains(r->res.array.hArray) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+      return gpu().mipmaps.contains(r->res.mipmap.hMipmappedArray) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    case CU_RESOURCE_TYPE_LINEAR: {
+      const auto& l = r->res.linear;
+      if (!format_bytes(l.format) || (l.numChannels != 1 && l.numChannels != 2 && l.numChannels != 4)) return CUDA_ERROR_INVALID_VALUE;
+      return l.devPtr % 256 == 0 && find(l.devPtr, l.sizeInBytes) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    case CU_RESOURCE_TYPE_PITCH2D: {
+      const auto& p = r->res.pitch2D;
+      const uint64_t elem = format_bytes(p.format) * p.numChannels;
+      if (!elem || p.width == 0 || p.height == 0 || p.width * elem > p.pitchInBytes || p.pitchInBytes % 32) return CUDA_ERROR_INVALID_VALUE;
+      return find(p.devPtr, p.pitchInBytes * (p.height - 1) + p.width * elem) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult f_tex_create(CUtexObject* t, const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* d,
+                      const CUDA_RESOURCE_VIEW_DESC* view) {
+  if (!t || !d || view) return CUDA_ERROR_INVALID_VALUE;
+  for (int m : d->addressMode)
+    if (m < 0 || m > 3) return CUDA_ERROR_INVALID_VALUE;
+  if (d->filterMode < 0 || d->filterMode > 1) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
+  if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
+  *t = gpu().next_object++;
+  gpu().textures[*t] = FakeTexObject{t_ctx, *r, *d};
+  return CUDA_SUCCESS;
+}
+CUresult f_tex_destroy(CUtexObject t) {
+  std::lock_guard l(gpu().mu);
+  return gpu().textures.erase(t) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult f_surf_create(CUsurfObject* s, const CUDA_RESOURCE_DESC* r) {
+  if (!s || !r || r->resType != CU_RESOURCE_TYPE_ARRAY) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
+  if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
+  if (!(gpu().arrays.at(r->res.array.hArray).desc.Flags & kArray3DSurfaceLdst)) return CUDA_ERROR_INVALID_VALUE;
+  *s = gpu().next_object++;
+  gpu().surfaces[*s] = FakeTexObject{t_ctx, *r, {}};
+  return CUDA_SUCCESS;
+}
+CUresult f_surf_destroy(CUsurfObject s) {
+  std::lock_guard l(gpu().mu);
+  return gpu().surfaces.erase(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+// A kernel's view of texture object `value` of context `c`. Lock held.
+bool texture_view_locked(CUcontext c, uint64_t value, FakeTexture* out) {
+  auto it = gpu().textures.find(value);
+  if (it == gpu().textures.end() || it->second.ctx != c) return false;
+  const CUDA_RESOURCE_DESC& r = it->second.res;
+  const CUDA_TEXTURE_DESC& d = it->second.tex;
+  FakeTexture t;
+  for (int i = 0; i < 3; ++i) t.address[i] = d.addressMode[i];
+  t.filter = d.filterMode;
+  t.read_as_integer = d.flags & kTrsfReadAsInteger;
+  t.normalized = d.flags & kTrsfNormalizedCoordinates;
+  for (int i = 0; i < 4; ++i) t.border[i] = d.borderColor[i];
+  switch (r.resType) {
+    case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+    case CU_RESOURCE_TYPE_ARRAY: {
+      // A mipmapped texture fetched without a level: level 0.
+      CUarray h = r.resType == CU_RESOURCE_TYPE_ARRAY ? r.res.array.hArray
+                                                      : gpu().mipmaps.at(r.res.mipmap.hMipmappedArray).levels.at(0);
+      auto a = gpu().arrays.find(h);
+      if (a == gpu().arrays.end()) return false;  // freed since
+      const FakeArray& fa = a->second;
+      t.data = fa.data.data();
+      t.pitch = fa.row();
+      t.slice = fa.row() * fa.rows();
+      t.width = fa.desc.Width, t.height = fa.desc.Height, t.depth = fa.desc.Depth;
+      t.format = fa.desc.Format;
+      t.channels = fa.desc.NumChannels;
+      break;
+    }
+    case CU_RESOURCE_TYPE_LINEAR: {
+      const uint64_t elem = format_bytes(r.res.linear.format) * r.res.linear.numChannels;
+      t.data = find(r.res.linear.devPtr, r.res.linear.sizeInBytes);
+      if (!t.data) return false;
+      t.width = r.res.linear.sizeInBytes / elem;
+      t.pitch = r.res.linear.sizeInBytes;
+      t.format = r.res.linear.format;
+      t.channels = r.res.linear.numChannels;
+      break;
+    }
+    case CU_RESOURCE_TYPE_PITCH2D: {
+      const auto& p = r.res.pitch2D;
+      t.data = find(p.devPtr, p.pitchInBytes * p.height);
+      if (!t.data) return false;
+      t.width = p.width, t.height = p.height, t.pitch = p.pitchInBytes;
+      t.format = p.format;
+      t.channels = p.numChannels;
+      break;
+    }
+  }
+  *out = t;
+  return true;
+}
+bool surface_view_locked(CUcontext c, uint64_t value, FakeSurface* out) {
+  auto it = gpu().surfaces.find(value);
+  if (it == gpu().surfaces.end() || it->second.ctx != c) return false;
+  auto a = gpu().arrays.find(it->second.res.res.array.hArray);
+  if (a == gpu().arrays.end()) return false;
+  FakeArray& fa = a->second;
+  *out = FakeSurface{fa.data.data(), fa.row(), fa.row() * fa.rows(), fa.row(), fa.rows(), fa.desc.Depth};
+  return true;
 }
 CUresult f_uuid(unsigned char* u, CUdevice) {
   if (profile().recorded) {
@@ -1936,6 +2235,10 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     g.reservations.clear();
     g.phys.clear();
     g.maps.clear();
+    g.arrays.clear();
+    g.mipmaps.clear();
+    g.textures.clear();
+    g.surfaces.clear();
     g.next_va = 0x302000000ull;
     g.move_hints = false;
     g.graphs.clear();
@@ -2013,6 +2316,17 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuFuncSetAttribute = f_func_set_attribute;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occupancy;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
+  api.cuArray3DCreate_v2 = f_array_create;
+  api.cuArrayDestroy = f_array_destroy;
+  api.cuMipmappedArrayCreate = f_mipmap_create;
+  api.cuMipmappedArrayGetLevel = f_mipmap_level;
+  api.cuMipmappedArrayDestroy = f_mipmap_destroy;
+  api.cuMemcpy3D_v2 = f_memcpy_3d;
+  api.cuMemcpy3DAsync_v2 = f_memcpy_3d_async;
+  api.cuTexObjectCreate = f_tex_create;
+  api.cuTexObjectDestroy = f_tex_destroy;
+  api.cuSurfObjectCreate = f_surf_create;
+  api.cuSurfObjectDestroy = f_surf_destroy;
   api.cuCtxGetLimit = f_ctx_get_limit;
   api.cuCtxSetLimit = f_ctx_set_limit;
   api.cuCtxGetCacheConfig = f_ctx_get_cache_config;
@@ -2060,6 +2374,7 @@ uint64_t fake_allocated_bytes() {
   for (auto& [p, v] : gpu().mem)
     if (!gpu().maps.contains(p)) s += v.size();  // mapped VMM memory: counted below
   for (auto& [h, ph] : gpu().phys) s += ph.bytes;
+  for (auto& [h, a] : gpu().arrays) s += a.data.size();
   return s;
 }
 void fake_move_reservations(bool on) {

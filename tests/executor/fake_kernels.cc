@@ -1,6 +1,8 @@
 #include "fake_kernels.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -366,6 +368,99 @@ int g_sum2(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// ---- tests/cuda/textures.cu: texture fetches (tex_fetch below) and surface writes.
+
+// Its texture or surface argument, or nothing (an unknown value: an illegal access).
+const FakeTexture* texture_arg(void** params, int i, const FakeLaunch& l, FakeTexture* t) {
+  return l.texture && l.texture(arg<uint64_t>(params, i), t) ? t : nullptr;
+}
+
+// tex_point(cudaTextureObject_t t, float* out, int w, int h): out[y * w + x] = tex2D(t, x + .5, y + .5)
+int tex_point(void** params, const FakeLaunch& l) {
+  FakeTexture t;
+  if (!texture_arg(params, 0, l, &t)) return 700;
+  const int w = arg<int>(params, 2), h = arg<int>(params, 3);
+  const uint64_t nx = std::min<uint64_t>(std::max(w, 0), uint64_t{l.grid[0]} * l.block[0]);
+  const uint64_t ny = std::min<uint64_t>(std::max(h, 0), uint64_t{l.grid[1]} * l.block[1]);
+  for (uint64_t y = 0; y < ny; ++y)
+    for (uint64_t x = 0; x < nx; ++x) {
+      std::byte* o = l.mem(arg<uint64_t>(params, 1) + (y * w + x) * 4, 4);
+      if (!o) return 700;
+      double v[4];
+      tex_fetch(t, 2, x + 0.5f, y + 0.5f, 0, v);
+      store<float>(o, 0, static_cast<float>(v[0]));
+    }
+  return 0;
+}
+
+// tex_sample(t, const float2* coords, float* out, int n): out[i] = tex2D(t, coords[i])
+// tex_sample4(t, const float2* coords, float4* out, int n): the same, four channels.
+template <int kChannels>
+int tex_sample(void** params, const FakeLaunch& l) {
+  FakeTexture t;
+  if (!texture_arg(params, 0, l, &t)) return 700;
+  const uint64_t count = count_of(l, arg<int>(params, 3));
+  const std::byte* c = l.mem(arg<uint64_t>(params, 1), count * 8);
+  std::byte* o = l.mem(arg<uint64_t>(params, 2), count * 4 * kChannels);
+  if ((!c || !o) && count) return 700;
+  for (uint64_t i = 0; i < count; ++i) {
+    double v[4];
+    tex_fetch(t, 2, load<float>(c, 2 * i), load<float>(c, 2 * i + 1), 0, v);
+    for (int k = 0; k < kChannels; ++k) store<float>(o, i * kChannels + k, static_cast<float>(v[k]));
+  }
+  return 0;
+}
+
+// tex_layered(t, float* out, int w, int h): block (x, y) of grid x = layer:
+// out[(layer * h + y) * w + x] = tex2DLayered(t, x + .5, y + .5, layer)
+int tex_layered(void** params, const FakeLaunch& l) {
+  FakeTexture t;
+  if (!texture_arg(params, 0, l, &t)) return 700;
+  const int w = arg<int>(params, 2), h = arg<int>(params, 3);
+  const uint64_t nx = std::min<uint64_t>(std::max(w, 0), l.block[0]), ny = std::min<uint64_t>(std::max(h, 0), l.block[1]);
+  for (uint64_t layer = 0; layer < l.grid[0]; ++layer)
+    for (uint64_t y = 0; y < ny; ++y)
+      for (uint64_t x = 0; x < nx; ++x) {
+        std::byte* o = l.mem(arg<uint64_t>(params, 1) + ((layer * h + y) * w + x) * 4, 4);
+        if (!o) return 700;
+        double v[4];
+        tex_fetch(t, 2, x + 0.5f, y + 0.5f, static_cast<int>(layer), v);
+        store<float>(o, 0, static_cast<float>(v[0]));
+      }
+  return 0;
+}
+
+// tex_linear1d(t, int* out, int n): out[i] = tex1Dfetch<int>(t, n - 1 - i) (0 outside the texture)
+int tex_linear1d(void** params, const FakeLaunch& l) {
+  FakeTexture t;
+  if (!texture_arg(params, 0, l, &t)) return 700;
+  const int n = arg<int>(params, 2);
+  const uint64_t count = count_of(l, n);
+  std::byte* o = l.mem(arg<uint64_t>(params, 1), count * 4);
+  if (!o && count) return 700;
+  for (uint64_t i = 0; i < count; ++i) {
+    const int64_t at = int64_t{n} - 1 - static_cast<int64_t>(i);
+    store<int>(o, i, at >= 0 && static_cast<uint64_t>(at) < t.width ? load<int>(t.data, at) : 0);
+  }
+  return 0;
+}
+
+// surf_fill(cudaSurfaceObject_t s, int w, int h, int base): surf2Dwrite(base + y * 1000 + x, s, x * 4, y)
+int surf_fill(void** params, const FakeLaunch& l) {
+  FakeSurface s;
+  if (!l.surface || !l.surface(arg<uint64_t>(params, 0), &s)) return 700;
+  const int w = arg<int>(params, 1), h = arg<int>(params, 2), base = arg<int>(params, 3);
+  const uint64_t nx = std::min<uint64_t>(std::max(w, 0), uint64_t{l.grid[0]} * l.block[0]);
+  const uint64_t ny = std::min<uint64_t>(std::max(h, 0), uint64_t{l.grid[1]} * l.block[1]);
+  for (uint64_t y = 0; y < ny; ++y)
+    for (uint64_t x = 0; x < nx; ++x) {
+      // cudaBoundaryModeTrap: an access outside the surface faults.
+      if (x * 4 + 4 > s.width_bytes || y >= s.height) return 700;
+      store<int>(s.data + y * s.pitch, x, wadd(base, wadd(wmul(static_cast<int>(y), 1000), static_cast<int>(x))));
+    }
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
     // tests/cuda/graphs.cu
     {"_Z5g_addPiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<false>, 10},
@@ -410,6 +505,13 @@ const FakeKernel kKernels[] = {
     {"_Z8grid_sumPKiiPiS1_", {{0, 8}, {8, 4}, {16, 8}, {24, 8}}, grid_sum, 29, 1024},
     {"_Z11grid_roundsPiS_ii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, grid_rounds, 32},
     {"_Z9coop_bumpPiii", {{0, 8}, {8, 4}, {12, 4}}, coop_bump, 8},
+    // tests/cuda/textures.cu
+    {"_Z9tex_pointyPfii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, tex_point, 10},
+    {"_Z10tex_sampleyPK6float2Pfi", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, tex_sample<1>, 12},
+    {"_Z11tex_sample4yPK6float2P6float4i", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, tex_sample<4>, 14},
+    {"_Z11tex_layeredyPfii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, tex_layered, 14},
+    {"_Z12tex_linear1dyPii", {{0, 8}, {8, 8}, {16, 4}}, tex_linear1d, 10},
+    {"_Z9surf_fillyiii", {{0, 8}, {8, 4}, {12, 4}, {16, 4}}, surf_fill, 8},
 };
 
 template <class T>
@@ -438,6 +540,97 @@ const FakeGlobal kGlobals[] = {
 };
 
 }  // namespace
+
+namespace {
+
+// CUarray_format values (cuda.h).
+constexpr int kU8 = 0x01, kU16 = 0x02, kU32 = 0x03, kS8 = 0x08, kS16 = 0x09, kS32 = 0x0a, kHalf = 0x10, kFloat = 0x20;
+
+int format_bytes(int format) {
+  switch (format) {
+    case kU8: case kS8: return 1;
+    case kU16: case kS16: case kHalf: return 2;
+    default: return 4;
+  }
+}
+
+float half_to_float(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const float sign = (h & 0x8000) ? -1.f : 1.f;
+  if (e == 0) return sign * std::ldexp(static_cast<float>(m), -24);
+  if (e == 31) return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+  return sign * std::ldexp(static_cast<float>(m | 0x400), e - 25);
+}
+
+// Channel c of the texel at p, as the read mode returns it.
+double channel(const FakeTexture& t, const std::byte* p, unsigned c) {
+  const std::byte* q = p + c * format_bytes(t.format);
+  switch (t.format) {
+    case kU8: { const auto v = load<uint8_t>(q, 0); return t.read_as_integer ? v : v / 255.f; }
+    case kS8: { const auto v = load<int8_t>(q, 0); return t.read_as_integer ? v : std::max(v / 127.f, -1.f); }
+    case kU16: { const auto v = load<uint16_t>(q, 0); return t.read_as_integer ? v : v / 65535.f; }
+    case kS16: { const auto v = load<int16_t>(q, 0); return t.read_as_integer ? v : std::max(v / 32767.f, -1.f); }
+    case kU32: return load<uint32_t>(q, 0);
+    case kS32: return load<int32_t>(q, 0);
+    case kHalf: return half_to_float(load<uint16_t>(q, 0));
+    default: return load<float>(q, 0);
+  }
+}
+
+// Texel index i of n after address mode `mode`; -1: outside (border).
+int64_t address(int64_t i, uint64_t n, int mode, bool normalized) {
+  const int64_t N = static_cast<int64_t>(n);
+  if (!normalized && (mode == 0 || mode == 2)) mode = 1;  // wrap and mirror need normalized coordinates: clamp
+  switch (mode) {
+    case 0: return ((i % N) + N) % N;
+    case 2: {
+      const int64_t m = ((i % (2 * N)) + 2 * N) % (2 * N);
+      return m < N ? m : 2 * N - 1 - m;
+    }
+    case 3: return i < 0 || i >= N ? -1 : i;
+    default: return std::clamp<int64_t>(i, 0, N - 1);
+  }
+}
+
+}  // namespace
+
+void tex_fetch(const FakeTexture& t, int dims, float x, float y, int layer, double out[4]) {
+  const uint64_t w = std::max<uint64_t>(t.width, 1), h = dims > 1 ? std::max<uint64_t>(t.height, 1) : 1;
+  if (t.normalized) {
+    x *= static_cast<float>(w);
+    y *= static_cast<float>(h);
+  }
+  const uint64_t elem = static_cast<uint64_t>(format_bytes(t.format)) * t.channels;
+  const uint64_t z = t.depth ? static_cast<uint64_t>(std::clamp<int64_t>(layer, 0, int64_t(t.depth) - 1)) : 0;
+  // The value of texel (i, j), each channel; the border colour outside in border mode.
+  auto texel = [&](int64_t i, int64_t j, double v[4]) {
+    const int64_t ai = address(i, w, t.address[0], t.normalized);
+    const int64_t aj = dims > 1 ? address(j, h, t.address[1], t.normalized) : 0;
+    for (unsigned c = 0; c < 4; ++c) v[c] = c == 3 ? 1 : 0;  // absent channels: (0, 0, 0, 1)
+    if (ai < 0 || aj < 0) {
+      for (unsigned c = 0; c < 4; ++c) v[c] = t.border[c];
+      return;
+    }
+    const std::byte* p = t.data + z * t.slice + static_cast<uint64_t>(aj) * t.pitch + static_cast<uint64_t>(ai) * elem;
+    for (unsigned c = 0; c < t.channels; ++c) v[c] = channel(t, p, c);
+  };
+  if (t.filter == 0) {  // point: T[floor(x)]
+    texel(static_cast<int64_t>(std::floor(x)), static_cast<int64_t>(std::floor(y)), out);
+    return;
+  }
+  // Linear: xB = x - 0.5, i = floor(xB), alpha = frac(xB) in 8-bit fixed point.
+  const float xb = x - 0.5f, yb = dims > 1 ? y - 0.5f : 0.f;
+  const int64_t i = static_cast<int64_t>(std::floor(xb)), j = static_cast<int64_t>(std::floor(yb));
+  const float a = std::round((xb - std::floor(xb)) * 256.f) / 256.f, b = std::round((yb - std::floor(yb)) * 256.f) / 256.f;
+  double t00[4], t10[4], t01[4], t11[4];
+  texel(i, j, t00);
+  texel(i + 1, j, t10);
+  texel(i, j + 1, t01);
+  texel(i + 1, j + 1, t11);
+  for (int c = 0; c < 4; ++c)
+    out[c] = static_cast<float>((1 - a) * (1 - b) * static_cast<float>(t00[c]) + a * (1 - b) * static_cast<float>(t10[c]) +
+                                (1 - a) * b * static_cast<float>(t01[c]) + a * b * static_cast<float>(t11[c]));
+}
 
 bool device_printf(const FakeLaunch& launch, const char* format, ...) {
   if (!launch.printf_fifo) return false;

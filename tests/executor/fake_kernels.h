@@ -18,6 +18,35 @@ using DeviceMemory = std::function<std::byte*(uint64_t ptr, size_t bytes)>;
 // module has none of that name (see fake_globals below).
 using ModuleGlobal = std::function<std::byte*(const char* name)>;
 
+// A texture object as the fake driver holds it (fake_driver.cc cuTexObjectCreate), for the
+// kernels that fetch from it (tex_fetch). Element (x, y, z) lies at data + z * slice +
+// y * pitch + x * element bytes; `depth` counts layers (layered) or slices (3D), 0 when none.
+struct FakeTexture {
+  const std::byte* data = nullptr;
+  uint64_t pitch = 0, slice = 0;
+  uint64_t width = 0, height = 0, depth = 0;
+  int format = 0;  // CUarray_format
+  unsigned channels = 1;
+  int address[3] = {0, 0, 0};  // CUaddress_mode
+  int filter = 0;              // CUfilter_mode
+  bool read_as_integer = false;
+  bool normalized = false;
+  float border[4] = {0, 0, 0, 0};
+};
+// A surface object: its array's bytes.
+struct FakeSurface {
+  std::byte* data = nullptr;
+  uint64_t pitch = 0, slice = 0;
+  uint64_t width_bytes = 0, height = 0, depth = 0;
+};
+// A texture fetch as the hardware does it (CUDA C++ Programming Guide, "Texture Fetching"):
+// normalized coordinates scaled by the size, the address mode applied to each texel index,
+// point sampling T[floor(x)], linear filtering with 8-bit fractional weights; `layer`: the
+// layer of a layered texture (else 0). Each channel as the read mode returns it: integer
+// texels read as integers (element type) or as normalized floats; float and half as floats.
+// `dims`: 1 or 2 (3D textures are not fetched by the test programs).
+void tex_fetch(const FakeTexture& t, int dims, float x, float y, int layer, double out[4]);
+
 // What a kernel is launched with, besides its parameters.
 struct FakeLaunch {
   uint64_t threads;       // grid * block, all dimensions
@@ -33,6 +62,9 @@ struct FakeLaunch {
   // Launched cooperatively (every block co-resident): grid-wide barriers work. A kernel that
   // needs one fails otherwise (its grid workspace is missing: an illegal address).
   bool cooperative = false;
+  // The context's texture and surface objects by value; false for one it does not have.
+  std::function<bool(uint64_t, FakeTexture*)> texture = {};
+  std::function<bool(uint64_t, FakeSurface*)> surface = {};
 };
 
 // A kernel's printf(): appended to the launch's FIFO; a line that does not fit is lost, as

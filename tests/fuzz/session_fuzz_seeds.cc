@@ -265,6 +265,45 @@ void graphs(uint8_t flags, const char* name) {
   save(name, w);
 }
 
+// CUDA arrays, copies to and from them (inline, heap, device memory, another array), a
+// mipmapped array's level, texture and surface objects (arrays.cc).
+void arrays(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  const char texels[] = "0123456789abcdef0123456789abcdef";
+  w.heap(kStagingAt, texels, 32);
+  constexpr uint32_t kFloat = 0x20;
+  w.call(Call::ArrayCreate, api::ArrayCreateArgs{4, 2, 0, kFloat, 1, 2 /* surface */, 0});  // rem 0
+  api::ArrayCopyArgs c{};
+  c.width = 16, c.height = 2, c.depth = 1;
+  w.call(Call::ArrayCopyToInline, c, texels, 32, 0, 0, 0);
+  api::ArrayCopyArgs from = c;
+  from.flags = api::kArrayCopyFromArray;
+  w.call(Call::ArrayCopyFromInline, from, nullptr, 0, 32, 0, 0);
+  api::ArrayCopyArgs heap = c;
+  heap.host = {kStagingAt, 32}, heap.pitch = 16, heap.rows = 2;
+  w.call(Call::ArrayCopyHeap, heap, nullptr, 0, 0, 0, 0);
+  w.call(Call::Malloc, api::MallocArgs{4096});  // rem 1
+  api::ArrayCopyArgs dev = from;
+  dev.other = 0, dev.pitch = 64, dev.rows = 2;
+  w.call(Call::ArrayCopyDevice, dev, nullptr, 0, 0, 0, 0);
+  w.call(Call::ArrayCreate, api::ArrayCreateArgs{4, 2, 0, kFloat, 1, 0, 0});  // rem 2
+  api::ArrayCopyArgs other = from;
+  other.flags |= api::kArrayCopyOtherArray | api::kArrayCopyAsync;
+  w.call(Call::ArrayCopyDevice, other, nullptr, 0, 0, 2, offsetof(api::ArrayCopyArgs, other));
+  api::TextureCreateArgs t{};
+  t.resource = api::kTexResourceArray;
+  t.filter_mode = 1;
+  t.tex_flags = 2;  // normalized coordinates
+  w.call(Call::TextureCreate, t, nullptr, 0, 0, 0, offsetof(api::TextureCreateArgs, handle));  // rem 3
+  w.call(Call::SurfaceCreate, api::ArrayArgs{0, 0, 0}, nullptr, 0, 0, 0, 0);                 // rem 4
+  w.call(Call::TextureDestroy, api::ObjectValueArgs{0}, nullptr, 0, 0, 3, 0);
+  w.call(Call::SurfaceDestroy, api::ObjectValueArgs{0}, nullptr, 0, 0, 4, 0);
+  w.call(Call::ArrayCreate, api::ArrayCreateArgs{8, 8, 0, kFloat, 4, 0, 3});  // rem 5: mipmapped
+  w.call(Call::MipmappedArrayGetLevel, api::ArrayLevelArgs{0, 1, 0}, nullptr, 0, 0, 5, 0);
+  w.call(Call::ArrayDestroy, api::ArrayArgs{0, 0, 0}, nullptr, 0, 0, 2, 0);
+  save(name, w);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -285,10 +324,13 @@ int main(int argc, char** argv) {
   graphs(0, "graphs");
   graphs(fuzz::kFlagGpuThreads, "graphs-gpu-threads");
   device_peer("device-peer");
+  arrays(0, "arrays");
+  arrays(fuzz::kFlagGpuThreads, "arrays-gpu-threads");
   // The same sessions suspended and resumed (no damage: the resume must succeed).
   memory(fuzz::kFlagSuspend, "memory-suspend");
   kernel(fuzz::kFlagSuspend, "kernel-suspend");
   streams_events(fuzz::kFlagSuspend, "streams-events-suspend");
+  arrays(fuzz::kFlagSuspend, "arrays-suspend");
   // Another client of the VM holds most of its quota: the session's allocations meet it.
   memory(fuzz::kFlagNeighbor, "memory-neighbor-24", 24);
   memory(fuzz::kFlagNeighbor | fuzz::kFlagSuspend, "memory-neighbor-30-suspend", 30);

@@ -155,6 +155,35 @@ SAME_MEMCPY2D_FIELD(WidthInBytes)
 SAME_MEMCPY2D_FIELD(Height)
 #undef SAME_MEMCPY2D_FIELD
 static_assert(sizeof(::CUDA_MEMCPY2D) == sizeof(vmcuda::host::CUDA_MEMCPY2D));
+// Arrays, 3D copies, textures and surfaces (host-stub/src/arrays.cc).
+namespace arrays_parity {
+namespace h = vmcuda::host;
+static_assert(sizeof(::CUDA_MEMCPY3D) == sizeof(h::CUDA_MEMCPY3D) &&
+              offsetof(::CUDA_MEMCPY3D, srcArray) == offsetof(h::CUDA_MEMCPY3D, srcArray) &&
+              offsetof(::CUDA_MEMCPY3D, srcHeight) == offsetof(h::CUDA_MEMCPY3D, srcHeight) &&
+              offsetof(::CUDA_MEMCPY3D, dstXInBytes) == offsetof(h::CUDA_MEMCPY3D, dstXInBytes) &&
+              offsetof(::CUDA_MEMCPY3D, dstHeight) == offsetof(h::CUDA_MEMCPY3D, dstHeight) &&
+              offsetof(::CUDA_MEMCPY3D, Depth) == offsetof(h::CUDA_MEMCPY3D, Depth));
+static_assert(sizeof(::CUDA_ARRAY3D_DESCRIPTOR) == sizeof(h::CUDA_ARRAY3D_DESCRIPTOR) &&
+              offsetof(::CUDA_ARRAY3D_DESCRIPTOR, Flags) == offsetof(h::CUDA_ARRAY3D_DESCRIPTOR, Flags));
+static_assert(sizeof(::CUDA_RESOURCE_DESC) == sizeof(h::CUDA_RESOURCE_DESC) &&
+              offsetof(::CUDA_RESOURCE_DESC, flags) == offsetof(h::CUDA_RESOURCE_DESC, flags) &&
+              offsetof(::CUDA_RESOURCE_DESC, res.pitch2D.pitchInBytes) ==
+                  offsetof(h::CUDA_RESOURCE_DESC, res.pitch2D.pitchInBytes) &&
+              offsetof(::CUDA_RESOURCE_DESC, res.linear.sizeInBytes) ==
+                  offsetof(h::CUDA_RESOURCE_DESC, res.linear.sizeInBytes));
+static_assert(sizeof(::CUDA_TEXTURE_DESC) == sizeof(h::CUDA_TEXTURE_DESC) &&
+              offsetof(::CUDA_TEXTURE_DESC, borderColor) == offsetof(h::CUDA_TEXTURE_DESC, borderColor) &&
+              offsetof(::CUDA_TEXTURE_DESC, mipmapFilterMode) == offsetof(h::CUDA_TEXTURE_DESC, mipmapFilterMode));
+static_assert(CU_TRSF_READ_AS_INTEGER == h::kTrsfReadAsInteger && CU_TRSF_NORMALIZED_COORDINATES == h::kTrsfNormalizedCoordinates &&
+              CU_TRSF_SRGB == h::kTrsfSrgb && CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION == h::kTrsfDisableTrilinearOptimization &&
+              CU_TRSF_SEAMLESS_CUBEMAP == h::kTrsfSeamlessCubemap);
+static_assert(CUDA_ARRAY3D_LAYERED == h::kArray3DLayered && CUDA_ARRAY3D_SURFACE_LDST == h::kArray3DSurfaceLdst &&
+              CUDA_ARRAY3D_CUBEMAP == h::kArray3DCubemap && CUDA_ARRAY3D_TEXTURE_GATHER == h::kArray3DTextureGather);
+static_assert(::CU_AD_FORMAT_UNSIGNED_INT8 == h::CU_AD_FORMAT_UNSIGNED_INT8 && ::CU_AD_FORMAT_SIGNED_INT32 == h::CU_AD_FORMAT_SIGNED_INT32 &&
+              ::CU_AD_FORMAT_HALF == h::CU_AD_FORMAT_HALF && ::CU_AD_FORMAT_FLOAT == h::CU_AD_FORMAT_FLOAT &&
+              ::CU_AD_FORMAT_SIGNED_INT16 == h::CU_AD_FORMAT_SIGNED_INT16);
+}  // namespace arrays_parity
 static_assert(int{::CU_MEMORYTYPE_HOST} == int{vmcuda::host::CU_MEMORYTYPE_HOST} &&
               int{::CU_MEMORYTYPE_DEVICE} == int{vmcuda::host::CU_MEMORYTYPE_DEVICE} &&
               int{::CU_MEMORYTYPE_ARRAY} == int{vmcuda::host::CU_MEMORYTYPE_ARRAY} &&
@@ -376,6 +405,30 @@ static_assert(::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL == vmcuda::host::CU_STREAM_C
               ::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE == vmcuda::host::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
 static_assert(int{::CU_GRAPH_NODE_TYPE_EVENT_RECORD} == vmcuda::api::kGraphNodeEventRecord &&
               int{::CU_GRAPH_NODE_TYPE_GRAPH} == vmcuda::api::kGraphNodeChild);
+// arrays and textures (guest-lib/src/arrays.cc)
+SAME_LAYOUT(cudaResourceDesc)
+SAME_OFFSET(cudaResourceDesc, res.array.array)
+SAME_OFFSET(cudaResourceDesc, res.linear.desc)
+SAME_OFFSET(cudaResourceDesc, res.linear.sizeInBytes)
+SAME_OFFSET(cudaResourceDesc, res.pitch2D.width)
+SAME_OFFSET(cudaResourceDesc, res.pitch2D.pitchInBytes)
+SAME_OFFSET(cudaResourceDesc, flags)
+SAME_LAYOUT(cudaResourceViewDesc)
+SAME_OFFSET(cudaResourceViewDesc, firstMipmapLevel)
+SAME_OFFSET(cudaResourceViewDesc, reserved)
+SAME_LAYOUT(cudaTextureDesc)
+SAME_OFFSET(cudaTextureDesc, filterMode)
+SAME_OFFSET(cudaTextureDesc, readMode)
+SAME_OFFSET(cudaTextureDesc, borderColor)
+SAME_OFFSET(cudaTextureDesc, normalizedCoords)
+SAME_OFFSET(cudaTextureDesc, mipmapFilterMode)
+SAME_OFFSET(cudaTextureDesc, seamlessCubemap)
+static_assert(int{::cudaResourceTypePitch2D} == int{ours::cudaResourceTypePitch2D} &&
+              int{::cudaAddressModeBorder} == int{ours::cudaAddressModeBorder} &&
+              int{::cudaFilterModeLinear} == int{ours::cudaFilterModeLinear} &&
+              int{::cudaReadModeNormalizedFloat} == int{ours::cudaReadModeNormalizedFloat});
+static_assert(sizeof(::cudaTextureObject_t) == sizeof(ours::cudaTextureObject_t) &&
+              sizeof(::cudaSurfaceObject_t) == sizeof(ours::cudaSurfaceObject_t));
 #undef SAME_LAYOUT
 #undef SAME_OFFSET
 static_assert(sizeof(::cudaStream_t) == sizeof(ours::cudaStream_t));

@@ -377,9 +377,10 @@ TEST_F(Guest3D, ErrorsAsNvidias) {
   EXPECT_EQ(with([](auto& q) { q.dstPos = {420, 0, 0}; }), cudaErrorInvalidValue);
   EXPECT_EQ(with([](auto& q) { q.kind = cudaMemcpyDeviceToHost; }), cudaErrorInvalidValue);
   EXPECT_EQ(with([](auto& q) { q.srcPos = {0, 0, ~size_t{0} / 4}; }), cudaErrorInvalidValue);  // overflows
-  // Arrays: not remoted (801); naming an array and a pointer on one side is the API's error.
+  // Arrays (arrays.cc): one this process never made is an invalid handle; naming an array and
+  // a pointer on one side is the API's error.
   auto* array = reinterpret_cast<cudaArray_t>(0x1000);
-  EXPECT_EQ(with([&](auto& q) { q.srcPtr = {}, q.srcArray = array; }), cudaErrorNotSupported);
+  EXPECT_EQ(with([&](auto& q) { q.srcPtr = {}, q.srcArray = array; }), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(with([&](auto& q) { q.dstArray = array; }), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemcpy3DAsync(nullptr, nullptr), cudaErrorInvalidValue);
   // Memsets: all value errors.

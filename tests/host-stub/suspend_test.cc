@@ -235,6 +235,105 @@ TEST(Suspend, ASaveThatFailsLeavesTheClientRunning) {
   EXPECT_EQ(c.get(p, 16), iota(16, 5));
 }
 
+// An array's texels in and out, packed (ArrayCopyToInline / FromInline); w x h x d ints.
+int32_t array_put(Client& c, uint64_t array, const std::vector<int>& v, uint64_t w, uint64_t h, uint64_t d = 1) {
+  api::ArrayCopyArgs a{};
+  a.array = array, a.width = w * 4, a.height = h, a.depth = d;
+  return c.call<api::Call::ArrayCopyToInline>(a, nullptr, std::as_bytes(std::span(v)));
+}
+std::vector<int> array_get(Client& c, uint64_t array, uint64_t w, uint64_t h, uint64_t d = 1) {
+  api::ArrayCopyArgs a{};
+  a.array = array, a.width = w * 4, a.height = h, a.depth = d, a.flags = api::kArrayCopyFromArray;
+  std::vector<std::byte> extra;
+  EXPECT_EQ(c.call<api::Call::ArrayCopyFromInline>(a, nullptr, {}, &extra, uint32_t(w * h * d * 4)), 0);
+  std::vector<int> v(extra.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), extra.data(), v.size() * 4);
+  return v;
+}
+constexpr uint32_t kSignedInt32 = 0x0a;  // CU_AD_FORMAT_SIGNED_INT32
+
+TEST(Suspend, ArraysComeBackWithTheirContentsBehindTheSameHandles) {
+  Stub stub;
+  Client c(stub);
+  api::HandleReply a2{}, layered{}, mip{}, level1{};
+  ASSERT_EQ(c.call<api::Call::ArrayCreate>({16, 8, 0, kSignedInt32, 1, 0, 0}, &a2), 0);
+  ASSERT_EQ(c.call<api::Call::ArrayCreate>({4, 4, 3, kSignedInt32, 1, 1 /* layered */, 0}, &layered), 0);
+  ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kSignedInt32, 1, 0, 3}, &mip), 0);
+  ASSERT_EQ(c.call<api::Call::MipmappedArrayGetLevel>({mip.handle, 1, 0}, &level1), 0);
+  ASSERT_EQ(array_put(c, a2.handle, iota(128, 1), 16, 8), 0);
+  ASSERT_EQ(array_put(c, layered.handle, iota(48, 500), 4, 4, 3), 0);
+  ASSERT_EQ(array_put(c, level1.handle, iota(16, 9000), 4, 4), 0);
+  const uint64_t bytes = tst::fake_allocated_bytes();
+  ASSERT_GE(bytes, (128 + 48 + 64 + 16 + 4) * 4u);
+
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);  // the arrays went too
+  r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
+  EXPECT_EQ(array_get(c, a2.handle, 16, 8), iota(128, 1));
+  EXPECT_EQ(array_get(c, layered.handle, 4, 4, 3), iota(48, 500));
+  EXPECT_EQ(array_get(c, level1.handle, 4, 4), iota(16, 9000));
+  // Through a state file too.
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-arrays.state";
+  std::filesystem::remove(path);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  std::filesystem::remove(path);
+  EXPECT_EQ(array_get(c, a2.handle, 16, 8), iota(128, 1));
+  EXPECT_EQ(array_get(c, layered.handle, 4, 4, 3), iota(48, 500));
+  EXPECT_EQ(array_get(c, level1.handle, 4, 4), iota(16, 9000));
+  // The level's handle is the same one; new arrays get new handles.
+  api::HandleReply again{}, fresh{};
+  ASSERT_EQ(c.call<api::Call::MipmappedArrayGetLevel>({mip.handle, 1, 0}, &again), 0);
+  EXPECT_EQ(again.handle, level1.handle);
+  ASSERT_EQ(c.call<api::Call::ArrayCreate>({4, 4, 0, kSignedInt32, 1, 0, 0}, &fresh), 0);
+  EXPECT_NE(fresh.handle, a2.handle);
+  EXPECT_NE(fresh.handle, layered.handle);
+  EXPECT_NE(fresh.handle, level1.handle);
+  EXPECT_EQ(c.call<api::Call::ArrayDestroy>({mip.handle, 1, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::ArrayDestroy>({a2.handle, 0, 0}), 0);
+}
+
+TEST(Suspend, ATextureObjectRefusesTheSuspendAndTheClientRunsOn) {
+  Stub stub;
+  Client c(stub);
+  api::HandleReply a{}, tex{};
+  ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kSignedInt32, 1, 0, 0}, &a), 0);
+  ASSERT_EQ(array_put(c, a.handle, iota(64, 3), 8, 8), 0);
+  api::TextureCreateArgs t{};
+  t.resource = api::kTexResourceArray;
+  t.handle = a.handle;
+  t.tex_flags = 1;  // read as integer
+  ASSERT_EQ(c.call<api::Call::TextureCreate>(t, &tex), 0);
+  const uint64_t bytes = tst::fake_allocated_bytes();
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("texture or surface object"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  release(stub);
+  // Everything as it was: the array, its texels, the texture.
+  EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
+  EXPECT_EQ(array_get(c, a.handle, 8, 8), iota(64, 3));
+  // Once the program destroyed it, the suspend goes ahead.
+  ASSERT_EQ(c.call<api::Call::TextureDestroy>({tex.handle}), 0);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  EXPECT_EQ(array_get(c, a.handle, 8, 8), iota(64, 3));
+}
+
 TEST(Suspend, SaveToAFileAndRestoreFromIt) {
   const std::string path = ::testing::TempDir() + "vmcuda-suspend-test.state";
   state::remove_state_file(path);

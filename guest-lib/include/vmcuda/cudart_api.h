@@ -198,6 +198,67 @@ VMCUDA_CUDART_API cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitch
 VMCUDA_CUDART_API cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr);
 
+// arrays and textures area (guest-lib/src/arrays.cc)
+VMCUDA_CUDART_API cudaError_t cudaMallocArray(cudaArray_t* array, const struct cudaChannelFormatDesc* desc, size_t width,
+                                              size_t height, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMalloc3DArray(cudaArray_t* array, const struct cudaChannelFormatDesc* desc,
+                                                struct cudaExtent extent, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t* mipmappedArray,
+                                                       const struct cudaChannelFormatDesc* desc, struct cudaExtent extent,
+                                                       unsigned int numLevels, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t* levelArray,
+                                                         cudaMipmappedArray_const_t mipmappedArray, unsigned int level);
+VMCUDA_CUDART_API cudaError_t cudaFreeArray(cudaArray_t array);
+VMCUDA_CUDART_API cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray);
+VMCUDA_CUDART_API cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc* desc, struct cudaExtent* extent,
+                                               unsigned int* flags, cudaArray_t array);
+VMCUDA_CUDART_API cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc* desc, cudaArray_const_t array);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                  size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                       size_t spitch, size_t width, size_t height,
+                                                       enum cudaMemcpyKind kind, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                                            const void* src, size_t spitch, size_t width, size_t height,
+                                                            enum cudaMemcpyKind kind, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DFromArray(void* dst, size_t dpitch, cudaArray_const_t src, size_t wOffset,
+                                                    size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch, cudaArray_const_t src,
+                                                         size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                                         enum cudaMemcpyKind kind, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void* dst, size_t dpitch, cudaArray_const_t src,
+                                                              size_t wOffset, size_t hOffset, size_t width,
+                                                              size_t height, enum cudaMemcpyKind kind,
+                                                              cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                       cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                                       size_t width, size_t height, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                     size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                                  size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                                       size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                     cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                                     size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject,
+                                                      const struct cudaResourceDesc* pResDesc,
+                                                      const struct cudaTextureDesc* pTexDesc,
+                                                      const struct cudaResourceViewDesc* pResViewDesc);
+VMCUDA_CUDART_API cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject);
+VMCUDA_CUDART_API cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc* pResDesc,
+                                                               cudaTextureObject_t texObject);
+VMCUDA_CUDART_API cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc* pTexDesc,
+                                                              cudaTextureObject_t texObject);
+VMCUDA_CUDART_API cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject,
+                                                      const struct cudaResourceDesc* pResDesc);
+VMCUDA_CUDART_API cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject);
+VMCUDA_CUDART_API cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc* pResDesc,
+                                                               cudaSurfaceObject_t surfObject);
+
 // module variables (guest-lib/src/symbol.cc): __device__ and __constant__ variables by
 // their host shadow's address. With NVIDIA's default arguments.
 VMCUDA_CUDART_API cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol);
@@ -399,6 +460,31 @@ VMCUDA_CUDART_END
   X(cudaMemcpy3D)                                       \
   X(cudaMemcpy3DAsync)                                  \
   X(cudaPointerGetAttributes)                           \
+  X(cudaMallocArray)                                    \
+  X(cudaMalloc3DArray)                                  \
+  X(cudaMallocMipmappedArray)                           \
+  X(cudaGetMipmappedArrayLevel)                         \
+  X(cudaFreeArray)                                      \
+  X(cudaFreeMipmappedArray)                             \
+  X(cudaArrayGetInfo)                                   \
+  X(cudaGetChannelDesc)                                 \
+  X(cudaMemcpy2DToArray)                                \
+  X(cudaMemcpy2DToArrayAsync)                           \
+  X(cudaMemcpy2DFromArray)                              \
+  X(cudaMemcpy2DFromArrayAsync)                         \
+  X(cudaMemcpy2DArrayToArray)                           \
+  X(cudaMemcpyToArray)                                  \
+  X(cudaMemcpyToArrayAsync)                             \
+  X(cudaMemcpyFromArray)                                \
+  X(cudaMemcpyFromArrayAsync)                           \
+  X(cudaMemcpyArrayToArray)                             \
+  X(cudaCreateTextureObject)                            \
+  X(cudaDestroyTextureObject)                           \
+  X(cudaGetTextureObjectResourceDesc)                   \
+  X(cudaGetTextureObjectTextureDesc)                    \
+  X(cudaCreateSurfaceObject)                            \
+  X(cudaDestroySurfaceObject)                           \
+  X(cudaGetSurfaceObjectResourceDesc)                   \
   X(cudaFuncGetAttributes)                              \
   X(cudaFuncSetAttribute)                               \
   X(cudaOccupancyMaxActiveBlocksPerMultiprocessor)      \

@@ -105,8 +105,11 @@ enum cudaMemcpyKind {
 };
 
 /// driver_types.h: pitched memory and 3D copies (cudaMalloc3D, cudaMemset3D, cudaMemcpy3D;
-/// memory_3d.cc). Arrays are opaque: vmcuda does not remote them yet.
+/// memory_3d.cc). Arrays are opaque handles (arrays.cc).
 typedef struct cudaArray* cudaArray_t;
+typedef const struct cudaArray* cudaArray_const_t;
+typedef struct cudaMipmappedArray* cudaMipmappedArray_t;
+typedef const struct cudaMipmappedArray* cudaMipmappedArray_const_t;
 struct cudaPitchedPtr {
   void* ptr;
   size_t pitch;
@@ -135,6 +138,93 @@ struct cudaMemcpy3DParms {
 };
 static_assert(sizeof(cudaMemcpy3DParms) == 160 && offsetof(cudaMemcpy3DParms, dstArray) == 64 &&
               offsetof(cudaMemcpy3DParms, extent) == 128 && offsetof(cudaMemcpy3DParms, kind) == 152);
+
+/// driver_types.h, texture_types.h, surface_types.h: resources, texture and surface objects
+/// (arrays.cc).
+enum cudaResourceType {
+  cudaResourceTypeArray = 0x00,
+  cudaResourceTypeMipmappedArray = 0x01,
+  cudaResourceTypeLinear = 0x02,
+  cudaResourceTypePitch2D = 0x03,
+};
+struct cudaResourceDesc {
+  enum cudaResourceType resType;
+  union {
+    struct {
+      cudaArray_t array;
+    } array;
+    struct {
+      cudaMipmappedArray_t mipmap;
+    } mipmap;
+    struct {
+      void* devPtr;
+      struct cudaChannelFormatDesc desc;
+      size_t sizeInBytes;
+    } linear;
+    struct {
+      void* devPtr;
+      struct cudaChannelFormatDesc desc;
+      size_t width;
+      size_t height;
+      size_t pitchInBytes;
+    } pitch2D;
+    struct {
+      int reserved[32];
+    } reserved;
+  } res;
+  unsigned int flags;
+};
+static_assert(sizeof(cudaResourceDesc) == 144 && offsetof(cudaResourceDesc, flags) == 136);
+struct cudaResourceViewDesc {
+  int format;  // enum cudaResourceViewFormat (views are not remoted)
+  size_t width;
+  size_t height;
+  size_t depth;
+  unsigned int firstMipmapLevel;
+  unsigned int lastMipmapLevel;
+  unsigned int firstLayer;
+  unsigned int lastLayer;
+  unsigned int reserved[16];
+};
+enum cudaTextureAddressMode {
+  cudaAddressModeWrap = 0,
+  cudaAddressModeClamp = 1,
+  cudaAddressModeMirror = 2,
+  cudaAddressModeBorder = 3,
+};
+enum cudaTextureFilterMode {
+  cudaFilterModePoint = 0,
+  cudaFilterModeLinear = 1,
+};
+enum cudaTextureReadMode {
+  cudaReadModeElementType = 0,
+  cudaReadModeNormalizedFloat = 1,
+};
+struct cudaTextureDesc {
+  enum cudaTextureAddressMode addressMode[3];
+  enum cudaTextureFilterMode filterMode;
+  enum cudaTextureReadMode readMode;
+  int sRGB;
+  float borderColor[4];
+  int normalizedCoords;
+  unsigned int maxAnisotropy;
+  enum cudaTextureFilterMode mipmapFilterMode;
+  float mipmapLevelBias;
+  float minMipmapLevelClamp;
+  float maxMipmapLevelClamp;
+  int disableTrilinearOptimization;
+  int seamlessCubemap;
+};
+static_assert(sizeof(cudaTextureDesc) == 72 && offsetof(cudaTextureDesc, normalizedCoords) == 40);
+typedef unsigned long long cudaTextureObject_t;
+typedef unsigned long long cudaSurfaceObject_t;
+#define cudaArrayDefault 0x00
+#define cudaArrayLayered 0x01
+#define cudaArraySurfaceLoadStore 0x02
+#define cudaArrayCubemap 0x04
+#define cudaArrayTextureGather 0x08
+#define cudaArraySparse 0x40
+#define cudaArrayDeferredMapping 0x80
 
 /// driver_types.h: cudaMemoryType and cudaPointerAttributes (cudaPointerGetAttributes).
 enum cudaMemoryType {

@@ -213,6 +213,73 @@ struct Memset2DAsyncArgs {
 };
 static_assert(sizeof(Memset2DAsyncArgs) == 48);
 
+// ---- arrays and textures (calls.def 0x1800). Formats and flags are the driver's
+// (CUarray_format, CUDA_ARRAY3D_* flags, CUaddress_mode, CUfilter_mode, CU_TRSF_*): the guest
+// translates the runtime's descriptors; the host checks every value before the driver sees it.
+// ArrayCreate: a CUDA array (levels 0) or a mipmapped array of `levels` levels. Sizes as
+// CUDA_ARRAY3D_DESCRIPTOR's: height 0 for 1D, depth 0 unless 3D, layered or cubemap.
+struct ArrayCreateArgs {
+  uint64_t width;
+  uint64_t height;
+  uint64_t depth;
+  uint32_t format;    // CUarray_format
+  uint32_t channels;  // 1, 2 or 4
+  uint32_t flags;     // CUDA_ARRAY3D_* (== cudaArray* flags)
+  uint32_t levels;    // 0: a plain array; else a mipmapped array of that many levels
+};
+static_assert(sizeof(ArrayCreateArgs) == 40);
+// An array (mipmapped 0) or a mipmapped array (1) by its handle.
+struct ArrayArgs { uint64_t array; uint32_t mipmapped; uint32_t pad; };
+static_assert(sizeof(ArrayArgs) == 16);
+struct ArrayLevelArgs { uint64_t mipmapped_array; uint32_t level; uint32_t pad; };
+static_assert(sizeof(ArrayLevelArgs) == 16);
+// A copy between a region of an array and: packed bytes after the struct (ArrayCopyToInline)
+// or in the reply (ArrayCopyFromInline), `host` with `pitch` and `rows` (ArrayCopyHeap), device
+// memory at `other` with `pitch` and `rows` (ArrayCopyDevice), or with kArrayCopyOtherArray
+// the array `other` at (other_x, other_y, other_z) (ArrayCopyDevice). The region is `width`
+// bytes by `height` rows by `depth` slices (or layers) at byte `x`, row `y`, slice `z`; on the
+// memory side rows are `pitch` bytes apart and slices `rows` rows apart.
+inline constexpr uint32_t kArrayCopyFromArray = 1u << 1;   // the array is the source (else the destination)
+inline constexpr uint32_t kArrayCopyAsync = 1u << 2;       // ordered on `stream` (else synchronous)
+inline constexpr uint32_t kArrayCopyOtherArray = 1u << 3;  // `other` is an array handle
+struct ArrayCopyArgs {
+  uint64_t array;
+  uint64_t x, y, z;
+  uint64_t width, height, depth;
+  uint64_t other;
+  uint64_t other_x, other_y, other_z;
+  uint64_t pitch, rows;
+  vmrpc::wire::HeapRef host;
+  uint64_t stream;  // a guest stream handle (with kArrayCopyAsync)
+  uint32_t flags;   // kHeapCopyWait, kArrayCopy*
+  uint32_t pad;
+};
+static_assert(sizeof(ArrayCopyArgs) == 136 && offsetof(ArrayCopyArgs, host) == 104);
+// cudaCreateTextureObject: the resource (cudaResourceType numbering) and CUDA_TEXTURE_DESC's
+// fields. Array resources name an array handle (kTexResourceArray) or a mipmapped array's
+// (kTexResourceMipmap); linear ones a device address with their format and sizes.
+inline constexpr uint32_t kTexResourceArray = 0, kTexResourceMipmap = 1, kTexResourceLinear = 2,
+                          kTexResourcePitch2D = 3;
+struct TextureCreateArgs {
+  uint32_t resource;
+  uint32_t format;    // linear, pitch2D: CUarray_format
+  uint32_t channels;  // linear, pitch2D
+  uint32_t address_mode[3];  // CUaddress_mode
+  uint32_t filter_mode;      // CUfilter_mode
+  uint32_t mipmap_filter_mode;
+  uint32_t tex_flags;        // CU_TRSF_*
+  uint32_t max_anisotropy;
+  float mipmap_level_bias, min_mipmap_level_clamp, max_mipmap_level_clamp;
+  float border_color[4];
+  uint32_t pad;
+  uint64_t handle;  // array or mipmapped array handle, or device address
+  uint64_t bytes;   // linear: size
+  uint64_t width, height, pitch;  // pitch2D: elements, rows, bytes between rows
+};
+static_assert(sizeof(TextureCreateArgs) == 112 && offsetof(TextureCreateArgs, handle) == 72);
+// A texture or surface object by the driver's value.
+struct ObjectValueArgs { uint64_t value; };
+
 struct ModuleLoadArgs { vmrpc::wire::HeapRef image; };
 struct HandleReply { uint64_t handle; };
 
