@@ -740,6 +740,13 @@ CUresult pointer_attribute(void* data, int attribute, CUdeviceptr ptr) {
       return cu::kNotSupported;
   }
 }
+
+// Whether vmcuda knows `ptr` (device, managed, pinned or registered memory).
+bool known_pointer(CUdeviceptr ptr) {
+  cudaPointerAttributes a{};
+  KeepRuntimeLastError keep;
+  return cudaPointerGetAttributes(&a, dptr(ptr)) == cudaSuccess && a.type != cudaMemoryTypeUnregistered;
+}
 }  // namespace
 
 CU_API CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
@@ -762,7 +769,13 @@ CU_API CUresult cuPointerGetAttributes(unsigned int count, int* attributes, void
                                 attributes[i] == cu::kPointerSyncMemops
                             ? 4
                             : 8;
-    if (e != cu::kSuccess) scratch = attributes[i] == cu::kPointerDeviceOrdinal ? static_cast<unsigned>(-2) : 0;
+    // What the driver gives for memory it does not know (NVIDIA's runtime builds
+    // cudaPointerGetAttributes of unregistered memory from them: device -2, hostPointer
+    // the pointer itself; device memory's hostPointer stays NULL).
+    if (e != cu::kSuccess)
+      scratch = attributes[i] == cu::kPointerDeviceOrdinal                ? static_cast<unsigned>(-2)
+                : attributes[i] == cu::kPointerHostPointer && !known_pointer(ptr) ? static_cast<unsigned long long>(ptr)
+                                                                                  : 0;
     std::memcpy(data[i], &scratch, size);
   }
   return cu::kSuccess;
