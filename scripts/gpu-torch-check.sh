@@ -12,13 +12,13 @@ mkdir -p "$out"
 py="${PYTHON:-python3}"
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || { echo "no PyTorch here"; exit 0; }
-timeout 600 "$py" "$top/tests/torch/torch_steps.py" >"$out/native.txt" 2>"$out/native.err"
+timeout "${TORCH_TIMEOUT:-300}" "$py" "$top/tests/torch/torch_steps.py" >"$out/native.txt" 2>"$out/native.err"
 sock=/tmp/vmcuda-torch-check.sock
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  timeout 600 "$py" "$top/tests/torch/torch_steps.py" >"$out/vmcuda.txt" 2>"$out/vmcuda.err"
+  timeout "${TORCH_TIMEOUT:-300}" "$py" "$top/tests/torch/torch_steps.py" >"$out/vmcuda.txt" 2>"$out/vmcuda.err"
 echo "vmcuda run: rc $?"
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null
 same=0 total=0
