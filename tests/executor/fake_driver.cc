@@ -1276,7 +1276,7 @@ CUresult f_surf_create(CUsurfObject* s, const CUDA_RESOURCE_DESC* r) {
   if (gpu_poisoned()) return 700;
   if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
   if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
-  if (!(gpu().arrays.at(r->res.array.hArray).desc.Flags & kArray3DSurfaceLdst)) return CUDA_ERROR_INVALID_VALUE;
+  // An array without CUDA_ARRAY3D_SURFACE_LDST is taken, as driver 580 does (seen on the H100).
   *s = gpu().next_object++;
   gpu().surfaces[*s] = FakeTexObject{t_ctx, *r, {}};
   return CUDA_SUCCESS;
