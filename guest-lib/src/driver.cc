@@ -800,6 +800,24 @@ CU_API CUresult cuStreamDestroy_v2(CUstream s) {
   VMCUDA_DRIVER_RUNTIME(cudaStreamDestroy(s));
 }
 CU_API CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
+// CUhostFn == cudaHostFn_t. A callback's status is the runtime's code, which equals the
+// CUresult for every error a stream can report (7xx).
+CU_API CUresult cuLaunchHostFunc(CUstream s, cudaHostFn_t fn, void* data) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaLaunchHostFunc(s, fn, data));
+}
+CU_API CUresult cuLaunchHostFunc_ptsz(CUstream s, cudaHostFn_t fn, void* data) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaLaunchHostFunc_ptsz(s, fn, data));
+}
+CU_API CUresult cuStreamAddCallback(CUstream s, cudaStreamCallback_t fn, void* data, unsigned flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamAddCallback(s, fn, data, flags));
+}
+CU_API CUresult cuStreamAddCallback_ptsz(CUstream s, cudaStreamCallback_t fn, void* data, unsigned flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamAddCallback_ptsz(s, fn, data, flags));
+}
 CU_API CUresult cuStreamSynchronize(CUstream s) {
   VMCUDA_ENTER(enter_context_call());
   VMCUDA_DRIVER_RUNTIME(cudaStreamSynchronize(s));
