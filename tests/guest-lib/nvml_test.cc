@@ -2,7 +2,8 @@
 // vmcuda-stub in this process on the test executor ("vmcuda test executor", compute
 // capability 9.0, 1 GiB) over the local transport. Built twice: without a memory quota and
 // with VMCUDA_NVML_QUOTA_MIB (the VM's quota is the device NVML shows). The library connects
-// once per process, so the stub is made once, before any test; the tests run in order.
+// once per process, so the stub is made once, before any test. Built a third time with
+// VMCUDA_NVML_NO_HOST: no stub at all (only the NoHost test).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -28,6 +29,10 @@ vmcuda::host::test::Stub* g_stub = nullptr;
 class StubEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
+#ifdef VMCUDA_NVML_NO_HOST
+    setenv("VMCUDA_SOCKET", "/nonexistent/vmcuda-nvml-test.sock", 1);
+    return;
+#endif
     vmcuda::host::StubLimits limits;
     if (kQuota) limits.ledger = vmcuda::host::VmLedger::create(kQuota);
     g_stub = new vmcuda::host::test::Stub(limits, {0});
@@ -40,7 +45,7 @@ void* nvml() {
   static void* h = dlopen(VMCUDA_NVML_PATH, RTLD_NOW | RTLD_LOCAL);
   return h;
 }
-void* cudart() {
+[[maybe_unused]] void* cudart() {
   static void* h = dlopen(VMCUDA_CUDART_PATH, RTLD_NOW | RTLD_LOCAL);
   return h;
 }
@@ -52,23 +57,33 @@ F fn(void* lib, const char* name) {
 }
 #define NVML(name, ...) fn<nvmlReturn_t (*)(__VA_ARGS__)>(nvml(), #name)
 
-int executor_attribute(int a) {
+[[maybe_unused]] int executor_attribute(int a) {
   int v = 0;
   return g_stub->api.cuDeviceGetAttribute(&v, a, 0) == 0 ? v : 0;
 }
 
-nvmlDevice_t device0() {
+[[maybe_unused]] nvmlDevice_t device0() {
   nvmlDevice_t d = nullptr;
   EXPECT_EQ(NVML(nvmlDeviceGetHandleByIndex_v2, unsigned, nvmlDevice_t*)(0, &d), NVML_SUCCESS);
   return d;
 }
 
-nvmlMemory_t memory(nvmlDevice_t d) {
+[[maybe_unused]] nvmlMemory_t memory(nvmlDevice_t d) {
   nvmlMemory_t m{};
   EXPECT_EQ(NVML(nvmlDeviceGetMemoryInfo, nvmlDevice_t, nvmlMemory_t*)(d, &m), NVML_SUCCESS);
   return m;
 }
 
+#ifdef VMCUDA_NVML_NO_HOST
+// No stub reachable: NVIDIA's library on a machine without its driver says so at init.
+TEST(NvmlNoHost, InitSaysTheDriverIsNotLoaded) {
+  ASSERT_NE(nvml(), nullptr) << dlerror();
+  EXPECT_EQ(NVML(nvmlInit_v2, void)(), NVML_ERROR_DRIVER_NOT_LOADED);
+  unsigned n = 7;
+  EXPECT_EQ(NVML(nvmlDeviceGetCount_v2, unsigned*)(&n), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(NVML(nvmlShutdown, void)(), NVML_ERROR_UNINITIALIZED);
+}
+#else
 TEST(Nvml, LoadsWithoutLibcudart) {
   ASSERT_NE(nvml(), nullptr) << dlerror();
   EXPECT_EQ(dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD), nullptr) << "libnvidia-ml.so.1 must not need libcudart";
@@ -303,5 +318,7 @@ TEST(Nvml, HandlesAfterShutdownAnswerUninitialized) {
   nvmlMemory_t m{};
   EXPECT_EQ(NVML(nvmlDeviceGetMemoryInfo, nvmlDevice_t, nvmlMemory_t*)(d, &m), NVML_ERROR_UNINITIALIZED);
 }
+
+#endif  // VMCUDA_NVML_NO_HOST
 
 }  // namespace
