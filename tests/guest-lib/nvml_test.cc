@@ -120,13 +120,13 @@ TEST(Nvml, InitAndShutdownAreCounted) {
   EXPECT_EQ(NVML(nvmlShutdown, void)(), NVML_ERROR_UNINITIALIZED);
 }
 
-class Initialized : public ::testing::Test {
+class NvmlInitialized : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_EQ(NVML(nvmlInit_v2, void)(), NVML_SUCCESS); }
   void TearDown() override { EXPECT_EQ(NVML(nvmlShutdown, void)(), NVML_SUCCESS); }
 };
 
-TEST_F(Initialized, CountAndHandles) {
+TEST_F(NvmlInitialized, CountAndHandles) {
   unsigned n = 0;
   EXPECT_EQ(NVML(nvmlDeviceGetCount_v2, unsigned*)(&n), NVML_SUCCESS);
   EXPECT_EQ(n, 1u);
@@ -148,7 +148,7 @@ TEST_F(Initialized, CountAndHandles) {
   EXPECT_EQ(NVML(nvmlDeviceGetIndex, nvmlDevice_t, unsigned*)(d, nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(Initialized, ForeignHandlesAreInvalidArguments) {
+TEST_F(NvmlInitialized, ForeignHandlesAreInvalidArguments) {
   unsigned index = 0;
   auto get_index = NVML(nvmlDeviceGetIndex, nvmlDevice_t, unsigned*);
   EXPECT_EQ(get_index(nullptr, &index), NVML_ERROR_INVALID_ARGUMENT);
@@ -160,7 +160,7 @@ TEST_F(Initialized, ForeignHandlesAreInvalidArguments) {
             NVML_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(Initialized, NameAndUuid) {
+TEST_F(NvmlInitialized, NameAndUuid) {
   nvmlDevice_t d = device0();
   char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
   auto get_name = NVML(nvmlDeviceGetName, nvmlDevice_t, char*, unsigned);
@@ -189,7 +189,7 @@ TEST_F(Initialized, NameAndUuid) {
   EXPECT_EQ(by_uuid(nullptr, &found), NVML_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(Initialized, PciInfo) {
+TEST_F(NvmlInitialized, PciInfo) {
   nvmlDevice_t d = device0();
   nvmlPciInfo_t pci;
   std::memset(&pci, 0x5a, sizeof pci);
@@ -216,7 +216,7 @@ TEST_F(Initialized, PciInfo) {
   EXPECT_EQ(by_pci(nullptr, &found), NVML_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(Initialized, MemoryIsWhatTheVmMayUse) {
+TEST_F(NvmlInitialized, MemoryIsWhatTheVmMayUse) {
   nvmlDevice_t d = device0();
   const uint64_t device_bytes = 1ull << 30;  // the executor's
   const uint64_t total = kQuota ? kQuota : device_bytes;
@@ -250,7 +250,7 @@ TEST_F(Initialized, MemoryIsWhatTheVmMayUse) {
   EXPECT_EQ(cuda_free(p), 0);
 }
 
-TEST_F(Initialized, DeviceFacts) {
+TEST_F(NvmlInitialized, DeviceFacts) {
   nvmlDevice_t d = device0();
   int major = -1, minor = -1;
   EXPECT_EQ(NVML(nvmlDeviceGetCudaComputeCapability, nvmlDevice_t, int*, int*)(d, &major, &minor), NVML_SUCCESS);
@@ -280,7 +280,7 @@ TEST_F(Initialized, DeviceFacts) {
   EXPECT_EQ(u.memory, 0u);
 }
 
-TEST_F(Initialized, Versions) {
+TEST_F(NvmlInitialized, Versions) {
   int cuda = 0, driver = 0;
   EXPECT_EQ(NVML(nvmlSystemGetCudaDriverVersion_v2, int*)(&cuda), NVML_SUCCESS);
   ASSERT_EQ(g_stub->api.cuDriverGetVersion(&driver), 0);
@@ -297,7 +297,7 @@ TEST_F(Initialized, Versions) {
     EXPECT_EQ(r, NVML_ERROR_NOT_SUPPORTED);
 }
 
-TEST_F(Initialized, UnsupportedCallsAnswerNotSupportedAndLogOnce) {
+TEST_F(NvmlInitialized, UnsupportedCallsAnswerNotSupportedAndLogOnce) {
   auto temperature = NVML(nvmlDeviceGetTemperatureV, nvmlDevice_t, void*);
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(temperature(device0(), nullptr), NVML_ERROR_NOT_SUPPORTED);
