@@ -298,8 +298,9 @@ CUresult kernel_on(CUkernel kernel, CUdevice dev, CUfunction* f) {
   return cu::kSuccess;
 }
 
+// `attrs`: cuLaunchKernelEx's (already on the wire's terms; `ex` sends them as a LaunchKernelEx).
 CUresult launch(CUfunction f, dim3 grid, dim3 block, unsigned shared, CUstream stream, void** params, void** extra,
-                bool per_thread) {
+                bool per_thread, bool ex = false, const std::vector<api::LaunchAttribute>& attrs = {}) {
   if (CUresult e = enter_context_call()) return e;
   KeepRuntimeLastError keep;
   uint64_t wire_stream = 0;
@@ -334,14 +335,21 @@ CUresult launch(CUfunction f, dim3 grid, dim3 block, unsigned shared, CUstream s
       return cu::kInvalidValue;
   }
   thread_local std::vector<std::byte> packed;
-  packed.assign(k->arg_bytes, std::byte{0});
+  const size_t attr_bytes = ex ? attrs.size() * sizeof(api::LaunchAttribute) : 0;
+  packed.assign(attr_bytes + k->arg_bytes, std::byte{0});
+  if (attr_bytes) std::memcpy(packed.data(), attrs.data(), attr_bytes);
   if (buffer) {
-    std::memcpy(packed.data(), buffer, buffer_bytes);
+    std::memcpy(packed.data() + attr_bytes, buffer, buffer_bytes);
   } else {
     for (size_t i = 0; i < k->params.size(); ++i) {
       if (!params[i]) return cu::kInvalidValue;
-      std::memcpy(packed.data() + k->params[i].offset, params[i], k->params[i].size);
+      std::memcpy(packed.data() + attr_bytes + k->params[i].offset, params[i], k->params[i].size);
     }
+  }
+  if (ex) {
+    api::LaunchExArgs la{k->handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared, k->arg_bytes,
+                         wire_stream, static_cast<uint32_t>(attrs.size()), 0};
+    return to_cu_result(r->enqueue<api::Call::LaunchKernelEx>(la, packed));
   }
   api::LaunchArgs la{k->handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, shared, k->arg_bytes,
                      wire_stream};
@@ -588,6 +596,54 @@ CU_API CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunctio
   if (!bytes) return cu::kInvalidValue;
   return with_kernel(f, [&](Remote& r, HostKernel& k) { return kernel_available_shared(r, k, blocks, block_size, bytes); });
 }
+// CUlaunchConfig as cuda.h has it: cudaLaunchConfig_t's fields but a 4-byte shared size
+// (the 4 bytes after it are padding), so it is copied field by field; CUlaunchAttribute is
+// cudaLaunchAttribute (same ids, same 72 bytes).
+struct DriverLaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  cudaLaunchAttribute* attrs;
+  unsigned attr_count;
+};
+static_assert(sizeof(DriverLaunchConfig) == 56 && offsetof(DriverLaunchConfig, stream) == 32 &&
+              offsetof(DriverLaunchConfig, attrs) == 40 && offsetof(DriverLaunchConfig, attr_count) == 48);
+static_assert(sizeof(cudaLaunchAttribute) == 72);
+
+namespace {
+CUresult driver_attributes(const DriverLaunchConfig* c, std::vector<api::LaunchAttribute>* out) {
+  if (!c) return cu::kInvalidValue;
+  cudaLaunchConfig_t rc{};
+  rc.attrs = c->attrs;
+  rc.numAttrs = c->attr_count;
+  bool cooperative = false;
+  return to_cu_result(translate_attributes(rc, out, &cooperative));
+}
+CUresult launch_ex(const DriverLaunchConfig* c, CUfunction f, void** params, void** extra, bool per_thread) {
+  thread_local std::vector<api::LaunchAttribute> attrs;
+  if (CUresult e = driver_attributes(c, &attrs)) return e;
+  return launch(f, dim3{c->grid_x, c->grid_y, c->grid_z}, dim3{c->block_x, c->block_y, c->block_z}, c->shared_bytes,
+                c->stream, params, extra, per_thread, true, attrs);
+}
+}  // namespace
+
+CU_API CUresult cuLaunchKernelEx(const DriverLaunchConfig* config, CUfunction f, void** params, void** extra) {
+  return launch_ex(config, f, params, extra, false);
+}
+CU_API CUresult cuLaunchKernelEx_ptsz(const DriverLaunchConfig* config, CUfunction f, void** params, void** extra) {
+  return launch_ex(config, f, params, extra, true);
+}
+
+CU_API CUresult cuOccupancyMaxActiveClusters(int* clusters, CUfunction f, const DriverLaunchConfig* config) {
+  if (!clusters) return cu::kInvalidValue;
+  std::vector<api::LaunchAttribute> attrs;
+  if (CUresult e = driver_attributes(config, &attrs)) return e;
+  return with_kernel(f, [&](Remote& r, HostKernel& k) {
+    return kernel_max_clusters(r, k, dim3{config->grid_x, config->grid_y, config->grid_z},
+                               dim3{config->block_x, config->block_y, config->block_z}, config->shared_bytes, attrs,
+                               clusters);
+  });
+}
+
 CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size, size_t shared) {
   return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block_size, shared, 0);
 }

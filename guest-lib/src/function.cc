@@ -108,6 +108,18 @@ cudaError_t kernel_available_shared(Remote& r, HostKernel& k, int blocks, int bl
   return cudaSuccess;
 }
 
+cudaError_t kernel_max_clusters(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
+                                const std::vector<api::LaunchAttribute>& attrs, int* clusters) {
+  if (shared > UINT32_MAX) return cudaErrorInvalidValue;
+  const api::LaunchExArgs a{k.handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
+                            static_cast<uint32_t>(shared), 0, 0, static_cast<uint32_t>(attrs.size()), 0};
+  auto res = r.call<api::Call::OccupancyMaxActiveClusters>(
+      a, std::as_bytes(std::span(attrs.data(), attrs.size())));
+  if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+  *clusters = res.reply.blocks;
+  return cudaSuccess;
+}
+
 cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks) {
   if (flags & ~unsigned{cudaOccupancyDisableCachingOverride}) return cudaErrorInvalidValue;
   const auto key = std::make_tuple(block_size, uint64_t{shared}, flags);
@@ -178,6 +190,19 @@ cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, c
   g::Kernel k;
   if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
   return record(g::kernel_available_shared(*k.remote, *k.kernel, numBlocks, blockSize, dynamicSmemSize));
+}
+
+cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func, const cudaLaunchConfig_t* config) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  if (!numClusters || !config) return record(cudaErrorInvalidValue);
+  std::vector<vmcuda::api::LaunchAttribute> attrs;
+  bool cooperative = false;
+  if (cudaError_t e = g::translate_attributes(*config, &attrs, &cooperative)) return record(e);
+  g::Kernel k;
+  if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
+  return record(g::kernel_max_clusters(*k.remote, *k.kernel, config->gridDim, config->blockDim,
+                                       config->dynamicSmemBytes, attrs, numClusters));
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,

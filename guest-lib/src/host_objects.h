@@ -70,8 +70,18 @@ cudaError_t set_kernel_attribute(Remote& r, HostKernel& k, int attr, int value);
 /// The dynamic shared memory a block may have with `blocks` blocks per multiprocessor
 /// (cuOccupancyAvailableDynamicSMemPerBlock); asked each time.
 cudaError_t kernel_available_shared(Remote& r, HostKernel& k, int blocks, int block_size, size_t* bytes);
+/// Clusters that fit at once (cuOccupancyMaxActiveClusters) for a configuration whose
+/// attributes translate_attributes made; asked each time.
+cudaError_t kernel_max_clusters(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
+                                const std::vector<api::LaunchAttribute>& attrs, int* clusters);
 /// Blocks per multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags).
 cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks);
+
+/// cudaLaunchKernelExC's attributes as the wire carries them (launch.cc): the ones vmcuda
+/// forwards, checked; cudaLaunchAttributeIgnore dropped; the others 801 (logged once) or
+/// cudaErrorInvalidValue. cuLaunchKernelEx's CUlaunchAttribute has the same layout and ids.
+cudaError_t translate_attributes(const cudaLaunchConfig_t& config, std::vector<api::LaunchAttribute>* out,
+                                 bool* cooperative);
 
 /// The launch configuration errors CUDA reports at once, without a round trip (launch.cc):
 /// cudaErrorInvalidValue for a grid or block the calling thread's device refuses.

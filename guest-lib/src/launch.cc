@@ -198,6 +198,21 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
   return record(r->enqueue<api::Call::LaunchKernel>(la, packed));
 }
 
+cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  if (!config) return record(cudaErrorInvalidValue);
+  thread_local std::vector<api::LaunchAttribute> attributes;
+  LaunchOptions opt;
+  opt.ex = true;
+  if (cudaError_t e = vmcuda::guest::translate_attributes(*config, &attributes, &opt.cooperative)) return record(e);
+  opt.attributes = attributes;
+  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, per_thread,
+                opt);
+}
+
+}  // namespace
+
+namespace vmcuda::guest {
 // cudaLaunchKernelExC's attributes as the wire carries them (api::LaunchAttribute): the ones
 // vmcuda forwards, checked as far as the guest can; cudaLaunchAttributeIgnore entries dropped.
 // Attributes that name events or memory windows (programmatic and completion events, access
@@ -265,19 +280,7 @@ cudaError_t translate_attributes(const cudaLaunchConfig_t& config, std::vector<a
   return cudaSuccess;
 }
 
-cudaError_t launch_ex(const cudaLaunchConfig_t* config, const void* func, void** args, bool per_thread) {
-  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
-  if (!config) return record(cudaErrorInvalidValue);
-  thread_local std::vector<api::LaunchAttribute> attributes;
-  LaunchOptions opt;
-  opt.ex = true;
-  if (cudaError_t e = translate_attributes(*config, &attributes, &opt.cooperative)) return record(e);
-  opt.attributes = attributes;
-  return launch(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes, config->stream, per_thread,
-                opt);
-}
-
-}  // namespace
+}  // namespace vmcuda::guest
 
 namespace vmcuda::guest {
 // A graph's kernel node (graph.cc): the launch's checks and packing, nothing queued.

@@ -269,6 +269,7 @@ inline constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 inline constexpr int CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
 inline constexpr int CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2;
 inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900;
+inline constexpr CUresult CUDA_ERROR_INVALID_CLUSTER_SIZE = 912;
 inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901;
 inline constexpr CUresult CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904;
 inline constexpr CUresult CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910;
@@ -410,6 +411,7 @@ struct CUgraphEdgeData;  // only ever passed as NULL
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult (*)(int*, CUfunction, int, size_t))       \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, CUresult (*)(int*, CUfunction, int, size_t, unsigned)) \
   X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))                 \
+  X(cuOccupancyMaxActiveClusters, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))                    \
   X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, int))                                            \
   X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph*))                                            \
   X(cuStreamIsCapturing, CUresult (*)(CUstream, int*))                                               \

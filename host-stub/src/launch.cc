@@ -161,4 +161,26 @@ int32_t Session::on_LaunchKernelEx(const api::LaunchExArgs& a, api::Empty&, Requ
   return api_.cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 
+int32_t Session::on_OccupancyMaxActiveClusters(const api::LaunchExArgs& a, api::OccupancyReply& r, Request& req) {
+  if (a.attr_count > api::kMaxLaunchAttributes || a.pad != 0 || a.arg_bytes != 0 || a.stream != 0)
+    return guest_fault("OccupancyMaxActiveClusters: parameters, a stream or too many attributes");
+  if (req.tail.size() != size_t{a.attr_count} * sizeof(api::LaunchAttribute))
+    return guest_fault("OccupancyMaxActiveClusters: attribute bytes of the wrong length");
+  CUlaunchAttribute attrs[api::kMaxLaunchAttributes];
+  unsigned count = 0;
+  for (uint32_t i = 0; i < a.attr_count; ++i) {
+    api::LaunchAttribute w;
+    std::memcpy(&w, req.tail.data() + i * sizeof w, sizeof w);
+    bool skip;
+    if (CUresult e = driver_attribute(w, &attrs[count], &skip, log_tag_); e != CUDA_SUCCESS) return e;
+    if (!skip) ++count;
+  }
+  const Object* fo = find_function(a.function);
+  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
+  const CUfunction fn = fo->as<FunctionObject>().fn;
+  const CUlaunchConfig config{a.grid[0],  a.grid[1],  a.grid[2],      a.block[0], a.block[1],
+                              a.block[2], a.shared_bytes, nullptr, count ? attrs : nullptr, count};
+  return on_device(fo->device, [&] { return api_.cuOccupancyMaxActiveClusters(&r.blocks, fn, &config); });
+}
+
 }  // namespace vmcuda::host

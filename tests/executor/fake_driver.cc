@@ -1014,6 +1014,22 @@ CUresult f_occupancy_shared(size_t* bytes, CUfunction f, int n, int block_size) 
   *bytes = static_cast<size_t>(std::clamp<int64_t>(per_block, 0, fn->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES]));
   return CUDA_SUCCESS;
 }
+// Clusters at once: the blocks a multiprocessor holds, over all of them, in clusters of the
+// configuration's size (1 without a cluster attribute).
+CUresult f_occupancy_clusters(int* clusters, CUfunction f, const CUlaunchConfig* c) {
+  std::lock_guard l(gpu().mu);
+  const FakeFunction* fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!clusters || !c) return CUDA_ERROR_INVALID_VALUE;
+  unsigned size = 1;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      size = c->attrs[i].value.clusterDim.x * c->attrs[i].value.clusterDim.y * c->attrs[i].value.clusterDim.z;
+  if (size == 0 || size > 16) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  const int per_sm = occupancy_locked(*fn, static_cast<int>(c->blockDimX * c->blockDimY * c->blockDimZ), c->sharedMemBytes);
+  *clusters = per_sm * dev_attr(16, 132) / static_cast<int>(size);
+  return CUDA_SUCCESS;
+}
 CUresult f_occupancy(int* blocks, CUfunction f, int block_size, size_t dynamic_shared) {
   return f_occupancy_flags(blocks, f, block_size, dynamic_shared, 0);
 }
@@ -2343,6 +2359,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occupancy;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
   api.cuOccupancyAvailableDynamicSMemPerBlock = f_occupancy_shared;
+  api.cuOccupancyMaxActiveClusters = f_occupancy_clusters;
   api.cuArray3DCreate_v2 = f_array_create;
   api.cuArrayDestroy = f_array_destroy;
   api.cuMipmappedArrayCreate = f_mipmap_create;

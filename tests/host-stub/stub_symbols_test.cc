@@ -331,6 +331,21 @@ TEST(StubFunctions, Occupancy) {
   EXPECT_EQ(sh.bytes, 0u);
   EXPECT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn, 0, 256}, &sh), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn + 999, 4, 256}, &sh), CUDA_ERROR_INVALID_HANDLE);
+  // Clusters at once: 8 blocks of 256 threads a multiprocessor, 132 of them, in clusters of 2.
+  const api::LaunchAttribute cluster{api::kLaunchAttrClusterDimension, {2, 1, 1}, 0};
+  const auto attr_bytes = std::as_bytes(std::span(&cluster, 1));
+  ASSERT_EQ(c.call<api::Call::OccupancyMaxActiveClusters>({fn, {64, 1, 1}, {256, 1, 1}, 0, 0, 0, 1, 0}, &r, attr_bytes), 0);
+  EXPECT_EQ(r.blocks, 8 * 132 / 2);
+  ASSERT_EQ(c.call<api::Call::OccupancyMaxActiveClusters>({fn, {64, 1, 1}, {256, 1, 1}, 0, 0, 0, 0, 0}, &r), 0);
+  EXPECT_EQ(r.blocks, 8 * 132);
+  const api::LaunchAttribute bad{api::kLaunchAttrClusterDimension, {0, 1, 1}, 0};
+  EXPECT_EQ(c.call<api::Call::OccupancyMaxActiveClusters>({fn, {64, 1, 1}, {256, 1, 1}, 0, 0, 0, 1, 0}, &r,
+                                                          std::as_bytes(std::span(&bad, 1))),
+            CUDA_ERROR_INVALID_VALUE);
+  // A hostile guest: attributes that are not there, parameters, a stream.
+  EXPECT_NE(c.call<api::Call::OccupancyMaxActiveClusters>({fn, {64, 1, 1}, {256, 1, 1}, 0, 0, 0, 2, 0}, &r, attr_bytes), 0);
+  EXPECT_NE(c.call<api::Call::OccupancyMaxActiveClusters>({fn, {64, 1, 1}, {256, 1, 1}, 0, 8, 0, 0, 0}, &r), 0);
+  EXPECT_NE(c.call<api::Call::OccupancyMaxActiveClusters>({fn, {64, 1, 1}, {256, 1, 1}, 0, 0, 7, 0, 0}, &r), 0);
 }
 
 TEST(StubFunctions, HandlesAreCheckedAndRunOnTheirDevice) {

@@ -84,7 +84,7 @@ VMRPC_KNOB(kRegionCheckMs, "VMRPC_REGION_CHECK_MS", 100,
 VMRPC_KNOB(kWorkerExitMs, "VMRPC_WORKER_EXIT_MS", 10000,
            "a worker process that outlives its program by this long is killed (a kernel that never ends blocks its "
            "teardown; a native process's kernels end with it): its slot and GPU memory go back; 0: never");
-VMRPC_KNOB(kMaxConnectionsPerUser, "VMRPC_MAX_CONNECTIONS_PER_USER", 16,
+VMRPC_KNOB(kMaxConnectionsPerUser, "VMRPC_MAX_CONNECTIONS_PER_USER", 32,
            "connections one user (the connecting process's uid, SO_PEERCRED) may hold at once on a stub's socket, "
            "so that one local user cannot take all of them (each costs a region); 0: only the socket's limit");
 VMRPC_KNOB(kConnectRatePerUser, "VMRPC_CONNECT_RATE", 20,
