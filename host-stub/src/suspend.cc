@@ -12,7 +12,8 @@
 // checked) and recreates the client: contexts on its devices (the same GPUs, or others of
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
-// limits, peer access, behind the same guest handles. A resume that fails releases what it
+// limits, peer access, arrays, behind the same guest handles, and texture and surface
+// objects with their old values (arrays.cc). A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
 #include <algorithm>
 #include <bit>
