@@ -6,6 +6,11 @@
 // lie inside its array, and the other side inside the frame, the heap range, one of the
 // client's allocations, or another of its arrays.
 #include "arrays.h"
+
+#include <algorithm>
+#include <functional>
+#include <tuple>
+
 #include "session.h"
 
 namespace vmcuda::host {
@@ -265,26 +270,31 @@ int32_t Session::on_ArrayCopyDevice(const api::ArrayCopyArgs& a, api::Empty&, Re
   return array_copy(a, nullptr, 0, false);
 }
 
-int32_t Session::on_TextureCreate(const api::TextureCreateArgs& a, api::HandleReply& r, Request&) {
-  CUDA_RESOURCE_DESC res{};
-  int device = current_;
+// What texture `a` reads and how (the checks of cudaCreateTextureObject's arguments), the
+// guest device it is on and, for an array, its VOL entry (`resource`; 0 for device memory).
+CUresult Session::texture_descs(const api::TextureCreateArgs& a, CUDA_RESOURCE_DESC* res, CUDA_TEXTURE_DESC* tex,
+                                int* device, ObjectId* resource) const {
+  *res = {};
+  *tex = {};
+  *resource = 0;
   switch (a.resource) {
     case api::kTexResourceArray:
     case api::kTexResourceMipmap: {
       const bool mip = a.resource == api::kTexResourceMipmap;
       const Object* o = vol_.find(mip ? ObjectKind::MipmappedArray : ObjectKind::Array, a.handle);
       if (!o) return CUDA_ERROR_INVALID_VALUE;
-      device = o->device;
-      res.resType = mip ? CU_RESOURCE_TYPE_MIPMAPPED_ARRAY : CU_RESOURCE_TYPE_ARRAY;
-      if (mip) res.res.mipmap.hMipmappedArray = o->as<ArrayObject>().mipmap;
-      else res.res.array.hArray = o->as<ArrayObject>().array;
+      *device = o->device;
+      *resource = o->id;
+      res->resType = mip ? CU_RESOURCE_TYPE_MIPMAPPED_ARRAY : CU_RESOURCE_TYPE_ARRAY;
+      if (mip) res->res.mipmap.hMipmappedArray = o->as<ArrayObject>().mipmap;
+      else res->res.array.hArray = o->as<ArrayObject>().array;
       break;
     }
     case api::kTexResourceLinear: {
       if (!element_bytes(a.format, a.channels)) return CUDA_ERROR_INVALID_VALUE;
-      if ((device = owner_of(a.handle, a.bytes)) < 0) return CUDA_ERROR_INVALID_VALUE;
-      res.resType = CU_RESOURCE_TYPE_LINEAR;
-      res.res.linear = {a.handle, static_cast<int>(a.format), a.channels, a.bytes};
+      if ((*device = owner_of(a.handle, a.bytes)) < 0) return CUDA_ERROR_INVALID_VALUE;
+      res->resType = CU_RESOURCE_TYPE_LINEAR;
+      res->res.linear = {a.handle, static_cast<int>(a.format), a.channels, a.bytes};
       break;
     }
     case api::kTexResourcePitch2D: {
@@ -292,14 +302,14 @@ int32_t Session::on_TextureCreate(const api::TextureCreateArgs& a, api::HandleRe
       uint64_t row;
       if (!elem || a.width == 0 || a.height == 0 || !mul(a.width, elem, &row) || !owns_2d(a.handle, a.pitch, row, a.height))
         return CUDA_ERROR_INVALID_VALUE;
-      if ((device = owner_of(a.handle, row)) < 0) return CUDA_ERROR_INVALID_VALUE;
-      res.resType = CU_RESOURCE_TYPE_PITCH2D;
-      res.res.pitch2D.devPtr = a.handle;
-      res.res.pitch2D.format = static_cast<int>(a.format);
-      res.res.pitch2D.numChannels = a.channels;
-      res.res.pitch2D.width = a.width;
-      res.res.pitch2D.height = a.height;
-      res.res.pitch2D.pitchInBytes = a.pitch;
+      if ((*device = owner_of(a.handle, row)) < 0) return CUDA_ERROR_INVALID_VALUE;
+      res->resType = CU_RESOURCE_TYPE_PITCH2D;
+      res->res.pitch2D.devPtr = a.handle;
+      res->res.pitch2D.format = static_cast<int>(a.format);
+      res->res.pitch2D.numChannels = a.channels;
+      res->res.pitch2D.width = a.width;
+      res->res.pitch2D.height = a.height;
+      res->res.pitch2D.pitchInBytes = a.pitch;
       break;
     }
     default:
@@ -308,24 +318,45 @@ int32_t Session::on_TextureCreate(const api::TextureCreateArgs& a, api::HandleRe
   constexpr unsigned kKnownTexFlags = kTrsfReadAsInteger | kTrsfNormalizedCoordinates | kTrsfSrgb |
                                       kTrsfDisableTrilinearOptimization | kTrsfSeamlessCubemap;
   if (a.filter_mode > 1 || a.mipmap_filter_mode > 1 || (a.tex_flags & ~kKnownTexFlags)) return CUDA_ERROR_INVALID_VALUE;
-  CUDA_TEXTURE_DESC tex{};
   for (int i = 0; i < 3; ++i) {
     if (a.address_mode[i] > 3) return CUDA_ERROR_INVALID_VALUE;
-    tex.addressMode[i] = static_cast<int>(a.address_mode[i]);
+    tex->addressMode[i] = static_cast<int>(a.address_mode[i]);
   }
-  tex.filterMode = static_cast<int>(a.filter_mode);
-  tex.flags = a.tex_flags;
-  tex.maxAnisotropy = a.max_anisotropy;
-  tex.mipmapFilterMode = static_cast<int>(a.mipmap_filter_mode);
-  tex.mipmapLevelBias = a.mipmap_level_bias;
-  tex.minMipmapLevelClamp = a.min_mipmap_level_clamp;
-  tex.maxMipmapLevelClamp = a.max_mipmap_level_clamp;
-  for (int i = 0; i < 4; ++i) tex.borderColor[i] = a.border_color[i];
+  tex->filterMode = static_cast<int>(a.filter_mode);
+  tex->flags = a.tex_flags;
+  tex->maxAnisotropy = a.max_anisotropy;
+  tex->mipmapFilterMode = static_cast<int>(a.mipmap_filter_mode);
+  tex->mipmapLevelBias = a.mipmap_level_bias;
+  tex->minMipmapLevelClamp = a.min_mipmap_level_clamp;
+  tex->maxMipmapLevelClamp = a.max_mipmap_level_clamp;
+  for (int i = 0; i < 4; ++i) tex->borderColor[i] = a.border_color[i];
+  return CUDA_SUCCESS;
+}
+
+// What surface on array `handle` writes: the array (not a mipmapped one: a surface binds one
+// level of it), its device and VOL entry.
+CUresult Session::surface_resource(uint64_t handle, CUDA_RESOURCE_DESC* res, int* device, ObjectId* resource) const {
+  const Object* o = vol_.find(ObjectKind::Array, handle);
+  if (!o) return CUDA_ERROR_INVALID_VALUE;
+  *res = {};
+  res->resType = CU_RESOURCE_TYPE_ARRAY;
+  res->res.array.hArray = o->as<ArrayObject>().array;
+  *device = o->device;
+  *resource = o->id;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_TextureCreate(const api::TextureCreateArgs& a, api::HandleReply& r, Request&) {
+  CUDA_RESOURCE_DESC res;
+  CUDA_TEXTURE_DESC tex;
+  int device = current_;
+  ObjectId resource = 0;
+  if (CUresult e = texture_descs(a, &res, &tex, &device, &resource); e != CUDA_SUCCESS) return e;
   CUtexObject t = 0;
   if (CUresult e = on_device(device, [&] { return api_.cuTexObjectCreate(&t, &res, &tex, nullptr); }); e != CUDA_SUCCESS)
     return e;
   if (vol_.find(ObjectKind::TexObject, t)) return CUDA_ERROR_INVALID_VALUE;  // the driver reused a live value: cannot be
-  vol_.add(ObjectKind::TexObject, device, t, vol_.context(device)->id, TexObject{t});
+  vol_.add(ObjectKind::TexObject, device, t, vol_.context(device)->id, TexObject{t, a, resource});
   r.handle = t;
   return CUDA_SUCCESS;
 }
@@ -336,21 +367,153 @@ int32_t Session::on_TextureDestroy(const api::ObjectValueArgs& a, api::Empty&, R
 
 int32_t Session::on_SurfaceCreate(const api::ArrayArgs& a, api::HandleReply& r, Request&) {
   if (a.mipmapped) return CUDA_ERROR_INVALID_VALUE;  // a surface binds one array (a level of a mipmapped one)
-  const Object* o = vol_.find(ObjectKind::Array, a.array);
-  if (!o) return CUDA_ERROR_INVALID_VALUE;
-  CUDA_RESOURCE_DESC res{};
-  res.resType = CU_RESOURCE_TYPE_ARRAY;
-  res.res.array.hArray = o->as<ArrayObject>().array;
+  CUDA_RESOURCE_DESC res;
+  int device = 0;
+  ObjectId resource = 0;
+  if (CUresult e = surface_resource(a.array, &res, &device, &resource); e != CUDA_SUCCESS) return e;
   CUsurfObject s = 0;
-  if (CUresult e = on_device(o->device, [&] { return api_.cuSurfObjectCreate(&s, &res); }); e != CUDA_SUCCESS) return e;
+  if (CUresult e = on_device(device, [&] { return api_.cuSurfObjectCreate(&s, &res); }); e != CUDA_SUCCESS) return e;
   if (vol_.find(ObjectKind::SurfObject, s)) return CUDA_ERROR_INVALID_VALUE;
-  vol_.add(ObjectKind::SurfObject, o->device, s, vol_.context(o->device)->id, SurfObject{s});
+  vol_.add(ObjectKind::SurfObject, device, s, vol_.context(device)->id, SurfObject{s, resource});
   r.handle = s;
   return CUDA_SUCCESS;
 }
 
 int32_t Session::on_SurfaceDestroy(const api::ObjectValueArgs& a, api::Empty&, Request&) {
   return destroy_entry(ObjectKind::SurfObject, a.value, CUDA_ERROR_INVALID_VALUE);
+}
+
+// ---- Texture and surface objects across a suspend (docs/snapshots.md, "Texture and surface
+// objects"). Kernels are given the driver's value and may keep it anywhere, so a resume must
+// give each object its old value, and no driver call takes one. What the driver does (driver
+// 580 on the H100, bench/texobj_value_probe.cu): values are small integers per context, from
+// 1, textures and surfaces from one counter, the lowest free one first, and they repeat in a
+// fresh context. So a resume creates a context's objects in ascending order of value; a
+// value below the wanted one (an object the program had destroyed) is kept as a placeholder
+// until all are made, then destroyed. Every value is checked: a driver that hands out values
+// otherwise fails the resume, never gives a program another object's value.
+
+namespace {
+std::string object_name(ObjectKind k, uint64_t value) {
+  return std::string(k == ObjectKind::TexObject ? "texture object " : "surface object ") + std::to_string(value);
+}
+}  // namespace
+
+std::string Session::texture_objects_block_suspend() const {
+  for (ObjectKind k : {ObjectKind::TexObject, ObjectKind::SurfObject})
+    for (const auto& [value, id] : vol_.of(k)) {
+      const Object* o = vol_.get(id);
+      // What it reads must still be there to make it again.
+      CUDA_RESOURCE_DESC res;
+      CUDA_TEXTURE_DESC tex;
+      int device = -1;
+      ObjectId resource = 0, was = 0;
+      CUresult e;
+      if (k == ObjectKind::TexObject) {
+        was = o->as<TexObject>().resource;
+        e = texture_descs(o->as<TexObject>().spec, &res, &tex, &device, &resource);
+      } else {
+        was = o->as<SurfObject>().resource;
+        const Object* a = vol_.get(was);
+        e = a ? surface_resource(a->handle, &res, &device, &resource) : CUDA_ERROR_INVALID_VALUE;
+      }
+      if (e != CUDA_SUCCESS || resource != was || device != o->device)
+        return "the program holds " + object_name(k, value) +
+               ", whose CUDA array or device memory it has freed, so a resume could not make it again; nothing was "
+               "changed and the program runs on (suspend it once it has destroyed that object)";
+      if (value == 0 || value > kMaxTextureObjectValue)
+        return "the program holds " + object_name(k, value) + ", a value beyond those a resume can give back (" +
+               std::to_string(kMaxTextureObjectValue) + "); nothing was changed and the program runs on";
+    }
+  return {};
+}
+
+bool Session::recreate_texture_objects(std::vector<SavedTextureObject> saved, const std::map<uint64_t, ObjectId>& new_id,
+                                       std::string* why) {
+  std::sort(saved.begin(), saved.end(),
+            [](const auto& a, const auto& b) { return std::tie(a.device, a.value) < std::tie(b.device, b.value); });
+  struct Placeholder {
+    ObjectKind kind;
+    int device;
+    uint64_t value;
+  };
+  std::vector<Placeholder> placeholders;
+  auto destroy = [&](ObjectKind k, int device, uint64_t v) {
+    on_device(device, [&] { return k == ObjectKind::TexObject ? api_.cuTexObjectDestroy(v) : api_.cuSurfObjectDestroy(v); });
+  };
+  // The placeholders go whichever way this ends; what was made goes with the VOL on failure.
+  struct Drop {
+    std::function<void()> f;
+    ~Drop() { f(); }
+  } drop{[&] {
+    for (const Placeholder& p : placeholders) destroy(p.kind, p.device, p.value);
+  }};
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const SavedTextureObject& s = saved[i];
+    const bool is_tex = s.kind == ObjectKind::TexObject;
+    const std::string name = object_name(s.kind, s.value);
+    if (s.value == 0 || s.value > kMaxTextureObjectValue)
+      return *why = name + ": a value a resume cannot give back", false;
+    if ((i && saved[i - 1].device == s.device && saved[i - 1].value == s.value) || vol_.find(s.kind, s.value))
+      return *why = "two texture or surface objects with value " + std::to_string(s.value), false;
+    // Its resource: the array recreated for the saved one (behind the same handle), or the
+    // same device memory.
+    const ObjectId saved_resource = is_tex ? std::get<TexObject>(s.data).resource : std::get<SurfObject>(s.data).resource;
+    ObjectId res_id = 0;
+    if (saved_resource) {
+      auto it = new_id.find(saved_resource);
+      if (it == new_id.end() || !vol_.get(it->second)) return *why = name + ": its CUDA array is not in the state", false;
+      res_id = it->second;
+    }
+    api::TextureCreateArgs spec = is_tex ? std::get<TexObject>(s.data).spec : api::TextureCreateArgs{};
+    CUDA_RESOURCE_DESC res;
+    CUDA_TEXTURE_DESC tex;
+    int device = -1;
+    ObjectId found = 0;
+    CUresult e = CUDA_ERROR_INVALID_VALUE;
+    if (is_tex) {
+      e = texture_descs(spec, &res, &tex, &device, &found);
+    } else if (res_id) {
+      e = surface_resource(vol_.get(res_id)->handle, &res, &device, &found);
+    }
+    if (e != CUDA_SUCCESS)
+      return *why = name + ": its description is not one vmcuda takes, or the device memory it reads is not the "
+                           "client's",
+             false;
+    if (found != res_id || device != s.device)
+      return *why = name + ": what it reads is not what the state names, or on another device", false;
+    // Made until the driver hands out its value; values below it are gaps (objects the
+    // program destroyed), held as placeholders meanwhile.
+    for (;;) {
+      uint64_t v = 0;
+      e = on_device(device, [&] {
+        if (is_tex) {
+          CUtexObject t = 0;
+          const CUresult r = api_.cuTexObjectCreate(&t, &res, &tex, nullptr);
+          v = t;
+          return r;
+        }
+        CUsurfObject t = 0;
+        const CUresult r = api_.cuSurfObjectCreate(&t, &res);
+        v = t;
+        return r;
+      });
+      if (e != CUDA_SUCCESS) return *why = "creating " + name + " again failed: " + describe(api_, e), false;
+      if (v == s.value) break;
+      if (v < s.value && v != 0) {
+        placeholders.push_back({s.kind, device, v});
+        continue;
+      }
+      destroy(s.kind, device, v);
+      return *why = name + " came back as " + std::to_string(v) +
+                    ": this driver does not hand out texture and surface object values as vmcuda expects, so the "
+                    "program's copies of the value cannot be kept (docs/snapshots.md)",
+             false;
+    }
+    vol_.add(s.kind, device, s.value, vol_.context(device)->id,
+             is_tex ? ObjectData(TexObject{s.value, spec, res_id}) : ObjectData(SurfObject{s.value, res_id}));
+  }
+  return true;
 }
 
 }  // namespace vmcuda::host

@@ -138,13 +138,17 @@ struct ArrayObject {
   int32_t level = -1;                   // a mipmapped array's level (Array child)
   uint64_t charged = 0;
 };
-// A texture or surface object; its handle is the driver's value, which cannot be chosen, so
-// it does not survive a suspend (suspend.cc refuses one while any exists).
+// A texture or surface object; its handle is the driver's value, which kernels are given and
+// may keep. What made it is kept for a resume, which recreates it with the same value
+// (arrays.cc, recreate_texture_objects; docs/snapshots.md).
 struct TexObject {
   CUtexObject value = 0;
+  api::TextureCreateArgs spec{};  // as checked at its creation (handle: the array's guest handle, or the address)
+  ObjectId resource = 0;          // the Array / MipmappedArray entry it reads (0: device memory)
 };
 struct SurfObject {
   CUsurfObject value = 0;
+  ObjectId resource = 0;  // the Array entry it reads and writes
 };
 
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,

@@ -276,6 +276,22 @@ class Session : public vmrpc::SlotService {
   // and one copy between an array and its other side (`host`: inline or heap bytes).
   const Object* array_region(uint64_t handle, uint64_t x, uint64_t y, uint64_t z, const api::ArrayCopyArgs& a) const;
   int32_t array_copy(const api::ArrayCopyArgs& a, std::byte* host, uint64_t host_bytes, bool wait);
+  // Texture and surface objects (arrays.cc): what one reads and how, checked as at its
+  // creation; why a suspend cannot carry them now (empty: it can); and the resume's
+  // recreation of them with their old values (`data`'s resource: the saved array's id,
+  // mapped through `new_id`).
+  CUresult texture_descs(const api::TextureCreateArgs& a, CUDA_RESOURCE_DESC* res, CUDA_TEXTURE_DESC* tex, int* device,
+                         ObjectId* resource) const;
+  CUresult surface_resource(uint64_t handle, CUDA_RESOURCE_DESC* res, int* device, ObjectId* resource) const;
+  std::string texture_objects_block_suspend() const;
+  struct SavedTextureObject {
+    ObjectKind kind;
+    int device;
+    uint64_t value;
+    ObjectData data;
+  };
+  bool recreate_texture_objects(std::vector<SavedTextureObject> saved, const std::map<uint64_t, ObjectId>& new_id,
+                                std::string* why);
   // Same for a 2D region: `height` rows of `width` bytes, `pitch` bytes apart (pitch >= width).
   bool owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const;
   // Device settings and peer access (device.cc, peer.cc). The context of guest device

@@ -12,7 +12,8 @@
 // checked) and recreates the client: contexts on its devices (the same GPUs, or others of
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
-// limits, peer access, behind the same guest handles. A resume that fails releases what it
+// limits, peer access, arrays, behind the same guest handles, and texture and surface
+// objects with their old values (arrays.cc). A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
 #include <algorithm>
 #include <bit>
@@ -368,14 +369,9 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Graphs are not carried yet (graph.cc): refused before anything is touched (a synchronize
   // would also invalidate a capture in progress), so the client runs on unchanged.
   if (const std::string g = graphs_block_suspend(); !g.empty()) return fail(g);
-  // Texture and surface objects are values the driver chooses (no call takes a value to
-  // give), and kernels may hold them in device memory where no one can find them: recreated,
-  // they would get other values and the program's copies would name nothing or another
-  // object (docs/snapshots.md). So no suspend while any exists; the client runs on.
-  if (const size_t n = vol_.count(ObjectKind::TexObject) + vol_.count(ObjectKind::SurfObject))
-    return fail("the program holds " + std::to_string(n) +
-                " texture or surface object(s), whose values cannot be kept across a suspend; "
-                "suspend it once it has destroyed them (cudaDestroyTextureObject, cudaDestroySurfaceObject)");
+  // Texture and surface objects are carried with their values (arrays.cc), unless what one
+  // reads is gone: refused then, before anything is touched.
+  if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -534,9 +530,16 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_i32(a.level);
         break;
       }
-      case ObjectKind::TexObject:
+      case ObjectKind::TexObject: {
+        // Its array's id (0: device memory) and its description; its value is the handle.
+        const auto& t = o.as<TexObject>();
+        w.put_u64(t.resource);
+        w.put_bytes(std::as_bytes(std::span(&t.spec, 1)));
+        break;
+      }
       case ObjectKind::SurfObject:
-        break;  // refused above
+        w.put_u64(o.as<SurfObject>().resource);
+        break;
     }
     ok = out.put_record(kObjectRecord, o.id, w.bytes());
   });
@@ -949,8 +952,38 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         break;
       }
       case ObjectKind::TexObject:
-      case ObjectKind::SurfObject:
-        return bad("texture and surface objects are never saved");
+      case ObjectKind::SurfObject: {
+        // What it reads: an array of the client earlier in the list, on its device, behind
+        // the handle its description names; or device memory (checked when it is made).
+        uint64_t resource = 0;
+        r.get_u64(&resource);
+        api::TextureCreateArgs spec{};
+        const bool tex = s.kind == ObjectKind::TexObject;
+        if (tex) {
+          std::vector<std::byte> b;
+          r.get_bytes(&b, sizeof spec);
+          if (r.ok() && b.size() != sizeof spec) return bad("a texture description of the wrong size");
+          if (r.ok()) std::memcpy(&spec, b.data(), sizeof spec);
+        }
+        if (!r.ok()) break;
+        if (s.handle == 0 || s.handle > kMaxTextureObjectValue)
+          return bad("a value (" + std::to_string(s.handle) + ") a resume cannot give back (1 to " +
+                     std::to_string(kMaxTextureObjectValue) + ")");
+        const bool on_array = !tex || spec.resource == api::kTexResourceArray || spec.resource == api::kTexResourceMipmap;
+        if (on_array) {
+          auto it = saved_by_id.find(resource);
+          if (it == saved_by_id.end()) return bad("its CUDA array comes later or not at all");
+          const Saved& a = saved[it->second];
+          const ObjectKind want = tex && spec.resource == api::kTexResourceMipmap ? ObjectKind::MipmappedArray : ObjectKind::Array;
+          if (a.kind != want || a.device != s.device || (tex && a.handle != spec.handle))
+            return bad("its CUDA array is not the one it names");
+        } else if (resource != 0 || (spec.resource != api::kTexResourceLinear && spec.resource != api::kTexResourcePitch2D)) {
+          return bad("an unknown resource");
+        }
+        if (tex) s.data = TexObject{0, spec, resource};
+        else s.data = SurfObject{0, resource};
+        break;
+      }
       case ObjectKind::Graph:  // refused above; listed so that a new kind is a compile warning here
       case ObjectKind::GraphNode:
       case ObjectKind::GraphExec:
@@ -1052,9 +1085,14 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     return true;
   };
   // The rest, parents first (the saved order).
+  std::vector<SavedTextureObject> textures;  // made last, in order of value (arrays.cc)
   auto recreate_objects = [&]() -> bool {
   for (const Saved& s : saved) {
     if (s.kind == ObjectKind::Context || s.kind == ObjectKind::PeerAccess) continue;
+    if (s.kind == ObjectKind::TexObject || s.kind == ObjectKind::SurfObject) {
+      textures.push_back({s.kind, s.device, s.handle, s.data});
+      continue;
+    }
     const ObjectId parent = s.parent ? new_id.at(s.parent) : 0;
     if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
     if (s.device >= 0) make_current(s.device);
@@ -1199,6 +1237,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   } else {
     if (!restore_memory() || !recreate_objects()) return false;
   }
+  if (!recreate_texture_objects(std::move(textures), new_id, &err)) return fail(err);
   allocated_ = allocated;
   // Module variables' bytes.
   while (h.type == kGlobalData) {

@@ -137,9 +137,11 @@ struct FakeGpu {
   std::mutex mu;
   std::map<CUarray, FakeArray> arrays;
   std::map<CUmipmappedArray, FakeMipmap> mipmaps;
-  std::map<uint64_t, FakeTexObject> textures;
-  std::map<uint64_t, FakeTexObject> surfaces;
-  uint64_t next_object = 0x1000;  // texture and surface object values
+  // Texture and surface objects by (context, value). Values as driver 580 hands them out
+  // (bench/texobj_value_probe.cu on the H100): per context, from 1, textures and surfaces
+  // from one counter, the lowest free value first (object_value_locked).
+  std::map<std::pair<CUcontext, uint64_t>, FakeTexObject> textures;
+  std::map<std::pair<CUcontext, uint64_t>, FakeTexObject> surfaces;
   uint64_t next_ptr = 0x7f0000000000ull;
   std::map<uint64_t, std::vector<std::byte>> mem;
   std::set<uint64_t> global_ptrs;  // the parts of mem that are module variables
@@ -1282,6 +1284,11 @@ CUresult check_resource_locked(const CUDA_RESOURCE_DESC* r) {
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
+// The value a new texture or surface object of context `c` gets: its lowest free one. Lock held.
+uint64_t object_value_locked(CUcontext c) {
+  for (uint64_t v = 1;; ++v)
+    if (!gpu().textures.contains({c, v}) && !gpu().surfaces.contains({c, v})) return v;
+}
 CUresult f_tex_create(CUtexObject* t, const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* d,
                       const CUDA_RESOURCE_VIEW_DESC* view) {
   if (!t || !d || view) return CUDA_ERROR_INVALID_VALUE;
@@ -1292,13 +1299,13 @@ CUresult f_tex_create(CUtexObject* t, const CUDA_RESOURCE_DESC* r, const CUDA_TE
   if (gpu_poisoned()) return 700;
   if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
   if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
-  *t = gpu().next_object++;
-  gpu().textures[*t] = FakeTexObject{t_ctx, *r, *d};
+  *t = object_value_locked(t_ctx);
+  gpu().textures[{t_ctx, *t}] = FakeTexObject{t_ctx, *r, *d};
   return CUDA_SUCCESS;
 }
 CUresult f_tex_destroy(CUtexObject t) {
   std::lock_guard l(gpu().mu);
-  return gpu().textures.erase(t) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return gpu().textures.erase({t_ctx, t}) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;  // the current context's
 }
 CUresult f_surf_create(CUsurfObject* s, const CUDA_RESOURCE_DESC* r) {
   if (!s || !r || r->resType != CU_RESOURCE_TYPE_ARRAY) return CUDA_ERROR_INVALID_VALUE;
@@ -1307,18 +1314,18 @@ CUresult f_surf_create(CUsurfObject* s, const CUDA_RESOURCE_DESC* r) {
   if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
   if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
   // An array without CUDA_ARRAY3D_SURFACE_LDST is taken, as driver 580 does (seen on the H100).
-  *s = gpu().next_object++;
-  gpu().surfaces[*s] = FakeTexObject{t_ctx, *r, {}};
+  *s = object_value_locked(t_ctx);
+  gpu().surfaces[{t_ctx, *s}] = FakeTexObject{t_ctx, *r, {}};
   return CUDA_SUCCESS;
 }
 CUresult f_surf_destroy(CUsurfObject s) {
   std::lock_guard l(gpu().mu);
-  return gpu().surfaces.erase(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return gpu().surfaces.erase({t_ctx, s}) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 // A kernel's view of texture object `value` of context `c`. Lock held.
 bool texture_view_locked(CUcontext c, uint64_t value, FakeTexture* out) {
-  auto it = gpu().textures.find(value);
-  if (it == gpu().textures.end() || it->second.ctx != c) return false;
+  auto it = gpu().textures.find({c, value});
+  if (it == gpu().textures.end()) return false;
   const CUDA_RESOURCE_DESC& r = it->second.res;
   const CUDA_TEXTURE_DESC& d = it->second.tex;
   FakeTexture t;
@@ -1368,8 +1375,8 @@ bool texture_view_locked(CUcontext c, uint64_t value, FakeTexture* out) {
   return true;
 }
 bool surface_view_locked(CUcontext c, uint64_t value, FakeSurface* out) {
-  auto it = gpu().surfaces.find(value);
-  if (it == gpu().surfaces.end() || it->second.ctx != c) return false;
+  auto it = gpu().surfaces.find({c, value});
+  if (it == gpu().surfaces.end()) return false;
   auto a = gpu().arrays.find(it->second.res.res.array.hArray);
   if (a == gpu().arrays.end()) return false;
   FakeArray& fa = a->second;

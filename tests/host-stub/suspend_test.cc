@@ -4,7 +4,10 @@
 // same handles and pointers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -303,35 +306,299 @@ TEST(Suspend, ArraysComeBackWithTheirContentsBehindTheSameHandles) {
   EXPECT_EQ(c.call<api::Call::ArrayDestroy>({a2.handle, 0, 0}), 0);
 }
 
-TEST(Suspend, ATextureObjectRefusesTheSuspendAndTheClientRunsOn) {
+// Texture and surface objects (host-stub/src/arrays.cc): kernels of tests/cuda/textures.cu
+// (the fake's, tests/executor/fake_kernels.cc) read and write through them by value.
+constexpr uint32_t kFloat = 0x20;  // CU_AD_FORMAT_FLOAT
+uint64_t load_module(Client& c) {
+  auto image = c.slot->heap().allocate(64);
+  EXPECT_TRUE(image);
+  std::memcpy(image->data, tst::kFakeModuleMagic, sizeof tst::kFakeModuleMagic);
+  api::HandleReply mod{};
+  EXPECT_EQ(c.call<api::Call::ModuleLoad>({image->ref()}, &mod), 0);
+  c.slot->heap().free(image->offset);
+  return mod.handle;
+}
+uint64_t function(Client& c, uint64_t mod, const std::string& name) {
+  api::GetFunctionReply fn{};
+  std::vector<std::byte> params;
+  EXPECT_EQ(c.call<api::Call::ModuleGetFunction>({mod, uint32_t(name.size()), 0}, &fn, std::as_bytes(std::span(name)),
+                                                 &params, 1024),
+            0);
+  return fn.function;
+}
+// A kernel's packed parameters: each value at the offset after the last (8-byte ones first).
+struct Params {
+  std::vector<std::byte> b;
+  template <class T>
+  Params& add(T v) {
+    const size_t at = b.size();
+    b.resize(at + sizeof v);
+    std::memcpy(b.data() + at, &v, sizeof v);
+    return *this;
+  }
+};
+int32_t launch(Client& c, uint64_t fn, uint32_t bx, uint32_t by, const Params& p) {
+  return c.call<api::Call::LaunchKernel>({fn, {1, 1, 1}, {bx, by, 1}, 0, uint32_t(p.b.size()), 0}, nullptr, p.b);
+}
+uint64_t texture(Client& c, api::TextureCreateArgs t) {
+  api::HandleReply r{};
+  EXPECT_EQ(c.call<api::Call::TextureCreate>(t, &r), 0);
+  return r.handle;
+}
+api::TextureCreateArgs on_array(uint64_t array, uint32_t resource = api::kTexResourceArray) {
+  api::TextureCreateArgs t{};
+  t.resource = resource;
+  t.handle = array;
+  return t;
+}
+uint64_t surface(Client& c, uint64_t array) {
+  api::HandleReply r{};
+  EXPECT_EQ(c.call<api::Call::SurfaceCreate>({array, 0, 0}, &r), 0);
+  return r.handle;
+}
+
+// A client with textures on an array, a mipmapped array and device memory and surfaces on
+// an array, some destroyed in between (their values are gaps), and what its kernels read.
+struct TextureWorkload {
+  uint64_t mod = 0, point = 0, linear = 0, fill = 0;
+  uint64_t arr = 0, mip = 0, surf_arr = 0, lin = 0, out = 0;
+  uint64_t t1 = 0, s2 = 0, t3 = 0, s5 = 0, t6 = 0, t7 = 0;
+  std::vector<int> texels = iota(64, 0);
+
+  void build(Client& c) {
+    mod = load_module(c);
+    point = function(c, mod, "_Z9tex_pointyPfii");
+    linear = function(c, mod, "_Z12tex_linear1dyPii");
+    fill = function(c, mod, "_Z9surf_fillyiii");
+    api::HandleReply a{}, m{}, sa{};
+    ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kFloat, 1, 0, 0}, &a), 0);
+    ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kFloat, 1, 0, 2}, &m), 0);
+    ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 4, 0, kSignedInt32, 1, 2 /* surface load/store */, 0}, &sa), 0);
+    arr = a.handle, mip = m.handle, surf_arr = sa.handle;
+    for (int i = 0; i < 64; ++i) texels[i] = std::bit_cast<int>(static_cast<float>(i) * 1.5f + 0.25f);
+    ASSERT_EQ(array_put(c, arr, texels, 8, 8), 0);
+    lin = c.malloc(64 * 4);
+    c.put(lin, iota(64, 50));
+    out = c.malloc(64 * 4);
+    api::TextureCreateArgs tl{};
+    tl.resource = api::kTexResourceLinear, tl.format = kSignedInt32, tl.channels = 1, tl.handle = lin, tl.bytes = 256;
+    tl.tex_flags = 1;  // read as integer
+    api::TextureCreateArgs clamp = on_array(arr);
+    clamp.address_mode[0] = clamp.address_mode[1] = 3;  // border
+    clamp.border_color[0] = 7.5f;
+    // Values as the driver hands them out: per context from 1, one counter for both kinds,
+    // the lowest free one first.
+    t1 = texture(c, on_array(arr));
+    const uint64_t t2 = texture(c, on_array(arr));
+    t3 = texture(c, tl);
+    const uint64_t t4 = texture(c, clamp);
+    s5 = surface(c, surf_arr);
+    t6 = texture(c, on_array(mip, api::kTexResourceMipmap));
+    t7 = texture(c, clamp);
+    EXPECT_EQ((std::vector<uint64_t>{t1, t2, t3, t4, s5, t6, t7}), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7}));
+    ASSERT_EQ(c.call<api::Call::TextureDestroy>({t2}), 0);
+    ASSERT_EQ(c.call<api::Call::TextureDestroy>({t4}), 0);
+    s2 = surface(c, surf_arr);
+    EXPECT_EQ(s2, 2u);  // a freed value again; 4 stays a gap
+  }
+  // What each object gives a kernel now: texels through t1 and t7, the memory through t3,
+  // and the surface array after a fill through `surf`.
+  std::vector<int> fetch(Client& c, uint64_t tex, uint32_t w = 8, uint32_t h = 8) {
+    EXPECT_EQ(launch(c, point, w, h, Params{}.add(tex).add(out).add(int(w)).add(int(h))), 0);
+    return c.get(out, w * h);
+  }
+  std::vector<int> fetch_linear(Client& c) {
+    EXPECT_EQ(launch(c, linear, 64, 1, Params{}.add(t3).add(out).add(64)), 0);
+    return c.get(out, 64);
+  }
+  std::vector<int> fill_surface(Client& c, uint64_t surf, int base) {
+    EXPECT_EQ(launch(c, fill, 8, 4, Params{}.add(surf).add(8).add(4).add(base)), 0);
+    return array_get(c, surf_arr, 8, 4);
+  }
+  static std::vector<int> filled(int base) {
+    std::vector<int> v;
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 8; ++x) v.push_back(base + y * 1000 + x);
+    return v;
+  }
+};
+
+TEST(Suspend, TextureAndSurfaceObjectsComeBackWithTheirValues) {
   Stub stub;
   Client c(stub);
-  api::HandleReply a{}, tex{};
+  TextureWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  const std::vector<int> through_t1 = w.fetch(c, w.t1), through_t7 = w.fetch(c, w.t7), through_t3 = w.fetch_linear(c);
+  EXPECT_EQ(through_t1, w.texels);
+  EXPECT_EQ(through_t3, [] { auto v = iota(64, 50); std::reverse(v.begin(), v.end()); return v; }());
+  EXPECT_EQ(w.fill_surface(c, w.s2, 100), TextureWorkload::filled(100));
+  const uint64_t bytes = tst::fake_allocated_bytes();
+  auto same_values = [&](const char* after) {
+    SCOPED_TRACE(after);
+    EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
+    EXPECT_EQ(w.fetch(c, w.t1), through_t1);
+    EXPECT_EQ(w.fetch(c, w.t7), through_t7);
+    EXPECT_EQ(w.fetch_linear(c), through_t3);
+    EXPECT_EQ(w.fill_surface(c, w.s2, 300), TextureWorkload::filled(300));
+    EXPECT_EQ(w.fill_surface(c, w.s5, 200), TextureWorkload::filled(200));
+  };
+
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  same_values("suspend and resume");
+
+  // Through a state file too.
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-textures.state";
+  state::remove_state_file(path);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  state::remove_state_file(path);
+  same_values("save and restore");
+
+  // The placeholders the resume made for the gap are gone: the next objects get 4, then 8,
+  // as they would have without the suspend; every object is destroyed by its value.
+  EXPECT_EQ(texture(c, on_array(w.arr)), 4u);
+  EXPECT_EQ(surface(c, w.surf_arr), 8u);
+  for (uint64_t t : {w.t1, w.t3, w.t6, w.t7, uint64_t{4}}) EXPECT_EQ(c.call<api::Call::TextureDestroy>({t}), 0) << t;
+  for (uint64_t s : {w.s2, w.s5, uint64_t{8}}) EXPECT_EQ(c.call<api::Call::SurfaceDestroy>({s}), 0) << s;
+  EXPECT_EQ(c.call<api::Call::TextureDestroy>({w.t1}), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(Suspend, ATextureWhoseArrayIsFreedRefusesTheSuspendAndTheClientRunsOn) {
+  Stub stub;
+  Client c(stub);
+  api::HandleReply a{};
   ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kSignedInt32, 1, 0, 0}, &a), 0);
   ASSERT_EQ(array_put(c, a.handle, iota(64, 3), 8, 8), 0);
-  api::TextureCreateArgs t{};
-  t.resource = api::kTexResourceArray;
-  t.handle = a.handle;
-  t.tex_flags = 1;  // read as integer
-  ASSERT_EQ(c.call<api::Call::TextureCreate>(t, &tex), 0);
+  const uint64_t tex = texture(c, on_array(a.handle));
+  api::HandleReply keep{};
+  ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kSignedInt32, 1, 0, 0}, &keep), 0);
+  ASSERT_EQ(array_put(c, keep.handle, iota(64, 9), 8, 8), 0);
+  ASSERT_EQ(c.call<api::Call::ArrayDestroy>({a.handle, 0, 0}), 0);  // legal: the texture is not used again
   const uint64_t bytes = tst::fake_allocated_bytes();
   ASSERT_TRUE(hold(stub));
   cc::Reply r = control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("texture or surface object"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("texture object " + std::to_string(tex)), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("freed"), std::string::npos) << r.error;
   EXPECT_FALSE(r.status.suspended);
   release(stub);
-  // Everything as it was: the array, its texels, the texture.
   EXPECT_EQ(tst::fake_allocated_bytes(), bytes);
-  EXPECT_EQ(array_get(c, a.handle, 8, 8), iota(64, 3));
+  EXPECT_EQ(array_get(c, keep.handle, 8, 8), iota(64, 9));
   // Once the program destroyed it, the suspend goes ahead.
-  ASSERT_EQ(c.call<api::Call::TextureDestroy>({tex.handle}), 0);
+  ASSERT_EQ(c.call<api::Call::TextureDestroy>({tex}), 0);
   ASSERT_TRUE(hold(stub));
   r = control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
   release(stub);
-  EXPECT_EQ(array_get(c, a.handle, 8, 8), iota(64, 3));
+  EXPECT_EQ(array_get(c, keep.handle, 8, 8), iota(64, 9));
+}
+
+// The records of state file `from` copied to `to`, each object record's payload through
+// `edit` (which may change it).
+void rewrite_state(const std::string& from, const std::string& to,
+                   const std::function<void(std::vector<std::byte>&)>& edit) {
+  state::FileSource in(from);
+  state::FileSink out(to);
+  state::RecordHeader h{};
+  std::string why;
+  std::vector<std::byte> payload;
+  while (in.next(&h, &why)) {
+    if (!h.is_blob()) {
+      ASSERT_TRUE(in.read_payload(&payload, &why)) << why;
+      if (h.type == 3 /* kObjectRecord */) edit(payload);
+      ASSERT_TRUE(out.put_record(h.type, h.id, payload)) << out.error();
+      continue;
+    }
+    ASSERT_TRUE(out.begin_blob(h.type, h.id, h.payload_bytes)) << out.error();
+    for (;;) {
+      std::span<const std::byte> chunk;
+      ASSERT_TRUE(in.read_chunk_view(&chunk, &why)) << why;
+      if (chunk.empty()) break;
+      std::span<std::byte> buf = out.acquire(chunk.size());
+      ASSERT_EQ(buf.size(), chunk.size()) << out.error();
+      std::memcpy(buf.data(), chunk.data(), chunk.size());
+      ASSERT_TRUE(out.commit(buf)) << out.error();
+    }
+    ASSERT_TRUE(out.end_blob()) << out.error();
+  }
+  ASSERT_TRUE(why.empty()) << why;
+  ASSERT_TRUE(out.finish(&why)) << why;
+}
+
+TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-tex-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-suspend-tex-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  TextureWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  const std::vector<int> through_t1 = w.fetch(c, w.t1);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // An object record: kind (1 byte), id, parent, device (4), value, then the texture's
+  // resource id, its description (a u32 length, then the bytes) or the surface's array id.
+  constexpr size_t kValue = 21, kResource = 29, kSpec = 37;
+  const auto tex = static_cast<std::byte>(ObjectKind::TexObject), surf = static_cast<std::byte>(ObjectKind::SurfObject);
+  auto u64_at = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+  auto value_of = [](const std::vector<std::byte>& p) {
+    uint64_t v;
+    std::memcpy(&v, p.data() + kValue, 8);
+    return v;
+  };
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"value 0", [&](auto& p) { if (p[0] == tex && value_of(p) == w.t1) u64_at(p, kValue, 0); }, "cannot give back"},
+      {"a huge value", [&](auto& p) { if (p[0] == surf) u64_at(p, kValue, 1ull << 40); }, "cannot give back"},
+      {"a value twice", [&](auto& p) { if (p[0] == tex && value_of(p) == w.t7) u64_at(p, kValue, w.t6); }, "value 6"},
+      {"an array that is not in the state", [&](auto& p) { if (p[0] == tex && value_of(p) == w.t1) u64_at(p, kResource, 999999); },
+       "comes later or not at all"},
+      {"a surface whose array comes after it", [&](auto& p) { if (p[0] == surf) std::memcpy(p.data() + kResource, p.data() + 1, 8); },
+       "comes later or not at all"},
+      {"a description cut short", [&](auto& p) { if (p[0] == tex) p.resize(kSpec + 4 + 50), p[kSpec] = std::byte{50}; }, "wrong size"},
+      {"a description that names another array",
+       [&](auto& p) { if (p[0] == tex && value_of(p) == w.t1) u64_at(p, kSpec + 4 + 72, w.surf_arr); }, "not the one it names"},
+      {"an unknown filter mode",
+       [&](auto& p) { if (p[0] == tex && value_of(p) == w.t1) p[kSpec + 4 + 24] = std::byte{9}; }, "texture object 1"},
+      {"a linear texture on memory the client does not have",
+       [&](auto& p) { if (p[0] == tex && value_of(p) == w.t3) u64_at(p, kSpec + 4 + 72, w.lin + (1ull << 30)); },
+       "texture object 3"},
+  };
+  for (const Case& k : cases) {
+    if (!k.expect) continue;
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
+    r = control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.error.find("texture") != std::string::npos || r.error.find("surface") != std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  }
+  // The good file still restores (it was left untouched), and the values read as before.
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(w.fetch(c, w.t1), through_t1);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 TEST(Suspend, SaveToAFileAndRestoreFromIt) {
