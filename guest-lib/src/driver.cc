@@ -256,6 +256,16 @@ CU_API CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCt
 
 // ------------------------------------------------------------------ contexts
 
+CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);
+CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {
+  VMCUDA_ENTER(enter_driver_call());
+  if (!id) return cu::kInvalidValue;
+  if (!ctx && cuCtxGetCurrent(&ctx) != cu::kSuccess) return cu::kInvalidContext;
+  if (!ctx || !ctx->alive.load()) return cu::kInvalidContext;
+  *id = ctx->id;
+  return cu::kSuccess;
+}
+
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx) {
   VMCUDA_ENTER(enter_driver_call());
   if (!pctx) return cu::kInvalidValue;

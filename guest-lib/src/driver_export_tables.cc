@@ -30,6 +30,8 @@
 
 extern "C" {
 CUresult cuModuleLoadData(CUmodule* module, const void* image);
+CUresult cuCtxGetCurrent(CUcontext* ctx);
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id);
 CUresult cuDeviceGetCount(int* count);
 CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev);
 CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice dev);
@@ -44,7 +46,16 @@ using Uuid = std::array<unsigned char, 16>;
 
 // ------------------------------------------------------------------ the tables' identities
 
-enum TableId { kRuntimeInterface, kToolsTls, kCallbackHooks, kContextStorage, kContextChecks, kIntegrity, kTableCount };
+enum TableId {
+  kRuntimeInterface,
+  kToolsTls,
+  kCallbackHooks,
+  kContextStorage,
+  kContextChecks,
+  kIntegrity,
+  kContextQueries,
+  kTableCount
+};
 
 struct TableInfo {
   const char* name;
@@ -63,8 +74,10 @@ constexpr TableInfo kTables[kTableCount] = {
     {"context-local storage", {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95, 0x93}, 4, false},
     {"context checks", {0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa, 0x7e}, 15, true},
     {"integrity check", {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2}, 3, true},
+    // Asked by NVIDIA's libraries (cuBLAS, cuFFT), not by the runtime.
+    {"context queries", {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}, 93, true},
 };
-constexpr int kMaxEntries = 15;
+constexpr int kMaxEntries = 93;
 
 // Refused on purpose (every working implementation does; NVIDIA's runtime 13.0 goes on
 // without it): logged at info level only.
@@ -225,6 +238,20 @@ CUresult context_kind(CUcontext, uint32_t* kind, const void** extra) {
 // Entry 3: green contexts are not supported.
 uint32_t green_contexts_supported() { return 0; }
 
+// ------------------------------------------------------------------ tools TLS (42d85a81)
+
+// Entry 2: the calling thread's current context (observed: the libraries call it, then ask
+// the context's id in 21318c60's entry 4 with what it gave).
+CUresult tools_current_context(CUcontext* ctx) {
+  if (!ctx) return cu::kInvalidValue;
+  return cuCtxGetCurrent(ctx);
+}
+
+// ------------------------------------------------------------------ context queries (21318c60)
+
+// Entry 4: the context's unique id, as cuCtxGetId (observed: (context, &id)).
+CUresult context_id(CUcontext ctx, unsigned long long* id) { return cuCtxGetId(ctx, id); }
+
 // ------------------------------------------------------------------ the tables
 
 struct Tables {
@@ -258,6 +285,8 @@ Tables::Tables() {
   set(kContextChecks, 2, &context_kind);
   set(kContextChecks, 3, &green_contexts_supported);
   set(kIntegrity, 1, &integrity_check);
+  set(kToolsTls, 2, &tools_current_context);
+  set(kContextQueries, 4, &context_id);
 }
 
 Tables& tables() {

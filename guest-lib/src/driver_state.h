@@ -23,6 +23,12 @@ struct CUctx_st {
   bool primary = false;
   unsigned flags = 0;          // cuCtxCreate's / cuDevicePrimaryCtxSetFlags'
   std::atomic<bool> alive{true};  // false once cuCtxDestroy'ed (the object stays: a stale handle is refused)
+  // cuCtxGetId's: unique in the process, never reused (contexts are never freed).
+  const unsigned long long id = next_id();
+  static unsigned long long next_id() {
+    static std::atomic<unsigned long long> n{0};
+    return ++n;
+  }
 };
 
 namespace vmcuda::guest {
