@@ -256,6 +256,46 @@ CU_API CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCt
 
 // ------------------------------------------------------------------ contexts
 
+// The current context's limits and cache settings: the runtime's device-wide calls on the
+// current device (CUlimit == cudaLimit, CUfunc_cache == cudaFuncCache, CUsharedconfig ==
+// cudaSharedMemConfig, numbers included).
+CU_API CUresult cuCtxGetLimit(size_t* value, int limit) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetLimit(value, static_cast<cudaLimit>(limit)));
+}
+CU_API CUresult cuCtxSetLimit(int limit, size_t value) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetLimit(static_cast<cudaLimit>(limit), value));
+}
+CU_API CUresult cuCtxGetCacheConfig(int* config) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetCacheConfig(reinterpret_cast<cudaFuncCache*>(config)));
+}
+CU_API CUresult cuCtxSetCacheConfig(int config) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetCacheConfig(static_cast<cudaFuncCache>(config)));
+}
+CU_API CUresult cuCtxGetSharedMemConfig(int* config) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetSharedMemConfig(reinterpret_cast<cudaSharedMemConfig*>(config)));
+}
+CU_API CUresult cuCtxSetSharedMemConfig(int config) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetSharedMemConfig(static_cast<cudaSharedMemConfig>(config)));
+}
+CU_API CUresult cuDeviceGetDefaultMemPool(cudaMemPool_t* pool, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetDefaultMemPool(pool, dev));
+}
+CU_API CUresult cuDeviceGetMemPool(cudaMemPool_t* pool, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetMemPool(pool, dev));
+}
+CU_API CUresult cuDeviceSetMemPool(CUdevice dev, cudaMemPool_t pool) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetMemPool(dev, pool));
+}
+
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);
 CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {
   VMCUDA_ENTER(enter_driver_call());
