@@ -12,14 +12,25 @@ mkdir -p "$out"
 py="${PYTHON:-python3}"
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || { echo "no PyTorch here"; exit 0; }
-timeout "${TORCH_TIMEOUT:-300}" "$py" "$top/tests/torch/torch_steps.py" >"$out/native.txt" 2>"$out/native.err"
+# Each step in its own process: one that kills its process (a crash in a library) does not
+# hide the others.
+steps=$("$py" "$top/tests/torch/torch_steps.py" --list)
+run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
+  local o="$1" e="$2"; shift 2
+  : >"$o"; : >"$e"
+  for s in $steps; do
+    env "$@" timeout "${TORCH_TIMEOUT:-120}" "$py" "$top/tests/torch/torch_steps.py" --step "$s" >>"$o" 2>>"$e"
+    local rc=$?
+    grep -q "^STEP $s:" "$o" || echo "STEP $s: FAIL the process ended with rc $rc" >>"$o"
+  done
+}
+run_steps "$out/native.txt" "$out/native.err"
 sock=/tmp/vmcuda-torch-check.sock
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  timeout "${TORCH_TIMEOUT:-300}" "$py" "$top/tests/torch/torch_steps.py" >"$out/vmcuda.txt" 2>"$out/vmcuda.err"
-echo "vmcuda run: rc $?"
+run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
+  LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null
 same=0 total=0
 while IFS= read -r line; do

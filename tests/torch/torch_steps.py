@@ -17,7 +17,13 @@ def digest(t):
     return hashlib.sha256(t.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
+ONLY = None  # --step NAME: run that step alone (the check runs each in its own process, so
+              # a step that kills the process does not hide the ones after it)
+
+
 def step(name, fn):
+    if ONLY is not None and name != ONLY:
+        return
     t0 = time.time()
     try:
         result = fn()
@@ -125,13 +131,19 @@ def main():
     step("train_100_steps", train)
 
     def compiled():
+        torch.manual_seed(0)
         m = torch.nn.Linear(32, 32).cuda()
         f = torch.compile(lambda x: torch.relu(m(x)) * 2)
         x = torch.ones(16, 32, device="cuda")
         return f"{f(x).double().sum().item():.6e}"
-    if "--no-compile" not in sys.argv:
-        step("torch_compile", compiled)
+    step("torch_compile", compiled)
 
 
 if __name__ == "__main__":
+    if "--list" in sys.argv:
+        print("available device_count device_name capability mem_get_info tensors reductions random matmul_fp32 "
+              "matmul_bf16 conv2d fft linalg_solve cuda_graph train_100_steps torch_compile")
+        sys.exit(0)
+    if "--step" in sys.argv:
+        ONLY = sys.argv[sys.argv.index("--step") + 1]
     main()
