@@ -141,7 +141,8 @@ CUresult load_on_host(Remote& r, std::span<const std::byte> bytes, uint64_t* han
   return cu::kSuccess;
 }
 
-// Unloads host module `host` (cuModuleUnload, cuLibraryUnload); the guest forgot it already.
+// Unloads host module `host` (cuModuleUnload, cuLibraryUnload): the VM's quota gets back
+// what it was charged for it. The host refuses while the program holds a graph.
 CUresult unload_on_host(uint64_t host) {
   cudaError_t e;
   Remote* r = Remote::get(&e);
@@ -217,7 +218,6 @@ CUresult module_function(CUmod_st* m, const char* name, CUfunc_st** out) {
   return cu::kSuccess;
 }
 
-// A library kernel as a function of the calling thread's device (loading the library there).
 // `m`, just loaded for `lib` on `dev`, becomes its module there, unless another thread's
 // load got there first: then that one, and `m` is unloaded again.
 CUmod_st* adopt_library_module(CUlib_st& lib, int dev, CUmod_st* m) {
@@ -235,6 +235,7 @@ CUmod_st* adopt_library_module(CUlib_st& lib, int dev, CUmod_st* m) {
   return kept;
 }
 
+// A library kernel as a function of the calling thread's device (loading the library there).
 CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
   const int dev = Remote::thread_device();
   CUmod_st* m = nullptr;
