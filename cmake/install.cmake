@@ -4,7 +4,7 @@
 #          in a private folder, lib/vmcuda-run, so that no host program picks it up by
 #          accident), the systemd unit and sysusers file, the libvirt hook, the QEMU
 #          wrapper, docs and examples, man pages
-#   guest  inside a VM: libcudart.so.13 and libcuda.so.1 in lib/vmcuda, which the loader is told about
+#   guest  inside a VM: libcudart.so.13, libcuda.so.1 and libnvidia-ml.so.1 in lib/vmcuda, which the loader is told about
 #          (ld.so.conf.d), so that programs find it without LD_LIBRARY_PATH
 #   dkms   inside a VM: the guest driver's source for DKMS (src/vmcuda-VERSION)
 # Files that name installed paths are written at install time, for the prefix given then.
@@ -14,6 +14,7 @@ include(GNUInstallDirs)
 install(TARGETS vmcuda-stub vmcudactl RUNTIME DESTINATION bin COMPONENT host)
 install(PROGRAMS ${CMAKE_BINARY_DIR}/host-stub/vmcuda-run DESTINATION bin COMPONENT host)
 install(FILES $<TARGET_FILE:vmcuda_cudart> $<TARGET_FILE:vmcuda_cuda> ${CMAKE_BINARY_DIR}/guest-lib/libcuda.so
+              $<TARGET_FILE:vmcuda_nvml> ${CMAKE_BINARY_DIR}/guest-lib/libnvidia-ml.so
         DESTINATION lib/vmcuda-run COMPONENT host)
 install(PROGRAMS qemu-config/qemu-vmcuda DESTINATION lib/vmcuda COMPONENT host)
 install(FILES qemu-config/vmcuda.sysusers DESTINATION lib/sysusers.d RENAME vmcuda.conf COMPONENT host)
@@ -74,9 +75,11 @@ else()
 endif()
 
 # ---- guest
-# libcuda.so.1 holds the implementation of both (guest-lib/README.md); libcuda.so is the link
-# programs built with -lcuda name at link time, as NVIDIA's driver package ships it.
+# libcuda.so.1 holds the implementation of all three (guest-lib/README.md); libcuda.so and
+# libnvidia-ml.so are the links programs built with -lcuda / -lnvidia-ml name at link time, as
+# NVIDIA's driver package ships them.
 install(FILES $<TARGET_FILE:vmcuda_cudart> $<TARGET_FILE:vmcuda_cuda> ${CMAKE_BINARY_DIR}/guest-lib/libcuda.so
+              $<TARGET_FILE:vmcuda_nvml> ${CMAKE_BINARY_DIR}/guest-lib/libnvidia-ml.so
         DESTINATION lib/vmcuda COMPONENT guest)
 install(CODE "
   set(prefix \"\${CMAKE_INSTALL_PREFIX}\")

@@ -2,7 +2,7 @@
 # Builds vmcuda's Debian packages from a build tree (cmake/install.cmake's components):
 #   vmcuda-host    the GPU host: vmcuda-stub, vmcudactl, vmcuda-run, the systemd unit and its
 #                  system user, the libvirt hook (qemu.d), the QEMU wrapper, docs, man pages
-#   vmcuda-guest   inside a VM: libcudart.so.13 and libcuda.so.1 found by the loader (ld.so.conf.d)
+#   vmcuda-guest   inside a VM: libcudart.so.13, libcuda.so.1 and libnvidia-ml.so.1 found by the loader (ld.so.conf.d)
 #   vmcuda-dkms    inside a VM: the guest driver (vmcuda.ko) built by DKMS for each kernel
 #
 #   scripts/build-debs.sh [--build DIR] [--out DIR]
@@ -103,7 +103,7 @@ echo "build-debs: [3/4] vmcuda-guest, vmcuda-dkms"
 guest="$stage/vmcuda-guest"
 DESTDIR="$guest" cmake --install "$build" --component guest --prefix /usr >/dev/null
 control vmcuda-guest "$guest" "paravirtual CUDA for KVM guests: the guest's CUDA runtime
- vmcuda's libcudart.so.13 and libcuda.so.1 (driver API): unmodified CUDA programs (built with nvcc -cudart shared)
+ vmcuda's libcudart.so.13, libcuda.so.1 (driver API) and libnvidia-ml.so.1 (NVML basics): unmodified CUDA programs (built with nvcc -cudart shared)
  in this virtual machine run on the host's GPU through vmcuda's device (vmcuda-dkms)." \
   "Depends: $(depends_of "$guest")" "Recommends: vmcuda-dkms"
 printf '#!/bin/sh\nset -e\nif [ "$1" = configure ] && [ -z "${DPKG_ROOT:-}" ]; then ldconfig; fi\nexit 0\n' \

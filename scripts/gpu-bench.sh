@@ -20,6 +20,7 @@ if [ "${1:-}" != "--run" ]; then
 fi
 out="${2:-/tmp}"
 shift 2 || true
+mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 : >"$out/bench.native"
 : >"$out/bench.vmcuda"

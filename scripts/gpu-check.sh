@@ -9,13 +9,16 @@ top="$(cd "$(dirname "$0")/.." && pwd)"
 carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
-  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart cuda_kill_probe \
+  cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart vmcuda_nvml cuda_kill_probe \
     state_file_bench
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
     "$carry/"
-  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" "$carry/lib/"
+  cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" \
+    "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$carry/lib/"
+  # NVML through vmcuda vs natively (plain C, dlopen: no toolkit needed).
+  cc -O2 -o "$carry/nvml_query" "$top/tests/cuda/nvml_query.c" -ldl
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
   cp "$top"/tests/cuda/bin/* "$carry/cuda/"
   # Two devices: scripts/gpu-multi-check.sh runs it (and captures its reference) with
@@ -70,6 +73,20 @@ for prog in "$carry"/cuda/*; do
   if cmp -s "$work/$name.native" "$work/$name.vmcuda"; then echo "$name: identical output natively and through vmcuda"
   else echo "$name: OUTPUT DIFFERS"; diff "$work/$name.native" "$work/$name.vmcuda" | head -20 || true; rc=1; fi
 done
+# NVML (guest libnvidia-ml.so.1): NVIDIA's natively, vmcuda's through vmcuda-run; the "id" lines
+# (count, name, UUID, PCI id, compute capability, versions) must be equal; memory and
+# utilization are shown side by side (vmcuda's total: the CUDA-visible memory, or the quota).
+if [ -x "$carry/nvml_query" ]; then
+  "$carry/nvml_query" >"$work/nvml.native" 2>&1 || echo "native nvml_query: rc $?"
+  VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-run-check.sock "$carry/vmcuda-run" -- "$carry/nvml_query" \
+    >"$work/nvml.vmcuda" 2>&1 || { echo "vmcuda nvml_query: rc $?"; rc=1; }
+  cp "$work/nvml.native" "$out/nvml_query.native"; cp "$work/nvml.vmcuda" "$out/nvml_query.vmcuda"
+  if diff <(grep '^id ' "$work/nvml.native") <(grep '^id ' "$work/nvml.vmcuda"); then
+    echo "nvml_query: same device identity natively and through vmcuda"
+  else echo "nvml_query: IDENTITY DIFFERS (above)"; rc=1; fi
+  paste -d'|' <(grep -E '^(mem|util) ' "$work/nvml.native") <(grep -E '^(mem|util) ' "$work/nvml.vmcuda") |
+    sed 's/|/   vmcuda: /; s/^/native: /'
+fi
 # One real stub, several programs at once, one faulting (compared with the native outputs above).
 "$carry/shared_stub_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
 # Every program but the faulting one at once, clients as threads of one stub, their work

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -58,6 +59,8 @@ struct Registry {
   };
   std::map<uint64_t, Texture> textures;
   std::map<uint64_t, std::pair<cudaResourceDesc, int>> surfaces;  // and its device
+  // Arrays freed (host handles are never reused): a second free answers as NVIDIA's does.
+  std::set<uint64_t> freed_arrays;
 };
 Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: atexit order
@@ -314,9 +317,10 @@ cudaError_t cudaMallocArray(cudaArray_t* array, const struct cudaChannelFormatDe
                             unsigned int flags) {
   if (cudaError_t e = g::enter_device_call()) return e;
   if (!array) return record(cudaErrorInvalidValue);
-  // A 1D or 2D array: no layers, no cubemap (cudaMalloc3DArray's).
-  if (flags & ~(cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | cudaArrayDeferredMapping))
-    return record(cudaErrorInvalidValue);
+  // A 1D or 2D array: no layers, no cubemap (cudaMalloc3DArray's). Bits CUDA does not
+  // define are ignored, as NVIDIA's 13.0 runtime does (0x100 succeeds on the H100).
+  if (flags & (cudaArrayLayered | cudaArrayCubemap)) return record(cudaErrorInvalidValue);
+  flags &= cudaArraySurfaceLoadStore | cudaArrayTextureGather | cudaArraySparse | cudaArrayDeferredMapping;
   if (width == 0) return record(cudaErrorInvalidValue);
   uint64_t h;
   g::ArrayInfo info;
@@ -423,9 +427,13 @@ cudaError_t free_array(uint64_t h, bool mipmapped) {
       reg.mipmaps.erase(it);
     } else {
       auto it = reg.arrays.find(h);
-      if (it == reg.arrays.end()) return record(cudaErrorInvalidResourceHandle);
+      // A second free: NVIDIA's 13.0 runtime answers cudaErrorContextIsDestroyed (seen on the H100).
+      if (it == reg.arrays.end())
+        return record(reg.freed_arrays.contains(h) ? cudaErrorContextIsDestroyed : cudaErrorInvalidResourceHandle);
       if (it->second.level) return record(cudaErrorInvalidValue);  // freed with its mipmapped array
       reg.arrays.erase(it);
+      if (reg.freed_arrays.size() >= 65536) reg.freed_arrays.clear();  // bounded; only the answer changes
+      reg.freed_arrays.insert(h);
     }
   }
   auto lock = r->lock();
@@ -628,15 +636,17 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject, const struc
   cudaError_t err;
   g::Remote* r = g::device_call(&err);
   if (!r) return err;
-  if (!pTexObject || !pResDesc || !pTexDesc) return record(cudaErrorInvalidValue);
+  if (!pTexObject || !pResDesc) return record(cudaErrorInvalidValue);
+  api::TextureCreateArgs a{};
+  if (cudaError_t e = resource_args(*pResDesc, &a)) return record(e);
+  // No texture descriptor: NVIDIA's 13.0 runtime answers an invalid handle (seen on the H100).
+  if (!pTexDesc) return record(cudaErrorInvalidResourceHandle);
   if (pResViewDesc) {
     static std::atomic<bool> said{false};
     g::warn_once(said, "cudaCreateTextureObject with a resource view: views are not supported; it returns "
                        "cudaErrorNotSupported (801)");
     return record(cudaErrorNotSupported);
   }
-  api::TextureCreateArgs a{};
-  if (cudaError_t e = resource_args(*pResDesc, &a)) return record(e);
   const cudaTextureDesc& t = *pTexDesc;
   for (int i = 0; i < 3; ++i) {
     if (t.addressMode[i] < cudaAddressModeWrap || t.addressMode[i] > cudaAddressModeBorder)
@@ -713,7 +723,8 @@ cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject, const stru
   const uint64_t h = g::handle_of(pResDesc->res.array.array);
   auto info = g::find_array(pResDesc->res.array.array);
   if (!info) return record(cudaErrorInvalidResourceHandle);
-  if (!(info->flags & cudaArraySurfaceLoadStore)) return record(cudaErrorInvalidValue);
+  // An array made without cudaArraySurfaceLoadStore is not refused: NVIDIA's 13.0 runtime
+  // and the driver take it (seen on the H100); what a kernel's surface access then does is the GPU's.
   auto lock = r->lock();
   auto res = r->call<vmcuda::api::Call::SurfaceCreate>({h, 0, 0});
   if (res.status != 0) return record(static_cast<cudaError_t>(res.status));

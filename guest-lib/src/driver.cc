@@ -740,6 +740,13 @@ CUresult pointer_attribute(void* data, int attribute, CUdeviceptr ptr) {
       return cu::kNotSupported;
   }
 }
+
+// Whether vmcuda knows `ptr` (device, managed, pinned or registered memory).
+bool known_pointer(CUdeviceptr ptr) {
+  cudaPointerAttributes a{};
+  KeepRuntimeLastError keep;
+  return cudaPointerGetAttributes(&a, dptr(ptr)) == cudaSuccess && a.type != cudaMemoryTypeUnregistered;
+}
 }  // namespace
 
 CU_API CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
@@ -762,7 +769,13 @@ CU_API CUresult cuPointerGetAttributes(unsigned int count, int* attributes, void
                                 attributes[i] == cu::kPointerSyncMemops
                             ? 4
                             : 8;
-    if (e != cu::kSuccess) scratch = attributes[i] == cu::kPointerDeviceOrdinal ? static_cast<unsigned>(-2) : 0;
+    // What the driver gives for memory it does not know (NVIDIA's runtime builds
+    // cudaPointerGetAttributes of unregistered memory from them: device -2, hostPointer
+    // the pointer itself; device memory's hostPointer stays NULL).
+    if (e != cu::kSuccess)
+      scratch = attributes[i] == cu::kPointerDeviceOrdinal                ? static_cast<unsigned>(-2)
+                : attributes[i] == cu::kPointerHostPointer && !known_pointer(ptr) ? static_cast<unsigned long long>(ptr)
+                                                                                  : 0;
     std::memcpy(data[i], &scratch, size);
   }
   return cu::kSuccess;
@@ -787,6 +800,24 @@ CU_API CUresult cuStreamDestroy_v2(CUstream s) {
   VMCUDA_DRIVER_RUNTIME(cudaStreamDestroy(s));
 }
 CU_API CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
+// CUhostFn == cudaHostFn_t. A callback's status is the runtime's code, which equals the
+// CUresult for every error a stream can report (7xx).
+CU_API CUresult cuLaunchHostFunc(CUstream s, cudaHostFn_t fn, void* data) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaLaunchHostFunc(s, fn, data));
+}
+CU_API CUresult cuLaunchHostFunc_ptsz(CUstream s, cudaHostFn_t fn, void* data) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaLaunchHostFunc_ptsz(s, fn, data));
+}
+CU_API CUresult cuStreamAddCallback(CUstream s, cudaStreamCallback_t fn, void* data, unsigned flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamAddCallback(s, fn, data, flags));
+}
+CU_API CUresult cuStreamAddCallback_ptsz(CUstream s, cudaStreamCallback_t fn, void* data, unsigned flags) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamAddCallback_ptsz(s, fn, data, flags));
+}
 CU_API CUresult cuStreamSynchronize(CUstream s) {
   VMCUDA_ENTER(enter_context_call());
   VMCUDA_DRIVER_RUNTIME(cudaStreamSynchronize(s));

@@ -284,10 +284,42 @@ CUresult resolve(CUfunction f, HostKernel** out) {
 }
 
 CUresult function_attributes(Remote& r, HostKernel& k) {
-  if (k.attributes) return cu::kSuccess;
-  auto res = r.call<api::Call::FuncGetAttributes>({k.handle});
-  if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
-  k.attributes = res.reply;
+  const api::FuncAttributesReply* unused = nullptr;
+  return to_cu_result(kernel_attributes(r, k, &unused));
+}
+
+// A kernel call with the Remote locked: `f` resolved (a CUfunction, CUkernel or runtime
+// handle) on the calling thread's device.
+template <typename F>
+CUresult with_kernel(CUfunction f, F&& body) {
+  if (CUresult e = enter_context_call()) return e;
+  KeepRuntimeLastError keep;
+  HostKernel* k = nullptr;
+  if (CUresult e = resolve(f, &k)) return e;
+  cudaError_t re;
+  Remote* r = Remote::get(&re);
+  if (!r) return to_cu_result(re);
+  auto lock = r->lock();
+  return to_cu_result(body(*r, *k));
+}
+
+// The cuKernel* calls name a device; the kernel is loaded there on the calling thread's
+// context (the runtime passes the current device).
+CUresult kernel_on(CUkernel kernel, CUdevice dev, CUfunction* f) {
+  if (CUresult e = enter_context_call()) return e;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.kernels, kernel)) return cu::kInvalidHandle;
+  }
+  if (dev != Remote::thread_device()) {
+    VMCUDA_LOG(kWarn, "api",
+               "cuKernel* for device %d while device %d is current is not supported; it returns "
+               "CUDA_ERROR_NOT_SUPPORTED (801): make that device's context current first",
+               static_cast<int>(dev), Remote::thread_device());
+    return cu::kNotSupported;
+  }
+  *f = reinterpret_cast<CUfunction>(kernel);
   return cu::kSuccess;
 }
 
@@ -545,6 +577,45 @@ CU_API CUresult cuFuncGetAttribute(int* value, int attribute, CUfunction f) {
   if (CUresult e = function_attributes(*r, *k)) return e;
   *value = k->attributes->values[attribute];
   return cu::kSuccess;
+}
+
+CU_API CUresult cuFuncSetAttribute(CUfunction f, int attribute, int value) {
+  return with_kernel(f, [&](Remote& r, HostKernel& k) { return set_kernel_attribute(r, k, attribute, value); });
+}
+
+// CUfunc_cache == cudaFuncCache (0-3).
+CU_API CUresult cuFuncSetCacheConfig(CUfunction f, int config) {
+  return with_kernel(f, [&](Remote& r, HostKernel& k) {
+    if (static_cast<unsigned>(config) > 3) return cudaErrorInvalidValue;
+    return r.enqueue<api::Call::FuncSetCacheConfig>({k.handle, config, 0});
+  });
+}
+
+CU_API CUresult cuKernelGetAttribute(int* value, int attribute, CUkernel kernel, CUdevice dev) {
+  CUfunction f = nullptr;
+  if (CUresult e = kernel_on(kernel, dev, &f)) return e;
+  return cuFuncGetAttribute(value, attribute, f);
+}
+CU_API CUresult cuKernelSetAttribute(int attribute, int value, CUkernel kernel, CUdevice dev) {
+  CUfunction f = nullptr;
+  if (CUresult e = kernel_on(kernel, dev, &f)) return e;
+  return cuFuncSetAttribute(f, attribute, value);
+}
+CU_API CUresult cuKernelSetCacheConfig(CUkernel kernel, int config, CUdevice dev) {
+  CUfunction f = nullptr;
+  if (CUresult e = kernel_on(kernel, dev, &f)) return e;
+  return cuFuncSetCacheConfig(f, config);
+}
+
+CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction f, int block_size,
+                                                                     size_t shared, unsigned flags) {
+  if (!blocks) return cu::kInvalidValue;
+  return with_kernel(f, [&](Remote& r, HostKernel& k) {
+    return kernel_occupancy(r, k, block_size, shared, flags, blocks);
+  });
+}
+CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size, size_t shared) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block_size, shared, 0);
 }
 
 CU_API CUresult cuFuncGetName(const char** name, CUfunction f) {

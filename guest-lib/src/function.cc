@@ -55,34 +55,63 @@ cudaError_t kernel_of(const void* func, Kernel* k) {
   return host_kernel(*k->remote, *f, &k->kernel);
 }
 
-// The kernel's attributes, asked once. Precondition: k's lock held.
-cudaError_t attributes_of(Kernel& k, const api::FuncAttributesReply** out) {
-  if (!k.kernel->attributes) {
-    auto res = k.remote->call<api::Call::FuncGetAttributes>({k.kernel->handle});
-    if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
-    k.kernel->attributes = res.reply;
-  }
-  *out = &*k.kernel->attributes;
-  return cudaSuccess;
-}
-
 cudaError_t occupancy(int* blocks, const void* func, int block_size, size_t shared, unsigned flags) {
   if (cudaError_t e = enter_device_call()) return e;
   if (!blocks) return record(cudaErrorInvalidValue);
-  if (flags & ~unsigned{cudaOccupancyDisableCachingOverride}) return record(cudaErrorInvalidValue);
   Kernel k;
   if (cudaError_t e = kernel_of(func, &k)) return record(e);
+  return record(kernel_occupancy(*k.remote, *k.kernel, block_size, shared, flags, blocks));
+}
+
+}  // namespace
+
+cudaError_t kernel_attributes(Remote& r, HostKernel& k, const api::FuncAttributesReply** out) {
+  if (!k.attributes) {
+    auto res = r.call<api::Call::FuncGetAttributes>({k.handle});
+    if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+    k.attributes = res.reply;
+  }
+  *out = &*k.attributes;
+  return cudaSuccess;
+}
+
+cudaError_t set_kernel_attribute(Remote& r, HostKernel& k, int attr, int value) {
+  if (attr < cudaFuncAttributeMaxDynamicSharedMemorySize || attr >= cudaFuncAttributeMax) return cudaErrorInvalidValue;
+  // The values the driver refuses, refused here at once (the call is queued).
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    const api::FuncAttributesReply* a = nullptr;
+    if (cudaError_t e = kernel_attributes(r, k, &a)) return e;
+    const auto& devices = r.devices();
+    const int dev = Remote::thread_device();
+    const int optin =
+        dev >= 0 && static_cast<size_t>(dev) < devices.size() ? devices[dev].attributes[kDeviceSharedOptin] : 0;
+    // Up to the device's opt-in maximum less the kernel's static shared memory (cuda.h).
+    if (value < 0 || (optin > 0 && value > optin - a->values[kSharedSizeBytes])) return cudaErrorInvalidValue;
+  } else if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
+    if (value < -1 || value > 100) return cudaErrorInvalidValue;  // percent, or -1: no preference
+  }
+  if (cudaError_t e = r.enqueue<api::Call::FuncSetAttribute>({k.handle, attr, value})) return e;
+  // What the kernel now reports. The cluster attributes the driver may still refuse (the
+  // error comes with the next synchronizing call): those are asked again.
+  if (k.attributes && attr <= cudaFuncAttributePreferredSharedMemoryCarveout)
+    k.attributes->values[attr] = value;
+  else
+    k.attributes.reset();
+  k.occupancy.clear();
+  return cudaSuccess;
+}
+
+cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks) {
+  if (flags & ~unsigned{cudaOccupancyDisableCachingOverride}) return cudaErrorInvalidValue;
   const auto key = std::make_tuple(block_size, uint64_t{shared}, flags);
-  if (auto it = k.kernel->occupancy.find(key); it != k.kernel->occupancy.end()) return *blocks = it->second, cudaSuccess;
-  auto res = k.remote->call<api::Call::OccupancyMaxActiveBlocks>(
-      {k.kernel->handle, block_size, flags, uint64_t{shared}});
-  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
-  k.kernel->occupancy[key] = res.reply.blocks;
+  if (auto it = k.occupancy.find(key); it != k.occupancy.end()) return *blocks = it->second, cudaSuccess;
+  auto res = r.call<api::Call::OccupancyMaxActiveBlocks>({k.handle, block_size, flags, uint64_t{shared}});
+  if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+  k.occupancy[key] = res.reply.blocks;
   *blocks = res.reply.blocks;
   return cudaSuccess;
 }
 
-}  // namespace
 }  // namespace vmcuda::guest
 
 using vmcuda::guest::record;
@@ -104,7 +133,7 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   g::Kernel k;
   if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
   const vmcuda::api::FuncAttributesReply* a = nullptr;
-  if (cudaError_t e = g::attributes_of(k, &a)) return record(e);
+  if (cudaError_t e = g::kernel_attributes(*k.remote, *k.kernel, &a)) return record(e);
   const int32_t* v = a->values;
   *attr = cudaFuncAttributes{};
   attr->sharedSizeBytes = static_cast<size_t>(v[g::kSharedSizeBytes]);
@@ -131,33 +160,7 @@ cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, 
   if (cudaError_t e = g::enter_device_call()) return e;
   g::Kernel k;
   if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
-  if (attr < cudaFuncAttributeMaxDynamicSharedMemorySize || attr >= cudaFuncAttributeMax)
-    return record(cudaErrorInvalidValue);
-  // The values the driver refuses, refused here at once (the call is queued).
-  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    const vmcuda::api::FuncAttributesReply* a = nullptr;
-    if (cudaError_t e = g::attributes_of(k, &a)) return record(e);
-    const auto& devices = k.remote->devices();
-    const int dev = g::Remote::thread_device();
-    const int optin = dev >= 0 && static_cast<size_t>(dev) < devices.size()
-                          ? devices[dev].attributes[g::kDeviceSharedOptin]
-                          : 0;
-    // Up to the device's opt-in maximum less the kernel's static shared memory (cuda.h).
-    if (value < 0 || (optin > 0 && value > optin - a->values[g::kSharedSizeBytes]))
-      return record(cudaErrorInvalidValue);
-  } else if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
-    if (value < -1 || value > 100) return record(cudaErrorInvalidValue);  // percent, or -1: no preference
-  }
-  if (cudaError_t e = k.remote->enqueue<vmcuda::api::Call::FuncSetAttribute>({k.kernel->handle, attr, value}))
-    return record(e);
-  // What the kernel now reports. The cluster attributes the driver may still refuse (the
-  // error comes with the next synchronizing call): those are asked again.
-  if (k.kernel->attributes && attr <= cudaFuncAttributePreferredSharedMemoryCarveout)
-    k.kernel->attributes->values[attr] = value;
-  else
-    k.kernel->attributes.reset();
-  k.kernel->occupancy.clear();
-  return cudaSuccess;
+  return record(g::set_kernel_attribute(*k.remote, *k.kernel, attr, value));
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,

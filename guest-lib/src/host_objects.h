@@ -59,6 +59,17 @@ cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, HostKernel** out)
 /// A variable the module does not have is cudaErrorInvalidSymbol.
 cudaError_t host_global(Remote& r, const vgpu_db::Variable& v, HostGlobal* out);
 
+/// Kernel attributes and occupancy (function.cc), for the runtime's cudaFunc*/cudaOccupancy*
+/// and the driver's cuFunc*/cuKernel*/cuOccupancy* alike. Preconditions: r's lock held, `k`
+/// on the calling thread's device. Answers are kept with the kernel.
+/// cuFuncGetAttribute's every value, asked once.
+cudaError_t kernel_attributes(Remote& r, HostKernel& k, const api::FuncAttributesReply** out);
+/// A settable attribute (cudaFuncAttribute == CUfunction_attribute numbers), checked as the
+/// driver checks it, then queued.
+cudaError_t set_kernel_attribute(Remote& r, HostKernel& k, int attr, int value);
+/// Blocks per multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags).
+cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks);
+
 /// The launch configuration errors CUDA reports at once, without a round trip (launch.cc):
 /// cudaErrorInvalidValue for a grid or block the calling thread's device refuses.
 cudaError_t check_launch_configuration(const Remote& r, dim3 grid, dim3 block);

@@ -60,6 +60,15 @@ class Remote {
   api::RemoteResult<C> call(const typename api::CallTraits<C>::Args& args, std::span<const std::byte> tail = {},
                             uint32_t extra_capacity = 0);
 
+  // Precondition: lock() held. A query on the side that needs no context (libnvidia-ml.so.1):
+  // runs now, together with what is queued, whose errors stay deferred for the application's
+  // next synchronizing CUDA call (a query must not take them).
+  template <api::Call C>
+  api::RemoteResult<C> query(const typename api::CallTraits<C>::Args& args) {
+    static_assert((api::CallTraits<C>::kFlags & api::kNoContext) != 0, "a query needs no context");
+    return exchange<C>(args, {}, 0);
+  }
+
   // Precondition: lock() held. Sends what is queued; returns the first queued error.
   cudaError_t flush();
 

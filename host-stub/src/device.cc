@@ -1,6 +1,9 @@
 // Device management calls (calls.def, 0x1000): properties, the current device, memory
 // information, limits and cache configuration of the client's context, reset.
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
 #include <cstring>
 #include <vector>
 
@@ -47,6 +50,60 @@ int32_t Session::on_MemGetInfo(const api::Empty&, api::MemInfoReply& r, Request&
   free_bytes = std::min<uint64_t>(free_bytes, quota_left());
   r.free_bytes = free_bytes;
   r.total_bytes = total;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+// The host's NVIDIA kernel module version ("580.65.06"), which NVIDIA's NVML reports as the
+// driver version; "" where there is none (the test executor). Read once: it cannot change
+// while the stub runs (a new module means a restarted driver, and a restarted stub).
+const std::string& host_driver_version() {
+  static const std::string v = [] {
+    std::string s;
+    if (FILE* f = std::fopen("/sys/module/nvidia/version", "r")) {
+      char line[api::kNvmlDriverVersionBytes] = {};
+      if (std::fgets(line, sizeof line, f)) s = line;
+      std::fclose(f);
+    }
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    for (char c : s)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) return std::string();
+    return s;
+  }();
+  return v;
+}
+}  // namespace
+
+int32_t Session::on_NvmlDeviceInfo(const api::DeviceArgs& a, api::NvmlDeviceInfoReply& r, Request&) {
+  if (a.device < 0 || static_cast<size_t>(a.device) >= devices_.size()) return CUDA_ERROR_INVALID_DEVICE;
+  CUdevice dev;
+  if (CUresult e = api_.cuDeviceGet(&dev, devices_[a.device]); e != CUDA_SUCCESS) return e;
+  size_t device_total = 0;
+  if (CUresult e = api_.cuDeviceTotalMem_v2(&device_total, dev); e != CUDA_SUCCESS) return e;
+  r.total_bytes = std::min<uint64_t>(device_total, memory_quota());
+  uint64_t free_bytes = device_total;
+  if (contexts_[a.device]) {
+    // The client's own context there: the driver's free memory, as MemGetInfo answers it.
+    make_current(a.device);
+    size_t f = 0, t = 0;
+    if (api_.cuMemGetInfo_v2(&f, &t) == CUDA_SUCCESS) {
+      free_bytes = f;
+      r.flags |= api::kNvmlMemoryFromContext;
+    }
+  } else if (limits_.ledger) {
+    // No context of this client there, and none is made for a query (its memory would be the
+    // VM's): the device less what the VM's programs hold (other VMs' use is not seen).
+    free_bytes = device_total - std::min<uint64_t>(device_total, limits_.ledger->used());
+  }
+  r.free_bytes = std::min<uint64_t>({free_bytes, quota_left(), r.total_bytes});
+  if (limits_.fair_share)
+    if (GpuShare* g = limits_.fair_share->gpu(devices_[a.device])) {
+      const double share = g->usage().share;  // 0..1 over the sampler's last ~2 s
+      r.gpu_percent = static_cast<uint32_t>(std::clamp(share * 100.0 + 0.5, 0.0, 100.0));
+      r.flags |= api::kNvmlUtilizationMeasured;
+    }
+  const std::string& v = host_driver_version();
+  std::memcpy(r.driver_version, v.data(), std::min<size_t>(v.size(), sizeof r.driver_version - 1));
   return CUDA_SUCCESS;
 }
 

@@ -221,12 +221,16 @@ void GpuShare::Lane::mark_dirty() {
   if (share_.sleeping_.load(std::memory_order_seq_cst)) share_.wake();
 }
 
-void GpuShare::Lane::batch_done() {
+void GpuShare::Lane::batch_done(bool captures_open) {
   if (dirty_streams_.empty()) return;
   bool covered = true;
   {
     std::lock_guard l(mu_);
     for (CUstream s : dirty_streams_) {
+      int capture = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (captures_open && api_.cuStreamIsCapturing(s, &capture) == CUDA_SUCCESS &&
+          capture != CU_STREAM_CAPTURE_STATUS_NONE)
+        continue;  // its work before the capture goes uncounted (a rare, short undercount)
       auto it = std::find_if(markers_.begin(), markers_.end(), [&](const Marker& m) { return m.stream == s; });
       if (it == markers_.end()) {
         // A marker of a stream done with, else a new one.

@@ -146,8 +146,10 @@ class GpuShare {
       if (stream != last_stream_) note_stream(stream);
       if (!dirty_.load(std::memory_order_relaxed)) mark_dirty();
     }
-    // The end of a batch of calls: markers after what is pending.
-    void batch_done();
+    // The end of a batch of calls: markers after what is pending. With `captures_open`,
+    // streams that are capturing get none: an event recorded there would become part of the
+    // graph, and the sampler's query of it would invalidate the app's capture.
+    void batch_done(bool captures_open);
     // A synchronize returned: everything (all) or `stream`'s work is done.
     void synced(bool all, CUstream stream);
     GpuShare& share() { return share_; }

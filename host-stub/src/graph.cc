@@ -48,6 +48,11 @@ std::string Session::graphs_block_suspend() const {
          "(suspend it once it has destroyed its graphs)";
 }
 
+bool Session::capturing(CUstream stream) const {
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return api_.cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 CUresult Session::refuse_in_capture(CUstream s, int device, const char* what) {
   if (captures_open_ == 0) return CUDA_SUCCESS;
   int status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -433,7 +438,7 @@ int32_t Session::on_GraphInstantiate(const api::GraphInstantiateArgs& a, api::Em
   return CUDA_SUCCESS;
 }
 
-int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Request&) {
+int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Request& req) {
   const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
   if (!x) return CUDA_ERROR_INVALID_VALUE;
   CUstream s;
@@ -442,6 +447,7 @@ int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Requ
   output_possible_ = true;
   launches_.fetch_add(1, std::memory_order_relaxed);
   note_launch();  // the kernel time limit's count
+  if (device == current_) fair_launch(s, req.ctx);  // counted and held back as a kernel launch is
   const CUgraphExec exec = x->as<GraphExecObject>().exec;
   return on_device(device, [&] { return api_.cuGraphLaunch(exec, s); });
 }

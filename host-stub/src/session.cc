@@ -286,23 +286,24 @@ void Session::drop_lane(int device) {
 void Session::batch_done() {
   if (!launched_in_batch_ || !limits_.fair_share) return;
   launched_in_batch_ = false;
+  const bool captures = captures_open_ != 0;
   for (size_t d = 0; d < lanes_.size(); ++d) {
     if (!contexts_[d]) continue;
     if (limits_.gpu_threads) {
       // The launches ran (or will) on the GPU's working thread, which also opens the lanes:
       // the markers go after them there.
       posted_.fetch_add(1, std::memory_order_relaxed);
-      GpuWorker::of(devices_[d]).post([this, d] {
+      GpuWorker::of(devices_[d]).post([this, d, captures] {
         if (lanes_[d]) {
           api_.cuCtxSetCurrent(contexts_[d]);
           bound_ = static_cast<int>(d);
-          lanes_[d]->batch_done();
+          lanes_[d]->batch_done(captures);
         }
         if (posted_.fetch_sub(1, std::memory_order_release) == 1) posted_.notify_all();
       });
     } else if (lanes_[d]) {
       make_current(static_cast<int>(d));
-      lanes_[d]->batch_done();
+      lanes_[d]->batch_done(captures);
     }
   }
   if (!limits_.gpu_threads && contexts_[current_]) make_current(current_);
@@ -386,7 +387,8 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   }
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
-  if (c == api::Call::LaunchKernel || c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx)
+  if (c == api::Call::LaunchKernel || c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx ||
+      c == api::Call::GraphLaunch)
     launched_in_batch_ = true;  // batch_done() records what it left pending
   // Work that only issues goes to the GPU's working thread and is answered at once: the
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch

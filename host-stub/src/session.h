@@ -398,6 +398,7 @@ class Session : public vmrpc::SlotService {
   std::vector<char> lane_failed_;
   bool launched_in_batch_ = false;  // the service thread's: a launch came in this batch
   void fair_launch(CUstream stream, const vmrpc::CallContext& ctx) {
+    if (captures_open_ && capturing(stream)) return;  // a graph node: nothing runs now
     if (static_cast<size_t>(current_) < lanes_.size() && lanes_[current_]) {
       lanes_[current_]->share().maybe_hold(ctx.stop);
       lanes_[current_]->launched(stream);
@@ -406,6 +407,7 @@ class Session : public vmrpc::SlotService {
     }
   }
   void open_lane_slow(CUstream stream, const vmrpc::CallContext& ctx);
+  bool capturing(CUstream stream) const;  // in the current context
   void drop_lane(int device);
   // A synchronize of the current context (all) or of `stream` on `device` succeeded.
   void fair_synced(int device, bool all, CUstream stream) {

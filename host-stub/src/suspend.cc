@@ -953,6 +953,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::TexObject:
       case ObjectKind::SurfObject:
         return bad("texture and surface objects are never saved");
+      case ObjectKind::Graph:  // refused above; listed so that a new kind is a compile warning here
+      case ObjectKind::GraphNode:
+      case ObjectKind::GraphExec:
+        return bad("graphs are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());

@@ -1276,7 +1276,7 @@ CUresult f_surf_create(CUsurfObject* s, const CUDA_RESOURCE_DESC* r) {
   if (gpu_poisoned()) return 700;
   if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
   if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
-  if (!(gpu().arrays.at(r->res.array.hArray).desc.Flags & kArray3DSurfaceLdst)) return CUDA_ERROR_INVALID_VALUE;
+  // An array without CUDA_ARRAY3D_SURFACE_LDST is taken, as driver 580 does (seen on the H100).
   *s = gpu().next_object++;
   gpu().surfaces[*s] = FakeTexObject{t_ctx, *r, {}};
   return CUDA_SUCCESS;
@@ -1555,10 +1555,21 @@ CUresult f_event_record_flags(CUevent e, CUstream s, unsigned flags) {
   return CUDA_SUCCESS;
 }
 CUresult f_event_record(CUevent e, CUstream s) { return f_event_record_flags(e, s, 0); }
+// Waiting on (or querying) an event recorded in a capture that is still open is not
+// allowed: the driver refuses it and invalidates that capture. Lock held.
+CUresult refuse_captured_event_locked(const FakeEvent& ev) {
+  if (!ev.capture) return CUDA_SUCCESS;
+  bool open = false;
+  for_capture_streams(ev.capture, [&](FakeStream& o) { open |= o.capture_origin && o.capture_status != 0; });
+  if (!open) return CUDA_SUCCESS;
+  for_capture_streams(ev.capture, [](FakeStream& o) { o.capture_status = 2; });
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
 CUresult f_event_sync(CUevent e) {
   std::lock_guard l(gpu().mu);
   auto it = gpu().events.find(e);
   if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = refuse_captured_event_locked(it->second)) return r;
   if (it->second.recorded) run_deferred(it->second.recorded_on);
   it->second.done = true;
   flush_printf_locked(it->second.ctx);
@@ -1568,6 +1579,7 @@ CUresult f_event_query(CUevent e) {
   std::lock_guard l(gpu().mu);
   auto it = gpu().events.find(e);
   if (it == gpu().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = refuse_captured_event_locked(it->second)) return r;
   if (it->second.recorded && it->second.done) run_deferred(it->second.recorded_on);
   return it->second.done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }

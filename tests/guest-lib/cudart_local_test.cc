@@ -83,11 +83,6 @@ TEST(Cudart, RuntimeGetVersion) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-// Two calls guest-lib does not remote yet (graph user objects, CUDA arrays): the generated
-// stubs. Declared here as the real headers do (guest-lib's own header leaves them out).
-extern "C" cudaError_t cudaUserObjectCreate(void** object, void* ptr, void (*destroy)(void*), unsigned refcount,
-                                            unsigned flags);
-extern "C" cudaError_t cudaMallocArray(void** array, const void* desc, size_t width, size_t height, unsigned flags);
 // Two calls guest-lib does not remote (graph user objects, graphics interop): the generated
 // stubs. Declared here as the real headers do (guest-lib's own header leaves them out).
 extern "C" cudaError_t cudaUserObjectCreate(void** object, void* ptr, void (*destroy)(void*), unsigned refcount,
@@ -97,7 +92,6 @@ extern "C" cudaError_t cudaGraphicsUnmapResources(int count, void** resources, v
 TEST(Cudart, UnsupportedCallReturns801AndLogsItsNameOnce) {
   void* p = reinterpret_cast<void*>(0x1);
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cudaUserObjectCreate(&p, nullptr, nullptr, 1, 0), cudaErrorNotSupported);
   EXPECT_EQ(cudaUserObjectCreate(&p, nullptr, nullptr, 1, 0), cudaErrorNotSupported);
   EXPECT_EQ(cudaGraphicsUnmapResources(1, &p, nullptr), cudaErrorNotSupported);
   EXPECT_EQ(cudaUserObjectCreate(&p, nullptr, nullptr, 1, 0), cudaErrorNotSupported);

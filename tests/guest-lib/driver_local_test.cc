@@ -118,14 +118,14 @@ TEST(DriverLocal, ProcAddressMatchesEveryRowOfTheTable) {
 
 TEST(DriverLocal, UnsupportedStubsAnswer801) {
   using Any = CUresult (*)();
-  for (const char* name : {"cuGraphCreate", "cuArrayCreate_v2", "cuTexObjectCreate", "cuMemCreate"}) {
+  for (const char* name : {"cuGraphAddKernelNode_v2", "cuArrayCreate_v2", "cuTexObjectCreate", "cuMemCreate"}) {
     auto f = fn<Any>(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f(), kNotSupported) << name;
     EXPECT_EQ(f(), kNotSupported) << name;  // logged once, answered always
   }
   // The stub cuGetProcAddress hands out is the same function.
-  auto a = lookup("cuGraphCreate", 13000, 0);
+  auto a = lookup("cuGraphAddKernelNode", 13000, 0);
   ASSERT_NE(a.pfn, nullptr);
   EXPECT_EQ(reinterpret_cast<CUresult (*)()>(a.pfn)(), kNotSupported);
 }

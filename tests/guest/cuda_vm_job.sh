@@ -12,8 +12,6 @@
 for p in "$VMCUDA_BIN"/*; do
     n=$(basename "$p")
     [ "$n" = cuda_kill_probe ] && continue
-    # Known failing with NVIDIA's static runtime (tests/CMakeLists.txt: WILL_FAIL, and why).
-    [ "$n" = symbols_pitch_static ] && continue
     run_program "$n" "$p"
 done
 

@@ -51,9 +51,6 @@ for bin in "$REPO"/tests/cuda/bin/*; do
     name=$(basename "$bin")
     # Its reference is a run on two devices; the guest here has one (it says "needs 2 devices").
     [ "$name" = multi_gpu ] && continue
-    # Known failing with NVIDIA's static runtime (tests/CMakeLists.txt marks its own test
-    # WILL_FAIL, with the reason): the other _static programs run here.
-    [ "$name" = symbols_pitch_static ] && continue
     n=$((n + 1))
     check=("$name:$name")
     [ "$name" = vector_add ] && check+=("vector_add-after-kill:vector_add")

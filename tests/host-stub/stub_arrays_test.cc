@@ -131,7 +131,8 @@ TEST(StubArrays, AHostileGuestIsRefusedAndTheStubServesOn) {
   t.filter_mode = 0, t.resource = api::kTexResourcePitch2D, t.handle = dev.other, t.format = kFloat, t.channels = 1;
   EXPECT_EQ(c.call<api::Call::TextureCreate>(t, &r), 1);
   EXPECT_EQ(c.call<api::Call::TextureDestroy>({12345}), 1);
-  EXPECT_EQ(c.call<api::Call::SurfaceCreate>({a, 0, 0}, &r), 1);
+  EXPECT_EQ(c.call<api::Call::SurfaceCreate>({a, 1, 0}, &r), 1);  // a surface on a mipmapped array
+  EXPECT_EQ(c.call<api::Call::SurfaceCreate>({a + 999, 0, 0}, &r), 1);  // no such array
   // The stub serves on: the array's texels are as written.
   std::vector<std::byte> extra;
   auto back = region(a, 32, 4);

@@ -55,6 +55,39 @@ TEST(StubDevice, ReservationsCountAgainstTheQuota) {
   EXPECT_EQ(c.call<api::Call::DeviceSetLimit>({~0ull, 5, 0}, &r), 0);
 }
 
+// NVML's question (guest libnvidia-ml.so.1): answered without making a context; memory as the
+// VM may use it (the quota), free as MemGetInfo says once the client has a context.
+TEST(StubDevice, NvmlDeviceInfoNeedsNoContextAndShowsTheQuota) {
+  StubLimits limits;
+  limits.ledger = vmcuda::host::VmLedger::create(64ull << 20);
+  Stub stub(limits, {0});
+  Client c(stub);
+  api::NvmlDeviceInfoReply r{};
+  for (int32_t d : {-1, 1, 0x7fffffff}) EXPECT_EQ(c.call<api::Call::NvmlDeviceInfo>({d, 0}, &r), kInvalidDevice) << d;
+  ASSERT_EQ(c.call<api::Call::NvmlDeviceInfo>({0, 0}, &r), 0);
+  EXPECT_EQ(r.total_bytes, 64ull << 20);
+  EXPECT_EQ(r.free_bytes, 64ull << 20);
+  EXPECT_EQ(r.flags & api::kNvmlMemoryFromContext, 0u) << "the query made a context";
+  EXPECT_EQ(r.flags & api::kNvmlUtilizationMeasured, 0u) << "no fair sharing here";
+  EXPECT_EQ(r.gpu_percent, 0u);
+  EXPECT_LT(std::strlen(r.driver_version), sizeof r.driver_version);
+  EXPECT_EQ(limits.ledger->used(), 0u);
+
+  const uint64_t p = c.malloc(16ull << 20);
+  ASSERT_NE(p, 0u);
+  api::MemInfoReply m{};
+  ASSERT_EQ(c.call<api::Call::MemGetInfo>({}, &m), 0);
+  ASSERT_EQ(c.call<api::Call::NvmlDeviceInfo>({0, 0}, &r), 0);
+  EXPECT_NE(r.flags & api::kNvmlMemoryFromContext, 0u);
+  EXPECT_EQ(r.total_bytes, m.total_bytes);
+  EXPECT_EQ(r.free_bytes, m.free_bytes);
+  EXPECT_LE(r.free_bytes, (64ull - 16) << 20);
+  // Another client of the VM, without a context: what the VM has left.
+  Client other(stub);
+  ASSERT_EQ(other.call<api::Call::NvmlDeviceInfo>({0, 0}, &r), 0);
+  EXPECT_EQ(r.free_bytes, (64ull << 20) - limits.ledger->used());
+}
+
 TEST(StubDevice, CacheConfigurationValues) {
   Stub stub({}, {0});
   Client c(stub);

@@ -21,6 +21,7 @@ if DESTDIR="$mi" cmake --install "$build" --prefix /opt/vmcuda > "$work/install.
 else bad "install failed: $(tail -n 5 "$work/install.log")"; fi
 for f in bin/vmcuda-stub bin/vmcudactl bin/vmcuda-run lib/vmcuda-run/libcudart.so.13 lib/vmcuda/libcudart.so.13 \
          lib/vmcuda-run/libcuda.so.1 lib/vmcuda/libcuda.so.1 lib/vmcuda/libcuda.so \
+         lib/vmcuda-run/libnvidia-ml.so.1 lib/vmcuda/libnvidia-ml.so.1 lib/vmcuda/libnvidia-ml.so \
          lib/vmcuda/qemu-vmcuda lib/sysusers.d/vmcuda.conf lib/systemd/system/vmcuda-stub@.service \
          etc/libvirt/hooks/qemu.d/vmcuda etc/ld.so.conf.d/vmcuda.conf share/doc/vmcuda/security.md \
          share/doc/vmcuda/examples/example-domain.xml src/vmcuda-0.1.0/dkms.conf src/vmcuda-0.1.0/vmcuda_drv.c; do
@@ -48,7 +49,7 @@ else bad "build-debs.sh failed: $(tail -n 10 "$work/debs.log")"; echo "$fails ch
 host=$(ls "$dist"/vmcuda-host_*.deb) guest=$(ls "$dist"/vmcuda-guest_*.deb) dkms=$(ls "$dist"/vmcuda-dkms_*.deb)
 dpkg-deb --contents "$host" > "$work/host.list"
 for f in ./usr/bin/vmcuda-stub ./usr/bin/vmcudactl ./usr/bin/vmcuda-run ./usr/lib/vmcuda-run/libcudart.so.13 \
-         ./usr/lib/vmcuda-run/libcuda.so.1 \
+         ./usr/lib/vmcuda-run/libcuda.so.1 ./usr/lib/vmcuda-run/libnvidia-ml.so.1 \
          ./lib/systemd/system/vmcuda-stub@.service ./usr/lib/sysusers.d/vmcuda.conf ./etc/libvirt/hooks/qemu.d/vmcuda \
          ./usr/lib/vmcuda/qemu-vmcuda ./usr/share/doc/vmcuda/running.md; do
   grep -q " $f\$" "$work/host.list" && ok "vmcuda-host has $f" || bad "vmcuda-host lacks $f"
@@ -66,7 +67,9 @@ dpkg-deb --contents "$guest" > "$work/guest.list"
 dpkg-deb --contents "$dkms" > "$work/dkms.list"
 grep -q ' ./usr/lib/vmcuda/libcudart.so.13$' "$work/guest.list" && grep -q ' ./usr/lib/vmcuda/libcuda.so.1$' "$work/guest.list" &&
   grep -q ' ./usr/lib/vmcuda/libcuda.so -> libcuda.so.1$' "$work/guest.list" && grep -q ' ./etc/ld.so.conf.d/vmcuda.conf$' "$work/guest.list" &&
-  ok "vmcuda-guest: the libraries (libcudart.so.13, libcuda.so.1 and its libcuda.so link) and the loader config" || bad "vmcuda-guest contents: $(cat "$work/guest.list")"
+  grep -q ' ./usr/lib/vmcuda/libnvidia-ml.so.1$' "$work/guest.list" &&
+  grep -q ' ./usr/lib/vmcuda/libnvidia-ml.so -> libnvidia-ml.so.1$' "$work/guest.list" &&
+  ok "vmcuda-guest: the libraries (libcudart.so.13, libcuda.so.1, libnvidia-ml.so.1, their .so links) and the loader config" || bad "vmcuda-guest contents: $(cat "$work/guest.list")"
 [ "$(dpkg-deb --field "$dkms" Architecture)" = all ] && grep -q ' ./usr/src/vmcuda-0.1.0/dkms.conf$' "$work/dkms.list" &&
   ok "vmcuda-dkms: architecture all, /usr/src/vmcuda-0.1.0" || bad "vmcuda-dkms: $(dpkg-deb --info "$dkms" | head)"
 

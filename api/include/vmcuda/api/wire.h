@@ -39,6 +39,19 @@ static_assert(sizeof(DevicePropertiesReply) == 256 + 16 + 8 + 4 * kDeviceAttribu
 
 struct MemInfoReply { uint64_t free_bytes; uint64_t total_bytes; };
 
+// ---- NVML (NvmlDeviceInfo): one guest device as libnvidia-ml.so.1 reports it.
+inline constexpr uint32_t kNvmlDriverVersionBytes = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
+inline constexpr uint32_t kNvmlUtilizationMeasured = 1u << 0;  // flags: gpu_percent is a measurement
+inline constexpr uint32_t kNvmlMemoryFromContext = 1u << 1;    // flags: free is the driver's (a context exists)
+struct NvmlDeviceInfoReply {
+  uint64_t total_bytes;  // min(device memory, the VM's quota)
+  uint64_t free_bytes;   // what the VM may still allocate on it (as MemGetInfo's free)
+  uint32_t gpu_percent;  // the VM's share of the GPU's time recently (fair_share.h), 0..100
+  uint32_t flags;        // kNvml*
+  char driver_version[kNvmlDriverVersionBytes];  // the host's NVIDIA driver ("580.65.06"); "" unknown
+};
+static_assert(sizeof(NvmlDeviceInfoReply) == 24 + kNvmlDriverVersionBytes);
+
 // ---- limits and cache configuration (cudaLimit == CUlimit, cudaFuncCache == CUfunc_cache).
 struct LimitArgs { int32_t limit; uint32_t pad; };
 static_assert(sizeof(LimitArgs) == 8);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# PyTorch through vmcuda on the GPU machine (issue 12 point 6): tests/torch/torch_steps.py
+# natively, then with vmcuda's guest libraries (libcuda.so.1, libcudart.so.13) in place of
+# the host's driver, against a real vmcuda-stub; prints which steps give the native result.
+#   scripts/gpu-torch-check.sh --run OUT   # on the GPU machine, after scripts/gpu-check.sh here
+set -uo pipefail
+top="$(cd "$(dirname "$0")/.." && pwd)"
+carry="$top/.carry/gpu"
+[ "${1:-}" = "--run" ] || { echo "usage: $0 --run OUT (on the GPU machine; scripts/gpu-check.sh builds the carry)" >&2; exit 2; }
+out="${2:-/tmp/torch-check}"
+mkdir -p "$out"
+py="${PYTHON:-python3}"
+export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
+"$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || { echo "no PyTorch here"; exit 0; }
+timeout "${TORCH_TIMEOUT:-300}" "$py" "$top/tests/torch/torch_steps.py" >"$out/native.txt" 2>"$out/native.err"
+sock=/tmp/vmcuda-torch-check.sock
+"$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
+stub=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  timeout "${TORCH_TIMEOUT:-300}" "$py" "$top/tests/torch/torch_steps.py" >"$out/vmcuda.txt" 2>"$out/vmcuda.err"
+echo "vmcuda run: rc $?"
+kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null
+same=0 total=0
+while IFS= read -r line; do
+  total=$((total + 1))
+  name="${line%%:*}"
+  theirs=$(grep -F "$name:" "$out/vmcuda.txt" | head -1)
+  if [ "$theirs" = "$line" ]; then same=$((same + 1)); echo "same   $line"
+  else echo "DIFFER $line  |  vmcuda: ${theirs:-(not reached)}"; fi
+done < <(grep '^STEP' "$out/native.txt")
+echo "torch steps with the native result through vmcuda: $same of $total"
+grep -h "import torch\|vmcuda:" "$out/native.err" "$out/vmcuda.err" | sort | uniq -c | sort -rn | head -30

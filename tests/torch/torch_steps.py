@@ -1,0 +1,137 @@
+"""PyTorch through vmcuda, step by step (issue 12 point 6).
+
+Each step runs on its own and prints one line: `STEP name: ok <digest>` or
+`STEP name: FAIL <error>`; a failed step does not stop the next. The digests are
+deterministic, so the native run's lines and vmcuda's can be compared as text
+(scripts/gpu-torch-check.sh). Run natively, then with vmcuda's libraries in place of the
+host's driver.
+"""
+import hashlib
+import sys
+import time
+import traceback
+
+
+def digest(t):
+    import torch
+    return hashlib.sha256(t.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
+
+
+def step(name, fn):
+    t0 = time.time()
+    try:
+        result = fn()
+        print(f"STEP {name}: ok {result}", flush=True)
+    except Exception as e:  # noqa: BLE001 - every failure is reported, the next step runs
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"STEP {name}: FAIL {type(e).__name__}: {msg[:300]}", flush=True)
+        traceback.print_exc(file=sys.stderr)
+    print(f"  ({name}: {time.time() - t0:.2f} s)", file=sys.stderr, flush=True)
+
+
+def main():
+    t0 = time.time()
+    import torch
+    print(f"  (import torch: {time.time() - t0:.2f} s)", file=sys.stderr, flush=True)
+    step("available", lambda: torch.cuda.is_available())
+    step("device_count", lambda: torch.cuda.device_count())
+    step("device_name", lambda: torch.cuda.get_device_name(0))
+    step("capability", lambda: torch.cuda.get_device_capability(0))
+    step("mem_get_info", lambda: torch.cuda.mem_get_info()[1] > 0)
+
+    def tensors():
+        x = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+        return digest(x * 2 + 1)
+    step("tensors", tensors)
+
+    def reductions():
+        x = torch.arange(1 << 20, device="cuda", dtype=torch.float64)
+        return f"{x.sum().item():.1f} {x.max().item():.1f} {x.mean().item():.3f}"
+    step("reductions", reductions)
+
+    def rng():
+        g = torch.Generator(device="cuda").manual_seed(1234)
+        return digest(torch.rand(4096, device="cuda", generator=g))
+    step("random", rng)
+
+    def matmul32():
+        g = torch.Generator(device="cuda").manual_seed(1)
+        a = torch.randn(512, 512, device="cuda", generator=g)
+        b = torch.randn(512, 512, device="cuda", generator=g)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        return f"{(a @ b).double().sum().item():.6e}"
+    step("matmul_fp32", matmul32)
+
+    def matmul_bf16():
+        g = torch.Generator(device="cuda").manual_seed(2)
+        a = torch.randn(1024, 1024, device="cuda", generator=g).bfloat16()
+        b = torch.randn(1024, 1024, device="cuda", generator=g).bfloat16()
+        return f"{(a @ b).double().sum().item():.6e}"
+    step("matmul_bf16", matmul_bf16)
+
+    def conv():
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        g = torch.Generator(device="cuda").manual_seed(3)
+        x = torch.randn(8, 3, 64, 64, device="cuda", generator=g)
+        w = torch.randn(16, 3, 3, 3, device="cuda", generator=g)
+        return f"{torch.nn.functional.conv2d(x, w, padding=1).double().sum().item():.6e}"
+    step("conv2d", conv)
+
+    def fft():
+        x = torch.arange(4096, device="cuda", dtype=torch.float32)
+        return f"{torch.fft.rfft(x).abs().double().sum().item():.6e}"
+    step("fft", fft)
+
+    def solve():
+        g = torch.Generator(device="cuda").manual_seed(4)
+        a = torch.randn(64, 64, device="cuda", generator=g, dtype=torch.float64) + 64 * torch.eye(64, device="cuda", dtype=torch.float64)
+        b = torch.ones(64, 1, device="cuda", dtype=torch.float64)
+        return f"{torch.linalg.solve(a, b).sum().item():.9e}"
+    step("linalg_solve", solve)
+
+    def graph():
+        x = torch.ones(1024, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            y = x * 2
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = x * 2 + 1
+        x.fill_(3)
+        g.replay()
+        torch.cuda.synchronize()
+        return f"{y.sum().item():.1f}"
+    step("cuda_graph", graph)
+
+    def train():
+        torch.manual_seed(0)
+        torch.backends.cudnn.deterministic = True
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        g = torch.Generator(device="cuda").manual_seed(5)
+        x = torch.randn(256, 64, device="cuda", generator=g)
+        t = torch.randint(0, 10, (256,), device="cuda", generator=g)
+        loss = None
+        for _ in range(100):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), t)
+            loss.backward()
+            opt.step()
+        return f"{loss.item():.9e}"
+    step("train_100_steps", train)
+
+    def compiled():
+        m = torch.nn.Linear(32, 32).cuda()
+        f = torch.compile(lambda x: torch.relu(m(x)) * 2)
+        x = torch.ones(16, 32, device="cuda")
+        return f"{f(x).double().sum().item():.6e}"
+    if "--no-compile" not in sys.argv:
+        step("torch_compile", compiled)
+
+
+if __name__ == "__main__":
+    main()
