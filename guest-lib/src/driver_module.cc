@@ -18,6 +18,8 @@
 #include <span>
 #include <string>
 #include <unordered_set>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "driver_state.h"
@@ -379,6 +381,16 @@ CUresult launch(CUfunction f, dim3 grid, dim3 block, unsigned shared, CUstream s
 // ------------------------------------------------------------------ modules
 
 CU_API CUresult cuModuleLoadData(CUmodule* module, const void* image) { return load_image(module, image); }
+// A cubin, fatbin or PTX file, read here (the file is the guest's) and loaded as its bytes.
+CU_API CUresult cuModuleLoad(CUmodule* module, const char* path) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!module || !path) return cu::kInvalidValue;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return cu::kFileNotFound;
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes.push_back('\0');  // PTX is text: the loader reads it to its end
+  return load_image(module, bytes.data());
+}
 CU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int, CUjit_option*, void**) {
   return load_image(module, image);
 }
@@ -613,6 +625,10 @@ CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks
   return with_kernel(f, [&](Remote& r, HostKernel& k) {
     return kernel_occupancy(r, k, block_size, shared, flags, blocks);
   });
+}
+CU_API CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, CUfunction f, int blocks, int block_size) {
+  if (!bytes) return cu::kInvalidValue;
+  return with_kernel(f, [&](Remote& r, HostKernel& k) { return kernel_available_shared(r, k, blocks, block_size, bytes); });
 }
 CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size, size_t shared) {
   return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block_size, shared, 0);

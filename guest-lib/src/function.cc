@@ -101,6 +101,13 @@ cudaError_t set_kernel_attribute(Remote& r, HostKernel& k, int attr, int value) 
   return cudaSuccess;
 }
 
+cudaError_t kernel_available_shared(Remote& r, HostKernel& k, int blocks, int block_size, size_t* bytes) {
+  auto res = r.call<api::Call::OccupancyAvailableSharedMemory>({k.handle, blocks, block_size});
+  if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+  *bytes = res.reply.bytes;
+  return cudaSuccess;
+}
+
 cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks) {
   if (flags & ~unsigned{cudaOccupancyDisableCachingOverride}) return cudaErrorInvalidValue;
   const auto key = std::make_tuple(block_size, uint64_t{shared}, flags);
@@ -161,6 +168,16 @@ cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, 
   g::Kernel k;
   if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
   return record(g::set_kernel_attribute(*k.remote, *k.kernel, attr, value));
+}
+
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, const void* func, int numBlocks,
+                                                     int blockSize) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  if (!dynamicSmemSize) return record(cudaErrorInvalidValue);
+  g::Kernel k;
+  if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
+  return record(g::kernel_available_shared(*k.remote, *k.kernel, numBlocks, blockSize, dynamicSmemSize));
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,

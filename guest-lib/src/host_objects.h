@@ -67,6 +67,9 @@ cudaError_t kernel_attributes(Remote& r, HostKernel& k, const api::FuncAttribute
 /// A settable attribute (cudaFuncAttribute == CUfunction_attribute numbers), checked as the
 /// driver checks it, then queued.
 cudaError_t set_kernel_attribute(Remote& r, HostKernel& k, int attr, int value);
+/// The dynamic shared memory a block may have with `blocks` blocks per multiprocessor
+/// (cuOccupancyAvailableDynamicSMemPerBlock); asked each time.
+cudaError_t kernel_available_shared(Remote& r, HostKernel& k, int blocks, int block_size, size_t* bytes);
 /// Blocks per multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags).
 cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks);
 

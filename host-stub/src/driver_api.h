@@ -410,6 +410,7 @@ struct CUgraphEdgeData;  // only ever passed as NULL
   X(cuFuncSetAttribute, CUresult (*)(CUfunction, int, int))                                          \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult (*)(int*, CUfunction, int, size_t))       \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, CUresult (*)(int*, CUfunction, int, size_t, unsigned)) \
+  X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))                 \
   X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, int))                                            \
   X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph*))                                            \
   X(cuStreamIsCapturing, CUresult (*)(CUstream, int*))                                               \

@@ -1000,6 +1000,20 @@ CUresult f_occupancy_flags(int* blocks, CUfunction f, int block_size, size_t dyn
   *blocks = occupancy_locked(*fn, block_size, dynamic_shared);
   return CUDA_SUCCESS;
 }
+// What a block may take with `n` blocks per multiprocessor: the multiprocessor's shared
+// memory shared among them, less each block's reserve and static shared memory, up to the
+// kernel's dynamic maximum; 0 when the blocks' threads do not fit.
+CUresult f_occupancy_shared(size_t* bytes, CUfunction f, int n, int block_size) {
+  std::lock_guard l(gpu().mu);
+  const FakeFunction* fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
+  if (!bytes || n <= 0 || block_size <= 0 || block_size > dev_attr(1, 1024)) return CUDA_ERROR_INVALID_VALUE;
+  *bytes = 0;
+  if (static_cast<int64_t>(n) * block_size > dev_attr(39, 2048)) return CUDA_SUCCESS;
+  const int64_t per_block = dev_attr(81, 233472) / n - dev_attr(111, 1024) - fn->kernel->shared_bytes;
+  *bytes = static_cast<size_t>(std::clamp<int64_t>(per_block, 0, fn->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES]));
+  return CUDA_SUCCESS;
+}
 CUresult f_occupancy(int* blocks, CUfunction f, int block_size, size_t dynamic_shared) {
   return f_occupancy_flags(blocks, f, block_size, dynamic_shared, 0);
 }
@@ -2328,6 +2342,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuFuncSetAttribute = f_func_set_attribute;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occupancy;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
+  api.cuOccupancyAvailableDynamicSMemPerBlock = f_occupancy_shared;
   api.cuArray3DCreate_v2 = f_array_create;
   api.cuArrayDestroy = f_array_destroy;
   api.cuMipmappedArrayCreate = f_mipmap_create;

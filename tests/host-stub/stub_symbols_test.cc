@@ -320,6 +320,17 @@ TEST(StubFunctions, Occupancy) {
   ASSERT_EQ(c.call<api::Call::OccupancyMaxActiveBlocks>({fn, 256, 0, 40 << 10}, &r), 0);
   EXPECT_EQ(r.blocks, 5);  // 228 KiB / (40 KiB + 1 KiB reserved)
   EXPECT_EQ(c.call<api::Call::OccupancyMaxActiveBlocks>({fn, 256, 2, 0}, &r), CUDA_ERROR_INVALID_VALUE);
+  // The shared memory a block may have: 228 KiB among 4 blocks less 1 KiB reserved each,
+  // up to the kernel's dynamic maximum (48 KiB here); none when the threads do not fit.
+  api::OccupancySharedReply sh{};
+  ASSERT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn, 8, 256}, &sh), 0);
+  EXPECT_EQ(sh.bytes, (228u << 10) / 8 - 1024);
+  ASSERT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn, 2, 256}, &sh), 0);
+  EXPECT_EQ(sh.bytes, 48u << 10);
+  ASSERT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn, 4, 1024}, &sh), 0);
+  EXPECT_EQ(sh.bytes, 0u);
+  EXPECT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn, 0, 256}, &sh), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({fn + 999, 4, 256}, &sh), CUDA_ERROR_INVALID_HANDLE);
 }
 
 TEST(StubFunctions, HandlesAreCheckedAndRunOnTheirDevice) {

@@ -49,6 +49,7 @@ inline constexpr CUresult kDeinitialized = 4;
 inline constexpr CUresult kNoDevice = 100;
 inline constexpr CUresult kInvalidDevice = 101;
 inline constexpr CUresult kInvalidImage = 200;
+inline constexpr CUresult kFileNotFound = 301;
 inline constexpr CUresult kInvalidContext = 201;
 inline constexpr CUresult kContextAlreadyCurrent = 202;
 inline constexpr CUresult kContextIsDestroyed = 709;

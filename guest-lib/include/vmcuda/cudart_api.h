@@ -282,6 +282,8 @@ VMCUDA_CUDART_API cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const vo
 // function attributes and occupancy (guest-lib/src/function.cc): cached per kernel and device.
 VMCUDA_CUDART_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* func);
 VMCUDA_CUDART_API cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value);
+VMCUDA_CUDART_API cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize, const void* func,
+                                                                        int numBlocks, int blockSize);
 VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,
                                                                             int blockSize, size_t dynamicSMemSize);
 VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks,

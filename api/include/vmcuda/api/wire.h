@@ -382,6 +382,10 @@ struct OccupancyArgs { uint64_t function; int32_t block_size; uint32_t flags; ui
 static_assert(sizeof(OccupancyArgs) == 24);
 struct OccupancyReply { int32_t blocks; uint32_t pad; };
 static_assert(sizeof(OccupancyReply) == 8);
+struct OccupancySharedArgs { uint64_t function; int32_t blocks; int32_t block_size; };
+static_assert(sizeof(OccupancySharedArgs) == 16);
+struct OccupancySharedReply { uint64_t bytes; };
+static_assert(sizeof(OccupancySharedReply) == 8);
 
 // ---- streams and events. Their handles are made by the guest (a cudaStream_t or
 // cudaEvent_t value it hands the app), so creations are batchable; the host maps each to
