@@ -6,9 +6,9 @@
 // LaunchKernel frame of the lazy queue. A library (cuLibraryLoadData) keeps its image and is
 // loaded as a module on each device at the first use of one of its kernels there.
 //
-// Known gaps: cuModuleUnload and cuLibraryUnload forget the module in the guest only (the
-// host keeps it until the process's slot closes, as for the runtime's modules); JIT options
-// of cuModuleLoadDataEx/cuLibraryLoadData are ignored (no logs are written back).
+// cuModuleUnload and cuLibraryUnload unload on the host too (ModuleUnload): what the VM's
+// memory quota was charged for the module comes back. Known gaps: JIT options of
+// cuModuleLoadDataEx/cuLibraryLoadData are ignored (no logs are written back).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +40,7 @@ namespace api = vmcuda::api;
 struct CUmod_st {
   uint64_t host = 0;  // the host's module handle
   int device = 0;
+  bool of_library = false;  // a library's (cuLibraryGetModule): cuLibraryUnload unloads it
   std::map<std::string, std::unique_ptr<CUfunc_st>> functions;  // by name, made once
 };
 struct CUfunc_st {
@@ -142,6 +143,17 @@ CUresult load_on_host(Remote& r, std::span<const std::byte> bytes, uint64_t* han
   return cu::kSuccess;
 }
 
+// Unloads host module `host` (cuModuleUnload, cuLibraryUnload): the VM's quota gets back
+// what it was charged for it. The host refuses while the program holds a graph.
+CUresult unload_on_host(uint64_t host) {
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r) return to_cu_result(e);
+  auto lock = r->lock();
+  auto res = r->call<api::Call::ModuleUnload>({host});
+  return res.status == 0 ? cu::kSuccess : to_cu_result(static_cast<cudaError_t>(res.status));
+}
+
 CUresult new_module(std::span<const std::byte> bytes, CUmod_st** out) {
   cudaError_t e;
   Remote* r = Remote::get(&e);
@@ -208,6 +220,23 @@ CUresult module_function(CUmod_st* m, const char* name, CUfunc_st** out) {
   return cu::kSuccess;
 }
 
+// `m`, just loaded for `lib` on `dev`, becomes its module there, unless another thread's
+// load got there first: then that one, and `m` is unloaded again.
+CUmod_st* adopt_library_module(CUlib_st& lib, int dev, CUmod_st* m) {
+  CUmod_st* kept = nullptr;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    m->of_library = true;
+    auto [it, added] = lib.modules.try_emplace(dev, m);
+    if (added) return m;
+    o.modules.erase(m);
+    kept = it->second;
+  }
+  unload_on_host(m->host);
+  return kept;
+}
+
 // A library kernel as a function of the calling thread's device (loading the library there).
 CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
   const int dev = Remote::thread_device();
@@ -219,9 +248,7 @@ CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
   }
   if (!m) {
     if (CUresult e = new_module(k->library->image, &m)) return e;
-    auto& o = objects();
-    std::lock_guard l(o.mu);
-    k->library->modules[dev] = m;
+    m = adopt_library_module(*k->library, dev, m);
   }
   return module_function(m, k->name.c_str(), out);
 }
@@ -391,8 +418,15 @@ CU_API CUresult cuModuleGetLoadingMode(int* mode) {
 CU_API CUresult cuModuleUnload(CUmodule m) {
   if (CUresult e = enter_driver_call()) return e;
   auto& o = objects();
+  {
+    std::lock_guard l(o.mu);
+    if (!live(o.modules, m)) return cu::kInvalidHandle;
+    if (m->of_library) return cu::kNotPermitted;  // as natively: cuLibraryUnload unloads it
+  }
+  // The host first: it may keep the module (while the program holds graphs), and then so
+  // does the guest.
+  if (CUresult e = unload_on_host(m->host)) return e;
   std::lock_guard l(o.mu);
-  if (!live(o.modules, m)) return cu::kInvalidHandle;
   o.modules.erase(m);
   for (auto& [name, f] : m->functions) o.functions.erase(f.get());
   return cu::kSuccess;
@@ -462,12 +496,23 @@ CU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_op
 
 CU_API CUresult cuLibraryUnload(CUlibrary library) {
   if (CUresult e = enter_driver_call()) return e;
-  auto& o = objects();
-  std::lock_guard l(o.mu);
-  if (!live(o.libraries, library)) return cu::kInvalidHandle;
-  o.libraries.erase(library);
-  for (auto& [name, k] : library->kernels) o.kernels.erase(k.get());
-  return cu::kSuccess;
+  std::vector<uint64_t> hosts;  // its module on each device it was used on
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.libraries, library)) return cu::kInvalidHandle;
+    o.libraries.erase(library);
+    for (auto& [name, k] : library->kernels) o.kernels.erase(k.get());
+    for (auto& [device, m] : library->modules) {
+      o.modules.erase(m);
+      for (auto& [name, f] : m->functions) o.functions.erase(f.get());
+      hosts.push_back(m->host);
+    }
+  }
+  CUresult first = cu::kSuccess;
+  for (uint64_t h : hosts)
+    if (CUresult e = unload_on_host(h); e != cu::kSuccess && first == cu::kSuccess) first = e;
+  return first;
 }
 
 CU_API CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
@@ -502,10 +547,7 @@ CU_API CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
   KeepRuntimeLastError keep;
   CUmod_st* m = nullptr;
   if (CUresult e = new_module(library->image, &m)) return e;
-  auto& o = objects();
-  std::lock_guard l(o.mu);
-  library->modules[Remote::thread_device()] = m;
-  *module = m;
+  *module = adopt_library_module(*library, Remote::thread_device(), m);
   return cu::kSuccess;
 }
 

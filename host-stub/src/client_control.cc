@@ -61,6 +61,7 @@ std::vector<std::byte> encode(const Reply& r) {
   for (int d : r.status.devices) w.put_i32(d);
   w.put_string(r.status.program);
   w.put_u64(r.status.launches);
+  w.put_u64(r.status.module_bytes);
   w.put_u64(r.state_bytes);
   uint64_t us = static_cast<uint64_t>(r.seconds * 1e6);
   w.put_u64(us);
@@ -87,6 +88,7 @@ bool decode(std::span<const std::byte> bytes, Reply* r) {
   }
   rd.get_string(&r->status.program, 256);
   rd.get_u64(&r->status.launches);
+  rd.get_u64(&r->status.module_bytes);
   rd.get_u64(&r->state_bytes);
   uint64_t us = 0;
   rd.get_u64(&us);

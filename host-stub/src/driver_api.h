@@ -183,6 +183,7 @@ inline constexpr int32_t CUDART_ERROR_INVALID_DEVICE_FUNCTION = 98;  // cudaErro
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+inline constexpr CUresult CUDA_ERROR_NOT_PERMITTED = 800;
 inline constexpr CUresult CUDA_ERROR_ILLEGAL_STATE = 401;  // "operation not permitted in the current state"
 // Limits and peer access (cuda.h).
 inline constexpr CUresult CUDA_ERROR_UNSUPPORTED_LIMIT = 215;

@@ -4,7 +4,9 @@
 #include <span>
 #include <vector>
 
+#include "module_symbols.h"
 #include "session.h"
+#include "vmrpc/log.h"
 
 namespace vmcuda::host {
 
@@ -56,21 +58,100 @@ constexpr size_t kImagePad = 64;
 
 }  // namespace
 
+// What a module costs the VM (its quota, vm_ledger.h). The driver reports no module's device
+// footprint, so the charge is what the stub can know for certain:
+//  - the image's bytes (the padded copy): the stub keeps it in host memory for as long as
+//    the module is loaded (a suspend saves it, a resume loads it again), and the module's
+//    code on the device comes from it (the cubin of the device's architecture, or code
+//    compiled from its PTX), so the image's size also stands for the code;
+//  - each of its __device__, __constant__ and __managed__ variables at its size as the
+//    driver reports it (cuModuleGetGlobal of every data symbol the image names:
+//    module_symbols.h), the module's data on the device.
+// Not counted: the driver's own rounding of module memory and what a compressed fatbin entry
+// hides (its variables are not read). Measuring free device memory around the load
+// (cuMemGetInfo) would count other tenants' allocations made meanwhile, so it is not used.
+CUresult Session::load_module_charged(ModuleObject& m) {
+  const uint64_t image_bytes = m.image.size();
+  auto refused = [&](uint64_t asked, uint64_t variables) {
+    constexpr uint32_t kLogged = 8;  // a guest that retries in a loop cannot fill the log
+    if (module_refusals_ < kLogged)
+      VMRPC_LOG(kWarn, "stub", log_tag_ + ": a module load is refused: the VM's device memory quota (" +
+                                   std::to_string(memory_quota() >> 20) + " MiB, " +
+                                   std::to_string(limits_.ledger ? limits_.ledger->used() >> 20 : 0) +
+                                   " MiB in use) has no room for its " + std::to_string(asked) + " bytes (image " +
+                                   std::to_string(image_bytes) + ", variables " + std::to_string(variables) +
+                                   "); the program gets CUDA_ERROR_OUT_OF_MEMORY (vmcuda-stub --memory-quota-mib, "
+                                   "or the VM's policy)" +
+                                   (module_refusals_ + 1 == kLogged ? "; further ones are not logged" : ""));
+    ++module_refusals_;
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  };
+  // The image first: a load that cannot fit is refused before the driver parses anything.
+  if (account_ && !account_->charge(image_bytes)) return refused(image_bytes, 0);
+  if (CUresult e = api_.cuModuleLoadData(&m.module, m.image.data()); e != CUDA_SUCCESS) {
+    if (account_) account_->refund(image_bytes);
+    m.module = nullptr;
+    return e;
+  }
+  uint64_t variables = 0;
+  for (const std::string& name : module_data_symbols(m.image).names) {
+    CUdeviceptr ptr = 0;
+    size_t bytes = 0;
+    // Not found: a variable of another architecture's code than the one the driver loaded.
+    if (api_.cuModuleGetGlobal_v2(&ptr, &bytes, m.module, name.c_str()) == CUDA_SUCCESS) variables += bytes;
+  }
+  if (account_ && variables && !account_->charge(variables)) {
+    api_.cuModuleUnload(m.module);
+    m.module = nullptr;
+    account_->refund(image_bytes);
+    return refused(image_bytes + variables, variables);
+  }
+  m.charged = image_bytes + variables;
+  module_bytes_ += m.charged;
+  return CUDA_SUCCESS;
+}
+
 int32_t Session::on_ModuleLoad(const api::ModuleLoadArgs& a, api::HandleReply& r, Request& req) {
   auto image = req.ctx.heap(a.image);
   if (!image) return guest_fault("ModuleLoad: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   if (image->empty() || image->size() > limits_.max_module_bytes) return CUDA_ERROR_INVALID_VALUE;
   // The driver parses the image: give it a private copy the guest cannot change meanwhile,
   // checked against its own headers (the driver trusts them) and padded with zeros.
-  std::vector<std::byte> copy(image->begin(), image->end());
-  if (!image_fits(copy)) return CUDA_ERROR_INVALID_IMAGE;
-  copy.resize(copy.size() + kImagePad);
-  CUmodule m = nullptr;
-  if (CUresult e = api_.cuModuleLoadData(&m, copy.data()); e != CUDA_SUCCESS) return e;
+  ModuleObject m;
+  m.image.assign(image->begin(), image->end());
+  if (!image_fits(m.image)) return CUDA_ERROR_INVALID_IMAGE;
+  m.image.resize(m.image.size() + kImagePad);
+  if (CUresult e = load_module_charged(m); e != CUDA_SUCCESS) return e;
   // The image stays with the entry: a resume loads it again.
   r.handle = vol_.next_handle(ObjectKind::Module);
-  vol_.add(ObjectKind::Module, current_, r.handle, vol_.context(current_)->id, ModuleObject{m, std::move(copy)});
+  vol_.add(ObjectKind::Module, current_, r.handle, vol_.context(current_)->id, std::move(m));
+  publish_status();
   return CUDA_SUCCESS;
+}
+
+// cuModuleUnload, cuLibraryUnload: the module and everything found in it (functions,
+// variables, managed variables) go; release() pays the VM back.
+int32_t Session::on_ModuleUnload(const api::ModuleArgs& a, api::Empty&, Request&) {
+  const Object* mod = vol_.find(ObjectKind::Module, a.module);
+  if (!mod) return CUDA_ERROR_INVALID_HANDLE;
+  // A graph's kernel nodes name the driver's functions, which the host does not trace back
+  // to their modules: while the client holds a graph (or captures one) its modules stay, so
+  // that no graph launches code that is gone. They are unloaded with the client.
+  if (const size_t graphs = vol_.count(ObjectKind::Graph) + vol_.count(ObjectKind::GraphExec);
+      graphs || captures_open_) {
+    if (!said_unload_with_graphs_)
+      VMRPC_LOG(kWarn, "stub", log_tag_ + ": cuModuleUnload while the program holds " + std::to_string(graphs) +
+                                   " graph(s) or captures one is refused (CUDA_ERROR_NOT_PERMITTED): destroy its "
+                                   "graphs first; the module stays loaded until then or the program's end");
+    said_unload_with_graphs_ = true;
+    return CUDA_ERROR_NOT_PERMITTED;
+  }
+  // Kernels of it may still run or wait in streams: they finish first. An error of theirs
+  // stays the context's (sticky) and reaches the program at its next synchronizing call.
+  on_device(mod->device, [&] { return api_.cuCtxSynchronize(); });
+  const CUresult e = destroy_entry(ObjectKind::Module, a.module, CUDA_ERROR_INVALID_HANDLE);
+  publish_status();
+  return e;
 }
 
 int32_t Session::on_ModuleGetFunction(const api::GetFunctionArgs& a, api::GetFunctionReply& r, Request& req) {

@@ -64,6 +64,7 @@ struct AllocationObject {
 struct ModuleObject {
   CUmodule module = nullptr;
   std::vector<std::byte> image;  // the checked, padded copy the driver loaded (for a reload)
+  uint64_t charged = 0;          // charged to the VM for it (module.cc; not saved: recomputed)
 };
 struct FunctionObject {
   CUfunction fn = nullptr;

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -127,6 +128,7 @@ void Session::publish_status() {
     for (const auto& [handle, id] : vol_.of(k)) arrays += vol_.get(id)->as<ArrayObject>().charged;
   published_device_bytes_.store((arena_ ? arena_->physical_bytes() : 0) + arrays, std::memory_order_relaxed);
   published_allocated_.store(allocated_, std::memory_order_relaxed);
+  published_module_bytes_.store(module_bytes_, std::memory_order_relaxed);
   published_objects_.store(vol_.size(), std::memory_order_relaxed);
   published_suspended_.store(suspended_, std::memory_order_relaxed);
   std::lock_guard l(published_mu_);
@@ -181,8 +183,14 @@ CUresult Session::release(Object& o, Release how) {
         return arena_->free(o.handle);
       }
       return CUDA_SUCCESS;
-    case ObjectKind::Module:
-      return destroy_once(o.as<ModuleObject>().module, api_.cuModuleUnload);
+    case ObjectKind::Module: {
+      // Its charge goes back whichever way it goes (a resume charges it again).
+      ModuleObject& m = o.as<ModuleObject>();
+      if (account_ && m.charged) account_->refund(m.charged);
+      module_bytes_ -= std::min(module_bytes_, m.charged);
+      m.charged = 0;
+      return destroy_once(m.module, api_.cuModuleUnload);
+    }
     case ObjectKind::Function:
     case ObjectKind::Global:
     case ObjectKind::ManagedVar:

@@ -111,6 +111,7 @@ struct ClientStatus {
   std::vector<int> devices;
   std::string program;        // what the guest says its program is (ClientInfo), cleaned
   uint64_t launches = 0;      // kernels launched so far
+  uint64_t module_bytes = 0;  // charged to the VM for its loaded modules (module.cc)
 };
 
 class Session : public vmrpc::SlotService {
@@ -313,7 +314,8 @@ class Session : public vmrpc::SlotService {
   bool module_data_moved_ = false;
   // What snapshot() reads from other threads: published after each change of the memory
   // the client holds and at suspend, resume and close.
-  std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0};
+  std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0},
+      published_module_bytes_{0};
   std::atomic<bool> published_suspended_{false};
   std::atomic<uint64_t> launches_{0};
   // Read by the control side (snapshot) while the service thread changes them.
@@ -363,6 +365,13 @@ class Session : public vmrpc::SlotService {
   // Device limits' device memory, charged to the VM (device.cc).
   uint64_t limit_cost(int device, int limit, uint64_t value, uint64_t default_value) const;
   bool charge_limit(uint64_t was, uint64_t now);
+  // Loads `m.image` (checked and padded) as a module of the current context, charging the VM
+  // for it (module.cc: the image kept here and the module's variables); CUDA_ERROR_OUT_OF_MEMORY,
+  // nothing loaded, when the quota has no room. A load and a resume's reload share it.
+  CUresult load_module_charged(ModuleObject& m);
+  uint64_t module_bytes_ = 0;  // what this client's loaded modules are charged (status)
+  uint32_t module_refusals_ = 0;  // module loads the quota refused (the first few are logged)
+  bool said_unload_with_graphs_ = false;
   CUresult ctx_error_ = CUDA_SUCCESS;
   uint64_t allocated_ = 0;  // the Allocation entries' bytes (the quota's count)
   // Where Allocation entries come from (arena.h): made with the session (its index, so the

@@ -71,9 +71,11 @@ nlohmann::json status_json(VmControl& vm) {
                        {"allocated_bytes", c.reply.status.allocated_bytes},
                        {"objects", c.reply.status.objects},
                        {"program", c.reply.status.program},
-                       {"launches", c.reply.status.launches}});
+                       {"launches", c.reply.status.launches},
+                       // Charged to the VM's quota for its loaded modules (module.cc).
+                       {"module_bytes", c.reply.status.module_bytes}});
   return {{"vm", s.vm},         {"state", s.state}, {"pid", ::getpid()}, {"clients", s.clients.size()},
-          {"device_memory_bytes", s.device_bytes},
+          {"device_memory_bytes", s.device_bytes}, {"module_bytes", s.module_bytes},
           // The VM's quota (null: none) and what its programs hold of it, as the driver maps it.
           {"memory_quota_bytes", s.quota_bytes == ~0ull ? nlohmann::json(nullptr) : nlohmann::json(s.quota_bytes)},
           {"memory_charged_bytes", s.charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients},

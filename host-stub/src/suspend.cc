@@ -82,6 +82,7 @@ std::vector<std::byte> Session::snapshot() const {
   r.status.allocated_bytes = published_allocated_.load(std::memory_order_relaxed);
   r.status.objects = published_objects_.load(std::memory_order_relaxed);
   r.status.launches = launches_.load(std::memory_order_relaxed);
+  r.status.module_bytes = published_module_bytes_.load(std::memory_order_relaxed);
   {
     std::lock_guard l(published_mu_);
     r.status.devices = published_devices_;
@@ -100,6 +101,7 @@ ClientStatus Session::status() const {
   s.objects = vol_.size();
   s.devices = devices_;
   s.launches = launches_.load(std::memory_order_relaxed);
+  s.module_bytes = module_bytes_;
   std::lock_guard l(published_mu_);
   s.program = program_;
   return s;
@@ -1110,10 +1112,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::Module: {
         auto& m = std::get<ModuleObject>(data);
         if (m.image.empty()) return fail("a module without an image");
-        m.image.push_back(std::byte{0});  // the driver reads PTX up to a NUL: never past the copy
-        e = api_.cuModuleLoadData(&m.module, m.image.data());
-        m.image.pop_back();
-        what = "loading a module";
+        // The driver reads PTX up to a NUL: never past the copy (a saved image ends in the
+        // load's zero padding; one from elsewhere gets a NUL, kept).
+        if (m.image.back() != std::byte{0}) m.image.push_back(std::byte{0});
+        // Charged to the VM again, as at its first load: a quota without room for it now
+        // (the VM's other programs took it meanwhile, or a smaller quota) fails the resume.
+        e = load_module_charged(m);
+        what = e == CUDA_ERROR_OUT_OF_MEMORY ? "charging a module to the VM's device memory quota" : "loading a module";
         break;
       }
       case ObjectKind::Function: {

@@ -189,6 +189,7 @@ VmStatus VmControl::status() {
     if (!endpoint_.snapshot_slot(slot.connection_id, slot.slot, &bytes, nullptr) || !cc::decode(bytes, &c.reply))
       continue;  // it ended meanwhile
     s.device_bytes += c.reply.status.device_bytes;
+    s.module_bytes += c.reply.status.module_bytes;
     s.clients.push_back(std::move(c));
   }
   return s;

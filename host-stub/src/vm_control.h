@@ -45,6 +45,7 @@ struct VmStatus {
   std::string state;  // running, suspended, suspending, resuming, saving, restoring
   std::vector<VmClientStatus> clients;
   uint64_t device_bytes = 0;  // all clients'
+  uint64_t module_bytes = 0;  // all clients' modules, as charged (module.cc)
   // The VM's device memory quota and what its ledger holds (vm_ledger.h); ~0: no quota.
   uint64_t quota_bytes = ~0ull;
   uint64_t charged_bytes = 0;

@@ -430,7 +430,8 @@ std::string mib_text(double bytes) {
   return t;
 }
 
-// One VM's programs: pid (the guest's), program, state, device memory, kernels launched and,
+// One VM's programs: pid (the guest's), program, state, device memory, what its modules are
+// charged to the VM's quota (KiB: modules are small), kernels launched and,
 // given an earlier status `before` taken `seconds` ago, kernels per second.
 void print_clients(const std::string& vm, const json& s, const json* before, double seconds) {
   if (!s.contains("client_list") || !s["client_list"].is_array() || s["client_list"].empty()) return;
@@ -439,7 +440,7 @@ void print_clients(const std::string& vm, const json& s, const json* before, dou
     for (const auto& c : (*before)["client_list"])
       launches_before[{static_cast<uint64_t>(number_at(c, "connection")), static_cast<uint64_t>(number_at(c, "slot"))}] =
           number_at(c, "launches");
-  std::vector<std::vector<std::string>> cells{{"VM", "PID", "PROGRAM", "STATE", "MEMORY MiB", "KERNELS", "KERNELS/S"}};
+  std::vector<std::vector<std::string>> cells{{"VM", "PID", "PROGRAM", "STATE", "MEMORY MiB", "MODULES KiB", "KERNELS", "KERNELS/S"}};
   for (const auto& c : s["client_list"]) {
     const std::pair<uint64_t, uint64_t> key{static_cast<uint64_t>(number_at(c, "connection")),
                                             static_cast<uint64_t>(number_at(c, "slot"))};
@@ -452,14 +453,15 @@ void print_clients(const std::string& vm, const json& s, const json* before, dou
     const std::string program = c.contains("program") && c["program"].is_string() && !c["program"].get<std::string>().empty()
                                     ? c["program"].get<std::string>()
                                     : "?";
-    char launches[32];
+    char launches[32], modules[32];
     std::snprintf(launches, sizeof launches, "%.0f", number_at(c, "launches"));
+    std::snprintf(modules, sizeof modules, "%.0f", std::ceil(number_at(c, "module_bytes") / 1024.0));
     cells.push_back({vm, cell_text(c.value("pid", json())), program,
                      c.value("suspended", false) ? "suspended" : "running", mib_text(number_at(c, "device_memory_bytes")),
-                     launches, rate});
+                     modules, launches, rate});
   }
   std::printf("\n");
-  print_table(cells, {false, true, false, false, true, true, true});
+  print_table(cells, {false, true, false, false, true, true, true, true});
 }
 
 // Prometheus' text format (node-exporter's textfile collector takes it as is): each family's
@@ -482,6 +484,8 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
       {"vmcuda_client_kernels_total", "counter", "kernels one program launched", {}},
       {"vmcuda_vm_gpu_busy_seconds_total", "counter", "GPU time the VM's programs used on one GPU (fair sharing's count)", {}},
       {"vmcuda_vm_gpu_time_share", "gauge", "the VM's share of one GPU's time over the last seconds (0..1)", {}},
+      {"vmcuda_vm_module_bytes", "gauge", "what the VM's loaded modules are charged to its memory quota", {}},
+      {"vmcuda_client_module_bytes", "gauge", "what one program's loaded modules are charged to the VM's memory quota", {}},
   };
   auto label = [](const std::string& v) {
     std::string e;
@@ -504,6 +508,7 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
     const std::string state = s.contains("state") && s["state"].is_string() ? s["state"].get<std::string>() : "";
     add(4, vm, state == "suspended" || state == "saved" ? 1 : 0);
     add(5, vm, s.contains("weight") ? number_at(s, "weight") : 1);
+    add(10, vm, number_at(s, "module_bytes"));
     if (s.contains("gpu_time") && s["gpu_time"].is_array())
       for (const auto& g : s["gpu_time"]) {
         const std::string labels = vm + ",gpu=\"" + cell_text(g.value("gpu", json())) + "\"";
@@ -516,6 +521,7 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
                                  label(c.value("program", std::string())) + "\"";
       add(6, labels, number_at(c, "device_memory_bytes"));
       add(7, labels, number_at(c, "launches"));
+      add(11, labels, number_at(c, "module_bytes"));
     }
   }
   std::string out;

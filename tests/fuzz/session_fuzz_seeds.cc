@@ -103,6 +103,11 @@ void kernel(uint8_t flags, const char* name) {
          uint16_t(global.size()), 0, 0, 0);                      // rem 3
   w.call(Call::CopyFromDeviceInline, api::CopyFromDeviceInlineArgs{0, 256}, nullptr, 0, 256, 3, 0);
   w.call(Call::DeviceSynchronize, api::Empty{});
+  // Unloaded: its function and variable are gone (a launch and a copy naming them refused).
+  w.call(Call::ModuleUnload, api::ModuleArgs{0}, nullptr, 0, 0, 0, 0);
+  w.call(Call::CopyFromDeviceInline, api::CopyFromDeviceInlineArgs{0, 256}, nullptr, 0, 256, 3, 0);
+  w.call(Call::LaunchKernel, api::LaunchArgs{1, {1, 1, 1}, {16, 1, 1}, 0, 12, 0}, args.data(), 12, 0, 2,
+         sizeof(api::LaunchArgs));
   save(name, w);
 }
 

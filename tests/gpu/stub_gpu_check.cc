@@ -180,6 +180,27 @@ int main(int argc, char** argv) {
     std::printf("256 MiB pinned: stub heap HtoD %.2f GB/s DtoH %.2f GB/s | native HtoD %.2f GB/s DtoH %.2f GB/s\n",
                 big / h2d / 1e9, big / d2h / 1e9, big / nh2d / 1e9, big / nd2h / 1e9);
   }
+  // ModuleUnload on the real driver (host-stub/src/module.cc; what the VM's quota is charged
+  // is checked in CI on the test executor: tests/host-stub/stub_modules_test.cc). Beside it,
+  // what the driver really takes for a module: the GPU's free memory (native cuMemGetInfo;
+  // nothing else runs) before and after a load of the fatbin, against the image's size, the
+  // charge's main part.
+  {
+    auto gpu_free = [&] {
+      size_t free = 0, total = 0;
+      native.cuMemGetInfo_v2(&free, &total);
+      return static_cast<int64_t>(free);
+    };
+    const int64_t before = gpu_free();
+    auto again = api::remote<api::Call::ModuleLoad>(*slot, {image->ref()});
+    CHECK(again.status == 0, "ModuleLoad again %d", again.status);
+    const int64_t loaded = gpu_free();
+    CHECK(api::remote<api::Call::ModuleUnload>(*slot, {again.reply.handle}).status == 0, "ModuleUnload");
+    const int64_t unloaded = gpu_free();
+    CHECK(api::remote<api::Call::ModuleUnload>(*slot, {again.reply.handle}).status == 400, "ModuleUnload twice");
+    std::printf("module: a %zu-byte fatbin took %lld bytes of the GPU's memory at its load; its unload gave back %lld\n",
+                fatbin.size(), static_cast<long long>(before - loaded), static_cast<long long>(unloaded - loaded));
+  }
   std::printf("%s\n", failures ? "STUB-GPU-CHECK FAILED" : "STUB-GPU-CHECK OK");
   return failures ? 1 : 0;
 }

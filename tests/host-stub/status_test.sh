@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vmcudactl status / top / metrics against running stubs (test executor): each program of a
-# VM with its guest pid, name, memory and kernels; Prometheus' text format with every family
+# VM with its guest pid, name, memory, modules' charge and kernels; Prometheus' text format with every family
 # once and its samples together, also for several VMs; the textfile replaced whole.
 #   status_test.sh STUB VMCUDACTL LIBDIR BINDIR
 set -uo pipefail
@@ -22,8 +22,16 @@ for _ in $(seq 100); do
 done
 [ -n "$seen" ] && ok "status lists the program by name: $(grep streams_events <<<"$out" | tr -s ' ')" \
   || bad "status never showed the program: $out"
+grep -q "MODULES KiB" <<<"$out" && ok "status lists what each program's modules are charged (MODULES KiB)" \
+  || bad "status has no MODULES KiB column: $out"
+"$ctl" status vm1 --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert isinstance(s["module_bytes"], int) and s["module_bytes"] >= 0, s
+assert all(isinstance(c["module_bytes"], int) for c in s["client_list"]), s
+' && ok "status --json: module_bytes per VM and program" || bad "status --json has no module_bytes: $("$ctl" status vm1 --json)"
 m="$("$ctl" metrics)"
-for fam in vmcuda_vm_up vmcuda_vm_clients vmcuda_client_kernels_total; do
+for fam in vmcuda_vm_up vmcuda_vm_clients vmcuda_client_kernels_total vmcuda_vm_module_bytes vmcuda_client_module_bytes; do
   [ "$(grep -c "^# TYPE $fam " <<<"$m")" = 1 ] || bad "metrics: $fam's TYPE is not there once"
 done
 # Each family's samples right after its header, for both VMs.

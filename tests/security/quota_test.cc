@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "host-stub/stub_fixture.h"
 #include "vm_ledger.h"
 
@@ -65,6 +67,38 @@ TEST(SecurityQuota, AClosedClientGivesItsShareBack) {
   EXPECT_EQ(limits.ledger->used(), 0u);
   Client b(s);
   EXPECT_NE(b.malloc(8 * kMiB), 0u);
+}
+
+// Issue 10 (accounting: module images): each module a guest loaded was charged to nothing,
+// while the stub kept its image in host memory and the driver its code and variables on the
+// device; loading the same fatbin in a loop held without bound. Modules are the VM's: a load
+// beyond the quota is CUDA_ERROR_OUT_OF_MEMORY, and what they hold is not the allocations'.
+TEST(SecurityQuota, LoadedModulesAreChargedToTheVm) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(16 * kMiB);
+  Stub s(limits);
+  Client c(s);
+  auto image = c.slot->heap().allocate(kMiB);
+  ASSERT_TRUE(image);
+  std::memset(image->data, ' ', kMiB);
+  std::memcpy(image->data, tst::kFakeModuleMagic, sizeof tst::kFakeModuleMagic - 1);
+  int loaded = 0;
+  int32_t st = 0;
+  for (int i = 0; i < 1000; ++i) {  // 1000 x 1 MiB asked for
+    api::HandleReply r{};
+    if ((st = c.call<api::Call::ModuleLoad>({image->ref()}, &r)) != 0) break;
+    ++loaded;
+  }
+  EXPECT_EQ(st, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(loaded, 15);  // 1 MiB and the stub's 64 bytes of padding each
+  EXPECT_LE(limits.ledger->used(), 16 * kMiB);
+  // The modules hold the VM's memory: no 2 MiB chunk of device memory is left.
+  api::PtrReply p{};
+  EXPECT_EQ(c.call<api::Call::Malloc>({4096}, &p), CUDA_ERROR_OUT_OF_MEMORY);
+  // The stub serves on; an unloaded module makes room.
+  ASSERT_EQ(c.call<api::Call::ModuleUnload>({1}), 0);
+  ASSERT_EQ(c.call<api::Call::ModuleUnload>({2}), 0);
+  EXPECT_NE(c.malloc(4096), 0u);
 }
 
 // Finding 10.4: device limits took device memory charged to nothing. The malloc heap and

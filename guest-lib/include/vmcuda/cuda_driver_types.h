@@ -59,6 +59,7 @@ inline constexpr CUresult kNotReady = 600;
 inline constexpr CUresult kPrimaryContextActive = 708;
 inline constexpr CUresult kLaunchOutOfResources = 701;
 inline constexpr CUresult kNotSupported = 801;
+inline constexpr CUresult kNotPermitted = 800;
 inline constexpr CUresult kUnknown = 999;
 
 // CUpointer_attribute

@@ -295,6 +295,9 @@ struct ObjectValueArgs { uint64_t value; };
 
 struct ModuleLoadArgs { vmrpc::wire::HeapRef image; };
 struct HandleReply { uint64_t handle; };
+// ModuleUnload: a module handle from ModuleLoad.
+struct ModuleArgs { uint64_t module; };
+static_assert(sizeof(ModuleArgs) == 8);
 
 // The mangled name follows the struct (name_bytes, no terminator).
 struct GetFunctionArgs { uint64_t module; uint32_t name_bytes; uint32_t pad; };
