@@ -8,6 +8,8 @@
 
 #include "driver_export_tables.h"
 #include "driver_state.h"
+#include "host_objects.h"
+#include "host_pointers.h"
 #include "log.h"
 #include "remote.h"
 #include "runtime_state.h"
@@ -471,6 +473,10 @@ cudaError_t memset_wide(CUdeviceptr dst, uint32_t value, unsigned width, size_t 
                       : cudaMemsetAsync(dptr(dst), b[0], count * width, s);
   }
   if (dst % width) return cudaErrorInvalidValue;  // the driver requires aligned elements
+  // Device memory: one call of wide elements (also inside a stream capture). Managed memory
+  // (host memory in the guest) is written as copies of a pattern.
+  if (is_device(dptr(dst), count * width))
+    return memset_elements(dst, value, width, count * width, s, per_thread, async);
   constexpr size_t kChunk = 1 << 20;
   std::vector<uint8_t> pattern(std::min(kChunk, count * width));
   for (size_t i = 0; i < pattern.size(); i += width) std::memcpy(&pattern[i], &value, width);

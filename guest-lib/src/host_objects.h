@@ -83,6 +83,11 @@ cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t sh
 cudaError_t translate_attributes(const cudaLaunchConfig_t& config, std::vector<api::LaunchAttribute>* out,
                                  bool* cooperative);
 
+/// cuMemsetD16/D32[Async] on device memory `dst` (memory_async.cc): one queued call of
+/// `width`-byte elements; synchronous unless `async` (per_thread: on the thread's stream).
+cudaError_t memset_elements(uint64_t dst, uint32_t value, unsigned width, uint64_t bytes, cudaStream_t stream,
+                            bool per_thread, bool async);
+
 /// The launch configuration errors CUDA reports at once, without a round trip (launch.cc):
 /// cudaErrorInvalidValue for a grid or block the calling thread's device refuses.
 cudaError_t check_launch_configuration(const Remote& r, dim3 grid, dim3 block);

@@ -181,6 +181,26 @@ cudaError_t memset_async(void* devPtr, int value, size_t count, cudaStream_t str
 }
 
 }  // namespace
+
+cudaError_t memset_elements(uint64_t dst, uint32_t value, unsigned width, uint64_t bytes, cudaStream_t stream,
+                            bool per_thread, bool async) {
+  if (cudaError_t e = enter_device_call()) return e;
+  uint64_t s = 0;
+  if (async || per_thread)
+    if (cudaError_t e = stream_wire_handle(stream, per_thread, &s)) return e;
+  if (bytes == 0) return cudaSuccess;
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return err;
+  {
+    auto lock = remote->lock();
+    if (!async && !per_thread)
+      return remote->enqueue<api::Call::Memset>({dst, bytes, value, width});
+    if (cudaError_t e = remote->enqueue<api::Call::MemsetAsync>({dst, bytes, value, width, s})) return e;
+  }
+  return async ? cudaSuccess : cudaStreamSynchronize_ptsz(nullptr);
+}
+
 }  // namespace vmcuda::guest
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {

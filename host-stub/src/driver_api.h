@@ -401,6 +401,10 @@ struct CUgraphEdgeData;  // only ever passed as NULL
   X(cuMemcpyDtoHAsync_v2, CUresult (*)(void*, CUdeviceptr, size_t, CUstream))                        \
   X(cuMemcpyDtoDAsync_v2, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))                  \
   X(cuMemsetD8Async, CUresult (*)(CUdeviceptr, unsigned char, size_t, CUstream))                    \
+  X(cuMemsetD16_v2, CUresult (*)(CUdeviceptr, unsigned short, size_t))                               \
+  X(cuMemsetD32_v2, CUresult (*)(CUdeviceptr, unsigned int, size_t))                                 \
+  X(cuMemsetD16Async, CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream))                   \
+  X(cuMemsetD32Async, CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream))                     \
   X(cuModuleGetGlobal_v2, CUresult (*)(CUdeviceptr*, size_t*, CUmodule, const char*))                \
   X(cuMemAllocPitch_v2, CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))               \
   X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                               \

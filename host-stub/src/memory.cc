@@ -105,12 +105,38 @@ int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&
   return on_owner(dst, [&] { return api_.cuMemcpyDtoD_v2(a.dst, a.src, a.bytes); });
 }
 
+namespace {
+// A memset's element size: 1 (0 on the wire), 2 or 4; else 0 (a malformed call). The
+// region must hold whole, aligned elements (CUDA_ERROR_INVALID_VALUE otherwise, as the
+// driver answers a misaligned cuMemsetD32).
+unsigned memset_width(uint32_t element_bytes) {
+  return element_bytes <= 1 ? 1 : element_bytes == 2 || element_bytes == 4 ? element_bytes : 0;
+}
+}  // namespace
+
+// The memset on `s` (nullptr: synchronous) with the width the call asked.
+CUresult Session::memset_on(CUdeviceptr dst, uint32_t value, uint64_t bytes, unsigned width, CUstream s, bool async) {
+  const size_t n = bytes / width;
+  switch (width) {
+    case 2:
+      return async ? api_.cuMemsetD16Async(dst, static_cast<unsigned short>(value), n, s)
+                   : api_.cuMemsetD16_v2(dst, static_cast<unsigned short>(value), n);
+    case 4:
+      return async ? api_.cuMemsetD32Async(dst, value, n, s) : api_.cuMemsetD32_v2(dst, value, n);
+    default:
+      return async ? api_.cuMemsetD8Async(dst, static_cast<unsigned char>(value), n, s)
+                   : api_.cuMemsetD8_v2(dst, static_cast<unsigned char>(value), n);
+  }
+}
+
 int32_t Session::on_Memset(const api::MemsetArgs& a, api::Empty&, Request&) {
+  const unsigned width = memset_width(a.element_bytes);
+  if (!width) return guest_fault("Memset: an element size other than 1, 2 or 4");
   const int owner = owner_of(a.dst, a.bytes);
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes % width || a.dst % width) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
-  return on_owner(owner,
-                  [&] { return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes); });
+  return on_owner(owner, [&] { return memset_on(a.dst, a.value, a.bytes, width, nullptr, false); });
 }
 
 }  // namespace vmcuda::host
@@ -209,18 +235,19 @@ int32_t Session::on_CopyDeviceToDeviceAsync(const api::CopyDeviceAsyncArgs& a, a
 }
 
 int32_t Session::on_MemsetAsync(const api::MemsetAsyncArgs& a, api::Empty&, Request&) {
+  const unsigned width = memset_width(a.element_bytes);
+  if (!width) return guest_fault("MemsetAsync: an element size other than 1, 2 or 4");
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   const int owner = owner_of(a.dst, a.bytes);
   if (owner < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (a.bytes % width || a.dst % width) return CUDA_ERROR_INVALID_VALUE;
   if (a.bytes == 0) return CUDA_SUCCESS;
   if (foreign(owner, device))
-    return after_stream_on_owner(owner, device, s, [&] {
-      return api_.cuMemsetD8_v2(a.dst, static_cast<unsigned char>(a.value), a.bytes);
-    });
-  return on_device(device,
-                   [&] { return api_.cuMemsetD8Async(a.dst, static_cast<unsigned char>(a.value), a.bytes, s); });
+    return after_stream_on_owner(owner, device, s,
+                                 [&] { return memset_on(a.dst, a.value, a.bytes, width, nullptr, false); });
+  return on_device(device, [&] { return memset_on(a.dst, a.value, a.bytes, width, s, true); });
 }
 
 }  // namespace vmcuda::host

@@ -244,6 +244,7 @@ class Session : public vmrpc::SlotService {
   CUresult synchronize_all();
   // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
   int32_t heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device);
+  CUresult memset_on(CUdeviceptr dst, uint32_t value, uint64_t bytes, unsigned width, CUstream s, bool async);
   // Same for async 2D copies (memory_2d.cc).
   int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const { return vol_.find_range(ptr, bytes) != nullptr; }

@@ -1686,6 +1686,30 @@ CUresult f_dtod_async(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream stream) {
   }
   return f_dtod(d, s, n);
 }
+// cuMemsetD16/D32: `n` elements of `width` bytes, aligned.
+CUresult f_memset_wide(CUdeviceptr d, uint32_t v, size_t n, unsigned width) {
+  if (d % width) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  std::byte* p = find(d, n * width);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; ++i) std::memcpy(p + i * width, &v, width);
+  return CUDA_SUCCESS;
+}
+CUresult f_memset_wide_async(CUdeviceptr d, uint32_t v, size_t n, unsigned width, CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode node;
+      node.type = 2;
+      node.op = [=](CUstream rs) { return f_memset_wide_async(d, v, n, width, rs); };
+      return capture_locked(st, std::move(node));
+    }
+    did_work(st, kCopyMs);
+  }
+  return f_memset_wide(d, v, n, width);
+}
 CUresult f_memset_async(CUdeviceptr d, unsigned char v, size_t n, CUstream stream) {
   {
     std::lock_guard l(gpu().mu);
@@ -2355,6 +2379,14 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemcpyDtoHAsync_v2 = f_dtoh_async;
   api.cuMemcpyDtoDAsync_v2 = f_dtod_async;
   api.cuMemsetD8Async = f_memset_async;
+  api.cuMemsetD16_v2 = [](CUdeviceptr d, unsigned short v, size_t n) { return f_memset_wide(d, v, n, 2); };
+  api.cuMemsetD32_v2 = [](CUdeviceptr d, unsigned v, size_t n) { return f_memset_wide(d, v, n, 4); };
+  api.cuMemsetD16Async = [](CUdeviceptr d, unsigned short v, size_t n, CUstream s) {
+    return f_memset_wide_async(d, v, n, 2, s);
+  };
+  api.cuMemsetD32Async = [](CUdeviceptr d, unsigned v, size_t n, CUstream s) {
+    return f_memset_wide_async(d, v, n, 4, s);
+  };
   api.cuModuleGetGlobal_v2 = f_get_global;
   api.cuMemAllocPitch_v2 = f_alloc_pitch;
   api.cuMemcpy2D_v2 = f_memcpy_2d;

@@ -385,5 +385,26 @@ TEST(StubFunctions, SetAttributeIsQueuedWithTheLaunchThatNeedsIt) {
   EXPECT_EQ(c.get(p, 4), std::vector<int>(4, 1));
 }
 
+// Memsets of 16- and 32-bit elements (cuMemsetD16/D32): whole aligned elements of the
+// client's memory; a malformed element size is the guest's fault and the stub serves on.
+TEST(StubMemset, ElementsOfTwoAndFourBytes) {
+  Stub s;
+  Client c(s);
+  const uint64_t p = c.malloc(64);
+  ASSERT_EQ(c.call<api::Call::Memset>({p, 64, 0x01020304u, 4}), 0);
+  for (int v : c.get(p, 16)) EXPECT_EQ(v, 0x01020304);
+  ASSERT_EQ(c.call<api::Call::MemsetAsync>({p, 32, 0xbeefu, 2, api::kStreamDefault}), 0);
+  const auto got = c.get(p, 16);
+  EXPECT_EQ(got[0], static_cast<int>(0xbeefbeefu));
+  EXPECT_EQ(got[7], static_cast<int>(0xbeefbeefu));
+  EXPECT_EQ(got[8], 0x01020304);
+  EXPECT_EQ(c.call<api::Call::Memset>({p + 2, 8, 7, 4}), CUDA_ERROR_INVALID_VALUE);   // misaligned
+  EXPECT_EQ(c.call<api::Call::Memset>({p, 6, 7, 4}), CUDA_ERROR_INVALID_VALUE);       // not whole elements
+  EXPECT_EQ(c.call<api::Call::Memset>({p, 68, 7, 4}), CUDA_ERROR_INVALID_VALUE);      // past the allocation
+  EXPECT_NE(c.call<api::Call::MemsetAsync>({p, 8, 7, 3, api::kStreamDefault}), 0);   // no such width
+  ASSERT_EQ(c.call<api::Call::Memset>({p, 64, 0x7f, 0}), 0);                         // bytes, as before
+  for (int v : c.get(p, 16)) EXPECT_EQ(v, 0x7f7f7f7f);
+}
+
 }  // namespace
 }  // namespace vmcuda::host

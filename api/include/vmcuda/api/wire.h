@@ -128,7 +128,9 @@ struct CopyHeapArgs { uint64_t device; vmrpc::wire::HeapRef host; };
 // A range of the shared heap the host pins (cudaMallocHost blocks, copy staging).
 struct HeapRangeArgs { vmrpc::wire::HeapRef range; };
 struct CopyDeviceArgs { uint64_t dst; uint64_t src; uint64_t bytes; };
-struct MemsetArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t pad; };
+// Memsets: `element_bytes` 0 or 1 sets bytes (cudaMemset: `value`'s low byte); 2 and 4 set
+// 16- and 32-bit elements (cuMemsetD16/D32: `bytes` a multiple of it, `dst` aligned to it).
+struct MemsetArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t element_bytes; };
 
 // ---- async copies and memsets: `stream` is a guest stream handle (see below).
 // Inline host-to-device, the bytes follow the struct (copied at call time: batchable).
@@ -152,7 +154,7 @@ struct CopyHeapAsyncArgs {
 static_assert(sizeof(CopyHeapAsyncArgs) == 40);
 struct CopyDeviceAsyncArgs { uint64_t dst; uint64_t src; uint64_t bytes; uint64_t stream; };
 static_assert(sizeof(CopyDeviceAsyncArgs) == 32);
-struct MemsetAsyncArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t pad; uint64_t stream; };
+struct MemsetAsyncArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t element_bytes; uint64_t stream; };
 static_assert(sizeof(MemsetAsyncArgs) == 32);
 
 // ---- pitched memory and 2D copies (cudaMallocPitch, cudaMemcpy2D, cudaMemset2D). A 2D
