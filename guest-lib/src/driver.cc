@@ -298,6 +298,63 @@ CU_API CUresult cuDeviceSetMemPool(CUdevice dev, cudaMemPool_t pool) {
   VMCUDA_DRIVER_RUNTIME(cudaDeviceSetMemPool(dev, pool));
 }
 
+// ------------------------------------------------------------------ stream-ordered memory
+// On the runtime's pools (memory_pool.cc): CUmemoryPool == cudaMemPool_t, CUmemPoolProps ==
+// cudaMemPoolProps, CUmemAccessDesc == cudaMemAccessDesc, CUmemPool_attribute ==
+// cudaMemPoolAttr (layouts and numbers).
+CU_API CUresult cuMemAllocAsync(CUdeviceptr* p, size_t bytes, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMallocAsync(reinterpret_cast<void**>(p), bytes, s));
+}
+CU_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t bytes, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMallocAsync_ptsz(reinterpret_cast<void**>(p), bytes, s));
+}
+CU_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, cudaMemPool_t pool, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMallocFromPoolAsync(reinterpret_cast<void**>(p), bytes, pool, s));
+}
+CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* p, size_t bytes, cudaMemPool_t pool, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMallocFromPoolAsync_ptsz(reinterpret_cast<void**>(p), bytes, pool, s));
+}
+CU_API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaFreeAsync(reinterpret_cast<void*>(static_cast<uintptr_t>(p)), s));
+}
+CU_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaFreeAsync_ptsz(reinterpret_cast<void*>(static_cast<uintptr_t>(p)), s));
+}
+CU_API CUresult cuMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolCreate(pool, props));
+}
+CU_API CUresult cuMemPoolDestroy(cudaMemPool_t pool) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolDestroy(pool));
+}
+CU_API CUresult cuMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolTrimTo(pool, keep));
+}
+CU_API CUresult cuMemPoolSetAttribute(cudaMemPool_t pool, int attr, void* value) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolSetAttribute(pool, static_cast<cudaMemPoolAttr>(attr), value));
+}
+CU_API CUresult cuMemPoolGetAttribute(cudaMemPool_t pool, int attr, void* value) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolGetAttribute(pool, static_cast<cudaMemPoolAttr>(attr), value));
+}
+CU_API CUresult cuMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* list, size_t count) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolSetAccess(pool, list, count));
+}
+CU_API CUresult cuMemPoolGetAccess(int* flags, cudaMemPool_t pool, cudaMemLocation* location) {
+  VMCUDA_ENTER(enter_driver_call());
+  VMCUDA_DRIVER_RUNTIME(cudaMemPoolGetAccess(reinterpret_cast<cudaMemAccessFlags*>(flags), pool, location));
+}
+
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);
 CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {
   VMCUDA_ENTER(enter_driver_call());

@@ -24,6 +24,7 @@
 
 #include "driver_state.h"
 #include "log.h"
+#include "vmcuda/cudart_api.h"
 #include "vmcuda/cudart_types.h"
 
 #define CU_API extern "C" __attribute__((visibility("default")))
@@ -252,6 +253,33 @@ CUresult tools_current_context(CUcontext* ctx) {
 // Entry 4: the context's unique id, as cuCtxGetId (observed: (context, &id)).
 CUresult context_id(CUcontext ctx, unsigned long long* id) { return cuCtxGetId(ctx, id); }
 
+// Entries 51 and 39, inferred from what the driver answered cuSOLVER natively (observed on
+// the H100: 51 (context, 0, &out) gave an object; 39 (context, that object, &out) gave 7):
+// the context's device's current memory pool, and that pool's reuse policies as bits
+// (follow event dependencies 1, opportunistic 2, internal dependencies 4: all on by
+// default, 7). An answer outside that reading is refused, never guessed.
+CUresult context_memory_pool(CUcontext ctx, unsigned flags, cudaMemPool_t* pool) {
+  if (!pool || flags != 0) return cu::kInvalidValue;
+  if (!ctx && cuCtxGetCurrent(&ctx) != cu::kSuccess) return cu::kInvalidContext;
+  if (!ctx || !ctx->alive.load()) return cu::kInvalidContext;
+  KeepRuntimeLastError keep;
+  return to_cu_result(cudaDeviceGetMemPool(pool, ctx->device));
+}
+CUresult memory_pool_reuse_policies(CUcontext, cudaMemPool_t pool, uint64_t* bits) {
+  if (!pool || !bits) return cu::kInvalidValue;
+  KeepRuntimeLastError keep;
+  uint64_t out = 0;
+  const cudaMemPoolAttr attrs[3] = {cudaMemPoolReuseFollowEventDependencies, cudaMemPoolReuseAllowOpportunistic,
+                                    cudaMemPoolReuseAllowInternalDependencies};
+  for (int i = 0; i < 3; ++i) {
+    int on = 0;
+    if (cudaError_t e = cudaMemPoolGetAttribute(pool, attrs[i], &on)) return to_cu_result(e);
+    if (on) out |= uint64_t{1} << i;
+  }
+  *bits = out;
+  return cu::kSuccess;
+}
+
 // ------------------------------------------------------------------ the tables
 
 struct Tables {
@@ -287,6 +315,8 @@ Tables::Tables() {
   set(kIntegrity, 1, &integrity_check);
   set(kToolsTls, 2, &tools_current_context);
   set(kContextQueries, 4, &context_id);
+  set(kContextQueries, 39, &memory_pool_reuse_policies);
+  set(kContextQueries, 51, &context_memory_pool);
 }
 
 Tables& tables() {

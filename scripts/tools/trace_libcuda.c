@@ -77,9 +77,22 @@ static u64 call_slot(int k, u64 a, u64 b, u64 c, u64 d, u64 e, u64 f, u64 g, u64
   u64 r = s->real(a, b, c, d, e, f, g, h, i, j, l, m, n, o, p, q);
   unsigned long calls = __atomic_add_fetch(&s->calls, 1, __ATOMIC_RELAXED);
   s->last = r;
-  if ((int)calls <= g_max_lines)
-    LOG("%s (0x%llx, 0x%llx, 0x%llx, 0x%llx) -> 0x%llx (%d)\n", s->label, (unsigned long long)a,
-        (unsigned long long)b, (unsigned long long)c, (unsigned long long)d, (unsigned long long)r, (int)r);
+  if ((int)calls <= g_max_lines) {
+    /* Arguments that point into the caller's stack are outputs, most likely: their first 8
+     * bytes after the call say what an unknown entry answers. */
+    char outs[160] = "";
+    const u64 here = (u64)(uintptr_t)&r;
+    const u64 args[4] = {a, b, c, d};
+    size_t len = 0;
+    for (int i = 0; i < 4 && len < sizeof outs - 40; ++i)
+      if (args[i] > here - (1u << 20) && args[i] < here + (1u << 20) && args[i] % 4 == 0) {
+        u64 v;
+        memcpy(&v, (const void*)(uintptr_t)args[i], sizeof v);
+        len += (size_t)snprintf(outs + len, sizeof outs - len, " *arg%d=0x%llx", i + 1, (unsigned long long)v);
+      }
+    LOG("%s (0x%llx, 0x%llx, 0x%llx, 0x%llx) -> 0x%llx (%d)%s\n", s->label, (unsigned long long)a,
+        (unsigned long long)b, (unsigned long long)c, (unsigned long long)d, (unsigned long long)r, (int)r, outs);
+  }
   return r;
 }
 
