@@ -971,6 +971,32 @@ CU_API CUresult cuStreamGetPriority_ptsz(CUstream s, int* priority) {
   VMCUDA_ENTER(enter_context_call());
   VMCUDA_DRIVER_RUNTIME(cudaStreamGetPriority_ptsz(s, priority));
 }
+// CUstreamAttrID == cudaStreamAttrID and CUstreamAttrValue == cudaStreamAttrValue (the
+// launch attributes' ids and 64-byte union; abi_parity_test).
+CU_API CUresult cuStreamSetAttribute(CUstream s, int attr, const cudaLaunchAttributeValue* value) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamSetAttribute(s, static_cast<cudaLaunchAttributeID>(attr), value));
+}
+CU_API CUresult cuStreamSetAttribute_ptsz(CUstream s, int attr, const cudaLaunchAttributeValue* value) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamSetAttribute_ptsz(s, static_cast<cudaLaunchAttributeID>(attr), value));
+}
+CU_API CUresult cuStreamGetAttribute(CUstream s, int attr, cudaLaunchAttributeValue* value) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamGetAttribute(s, static_cast<cudaLaunchAttributeID>(attr), value));
+}
+CU_API CUresult cuStreamGetAttribute_ptsz(CUstream s, int attr, cudaLaunchAttributeValue* value) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamGetAttribute_ptsz(s, static_cast<cudaLaunchAttributeID>(attr), value));
+}
+CU_API CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamCopyAttributes(dst, src));
+}
+CU_API CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src) {
+  VMCUDA_ENTER(enter_context_call());
+  VMCUDA_DRIVER_RUNTIME(cudaStreamCopyAttributes_ptsz(dst, src));
+}
 CU_API CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
   VMCUDA_ENTER(enter_context_call());
   VMCUDA_DRIVER_RUNTIME(cudaDeviceGetStreamPriorityRange(least, greatest));

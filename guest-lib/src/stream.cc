@@ -8,6 +8,7 @@
 // _ptsz variants) is one host stream per process, not one per guest thread (host-stub
 // stream.cc): more ordering than CUDA gives, never less.
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -168,10 +169,127 @@ cudaError_t get_priority(cudaStream_t stream, int* priority, bool per_thread) {
   return cudaSuccess;
 }
 
+// Stream attributes: the value union's fields for the id, on the wire's terms (wire.h
+// StreamAttributeValue). Ids that are launch attributes only, or that CUDA does not have,
+// are cudaErrorInvalidValue, as the driver answers them.
+bool is_stream_attribute(cudaLaunchAttributeID id) {
+  switch (id) {
+    case cudaLaunchAttributeAccessPolicyWindow:
+    case cudaLaunchAttributeSynchronizationPolicy:
+    case cudaLaunchAttributePriority:
+    case cudaLaunchAttributeMemSyncDomainMap:
+    case cudaLaunchAttributeMemSyncDomain:
+      return true;
+    default:
+      return false;
+  }
+}
+
+cudaError_t set_attribute(cudaStream_t stream, cudaLaunchAttributeID id, const cudaLaunchAttributeValue* value,
+                          bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (value == nullptr || !is_stream_attribute(id)) return record(cudaErrorInvalidValue);
+  api::StreamSetAttributeArgs a{};
+  if (cudaError_t e = stream_wire_handle(stream, per_thread, &a.stream)) return record(e);
+  a.id = static_cast<uint32_t>(id);
+  auto& w = a.value;
+  switch (id) {
+    case cudaLaunchAttributeAccessPolicyWindow: {
+      const cudaAccessPolicyWindow& win = value->accessPolicyWindow;
+      w.base_ptr = reinterpret_cast<uintptr_t>(win.base_ptr);
+      w.num_bytes = win.num_bytes;
+      w.hit_ratio = win.hitRatio;
+      w.hit_prop = static_cast<uint32_t>(win.hitProp);
+      w.miss_prop = static_cast<uint32_t>(win.missProp);
+      break;
+    }
+    case cudaLaunchAttributeSynchronizationPolicy: w.value = static_cast<int32_t>(value->syncPolicy); break;
+    case cudaLaunchAttributePriority: w.value = value->priority; break;
+    case cudaLaunchAttributeMemSyncDomainMap:
+      w.domain_default = value->memSyncDomainMap.default_;
+      w.domain_remote = value->memSyncDomainMap.remote;
+      break;
+    case cudaLaunchAttributeMemSyncDomain: w.value = static_cast<int32_t>(value->memSyncDomain); break;
+    default: break;
+  }
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  auto lock = remote->lock();
+  // A round trip: a bad value (or a window over memory that is not the app's, which only
+  // the host knows) is this call's error, as natively, not a later one.
+  return record(static_cast<cudaError_t>(remote->call<api::Call::StreamSetAttribute>(a).status));
+}
+
+cudaError_t get_attribute(cudaStream_t stream, cudaLaunchAttributeID id, cudaLaunchAttributeValue* out,
+                          bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (out == nullptr || !is_stream_attribute(id)) return record(cudaErrorInvalidValue);
+  api::StreamGetAttributeArgs a{};
+  if (cudaError_t e = stream_wire_handle(stream, per_thread, &a.stream)) return record(e);
+  a.id = static_cast<uint32_t>(id);
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  auto lock = remote->lock();
+  const auto r = remote->call<api::Call::StreamGetAttribute>(a);
+  if (r.status != 0) return record(static_cast<cudaError_t>(r.status));
+  const api::StreamAttributeValue& w = r.reply;
+  std::memset(out, 0, sizeof *out);
+  switch (id) {
+    case cudaLaunchAttributeAccessPolicyWindow:
+      out->accessPolicyWindow.base_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(w.base_ptr));
+      out->accessPolicyWindow.num_bytes = w.num_bytes;
+      out->accessPolicyWindow.hitRatio = w.hit_ratio;
+      out->accessPolicyWindow.hitProp = static_cast<cudaAccessProperty>(w.hit_prop);
+      out->accessPolicyWindow.missProp = static_cast<cudaAccessProperty>(w.miss_prop);
+      break;
+    case cudaLaunchAttributeSynchronizationPolicy: out->syncPolicy = static_cast<cudaSynchronizationPolicy>(w.value); break;
+    case cudaLaunchAttributePriority: out->priority = w.value; break;
+    case cudaLaunchAttributeMemSyncDomainMap:
+      out->memSyncDomainMap.default_ = w.domain_default;
+      out->memSyncDomainMap.remote = w.domain_remote;
+      break;
+    case cudaLaunchAttributeMemSyncDomain: out->memSyncDomain = static_cast<cudaLaunchMemSyncDomain>(w.value); break;
+    default: break;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t copy_attributes(cudaStream_t dst, cudaStream_t src, bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  api::StreamCopyAttributesArgs a{};
+  if (cudaError_t e = stream_wire_handle(dst, per_thread, &a.dst)) return record(e);
+  if (cudaError_t e = stream_wire_handle(src, per_thread, &a.src)) return record(e);
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return record(err);
+  auto lock = remote->lock();
+  return record(remote->enqueue<api::Call::StreamCopyAttributes>(a));
+}
+
 }  // namespace
 }  // namespace vmcuda::guest
 
 using namespace vmcuda::guest;
+
+cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                   const cudaLaunchAttributeValue* value) {
+  return set_attribute(hStream, attr, value, false);
+}
+cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                        const cudaLaunchAttributeValue* value) {
+  return set_attribute(hStream, attr, value, true);
+}
+cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue* value_out) {
+  return get_attribute(hStream, attr, value_out, false);
+}
+cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                        cudaLaunchAttributeValue* value_out) {
+  return get_attribute(hStream, attr, value_out, true);
+}
+cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) { return copy_attributes(dst, src, false); }
+cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) { return copy_attributes(dst, src, true); }
 
 cudaError_t cudaStreamCreate(cudaStream_t* pStream) { return cudaStreamCreateWithPriority(pStream, 0, 0); }
 

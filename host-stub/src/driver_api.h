@@ -229,8 +229,27 @@ inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
 inline constexpr int CU_LAUNCH_ATTRIBUTE_PRIORITY = 8;
+// The stream attributes (CUstreamAttrID, the same numbers; stream.cc).
+inline constexpr int CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY = 3;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP = 9;
+inline constexpr int CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN = 10;
+struct CUaccessPolicyWindow {
+  void* base_ptr;
+  size_t num_bytes;
+  float hitRatio;
+  int hitProp;   // CUaccessProperty: 0 normal, 1 streaming, 2 persisting
+  int missProp;
+};
+static_assert(sizeof(CUaccessPolicyWindow) == 32);
 union alignas(8) CUlaunchAttributeValue {
   char pad[64];
+  CUaccessPolicyWindow accessPolicyWindow;
+  int syncPolicy;  // CUsynchronizationPolicy: 1 auto .. 4 blocking sync
+  struct {
+    unsigned char default_, remote;
+  } memSyncDomainMap;
+  int memSyncDomain;  // CUlaunchMemSyncDomain: 0 default, 1 remote
   int cooperative;
   struct {
     unsigned x, y, z;
@@ -388,6 +407,9 @@ struct CUgraphEdgeData;  // only ever passed as NULL
   X(cuStreamQuery, CUresult (*)(CUstream))                                                           \
   X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))                                    \
   X(cuStreamGetPriority, CUresult (*)(CUstream, int*))                                               \
+  X(cuStreamSetAttribute, CUresult (*)(CUstream, int, const CUlaunchAttributeValue*))                 \
+  X(cuStreamGetAttribute, CUresult (*)(CUstream, int, CUlaunchAttributeValue*))                       \
+  X(cuStreamCopyAttributes, CUresult (*)(CUstream, CUstream))                                         \
   X(cuLaunchHostFunc, CUresult (*)(CUstream, CUhostFn, void*))                                      \
   X(cuStreamAddCallback, CUresult (*)(CUstream, CUstreamCallback, void*, unsigned))                  \
   X(cuEventCreate, CUresult (*)(CUevent*, unsigned))                                                 \

@@ -87,6 +87,8 @@ struct StreamObject {
   CUstream stream = nullptr;
   uint32_t flags = 0;
   int32_t priority = 0;
+  // The attributes the guest set (by CUstreamAttrID), checked: a resume sets them again.
+  std::map<uint32_t, api::StreamAttributeValue> attributes;
 };
 struct EventObject {
   CUevent event = nullptr;

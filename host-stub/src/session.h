@@ -173,6 +173,8 @@ class Session : public vmrpc::SlotService {
   // the device it belongs to (the current one for the special streams). Unknown handles:
   // CUDA_ERROR_INVALID_HANDLE.
   CUresult resolve_stream(uint64_t handle, CUstream* stream, int* device) const;
+  // Sets one checked stream attribute (stream.cc), for the guest and at a resume.
+  CUresult apply_stream_attribute(CUstream s, uint32_t id, const api::StreamAttributeValue& w);
   // The client's entries by guest handle, or nullptr (forged, stale, another client's).
   const Object* find_event(uint64_t handle) const { return vol_.find(ObjectKind::Event, handle); }
   const Object* find_function(uint64_t handle) const { return vol_.find(ObjectKind::Function, handle); }

@@ -3,10 +3,89 @@
 // names is checked against that table: a forged or stale handle is
 // CUDA_ERROR_INVALID_HANDLE (cudaErrorInvalidResourceHandle), never a driver object of
 // another client.
+#include <algorithm>
+#include <cstring>
+
 #include "session.h"
 #include "vmrpc/log.h"
 
 namespace vmcuda::host {
+namespace {
+
+// CUaccessProperty, CUsynchronizationPolicy and CUlaunchMemSyncDomain's ranges (cuda.h).
+constexpr uint32_t kAccessPropertyMax = 2;    // normal, streaming, persisting
+constexpr uint32_t kAccessPropertyStreaming = 1;
+constexpr int32_t kSyncPolicyFirst = 1, kSyncPolicyLast = 4;  // auto, spin, yield, blocking sync
+constexpr int32_t kMemSyncDomainRemote = 1;
+
+// The wire's fields of one stream attribute into the driver's union, checked (a bad value
+// is the guest's cudaErrorInvalidValue, as the driver would answer; the driver checks
+// again, against the device). Only the id's fields are read.
+CUresult to_driver(uint32_t id, const api::StreamAttributeValue& w, CUlaunchAttributeValue* v) {
+  std::memset(v, 0, sizeof *v);
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+      // !(x >= 0 && x <= 1) also refuses NaN.
+      if (!(w.hit_ratio >= 0.0f && w.hit_ratio <= 1.0f) || w.hit_prop > kAccessPropertyMax ||
+          w.miss_prop > kAccessPropertyStreaming)  // a miss is normal or streaming, never persisting
+        return CUDA_ERROR_INVALID_VALUE;
+      auto& win = v->accessPolicyWindow;
+      win.base_ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(w.base_ptr));
+      win.num_bytes = w.num_bytes;
+      win.hitRatio = w.hit_ratio;
+      win.hitProp = static_cast<int>(w.hit_prop);
+      win.missProp = static_cast<int>(w.miss_prop);
+      return CUDA_SUCCESS;
+    }
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      if (w.value < kSyncPolicyFirst || w.value > kSyncPolicyLast) return CUDA_ERROR_INVALID_VALUE;
+      v->syncPolicy = w.value;
+      return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      v->priority = w.value;  // the driver clamps it to the device's range
+      return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      v->memSyncDomainMap.default_ = w.domain_default;  // the driver checks them against the device's count
+      v->memSyncDomainMap.remote = w.domain_remote;
+      return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      if (w.value < 0 || w.value > kMemSyncDomainRemote) return CUDA_ERROR_INVALID_VALUE;
+      v->memSyncDomain = w.value;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;  // not a stream attribute CUDA has
+  }
+}
+
+api::StreamAttributeValue from_driver(uint32_t id, const CUlaunchAttributeValue& v) {
+  api::StreamAttributeValue w{};
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      w.base_ptr = reinterpret_cast<uintptr_t>(v.accessPolicyWindow.base_ptr);
+      w.num_bytes = v.accessPolicyWindow.num_bytes;
+      w.hit_ratio = v.accessPolicyWindow.hitRatio;
+      w.hit_prop = static_cast<uint32_t>(v.accessPolicyWindow.hitProp);
+      w.miss_prop = static_cast<uint32_t>(v.accessPolicyWindow.missProp);
+      break;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: w.value = v.syncPolicy; break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY: w.value = v.priority; break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      w.domain_default = v.memSyncDomainMap.default_;
+      w.domain_remote = v.memSyncDomainMap.remote;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: w.value = v.memSyncDomain; break;
+    default: break;
+  }
+  return w;
+}
+
+}  // namespace
+
+CUresult Session::apply_stream_attribute(CUstream s, uint32_t id, const api::StreamAttributeValue& w) {
+  CUlaunchAttributeValue v;
+  if (CUresult e = to_driver(id, w, &v); e != CUDA_SUCCESS) return e;
+  return api_.cuStreamSetAttribute(s, static_cast<int>(id), &v);
+}
 
 CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device) const {
   switch (handle) {
@@ -93,6 +172,60 @@ int32_t Session::on_StreamGetPriority(const api::StreamArgs& a, api::StreamPrior
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   // The clamped priority the driver keeps (the guest knows the flags itself).
   return on_device(device, [&] { return api_.cuStreamGetPriority(s, &r.priority); });
+}
+
+int32_t Session::on_StreamSetAttribute(const api::StreamSetAttributeArgs& a, api::Empty&, Request&) {
+  if (a.pad != 0 || std::any_of(std::begin(a.value.pad), std::end(a.value.pad), [](uint8_t b) { return b != 0; }))
+    return guest_fault("StreamSetAttribute: padding not zero");
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  // A window names device memory: only the client's own (a window over another client's
+  // memory would steer the L2 for it). An empty window (num_bytes 0) resets the policy.
+  api::StreamAttributeValue w = a.value;
+  if (a.id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW) {
+    if (w.num_bytes == 0) w.base_ptr = 0;
+    else if (owner_of(w.base_ptr, w.num_bytes) < 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  const CUresult r = on_device(device, [&] { return apply_stream_attribute(s, a.id, w); });
+  // Kept with the stream, to be set again after a resume (suspend.cc); the special streams'
+  // are the context's and are not saved.
+  if (r == CUDA_SUCCESS)
+    if (Object* o = vol_.find(ObjectKind::Stream, a.stream)) o->as<StreamObject>().attributes[a.id] = w;
+  return r;
+}
+
+int32_t Session::on_StreamGetAttribute(const api::StreamGetAttributeArgs& a, api::StreamAttributeValue& r, Request&) {
+  if (a.pad != 0) return guest_fault("StreamGetAttribute: padding not zero");
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  api::StreamAttributeValue probe{};
+  probe.value = kSyncPolicyFirst;  // any valid value: only the id is checked here
+  CUlaunchAttributeValue v;
+  if (CUresult e = to_driver(a.id, probe, &v); e != CUDA_SUCCESS) return e;
+  std::memset(&v, 0, sizeof v);
+  if (CUresult e = on_device(device, [&] { return api_.cuStreamGetAttribute(s, static_cast<int>(a.id), &v); });
+      e != CUDA_SUCCESS)
+    return e;
+  r = from_driver(a.id, v);
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_StreamCopyAttributes(const api::StreamCopyAttributesArgs& a, api::Empty&, Request&) {
+  CUstream dst, src;
+  int dst_device, src_device;
+  if (CUresult e = resolve_stream(a.dst, &dst, &dst_device); e != CUDA_SUCCESS) return e;
+  if (CUresult e = resolve_stream(a.src, &src, &src_device); e != CUDA_SUCCESS) return e;
+  const CUresult r = on_device(dst_device, [&] { return api_.cuStreamCopyAttributes(dst, src); });
+  if (r != CUDA_SUCCESS) return r;
+  // What a resume sets again: the source's, where it is a stream of the client's; a
+  // special stream's attributes are not known here, so the destination keeps what it had
+  // set itself (docs/snapshots.md).
+  Object* d = vol_.find(ObjectKind::Stream, a.dst);
+  const Object* o = vol_.find(ObjectKind::Stream, a.src);
+  if (d && o && d != o) d->as<StreamObject>().attributes = o->as<StreamObject>().attributes;
+  return CUDA_SUCCESS;
 }
 
 int32_t Session::on_StreamPriorityRange(const api::Empty&, api::StreamPriorityRangeReply& r, Request&) {

@@ -49,7 +49,10 @@ enum RecordType : uint32_t {
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
   kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
 };
-constexpr uint32_t kClientStateVersion = 2;  // 2: events carry their time before the suspend
+// 2: events carry their time before the suspend; 3: streams carry the attributes set on them
+constexpr uint32_t kClientStateVersion = 3;
+// CUstreamAttrID has 5 stream attributes: a saved stream names at most that many.
+constexpr uint32_t kMaxSavedStreamAttributes = 5;
 
 std::span<const std::byte> as_bytes(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
@@ -493,10 +496,23 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_string(v.name);
         break;
       }
-      case ObjectKind::Stream:
-        w.put_u32(o.as<StreamObject>().flags);
-        w.put_i32(o.as<StreamObject>().priority);
+      case ObjectKind::Stream: {
+        const auto& st = o.as<StreamObject>();
+        w.put_u32(st.flags);
+        w.put_i32(st.priority);
+        w.put_u32(static_cast<uint32_t>(st.attributes.size()));
+        for (const auto& [id, v] : st.attributes) {
+          w.put_u32(id);
+          w.put_u64(v.base_ptr);
+          w.put_u64(v.num_bytes);
+          w.put_u32(std::bit_cast<uint32_t>(v.hit_ratio));
+          w.put_u32(v.hit_prop);
+          w.put_u32(v.miss_prop);
+          w.put_i32(v.value);
+          w.put_u32(v.domain_default | uint32_t{v.domain_remote} << 8);
+        }
         break;
+      }
       case ObjectKind::Event: {
         w.put_u32(o.as<EventObject>().flags | (o.as<EventObject>().recorded ? kSavedEventRecorded : 0));
         const auto t = event_times.find(o.id);
@@ -881,6 +897,27 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         r.get_u32(&st.flags);
         r.get_i32(&st.priority);
         if (r.ok() && (st.flags & ~CU_STREAM_NON_BLOCKING)) return bad("bad flags");
+        uint32_t count = 0;
+        r.get_u32(&count);
+        if (r.ok() && count > kMaxSavedStreamAttributes) return bad("too many attributes");
+        for (uint32_t i = 0; r.ok() && i < count; ++i) {
+          uint32_t id = 0, ratio = 0, domains = 0;
+          api::StreamAttributeValue v{};
+          r.get_u32(&id);
+          r.get_u64(&v.base_ptr);
+          r.get_u64(&v.num_bytes);
+          r.get_u32(&ratio);
+          r.get_u32(&v.hit_prop);
+          r.get_u32(&v.miss_prop);
+          r.get_i32(&v.value);
+          r.get_u32(&domains);
+          if (domains > 0xffff) return bad("bad attribute");
+          v.hit_ratio = std::bit_cast<float>(ratio);
+          v.domain_default = static_cast<uint8_t>(domains);
+          v.domain_remote = static_cast<uint8_t>(domains >> 8);
+          // Values are checked again when set at the resume (apply_stream_attribute).
+          if (r.ok() && !st.attributes.emplace(id, v).second) return bad("an attribute twice");
+        }
         s.data = st;
         break;
       }
@@ -1168,6 +1205,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         auto& st = std::get<StreamObject>(data);
         e = api_.cuStreamCreateWithPriority(&st.stream, st.flags, st.priority);
         what = "creating a stream";
+        for (const auto& [id, v] : st.attributes) {
+          if (e != CUDA_SUCCESS) break;
+          e = apply_stream_attribute(st.stream, id, v);
+          what = "setting attribute " + std::to_string(id) + " of a stream";
+        }
         break;
       }
       case ObjectKind::Event: {

@@ -41,6 +41,9 @@ struct FakeStream {
   bool capture_origin = false;  // began it (else joined it through an event)
   uint64_t capture_id = 0;
   std::vector<CUgraphNode> frontier;
+  // Stream attributes (cuStreamSetAttribute) other than the priority (above), by id: the
+  // ones set, the driver's defaults for the rest (stream_attribute_default).
+  std::map<int, CUlaunchAttributeValue> attributes;
 };
 struct FakeEvent {
   CUcontext ctx;
@@ -1521,6 +1524,73 @@ CUresult f_stream_priority(CUstream s, int* priority) {
   *priority = st->priority;
   return CUDA_SUCCESS;
 }
+// Stream attributes, checked as the driver documents them (cuda.h CUstreamAttrID).
+CUlaunchAttributeValue stream_attribute_default(int id) {
+  CUlaunchAttributeValue v;
+  std::memset(&v, 0, sizeof v);
+  if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY) v.syncPolicy = 1;  // CU_SYNC_POLICY_AUTO
+  if (id == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP) v.memSyncDomainMap.remote = 1;  // default -> 0, remote -> 1
+  return v;
+}
+bool stream_attribute_id(int id) {
+  return id == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW || id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY ||
+         id == CU_LAUNCH_ATTRIBUTE_PRIORITY || id == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP ||
+         id == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+}
+CUresult f_stream_set_attribute(CUstream s, int id, const CUlaunchAttributeValue* v) {
+  if (!v || !stream_attribute_id(id)) return CUDA_ERROR_INVALID_VALUE;
+  const int max_window = dev_attr(109, 134217728);    // CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE
+  const int domains = dev_attr(126, 4);               // CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s, false);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+      const auto& w = v->accessPolicyWindow;
+      if (w.num_bytes > static_cast<size_t>(max_window) || !(w.hitRatio >= 0.0f && w.hitRatio <= 1.0f) ||
+          w.hitProp < 0 || w.hitProp > 2 || w.missProp < 0 || w.missProp > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      if (v->syncPolicy < 1 || v->syncPolicy > 4) return CUDA_ERROR_INVALID_VALUE;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      st->priority = std::clamp(v->priority, -5, 0);  // clamped to the range, as at creation
+      return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      if (v->memSyncDomainMap.default_ >= domains || v->memSyncDomainMap.remote >= domains)
+        return CUDA_ERROR_INVALID_VALUE;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      if (v->memSyncDomain < 0 || v->memSyncDomain > 1) return CUDA_ERROR_INVALID_VALUE;
+      break;
+  }
+  st->attributes[id] = *v;
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_get_attribute(CUstream s, int id, CUlaunchAttributeValue* v) {
+  if (!v || !stream_attribute_id(id)) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(s, false);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+    std::memset(v, 0, sizeof *v);
+    v->priority = st->priority;
+    return CUDA_SUCCESS;
+  }
+  auto it = st->attributes.find(id);
+  *v = it == st->attributes.end() ? stream_attribute_default(id) : it->second;
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_copy_attributes(CUstream dst, CUstream src) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* from = stream_for_work(src, false);
+  FakeStream* to = stream_for_work(dst, false);
+  if (!from || !to) return CUDA_ERROR_INVALID_HANDLE;
+  to->attributes = from->attributes;  // not the priority: the stream's own, from its creation
+  return CUDA_SUCCESS;
+}
 // Host functions run at once, like all the fake's work, on the caller's thread and without
 // the lock: the stub's gate blocks there until its guest has run the function. After a
 // fault both fail, as every call does in a context with an error.
@@ -2366,6 +2436,9 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuStreamQuery = f_stream_query;
   api.cuStreamWaitEvent = f_stream_wait_event;
   api.cuStreamGetPriority = f_stream_priority;
+  api.cuStreamSetAttribute = f_stream_set_attribute;
+  api.cuStreamGetAttribute = f_stream_get_attribute;
+  api.cuStreamCopyAttributes = f_stream_copy_attributes;
   api.cuLaunchHostFunc = f_launch_host_func;
   api.cuStreamAddCallback = f_stream_add_callback;
   api.cuEventCreate = f_event_create;

@@ -243,6 +243,35 @@ static_assert(sizeof(::CUlaunchAttributeValue) == sizeof(vmcuda::host::CUlaunchA
               offsetof(::CUlaunchAttribute, value) == offsetof(vmcuda::host::CUlaunchAttribute, value) &&
               offsetof(::CUlaunchAttributeValue, clusterDim) == offsetof(vmcuda::host::CUlaunchAttributeValue, clusterDim) &&
               offsetof(::CUlaunchAttributeValue, priority) == offsetof(vmcuda::host::CUlaunchAttributeValue, priority));
+// Stream attributes (stream.cc on both sides): the value members and their enums.
+static_assert(::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW == vmcuda::host::CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW &&
+              ::CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY == vmcuda::host::CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY &&
+              ::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP == vmcuda::host::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP &&
+              ::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN == vmcuda::host::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN);
+static_assert(int{::cudaStreamAttributeAccessPolicyWindow} == int{ours::cudaLaunchAttributeAccessPolicyWindow} &&
+              int{::cudaStreamAttributeSynchronizationPolicy} == int{ours::cudaLaunchAttributeSynchronizationPolicy} &&
+              int{::cudaStreamAttributePriority} == int{ours::cudaLaunchAttributePriority} &&
+              int{::cudaStreamAttributeMemSyncDomainMap} == int{ours::cudaLaunchAttributeMemSyncDomainMap} &&
+              int{::cudaStreamAttributeMemSyncDomain} == int{ours::cudaLaunchAttributeMemSyncDomain});
+static_assert(int{::cudaAccessPropertyPersisting} == int{ours::cudaAccessPropertyPersisting} &&
+              int{::cudaAccessPropertyStreaming} == int{ours::cudaAccessPropertyStreaming} &&
+              int{::cudaSyncPolicyAuto} == int{ours::cudaSyncPolicyAuto} &&
+              int{::cudaSyncPolicyBlockingSync} == int{ours::cudaSyncPolicyBlockingSync} &&
+              int{::cudaLaunchMemSyncDomainRemote} == int{ours::cudaLaunchMemSyncDomainRemote} &&
+              int{::CU_ACCESS_PROPERTY_PERSISTING} == int{ours::cudaAccessPropertyPersisting} &&
+              int{::CU_SYNC_POLICY_BLOCKING_SYNC} == int{ours::cudaSyncPolicyBlockingSync});
+static_assert(sizeof(::cudaAccessPolicyWindow) == sizeof(ours::cudaAccessPolicyWindow) &&
+              offsetof(::cudaAccessPolicyWindow, num_bytes) == offsetof(ours::cudaAccessPolicyWindow, num_bytes) &&
+              offsetof(::cudaAccessPolicyWindow, hitRatio) == offsetof(ours::cudaAccessPolicyWindow, hitRatio) &&
+              offsetof(::cudaAccessPolicyWindow, hitProp) == offsetof(ours::cudaAccessPolicyWindow, hitProp) &&
+              offsetof(::cudaAccessPolicyWindow, missProp) == offsetof(ours::cudaAccessPolicyWindow, missProp) &&
+              sizeof(::CUaccessPolicyWindow) == sizeof(vmcuda::host::CUaccessPolicyWindow) &&
+              offsetof(::CUaccessPolicyWindow, missProp) == offsetof(vmcuda::host::CUaccessPolicyWindow, missProp) &&
+              offsetof(::cudaLaunchAttributeValue, memSyncDomainMap) ==
+                  offsetof(ours::cudaLaunchAttributeValue, memSyncDomainMap) &&
+              offsetof(::cudaLaunchMemSyncDomainMap, remote) == offsetof(ours::cudaLaunchMemSyncDomainMap, remote) &&
+              offsetof(::CUlaunchAttributeValue, memSyncDomainMap) ==
+                  offsetof(vmcuda::host::CUlaunchAttributeValue, memSyncDomainMap));
 #define SAME_LAUNCH_CONFIG_FIELD(f)                                                                           \
   static_assert(offsetof(::CUlaunchConfig, f) == offsetof(vmcuda::host::CUlaunchConfig, f), "CUlaunchConfig." #f); \
   static_assert(sizeof(::CUlaunchConfig::f) == sizeof(vmcuda::host::CUlaunchConfig::f), "CUlaunchConfig." #f);

@@ -129,6 +129,86 @@ TEST_F(GuestStreams, FlagsAndPriorities) {
   EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
 }
 
+TEST_F(GuestStreams, Attributes) {
+  cudaStream_t a, b;
+  ASSERT_EQ(cudaStreamCreate(&a), cudaSuccess);  // queued: the set below sends it first
+  ASSERT_EQ(cudaStreamCreate(&b), cudaSuccess);
+  const uint64_t mem = device_malloc(1 << 20);
+  cudaStreamAttrValue v{};
+  v.accessPolicyWindow.base_ptr = reinterpret_cast<void*>(mem);
+  v.accessPolicyWindow.num_bytes = 1 << 20;
+  v.accessPolicyWindow.hitRatio = 0.5f;
+  v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  ASSERT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, &v), cudaSuccess);
+  cudaStreamAttrValue out;
+  std::memset(&out, 0x5a, sizeof out);
+  ASSERT_EQ(cudaStreamGetAttribute(a, cudaStreamAttributeAccessPolicyWindow, &out), cudaSuccess);
+  EXPECT_EQ(out.accessPolicyWindow.base_ptr, v.accessPolicyWindow.base_ptr);
+  EXPECT_EQ(out.accessPolicyWindow.num_bytes, size_t{1} << 20);
+  EXPECT_EQ(out.accessPolicyWindow.hitRatio, 0.5f);
+  EXPECT_EQ(out.accessPolicyWindow.hitProp, cudaAccessPropertyPersisting);
+  EXPECT_EQ(out.accessPolicyWindow.missProp, cudaAccessPropertyStreaming);
+  EXPECT_EQ(out.pad[40], 0);  // the rest of the union is cleared, not left as it was
+  v = {};
+  v.syncPolicy = cudaSyncPolicyYield;
+  ASSERT_EQ(cudaStreamSetAttribute_ptsz(a, cudaStreamAttributeSynchronizationPolicy, &v), cudaSuccess);
+  ASSERT_EQ(cudaStreamGetAttribute(a, cudaStreamAttributeSynchronizationPolicy, &out), cudaSuccess);
+  EXPECT_EQ(out.syncPolicy, cudaSyncPolicyYield);
+  v = {};
+  v.priority = -2;
+  ASSERT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributePriority, &v), cudaSuccess);
+  int prio = 0;
+  ASSERT_EQ(cudaStreamGetPriority(a, &prio), cudaSuccess);
+  EXPECT_EQ(prio, -2);
+  v = {};
+  v.memSyncDomain = cudaLaunchMemSyncDomainRemote;
+  ASSERT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributeMemSyncDomain, &v), cudaSuccess);
+  v = {};
+  v.memSyncDomainMap = {2, 3};
+  ASSERT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributeMemSyncDomainMap, &v), cudaSuccess);
+  // Copied, queued; the next get sends it.
+  ASSERT_EQ(cudaStreamCopyAttributes(b, a), cudaSuccess);
+  ASSERT_EQ(cudaStreamGetAttribute(b, cudaStreamAttributeAccessPolicyWindow, &out), cudaSuccess);
+  EXPECT_EQ(out.accessPolicyWindow.base_ptr, reinterpret_cast<void*>(mem));
+  ASSERT_EQ(cudaStreamGetAttribute(b, cudaStreamAttributeMemSyncDomainMap, &out), cudaSuccess);
+  EXPECT_EQ(out.memSyncDomainMap.default_, 2);
+  EXPECT_EQ(out.memSyncDomainMap.remote, 3);
+  ASSERT_EQ(cudaStreamGetAttribute(b, cudaStreamAttributeMemSyncDomain, &out), cudaSuccess);
+  EXPECT_EQ(out.memSyncDomain, cudaLaunchMemSyncDomainRemote);
+
+  // Errors are this call's (a round trip), and become the last error.
+  v = {};
+  v.accessPolicyWindow.base_ptr = reinterpret_cast<void*>(mem);
+  v.accessPolicyWindow.num_bytes = 4096;
+  v.accessPolicyWindow.hitRatio = 2.0f;
+  EXPECT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, &v), cudaErrorInvalidValue);
+  EXPECT_EQ(last_error(), cudaErrorInvalidValue);
+  {
+    GhostAllocation ghost;  // memory the host never gave: only the host can tell
+    v.accessPolicyWindow.base_ptr = ghost.ptr();
+    v.accessPolicyWindow.hitRatio = 1.0f;
+    EXPECT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributeAccessPolicyWindow, &v), cudaErrorInvalidValue);
+  }
+  v = {};
+  v.syncPolicy = static_cast<cudaSynchronizationPolicy>(9);
+  EXPECT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributeSynchronizationPolicy, &v), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamSetAttribute(a, cudaLaunchAttributeCooperative, &v), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamGetAttribute(a, static_cast<cudaStreamAttrID>(77), &out), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamSetAttribute(a, cudaStreamAttributePriority, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamGetAttribute(a, cudaStreamAttributePriority, nullptr), cudaErrorInvalidValue);
+  const auto forged = reinterpret_cast<cudaStream_t>(0x12340);
+  EXPECT_EQ(cudaStreamGetAttribute(forged, cudaStreamAttributePriority, &out), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaStreamCopyAttributes(forged, a), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(last_error(), cudaErrorInvalidResourceHandle);
+  // The special streams.
+  ASSERT_EQ(cudaStreamGetAttribute(nullptr, cudaStreamAttributeSynchronizationPolicy, &out), cudaSuccess);
+  EXPECT_EQ(out.syncPolicy, cudaSyncPolicyAuto);
+  for (cudaStream_t s : {a, b}) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaFree(reinterpret_cast<void*>(mem)), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+}
+
 TEST_F(GuestStreams, SpecialStreams) {
   for (cudaStream_t s : {static_cast<cudaStream_t>(nullptr), cudaStreamLegacy, cudaStreamPerThread}) {
     EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -295,6 +296,147 @@ TEST(StubStreams, CreateLaunchSynchronizeQueryDestroy) {
   EXPECT_EQ(c.launch(fn, p, 64, 0x1000), kInvalidHandle);
   // A destroyed handle may be made again (the guest reuses its handles).
   EXPECT_EQ(c.call<api::Call::StreamCreate>({0x1000, 0, 0}), 0);
+}
+
+// Stream attributes (stream.cc): set, get and copy through the driver, values checked,
+// an access policy window only over the client's own memory, malformed requests faulted.
+api::StreamSetAttributeArgs window_attr(uint64_t stream, uint64_t base, uint64_t bytes, float ratio = 0.6f,
+                                        uint32_t hit = 2, uint32_t miss = 1) {
+  api::StreamSetAttributeArgs a{};
+  a.stream = stream;
+  a.id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+  a.value.base_ptr = base;
+  a.value.num_bytes = bytes;
+  a.value.hit_ratio = ratio;
+  a.value.hit_prop = hit;
+  a.value.miss_prop = miss;
+  return a;
+}
+api::StreamSetAttributeArgs value_attr(uint64_t stream, uint32_t id, int32_t value) {
+  api::StreamSetAttributeArgs a{};
+  a.stream = stream;
+  a.id = id;
+  a.value.value = value;
+  return a;
+}
+
+TEST(StubStreams, AttributesSetGetCopy) {
+  Stub s;
+  Client c(s);
+  const uint64_t fn = c.load_add_one();
+  const uint64_t p = c.malloc(1 << 20);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1000, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1001, 0, 0}), 0);
+  // The driver's defaults: no window, automatic synchronization, domains 0 and 1.
+  api::StreamAttributeValue v{};
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+  EXPECT_EQ(v.num_bytes, 0u);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), 0);
+  EXPECT_EQ(v.value, 1);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 0}, &v), 0);
+  EXPECT_EQ(v.domain_default, 0);
+  EXPECT_EQ(v.domain_remote, 1);
+
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 1 << 20)), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+  EXPECT_EQ(v.base_ptr, p);
+  EXPECT_EQ(v.num_bytes, 1u << 20);
+  EXPECT_FLOAT_EQ(v.hit_ratio, 0.6f);
+  EXPECT_EQ(v.hit_prop, 2u);
+  EXPECT_EQ(v.miss_prop, 1u);
+  // Work on it still runs.
+  c.put(p, std::vector<int>(64, 1));
+  ASSERT_EQ(c.launch(fn, p, 64, 0x1000), 0);
+  ASSERT_EQ(c.call<api::Call::StreamSynchronize>({0x1000}), 0);
+  EXPECT_EQ(c.get(p, 64), std::vector<int>(64, 2));
+
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 4)), 0);
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, 1)), 0);
+  api::StreamSetAttributeArgs map = value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 0);
+  map.value.domain_default = 1;
+  map.value.domain_remote = 3;
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(map), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 0}, &v), 0);
+  EXPECT_EQ(v.domain_default, 1);
+  EXPECT_EQ(v.domain_remote, 3);
+  // The priority: clamped to the device's range, as at creation.
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_PRIORITY, -100)), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_PRIORITY, 0}, &v), 0);
+  EXPECT_EQ(v.value, -5);
+
+  // Copied to the other stream.
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({0x1001, 0x1000}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1001, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+  EXPECT_EQ(v.base_ptr, p);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1001, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), 0);
+  EXPECT_EQ(v.value, 4);
+  // An empty window resets it (its base is not memory anyone owns).
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1001, 0x1234, 0)), 0);
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1001, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+  EXPECT_EQ(v.num_bytes, 0u);
+  EXPECT_EQ(v.base_ptr, 0u);
+  // The special streams have attributes too.
+  for (uint64_t special : {api::kStreamDefault, api::kStreamLegacy, api::kStreamPerThread}) {
+    EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(special, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 3)), 0);
+    ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({special, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), 0);
+    EXPECT_EQ(v.value, 3);
+  }
+}
+
+TEST(StubStreams, AttributeValuesAndWindowsAreChecked) {
+  Stub s;
+  Client c(s);
+  Client other(s);
+  const uint64_t p = c.malloc(1 << 20);
+  const uint64_t theirs = other.malloc(1 << 20);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1000, 0, 0}), 0);
+  constexpr int32_t kInvalid = CUDA_ERROR_INVALID_VALUE;
+  // Out of range: CUDA's error, and the stream keeps its attributes.
+  for (float ratio : {-0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN()})
+    EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, ratio)), kInvalid) << ratio;
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, 0.5f, 3)), kInvalid);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, 0.5f, 2, 2)), kInvalid);  // a persisting miss
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0)), kInvalid);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 5)), kInvalid);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, 2)), kInvalid);
+  api::StreamSetAttributeArgs map = value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 0);
+  map.value.domain_remote = 4;  // the device has 4 domains
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(map), kInvalid);
+  // Ids that are not stream attributes, or not CUDA's.
+  for (uint32_t id : {0u, 2u, 4u, 11u, 99u, 0xffffffffu}) {
+    EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, id, 1)), kInvalid) << id;
+    api::StreamAttributeValue v{};
+    EXPECT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, id, 0}, &v), kInvalid) << id;
+  }
+  // A window over memory that is not the client's (another client's, none, or running
+  // past its allocation) is refused before the driver sees it.
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, theirs, 4096)), kInvalid);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, 0x1000, 4096)), kInvalid);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p + (1 << 20) - 16, 4096)), kInvalid);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, ~0ull)), kInvalid);
+  // Larger than the device's largest window: the driver's refusal.
+  const uint64_t big = c.malloc(129ull << 20);
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, big, 129ull << 20)), kInvalid);
+  api::StreamAttributeValue v{};
+  ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+  EXPECT_EQ(v.num_bytes, 0u);
+  // Forged, foreign or destroyed streams.
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x7777, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 1)),
+            kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::StreamGetAttribute>({0x7777, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), kInvalidHandle);
+  ASSERT_EQ(other.call<api::Call::StreamCreate>({0x2000, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamCopyAttributes>({0x1000, 0x2000}), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::StreamCopyAttributes>({0x2000, 0x1000}), kInvalidHandle);
+  // Malformed (padding that is not zero): the guest's fault, and the stub serves on.
+  api::StreamSetAttributeArgs bad = value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 1);
+  bad.pad = 1;
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(bad), static_cast<int32_t>(ChannelStatus::kBadArguments));
+  bad.pad = 0;
+  bad.value.pad[5] = 1;
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(bad), static_cast<int32_t>(ChannelStatus::kBadArguments));
+  EXPECT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_PRIORITY, 1}, &v),
+            static_cast<int32_t>(ChannelStatus::kBadArguments));
+  EXPECT_EQ(c.call<api::Call::StreamSynchronize>({0x1000}), 0);
 }
 
 TEST(StubStreams, ForgedReservedAndForeignHandlesAreRejected) {

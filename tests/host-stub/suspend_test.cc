@@ -201,6 +201,55 @@ TEST(Suspend, EveryObjectComesBackBehindTheSameHandlesAndPointers) {
   EXPECT_EQ(c.call<api::Call::StreamDestroy>({w.stream}), 0);
 }
 
+TEST(Suspend, StreamAttributesComeBack) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(1 << 20);
+  const uint64_t stream = api::kFirstGuestHandle + 3, copy = api::kFirstGuestHandle + 4;
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({stream, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({copy, 0, 0}), 0);
+  api::StreamSetAttributeArgs win{};
+  win.stream = stream;
+  win.id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+  win.value = {p + 4096, 65536, 0.25f, 2, 1, 0, 0, 0, {}};
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(win), 0);
+  api::StreamSetAttributeArgs sync{};
+  sync.stream = stream;
+  sync.id = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
+  sync.value.value = 4;
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(sync), 0);
+  api::StreamSetAttributeArgs map{};
+  map.stream = stream;
+  map.id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP;
+  map.value.domain_default = 2;
+  map.value.domain_remote = 3;
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(map), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({copy, stream}), 0);
+
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+    for (uint64_t s : {stream, copy}) {
+      api::StreamAttributeValue v{};
+      ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+      EXPECT_EQ(v.base_ptr, p + 4096);
+      EXPECT_EQ(v.num_bytes, 65536u);
+      EXPECT_FLOAT_EQ(v.hit_ratio, 0.25f);
+      EXPECT_EQ(v.hit_prop, 2u);
+      EXPECT_EQ(v.miss_prop, 1u);
+      ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), 0);
+      EXPECT_EQ(v.value, 4);
+      ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({s, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 0}, &v), 0);
+      EXPECT_EQ(v.domain_default, 2);
+      EXPECT_EQ(v.domain_remote, 3);
+    }
+  }
+}
+
 TEST(Suspend, AGuestThatCallsWhileHeldWaitsAndIsServedAfter) {
   Stub stub;
   Client c(stub);

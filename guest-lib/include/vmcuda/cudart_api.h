@@ -135,6 +135,12 @@ VMCUDA_CUDART_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent
 VMCUDA_CUDART_API cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority);
 VMCUDA_CUDART_API cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority);
+// Stream attributes (cudaStreamAttrID/cudaStreamAttrValue are the launch attributes').
+VMCUDA_CUDART_API cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                                     const cudaLaunchAttributeValue* value);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                                     cudaLaunchAttributeValue* value_out);
+VMCUDA_CUDART_API cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src);
 // The per-thread-default-stream variants (nvcc --default-stream per-thread): stream 0 means
 // cudaStreamPerThread. Same signatures; cuda_runtime_api.h declares them only through its
 // __CUDART_API_PTSZ renaming.
@@ -143,6 +149,11 @@ VMCUDA_CUDART_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int* priority);
+VMCUDA_CUDART_API cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                                          const cudaLaunchAttributeValue* value);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr,
+                                                          cudaLaunchAttributeValue* value_out);
+VMCUDA_CUDART_API cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src);
 // host functions (guest-lib/src/host_func.cc): run in this process, in stream order.
 VMCUDA_CUDART_API cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData);
 VMCUDA_CUDART_API cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData,
@@ -430,6 +441,9 @@ VMCUDA_CUDART_END
   X(cudaStreamGetFlags)                            \
   X(cudaStreamGetPriority)                         \
   X(cudaDeviceGetStreamPriorityRange)              \
+  X(cudaStreamSetAttribute)                        \
+  X(cudaStreamGetAttribute)                        \
+  X(cudaStreamCopyAttributes)                      \
   X(cudaEventCreate)                               \
   X(cudaEventCreateWithFlags)                      \
   X(cudaEventRecord)                               \

@@ -415,10 +415,35 @@ enum cudaClusterSchedulingPolicy {
   cudaClusterSchedulingPolicySpread = 1,
   cudaClusterSchedulingPolicyLoadBalancing = 2
 };
+/// Access policy windows (L2 persistence) and the other stream attributes' values.
+enum cudaAccessProperty {
+  cudaAccessPropertyNormal = 0,
+  cudaAccessPropertyStreaming = 1,
+  cudaAccessPropertyPersisting = 2
+};
+struct cudaAccessPolicyWindow {
+  void* base_ptr;
+  size_t num_bytes;
+  float hitRatio;
+  enum cudaAccessProperty hitProp;
+  enum cudaAccessProperty missProp;
+};
+enum cudaSynchronizationPolicy {
+  cudaSyncPolicyAuto = 1,
+  cudaSyncPolicySpin = 2,
+  cudaSyncPolicyYield = 3,
+  cudaSyncPolicyBlockingSync = 4
+};
+typedef struct cudaLaunchMemSyncDomainMap_st {
+  unsigned char default_;
+  unsigned char remote;
+} cudaLaunchMemSyncDomainMap;
+enum cudaLaunchMemSyncDomain { cudaLaunchMemSyncDomainDefault = 0, cudaLaunchMemSyncDomainRemote = 1 };
 union cudaLaunchAttributeValue {
   char pad[64];
-  void* align_;  // the union holds pointers (accessPolicyWindow.base_ptr, events)
+  struct cudaAccessPolicyWindow accessPolicyWindow;
   int cooperative;
+  enum cudaSynchronizationPolicy syncPolicy;
   struct {
     unsigned int x;
     unsigned int y;
@@ -432,6 +457,8 @@ union cudaLaunchAttributeValue {
     int triggerAtBlockStart;
   } programmaticEvent;
   int priority;
+  cudaLaunchMemSyncDomainMap memSyncDomainMap;
+  enum cudaLaunchMemSyncDomain memSyncDomain;
   struct {
     cudaEvent_t event;
     int flags;
@@ -456,6 +483,22 @@ static_assert(sizeof(cudaLaunchAttributeValue) == 64 && sizeof(cudaLaunchAttribu
               offsetof(cudaLaunchAttribute, val) == 8 && sizeof(cudaLaunchConfig_t) == 56 &&
               offsetof(cudaLaunchConfig_t, dynamicSmemBytes) == 24 && offsetof(cudaLaunchConfig_t, attrs) == 40 &&
               offsetof(cudaLaunchConfig_t, numAttrs) == 48);
+static_assert(sizeof(cudaAccessPolicyWindow) == 32 && offsetof(cudaAccessPolicyWindow, hitRatio) == 16);
+
+VMCUDA_CUDART_END
+
+/// Stream attributes are launch attributes (driver_types.h spells them as macros).
+#ifndef cudaStreamAttrID
+#define cudaStreamAttrID cudaLaunchAttributeID
+#define cudaStreamAttrValue cudaLaunchAttributeValue
+#define cudaStreamAttributeAccessPolicyWindow cudaLaunchAttributeAccessPolicyWindow
+#define cudaStreamAttributeSynchronizationPolicy cudaLaunchAttributeSynchronizationPolicy
+#define cudaStreamAttributeMemSyncDomainMap cudaLaunchAttributeMemSyncDomainMap
+#define cudaStreamAttributeMemSyncDomain cudaLaunchAttributeMemSyncDomain
+#define cudaStreamAttributePriority cudaLaunchAttributePriority
+#endif
+
+VMCUDA_CUDART_BEGIN
 
 VMCUDA_CUDART_END
 

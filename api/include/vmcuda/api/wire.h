@@ -413,6 +413,37 @@ static_assert(sizeof(StreamPriorityReply) == 8);
 struct StreamPriorityRangeReply { int32_t least; int32_t greatest; };
 static_assert(sizeof(StreamPriorityRangeReply) == 8);
 
+// ---- stream attributes (cudaStreamSetAttribute/GetAttribute, cuStream*Attribute). The id
+// is cudaStreamAttrID == CUstreamAttrID (== the launch attribute ids); the value travels as
+// the fields of the stream attributes CUDA has, never as the raw 64-byte union (which holds
+// a guest pointer and padding). Which fields an id uses:
+//   1 access policy window: base_ptr, num_bytes, hit_ratio, hit_prop, miss_prop
+//   3 synchronization policy, 8 priority, 10 memory sync domain: value
+//   9 memory sync domain map: domain_default, domain_remote
+struct StreamAttributeValue {
+  uint64_t base_ptr;   // device address of the window (the client's memory)
+  uint64_t num_bytes;
+  float hit_ratio;     // in [0, 1]
+  uint32_t hit_prop;   // CUaccessProperty
+  uint32_t miss_prop;
+  int32_t value;
+  uint8_t domain_default;
+  uint8_t domain_remote;
+  uint8_t pad[6];
+};
+static_assert(sizeof(StreamAttributeValue) == 40);
+struct StreamSetAttributeArgs {
+  uint64_t stream;
+  uint32_t id;
+  uint32_t pad;
+  StreamAttributeValue value;
+};
+static_assert(sizeof(StreamSetAttributeArgs) == 56);
+struct StreamGetAttributeArgs { uint64_t stream; uint32_t id; uint32_t pad; };
+static_assert(sizeof(StreamGetAttributeArgs) == 16);
+struct StreamCopyAttributesArgs { uint64_t dst; uint64_t src; };
+static_assert(sizeof(StreamCopyAttributesArgs) == 16);
+
 // ---- host functions (cudaLaunchHostFunc, cudaStreamAddCallback). The function runs in the
 // guest: the guest keeps a mailbox, an array of HostFuncEntry in the shared heap; the host
 // puts a gate on the stream that, when the stream reaches it, publishes `reached` and holds
