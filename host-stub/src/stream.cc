@@ -25,8 +25,9 @@ CUresult to_driver(uint32_t id, const api::StreamAttributeValue& w, CUlaunchAttr
   std::memset(v, 0, sizeof *v);
   switch (id) {
     case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
-      // !(x >= 0 && x <= 1) also refuses NaN.
-      if (!(w.hit_ratio >= 0.0f && w.hit_ratio <= 1.0f) || w.hit_prop > kAccessPropertyMax ||
+      // !(x >= 0 && x <= 1) also refuses NaN. The hit property is not checked: driver 580
+      // takes any value and gives it back (seen on the H100: 7); it only names a cache policy.
+      if (!(w.hit_ratio >= 0.0f && w.hit_ratio <= 1.0f) || w.hit_prop > INT32_MAX ||
           w.miss_prop > kAccessPropertyStreaming)  // a miss is normal or streaming, never persisting
         return CUDA_ERROR_INVALID_VALUE;
       auto& win = v->accessPolicyWindow;

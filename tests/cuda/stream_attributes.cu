@@ -74,6 +74,7 @@ static cudaError_t set_window(cudaStream_t s, const void* base, size_t bytes, fl
 }
 
 int main() {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // lines survive a crash: the native run shows where
   int max_window = 0, domains = 0, least = 0, greatest = 0;
   cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, 0);
   cudaDeviceGetAttribute(&domains, cudaDevAttrMemSyncDomainCount, 0);
@@ -170,8 +171,7 @@ int main() {
   probe("SetAttribute(Cooperative)", cudaStreamSetAttribute(s2, cudaLaunchAttributeCooperative, &v));
   probe("GetAttribute(ClusterDimension)", cudaStreamGetAttribute(s2, cudaLaunchAttributeClusterDimension, &v));
   probe("GetAttribute(99)", cudaStreamGetAttribute(s2, cudaStreamAttrID(99), &v));
-  probe("SetAttribute(NULL value)", cudaStreamSetAttribute(s2, cudaStreamAttributeSynchronizationPolicy, nullptr));
-  probe("GetAttribute(NULL value)", cudaStreamGetAttribute(s2, cudaStreamAttributeSynchronizationPolicy, nullptr));
+  // (A NULL value is not probed: NVIDIA's runtime 13.0 dereferences it; the process dies.)
   probe("GetLastError", cudaGetLastError());
   show_all("s2", s2);
 

@@ -1528,7 +1528,8 @@ CUresult f_stream_priority(CUstream s, int* priority) {
 CUlaunchAttributeValue stream_attribute_default(int id) {
   CUlaunchAttributeValue v;
   std::memset(&v, 0, sizeof v);
-  if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY) v.syncPolicy = 1;  // CU_SYNC_POLICY_AUTO
+  // A stream never given a policy answers -1 (driver 580 on the H100), not CU_SYNC_POLICY_AUTO.
+  if (id == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY) v.syncPolicy = -1;
   if (id == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP) v.memSyncDomainMap.remote = 1;  // default -> 0, remote -> 1
   return v;
 }
@@ -1548,7 +1549,7 @@ CUresult f_stream_set_attribute(CUstream s, int id, const CUlaunchAttributeValue
     case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
       const auto& w = v->accessPolicyWindow;
       if (w.num_bytes > static_cast<size_t>(max_window) || !(w.hitRatio >= 0.0f && w.hitRatio <= 1.0f) ||
-          w.hitProp < 0 || w.hitProp > 2 || w.missProp < 0 || w.missProp > 1)
+          w.missProp < 0 || w.missProp > 1)  // any hitProp, as driver 580
         return CUDA_ERROR_INVALID_VALUE;
       break;
     }
@@ -1588,7 +1589,8 @@ CUresult f_stream_copy_attributes(CUstream dst, CUstream src) {
   FakeStream* from = stream_for_work(src, false);
   FakeStream* to = stream_for_work(dst, false);
   if (!from || !to) return CUDA_ERROR_INVALID_HANDLE;
-  to->attributes = from->attributes;  // not the priority: the stream's own, from its creation
+  to->attributes = from->attributes;
+  to->priority = from->priority;  // copied too (driver 580 on the H100)
   return CUDA_SUCCESS;
 }
 // Host functions run at once, like all the fake's work, on the caller's thread and without

@@ -327,12 +327,12 @@ TEST(StubStreams, AttributesSetGetCopy) {
   const uint64_t p = c.malloc(1 << 20);
   ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1000, 0, 0}), 0);
   ASSERT_EQ(c.call<api::Call::StreamCreate>({0x1001, 0, 0}), 0);
-  // The driver's defaults: no window, automatic synchronization, domains 0 and 1.
+  // The driver's defaults: no window, no synchronization policy (-1: driver 580 on the H100), domains 0 and 1.
   api::StreamAttributeValue v{};
   ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
   EXPECT_EQ(v.num_bytes, 0u);
   ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), 0);
-  EXPECT_EQ(v.value, 1);
+  EXPECT_EQ(v.value, -1);
   ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, 0}, &v), 0);
   EXPECT_EQ(v.domain_default, 0);
   EXPECT_EQ(v.domain_remote, 1);
@@ -394,7 +394,14 @@ TEST(StubStreams, AttributeValuesAndWindowsAreChecked) {
   // Out of range: CUDA's error, and the stream keeps its attributes.
   for (float ratio : {-0.1f, 1.5f, std::numeric_limits<float>::quiet_NaN()})
     EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, ratio)), kInvalid) << ratio;
-  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, 0.5f, 3)), kInvalid);
+  // Any hit property is taken and given back, as driver 580 does (it only names a policy).
+  EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, 0.5f, 7)), 0);
+  {
+    api::StreamAttributeValue got{};
+    ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({0x1000, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &got), 0);
+    EXPECT_EQ(got.hit_prop, 7u);
+  }
+  ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 0)), 0);  // none again
   EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(window_attr(0x1000, p, 4096, 0.5f, 2, 2)), kInvalid);  // a persisting miss
   EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0)), kInvalid);
   EXPECT_EQ(c.call<api::Call::StreamSetAttribute>(value_attr(0x1000, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 5)), kInvalid);
