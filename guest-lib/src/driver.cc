@@ -24,18 +24,6 @@ namespace api = vmcuda::api;
 
 namespace {
 
-// A driver call made of runtime calls: the runtime's last error stays as it was.
-#define VMCUDA_DRIVER_RUNTIME(expr)   \
-  do {                                \
-    KeepRuntimeLastError keep_;       \
-    return to_cu_result((expr));      \
-  } while (0)
-
-#define VMCUDA_ENTER(call)                          \
-  do {                                              \
-    if (CUresult e_ = (call)) return e_;            \
-  } while (0)
-
 const api::DevicePropertiesReply* device_props(CUdevice dev) {
   cudaError_t e;
   Remote* r = Remote::get(&e);
@@ -125,18 +113,15 @@ CU_API CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
 CU_API CUresult cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
 
 CU_API CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetPCIBusId(pciBusId, len, dev));
+  VMCUDA_DRIVER_CALL(cudaDeviceGetPCIBusId(pciBusId, len, dev));
 }
 
 CU_API CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetByPCIBusId(dev, pciBusId));
+  VMCUDA_DRIVER_CALL(cudaDeviceGetByPCIBusId(dev, pciBusId));
 }
 
 CU_API CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceCanAccessPeer(canAccessPeer, dev, peerDev));
+  VMCUDA_DRIVER_CALL(cudaDeviceCanAccessPeer(canAccessPeer, dev, peerDev));
 }
 
 CU_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
@@ -262,40 +247,31 @@ CU_API CUresult cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCt
 // current device (CUlimit == cudaLimit, CUfunc_cache == cudaFuncCache, CUsharedconfig ==
 // cudaSharedMemConfig, numbers included).
 CU_API CUresult cuCtxGetLimit(size_t* value, int limit) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetLimit(value, static_cast<cudaLimit>(limit)));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceGetLimit(value, static_cast<cudaLimit>(limit)));
 }
 CU_API CUresult cuCtxSetLimit(int limit, size_t value) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetLimit(static_cast<cudaLimit>(limit), value));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceSetLimit(static_cast<cudaLimit>(limit), value));
 }
 CU_API CUresult cuCtxGetCacheConfig(int* config) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetCacheConfig(reinterpret_cast<cudaFuncCache*>(config)));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceGetCacheConfig(reinterpret_cast<cudaFuncCache*>(config)));
 }
 CU_API CUresult cuCtxSetCacheConfig(int config) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetCacheConfig(static_cast<cudaFuncCache>(config)));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceSetCacheConfig(static_cast<cudaFuncCache>(config)));
 }
 CU_API CUresult cuCtxGetSharedMemConfig(int* config) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetSharedMemConfig(reinterpret_cast<cudaSharedMemConfig*>(config)));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceGetSharedMemConfig(reinterpret_cast<cudaSharedMemConfig*>(config)));
 }
 CU_API CUresult cuCtxSetSharedMemConfig(int config) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetSharedMemConfig(static_cast<cudaSharedMemConfig>(config)));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceSetSharedMemConfig(static_cast<cudaSharedMemConfig>(config)));
 }
 CU_API CUresult cuDeviceGetDefaultMemPool(cudaMemPool_t* pool, CUdevice dev) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetDefaultMemPool(pool, dev));
+  VMCUDA_DRIVER_CALL(cudaDeviceGetDefaultMemPool(pool, dev));
 }
 CU_API CUresult cuDeviceGetMemPool(cudaMemPool_t* pool, CUdevice dev) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetMemPool(pool, dev));
+  VMCUDA_DRIVER_CALL(cudaDeviceGetMemPool(pool, dev));
 }
 CU_API CUresult cuDeviceSetMemPool(CUdevice dev, cudaMemPool_t pool) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceSetMemPool(dev, pool));
+  VMCUDA_DRIVER_CALL(cudaDeviceSetMemPool(dev, pool));
 }
 
 // ------------------------------------------------------------------ stream-ordered memory
@@ -303,56 +279,43 @@ CU_API CUresult cuDeviceSetMemPool(CUdevice dev, cudaMemPool_t pool) {
 // cudaMemPoolProps, CUmemAccessDesc == cudaMemAccessDesc, CUmemPool_attribute ==
 // cudaMemPoolAttr (layouts and numbers).
 CU_API CUresult cuMemAllocAsync(CUdeviceptr* p, size_t bytes, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMallocAsync(reinterpret_cast<void**>(p), bytes, s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMallocAsync(reinterpret_cast<void**>(p), bytes, s));
 }
 CU_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr* p, size_t bytes, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMallocAsync_ptsz(reinterpret_cast<void**>(p), bytes, s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMallocAsync_ptsz(reinterpret_cast<void**>(p), bytes, s));
 }
 CU_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr* p, size_t bytes, cudaMemPool_t pool, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMallocFromPoolAsync(reinterpret_cast<void**>(p), bytes, pool, s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMallocFromPoolAsync(reinterpret_cast<void**>(p), bytes, pool, s));
 }
 CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* p, size_t bytes, cudaMemPool_t pool, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMallocFromPoolAsync_ptsz(reinterpret_cast<void**>(p), bytes, pool, s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMallocFromPoolAsync_ptsz(reinterpret_cast<void**>(p), bytes, pool, s));
 }
 CU_API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaFreeAsync(reinterpret_cast<void*>(static_cast<uintptr_t>(p)), s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaFreeAsync(reinterpret_cast<void*>(static_cast<uintptr_t>(p)), s));
 }
 CU_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaFreeAsync_ptsz(reinterpret_cast<void*>(static_cast<uintptr_t>(p)), s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaFreeAsync_ptsz(reinterpret_cast<void*>(static_cast<uintptr_t>(p)), s));
 }
 CU_API CUresult cuMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolCreate(pool, props));
+  VMCUDA_DRIVER_CALL(cudaMemPoolCreate(pool, props));
 }
 CU_API CUresult cuMemPoolDestroy(cudaMemPool_t pool) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolDestroy(pool));
+  VMCUDA_DRIVER_CALL(cudaMemPoolDestroy(pool));
 }
 CU_API CUresult cuMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolTrimTo(pool, keep));
+  VMCUDA_DRIVER_CALL(cudaMemPoolTrimTo(pool, keep));
 }
 CU_API CUresult cuMemPoolSetAttribute(cudaMemPool_t pool, int attr, void* value) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolSetAttribute(pool, static_cast<cudaMemPoolAttr>(attr), value));
+  VMCUDA_DRIVER_CALL(cudaMemPoolSetAttribute(pool, static_cast<cudaMemPoolAttr>(attr), value));
 }
 CU_API CUresult cuMemPoolGetAttribute(cudaMemPool_t pool, int attr, void* value) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolGetAttribute(pool, static_cast<cudaMemPoolAttr>(attr), value));
+  VMCUDA_DRIVER_CALL(cudaMemPoolGetAttribute(pool, static_cast<cudaMemPoolAttr>(attr), value));
 }
 CU_API CUresult cuMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* list, size_t count) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolSetAccess(pool, list, count));
+  VMCUDA_DRIVER_CALL(cudaMemPoolSetAccess(pool, list, count));
 }
 CU_API CUresult cuMemPoolGetAccess(int* flags, cudaMemPool_t pool, cudaMemLocation* location) {
-  VMCUDA_ENTER(enter_driver_call());
-  VMCUDA_DRIVER_RUNTIME(cudaMemPoolGetAccess(reinterpret_cast<cudaMemAccessFlags*>(flags), pool, location));
+  VMCUDA_DRIVER_CALL(cudaMemPoolGetAccess(reinterpret_cast<cudaMemAccessFlags*>(flags), pool, location));
 }
 
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);
@@ -431,8 +394,7 @@ CU_API CUresult cuCtxGetFlags(unsigned int* flags) {
 }
 
 CU_API CUresult cuCtxSynchronize(void) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceSynchronize());
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceSynchronize());
 }
 
 CU_API CUresult cuCtxSynchronize_v2(CUcontext ctx) {
@@ -762,8 +724,7 @@ CU_API CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int flags) {
 }
 
 CU_API CUresult cuMemFreeHost(void* p) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaFreeHost(p));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaFreeHost(p));
 }
 
 CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdev, void* p, unsigned int flags) {
@@ -777,19 +738,16 @@ CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr* pdev, void* p, unsigne
 }
 
 CU_API CUresult cuMemHostGetFlags(unsigned int* flags, void* p) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaHostGetFlags(flags, p));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaHostGetFlags(flags, p));
 }
 
 // CU_MEMHOSTREGISTER_* == cudaHostRegister* (1, 2, 4, 8).
 CU_API CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaHostRegister(p, bytes, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaHostRegister(p, bytes, flags));
 }
 
 CU_API CUresult cuMemHostUnregister(void* p) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaHostUnregister(p));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaHostUnregister(p));
 }
 
 namespace {
@@ -916,90 +874,69 @@ CU_API CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
 // CUhostFn == cudaHostFn_t. A callback's status is the runtime's code, which equals the
 // CUresult for every error a stream can report (7xx).
 CU_API CUresult cuLaunchHostFunc(CUstream s, cudaHostFn_t fn, void* data) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaLaunchHostFunc(s, fn, data));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaLaunchHostFunc(s, fn, data));
 }
 CU_API CUresult cuLaunchHostFunc_ptsz(CUstream s, cudaHostFn_t fn, void* data) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaLaunchHostFunc_ptsz(s, fn, data));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaLaunchHostFunc_ptsz(s, fn, data));
 }
 CU_API CUresult cuStreamAddCallback(CUstream s, cudaStreamCallback_t fn, void* data, unsigned flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamAddCallback(s, fn, data, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamAddCallback(s, fn, data, flags));
 }
 CU_API CUresult cuStreamAddCallback_ptsz(CUstream s, cudaStreamCallback_t fn, void* data, unsigned flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamAddCallback_ptsz(s, fn, data, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamAddCallback_ptsz(s, fn, data, flags));
 }
 CU_API CUresult cuStreamSynchronize(CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamSynchronize(s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamSynchronize(s));
 }
 CU_API CUresult cuStreamSynchronize_ptsz(CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamSynchronize_ptsz(s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamSynchronize_ptsz(s));
 }
 CU_API CUresult cuStreamQuery(CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamQuery(s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamQuery(s));
 }
 CU_API CUresult cuStreamQuery_ptsz(CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamQuery_ptsz(s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamQuery_ptsz(s));
 }
 CU_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamWaitEvent(s, e, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamWaitEvent(s, e, flags));
 }
 CU_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamWaitEvent_ptsz(s, e, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamWaitEvent_ptsz(s, e, flags));
 }
 CU_API CUresult cuStreamGetFlags(CUstream s, unsigned int* flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamGetFlags(s, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetFlags(s, flags));
 }
 CU_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int* flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamGetFlags_ptsz(s, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetFlags_ptsz(s, flags));
 }
 CU_API CUresult cuStreamGetPriority(CUstream s, int* priority) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamGetPriority(s, priority));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetPriority(s, priority));
 }
 CU_API CUresult cuStreamGetPriority_ptsz(CUstream s, int* priority) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamGetPriority_ptsz(s, priority));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetPriority_ptsz(s, priority));
 }
 // CUstreamAttrID == cudaStreamAttrID and CUstreamAttrValue == cudaStreamAttrValue (the
 // launch attributes' ids and 64-byte union; abi_parity_test).
 CU_API CUresult cuStreamSetAttribute(CUstream s, int attr, const cudaLaunchAttributeValue* value) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamSetAttribute(s, static_cast<cudaLaunchAttributeID>(attr), value));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamSetAttribute(s, static_cast<cudaLaunchAttributeID>(attr), value));
 }
 CU_API CUresult cuStreamSetAttribute_ptsz(CUstream s, int attr, const cudaLaunchAttributeValue* value) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamSetAttribute_ptsz(s, static_cast<cudaLaunchAttributeID>(attr), value));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamSetAttribute_ptsz(s, static_cast<cudaLaunchAttributeID>(attr), value));
 }
 CU_API CUresult cuStreamGetAttribute(CUstream s, int attr, cudaLaunchAttributeValue* value) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamGetAttribute(s, static_cast<cudaLaunchAttributeID>(attr), value));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetAttribute(s, static_cast<cudaLaunchAttributeID>(attr), value));
 }
 CU_API CUresult cuStreamGetAttribute_ptsz(CUstream s, int attr, cudaLaunchAttributeValue* value) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamGetAttribute_ptsz(s, static_cast<cudaLaunchAttributeID>(attr), value));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetAttribute_ptsz(s, static_cast<cudaLaunchAttributeID>(attr), value));
 }
 CU_API CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamCopyAttributes(dst, src));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamCopyAttributes(dst, src));
 }
 CU_API CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaStreamCopyAttributes_ptsz(dst, src));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamCopyAttributes_ptsz(dst, src));
 }
 CU_API CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetStreamPriorityRange(least, greatest));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceGetStreamPriorityRange(least, greatest));
 }
 
 // ------------------------------------------------------------------ events
@@ -1011,36 +948,28 @@ CU_API CUresult cuEventCreate(CUevent* e, unsigned int flags) {
   VMCUDA_DRIVER_RUNTIME(cudaEventCreateWithFlags(e, flags));
 }
 CU_API CUresult cuEventRecord(CUevent e, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventRecord(e, s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventRecord(e, s));
 }
 CU_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventRecord_ptsz(e, s));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventRecord_ptsz(e, s));
 }
 CU_API CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventRecordWithFlags(e, s, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventRecordWithFlags(e, s, flags));
 }
 CU_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventRecordWithFlags_ptsz(e, s, flags));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventRecordWithFlags_ptsz(e, s, flags));
 }
 CU_API CUresult cuEventSynchronize(CUevent e) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventSynchronize(e));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventSynchronize(e));
 }
 CU_API CUresult cuEventQuery(CUevent e) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventQuery(e));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventQuery(e));
 }
 CU_API CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventElapsedTime(ms, start, end));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventElapsedTime(ms, start, end));
 }
 CU_API CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) { return cuEventElapsedTime(ms, start, end); }
 CU_API CUresult cuEventDestroy_v2(CUevent e) {
-  VMCUDA_ENTER(enter_context_call());
-  VMCUDA_DRIVER_RUNTIME(cudaEventDestroy(e));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaEventDestroy(e));
 }
 CU_API CUresult cuEventDestroy(CUevent e) { return cuEventDestroy_v2(e); }

@@ -238,18 +238,23 @@ CUmod_st* adopt_library_module(CUlib_st& lib, int dev, CUmod_st* m) {
 }
 
 // A library kernel as a function of the calling thread's device (loading the library there).
-CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
+// The library's module on the calling thread's device, loaded there at its first use.
+CUresult library_module(CUlib_st& library, CUmod_st** out) {
   const int dev = Remote::thread_device();
-  CUmod_st* m = nullptr;
   {
     auto& o = objects();
     std::lock_guard l(o.mu);
-    if (auto it = k->library->modules.find(dev); it != k->library->modules.end()) m = it->second;
+    if (auto it = library.modules.find(dev); it != library.modules.end()) return *out = it->second, cu::kSuccess;
   }
-  if (!m) {
-    if (CUresult e = new_module(k->library->image, &m)) return e;
-    m = adopt_library_module(*k->library, dev, m);
-  }
+  CUmod_st* m = nullptr;
+  if (CUresult e = new_module(library.image, &m)) return e;
+  *out = adopt_library_module(library, dev, m);
+  return cu::kSuccess;
+}
+
+CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
+  CUmod_st* m = nullptr;
+  if (CUresult e = library_module(*k->library, &m)) return e;
   return module_function(m, k->name.c_str(), out);
 }
 
@@ -541,14 +546,9 @@ CU_API CUresult cuLibraryGetModule(CUmodule* module, CUlibrary library) {
     auto& o = objects();
     std::lock_guard l(o.mu);
     if (!live(o.libraries, library)) return cu::kInvalidHandle;
-    if (auto it = library->modules.find(Remote::thread_device()); it != library->modules.end())
-      return *module = it->second, cu::kSuccess;
   }
   KeepRuntimeLastError keep;
-  CUmod_st* m = nullptr;
-  if (CUresult e = new_module(library->image, &m)) return e;
-  *module = adopt_library_module(*library, Remote::thread_device(), m);
-  return cu::kSuccess;
+  return library_module(*library, module);
 }
 
 // The library's module on the current context's device (loaded there at first use), then

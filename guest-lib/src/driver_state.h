@@ -63,6 +63,29 @@ CUresult enter_driver_call() noexcept;
 /// (CUDA_ERROR_INVALID_CONTEXT); its device becomes the runtime's for this thread.
 CUresult enter_context_call(CUcontext* out = nullptr) noexcept;
 
+// A driver call made of runtime calls (driver*.cc): the runtime's last error stays as it was.
+#define VMCUDA_DRIVER_RUNTIME(expr)  \
+  do {                               \
+    ::vmcuda::guest::KeepRuntimeLastError keep_; \
+    return ::vmcuda::guest::to_cu_result((expr)); \
+  } while (0)
+#define VMCUDA_ENTER(call)               \
+  do {                                   \
+    if (CUresult e_ = (call)) return e_; \
+  } while (0)
+// The same, for a call that needs a current context (CUDA_ERROR_INVALID_CONTEXT without one)
+// or only an initialized driver.
+#define VMCUDA_DRIVER_IN_CONTEXT(expr)                        \
+  do {                                                        \
+    VMCUDA_ENTER(::vmcuda::guest::enter_context_call());      \
+    VMCUDA_DRIVER_RUNTIME(expr);                              \
+  } while (0)
+#define VMCUDA_DRIVER_CALL(expr)                              \
+  do {                                                        \
+    VMCUDA_ENTER(::vmcuda::guest::enter_driver_call());       \
+    VMCUDA_DRIVER_RUNTIME(expr);                              \
+  } while (0)
+
 /// The process's primary context object of `device` (valid device, else nullptr).
 CUcontext primary_context(int device) noexcept;
 /// The calling thread's current context, or nullptr.
