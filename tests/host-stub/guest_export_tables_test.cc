@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "host-stub/guest_libcuda.h"
 #include "host-stub/stub_fixture.h"
 
 namespace vmcuda::host::test {
@@ -17,16 +18,6 @@ namespace {
 using Result = int;
 using Handle = void*;
 
-void* libcuda() {
-  static void* h = dlopen(VMCUDA_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-  return h;
-}
-template <class F>
-F fn(const char* name) {
-  auto f = reinterpret_cast<F>(dlsym(libcuda(), name));
-  EXPECT_NE(f, nullptr) << name;
-  return f;
-}
 const void* const* table(const unsigned char (&uuid)[16]) {
   const void* t = nullptr;
   EXPECT_EQ(fn<Result (*)(const void**, const void*)>("cuGetExportTable")(&t, uuid), 0);

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "host-stub/guest_libcuda.h"
 #include "host-stub/stub_fixture.h"
 #include "vm_ledger.h"
 
@@ -16,16 +17,6 @@ namespace {
 using Result = int;
 using Handle = void*;
 
-void* libcuda() {
-  static void* h = dlopen(VMCUDA_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
-  return h;
-}
-template <class F>
-F fn(const char* name) {
-  auto f = reinterpret_cast<F>(dlsym(libcuda(), name));
-  EXPECT_NE(f, nullptr) << name;
-  return f;
-}
 
 TEST(GuestModules, UnloadGivesTheVmsQuotaBack) {
   ASSERT_NE(libcuda(), nullptr) << dlerror();

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "client_control.h"
+#include "host-stub/slot_control.h"
 #include "host-stub/stub_fixture.h"
 #include "vm_ledger.h"
 
@@ -153,38 +154,7 @@ TEST(StubModules, AModuleStaysWhileTheProgramHoldsAGraph) {
   EXPECT_EQ(limits.ledger->used(), 0u);
 }
 
-// The one served slot of `s`, as the control path names it.
-vmrpc::ServedSlot served(Stub& s) {
-  for (int i = 0; i < 200; ++i) {
-    auto v = s.endpoint.served_slots();
-    if (!v.empty()) return v.front();
-    std::this_thread::sleep_for(5ms);
-  }
-  ADD_FAILURE() << "no served slot";
-  return {};
-}
-cc::Reply control(Stub& s, cc::Op op) {
-  const auto slot = served(s);
-  std::vector<std::byte> reply;
-  std::string why;
-  EXPECT_TRUE(s.endpoint.control_slot(slot.connection_id, slot.slot, cc::encode(cc::Request{op, {}}), &reply,
-                                      [](std::span<const std::byte>) {}, &why))
-      << why;
-  cc::Reply r;
-  EXPECT_TRUE(cc::decode(reply, &r));
-  return r;
-}
-bool hold(Stub& s) {
-  const auto slot = served(s);
-  std::string why;
-  const bool ok = s.endpoint.hold_slot(slot.connection_id, slot.slot, 2000ms, &why);
-  EXPECT_TRUE(ok) << why;
-  return ok;
-}
-void release(Stub& s) {
-  const auto slot = served(s);
-  s.endpoint.release_slot(slot.connection_id, slot.slot);
-}
+using namespace slot_control;
 
 TEST(StubModules, AResumeChargesThemAgainOrFailsCleanly) {
   constexpr size_t kImage = 50000;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "client_control.h"
+#include "host-stub/slot_control.h"
 #include "host-stub/stub_fixture.h"
 #include "vmrpc/knobs.h"
 
@@ -25,46 +26,7 @@ namespace {
 namespace cc = client_control;
 using namespace std::chrono_literals;
 
-// The one served slot of the stub.
-vmrpc::ServedSlot served(Stub& s) {
-  for (int i = 0; i < 200; ++i) {
-    auto v = s.endpoint.served_slots();
-    if (!v.empty()) return v.front();
-    std::this_thread::sleep_for(5ms);
-  }
-  ADD_FAILURE() << "no served slot";
-  return {};
-}
-
-cc::Reply control(Stub& s, cc::Op op, const std::string& path = {}, std::vector<cc::Progress>* progress = nullptr) {
-  const auto slot = served(s);
-  std::vector<std::byte> reply;
-  std::string why;
-  const bool ok = s.endpoint.control_slot(
-      slot.connection_id, slot.slot, cc::encode(cc::Request{op, path}), &reply,
-      [&](std::span<const std::byte> m) {
-        cc::Progress p;
-        EXPECT_TRUE(cc::decode(m, &p));
-        if (progress) progress->push_back(p);
-      },
-      &why);
-  EXPECT_TRUE(ok) << why;
-  cc::Reply r;
-  EXPECT_TRUE(cc::decode(reply, &r));
-  return r;
-}
-
-bool hold(Stub& s) {
-  const auto slot = served(s);
-  std::string why;
-  const bool ok = s.endpoint.hold_slot(slot.connection_id, slot.slot, 2000ms, &why);
-  EXPECT_TRUE(ok) << why;
-  return ok;
-}
-void release(Stub& s) {
-  const auto slot = served(s);
-  s.endpoint.release_slot(slot.connection_id, slot.slot);
-}
+using namespace slot_control;
 
 std::vector<int> iota(int n, int from) {
   std::vector<int> v(n);
