@@ -45,6 +45,8 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
     extra+=(-I"$gen")
   fi
   case "$name" in driver_*) extra+=(-L"$(dirname "$nvcc")/../lib64/stubs" -lcuda) ;; esac
+  # cublas_* programs use cuBLAS (vmcuda's libcublas.so.13 through vmcuda-run, NVIDIA's natively).
+  case "$name" in cublas_*) extra+=(-lcublas) ;; esac
   "$nvcc" -cudart shared -O2 "${gencode[@]}" "${extra[@]}" -o "$bin" "$src"
   [ -z "$static" ] || "$nvcc" -cudart static -O2 "${gencode[@]}" "${extra[@]}" -o "$static" "$src"
   [ -z "${gen:-}" ] || { rm -rf "$gen"; gen=; }

@@ -4,6 +4,19 @@
 
 namespace vmcuda::host {
 
+namespace {
+void* open_host_library(const char* soname, std::string* why) {
+  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (lib) return lib;
+  const std::string first = ::dlerror();
+  // The CUDA toolkit's own folder, where the loader is often not told about it.
+  lib = ::dlopen(("/usr/local/cuda/lib64/" + std::string(soname)).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib && why) *why = first + "; nor in /usr/local/cuda/lib64";
+  return lib;
+}
+void* host_library_symbol(void* lib, const char* name) { return ::dlsym(lib, name); }
+}  // namespace
+
 bool load_libcuda(DriverApi& api, std::string* why) {
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
@@ -35,6 +48,8 @@ bool load_libcuda(DriverApi& api, std::string* why) {
   int version = 0;
   api.cuDriverGetVersion(&version);
   api.origin = "libcuda.so.1 (CUDA driver API " + std::to_string(version) + ")";
+  api.open_library = open_host_library;
+  api.library_symbol = host_library_symbol;
   return true;
 }
 
