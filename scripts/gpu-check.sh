@@ -62,11 +62,19 @@ rc=0
 VMCUDA_PROFILE_OUT="$out/device_profile.inc" "$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
 kill "$stub"; wait "$stub" || true
 cat "$out/stub.log"; rm -f "$out/stub.log"
+# NVIDIA's libcublas.so.13 for the stub (VMCUDA_HOST_LIBDIR) and for the native runs of the
+# cublas_* programs: the toolkit's, else a Python wheel's (nvidia-cublas).
+if [ -z "${VMCUDA_HOST_LIBDIR:-}" ] && [ ! -e /usr/local/cuda/lib64/libcublas.so.13 ]; then
+  VMCUDA_HOST_LIBDIR="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
+fi
+export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:-/usr/local/cuda/lib64}"
+echo "NVIDIA's libcublas.so.13 from: $VMCUDA_HOST_LIBDIR"
 # The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.
 work=$(mktemp -d)
 for prog in "$carry"/cuda/*; do
   name=$(basename "$prog")
-  "$prog" >"$work/$name.native" 2>&1 || echo "native $name: rc $?"
+  LD_LIBRARY_PATH="$VMCUDA_HOST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog" >"$work/$name.native" 2>&1 ||
+    echo "native $name: rc $?"
   cp "$work/$name.native" "$out/$name.out"  # the reference for tests/cuda/expected/
   VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-run-check.sock "$carry/vmcuda-run" -- "$prog" >"$work/$name.vmcuda" 2>&1 \
     || { echo "vmcuda $name: rc $?"; rc=1; }

@@ -26,6 +26,11 @@ run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
 }
 run_steps "$out/native.txt" "$out/native.err"
 sock=/tmp/vmcuda-torch-check.sock
+# The stub's NVIDIA libcublas.so.13: the one PyTorch's wheel brings (nvidia-cublas), unless set.
+if [ -z "${VMCUDA_HOST_LIBDIR:-}" ]; then
+  VMCUDA_HOST_LIBDIR="$("$py" -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
+  export VMCUDA_HOST_LIBDIR
+fi
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done

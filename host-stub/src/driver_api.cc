@@ -2,16 +2,21 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 namespace vmcuda::host {
 
 namespace {
+// VMCUDA_HOST_LIBDIR (a folder, e.g. a Python wheel's nvidia/cublas/lib) first, then the
+// loader's path, then the CUDA toolkit's own folder, which the loader is often not told about.
 void* open_host_library(const char* soname, std::string* why) {
+  if (const char* dir = std::getenv("VMCUDA_HOST_LIBDIR"); dir && *dir)
+    if (void* lib = ::dlopen((std::string(dir) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
   void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (lib) return lib;
   const std::string first = ::dlerror();
-  // The CUDA toolkit's own folder, where the loader is often not told about it.
   lib = ::dlopen(("/usr/local/cuda/lib64/" + std::string(soname)).c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib && why) *why = first + "; nor in /usr/local/cuda/lib64";
+  if (!lib && why) *why = first + "; nor in /usr/local/cuda/lib64 (or set VMCUDA_HOST_LIBDIR)";
   return lib;
 }
 void* host_library_symbol(void* lib, const char* name) { return ::dlsym(lib, name); }

@@ -2,7 +2,9 @@
 // the wire to the stub on the test executor, whose fake libcublas.so.13 computes on the CPU
 // (tests/executor/fake_cublas.cc): the numbers that come back, the handle's settings as the
 // library received them, and hostile arguments.
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "stub_fixture.h"
 
