@@ -253,6 +253,8 @@ def main():
         host_api.append(f"  X({name}, int (*)({host_sig}))")
         if hand:
             continue
+        if not params or params[0].kind != "handle" or params[0].name != "handle":
+            sys.exit(f"gen-cublas.py: {name}: generated calls take the handle first (else mark it hand)")
 
         # ---- host handler
         req = "req" if any(p.kind == "result" for p in params) else ""
@@ -323,7 +325,8 @@ def main():
             results = [p for p in outs if p.kind == "result"]
             if len(results) > 1:
                 sys.exit(f"gen-cublas.py: {name}: one result per call")
-            g.append(f"  if ({' || '.join(wait_expr)}) {{")
+            always = "true" in wait_expr  # an output in host memory: the call always waits
+            g.append("  {" if always else f"  if ({' || '.join(wait_expr)}) {{")
             g.append(f"    api::{reply_t} reply{{}};")
             if results:
                 p = results[0]
