@@ -229,6 +229,10 @@ def main():
             sys.exit(f"gen-cublas.py: {name} (cublas.calls) is not in cublas_api.h")
         ret, plist = protos[name]
         params = [Param(name, b, n, d, roles.get(n)) for b, n, d, _ in plist]
+        # The generated code's own names (host: a, r, req, scope_; guest: *_) must not be parameters.
+        clash = {p.name for p in params} & {"a", "r", "req", "scope_", "h_", "a_", "s_", "reply_"}
+        if clash:
+            sys.exit(f"gen-cublas.py: {name}: parameter names {sorted(clash)} clash with the generated code's")
         known = {p.name for p in params}
         for p in params:
             if p.size_param and p.size_param not in known:
@@ -261,31 +265,31 @@ def main():
         b = [f"int32_t Session::on_{name}(const api::{args_t}& a, api::{reply_t}& r, Request& {req}) {{"]
         if reply_t == "Empty":
             b[0] = f"int32_t Session::on_{name}(const api::{args_t}& a, api::Empty&, Request& {req}) {{"
-        b.append(f"  CublasScope c(*this, a.handle, \"{name}\");")
-        b.append(f"  if (!c.ok() || !c.has(c.lib->{name})) return c.status();")
+        b.append(f"  CublasScope scope_(*this, a.handle, \"{name}\");")
+        b.append(f"  if (!scope_.ok() || !scope_.has(scope_.lib->{name})) return scope_.status();")
         call_args = []
         for p in params:
             if p.kind == "handle":
-                call_args.append("c.handle->handle")
+                call_args.append("scope_.handle->handle")
             elif p.kind == "value":
                 call_args.append(f"a.{p.name}")
             elif p.kind == "dev":
-                b.append(f"  if (!c.device(a.{p.name})) return c.bad_pointer(\"{p.name}\");")
+                b.append(f"  if (!scope_.device(a.{p.name})) return scope_.bad_pointer(\"{p.name}\");")
                 call_args.append(f"reinterpret_cast<void*>(a.{p.name})")
             elif p.kind == "scalar":
                 size = f"cublas_scalar_bytes(a.{p.size_param})" if p.size_param else str(p.bytes)
-                b.append(f"  const void* {p.name} = c.scalar(a.{p.name}, {size});")
-                b.append(f"  if (!{p.name}) return c.bad_pointer(\"{p.name}\");")
+                b.append(f"  const void* {p.name} = scope_.scalar(a.{p.name}, {size});")
+                b.append(f"  if (!{p.name}) return scope_.bad_pointer(\"{p.name}\");")
                 call_args.append(f"const_cast<void*>({p.name})")
             elif p.kind == "result":
-                b.append(f"  void* {p.name} = c.result(a.{p.name}, req, {p.bytes});")
-                b.append(f"  if (!{p.name}) return c.bad_pointer(\"{p.name}\");")
+                b.append(f"  void* {p.name} = scope_.result(a.{p.name}, req, {p.bytes});")
+                b.append(f"  if (!{p.name}) return scope_.bad_pointer(\"{p.name}\");")
                 call_args.append(p.name)
             elif p.kind == "out":
                 call_args.append(f"r.{p.name}")
             else:
                 sys.exit(f"gen-cublas.py: {name}: {p.kind} {p.name} needs a hand-written call (hand)")
-        b.append(f"  return c.done(c.lib->{name}({', '.join(call_args)}));")
+        b.append(f"  return scope_.done(scope_.lib->{name}({', '.join(call_args)}));")
         b.append("}")
         host_cc.append("\n".join(b))
 
@@ -297,26 +301,26 @@ def main():
                 ctype = p.host if p.kind == "value" else ("void*")
             gsig.append(f"{ctype} {p.name}")
         g = [f"VMCUDA_CUBLAS_API int {name}({', '.join(gsig)}) {{"]
-        g.append("  Handle* h;")
-        g.append("  if (int s = enter(handle, &h)) return s;")
+        g.append("  Handle* h_;")
+        g.append("  if (int s_ = enter(handle, &h_)) return s_;")
         if check:
             g.append(f"  if (!({check})) return kInvalidValue;  // cuBLAS's own check: the call may be queued")
-        g.append(f"  api::{args_t} a{{}};")
+        g.append(f"  api::{args_t} a_{{}};")
         wait_expr = []
         for p in params:
             if p.kind == "handle":
-                g.append("  a.handle = h->wire;")
+                g.append("  a_.handle = h_->wire;")
             elif p.kind == "value":
-                g.append(f"  a.{p.name} = {p.name};")
+                g.append(f"  a_.{p.name} = {p.name};")
             elif p.kind == "dev":
-                g.append(f"  a.{p.name} = device_pointer({p.name});")
+                g.append(f"  a_.{p.name} = device_pointer({p.name});")
             elif p.kind == "scalar":
                 size = f"scalar_bytes({p.size_param})" if p.size_param else str(p.bytes)
-                g.append(f"  if (int s = scalar(*h, {p.name}, {size}, a.{p.name})) return s;")
+                g.append(f"  if (int s_ = scalar(*h_, {p.name}, {size}, a_.{p.name})) return s_;")
             elif p.kind == "result":
                 g.append(f"  if (!{p.name}) return kInvalidValue;")
-                g.append(f"  if (h->pointer_mode != kPointerModeHost) a.{p.name} = device_pointer({p.name});")
-                wait_expr.append("h->pointer_mode == kPointerModeHost")
+                g.append(f"  if (h_->pointer_mode != kPointerModeHost) a_.{p.name} = device_pointer({p.name});")
+                wait_expr.append("h_->pointer_mode == kPointerModeHost")
             elif p.kind == "out":
                 g.append(f"  if (!{p.name}) return kInvalidValue;")
                 wait_expr.append("true")
@@ -327,19 +331,19 @@ def main():
                 sys.exit(f"gen-cublas.py: {name}: one result per call")
             always = "true" in wait_expr  # an output in host memory: the call always waits
             g.append("  {" if always else f"  if ({' || '.join(wait_expr)}) {{")
-            g.append(f"    api::{reply_t} reply{{}};")
+            g.append(f"    api::{reply_t} reply_{{}};")
             if results:
                 p = results[0]
-                g.append(f"    const int s = wait<api::Call::{name}>(a, &reply, {p.name}, {p.bytes});")
+                g.append(f"    const int s_ = wait<api::Call::{name}>(a_, &reply_, {p.name}, {p.bytes});")
             else:
-                g.append(f"    const int s = wait<api::Call::{name}>(a, &reply, nullptr, 0);")
+                g.append(f"    const int s_ = wait<api::Call::{name}>(a_, &reply_, nullptr, 0);")
             for p in outs:
                 if p.kind == "out":
-                    g.append(f"    if (s == kSuccess) std::memcpy({p.name}, reply.{p.name}, {p.bytes});")
-            g.append("    return s;")
+                    g.append(f"    if (s_ == kSuccess) std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
+            g.append("    return s_;")
             g.append("  }")
         if flags == "kQueued":
-            g.append(f"  return queue<api::Call::{name}>(a);")
+            g.append(f"  return queue<api::Call::{name}>(a_);")
         g.append("}")
         guest_cc.append("\n".join(g))
 
