@@ -16,7 +16,7 @@ status=0
 check=
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 only=" $* "
-static_runtime=" vector_add streams_events symbols_pitch kernel_printf device_query driver_graphs "
+static_runtime=" vector_add streams_events symbols_pitch kernel_printf device_query driver_graphs driver_arrays textures "
 # tests/security's CUDA probes go beside them, into tests/security/bin.
 # NAME_kernels.cu is no program: it is NAME's module, compiled to a fatbin that NAME embeds
 # (driver API programs load it with cuModuleLoadData); driver_* programs link -lcuda.
