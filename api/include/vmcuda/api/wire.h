@@ -615,3 +615,9 @@ struct GraphExecUpdateReply { uint32_t result; int32_t status; uint64_t error_no
 static_assert(sizeof(GraphExecUpdateReply) == 24);
 
 }  // namespace vmcuda::api
+
+// NVIDIA's libraries at their own API (issue 12 point 3): generated from NVIDIA's headers at
+// build time (api/CMakeLists.txt, scripts/gen-cublas.py) where they are installed.
+#ifdef VMCUDA_WITH_CUBLAS
+#include "vmcuda/api/cublas_wire.h"
+#endif
