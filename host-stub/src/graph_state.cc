@@ -303,6 +303,19 @@ bool Session::describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* 
       case kNodeMemcpy: {
         CUDA_MEMCPY3D& c = n.copy;
         if ((e = api_.cuGraphMemcpyNodeGetParams(nodes[i], &c)) != CUDA_SUCCESS) break;
+        // A unified address (the driver may report a copy that way) is the shared heap's or
+        // the client's device memory.
+        auto unify = [&](CUmemorytype* t, const void** host, CUdeviceptr* dev) {
+          if (*t != CU_MEMORYTYPE_UNIFIED) return;
+          const auto* b = reinterpret_cast<const std::byte*>(*dev);
+          const bool in_heap = !heap.empty() && b >= heap.data() && b < heap.data() + heap.size();
+          *t = in_heap ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+          if (in_heap) *host = b, *dev = 0;
+        };
+        unify(&c.srcMemoryType, &c.srcHost, &c.srcDevice);
+        const void* dst_host = c.dstHost;
+        unify(&c.dstMemoryType, &dst_host, &c.dstDevice);
+        c.dstHost = const_cast<void*>(dst_host);
         auto side = [&](CUmemorytype t, const void* host, CUdeviceptr dev, CUarray arr, size_t lod, const void* reserved,
                         size_t x, size_t y, size_t z, size_t pitch, size_t height, uint64_t* address) {
           uint64_t f, en;
@@ -321,14 +334,21 @@ bool Session::describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* 
             !side(c.dstMemoryType, c.dstHost, c.dstDevice, c.dstArray, c.dstLOD, c.reserved1, c.dstXInBytes, c.dstY,
                   c.dstZ, c.dstPitch, c.dstHeight, &dst))
           return refuse("memcpy node with a CUDA array, or memory other than the program's device memory and "
-                        "shared heap");
+                        "shared heap (freed since?)");
         if (c.srcMemoryType == CU_MEMORYTYPE_HOST) c.srcHost = reinterpret_cast<const void*>(src);
         if (c.dstMemoryType == CU_MEMORYTYPE_HOST) c.dstHost = reinterpret_cast<void*>(dst);
         break;
       }
-      case kNodeMemset:
-        e = api_.cuGraphMemsetNodeGetParams(nodes[i], &n.memset);
+      case kNodeMemset: {
+        if ((e = api_.cuGraphMemsetNodeGetParams(nodes[i], &n.memset)) != CUDA_SUCCESS) break;
+        // As the build checks it (else the resume would refuse what the suspend saved).
+        const auto& m = n.memset;
+        const uint64_t pitch = m.height <= 1 && m.pitch == 0 ? m.width * m.elementSize : m.pitch;
+        if ((m.elementSize != 1 && m.elementSize != 2 && m.elementSize != 4) || m.width > (~0ull >> 2) ||
+            !owns_2d(m.dst, pitch, m.width * m.elementSize, m.height))
+          return refuse("memset node on memory that is not the program's (freed since?)");
         break;
+      }
       case kNodeHost: {
         CUDA_HOST_NODE_PARAMS p{};
         if ((e = api_.cuGraphHostNodeGetParams(nodes[i], &p)) != CUDA_SUCCESS) break;
@@ -400,7 +420,7 @@ bool Session::build_graph(const GraphDesc& d, int device, const std::map<uint64_
   auto object = [&](uint64_t saved, ObjectKind kind) -> Object* {
     const auto it = new_id.find(saved);
     Object* o = it == new_id.end() ? nullptr : vol_.get(it->second);
-    return o && o->kind == kind && o->device == device ? o : nullptr;
+    return o && o->kind == kind ? o : nullptr;  // the client's own (on any of its devices, as at its creation)
   };
   const std::span<std::byte> heap = region ? region->heap() : std::span<std::byte>{};
   auto host_at = [&](uint64_t off, uint64_t first, uint64_t end) -> std::byte* {
