@@ -32,6 +32,8 @@
 // executable graph keeps a mirror graph that follows every change made to it (GraphExecObject);
 // a change it cannot follow, or an open stream capture, refuses the suspend (graphs_block_suspend).
 #include <cstring>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "session.h"
@@ -438,30 +440,78 @@ bool Session::list_graph_nodes(CUgraph g, std::vector<CUgraphNode>* out) const {
 
 // After cudaGraphExecUpdate(exec, graph) succeeded: the executable graph's nodes now have the
 // parameters of the graph's nodes they were paired with. The mirror becomes a clone of that
-// graph, its nodes matched through the pairing, which the host knows where the driver pairs
-// by clone relationship: the graph is the one the executable graph came from, or a clone of
-// it (cudaGraphClone). Otherwise (or after a resume, where the executable graph came from
-// the mirror) the mirror cannot follow and a later suspend is refused.
+// graph, its nodes matched through the driver's pairing, which the host knows
+//  - where the driver pairs by clone relationship: the graph is the one the executable graph
+//    came from, or a clone of it (cudaGraphClone), found with cuGraphNodeFindInClone;
+//  - else where the driver pairs by structure (graphs that are not clones of each other, as
+//    after a resume, where the executable graph came from the mirror): when the graph's nodes
+//    in creation order have the mirror's types and edges node for node, the n-th with the n-th.
+// Otherwise the mirror cannot follow, and a later suspend is refused.
+bool Session::graph_shape(CUgraph g, std::vector<CUgraphNode>* nodes, std::vector<int>* types,
+                          std::set<std::pair<size_t, size_t>>* edges) const {
+  if (!list_graph_nodes(g, nodes)) return false;
+  std::map<CUgraphNode, size_t> index;
+  types->clear();
+  for (size_t i = 0; i < nodes->size(); ++i) {
+    index[(*nodes)[i]] = i;
+    int t = -1;
+    if (api_.cuGraphNodeGetType((*nodes)[i], &t) != CUDA_SUCCESS) return false;
+    types->push_back(t);
+  }
+  size_t n = 0;
+  if (api_.cuGraphGetEdges_v2(g, nullptr, nullptr, nullptr, &n) != CUDA_SUCCESS) return false;
+  std::vector<CUgraphNode> from(n), to(n);
+  std::vector<CUgraphEdgeData> data(n);
+  if (n && api_.cuGraphGetEdges_v2(g, from.data(), to.data(), data.data(), &n) != CUDA_SUCCESS) return false;
+  edges->clear();
+  for (size_t k = 0; k < std::min(n, from.size()); ++k) {
+    const auto f = index.find(from[k]), t = index.find(to[k]);
+    if (f == index.end() || t == index.end()) return false;
+    edges->emplace(f->second, t->second);
+  }
+  return true;
+}
+
 void Session::mirror_update(GraphExecObject& exec, const Object& graph) {
   const CUgraph g = graph.as<GraphObject>().graph;
-  CUgraph mirror = nullptr;
-  if (exec.from_mirror || api_.cuGraphClone(&mirror, g) != CUDA_SUCCESS) {
+  auto refuse = [&] {
     exec.unmirrored = "was updated (cudaGraphExecUpdate) from a graph whose nodes the host cannot pair with its own";
-    return;
-  }
+  };
+  CUgraph mirror = nullptr;
+  if (!exec.mirror || api_.cuGraphClone(&mirror, g) != CUDA_SUCCESS) return refuse();
   std::map<std::pair<ObjectId, CUgraphNode>, CUgraphNode> nodes;
-  for (const auto& [key, old] : exec.nodes) {
-    if (!vol_.get(key.first)) break;  // its graph is gone (and its nodes with it)
-    CUgraphNode paired = key.first == graph.id ? key.second : nullptr;
-    if (!paired && (api_.cuGraphNodeFindInClone(&paired, key.second, g) != CUDA_SUCCESS || !paired)) break;
-    CUgraphNode m = nullptr;
-    if (api_.cuGraphNodeFindInClone(&m, paired, mirror) != CUDA_SUCCESS || !m) break;
-    nodes[key] = m;
+  // By clone relationship.
+  if (!exec.from_mirror) {
+    for (const auto& [key, old] : exec.nodes) {
+      if (!vol_.get(key.first)) break;  // its graph is gone (and its nodes with it)
+      CUgraphNode paired = key.first == graph.id ? key.second : nullptr;
+      if (!paired && (api_.cuGraphNodeFindInClone(&paired, key.second, g) != CUDA_SUCCESS || !paired)) break;
+      CUgraphNode m = nullptr;
+      if (api_.cuGraphNodeFindInClone(&m, paired, mirror) != CUDA_SUCCESS || !m) break;
+      nodes[key] = m;
+    }
+  }
+  // By structure, node for node.
+  if (nodes.size() != exec.nodes.size()) {
+    nodes.clear();
+    std::vector<CUgraphNode> mine, theirs;
+    std::vector<int> my_types, their_types;
+    std::set<std::pair<size_t, size_t>> my_edges, their_edges;
+    if (graph_shape(exec.mirror, &mine, &my_types, &my_edges) && graph_shape(g, &theirs, &their_types, &their_edges) &&
+        my_types == their_types && my_edges == their_edges) {
+      std::map<CUgraphNode, size_t> at;
+      for (size_t i = 0; i < mine.size(); ++i) at[mine[i]] = i;
+      for (const auto& [key, old] : exec.nodes) {
+        const auto i = at.find(old);
+        CUgraphNode m = nullptr;
+        if (i == at.end() || api_.cuGraphNodeFindInClone(&m, theirs[i->second], mirror) != CUDA_SUCCESS || !m) break;
+        nodes[key] = m;
+      }
+    }
   }
   if (nodes.size() != exec.nodes.size()) {
     api_.cuGraphDestroy(mirror);
-    exec.unmirrored = "was updated (cudaGraphExecUpdate) from a graph whose nodes the host cannot pair with its own";
-    return;
+    return refuse();
   }
   api_.cuGraphDestroy(exec.mirror);
   exec.mirror = mirror;

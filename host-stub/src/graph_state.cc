@@ -65,7 +65,9 @@ bool copy_side_span(size_t x, size_t y, size_t z, size_t pitch, size_t height, s
                     size_t depth, uint64_t* first, uint64_t* end) {
   using u128 = unsigned __int128;
   if (width == 0 || rows == 0 || depth == 0) return *first = *end = 0, true;
-  if (width > pitch) return false;  // rows wider than their pitch
+  // Rows wider than their pitch overlap; a single row needs no pitch (the driver may report
+  // a 1D copy's as 0).
+  if (width > pitch && (rows > 1 || depth > 1)) return false;
   const u128 slice = u128{pitch} * height;
   const u128 f = u128{z} * slice + u128{y} * pitch + x;
   const u128 e = (u128{z} + depth - 1) * slice + (u128{y} + rows - 1) * pitch + x + width;

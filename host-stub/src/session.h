@@ -229,6 +229,9 @@ class Session : public vmrpc::SlotService {
                    const vmrpc::RegionView* region, CUgraph* out, std::vector<CUgraphNode>* top, std::string* why);
   // A graph's nodes (cuGraphGetNodes), false if the driver refused.
   bool list_graph_nodes(CUgraph g, std::vector<CUgraphNode>* out) const;
+  // A graph's nodes in creation order, their types and its edges as index pairs.
+  bool graph_shape(CUgraph g, std::vector<CUgraphNode>* nodes, std::vector<int>* types,
+                   std::set<std::pair<size_t, size_t>>* edges) const;
   // An executable graph's mirror after a successful cudaGraphExecUpdate from `graph`.
   void mirror_update(GraphExecObject& exec, const Object& graph);
   uint64_t next_host_node_ = 0;

@@ -402,18 +402,53 @@ TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
   slot_control::release(stub);
   EXPECT_EQ(w.run(c, w.fn), changed);
 
-  // An update the mirror cannot follow (after a resume the driver pairs the nodes itself):
-  // the executable graph runs on; a suspend is refused and says why.
+  // Updated after the resume (the executable graph came from its mirror, so the driver pairs
+  // the nodes by structure): followed, node for node.
   api::GraphExecUpdateReply up{};
   ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({GraphWorkload::kExec2, GraphWorkload::kClone}, &up), 0);
+  ASSERT_EQ(up.status, 0);
+  std::vector<int> updated = changed;
+  std::copy(changed.begin(), changed.begin() + 64, updated.begin() + 64);  // kExec2 now runs the clone's add_one(p, 16)
+  EXPECT_EQ(w.run(c, w.fn), updated);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), updated);
+
+  // An update from a graph whose nodes the host cannot pair with the mirror's (the same types,
+  // other edges: the executor's driver takes it): the executable graph runs on; a suspend
+  // is refused and says why.
+  constexpr uint64_t kChain = 0x20500, kFork = 0x20510, kExec4 = 0x20520;
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kChain, 0, 0}), 0);
+  ASSERT_EQ(add_kernel_node(c, kChain, 0x32000, w.fn, w.p, 16, {}), 0);
+  ASSERT_EQ(add_kernel_node(c, kChain, 0x32010, w.fn, w.p, 16, {0x32000}), 0);
+  ASSERT_EQ(add_kernel_node(c, kChain, 0x32020, w.fn, w.p, 16, {0x32010}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kFork, 0, 0}), 0);
+  ASSERT_EQ(add_kernel_node(c, kFork, 0x32100, w.fn, w.p, 16, {}), 0);
+  ASSERT_EQ(add_kernel_node(c, kFork, 0x32110, w.fn, w.p, 16, {0x32100}), 0);
+  ASSERT_EQ(add_kernel_node(c, kFork, 0x32120, w.fn, w.p, 16, {0x32100}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec4, kChain, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({kExec4, kFork}, &up), 0);
   ASSERT_EQ(up.status, 0);
   ASSERT_TRUE(slot_control::hold(stub));
   r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("cudaGraphExecUpdate"), std::string::npos) << r.error;
   slot_control::release(stub);
-  EXPECT_EQ(c.call<api::Call::GraphLaunch>({GraphWorkload::kExec2, kStream}), 0);
+  EXPECT_EQ(c.call<api::Call::GraphLaunch>({kExec4, kStream}), 0);
   EXPECT_EQ(c.call<api::Call::StreamSynchronize>({kStream}), 0);
+  // Once it is destroyed, the suspend goes ahead.
+  ASSERT_EQ(c.call<api::Call::GraphExecDestroy>({kExec4}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), updated);
   state::remove_state_file(path);
 }
 
