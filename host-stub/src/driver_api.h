@@ -342,7 +342,12 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24);
-struct CUgraphEdgeData;  // only ever passed as NULL
+// An edge's data (cuGraphGetEdges_v2): all zero for a plain (full) dependency.
+struct CUgraphEdgeData {
+  unsigned char from_port, to_port, type;
+  unsigned char reserved[5];
+};
+static_assert(sizeof(CUgraphEdgeData) == 8);
 
 // The entry points, by their exported (versioned) names.
 #define VMCUDA_DRIVER_FUNCTIONS(X)                                                                   \
@@ -473,6 +478,17 @@ struct CUgraphEdgeData;  // only ever passed as NULL
   X(cuGraphExecKernelNodeSetParams_v2, CUresult (*)(CUgraphExec, CUgraphNode,                        \
                                                     const CUDA_KERNEL_NODE_PARAMS_v2*))              \
   X(cuGraphExecUpdate_v2, CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*))         \
+  X(cuGraphGetEdges_v2, CUresult (*)(CUgraph, CUgraphNode*, CUgraphNode*, CUgraphEdgeData*, size_t*))  \
+  X(cuGraphKernelNodeGetParams_v2, CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2*))            \
+  X(cuGraphKernelNodeSetParams_v2, CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*))      \
+  X(cuGraphKernelNodeGetAttribute, CUresult (*)(CUgraphNode, int, CUlaunchAttributeValue*))          \
+  X(cuGraphKernelNodeSetAttribute, CUresult (*)(CUgraphNode, int, const CUlaunchAttributeValue*))    \
+  X(cuGraphMemcpyNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMCPY3D*))                          \
+  X(cuGraphMemsetNodeGetParams, CUresult (*)(CUgraphNode, CUDA_MEMSET_NODE_PARAMS*))                \
+  X(cuGraphHostNodeGetParams, CUresult (*)(CUgraphNode, CUDA_HOST_NODE_PARAMS*))                    \
+  X(cuGraphChildGraphNodeGetGraph, CUresult (*)(CUgraphNode, CUgraph*))                             \
+  X(cuGraphEventRecordNodeGetEvent, CUresult (*)(CUgraphNode, CUevent*))                            \
+  X(cuGraphEventWaitNodeGetEvent, CUresult (*)(CUgraphNode, CUevent*))                              \
   X(cuArray3DCreate_v2, CUresult (*)(CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*))                         \
   X(cuArrayDestroy, CUresult (*)(CUarray))                                                             \
   X(cuMipmappedArrayCreate, CUresult (*)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned))   \

@@ -27,9 +27,13 @@
 // not offered: the guest refuses them (801; docs/running.md), as their memory would escape
 // the VM's quota.
 //
-// A suspend is refused while the client has graphs or a capture open (graphs_block_suspend):
-// nothing is changed and the client runs on.
+// A suspend carries graphs and executable graphs (graph_state.cc): each graph is described by
+// walking it with the driver and built again at the resume, behind the same handles. An
+// executable graph keeps a mirror graph that follows every change made to it (GraphExecObject);
+// a change it cannot follow, or an open stream capture, refuses the suspend (graphs_block_suspend).
 #include <cstring>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "session.h"
@@ -40,12 +44,15 @@ namespace vmcuda::host {
 using vmrpc::wire::ChannelStatus;
 
 std::string Session::graphs_block_suspend() const {
-  const size_t graphs = vol_.count(ObjectKind::Graph), execs = vol_.count(ObjectKind::GraphExec);
-  if (!graphs && !execs && !captures_open_) return {};
-  return "the program uses CUDA graphs (" + std::to_string(graphs) + " graphs, " + std::to_string(execs) +
-         " executable graphs, " + std::to_string(captures_open_) +
-         " stream captures open), which a suspend does not carry yet; nothing was changed and the program runs on "
-         "(suspend it once it has destroyed its graphs)";
+  if (captures_open_)
+    return "the program has " + std::to_string(captures_open_) +
+           " stream capture(s) open, which a suspend cannot carry (the capture lives in the driver); nothing was "
+           "changed and the program runs on (suspend it again once the capture has ended)";
+  for (const auto& [handle, id] : vol_.of(ObjectKind::GraphExec))
+    if (const std::string& why = vol_.get(id)->as<GraphExecObject>().unmirrored; !why.empty())
+      return "executable graph " + std::to_string(handle) + " " + why +
+             ", which a suspend cannot carry; nothing was changed and the program runs on";
+  return {};
 }
 
 bool Session::capturing(CUstream stream) const {
@@ -421,6 +428,96 @@ int32_t Session::on_GraphNodeFindInClone(const api::GraphFindInCloneArgs& a, api
 
 // ---- executable graphs
 
+bool Session::list_graph_nodes(CUgraph g, std::vector<CUgraphNode>* out) const {
+  size_t count = 0;
+  out->clear();
+  if (api_.cuGraphGetNodes(g, nullptr, &count) != CUDA_SUCCESS) return false;
+  out->resize(count);
+  if (count && api_.cuGraphGetNodes(g, out->data(), &count) != CUDA_SUCCESS) return false;
+  out->resize(count);
+  return true;
+}
+
+// After cudaGraphExecUpdate(exec, graph) succeeded: the executable graph's nodes now have the
+// parameters of the graph's nodes they were paired with. The mirror becomes a clone of that
+// graph, its nodes matched through the driver's pairing, which the host knows
+//  - where the driver pairs by clone relationship: the graph is the one the executable graph
+//    came from, or a clone of it (cudaGraphClone), found with cuGraphNodeFindInClone;
+//  - else where the driver pairs by structure (graphs that are not clones of each other, as
+//    after a resume, where the executable graph came from the mirror): when the graph's nodes
+//    in creation order have the mirror's types and edges node for node, the n-th with the n-th.
+// Otherwise the mirror cannot follow, and a later suspend is refused.
+bool Session::graph_shape(CUgraph g, std::vector<CUgraphNode>* nodes, std::vector<int>* types,
+                          std::set<std::pair<size_t, size_t>>* edges) const {
+  if (!list_graph_nodes(g, nodes)) return false;
+  std::map<CUgraphNode, size_t> index;
+  types->clear();
+  for (size_t i = 0; i < nodes->size(); ++i) {
+    index[(*nodes)[i]] = i;
+    int t = -1;
+    if (api_.cuGraphNodeGetType((*nodes)[i], &t) != CUDA_SUCCESS) return false;
+    types->push_back(t);
+  }
+  size_t n = 0;
+  if (api_.cuGraphGetEdges_v2(g, nullptr, nullptr, nullptr, &n) != CUDA_SUCCESS) return false;
+  std::vector<CUgraphNode> from(n), to(n);
+  std::vector<CUgraphEdgeData> data(n);
+  if (n && api_.cuGraphGetEdges_v2(g, from.data(), to.data(), data.data(), &n) != CUDA_SUCCESS) return false;
+  edges->clear();
+  for (size_t k = 0; k < std::min(n, from.size()); ++k) {
+    const auto f = index.find(from[k]), t = index.find(to[k]);
+    if (f == index.end() || t == index.end()) return false;
+    edges->emplace(f->second, t->second);
+  }
+  return true;
+}
+
+void Session::mirror_update(GraphExecObject& exec, const Object& graph) {
+  const CUgraph g = graph.as<GraphObject>().graph;
+  auto refuse = [&] {
+    exec.unmirrored = "was updated (cudaGraphExecUpdate) from a graph whose nodes the host cannot pair with its own";
+  };
+  CUgraph mirror = nullptr;
+  if (!exec.mirror || api_.cuGraphClone(&mirror, g) != CUDA_SUCCESS) return refuse();
+  std::map<std::pair<ObjectId, CUgraphNode>, CUgraphNode> nodes;
+  // By clone relationship.
+  if (!exec.from_mirror) {
+    for (const auto& [key, old] : exec.nodes) {
+      if (!vol_.get(key.first)) break;  // its graph is gone (and its nodes with it)
+      CUgraphNode paired = key.first == graph.id ? key.second : nullptr;
+      if (!paired && (api_.cuGraphNodeFindInClone(&paired, key.second, g) != CUDA_SUCCESS || !paired)) break;
+      CUgraphNode m = nullptr;
+      if (api_.cuGraphNodeFindInClone(&m, paired, mirror) != CUDA_SUCCESS || !m) break;
+      nodes[key] = m;
+    }
+  }
+  // By structure, node for node.
+  if (nodes.size() != exec.nodes.size()) {
+    nodes.clear();
+    std::vector<CUgraphNode> mine, theirs;
+    std::vector<int> my_types, their_types;
+    std::set<std::pair<size_t, size_t>> my_edges, their_edges;
+    if (graph_shape(exec.mirror, &mine, &my_types, &my_edges) && graph_shape(g, &theirs, &their_types, &their_edges) &&
+        my_types == their_types && my_edges == their_edges) {
+      std::map<CUgraphNode, size_t> at;
+      for (size_t i = 0; i < mine.size(); ++i) at[mine[i]] = i;
+      for (const auto& [key, old] : exec.nodes) {
+        const auto i = at.find(old);
+        CUgraphNode m = nullptr;
+        if (i == at.end() || api_.cuGraphNodeFindInClone(&m, theirs[i->second], mirror) != CUDA_SUCCESS || !m) break;
+        nodes[key] = m;
+      }
+    }
+  }
+  if (nodes.size() != exec.nodes.size()) {
+    api_.cuGraphDestroy(mirror);
+    return refuse();
+  }
+  api_.cuGraphDestroy(exec.mirror);
+  exec.mirror = mirror;
+  exec.nodes = std::move(nodes);
+}
+
 int32_t Session::on_GraphInstantiate(const api::GraphInstantiateArgs& a, api::Empty&, Request&) {
   const Object* graph = vol_.find(ObjectKind::Graph, a.graph);
   if (!graph) return CUDA_ERROR_INVALID_VALUE;
@@ -431,10 +528,26 @@ int32_t Session::on_GraphInstantiate(const api::GraphInstantiateArgs& a, api::Em
   if (a.flags & ~(uint64_t{1} | kUseNodePriority)) return CUDA_ERROR_INVALID_VALUE;
   CUgraphExec x = nullptr;
   const int device = graph->device;
-  if (CUresult e = on_device(device, [&] { return api_.cuGraphInstantiateWithFlags(&x, graph->as<GraphObject>().graph, a.flags); });
+  const CUgraph g = graph->as<GraphObject>().graph;
+  if (CUresult e = on_device(device, [&] { return api_.cuGraphInstantiateWithFlags(&x, g, a.flags); });
       e != CUDA_SUCCESS)
     return e;
-  vol_.add(ObjectKind::GraphExec, device, a.exec, vol_.context(device)->id, GraphExecObject{x});
+  GraphExecObject exec{x};
+  exec.flags = a.flags;
+  // The mirror a suspend saves (GraphExecObject): a clone, its nodes matched to the graph's.
+  if (api_.cuGraphClone(&exec.mirror, g) != CUDA_SUCCESS) {
+    exec.mirror = nullptr;
+    exec.unmirrored = "could not be copied for a suspend (cuGraphClone failed)";
+  } else {
+    std::vector<CUgraphNode> nodes;
+    if (!list_graph_nodes(g, &nodes)) exec.unmirrored = "could not be copied for a suspend (cuGraphGetNodes failed)";
+    for (CUgraphNode n : nodes) {
+      CUgraphNode m = nullptr;
+      if (api_.cuGraphNodeFindInClone(&m, n, exec.mirror) == CUDA_SUCCESS && m) exec.nodes[{graph->id, n}] = m;
+      else exec.unmirrored = "could not be copied for a suspend (cuGraphNodeFindInClone failed)";
+    }
+  }
+  vol_.add(ObjectKind::GraphExec, device, a.exec, vol_.context(device)->id, std::move(exec));
   return CUDA_SUCCESS;
 }
 
@@ -468,20 +581,30 @@ int32_t Session::on_GraphExecDestroy(const api::GraphExecArgs& a, api::Empty&, R
 
 int32_t Session::on_GraphExecKernelNodeSetParams(const api::GraphExecKernelArgs& a, api::Empty&, Request& req) {
   if (a.arg_bytes != req.tail.size()) return guest_fault("GraphExecKernelNodeSetParams: parameter bytes of the wrong length");
-  const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
+  Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
   const Object* n = vol_.find(ObjectKind::GraphNode, a.node);
   if (!x || !n) return CUDA_ERROR_INVALID_VALUE;
   CUDA_KERNEL_NODE_PARAMS_v2 p;
   if (int32_t e = kernel_node_params(a.function, req.tail, a.grid, a.block, a.shared_bytes, &p)) return e;
-  return api_.cuGraphExecKernelNodeSetParams_v2(x->as<GraphExecObject>().exec, n->as<GraphNodeObject>().node, &p);
+  GraphExecObject& exec = x->as<GraphExecObject>();
+  const auto m = exec.nodes.find({n->parent, n->as<GraphNodeObject>().node});
+  const CUgraphNode mirrored = m == exec.nodes.end() ? nullptr : m->second;
+  // Instantiated from the mirror (a resume): the driver knows the node by the mirror's.
+  if (exec.from_mirror && !mirrored) return CUDA_ERROR_INVALID_VALUE;  // not a node of the graph it came from
+  const CUresult e =
+      api_.cuGraphExecKernelNodeSetParams_v2(exec.exec, exec.from_mirror ? mirrored : n->as<GraphNodeObject>().node, &p);
+  if (e == CUDA_SUCCESS && (!mirrored || api_.cuGraphKernelNodeSetParams_v2(mirrored, &p) != CUDA_SUCCESS))
+    exec.unmirrored = "had kernel node parameters changed that its copy for a suspend could not follow";
+  return e;
 }
 
 int32_t Session::on_GraphExecUpdate(const api::GraphExecUpdateArgs& a, api::GraphExecUpdateReply& r, Request&) {
-  const Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
+  Object* x = vol_.find(ObjectKind::GraphExec, a.exec);
   Object* graph = vol_.find(ObjectKind::Graph, a.graph);
   if (!x || !graph) return CUDA_ERROR_INVALID_VALUE;
   CUgraphExecUpdateResultInfo info{};
   const CUresult e = api_.cuGraphExecUpdate_v2(x->as<GraphExecObject>().exec, graph->as<GraphObject>().graph, &info);
+  if (e == CUDA_SUCCESS) mirror_update(x->as<GraphExecObject>(), *graph);
   r.result = static_cast<uint32_t>(info.result);
   // The nodes it names are the graph's (the update's source).
   r.error_node = info.errorNode ? node_handle(*graph, info.errorNode) : 0;

@@ -151,6 +151,11 @@ int32_t Session::on_LaunchHostFunc(const api::LaunchHostFuncArgs& a, api::Empty&
 }
 
 HostFuncGate* Session::persistent_gate(api::HostFuncEntry* entry, const Request& req) {
+  return persistent_gate_at(entry, &req.ctx.region.control(req.ctx.slot.slot).state, req.ctx.stop);
+}
+
+// Also a resume's (graph_state.cc), which has the slot but no call.
+HostFuncGate* Session::persistent_gate_at(api::HostFuncEntry* entry, uint32_t* slot_state, const std::atomic<bool>* stop) {
   if (gates_.size() >= limits_.max_host_funcs) {
     VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused a graph host node: the client has " +
                                  std::to_string(gates_.size()) + " host functions and nodes (the limit)");
@@ -158,9 +163,9 @@ HostFuncGate* Session::persistent_gate(api::HostFuncEntry* entry, const Request&
   }
   auto gate = std::make_unique<HostFuncGate>();
   gate->entry = entry;
-  gate->slot_state = &req.ctx.region.control(req.ctx.slot.slot).state;
+  gate->slot_state = slot_state;
   gate->closing = &closing_;
-  gate->endpoint_stop = req.ctx.stop;
+  gate->endpoint_stop = stop;
   gate->reached = &gates_reached_;
   gate->persistent = true;
   gates_.push_back(std::move(gate));

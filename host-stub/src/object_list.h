@@ -121,15 +121,31 @@ struct CacheConfigObject {
   int32_t default_value = 0;
 };
 struct PeerAccessObject {};
-// Graphs (graph.cc): driver handles only. Not carried by a suspend (refused while any exists).
+// Graphs (graph.cc): driver handles. A suspend describes each graph by walking it with the
+// driver and a resume builds it again (graph_state.cc).
 struct GraphObject {
   CUgraph graph = nullptr;
 };
 struct GraphNodeObject {
   CUgraphNode node = nullptr;  // freed with its graph
 };
+// An executable graph. The driver cannot be asked an executable graph's node parameters, so
+// `mirror` is a graph of the host's (a clone of the graph it was instantiated from) kept
+// equal to it: every change made to the executable graph (kernel node parameters,
+// cudaGraphExecUpdate) is made to the mirror too; a suspend saves the mirror and a resume
+// instantiates the executable graph from it with `flags`.
 struct GraphExecObject {
   CUgraphExec exec = nullptr;
+  CUgraph mirror = nullptr;
+  uint64_t flags = 0;
+  // The nodes of the graph it was instantiated from (by that graph's object id, as the guest
+  // names them when it changes the executable graph) -> the mirror's matching node.
+  std::map<std::pair<ObjectId, CUgraphNode>, CUgraphNode> nodes;
+  // Instantiated by a resume from the mirror: the driver knows the executable graph's nodes
+  // by the mirror's nodes (else by those of the guest's graph).
+  bool from_mirror = false;
+  // Non-empty: a change the mirror could not follow (why); a suspend is refused.
+  std::string unmirrored;
 };
 // A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
 // device bytes charged to the VM for it. A level of a mipmapped array is an Array child of

@@ -216,8 +216,13 @@ CUresult Session::release(Object& o, Release how) {
       return CUDA_SUCCESS;  // goes with its graph
     case ObjectKind::Graph:
       return destroy_once(o.as<GraphObject>().graph, api_.cuGraphDestroy);
-    case ObjectKind::GraphExec:
-      return destroy_once(o.as<GraphExecObject>().exec, api_.cuGraphExecDestroy);
+    case ObjectKind::GraphExec: {
+      GraphExecObject& x = o.as<GraphExecObject>();
+      const CUresult e = destroy_once(x.exec, api_.cuGraphExecDestroy);
+      destroy_once(x.mirror, api_.cuGraphDestroy);
+      x.nodes.clear();
+      return e;
+    }
     case ObjectKind::Array:
     case ObjectKind::MipmappedArray: {
       // The quota gets its bytes back whichever way it goes (a suspend charges them again

@@ -30,6 +30,8 @@
 
 namespace vmcuda::host {
 
+struct GraphDesc;  // graph_state.h
+
 // The slots of the pinned rings device memory goes through (suspend.cc RingCopier); a
 // resume's ring has at least kResumeRingSlots (two of the stream's largest chunks).
 inline constexpr size_t kRingSlotBytes = size_t{4} << 20;
@@ -231,6 +233,20 @@ class Session : public vmrpc::SlotService {
                        std::vector<CUgraphNode>* out) const;
   // The guest's handle of `node` of graph `graph`, made (kHostNodeHandle) on first use.
   uint64_t node_handle(Object& graph, CUgraphNode node);
+  // Suspend and resume of graphs (graph_state.cc): a graph described by walking it with the
+  // driver (`top`: its nodes in the description's order; false and why when it holds
+  // something a suspend cannot describe exactly), and built again on guest device `device`
+  // from a description read from a state (objects named by saved ids, mapped by `new_id`).
+  bool describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* top, std::string* why, int depth = 0) const;
+  bool build_graph(const GraphDesc& d, int device, const std::map<uint64_t, ObjectId>& new_id,
+                   const vmrpc::RegionView* region, CUgraph* out, std::vector<CUgraphNode>* top, std::string* why);
+  // A graph's nodes (cuGraphGetNodes), false if the driver refused.
+  bool list_graph_nodes(CUgraph g, std::vector<CUgraphNode>* out) const;
+  // A graph's nodes in creation order, their types and its edges as index pairs.
+  bool graph_shape(CUgraph g, std::vector<CUgraphNode>* nodes, std::vector<int>* types,
+                   std::set<std::pair<size_t, size_t>>* edges) const;
+  // An executable graph's mirror after a successful cudaGraphExecUpdate from `graph`.
+  void mirror_update(GraphExecObject& exec, const Object& graph);
   uint64_t next_host_node_ = 0;
   // A new node entry under `graph` for the guest's handle `handle` (checked new and >= kFirstGuestHandle).
   bool new_node_handle(uint64_t handle) const {
@@ -243,6 +259,7 @@ class Session : public vmrpc::SlotService {
   // A host function gate the driver may run many times (graph host nodes and host
   // functions captured into graphs), or nullptr when the client has too many.
   HostFuncGate* persistent_gate(api::HostFuncEntry* entry, const Request& req);
+  HostFuncGate* persistent_gate_at(api::HostFuncEntry* entry, uint32_t* slot_state, const std::atomic<bool>* stop);
 
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();

@@ -30,6 +30,7 @@
 
 #include "client_control.h"
 #include "module_symbols.h"
+#include "graph_state.h"
 #include "arrays.h"
 #include "session.h"
 #include "state_stream.h"
@@ -49,8 +50,9 @@ enum RecordType : uint32_t {
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
   kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
 };
-// 2: events carry their time before the suspend; 3: streams carry the attributes set on them
-constexpr uint32_t kClientStateVersion = 3;
+// 2: events carry their time before the suspend; 3: streams carry the attributes set on them;
+// 4: graphs, their nodes and executable graphs (graph_state.h)
+constexpr uint32_t kClientStateVersion = 4;
 // CUstreamAttrID has 5 stream attributes: a saved stream names at most that many.
 constexpr uint32_t kMaxSavedStreamAttributes = 5;
 
@@ -371,9 +373,35 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     return false;
   };
   if (suspended_) return fail("the client is already suspended");
-  // Graphs are not carried yet (graph.cc): refused before anything is touched (a synchronize
-  // would also invalidate a capture in progress), so the client runs on unchanged.
+  // An open capture (a synchronize would also invalidate it) or an executable graph whose
+  // changes its mirror could not follow: refused before anything is touched.
   if (const std::string g = graphs_block_suspend(); !g.empty()) return fail(g);
+  // Every graph and executable graph (its mirror) described now, so that one the suspend
+  // cannot carry refuses it before anything is touched (graph_state.cc).
+  struct Described {
+    GraphDesc desc;
+    std::vector<CUgraphNode> nodes;  // in the description's order
+  };
+  std::map<ObjectId, Described> graphs;
+  for (ObjectKind k : {ObjectKind::Graph, ObjectKind::GraphExec})
+    for (const auto& [handle, id] : vol_.of(k)) {
+      const Object* o = vol_.get(id);
+      make_current(o->device);
+      Described& d = graphs[id];
+      const CUgraph g = k == ObjectKind::Graph ? o->as<GraphObject>().graph : o->as<GraphExecObject>().mirror;
+      std::string w;
+      if (!describe_graph(g, &d.desc, &d.nodes, &w))
+        return fail(std::string(k == ObjectKind::Graph ? "graph " : "executable graph ") + std::to_string(handle) +
+                    " cannot be saved: " + w + "; nothing was changed and the program runs on");
+    }
+  make_current(current_);
+  auto node_index = [&](ObjectId graph, CUgraphNode n) -> int64_t {
+    const auto it = graphs.find(graph);
+    if (it == graphs.end()) return -1;
+    const auto& v = it->second.nodes;
+    const auto at = std::find(v.begin(), v.end(), n);
+    return at == v.end() ? -1 : at - v.begin();
+  };
   // Texture and surface objects are carried with their values (arrays.cc), unless what one
   // reads is gone: refused then, before anything is touched.
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
@@ -450,6 +478,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   }
   // The object list, parents first.
   bool ok = true;
+  std::string walk_error;
   vol_.walk_parents_first([&](Object& o) {
     if (!ok) return;
     state::ByteWriter w;
@@ -531,9 +560,38 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_i32(o.as<CacheConfigObject>().default_value);
         break;
       case ObjectKind::Graph:
-      case ObjectKind::GraphNode:
-      case ObjectKind::GraphExec:
-        break;  // never: a client with graphs is not suspended (graphs_block_suspend)
+        write_graph(graphs.at(o.id).desc, w);
+        break;
+      case ObjectKind::GraphNode: {
+        // Its place among its graph's nodes.
+        const int64_t i = node_index(o.parent, o.as<GraphNodeObject>().node);
+        if (i < 0) {
+          walk_error = "graph node " + hex(o.handle) + " is not among its graph's nodes";
+          ok = false;
+          return;
+        }
+        w.put_u32(static_cast<uint32_t>(i));
+        break;
+      }
+      case ObjectKind::GraphExec: {
+        // Its flags, its mirror, and which of the mirror's nodes each node of the graph it
+        // came from names (those of graphs still there).
+        const auto& x = o.as<GraphExecObject>();
+        w.put_u64(x.flags);
+        write_graph(graphs.at(o.id).desc, w);
+        std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> pairs;
+        for (const auto& [key, m] : x.nodes) {
+          const int64_t from = node_index(key.first, key.second), to = node_index(o.id, m);
+          if (from >= 0 && to >= 0) pairs.emplace_back(key.first, static_cast<uint32_t>(from), static_cast<uint32_t>(to));
+        }
+        w.put_u32(static_cast<uint32_t>(pairs.size()));
+        for (const auto& [g, from, to] : pairs) {
+          w.put_u64(g);
+          w.put_u32(from);
+          w.put_u32(to);
+        }
+        break;
+      }
       case ObjectKind::CublasHandle: {
         // Its settings (cublas.cc): a resume makes a new handle of the library with them.
         const auto& c = o.as<CublasHandleObject>();
@@ -571,7 +629,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     }
     ok = out.put_record(kObjectRecord, o.id, w.bytes());
   });
-  if (!ok) return fail(out.error());
+  if (!ok) return fail(walk_error.empty() ? out.error() : walk_error);
   phases.mark("objects");
   // Device memory: each mapping whole (a chunk's free bytes too: they are few), copied from
   // the device straight into the sink's staging buffers.
@@ -681,6 +739,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     });
     if (arena_) arena_->release_memory();
     release_all(Release::kSuspend);
+    free_gates(true);  // graph host nodes' gates (no context is left to call them)
     return false;
   };
   if (!suspended_ && vol_.size() != 0) return fail("the client is not suspended");
@@ -787,6 +846,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     int device;
     uint64_t handle;
     ObjectData data;
+    std::shared_ptr<GraphDesc> graph;  // Graph, GraphExec (its mirror)
+    uint32_t node_index = 0;           // GraphNode: its place among its graph's nodes
+    std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> pairs;  // GraphExec: GraphExecObject::nodes
   };
   std::vector<Saved> saved;
   std::map<uint64_t, size_t> saved_by_id;
@@ -811,8 +873,6 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
-    if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec)
-      return bad("graphs are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -831,10 +891,12 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::Array:  // a mipmapped array's level: under it (checked with its record)
         if (parent && parent->kind == ObjectKind::MipmappedArray) want = ObjectKind::MipmappedArray;
         [[fallthrough]];
+      case ObjectKind::GraphNode:
       case ObjectKind::Function:
       case ObjectKind::Global:
       case ObjectKind::ManagedVar:
-        if (s.kind != ObjectKind::Array) want = ObjectKind::Module;
+        if (s.kind == ObjectKind::GraphNode) want = ObjectKind::Graph;
+        else if (s.kind != ObjectKind::Array) want = ObjectKind::Module;
         [[fallthrough]];
       default:
         if (!parent || parent->kind != want || parent->device != s.device) return bad("wrong parent");
@@ -1033,10 +1095,50 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         else s.data = SurfObject{0, resource};
         break;
       }
-      case ObjectKind::Graph:  // refused above; listed so that a new kind is a compile warning here
-      case ObjectKind::GraphNode:
-      case ObjectKind::GraphExec:
-        return bad("graphs are not carried by a suspend");
+      case ObjectKind::Graph:
+      case ObjectKind::GraphExec: {
+        // Its structure checked here (graph_state.cc); what its nodes use, when it is built.
+        const bool exec = s.kind == ObjectKind::GraphExec;
+        uint64_t flags = 0;
+        if (exec && r.get_u64(&flags) && (flags & ~uint64_t{9})) return bad("unknown instantiation flags");
+        if (!exec && s.handle < api::kFirstGuestHandle) return bad("a handle the guest cannot have made");
+        if (!r.ok()) break;
+        s.graph = std::make_shared<GraphDesc>();
+        uint32_t budget = kMaxSavedGraphNodes;
+        if (std::string w; !read_graph(r, s.graph.get(), &budget, &w)) return bad(r.ok() ? w : r.error());
+        if (!exec) {
+          s.data = GraphObject{};
+          break;
+        }
+        if (s.handle < api::kFirstGuestHandle) return bad("a handle the guest cannot have made");
+        uint32_t count = 0;
+        r.get_u32(&count);
+        if (r.ok() && count > s.graph->nodes.size()) return bad("more matched nodes than its graph has");
+        for (uint32_t i = 0; r.ok() && i < count; ++i) {
+          uint64_t g = 0;
+          uint32_t from = 0, to = 0;
+          r.get_u64(&g);
+          r.get_u32(&from);
+          r.get_u32(&to);
+          if (!r.ok()) break;
+          const auto it = saved_by_id.find(g);
+          const Saved* graph = it == saved_by_id.end() ? nullptr : &saved[it->second];
+          if (!graph || graph->kind != ObjectKind::Graph || graph->device != s.device ||
+              from >= graph->graph->nodes.size() || to >= s.graph->nodes.size())
+            return bad("a matched node of no graph of the state");
+          s.pairs.emplace_back(g, from, to);
+        }
+        GraphExecObject x;
+        x.flags = flags;
+        s.data = std::move(x);
+        break;
+      }
+      case ObjectKind::GraphNode: {
+        r.get_u32(&s.node_index);
+        if (r.ok() && s.node_index >= parent->graph->nodes.size()) return bad("beyond its graph's nodes");
+        s.data = GraphNodeObject{};
+        break;
+      }
       case ObjectKind::CublasHandle: {
         CublasHandleObject c;
         r.get_i32(&c.pointer_mode);
@@ -1158,6 +1260,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       textures.push_back({s.kind, s.device, s.handle, s.data});
       continue;
     }
+    // Graphs last (below): their nodes use objects made after them.
+    if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec) continue;
     const ObjectId parent = s.parent ? new_id.at(s.parent) : 0;
     if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
     if (s.device >= 0) make_current(s.device);
@@ -1316,6 +1420,45 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (!recreate_objects() || !restore_memory()) return false;
   } else {
     if (!restore_memory() || !recreate_objects()) return false;
+  }
+  // Graphs, built again node by node (graph_state.cc), their nodes' handles, and executable
+  // graphs instantiated from their mirrors.
+  {
+    std::map<uint64_t, std::vector<CUgraphNode>> built;  // saved id -> its nodes, in order
+    uint64_t host_nodes = 0;
+    for (const Saved& s : saved) {
+      if (s.kind != ObjectKind::Graph && s.kind != ObjectKind::GraphNode && s.kind != ObjectKind::GraphExec) continue;
+      if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
+      make_current(s.device);
+      const ObjectId parent = new_id.at(s.parent);
+      ObjectData data = s.data;
+      if (s.kind == ObjectKind::GraphNode) {
+        std::get<GraphNodeObject>(data).node = built.at(s.parent).at(s.node_index);
+        if (s.handle & api::kHostNodeHandle) host_nodes = std::max(host_nodes, s.handle & ~api::kHostNodeHandle);
+      } else {
+        CUgraph g = nullptr;
+        std::vector<CUgraphNode> nodes;
+        if (!build_graph(*s.graph, s.device, new_id, region, &g, &nodes, &err))
+          return fail(std::string(kind_name(s.kind)) + " " + hex(s.handle) + ": " + err);
+        if (s.kind == ObjectKind::Graph) {
+          std::get<GraphObject>(data).graph = g;
+        } else {
+          auto& x = std::get<GraphExecObject>(data);
+          x.mirror = g;
+          x.from_mirror = true;
+          if (CUresult e = api_.cuGraphInstantiateWithFlags(&x.exec, g, x.flags); e != CUDA_SUCCESS) {
+            api_.cuGraphDestroy(g);
+            return fail("instantiating executable graph " + hex(s.handle) + " failed: " + describe(api_, e));
+          }
+          for (const auto& [graph, from, to] : s.pairs)
+            x.nodes[{new_id.at(graph), built.at(graph).at(from)}] = nodes.at(to);
+        }
+        built[s.id] = std::move(nodes);
+      }
+      new_id[s.id] = vol_.add(s.kind, s.device, s.handle, parent, std::move(data)).id;
+    }
+    next_host_node_ = std::max(next_host_node_, host_nodes);
+    make_current(current_);
   }
   if (!recreate_texture_objects(std::move(textures), new_id, &err)) return fail(err);
   if (!restore_cublas_settings(&err)) return fail(err);

@@ -70,7 +70,28 @@ struct FakeNode {
   std::vector<std::vector<std::byte>> params;
   std::function<CUresult(CUstream)> op;
   CUgraph child = nullptr;
+  // What the driver answers about the node (cuGraph*NodeGetParams, ...GetEvent, kernel
+  // node attributes): the work `op` does, described.
+  CUDA_MEMCPY3D copy{};
+  CUDA_MEMSET_NODE_PARAMS memset{};
+  CUDA_HOST_NODE_PARAMS host{};
+  CUevent event = nullptr;
+  std::map<int, CUlaunchAttributeValue> attrs;
+  std::vector<void*> param_ptrs;  // kernelParams handed out by cuGraphKernelNodeGetParams
 };
+// A plain copy's description (one row) and a memset's, for captured work. Lock held or not.
+CUDA_MEMCPY3D linear_copy(CUmemorytype dst_type, void* dst_host, CUdeviceptr dst, CUmemorytype src_type,
+                          const void* src_host, CUdeviceptr src, size_t n) {
+  CUDA_MEMCPY3D c{};
+  c.srcMemoryType = src_type, c.srcHost = src_host, c.srcDevice = src, c.srcPitch = n, c.srcHeight = 1;
+  c.dstMemoryType = dst_type, c.dstHost = dst_host, c.dstDevice = dst, c.dstPitch = n, c.dstHeight = 1;
+  c.WidthInBytes = n, c.Height = 1, c.Depth = 1;
+  return c;
+}
+CUDA_MEMSET_NODE_PARAMS memset_params(CUdeviceptr d, size_t pitch, unsigned value, unsigned elem, size_t width,
+                                      size_t height) {
+  return CUDA_MEMSET_NODE_PARAMS{d, pitch, value, elem, width, height};
+}
 struct FakeGraphData {
   std::vector<CUgraphNode> nodes;  // in creation order
 };
@@ -1097,6 +1118,13 @@ CUresult f_memcpy_2d_async(const CUDA_MEMCPY2D* c, CUstream stream) {
       FakeNode n;
       n.type = 1;
       n.op = [copy = *c](CUstream rs) { return f_memcpy_2d_async(&copy, rs); };
+      n.copy.srcXInBytes = c->srcXInBytes, n.copy.srcY = c->srcY, n.copy.srcMemoryType = c->srcMemoryType;
+      n.copy.srcHost = c->srcHost, n.copy.srcDevice = c->srcDevice, n.copy.srcArray = c->srcArray;
+      n.copy.srcPitch = c->srcPitch, n.copy.srcHeight = c->Height;
+      n.copy.dstXInBytes = c->dstXInBytes, n.copy.dstY = c->dstY, n.copy.dstMemoryType = c->dstMemoryType;
+      n.copy.dstHost = c->dstHost, n.copy.dstDevice = c->dstDevice, n.copy.dstArray = c->dstArray;
+      n.copy.dstPitch = c->dstPitch, n.copy.dstHeight = c->Height;
+      n.copy.WidthInBytes = c->WidthInBytes, n.copy.Height = c->Height, n.copy.Depth = 1;
       return capture_locked(st, std::move(n));
     }
     did_work(st, kCopyMs);
@@ -1113,6 +1141,7 @@ CUresult f_memset_2d_async(CUdeviceptr dst, size_t pitch, unsigned char v, size_
       FakeNode n;
       n.type = 2;
       n.op = [=](CUstream rs) { return f_memset_2d_async(dst, pitch, v, width, height, rs); };
+      n.memset = memset_params(dst, pitch, v, 1, width, height);
       return capture_locked(st, std::move(n));
     }
     did_work(st, kCopyMs);
@@ -1609,6 +1638,7 @@ CUresult f_launch_host_func(CUstream s, CUhostFn fn, void* data) {
         fn(data);
         return 0;
       };
+      n.host = CUDA_HOST_NODE_PARAMS{fn, data};
       return capture_locked(st, std::move(n));
     }
   }
@@ -1716,6 +1746,7 @@ CUresult f_htod_async(CUdeviceptr d, const void* s, size_t n, CUstream stream) {
       FakeNode node;
       node.type = 1;
       node.op = [=](CUstream rs) { return f_htod_async(d, s, n, rs); };
+      node.copy = linear_copy(CU_MEMORYTYPE_DEVICE, nullptr, d, CU_MEMORYTYPE_HOST, s, 0, n);
       return capture_locked(st, std::move(node));
     }
     did_work(st, kCopyMs);
@@ -1737,6 +1768,7 @@ CUresult f_dtoh_async(void* d, CUdeviceptr s, size_t n, CUstream stream) {
       FakeNode node;
       node.type = 1;
       node.op = [=](CUstream rs) { return f_dtoh_async(d, s, n, rs); };
+      node.copy = linear_copy(CU_MEMORYTYPE_HOST, d, 0, CU_MEMORYTYPE_DEVICE, nullptr, s, n);
       return capture_locked(st, std::move(node));
     }
     did_work(st, kCopyMs);
@@ -1752,6 +1784,7 @@ CUresult f_dtod_async(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream stream) {
       FakeNode node;
       node.type = 1;
       node.op = [=](CUstream rs) { return f_dtod_async(d, s, n, rs); };
+      node.copy = linear_copy(CU_MEMORYTYPE_DEVICE, nullptr, d, CU_MEMORYTYPE_DEVICE, nullptr, s, n);
       return capture_locked(st, std::move(node));
     }
     did_work(st, kCopyMs);
@@ -1776,6 +1809,7 @@ CUresult f_memset_wide_async(CUdeviceptr d, uint32_t v, size_t n, unsigned width
       FakeNode node;
       node.type = 2;
       node.op = [=](CUstream rs) { return f_memset_wide_async(d, v, n, width, rs); };
+      node.memset = memset_params(d, 0, v, width, n, 1);
       return capture_locked(st, std::move(node));
     }
     did_work(st, kCopyMs);
@@ -1791,6 +1825,7 @@ CUresult f_memset_async(CUdeviceptr d, unsigned char v, size_t n, CUstream strea
       FakeNode node;
       node.type = 2;
       node.op = [=](CUstream rs) { return f_memset_async(d, v, n, rs); };
+      node.memset = memset_params(d, 0, v, 1, n, 1);
       return capture_locked(st, std::move(node));
     }
     did_work(st, kCopyMs);
@@ -2113,6 +2148,7 @@ CUresult f_add_memcpy_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   FakeNode n;
   n.type = 1;
   n.op = [copy = *c](CUstream s) { return copy_3d(copy, s); };
+  n.copy = *c;
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
 CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
@@ -2122,6 +2158,7 @@ CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   std::lock_guard l(gpu().mu);
   FakeNode n;
   n.type = 2;
+  n.memset = *p;
   n.op = [m = *p](CUstream s) -> CUresult {
     std::lock_guard l(gpu().mu);
     if (gpu_poisoned()) return 700;
@@ -2143,6 +2180,7 @@ CUresult f_add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dep
   std::lock_guard l(gpu().mu);
   FakeNode n;
   n.type = 3;
+  n.host = *p;
   n.op = [fn = p->fn, data = p->userData](CUstream) {
     if (gpu_poisoned()) return 700;
     fn(data);  // on the launching thread, as the fake's host functions run
@@ -2159,6 +2197,7 @@ CUresult add_event_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps
   if (!gpu().events.contains(e)) return CUDA_ERROR_INVALID_VALUE;
   FakeNode n;
   n.type = record ? 7 : 6;
+  n.event = e;
   if (record) n.op = [e](CUstream s) { return f_event_record(e, s); };
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
@@ -2222,6 +2261,105 @@ CUresult f_node_type(CUgraphNode n, int* type) {
   *type = it->second.type;
   return CUDA_SUCCESS;
 }
+// Introspection: what each node holds, and the graph's edges (a node's dependencies, in
+// node order).
+FakeNode* node_of_type_locked(CUgraphNode n, int type) {
+  auto it = gpu().nodes.find(n);
+  return it == gpu().nodes.end() || it->second.type != type ? nullptr : &it->second;
+}
+CUresult f_get_edges(CUgraph graph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data, size_t* count) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.graphs.find(graph);
+  if (it == g.graphs.end() || !count) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::pair<CUgraphNode, CUgraphNode>> edges;
+  for (CUgraphNode n : it->second.nodes)
+    for (CUgraphNode d : g.nodes.at(n).deps) edges.emplace_back(d, n);
+  if (!from && !to) return *count = edges.size(), CUDA_SUCCESS;
+  if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < *count; ++i) {
+    from[i] = i < edges.size() ? edges[i].first : nullptr;
+    to[i] = i < edges.size() ? edges[i].second : nullptr;
+    if (data) data[i] = CUgraphEdgeData{};
+  }
+  *count = std::min(*count, edges.size());
+  return CUDA_SUCCESS;
+}
+CUresult f_kernel_node_get(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v2* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 0);
+  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
+  n->param_ptrs.clear();
+  for (auto& b : n->params) n->param_ptrs.push_back(b.data());
+  *p = CUDA_KERNEL_NODE_PARAMS_v2{n->fn,       n->grid[0], n->grid[1],           n->grid[2], n->block[0], n->block[1],
+                                  n->block[2], n->shared,  n->param_ptrs.data(), nullptr,    nullptr,     nullptr};
+  return CUDA_SUCCESS;
+}
+CUresult f_kernel_node_set(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 0);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  FakeNode updated;
+  if (CUresult e = kernel_node_locked(p, &updated); e != CUDA_SUCCESS) return e;
+  n->fn = updated.fn;
+  std::copy(std::begin(updated.grid), std::end(updated.grid), n->grid);
+  std::copy(std::begin(updated.block), std::end(updated.block), n->block);
+  n->shared = updated.shared;
+  n->params = std::move(updated.params);
+  return CUDA_SUCCESS;
+}
+CUresult f_kernel_node_get_attribute(CUgraphNode node, int id, CUlaunchAttributeValue* v) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 0);
+  if (!n || !v) return CUDA_ERROR_INVALID_VALUE;
+  auto it = n->attrs.find(id);
+  *v = it == n->attrs.end() ? CUlaunchAttributeValue{} : it->second;
+  return CUDA_SUCCESS;
+}
+CUresult f_kernel_node_set_attribute(CUgraphNode node, int id, const CUlaunchAttributeValue* v) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 0);
+  if (!n || !v) return CUDA_ERROR_INVALID_VALUE;
+  n->attrs[id] = *v;
+  return CUDA_SUCCESS;
+}
+CUresult f_memcpy_node_get(CUgraphNode node, CUDA_MEMCPY3D* c) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 1);
+  if (!n || !c) return CUDA_ERROR_INVALID_VALUE;
+  *c = n->copy;
+  return CUDA_SUCCESS;
+}
+CUresult f_memset_node_get(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS* m) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 2);
+  if (!n || !m) return CUDA_ERROR_INVALID_VALUE;
+  *m = n->memset;
+  return CUDA_SUCCESS;
+}
+CUresult f_host_node_get(CUgraphNode node, CUDA_HOST_NODE_PARAMS* h) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 3);
+  if (!n || !h) return CUDA_ERROR_INVALID_VALUE;
+  *h = n->host;
+  return CUDA_SUCCESS;
+}
+CUresult f_child_graph_get(CUgraphNode node, CUgraph* out) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 4);
+  if (!n || !out || !n->child) return CUDA_ERROR_INVALID_VALUE;  // (a captured graph launch has none here)
+  *out = n->child;
+  return CUDA_SUCCESS;
+}
+CUresult event_node_get(CUgraphNode node, CUevent* out, int type) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, type);
+  if (!n || !out) return CUDA_ERROR_INVALID_VALUE;
+  *out = n->event;
+  return CUDA_SUCCESS;
+}
+CUresult f_event_record_node_get(CUgraphNode node, CUevent* out) { return event_node_get(node, out, 7); }
+CUresult f_event_wait_node_get(CUgraphNode node, CUevent* out) { return event_node_get(node, out, 6); }
 CUresult f_find_in_clone(CUgraphNode* out, CUgraphNode original, CUgraph clone) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
@@ -2523,6 +2661,17 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuGraphExecDestroy = f_exec_destroy;
   api.cuGraphExecKernelNodeSetParams_v2 = f_exec_kernel_params;
   api.cuGraphExecUpdate_v2 = f_exec_update;
+  api.cuGraphGetEdges_v2 = f_get_edges;
+  api.cuGraphKernelNodeGetParams_v2 = f_kernel_node_get;
+  api.cuGraphKernelNodeSetParams_v2 = f_kernel_node_set;
+  api.cuGraphKernelNodeGetAttribute = f_kernel_node_get_attribute;
+  api.cuGraphKernelNodeSetAttribute = f_kernel_node_set_attribute;
+  api.cuGraphMemcpyNodeGetParams = f_memcpy_node_get;
+  api.cuGraphMemsetNodeGetParams = f_memset_node_get;
+  api.cuGraphHostNodeGetParams = f_host_node_get;
+  api.cuGraphChildGraphNodeGetGraph = f_child_graph_get;
+  api.cuGraphEventRecordNodeGetEvent = f_event_record_node_get;
+  api.cuGraphEventWaitNodeGetEvent = f_event_wait_node_get;
   api.origin = "vmcuda test executor (no GPU)";
   api.open_library = fake_open_library;  // NVIDIA's libraries, faked (fake_cublas.cc)
   api.library_symbol = fake_library_symbol;

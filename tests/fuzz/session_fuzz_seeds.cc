@@ -336,6 +336,7 @@ int main(int argc, char** argv) {
   kernel(fuzz::kFlagSuspend, "kernel-suspend");
   streams_events(fuzz::kFlagSuspend, "streams-events-suspend");
   arrays(fuzz::kFlagSuspend, "arrays-suspend");
+  graphs(fuzz::kFlagSuspend, "graphs-suspend");  // graphs carried (graph_state.cc)
   // Another client of the VM holds most of its quota: the session's allocations meet it.
   memory(fuzz::kFlagNeighbor, "memory-neighbor-24", 24);
   memory(fuzz::kFlagNeighbor | fuzz::kFlagSuspend, "memory-neighbor-30-suspend", 30);

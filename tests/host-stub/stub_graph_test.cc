@@ -1,12 +1,16 @@
 // vmcuda-stub's graphs (host-stub/src/graph.cc) on the test executor, through the wire:
 // explicit graphs built, launched as one queued call each and torn down with the client;
-// stream capture on the client's real streams; hostile inputs refused; a suspend refused
-// while graphs exist, leaving the client running.
+// stream capture on the client's real streams; hostile inputs refused; graphs carried by a
+// suspend and a state file (graph_state.cc), a suspend refused while a capture is open.
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <chrono>
 #include <thread>
 
+#include "host-stub/slot_control.h"
 #include "host-stub/stub_fixture.h"
+#include "state_stream.h"
 #include "client_control.h"
 #include "vmrpc/ordering.h"
 
@@ -65,7 +69,7 @@ TEST(StubGraph, BuiltLaunchedManyTimesAsOneQueuedCallEachAndFreedWithTheClient) 
     for (auto f : frames) EXPECT_EQ(c.status(f), 0);
     EXPECT_EQ(tst::fake_graph_launches() - before, 10u);
     EXPECT_EQ(c.get(p, 16), std::vector<int>(16, 2));
-    EXPECT_EQ(tst::fake_live_graphs(), 1u);
+    EXPECT_EQ(tst::fake_live_graphs(), 2u);  // the graph, and the executable graph's mirror (GraphExecObject)
     EXPECT_EQ(tst::fake_live_graph_execs(), 1u);
   }
   // The client went away: its graph and executable graph with it.
@@ -202,35 +206,325 @@ TEST(StubGraph, AHostNodeAsksTheGuestForOneRunAtEveryLaunch) {
   EXPECT_EQ(entry->done, 3u);
 }
 
-TEST(StubGraph, WithGraphsASuspendIsRefusedAndTheClientRunsOn) {
+// Graphs of every node kind the stub makes (kernel, memset, memcpy device and pinned heap,
+// host, event record and wait, child graph), a captured graph, executable graphs changed
+// after instantiation (kernel node parameters, cudaGraphExecUpdate): launched, suspended to
+// host memory and resumed, saved to a state file and restored, launched again: the same
+// results as before, behind the same handles.
+struct GraphWorkload {
+  static constexpr uint64_t kChild = 0x20020, kClone = 0x20030, kExec2 = 0x20110, kExecCap = 0x20120;
+  static constexpr uint64_t kEvent = 0x20400;
+  uint64_t fn = 0, p = 0, q = 0;
+  std::optional<vmrpc::HeapBlock> host, host2, mailbox;
+  api::HostFuncEntry* entry = nullptr;
+  uint64_t captured_node = 0;  // a host-made node handle of the captured graph
+
+  static api::GraphMemcpySide device_side(uint64_t ptr) { return {api::kGraphMemDevice, 0, ptr, {}, 0, 64, 1, {0, 0, 0}}; }
+  void build(Client& c) {
+    fn = c.load_add_one();
+    p = c.malloc(64);
+    q = c.malloc(64);
+    host = c.slot->heap().allocate(64);
+    host2 = c.slot->heap().allocate(64);
+    mailbox = c.slot->heap().allocate(4 * sizeof(api::HostFuncEntry));
+    ASSERT_TRUE(host && host2 && mailbox);
+    std::memset(mailbox->data, 0, 4 * sizeof(api::HostFuncEntry));
+    entry = reinterpret_cast<api::HostFuncEntry*>(mailbox->data) + 2;
+    ASSERT_EQ(c.call<api::Call::PinHeap>({host->ref()}), 0);
+    ASSERT_EQ(c.call<api::Call::PinHeap>({host2->ref()}), 0);
+    ASSERT_EQ(c.call<api::Call::StreamCreate>({kStream, 1, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::EventCreate>({kEvent, 0}), 0);
+    // memset p=1 -> add_one(p) -> record -> wait -> copy p to q -> copy q to host -> host node -> child: add_one(q).
+    ASSERT_EQ(c.call<api::Call::GraphCreate>({kGraph, 0, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::GraphAddMemsetNode>({kGraph, 0x30000, p, 0, 16, 1, 1, 4, 0, 0}), 0);
+    ASSERT_EQ(add_kernel_node(c, kGraph, 0x30010, fn, p, 16, {0x30000}), 0);
+    ASSERT_EQ(c.call<api::Call::GraphAddNode>({kGraph, 0x30020, kEvent, api::kGraphNodeEventRecord, 1}, nullptr,
+                                              handles({0x30010})),
+              0);
+    ASSERT_EQ(c.call<api::Call::GraphAddNode>({kGraph, 0x30025, kEvent, api::kGraphNodeWaitEvent, 1}, nullptr,
+                                              handles({0x30020})),
+              0);
+    ASSERT_EQ(c.call<api::Call::GraphAddMemcpyNode>({kGraph, 0x30030, device_side(p), device_side(q), {64, 1, 1}, 1, 0},
+                                                    nullptr, handles({0x30025})),
+              0);
+    const api::GraphMemcpySide heap_side{api::kGraphMemHeap, 0, 0, host->ref(), 0, 64, 1, {0, 0, 0}};
+    ASSERT_EQ(c.call<api::Call::GraphAddMemcpyNode>({kGraph, 0x30040, device_side(q), heap_side, {64, 1, 1}, 1, 0},
+                                                    nullptr, handles({0x30030})),
+              0);
+    ASSERT_EQ(c.call<api::Call::GraphAddHostNode>({kGraph, 0x30050, mailbox->ref(), 2, 1}, nullptr, handles({0x30040})), 0);
+    ASSERT_EQ(c.call<api::Call::GraphCreate>({kChild, 0, 0}), 0);
+    ASSERT_EQ(add_kernel_node(c, kChild, 0x31000, fn, q, 16, {}), 0);
+    ASSERT_EQ(c.call<api::Call::GraphAddNode>({kGraph, 0x30060, kChild, api::kGraphNodeChild, 1}, nullptr,
+                                              handles({0x30050})),
+              0);
+    // Executable graphs: one with a kernel node's parameters changed; one updated from a
+    // clone, then changed.
+    ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec, kGraph, 0}), 0);
+    ASSERT_EQ(set_add_one(c, kExec, 0x30010, p, 8), 0);
+    ASSERT_EQ(c.call<api::Call::GraphClone>({kClone, kGraph}), 0);
+    ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec2, kGraph, 0}), 0);
+    api::GraphExecUpdateReply up{};
+    ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({kExec2, kClone}, &up), 0);
+    ASSERT_EQ(up.status, 0);
+    ASSERT_EQ(set_add_one(c, kExec2, 0x30010, p, 4), 0);
+    // Captured: add_one(q), then q to host2.
+    ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+    ASSERT_EQ(c.launch(fn, q, 16, kStream), 0);
+    ASSERT_EQ(c.call<api::Call::CopyFromDeviceHeapAsync>({q, host2->ref(), kStream, 0, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured}), 0);
+    ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExecCap, kCaptured, 0}), 0);
+    api::GraphListReply list{};
+    std::vector<std::byte> extra;
+    ASSERT_EQ(c.call<api::Call::GraphGetNodes>({kCaptured, 0, 8}, &list, {}, &extra, 64), 0);
+    ASSERT_EQ(list.count, 2u);
+    std::memcpy(&captured_node, extra.data(), 8);
+    ASSERT_TRUE(captured_node & api::kHostNodeHandle);
+  }
+  int32_t set_add_one(Client& c, uint64_t exec, uint64_t node, uint64_t ptr, int n) const {
+    const auto args = Client::add_one_args(ptr, n);
+    return c.call<api::Call::GraphExecKernelNodeSetParams>(
+        {exec, node, fn, {1, 1, 1}, {16, 1, 1}, 0, uint32_t(args.size())}, nullptr, args);
+  }
+  // Every executable graph launched once from zeroed memory: what each leaves behind.
+  std::vector<int> run(Client& c, uint64_t fn_handle) {
+    std::vector<int> all;
+    for (uint64_t x : {kExec, kExec2, kExecCap}) {
+      c.put(p, std::vector<int>(16, 0));
+      c.put(q, std::vector<int>(16, 0));
+      std::memset(host->data, 0, 64);
+      std::memset(host2->data, 0, 64);
+      EXPECT_EQ(c.call<api::Call::GraphLaunch>({x, kStream}), 0);
+      EXPECT_EQ(c.call<api::Call::StreamSynchronize>({kStream}), 0);
+      for (auto v : {c.get(p, 16), c.get(q, 16)}) all.insert(all.end(), v.begin(), v.end());
+      for (auto* b : {&*host, &*host2}) {
+        const int* i = reinterpret_cast<const int*>(b->data);
+        all.insert(all.end(), i, i + 16);
+      }
+    }
+    (void)fn_handle;
+    return all;
+  }
+};
+
+// The guest's side of a host node: each time a gate is reached, one run.
+struct HostNodeGuest {
+  std::atomic<bool> stop{false};
+  std::atomic<int> runs{0};
+  std::thread t;
+  explicit HostNodeGuest(api::HostFuncEntry* entry) {
+    t = std::thread([this, entry] {
+      uint32_t ran = 0;
+      while (!stop.load()) {
+        const uint32_t reached = vmrpc::ordering::load_acquire(entry->reached);
+        for (; static_cast<int32_t>(reached - ran) > 0; ++ran) {
+          runs.fetch_add(1);
+          vmrpc::ordering::store_release(entry->done, ran + 1);
+        }
+        std::this_thread::sleep_for(50us);
+      }
+    });
+  }
+  ~HostNodeGuest() {
+    stop.store(true);
+    t.join();
+  }
+};
+
+TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
+  const std::string path = ::testing::TempDir() + "vmcuda-graph-suspend.state";
+  state::remove_state_file(path);
   Stub stub;
   Client c(stub);
-  const uint64_t p = c.malloc(64);
-  c.put(p, std::vector<int>(16, 3));
-  ASSERT_EQ(c.call<api::Call::GraphCreate>({kGraph, 0, 0}), 0);
-  vmrpc::ServedSlot slot{};
-  for (int i = 0; i < 200; ++i) {
-    auto v = stub.endpoint.served_slots();
-    if (!v.empty()) {
-      slot = v.front();
-      break;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  std::string why;
-  ASSERT_TRUE(stub.endpoint.hold_slot(slot.connection_id, slot.slot, 2000ms, &why)) << why;
-  std::vector<std::byte> reply;
-  ASSERT_TRUE(stub.endpoint.control_slot(slot.connection_id, slot.slot, cc::encode(cc::Request{cc::Op::kSuspend, {}}),
-                                         &reply, [](std::span<const std::byte>) {}, &why))
-      << why;
-  cc::Reply r;
-  ASSERT_TRUE(cc::decode(reply, &r));
+  GraphWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  HostNodeGuest guest(w.entry);
+  const std::vector<int> expected = w.run(c, w.fn);
+  // What each graph did: p after add_one on its first 8 (kExec), first 4 (kExec2); q = p + 1
+  // (the child); host = p; the captured graph: q + 1 copied to host2.
+  ASSERT_EQ(expected.size(), 3u * 64);
+  EXPECT_EQ(expected[0], 2);
+  EXPECT_EQ(expected[8], 1);
+  EXPECT_EQ(expected[16], 3);
+  EXPECT_EQ(expected[32 + 7], 2);
+  EXPECT_EQ(expected[64 + 4], 1);
+  EXPECT_EQ(expected[128 + 48], 1);
+  const int runs = guest.runs.load();
+  EXPECT_EQ(runs, 2);
+  const uint64_t graphs = tst::fake_live_graphs(), execs = tst::fake_live_graph_execs();
+
+  // A stream capture open: refused, nothing changed.
+  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("CUDA graphs"), std::string::npos) << r.error;
-  EXPECT_FALSE(r.status.suspended);
-  stub.endpoint.release_slot(slot.connection_id, slot.slot);
-  EXPECT_EQ(c.get(p, 16), std::vector<int>(16, 3));
-  EXPECT_EQ(tst::fake_live_graphs(), 1u);
+  EXPECT_NE(r.error.find("stream capture"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured + 0x10}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphDestroy>({kCaptured + 0x10, 0, 0}), 0);
+
+  // Suspended to host memory: no graph left on the GPU; resumed: the same results.
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_live_graphs(), 0u);
+  EXPECT_EQ(tst::fake_live_graph_execs(), 0u);
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(tst::fake_live_graphs(), graphs);
+  EXPECT_EQ(tst::fake_live_graph_execs(), execs);
+  EXPECT_EQ(w.run(c, w.fn), expected);
+  EXPECT_EQ(guest.runs.load(), 2 * runs);
+  api::GraphNodeTypeReply type{};
+  ASSERT_EQ(c.call<api::Call::GraphNodeGetType>({w.captured_node}, &type), 0);
+  EXPECT_EQ(type.type, 0u);  // the captured kernel, behind the handle the host made for it
+
+  // Saved to a file and restored from it: the same again.
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_live_graphs(), 0u);
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), expected);
+
+  // Changed again after the resume (the executable graph now came from its mirror): followed.
+  ASSERT_EQ(w.set_add_one(c, kExec, 0x30010, w.p, 16), 0);
+  std::vector<int> changed = expected;
+  for (int i = 8; i < 16; ++i) changed[i] = 2, changed[16 + i] = 3, changed[32 + i] = 2;
+  EXPECT_EQ(w.run(c, w.fn), changed);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), changed);
+
+  // Updated after the resume (the executable graph came from its mirror, so the driver pairs
+  // the nodes by structure): followed, node for node.
+  api::GraphExecUpdateReply up{};
+  ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({GraphWorkload::kExec2, GraphWorkload::kClone}, &up), 0);
+  ASSERT_EQ(up.status, 0);
+  std::vector<int> updated = changed;
+  std::copy(changed.begin(), changed.begin() + 64, updated.begin() + 64);  // kExec2 now runs the clone's add_one(p, 16)
+  EXPECT_EQ(w.run(c, w.fn), updated);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), updated);
+
+  // An update from a graph whose nodes the host cannot pair with the mirror's (the same types,
+  // other edges: the executor's driver takes it): the executable graph runs on; a suspend
+  // is refused and says why.
+  constexpr uint64_t kChain = 0x20500, kFork = 0x20510, kExec4 = 0x20520;
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kChain, 0, 0}), 0);
+  ASSERT_EQ(add_kernel_node(c, kChain, 0x32000, w.fn, w.p, 16, {}), 0);
+  ASSERT_EQ(add_kernel_node(c, kChain, 0x32010, w.fn, w.p, 16, {0x32000}), 0);
+  ASSERT_EQ(add_kernel_node(c, kChain, 0x32020, w.fn, w.p, 16, {0x32010}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kFork, 0, 0}), 0);
+  ASSERT_EQ(add_kernel_node(c, kFork, 0x32100, w.fn, w.p, 16, {}), 0);
+  ASSERT_EQ(add_kernel_node(c, kFork, 0x32110, w.fn, w.p, 16, {0x32100}), 0);
+  ASSERT_EQ(add_kernel_node(c, kFork, 0x32120, w.fn, w.p, 16, {0x32100}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec4, kChain, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({kExec4, kFork}, &up), 0);
+  ASSERT_EQ(up.status, 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cudaGraphExecUpdate"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(c.call<api::Call::GraphLaunch>({kExec4, kStream}), 0);
+  EXPECT_EQ(c.call<api::Call::StreamSynchronize>({kStream}), 0);
+  // Once it is destroyed, the suspend goes ahead.
+  ASSERT_EQ(c.call<api::Call::GraphExecDestroy>({kExec4}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), updated);
+  state::remove_state_file(path);
+}
+
+// A state file's graph records are untrusted: damaged ones are refused with the reason, the
+// client stays suspended, and the good file still restores.
+TEST(StubGraph, AHostileGraphRecordInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-graph-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-graph-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  GraphWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  HostNodeGuest guest(w.entry);
+  const std::vector<int> expected = w.run(c, w.fn);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // An object record: kind (1 byte), id, parent, device (4), handle (8); a graph's then its
+  // node count (4), each node's type (4) and fields.
+  constexpr size_t kBody = 29;
+  const auto graph = static_cast<std::byte>(ObjectKind::Graph), node = static_cast<std::byte>(ObjectKind::GraphNode);
+  auto handle_of = [](const std::vector<std::byte>& p) {
+    uint64_t v;
+    std::memcpy(&v, p.data() + 21, 8);
+    return v;
+  };
+  auto u32_at = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"a node of an unknown type", [&](auto& p) { if (p[0] == graph && handle_of(p) == kGraph) u32_at(p, kBody + 4, 99); },
+       "unknown type"},
+      {"too many nodes", [&](auto& p) { if (p[0] == graph && handle_of(p) == kGraph) u32_at(p, kBody, 1u << 30); },
+       "too many nodes"},
+      {"an edge to a node it does not have",
+       [&](auto& p) { if (p[0] == graph && handle_of(p) == GraphWorkload::kChild) {
+           // The child graph: one kernel node, then its edge count (0): one edge 0 -> 5.
+           const size_t end = p.size();
+           u32_at(p, end - 4, 1);
+           p.resize(end + 8);
+           u32_at(p, end, 0);
+           u32_at(p, end + 4, 5);
+         } },
+       "edge between nodes"},
+      {"a cycle",
+       [&](auto& p) { if (p[0] == graph && handle_of(p) == kGraph) {
+           // Its nodes are a chain 0 -> 1 -> ... -> 7; its last edge (6 -> 7) made 6 -> 0.
+           const size_t end = p.size();
+           u32_at(p, end - 8, 6);
+           u32_at(p, end - 4, 0);
+         } },
+       "cycle"},
+      {"a node index beyond its graph's", [&](auto& p) { if (p[0] == node && handle_of(p) == 0x30060) u32_at(p, kBody, 500); },
+       "beyond its graph's nodes"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
+    r = slot_control::control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_live_graphs(), 0u);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  }
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c, w.fn), expected);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 }  // namespace

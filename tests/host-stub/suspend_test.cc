@@ -559,38 +559,6 @@ TEST(Suspend, ATextureWhoseArrayIsFreedRefusesTheSuspendAndTheClientRunsOn) {
   EXPECT_EQ(array_get(c, keep.handle, 8, 8), iota(64, 9));
 }
 
-// The records of state file `from` copied to `to`, each object record's payload through
-// `edit` (which may change it).
-void rewrite_state(const std::string& from, const std::string& to,
-                   const std::function<void(std::vector<std::byte>&)>& edit) {
-  state::FileSource in(from);
-  state::FileSink out(to);
-  state::RecordHeader h{};
-  std::string why;
-  std::vector<std::byte> payload;
-  while (in.next(&h, &why)) {
-    if (!h.is_blob()) {
-      ASSERT_TRUE(in.read_payload(&payload, &why)) << why;
-      if (h.type == 3 /* kObjectRecord */) edit(payload);
-      ASSERT_TRUE(out.put_record(h.type, h.id, payload)) << out.error();
-      continue;
-    }
-    ASSERT_TRUE(out.begin_blob(h.type, h.id, h.payload_bytes)) << out.error();
-    for (;;) {
-      std::span<const std::byte> chunk;
-      ASSERT_TRUE(in.read_chunk_view(&chunk, &why)) << why;
-      if (chunk.empty()) break;
-      std::span<std::byte> buf = out.acquire(chunk.size());
-      ASSERT_EQ(buf.size(), chunk.size()) << out.error();
-      std::memcpy(buf.data(), chunk.data(), chunk.size());
-      ASSERT_TRUE(out.commit(buf)) << out.error();
-    }
-    ASSERT_TRUE(out.end_blob()) << out.error();
-  }
-  ASSERT_TRUE(why.empty()) << why;
-  ASSERT_TRUE(out.finish(&why)) << why;
-}
-
 TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
   const std::string path = ::testing::TempDir() + "vmcuda-suspend-tex-good.state";
   const std::string bad = ::testing::TempDir() + "vmcuda-suspend-tex-bad.state";
