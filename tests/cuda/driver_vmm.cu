@@ -96,6 +96,16 @@ int main() {
   expect("cuMemcpyDtoH last int of chunk 2", cuMemcpyDtoH(&tail, base + 3 * g - sizeof(int), sizeof(int)));
   check("chunk 2 memset", tail == 0x5a5a5a5a);
 
+  // A range across two chunks that follow one another is one range of device memory (a
+  // block of an expandable segment may lie across the chunks it grew by).
+  int across[4] = {11, 12, 13, 14}, across_back[4] = {};
+  expect("cuMemcpyHtoD across chunks 1 and 2", cuMemcpyHtoD(base + 2 * g - 8, across, sizeof across));
+  expect("cuMemcpyDtoH across chunks 1 and 2", cuMemcpyDtoH(across_back, base + 2 * g - 8, sizeof across_back));
+  check("the same bytes back", across_back[0] == 11 && across_back[1] == 12 && across_back[2] == 13 && across_back[3] == 14);
+  expect("cuMemcpyDtoH first int of chunk 2", cuMemcpyDtoH(&tail, base + 2 * g, sizeof(int)));
+  check("chunk 2 starts with the third", tail == 13);
+  expect("cuMemsetD32 on chunk 2 again", cuMemsetD32(base + 2 * g, 0x5a5a5a5a, ints));
+
   // ---- what the driver says of it
   unsigned mt = 0;
   expect("cuPointerGetAttribute(MEMORY_TYPE)", cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, c1 + 64));

@@ -69,6 +69,10 @@ TEST(StubVmm, GranularityReserveCreateMapCopyUnmap) {
   EXPECT_EQ(c.get(base + kG + 64, 4), (std::vector<int>{1, 2, 3, 4}));
   EXPECT_EQ(c.call<api::Call::Memset>({base + 2 * kG, 16, 0x01, 1}), 0);
   EXPECT_EQ(c.get(base + 2 * kG, 4), std::vector<int>(4, 0x01010101));
+  // A copy may span mappings that follow one another (a block of an expandable segment).
+  c.put(base + kG - 8, {9, 8, 7, 6});
+  EXPECT_EQ(c.get(base + kG - 8, 4), (std::vector<int>{9, 8, 7, 6}));
+  EXPECT_EQ(c.get(base + kG, 2), (std::vector<int>{7, 6}));
   // Past what is mapped: not the client's.
   int32_t st = 0;
   c.get(base + 3 * kG, 1, &st);
