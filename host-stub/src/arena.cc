@@ -302,6 +302,9 @@ CUresult DeviceArena::reserve_guest(int device, uint64_t bytes, uint64_t alignme
   if (CUresult r = granularity(device, &g); r != CUDA_SUCCESS) return r;
   if (bytes == 0 || bytes % g || (alignment & (alignment - 1))) return CUDA_ERROR_INVALID_VALUE;
   if (bytes > kArenaStride) return CUDA_ERROR_OUT_OF_MEMORY;
+  // As the driver: a hint must be aligned like the range (else CUDA_ERROR_INVALID_VALUE); an
+  // aligned one that is taken is only a hint.
+  if (hint % g || (alignment && hint % alignment)) return CUDA_ERROR_INVALID_VALUE;
   const uint64_t align = std::max(alignment, g);
   auto take = [&](std::map<uint64_t, uint64_t>::iterator it, uint64_t at) {
     const uint64_t start = it->first, size = it->second;
@@ -310,7 +313,7 @@ CUresult DeviceArena::reserve_guest(int device, uint64_t bytes, uint64_t alignme
     if (start + size > at + bytes) va_free_.emplace(at + bytes, start + size - at - bytes);
     *va = at;
   };
-  if (hint && hint % align == 0) {
+  if (hint) {
     auto it = va_free_.upper_bound(hint);
     if (it != va_free_.begin()) {
       --it;

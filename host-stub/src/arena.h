@@ -76,8 +76,9 @@ class DeviceArena {
   // guest reserved (cuMemAddressReserve) and physical memory it created (cuMemCreate), which
   // it maps into them itself. A suspend is refused while any exists (Session::vmm_block_suspend).
   // `bytes` of VA (a multiple of `device`'s granularity) at a multiple of `alignment` (0 or a
-  // power of two; at least the granularity), at `hint` when that range is free and aligned
-  // (a hint, as CUDA's: elsewhere otherwise). CUDA_ERROR_OUT_OF_MEMORY when the range is full.
+  // power of two; at least the granularity), at `hint` when that range is free (a hint, as
+  // CUDA's: elsewhere otherwise; an unaligned one is CUDA_ERROR_INVALID_VALUE, as the driver
+  // answers). CUDA_ERROR_OUT_OF_MEMORY when the range is full.
   CUresult reserve_guest(int device, uint64_t bytes, uint64_t alignment, uint64_t hint, uint64_t* va,
                          std::string* why);
   void free_guest(uint64_t va, uint64_t bytes) { give_va(va, bytes); }

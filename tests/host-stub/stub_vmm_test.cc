@@ -7,6 +7,7 @@
 #include "client_control.h"
 #include "host-stub/stub_fixture.h"
 #include "object_list.h"
+#include "vgpu_db/allocations.h"
 
 namespace vmcuda::host::test {
 namespace {
@@ -128,6 +129,10 @@ TEST(StubVmm, HintsAndAlignment) {
   EXPECT_NE(moved, want);
   EXPECT_NE(moved, 0u);
   int32_t st = 0;
+  v.reserve(2 * kG, 0, want + 4096, &st);
+  EXPECT_EQ(st, CUDA_ERROR_INVALID_VALUE);  // an unaligned hint, as the driver answers
+  v.reserve(2 * kG, 4 * kG, want + 2 * kG, &st);
+  EXPECT_EQ(st, CUDA_ERROR_INVALID_VALUE);  // a hint not aligned like the range
   v.reserve(kG + 4096, 0, 0, &st);
   EXPECT_EQ(st, CUDA_ERROR_INVALID_VALUE);  // not whole granules
   v.reserve(2 * kG, 3 * kG, 0, &st);
@@ -277,6 +282,26 @@ TEST(StubVmm, RangesSpanContiguousMappings) {
   EXPECT_EQ(vol.find_range(0x4800, 0x1000), nullptr);  // another device
   EXPECT_EQ(vol.find_range(0x3000, 1), nullptr);
   EXPECT_EQ(vol.find_range(0x800, 0x1000), nullptr);
+}
+
+// The guest's record (guest-lib/src/driver_vmm.cc): the same rule for its local checks, and a
+// reset leaves VMM mappings alone (they are not the context's, here as on the host).
+TEST(StubVmm, TheGuestsRecordSpansContiguousMappingsToo) {
+  using vgpu_db::Allocation;
+  vgpu_db::AllocationMap m;
+  auto map = [&](uint64_t base, uint64_t bytes, int device) {
+    m.add({base, bytes, Allocation::kDevice, device, 0, Allocation::kVmmMapping});
+  };
+  map(0x1000, 0x1000, 0);
+  map(0x2000, 0x1000, 0);
+  map(0x4000, 0x1000, 0);
+  m.add({0x3000, 0x1000, Allocation::kDevice, 0, 0, 0});  // cudaMalloc's, between them
+  ASSERT_TRUE(m.find(0x1800, 0x1000));
+  EXPECT_EQ(m.find(0x1800, 0x1000)->base, 0x1000u);
+  EXPECT_FALSE(m.find(0x1800, 0x2000));  // into cudaMalloc's block: not one range
+  EXPECT_FALSE(m.find(0x3800, 0x1000));  // a cudaMalloc block does not run on
+  EXPECT_EQ(m.remove_device(0, Allocation::kDevice), 1u);
+  EXPECT_TRUE(m.find(0x1000, 0x2000));
 }
 
 }  // namespace

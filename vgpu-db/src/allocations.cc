@@ -26,7 +26,10 @@ std::optional<Allocation> AllocationMap::remove(uint64_t base, Allocation::Kind 
 
 size_t AllocationMap::remove_device(int device, Allocation::Kind kind) {
   std::unique_lock l(mu_);
-  return std::erase_if(by_base_, [&](const auto& kv) { return kv.second.device == device && kv.second.kind == kind; });
+  // Memory mapped by cuMemMap is not the context's: it outlives a reset, as on the host.
+  return std::erase_if(by_base_, [&](const auto& kv) {
+    return kv.second.device == device && kv.second.kind == kind && !(kv.second.flags & Allocation::kVmmMapping);
+  });
 }
 
 std::optional<Allocation> AllocationMap::find(uint64_t ptr, uint64_t bytes) const {

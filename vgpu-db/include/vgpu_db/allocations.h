@@ -38,7 +38,8 @@ class AllocationMap {
   void add(const Allocation& a);
   // Removes the allocation that starts at `base`; nothing when there is none.
   std::optional<Allocation> remove(uint64_t base, Allocation::Kind kind);
-  // Removes every allocation of `kind` on `device` (cudaDeviceReset); returns how many.
+  // Removes every allocation of `kind` on `device` (cudaDeviceReset; VMM mappings stay);
+  // returns how many.
   size_t remove_device(int device, Allocation::Kind kind);
   // The allocation that holds [ptr, ptr + bytes), if one does.
   std::optional<Allocation> find(uint64_t ptr, uint64_t bytes = 1) const;
