@@ -224,6 +224,10 @@ cudaError_t cudaFree(void* devPtr) {
     cudaError_t f = free_heap_block(*r, *m);
     return record(s != cudaSuccess ? s : f);
   }
+  // Memory mapped by cuMemMap is not cudaMalloc's: cuMemUnmap gives it back.
+  if (auto a = AllocationMap::process().find(addr(devPtr));
+      a && a->base == addr(devPtr) && (a->flags & Allocation::kVmmMapping))
+    return record(cudaErrorInvalidValue);
   if (!AllocationMap::process().remove(addr(devPtr), Allocation::kDevice)) return record(cudaErrorInvalidValue);
   auto lock = r->lock();
   return record(r->enqueue<api::Call::Free>({addr(devPtr)}));

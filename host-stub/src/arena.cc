@@ -287,6 +287,68 @@ CUresult DeviceArena::set_peer_access(int device, bool enable) {
   return first;
 }
 
+// ---------------------------------------------------------------- the guest's VMM
+
+CUresult DeviceArena::reserve_guest(int device, uint64_t bytes, uint64_t alignment, uint64_t hint, uint64_t* va,
+                                    std::string* why) {
+  if (released_) return CUDA_ERROR_ILLEGAL_STATE;
+  if (index_ < 0) {
+    if (why) *why = "no free device arena index in this process (at most " + std::to_string(kArenaMaxIndex) + ")";
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (!reserved_)
+    if (CUresult r = reserve(why); r != CUDA_SUCCESS) return r;
+  uint64_t g = 0;
+  if (CUresult r = granularity(device, &g); r != CUDA_SUCCESS) return r;
+  if (bytes == 0 || bytes % g || (alignment & (alignment - 1))) return CUDA_ERROR_INVALID_VALUE;
+  if (bytes > kArenaStride) return CUDA_ERROR_OUT_OF_MEMORY;
+  // As the driver: a hint must be aligned like the range (else CUDA_ERROR_INVALID_VALUE); an
+  // aligned one that is taken is only a hint.
+  if (hint % g || (alignment && hint % alignment)) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t align = std::max(alignment, g);
+  auto take = [&](std::map<uint64_t, uint64_t>::iterator it, uint64_t at) {
+    const uint64_t start = it->first, size = it->second;
+    va_free_.erase(it);
+    if (at > start) va_free_.emplace(start, at - start);
+    if (start + size > at + bytes) va_free_.emplace(at + bytes, start + size - at - bytes);
+    *va = at;
+  };
+  if (hint) {
+    auto it = va_free_.upper_bound(hint);
+    if (it != va_free_.begin()) {
+      --it;
+      if (hint - it->first < it->second && bytes <= it->second - (hint - it->first)) return take(it, hint), CUDA_SUCCESS;
+    }
+  }
+  for (auto it = va_free_.begin(); it != va_free_.end(); ++it) {
+    const uint64_t at = round_up(it->first, align);
+    if (at - it->first < it->second && bytes <= it->second - (at - it->first)) return take(it, at), CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult DeviceArena::create_physical(int device, uint64_t bytes, CUmemGenericAllocationHandle* h) {
+  if (released_) return CUDA_ERROR_ILLEGAL_STATE;
+  if (meter_ && !meter_(static_cast<int64_t>(bytes))) return CUDA_ERROR_OUT_OF_MEMORY;  // the VM's quota
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+  const CUresult r = api_.cuMemCreate(h, bytes, &prop, 0);
+  if (r != CUDA_SUCCESS) {
+    if (meter_) meter_(-static_cast<int64_t>(bytes));
+    return r;
+  }
+  physical_bytes_ += bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::release_physical(CUmemGenericAllocationHandle h, uint64_t bytes) {
+  const CUresult r = api_.cuMemRelease(h);
+  physical_bytes_ -= bytes;
+  if (meter_) meter_(-static_cast<int64_t>(bytes));
+  return r;
+}
+
 // ---------------------------------------------------------------- suspend/resume
 
 DeviceArena::Layout DeviceArena::layout() const {

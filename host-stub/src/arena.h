@@ -72,6 +72,23 @@ class DeviceArena {
   // and not applied to later mappings.
   CUresult set_peer_access(int device, bool enable);
 
+  // ---- the guest's own virtual memory management (vmm.cc): ranges of this arena's VA the
+  // guest reserved (cuMemAddressReserve) and physical memory it created (cuMemCreate), which
+  // it maps into them itself. A suspend is refused while any exists (Session::vmm_block_suspend).
+  // `bytes` of VA (a multiple of `device`'s granularity) at a multiple of `alignment` (0 or a
+  // power of two; at least the granularity), at `hint` when that range is free (a hint, as
+  // CUDA's: elsewhere otherwise; an unaligned one is CUDA_ERROR_INVALID_VALUE, as the driver
+  // answers). CUDA_ERROR_OUT_OF_MEMORY when the range is full.
+  CUresult reserve_guest(int device, uint64_t bytes, uint64_t alignment, uint64_t hint, uint64_t* va,
+                         std::string* why);
+  void free_guest(uint64_t va, uint64_t bytes) { give_va(va, bytes); }
+  // Physical memory on `device`, charged to the meter first (CUDA_ERROR_OUT_OF_MEMORY when
+  // refused); release_physical gives it back to the driver and the meter.
+  CUresult create_physical(int device, uint64_t bytes, CUmemGenericAllocationHandle* h);
+  CUresult release_physical(CUmemGenericAllocationHandle h, uint64_t bytes);
+  // The driver's recommended granularity on `device` (what the arena's VA arithmetic uses).
+  CUresult granularity_of(int device, uint64_t* g) { return granularity(device, g); }
+
   // ---- suspend/resume (suspend.cc). The physical memory goes and comes back; the layout
   // (every mapping's VA, size and device, every block, the free lists) stays, so every
   // pointer the guest holds keeps its value.

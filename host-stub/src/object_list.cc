@@ -26,6 +26,9 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::TexObject: return "texture object";
     case ObjectKind::SurfObject: return "surface object";
     case ObjectKind::CublasHandle: return "cuBLAS handle";
+    case ObjectKind::VmmReservation: return "virtual address reservation";
+    case ObjectKind::VmmAllocation: return "physical allocation";
+    case ObjectKind::VmmMapping: return "virtual memory mapping";
   }
   return "unknown";
 }
@@ -92,7 +95,22 @@ const Object* ObjectList::find_range(uint64_t ptr, uint64_t bytes) const {
     const uint64_t off = ptr - it->first;
     if (off <= size && bytes <= size - off) return o;
   }
-  return nullptr;
+  const auto& maps = index_[static_cast<unsigned>(ObjectKind::VmmMapping)];
+  auto it = maps.upper_bound(ptr);
+  if (it == maps.begin()) return nullptr;
+  --it;
+  const Object* first = get(it->second);
+  uint64_t end = it->first + first->as<VmmMappingObject>().bytes;  // of the contiguous run so far
+  if (ptr >= end) return nullptr;
+  // Bounded by the mappings there are: each step needs a new one starting at `end`.
+  while (bytes > end - ptr) {
+    ++it;
+    if (it == maps.end() || it->first != end) return nullptr;
+    const Object* next = get(it->second);
+    if (next->device != first->device) return nullptr;
+    end += next->as<VmmMappingObject>().bytes;
+  }
+  return first;
 }
 
 void ObjectList::walk_down(Object& o, const std::function<void(Object&)>& f) {

@@ -49,8 +49,11 @@ enum class ObjectKind : uint8_t {
   TexObject,         // handle: the driver's CUtexObject (kernels are given it)
   SurfObject,        // handle: the driver's CUsurfObject
   CublasHandle,      // handle: guest cuBLAS handle (parent: the context; host-stub/src/cublas.cc)
+  VmmReservation,    // handle: its first address (cuMemAddressReserve; a root: VA is process-wide)
+  VmmAllocation,     // handle: made by the host (cuMemCreate); parent: its device's context
+  VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
 };
-inline constexpr unsigned kObjectKinds = 21;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 24;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -181,10 +184,32 @@ struct CublasHandleObject {
   uint64_t workspace_bytes = 0;
 };
 
+// Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
+// allocation; an allocation lives while the guest holds a reference (cuMemCreate,
+// cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
+// driver's. Not carried by a suspend (refused while any exists: vmm_block_suspend).
+struct VmmReservationObject {
+  uint64_t bytes = 0;
+};
+struct VmmAllocationObject {
+  CUmemGenericAllocationHandle handle = 0;  // the driver's
+  uint64_t bytes = 0;                       // charged to the VM (a multiple of the granularity)
+  uint32_t refs = 1;                        // the guest's references; 0: only mappings keep it
+  uint32_t maps = 0;                        // VmmMapping entries naming it
+};
+struct VmmMappingObject {
+  uint64_t bytes = 0;
+  uint64_t offset = 0;            // into the allocation
+  ObjectId allocation = 0;
+  bool mapped = true;             // false once the teardown unmapped it
+  std::map<int, uint32_t> access; // guest device -> CUmemAccess_flags, as cuMemSetAccess set it
+};
+
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
-                                ArrayObject, TexObject, SurfObject, CublasHandleObject>;
+                                ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
+                                VmmAllocationObject, VmmMappingObject>;
 
 struct Object {
   ObjectId id = 0;
@@ -214,7 +239,10 @@ class ObjectList {
   const Object* get(ObjectId id) const;
   Object* find(ObjectKind kind, uint64_t handle);
   const Object* find(ObjectKind kind, uint64_t handle) const;
-  // The Allocation or Global whose bytes contain [ptr, ptr + bytes), or nullptr.
+  // The Allocation, Global or VmmMapping whose bytes contain [ptr, ptr + bytes), or nullptr.
+  // A range may run on over VMM mappings that follow one another without a gap on the same
+  // device (one reservation mapped chunk by chunk, as PyTorch's expandable segments do): the
+  // first is returned.
   const Object* find_range(uint64_t ptr, uint64_t bytes) const;
   // A device's context entry (its children are the device's objects), or nullptr.
   Object* context(int device) { return find(ObjectKind::Context, static_cast<uint64_t>(device)); }

@@ -248,6 +248,17 @@ CUresult Session::release(Object& o, Release how) {
     }
     case ObjectKind::CublasHandle:
       return cublas_release(o.as<CublasHandleObject>());
+    case ObjectKind::VmmReservation:
+      if (arena_) arena_->free_guest(o.handle, o.as<VmmReservationObject>().bytes);
+      return CUDA_SUCCESS;
+    case ObjectKind::VmmMapping:
+      return vmm_unmap(o);
+    case ObjectKind::VmmAllocation: {
+      auto& v = o.as<VmmAllocationObject>();
+      const CUresult e = v.handle && arena_ ? arena_->release_physical(v.handle, v.bytes) : CUDA_SUCCESS;
+      v.handle = 0;
+      return e;
+    }
     case ObjectKind::PeerAccess:
       if (how == Release::kReset) {
         // Both directions of a pair go (set_peer_access also takes the arena's grant back).
@@ -260,6 +271,7 @@ CUresult Session::release(Object& o, Release how) {
 }
 
 void Session::release_all(Release how) {
+  vmm_unmap_all();  // before any allocation or context goes, whatever the walk's order
   vol_.walk_children_first([&](Object& o) { release(o, how); });
   vol_.clear();
   for (CUcontext& c : contexts_) c = nullptr;

@@ -261,6 +261,19 @@ class Session : public vmrpc::SlotService {
   HostFuncGate* persistent_gate(api::HostFuncEntry* entry, const Request& req);
   HostFuncGate* persistent_gate_at(api::HostFuncEntry* entry, uint32_t* slot_state, const std::atomic<bool>* stop);
 
+  // ---- virtual memory management (vmm.cc).
+  // Why a suspend is refused now (empty: it is not): VMM objects are not carried yet.
+  std::string vmm_block_suspend() const;
+  // A physical allocation the guest holds a reference to, by its handle, or nullptr.
+  Object* vmm_allocation(uint64_t handle);
+  // The mappings that cover [ptr, ptr + bytes) exactly (whole, no gap); false when none do.
+  bool vmm_whole_mappings(uint64_t ptr, uint64_t bytes, std::vector<ObjectId>* out) const;
+  // Releases allocation `id`'s driver memory and entry once neither a reference nor a mapping is left.
+  CUresult vmm_drop_if_unused(ObjectId id);
+  // Unmaps a VmmMapping entry (once; the entry stays).
+  CUresult vmm_unmap(Object& mapping);
+  void vmm_unmap_all();
+
   // Creates the current device's context on first use and makes it current.
   bool ensure_context();
   void make_current(int device);

@@ -405,6 +405,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Texture and surface objects are carried with their values (arrays.cc), unless what one
   // reads is gone: refused then, before anything is touched.
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
+  // Virtual memory objects are not carried yet (vmm.cc): refused, never saved wrong.
+  if (const std::string v = vmm_block_suspend(); !v.empty()) return fail(v);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -602,6 +604,10 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_u64(c.workspace_bytes);
         break;
       }
+      case ObjectKind::VmmReservation:
+      case ObjectKind::VmmAllocation:
+      case ObjectKind::VmmMapping:
+        break;  // never: refused while any exists (vmm_block_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -873,6 +879,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
+    if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
+      return bad("virtual memory objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1155,6 +1163,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = c;
         break;
       }
+      case ObjectKind::VmmReservation:  // refused above; listed so that a new kind is a compile warning here
+      case ObjectKind::VmmAllocation:
+      case ObjectKind::VmmMapping:
+        return bad("virtual memory objects are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());

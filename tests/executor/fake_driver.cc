@@ -727,18 +727,44 @@ CUresult f_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* d
     }
   return CUDA_SUCCESS;
 }
+// The pieces of [p, p+n) as device memory, as the driver's unified VA has them: one block,
+// or VMM mappings that follow one another without a gap (each piece checked by find); every
+// piece, or false when one is missing. Lock held.
+template <class F>
+bool for_each_piece(uint64_t p, size_t n, F f) {
+  if (std::byte* whole = find(p, n)) return f(whole, size_t{0}, n), true;
+  auto& g = gpu();
+  std::vector<std::pair<std::byte*, size_t>> pieces;
+  for (size_t done = 0; done < n;) {
+    auto m = g.maps.upper_bound(p + done);
+    if (m == g.maps.begin()) return false;
+    --m;
+    auto mem = g.mem.find(m->first);
+    if (mem == g.mem.end()) return false;
+    const uint64_t off = p + done - m->first;
+    if (off >= mem->second.size()) return false;
+    const size_t k = std::min<size_t>(n - done, mem->second.size() - off);
+    std::byte* at = find(p + done, k);
+    if (!at) return false;
+    pieces.emplace_back(at, k);
+    done += k;
+  }
+  size_t off = 0;
+  for (auto [at, k] : pieces) f(at, off, k), off += k;
+  return true;
+}
 CUresult f_htod(CUdeviceptr d, const void* s, size_t n) {
   std::lock_guard l(gpu().mu);
-  std::byte* p = find(d, n);
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(p, s, n);
+  const auto* src = static_cast<const std::byte*>(s);
+  if (!for_each_piece(d, n, [&](std::byte* at, size_t off, size_t k) { std::memcpy(at, src + off, k); }))
+    return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 CUresult f_dtoh(void* d, CUdeviceptr s, size_t n) {
   std::lock_guard l(gpu().mu);
-  std::byte* p = find(s, n);
-  if (!p) return CUDA_ERROR_INVALID_VALUE;
-  std::memcpy(d, p, n);
+  auto* dst = static_cast<std::byte*>(d);
+  if (!for_each_piece(s, n, [&](std::byte* at, size_t off, size_t k) { std::memcpy(dst + off, at, k); }))
+    return CUDA_ERROR_INVALID_VALUE;
   flush_printf_locked(t_ctx);  // a synchronous copy
   return CUDA_SUCCESS;
 }

@@ -309,6 +309,29 @@ void arrays(uint8_t flags, const char* name) {
   save(name, w);
 }
 
+// Virtual memory management (host-stub/src/vmm.cc): reserve, create, map, set access, copy
+// through the mapping, query, unmap, release, free, as PyTorch's expandable segments do.
+void vmm(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  constexpr uint64_t kG = 2ull << 20;
+  const int32_t data[4] = {1, 2, 3, 4};
+  w.call(Call::VmmGranularity, api::VmmGranularityArgs{0, 1});                    // rem 0
+  w.call(Call::VmmAddressReserve, api::VmmReserveArgs{8 * kG, 0, 0, 0});         // rem 1
+  w.call(Call::VmmCreate, api::VmmCreateArgs{kG, 0, 0});                         // rem 2
+  w.call(Call::VmmMap, api::VmmMapArgs{0, kG, 0, 1, 0}, nullptr, 0, 0, 1, 0);   // rem 3 (device)
+  w.call(Call::VmmSetAccess, api::VmmAccessArgs{0, kG, 0, 3}, nullptr, 0, 0, 1, 0);
+  w.call(Call::CopyToDeviceInline, api::CopyToDeviceInlineArgs{0}, data, sizeof data, 0, 1, 0);
+  w.call(Call::CopyFromDeviceInline, api::CopyFromDeviceInlineArgs{0, sizeof data}, nullptr, 0, sizeof data, 1, 0);
+  w.call(Call::VmmGetAccess, api::VmmAccessArgs{0, 0, 0, 0}, nullptr, 0, 0, 1, 0);
+  w.call(Call::VmmRetainHandle, api::PtrArgs{0}, nullptr, 0, 0, 1, 0);
+  w.call(Call::VmmProperties, api::VmmHandleArgs{0}, nullptr, 0, 0, 2, 0);
+  w.call(Call::VmmRelease, api::VmmHandleArgs{0}, nullptr, 0, 0, 2, 0);
+  w.call(Call::VmmUnmap, api::VmmRangeArgs{0, kG}, nullptr, 0, 0, 1, 0);
+  w.call(Call::VmmRelease, api::VmmHandleArgs{0}, nullptr, 0, 0, 2, 0);
+  w.call(Call::VmmAddressFree, api::VmmRangeArgs{0, 8 * kG}, nullptr, 0, 0, 1, 0);
+  save(name, w);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -331,6 +354,7 @@ int main(int argc, char** argv) {
   device_peer("device-peer");
   arrays(0, "arrays");
   arrays(fuzz::kFlagGpuThreads, "arrays-gpu-threads");
+  vmm(0, "vmm");
   // The same sessions suspended and resumed (no damage: the resume must succeed).
   memory(fuzz::kFlagSuspend, "memory-suspend");
   kernel(fuzz::kFlagSuspend, "kernel-suspend");

@@ -26,7 +26,10 @@ std::optional<Allocation> AllocationMap::remove(uint64_t base, Allocation::Kind 
 
 size_t AllocationMap::remove_device(int device, Allocation::Kind kind) {
   std::unique_lock l(mu_);
-  return std::erase_if(by_base_, [&](const auto& kv) { return kv.second.device == device && kv.second.kind == kind; });
+  // Memory mapped by cuMemMap is not the context's: it outlives a reset, as on the host.
+  return std::erase_if(by_base_, [&](const auto& kv) {
+    return kv.second.device == device && kv.second.kind == kind && !(kv.second.flags & Allocation::kVmmMapping);
+  });
 }
 
 std::optional<Allocation> AllocationMap::find(uint64_t ptr, uint64_t bytes) const {
@@ -37,7 +40,16 @@ std::optional<Allocation> AllocationMap::find(uint64_t ptr, uint64_t bytes) cons
   const Allocation& a = it->second;
   const uint64_t off = ptr - a.base;
   if (off >= a.bytes && !(off == 0 && a.bytes == 0)) return std::nullopt;
-  if (bytes > a.bytes - off) return std::nullopt;
+  if (bytes <= a.bytes - off) return a;
+  if (a.kind != Allocation::kDevice || !(a.flags & Allocation::kVmmMapping)) return std::nullopt;
+  // VMM mappings without a gap between them on one device: the range may span them.
+  uint64_t end = a.base + a.bytes;
+  for (auto next = std::next(it); bytes > end - ptr; ++next) {
+    if (next == by_base_.end() || next->first != end || next->second.kind != Allocation::kDevice ||
+        !(next->second.flags & Allocation::kVmmMapping) || next->second.device != a.device)
+      return std::nullopt;
+    end += next->second.bytes;
+  }
   return a;
 }
 

@@ -38,6 +38,31 @@ struct CUdevprop {
   int textureAlign;
 };
 static_assert(sizeof(CUdevprop) == 56);
+
+// Virtual memory management (cuda.h, CUDA 13.0).
+typedef unsigned long long CUmemGenericAllocationHandle;
+struct CUmemLocation {
+  int type;  // CUmemLocationType
+  int id;
+};
+struct CUmemAllocationProp {
+  int type;                  // CUmemAllocationType
+  int requestedHandleTypes;  // CUmemAllocationHandleType
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+static_assert(sizeof(CUmemAllocationProp) == 32);
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CUmemAccess_flags
+};
+static_assert(sizeof(CUmemAccessDesc) == 12);
 }
 
 namespace vmcuda::cu {
@@ -68,6 +93,14 @@ inline constexpr int kPointerContext = 1, kPointerMemoryType = 2, kPointerDevice
                      kPointerDeviceOrdinal = 9, kPointerRangeStart = 11, kPointerRangeSize = 12, kPointerMapped = 13;
 // CUmemorytype
 inline constexpr unsigned kMemoryTypeHost = 1, kMemoryTypeDevice = 2, kMemoryTypeUnified = 4;
+// Virtual memory management: CUmemAllocationType, CUmemLocationType, CUmemAllocationHandleType,
+// CUmemAccess_flags, CUmemAllocationGranularity_flags
+inline constexpr int kMemAllocationTypePinned = 1;
+inline constexpr int kMemLocationTypeDevice = 1;
+inline constexpr int kMemHandleTypeNone = 0, kMemHandleTypePosixFd = 1, kMemHandleTypeWin32 = 2,
+                     kMemHandleTypeWin32Kmt = 4, kMemHandleTypeFabric = 8;
+inline constexpr int kMemAccessNone = 0, kMemAccessRead = 1, kMemAccessReadWrite = 3;
+inline constexpr int kMemGranularityMinimum = 0, kMemGranularityRecommended = 1;
 // cuGetProcAddress flags and statuses
 inline constexpr cuuint64_t kProcLegacyStream = 1, kProcPerThreadStream = 2;
 inline constexpr int kProcSuccess = 0, kProcSymbolNotFound = 1, kProcVersionNotSufficient = 2;

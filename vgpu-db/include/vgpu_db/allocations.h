@@ -22,7 +22,10 @@ struct Allocation {
   Kind kind = kDevice;
   int device = 0;
   uint64_t heap_offset = 0;  // kPinnedHost, kManaged: where in the shared heap
-  unsigned flags = 0;        // kPinnedHost: cudaHostAlloc's; kRegisteredHost: cudaHostRegister's
+  unsigned flags = 0;        // kPinnedHost: cudaHostAlloc's; kRegisteredHost: cudaHostRegister's; kDevice: kVmmMapping
+  // kDevice mapped by cuMemMap: a range may run on over such mappings that follow one another
+  // on the same device (one reservation mapped chunk by chunk).
+  static constexpr unsigned kVmmMapping = 1;
 
   // Device memory: a cudaMalloc'ed block or a module variable's storage.
   bool is_device() const { return kind == kDevice || kind == kModuleGlobal; }
@@ -35,7 +38,8 @@ class AllocationMap {
   void add(const Allocation& a);
   // Removes the allocation that starts at `base`; nothing when there is none.
   std::optional<Allocation> remove(uint64_t base, Allocation::Kind kind);
-  // Removes every allocation of `kind` on `device` (cudaDeviceReset); returns how many.
+  // Removes every allocation of `kind` on `device` (cudaDeviceReset; VMM mappings stay);
+  // returns how many.
   size_t remove_device(int device, Allocation::Kind kind);
   // The allocation that holds [ptr, ptr + bytes), if one does.
   std::optional<Allocation> find(uint64_t ptr, uint64_t bytes = 1) const;

@@ -614,6 +614,33 @@ static_assert(sizeof(GraphExecUpdateArgs) == 16);
 struct GraphExecUpdateReply { uint32_t result; int32_t status; uint64_t error_node; uint64_t error_from_node; };
 static_assert(sizeof(GraphExecUpdateReply) == 24);
 
+// ---- virtual memory management (calls.def 0x1140). Devices are guest device indexes;
+// handles of physical allocations are made by the host (never 0).
+// cuMemGetAllocationGranularity: option 0 minimum, 1 recommended (CUmemAllocationGranularity_flags).
+struct VmmGranularityArgs { int32_t device; uint32_t option; };
+static_assert(sizeof(VmmGranularityArgs) == 8);
+struct VmmValueReply { uint64_t value; };
+static_assert(sizeof(VmmValueReply) == 8);
+// cuMemAddressReserve: alignment 0 is the granularity; addr a hint (0: none).
+struct VmmReserveArgs { uint64_t bytes; uint64_t alignment; uint64_t addr; uint64_t flags; };
+static_assert(sizeof(VmmReserveArgs) == 32);
+struct VmmRangeArgs { uint64_t ptr; uint64_t bytes; };
+static_assert(sizeof(VmmRangeArgs) == 16);
+// cuMemCreate of pinned device memory on `device` (the guest checked the rest of the
+// properties; the host checks what it acts on).
+struct VmmCreateArgs { uint64_t bytes; int32_t device; uint32_t flags; };
+static_assert(sizeof(VmmCreateArgs) == 16);
+struct VmmHandleArgs { uint64_t handle; };
+static_assert(sizeof(VmmHandleArgs) == 8);
+struct VmmMapArgs { uint64_t ptr; uint64_t bytes; uint64_t offset; uint64_t handle; uint64_t flags; };
+static_assert(sizeof(VmmMapArgs) == 40);
+// cuMemSetAccess for one device (the guest sends one per descriptor); cuMemGetAccess of
+// `ptr` for `device` (bytes and flags unused). flags: CUmemAccess_flags.
+struct VmmAccessArgs { uint64_t ptr; uint64_t bytes; int32_t device; uint32_t flags; };
+static_assert(sizeof(VmmAccessArgs) == 24);
+struct VmmPropertiesReply { uint64_t bytes; int32_t device; uint32_t pad; };
+static_assert(sizeof(VmmPropertiesReply) == 16);
+
 }  // namespace vmcuda::api
 
 // NVIDIA's libraries at their own API (issue 12 point 3): generated from NVIDIA's headers at
