@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages vmcuda needs to build and test (idempotent).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-pkgs=(build-essential cmake pkg-config googletest libgtest-dev libbenchmark-dev liburing-dev libxxhash-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libsystemd-dev
+pkgs=(build-essential cmake pkg-config googletest libgtest-dev libbenchmark-dev liburing-dev libxxhash-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libsystemd-dev libssl-dev
       clang libclang-rt-14-dev llvm-14 python3)
 # Guest boot tooling (QEMU, busybox, the Debian kernel) lists its own.
 [ -f "$here/guest/packages.txt" ] && mapfile -t -O "${#pkgs[@]}" pkgs < <(grep -v '^\s*#' "$here/guest/packages.txt" | grep .)

@@ -28,6 +28,7 @@
 #include "driver_state.h"
 #include "host_objects.h"
 #include "log.h"
+#include "module_image.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "stream_event.h"
@@ -136,13 +137,11 @@ const void* image_start(const void* p) {
 
 // Loads `bytes` on the calling thread's device. Precondition: r locked.
 CUresult load_on_host(Remote& r, std::span<const std::byte> bytes, uint64_t* handle) {
-  auto block = r.slot().heap().allocate(bytes.size());
-  if (!block) return cu::kOutOfMemory;
-  std::memcpy(block->data, bytes.data(), bytes.size());
-  auto res = r.call<api::Call::ModuleLoad>({block->ref()});
-  r.slot().heap().free(block->offset);
+  // The program's buffer may hold other bytes at the next load: hashed each time.
+  const ModuleLoadResult res = load_module_image(r, bytes, /*stable=*/false);
+  if (res.heap_full) return cu::kOutOfMemory;
   if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
-  *handle = res.reply.handle;
+  *handle = res.handle;
   return cu::kSuccess;
 }
 

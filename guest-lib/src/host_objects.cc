@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "managed.h"
+#include "module_image.h"
 #include "vgpu_db/allocations.h"
 
 namespace vmcuda::guest {
@@ -55,18 +56,17 @@ cudaError_t load_module(Remote& r, const vgpu_db::Module& m, uint64_t* handle) {
     return cudaErrorInvalidKernelImage;
   }
   const auto& fb = m.image.fatbin;
-  auto block = r.slot().heap().allocate(fb.size);
-  if (!block) return cudaErrorMemoryAllocation;
-  std::memcpy(block->data, fb.data, fb.size);
-  auto res = r.call<api::Call::ModuleLoad>({block->ref()});
-  r.slot().heap().free(block->offset);
+  // A registered fatbin stays where it is for the module's life: hashed once.
+  const ModuleLoadResult res =
+      load_module_image(r, std::span(reinterpret_cast<const std::byte*>(fb.data), fb.size), /*stable=*/true);
+  if (res.heap_full) return cudaErrorMemoryAllocation;
   if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
   {
     std::lock_guard l(t.mu);
-    t.modules[key] = res.reply.handle;
+    t.modules[key] = res.handle;
   }
-  *handle = res.reply.handle;
-  return bind_managed(r, m, res.reply.handle);  // its __managed__ variables, wherever it is loaded
+  *handle = res.handle;
+  return bind_managed(r, m, res.handle);  // its __managed__ variables, wherever it is loaded
 }
 
 cudaError_t host_kernel(Remote& r, const vgpu_db::Function& f, HostKernel** out) {

@@ -55,6 +55,10 @@ VMCUDA_KNOB(kCopyChunkBytes, "VMCUDA_COPY_CHUNK_BYTES", 8 << 20,
 VMCUDA_KNOB(kCopyThreads, "VMCUDA_COPY_THREADS", 4,
             "threads (the caller included) that copy a large pageable buffer to or from the staging chunks");
 
+VMCUDA_KNOB(kImageCache, "VMCUDA_IMAGE_CACHE", 1,
+            "1: a module image is named by its SHA-256 first and crosses to the host only when the host's "
+            "image cache lacks it (module_image.h; needs libcrypto.so.3 in the guest); 0: every image crosses");
+
 #undef VMCUDA_KNOB
 
 }  // namespace vmcuda::guest::knobs

@@ -1,9 +1,11 @@
 // Module calls (calls.def, 0x1300): fatbins shipped once, kernels and their parameter
 // layouts (cuFuncGetParamInfo, once per kernel; docs/cuda-runtime-internals.md §3).
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <vector>
 
+#include "image_cache.h"
 #include "module_symbols.h"
 #include "session.h"
 #include "vmrpc/log.h"
@@ -61,7 +63,10 @@ constexpr size_t kImagePad = 64;
 // What a module costs the VM (its quota, vm_ledger.h). The driver reports no module's device
 // footprint, so the charge is what the stub can know for certain:
 //  - the image's bytes (the padded copy): the stub keeps it in host memory for as long as
-//    the module is loaded (a suspend saves it, a resume loads it again), and the module's
+//    the module is loaded (a suspend saves it, a resume loads it again); also when it comes
+//    from the image cache (image_cache.h), which the VM's clients share: a hit saves the
+//    crossing and the copy, and is charged the same, so a VM's quota never depends on
+//    what other clients loaded before (nor tells it). The module's
 //    code on the device comes from it (the cubin of the device's architecture, or code
 //    compiled from its PTX), so the image's size also stands for the code;
 //  - each of its __device__, __constant__ and __managed__ variables at its size as the
@@ -71,7 +76,7 @@ constexpr size_t kImagePad = 64;
 // hides (its variables are not read). Measuring free device memory around the load
 // (cuMemGetInfo) would count other tenants' allocations made meanwhile, so it is not used.
 CUresult Session::load_module_charged(ModuleObject& m) {
-  const uint64_t image_bytes = m.image.size();
+  const uint64_t image_bytes = m.image->size();
   auto refused = [&](uint64_t asked, uint64_t variables) {
     constexpr uint32_t kLogged = 8;  // a guest that retries in a loop cannot fill the log
     if (module_refusals_ < kLogged)
@@ -88,13 +93,13 @@ CUresult Session::load_module_charged(ModuleObject& m) {
   };
   // The image first: a load that cannot fit is refused before the driver parses anything.
   if (account_ && !account_->charge(image_bytes)) return refused(image_bytes, 0);
-  if (CUresult e = api_.cuModuleLoadData(&m.module, m.image.data()); e != CUDA_SUCCESS) {
+  if (CUresult e = api_.cuModuleLoadData(&m.module, m.image->data()); e != CUDA_SUCCESS) {
     if (account_) account_->refund(image_bytes);
     m.module = nullptr;
     return e;
   }
   uint64_t variables = 0;
-  for (const std::string& name : module_data_symbols(m.image).names) {
+  for (const std::string& name : module_data_symbols(m.image->span()).names) {
     CUdeviceptr ptr = 0;
     size_t bytes = 0;
     // Not found: a variable of another architecture's code than the one the driver loaded.
@@ -117,14 +122,63 @@ int32_t Session::on_ModuleLoad(const api::ModuleLoadArgs& a, api::HandleReply& r
   if (image->empty() || image->size() > limits_.max_module_bytes) return CUDA_ERROR_INVALID_VALUE;
   // The driver parses the image: give it a private copy the guest cannot change meanwhile,
   // checked against its own headers (the driver trusts them) and padded with zeros.
+  std::vector<std::byte> copy(image->begin(), image->end());
+  if (!image_fits(copy)) return CUDA_ERROR_INVALID_IMAGE;
+  const uint64_t bytes = copy.size();
+  copy.resize(bytes + kImagePad);
   ModuleObject m;
-  m.image.assign(image->begin(), image->end());
-  if (!image_fits(m.image)) return CUDA_ERROR_INVALID_IMAGE;
-  m.image.resize(m.image.size() + kImagePad);
+  m.image = ImageBytes::copy(std::move(copy));
   if (CUresult e = load_module_charged(m); e != CUDA_SUCCESS) return e;
+  // Loaded: the cache keeps it (only images the driver took: a guest cannot fill it with
+  // junk). Its key is the hash of the bytes received here, whatever the guest may have
+  // claimed in a ModuleLoadCached before: no guest chooses what another loads under a key.
+  if (limits_.image_cache) {
+    const Sha256 hash = sha256(m.image->span().first(bytes));
+    m.image = limits_.image_cache->store(hash, bytes, std::move(m.image));
+  }
+  return list_module(std::move(m), r.handle);
+}
+
+// A module from the image cache (calls.def 0x1330): on a hit, as ModuleLoad of the cached
+// bytes, charged to the VM the same (the image's bytes and variables: a hit saves the
+// crossing and the host memory of a copy, not the VM's quota); on a miss, hit 0 and nothing
+// loaded: the guest sends the image (ModuleLoad).
+int32_t Session::on_ModuleLoadCached(const api::ModuleLoadCachedArgs& a, api::ModuleLoadCachedReply& r, Request&) {
+  r = {};
+  if (a.bytes == 0 || a.bytes > limits_.max_module_bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!limits_.image_cache) return CUDA_SUCCESS;  // a miss: no cache here
+  Sha256 hash;
+  std::memcpy(hash.data(), a.sha256, hash.size());
+  ModuleObject m;
+  m.image = limits_.image_cache->find(hash, a.bytes);
+  if (!m.image) return CUDA_SUCCESS;
+  r.hit = 1;
+  if (CUresult e = load_module_charged(m); e != CUDA_SUCCESS) return e;
+  return list_module(std::move(m), r.handle);
+}
+
+// A module image from a state stream (a resume, a restore): what a suspend saved is the
+// padded copy the load kept, so with a cache the hash of its bytes before the padding finds
+// it there (or stores it): resumed clients share one copy again.
+std::shared_ptr<const ImageBytes> Session::saved_module_image(std::vector<std::byte> saved) {
+  if (saved.empty()) return nullptr;
+  const bool padded = saved.size() > kImagePad &&
+                      std::all_of(saved.end() - kImagePad, saved.end(), [](std::byte b) { return b == std::byte{0}; });
+  if (padded && limits_.image_cache) {
+    const uint64_t bytes = saved.size() - kImagePad;
+    const Sha256 hash = sha256(std::span<const std::byte>(saved).first(bytes));
+    return limits_.image_cache->store(hash, bytes, ImageBytes::copy(std::move(saved)));
+  }
+  // The driver reads PTX up to a NUL: never past the copy (one from elsewhere gets a NUL).
+  if (saved.back() != std::byte{0}) saved.push_back(std::byte{0});
+  return ImageBytes::copy(std::move(saved));
+}
+
+// Lists loaded module `m` in the current context; the handle in `handle`.
+int32_t Session::list_module(ModuleObject m, uint64_t& handle) {
   // The image stays with the entry: a resume loads it again.
-  r.handle = vol_.next_handle(ObjectKind::Module);
-  vol_.add(ObjectKind::Module, current_, r.handle, vol_.context(current_)->id, std::move(m));
+  handle = vol_.next_handle(ObjectKind::Module);
+  vol_.add(ObjectKind::Module, current_, handle, vol_.context(current_)->id, std::move(m));
   publish_status();
   return CUDA_SUCCESS;
 }

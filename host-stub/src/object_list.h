@@ -18,12 +18,14 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "driver_api.h"
+#include "image_cache.h"
 #include "vmcuda/api/wire.h"
 
 namespace vmcuda::host {
@@ -67,7 +69,9 @@ struct AllocationObject {
 };
 struct ModuleObject {
   CUmodule module = nullptr;
-  std::vector<std::byte> image;  // the checked, padded copy the driver loaded (for a reload)
+  // The checked, padded image the driver loaded (for a reload, a suspend): the stub's own
+  // copy or a cache file's mapping, shared by the modules loaded from it (image_cache.h).
+  std::shared_ptr<const ImageBytes> image;
   uint64_t charged = 0;          // charged to the VM for it (module.cc; not saved: recomputed)
 };
 struct FunctionObject {

@@ -72,6 +72,9 @@ struct StubLimits {
   // Device memory a CUDA context takes besides its allocations (VMCUDA_CONTEXT_BYTES;
   // bench/context_cost_probe.cu), charged to the VM for each context a client makes.
   uint64_t context_bytes = 0;
+  // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
+  // null: off (every client sends and keeps its own copy).
+  std::shared_ptr<class ImageCache> image_cache;
 };
 
 // Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
@@ -411,6 +414,10 @@ class Session : public vmrpc::SlotService {
   // Device limits' device memory, charged to the VM (device.cc).
   uint64_t limit_cost(int device, int limit, uint64_t value, uint64_t default_value) const;
   bool charge_limit(uint64_t was, uint64_t now);
+  // Lists loaded module `m` in the current context (module.cc).
+  int32_t list_module(ModuleObject m, uint64_t& handle);
+  // A saved module image (a resume), from the cache where it is one (module.cc).
+  std::shared_ptr<const ImageBytes> saved_module_image(std::vector<std::byte> saved);
   // Loads `m.image` (checked and padded) as a module of the current context, charging the VM
   // for it (module.cc: the image kept here and the module's variables); CUDA_ERROR_OUT_OF_MEMORY,
   // nothing loaded, when the quota has no room. A load and a resume's reload share it.

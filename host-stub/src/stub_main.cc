@@ -22,6 +22,7 @@
 #include "vm_control.h"
 #include "driver_api.h"
 #include "fair_share.h"
+#include "image_cache.h"
 #include "output.h"
 #include "placement.h"
 #include "policy.h"
@@ -41,6 +42,7 @@ namespace {
 
 // The VM's fair sharing and GPUs, for status (set once in stub_main before the control socket serves).
 std::shared_ptr<FairShare> g_fair_share;
+std::shared_ptr<ImageCache> g_image_cache;  // null: off
 Placement* g_placement = nullptr;
 
 // Per GPU: the VM's GPU time so far, its share of the GPU's time over the last seconds, its
@@ -55,6 +57,15 @@ nlohmann::json gpu_time_json() {
                     {"weight", u.weight},
                     {"vms_active", u.vms_active}});
   return list;
+}
+
+nlohmann::json image_cache_json() {
+  if (!g_image_cache) return nullptr;
+  const ImageCacheStats c = g_image_cache->stats();
+  return {{"dir", g_image_cache->dir()},   {"entries", c.entries},     {"bytes", c.bytes},
+          {"vm_entries", c.vm_entries},    {"vm_bytes", c.vm_bytes},   {"hits", c.hits},
+          {"misses", c.misses},            {"stored", c.stored},       {"evicted", c.evicted},
+          {"cap_bytes", c.cap_bytes},      {"vm_bound_bytes", c.vm_bound_bytes}};
 }
 
 nlohmann::json status_json(VmControl& vm) {
@@ -83,7 +94,9 @@ nlohmann::json status_json(VmControl& vm) {
           {"policy", policy.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(policy.source)},
           {"profile", policy.profile}, {"weight", policy.weight},
           // Each GPU's time this VM used (fair_share.h): busy seconds, recent share (0..1).
-          {"gpu_time", gpu_time_json()}};
+          {"gpu_time", gpu_time_json()},
+          // Module images the stub keeps once for all clients (image_cache.h); null: off.
+          {"image_cache", image_cache_json()}};
 }
 
 // A VM operation as a control handler: progress lines while it runs, the status after.
@@ -400,6 +413,22 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
                  "(same --placement-dir) want too; off: the driver's own round robin between contexts")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  uint64_t image_cache_mib = ImageCache::kDefaultCapMiB, image_cache_vm_mib = 0;
+  app.add_option("--image-cache-mib", image_cache_mib,
+                 "module images kept once for all the VM's programs (each crosses from the guest once, and one copy "
+                 "serves every client, worker processes included): the cache's size; 0: off (every program sends "
+                 "and the stub keeps its own copy)")
+      ->capture_default_str();
+  app.add_option("--image-cache-vm-mib", image_cache_vm_mib,
+                 "what one VM's images may take of a shared cache (--image-cache-scope host; default: all of it)");
+  std::string image_cache_scope = "vm", image_cache_dir;
+  app.add_option("--image-cache-scope", image_cache_scope,
+                 "vm: the cache serves this VM alone; host: VMs of this host with the same setting share one (an "
+                 "image one VM loaded then loads faster for another, which that VM can time: docs/security.md)")
+      ->check(CLI::IsMember({"vm", "host"}))
+      ->capture_default_str();
+  app.add_option("--image-cache-dir", image_cache_dir,
+                 "where the cache's files are (default: image-cache/vm-<VM> or image-cache/host beside the socket)");
   std::string policy_file = kDefaultPolicyFile;
   app.add_option("--policy", policy_file,
                  "per-VM policy (TOML: GPUs, memory quota, weight, isolation, profiles; docs/running.md); "
@@ -542,6 +571,22 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
     return 1;
+  }
+  if (image_cache_mib > 0) {
+    ImageCache::Options o;
+    const auto scope = image_cache_scope == "host" ? ImageCache::Scope::kHost : ImageCache::Scope::kVm;
+    o.dir = !image_cache_dir.empty()
+                ? image_cache_dir
+                : ImageCache::default_dir(std::filesystem::path(socket_path).parent_path().string(), vm_name, scope);
+    o.vm = vm_name;
+    o.cap_bytes = image_cache_mib << 20;
+    o.vm_bound_bytes = image_cache_vm_mib ? image_cache_vm_mib << 20 : o.cap_bytes;
+    std::string why;
+    limits.image_cache = ImageCache::open(o, &why);
+    if (!limits.image_cache)  // not fatal: images cross per program as without it
+      std::fprintf(stderr, "vmcuda-stub: %s; module images are not cached (--image-cache-mib 0 turns it off)\n",
+                   why.c_str());
+    g_image_cache = limits.image_cache;
   }
   StubService service(api, limits, [&placement] { return placement.devices(); });
   if (worker) return vmrpc::run_worker(argc, argv, service);

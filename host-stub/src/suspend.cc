@@ -418,7 +418,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // (they join the VOL as the ones it named did).
   for (const auto& [handle, id] : std::map<uint64_t, ObjectId>(vol_.of(ObjectKind::Module))) {
     Object* mod = vol_.get(id);
-    const ModuleSymbols symbols = module_data_symbols(mod->as<ModuleObject>().image);
+    const ModuleSymbols symbols = module_data_symbols(mod->as<ModuleObject>().image->span());
     if (symbols.skipped_entries)
       VMRPC_LOG(kWarn, "stub", log_tag_ + ": module " + std::to_string(handle) + " has " +
                                    std::to_string(symbols.skipped_entries) +
@@ -497,7 +497,9 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_u64(o.as<AllocationObject>().bytes);
         break;
       case ObjectKind::Module:
-        w.put_bytes(as_bytes(o.as<ModuleObject>().image));
+        // The image itself, also when it came from the cache: the state restores on a stub
+        // without it.
+        w.put_bytes(o.as<ModuleObject>().image->span());
         break;
       case ObjectKind::Function: {
         const auto& f = o.as<FunctionObject>();
@@ -927,7 +929,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       }
       case ObjectKind::Module: {
         ModuleObject m;
-        r.get_bytes(&m.image, limits_.max_module_bytes + 4096);
+        std::vector<std::byte> image;
+        r.get_bytes(&image, limits_.max_module_bytes + 4096);
+        m.image = saved_module_image(std::move(image));
         s.data = std::move(m);
         break;
       }
@@ -1290,10 +1294,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       }
       case ObjectKind::Module: {
         auto& m = std::get<ModuleObject>(data);
-        if (m.image.empty()) return fail("a module without an image");
-        // The driver reads PTX up to a NUL: never past the copy (a saved image ends in the
-        // load's zero padding; one from elsewhere gets a NUL, kept).
-        if (m.image.back() != std::byte{0}) m.image.push_back(std::byte{0});
+        if (!m.image || m.image->size() == 0) return fail("a module without an image");
         // Charged to the VM again, as at its first load: a quota without room for it now
         // (the VM's other programs took it meanwhile, or a smaller quota) fails the resume.
         e = load_module_charged(m);

@@ -486,6 +486,13 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
       {"vmcuda_vm_gpu_time_share", "gauge", "the VM's share of one GPU's time over the last seconds (0..1)", {}},
       {"vmcuda_vm_module_bytes", "gauge", "what the VM's loaded modules are charged to its memory quota", {}},
       {"vmcuda_client_module_bytes", "gauge", "what one program's loaded modules are charged to the VM's memory quota", {}},
+      // The module image cache (image_cache.h): the whole directory (a shared one: all its VMs').
+      {"vmcuda_image_cache_entries", "gauge", "module images in the VM's image cache", {}},
+      {"vmcuda_image_cache_bytes", "gauge", "bytes of the image cache's files", {}},
+      {"vmcuda_image_cache_vm_bytes", "gauge", "bytes of the image cache's files this VM added", {}},
+      {"vmcuda_image_cache_hits_total", "counter", "module loads served from the image cache (no image crossed)", {}},
+      {"vmcuda_image_cache_misses_total", "counter", "module loads the image cache could not serve (the image crossed)", {}},
+      {"vmcuda_image_cache_evictions_total", "counter", "image cache files removed for its bounds", {}},
   };
   auto label = [](const std::string& v) {
     std::string e;
@@ -509,6 +516,15 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
     add(4, vm, state == "suspended" || state == "saved" ? 1 : 0);
     add(5, vm, s.contains("weight") ? number_at(s, "weight") : 1);
     add(10, vm, number_at(s, "module_bytes"));
+    if (s.contains("image_cache") && s["image_cache"].is_object()) {
+      const json& ic = s["image_cache"];
+      add(12, vm, number_at(ic, "entries"));
+      add(13, vm, number_at(ic, "bytes"));
+      add(14, vm, number_at(ic, "vm_bytes"));
+      add(15, vm, number_at(ic, "hits"));
+      add(16, vm, number_at(ic, "misses"));
+      add(17, vm, number_at(ic, "evicted"));
+    }
     if (s.contains("gpu_time") && s["gpu_time"].is_array())
       for (const auto& g : s["gpu_time"]) {
         const std::string labels = vm + ",gpu=\"" + cell_text(g.value("gpu", json())) + "\"";

@@ -25,12 +25,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "executor/fake_driver.h"
+#include "image_cache.h"
 #include "output.h"
 #include "session.h"
 #include "state_stream.h"
@@ -189,6 +191,18 @@ struct World {
       limits.max_events = 64;
       limits.max_host_funcs = 64;
       limits.gpu_threads = gpu_threads;
+      // Module images stored and found under host-computed hashes (image_cache.h); small,
+      // so that stores evict. One directory for the process, removed at exit.
+      static const std::shared_ptr<host::ImageCache> cache = [] {
+        static char dir[] = "/tmp/vmcuda-session-fuzz-XXXXXX";
+        std::string why;
+        std::shared_ptr<host::ImageCache> c;
+        if (::mkdtemp(dir)) c = host::ImageCache::open({std::string(dir) + "/cache", "fuzz", 256u << 10, 128u << 10}, &why);
+        if (!c) std::fprintf(stderr, "session_fuzz: no image cache: %s\n", why.c_str());
+        else std::atexit([] { std::filesystem::remove_all(dir); });
+        return c;
+      }();
+      limits.image_cache = cache;
       session = std::make_unique<host::Session>(api, limits, std::vector<int>{0, 1}, info);
       session_gpu_threads = gpu_threads;
       inputs_in_session = 0;

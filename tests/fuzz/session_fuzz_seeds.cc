@@ -332,6 +332,25 @@ void vmm(uint8_t flags, const char* name) {
   save(name, w);
 }
 
+// The image cache (calls.def 0x1330): a load that stores the image, then names by hash and
+// size (one unknown hash, a size beyond the limit, none), and a load again.
+void image_cache(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  module_image(w);
+  w.call(Call::ModuleLoad, api::ModuleLoadArgs{{kModuleAt, 64}});
+  api::ModuleLoadCachedArgs a{};
+  a.bytes = 64;
+  w.call(Call::ModuleLoadCached, a);
+  for (int i = 0; i < 32; ++i) a.sha256[i] = uint8_t(i * 37);
+  w.call(Call::ModuleLoadCached, a);
+  a.bytes = ~0ull;
+  w.call(Call::ModuleLoadCached, a);
+  a.bytes = 0;
+  w.call(Call::ModuleLoadCached, a);
+  w.call(Call::ModuleLoad, api::ModuleLoadArgs{{kModuleAt, 64}});
+  save(name, w);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -355,6 +374,7 @@ int main(int argc, char** argv) {
   arrays(0, "arrays");
   arrays(fuzz::kFlagGpuThreads, "arrays-gpu-threads");
   vmm(0, "vmm");
+  image_cache(0, "image-cache");
   // The same sessions suspended and resumed (no damage: the resume must succeed).
   memory(fuzz::kFlagSuspend, "memory-suspend");
   kernel(fuzz::kFlagSuspend, "kernel-suspend");

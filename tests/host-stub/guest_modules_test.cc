@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <filesystem>
 #include <string>
 
 #include "host-stub/guest_libcuda.h"
 #include "host-stub/stub_fixture.h"
+#include "image_cache.h"
 #include "vm_ledger.h"
 
 namespace vmcuda::host::test {
@@ -22,6 +24,13 @@ TEST(GuestModules, UnloadGivesTheVmsQuotaBack) {
   ASSERT_NE(libcuda(), nullptr) << dlerror();
   StubLimits limits;
   limits.ledger = VmLedger::create(1ull << 30);
+  // The image cache (image_cache.h): the library's module below is the same image, so it
+  // loads from the host's copy, charged the same.
+  char dir[] = "/tmp/vmcuda-guest-modules-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  std::string why;
+  limits.image_cache = ImageCache::open({std::string(dir) + "/cache", "vm", 1 << 20, 1 << 20}, &why);
+  ASSERT_TRUE(limits.image_cache) << why;
   Stub stub(limits);
   setenv("VMCUDA_SOCKET", stub.endpoint.socket_path().c_str(), 1);
 
@@ -52,11 +61,16 @@ TEST(GuestModules, UnloadGivesTheVmsQuotaBack) {
   EXPECT_EQ(limits.ledger->used(), base);
   ASSERT_EQ(fn<Result (*)(Handle*, Handle)>("cuLibraryGetModule")(&libmod, lib), 0);
   EXPECT_EQ(limits.ledger->used(), base + cost);
+  // The guest named it by its hash and the host had it: its bytes crossed once in all.
+  EXPECT_EQ(limits.image_cache->stats().stored, 1u);
+  EXPECT_EQ(limits.image_cache->stats().hits, 1u);
+  EXPECT_EQ(limits.image_cache->stats().misses, 1u);
   EXPECT_EQ(unload(libmod), 800);
   EXPECT_EQ(limits.ledger->used(), base + cost);
   ASSERT_EQ(fn<Result (*)(Handle)>("cuLibraryUnload")(lib), 0);
   EXPECT_EQ(limits.ledger->used(), base);
   EXPECT_EQ(tst::fake_live_modules(), modules);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

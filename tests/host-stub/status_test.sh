@@ -30,8 +30,24 @@ s = json.load(sys.stdin)
 assert isinstance(s["module_bytes"], int) and s["module_bytes"] >= 0, s
 assert all(isinstance(c["module_bytes"], int) for c in s["client_list"]), s
 ' && ok "status --json: module_bytes per VM and program" || bad "status --json has no module_bytes: $("$ctl" status vm1 --json)"
+# The image cache (host-stub/src/image_cache.h): the program ran many times, each in a worker
+# process of its own; its fatbin crossed once, the later runs loaded it from the cache.
+for _ in $(seq 100); do
+  "$ctl" status vm1 --json | python3 -c 'import json,sys; c=json.load(sys.stdin)["image_cache"]; sys.exit(c["hits"] < 2)' && break
+  sleep 0.05
+done
+"$ctl" status vm1 --json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["image_cache"]
+assert c["entries"] >= 1 and c["bytes"] > 0 and c["vm_entries"] == c["entries"], c
+assert c["hits"] >= 2 and c["stored"] == c["entries"], c
+assert c["misses"] <= c["entries"] + 1, c  # each image crossed about once, not once per run
+assert c["cap_bytes"] == 4096 << 20, c
+' && ok "status --json: image_cache; worker processes share it (one crossing per image)" \
+  || bad "image cache: $("$ctl" status vm1 --json)"
 m="$("$ctl" metrics)"
-for fam in vmcuda_vm_up vmcuda_vm_clients vmcuda_client_kernels_total vmcuda_vm_module_bytes vmcuda_client_module_bytes; do
+for fam in vmcuda_vm_up vmcuda_vm_clients vmcuda_client_kernels_total vmcuda_vm_module_bytes vmcuda_client_module_bytes \
+           vmcuda_image_cache_entries vmcuda_image_cache_hits_total vmcuda_image_cache_misses_total; do
   [ "$(grep -c "^# TYPE $fam " <<<"$m")" = 1 ] || bad "metrics: $fam's TYPE is not there once"
 done
 # Each family's samples right after its header, for both VMs.

@@ -297,6 +297,12 @@ struct ObjectValueArgs { uint64_t value; };
 
 struct ModuleLoadArgs { vmrpc::wire::HeapRef image; };
 struct HandleReply { uint64_t handle; };
+// ModuleLoadCached: an image by its SHA-256 (over its `bytes` bytes, as ModuleLoad would
+// send them). hit 1: loaded, `handle` as ModuleLoad's; hit 0: not cached, send it.
+struct ModuleLoadCachedArgs { uint8_t sha256[32]; uint64_t bytes; };
+static_assert(sizeof(ModuleLoadCachedArgs) == 40);
+struct ModuleLoadCachedReply { uint64_t handle; uint32_t hit; uint32_t pad; };
+static_assert(sizeof(ModuleLoadCachedReply) == 16);
 // ModuleUnload: a module handle from ModuleLoad.
 struct ModuleArgs { uint64_t module; };
 static_assert(sizeof(ModuleArgs) == 8);
