@@ -10,8 +10,9 @@
 #
 #   systemd_unit_test.sh BUILD_DIR TEST_STUB PROBE
 #
-# Exit 77 (skip) without QEMU, busybox-static, cpio, dpkg-deb, systemd or root (the guest
-# reads every file of / through 9p as the user QEMU runs as).
+# Exit 77 (skip) without QEMU, busybox-static, cpio, dpkg-deb, systemd, the libvirt-qemu group
+# or root (the guest reads every file of / through 9p as the user QEMU runs as).
+# tests/systemd/README.md: how and what.
 set -uo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 BUILD_DIR TEST_STUB PROBE" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd) STUB=$(readlink -f "$2") PROBE=$(readlink -f "$3")
@@ -26,6 +27,8 @@ need_static_busybox
 [ -x /lib/systemd/systemd ] || skip "no /lib/systemd/systemd (apt-get install systemd)"
 command -v cpio > /dev/null || skip "no cpio (apt-get install cpio)"
 command -v dpkg-deb > /dev/null || skip "no dpkg-deb (apt-get install dpkg-dev)"
+getent group libvirt-qemu > /dev/null ||
+    skip "no libvirt-qemu group: the unit hands the VM socket to it (apt-get install libvirt-daemon-system)"
 for f in "$STUB" "$PROBE"; do [ -x "$f" ] || { echo "FAIL: no $f"; exit 1; }; done
 
 mkdir -p "$BUILD/guest"
