@@ -329,6 +329,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return record(remote->enqueue<vmcuda::api::Call::StreamDestroy>({h}));
 }
 
+cudaError_t vmcuda::guest::finish_on_per_thread_stream(cudaError_t issued) noexcept {
+  return issued != cudaSuccess ? issued : cudaStreamSynchronize(cudaStreamPerThread);
+}
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return stream_round_trip<vmcuda::api::Call::StreamSynchronize>(stream, false, false);
 }

@@ -255,6 +255,42 @@ VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_cons
 VMCUDA_CUDART_API cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
                                                      cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
                                                      size_t count, enum cudaMemcpyKind kind);
+// The per-thread default stream's synchronous forms (nvcc --default-stream per-thread; not
+// declared by cuda_runtime_api.h without its renaming) and the array copies' async forms.
+VMCUDA_CUDART_API cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                                size_t height, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p);
+VMCUDA_CUDART_API cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
+                                                      enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
+                                                        enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                       size_t spitch, size_t width, size_t height,
+                                                       enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src,
+                                                         size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                                         enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                            cudaArray_const_t src, size_t wOffsetSrc,
+                                                            size_t hOffsetSrc, size_t width, size_t height,
+                                                            enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                     size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t wOffset,
+                                                       size_t hOffset, size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                                          size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                                          const void* src, size_t count, enum cudaMemcpyKind kind,
+                                                          cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArrayAsync_ptsz(void* dst, cudaArray_const_t src, size_t wOffset,
+                                                            size_t hOffset, size_t count, enum cudaMemcpyKind kind,
+                                                            cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject,
                                                       const struct cudaResourceDesc* pResDesc,
                                                       const struct cudaTextureDesc* pTexDesc,
