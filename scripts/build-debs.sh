@@ -23,7 +23,9 @@ command -v dpkg-deb >/dev/null || { echo "build-debs: dpkg-deb is missing (apt-g
 echo "build-debs: [1/4] building in $build"
 cmake -S . -B "$build" >/dev/null
 cmake --build "$build" -j "$(nproc)" --target vmcuda-stub vmcudactl vmcuda_cudart >/dev/null
-if cmake --build "$build" --target help 2>/dev/null | grep -q '\.\.\. man$'; then cmake --build "$build" --target man >/dev/null; fi
+# (The target list read whole first: grep -q leaving early would fail the pipe under pipefail.)
+targets=$(cmake --build "$build" --target help 2>/dev/null || true)
+if grep -q '\.\.\. man$' <<< "$targets"; then cmake --build "$build" --target man >/dev/null; fi
 
 version=$(sed -n 's/^set(VMCUDA_VERSION "\(.*\)")/\1/p' CMakeLists.txt)
 arch=$(dpkg --print-architecture)
@@ -52,6 +54,14 @@ depends_of() {
   printf '%s\n' "${pkgs[@]}" | grep -v '^$' | sort -u | paste -sd, - | sed 's/,/, /g'
 }
 
+# As dh_strip does: the ELF files' debugging information out of the packages (xz takes
+# minutes over unstripped binaries); their dynamic symbols stay.
+strip_elf() {
+  local f
+  while IFS= read -r f; do strip --strip-unneeded "$f"; done \
+    < <(find "$1" -type f -exec sh -c 'head -c4 "$1" | grep -q ELF' _ {} \; -print)
+}
+
 control() {  # NAME ROOT DESCRIPTION EXTRA-FIELDS... (PKG_ARCH: the architecture, default the build's)
   local name="$1" root="$2" desc="$3"; shift 3
   mkdir -p "$root/DEBIAN"
@@ -72,6 +82,7 @@ control() {  # NAME ROOT DESCRIPTION EXTRA-FIELDS... (PKG_ARCH: the architecture
 echo "build-debs: [2/4] vmcuda-host"
 host="$stage/vmcuda-host"
 DESTDIR="$host" cmake --install "$build" --component host --prefix /usr >/dev/null
+strip_elf "$host"
 control vmcuda-host "$host" "paravirtual CUDA for KVM guests: the GPU host's side
  vmcuda-stub serves CUDA to virtual machines over QEMU's ivshmem device (one
  systemd instance per VM, vmcuda-stub@VM), vmcudactl suspends, resumes, saves and
@@ -102,6 +113,7 @@ chmod 755 "$host/DEBIAN/postinst" "$host/DEBIAN/postrm"
 echo "build-debs: [3/4] vmcuda-guest, vmcuda-dkms"
 guest="$stage/vmcuda-guest"
 DESTDIR="$guest" cmake --install "$build" --component guest --prefix /usr >/dev/null
+strip_elf "$guest"
 control vmcuda-guest "$guest" "paravirtual CUDA for KVM guests: the guest's CUDA runtime
  vmcuda's libcudart.so.13, libcuda.so.1 (driver API) and libnvidia-ml.so.1 (NVML basics): unmodified CUDA programs (built with nvcc -cudart shared)
  in this virtual machine run on the host's GPU through vmcuda's device (vmcuda-dkms)." \

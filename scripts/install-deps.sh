@@ -12,6 +12,9 @@ pkgs=(build-essential cmake pkg-config googletest libgtest-dev libbenchmark-dev 
 pkgs+=(libvirt-dev libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils cpio)
 # Packages (scripts/build-debs.sh): man pages from --help, dpkg-deb and objdump.
 pkgs+=(help2man dpkg-dev binutils)
+# The unit under a real systemd (tests/systemd): a TCG guest boots this machine's own
+# systemd as PID 1; systemd-analyze security asks it over the system bus (dbus).
+pkgs+=(systemd dbus)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

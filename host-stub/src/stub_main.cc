@@ -648,6 +648,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     options.unstore_fd = service_manager::unstore_fd;
   }
   if (!std::getenv(vmrpc::HostEndpoint::kHandoverEnv)) options.inherited_fds = service_manager::inherited_fds();
+  const bool from_fd_store = !options.inherited_fds.empty();
   const bool keep_on_stop = on_stop == "keep" || (on_stop == "auto" && service_manager::present());
   try {
     vmrpc::HostEndpoint endpoint(options, service);
@@ -731,9 +732,15 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     const std::string list = device_list(devices);
     const std::string time_limit =
         kernel_time_limit_s > 0 ? ", kernel time limit " + seconds_text(kernel_time_limit_s) + " s" : "";
-    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s%s\n", socket_path.c_str(),
+    // After a restart or a crash, whether the VM kept its device (the admin's first question).
+    const std::string taken_over =
+        from_fd_store ? "; the socket and " + std::to_string(endpoint.stats().connections_open) +
+                            " connection(s) taken over from the service manager's fd store"
+                      : "";
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s%s%s\n", socket_path.c_str(),
                  list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread",
-                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "", time_limit.c_str());
+                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "", time_limit.c_str(),
+                 taken_over.c_str());
     service_manager::ready("serving " + vm_name + " on " + socket_path);
     int sig = 0;
     while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
