@@ -14,6 +14,7 @@
 // the control path runs on) alone uses it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <functional>
@@ -48,8 +49,9 @@ enum class ObjectKind : uint8_t {
   MipmappedArray,    // handle: made by the host (ArrayCreate with levels)
   TexObject,         // handle: the driver's CUtexObject (kernels are given it)
   SurfObject,        // handle: the driver's CUsurfObject
+  IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
 };
-inline constexpr unsigned kObjectKinds = 20;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 21;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -154,10 +156,20 @@ struct SurfObject {
   ObjectId resource = 0;  // the Array entry it reads and writes
 };
 
+// Another client's memory mapped here by cudaIpcOpenMemHandle (ipc.cc): the arena's import
+// mapping at `va` (the exporter's physical memory), the allocation at handle = va + offset.
+// Not carried by a suspend (refused while any is open).
+struct IpcMemoryObject {
+  std::array<uint8_t, 16> token{};
+  uint64_t va = 0;
+  uint64_t bytes = 0;  // the exporter's allocation
+  uint32_t opens = 1;  // cudaIpcOpenMemHandle of the same handle counts; the last close unmaps
+};
+
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
-                                ArrayObject, TexObject, SurfObject>;
+                                ArrayObject, TexObject, SurfObject, IpcMemoryObject>;
 
 struct Object {
   ObjectId id = 0;
@@ -187,7 +199,7 @@ class ObjectList {
   const Object* get(ObjectId id) const;
   Object* find(ObjectKind kind, uint64_t handle);
   const Object* find(ObjectKind kind, uint64_t handle) const;
-  // The Allocation or Global whose bytes contain [ptr, ptr + bytes), or nullptr.
+  // The Allocation, Global or IpcMemory whose bytes contain [ptr, ptr + bytes), or nullptr.
   const Object* find_range(uint64_t ptr, uint64_t bytes) const;
   // A device's context entry (its children are the device's objects), or nullptr.
   Object* context(int device) { return find(ObjectKind::Context, static_cast<uint64_t>(device)); }

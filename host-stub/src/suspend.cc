@@ -377,6 +377,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Texture and surface objects are carried with their values (arrays.cc), unless what one
   // reads is gone: refused then, before anything is touched.
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
+  // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
+  if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -534,6 +536,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       case ObjectKind::GraphNode:
       case ObjectKind::GraphExec:
         break;  // never: a client with graphs is not suspended (graphs_block_suspend)
+      case ObjectKind::IpcMemory:
+        break;  // never: refused while open (ipc_blocks_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -803,6 +807,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
     if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec)
       return bad("graphs are not carried by a suspend");
+    if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1027,6 +1032,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::GraphNode:
       case ObjectKind::GraphExec:
         return bad("graphs are not carried by a suspend");
+      case ObjectKind::IpcMemory:
+        return bad("IPC memory is not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
