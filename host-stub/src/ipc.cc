@@ -73,7 +73,7 @@ int32_t Session::on_IpcGetMemHandle(const api::PtrArgs& a, api::IpcHandleReply& 
   return CUDA_SUCCESS;
 }
 
-int32_t Session::on_IpcOpenMemHandle(const api::IpcOpenMemArgs& a, api::PtrReply& r, Request&) {
+int32_t Session::on_IpcOpenMemHandle(const api::IpcOpenMemArgs& a, api::IpcOpenMemReply& r, Request&) {
   if (!limits_.ipc || !arena_) return CUDA_ERROR_NOT_SUPPORTED;
   if (a.flags & ~1u) return CUDA_ERROR_INVALID_VALUE;  // only cudaIpcMemLazyEnablePeerAccess
   IpcToken t;
@@ -85,6 +85,8 @@ int32_t Session::on_IpcOpenMemHandle(const api::IpcOpenMemArgs& a, api::PtrReply
       if (m.opens == UINT32_MAX) return CUDA_ERROR_INVALID_VALUE;
       ++m.opens;
       r.ptr = ptr;
+      r.bytes = m.bytes;
+      r.device = vol_.get(id)->device;
       return CUDA_SUCCESS;
     }
   }
@@ -111,6 +113,8 @@ int32_t Session::on_IpcOpenMemHandle(const api::IpcOpenMemArgs& a, api::PtrReply
     return e == CUDA_ERROR_OUT_OF_MEMORY ? e : CUDA_ERROR_MAP_FAILED;
   }
   r.ptr = va + rec.offset;
+  r.bytes = rec.bytes;
+  r.device = device;
   vol_.add(ObjectKind::IpcMemory, device, r.ptr, vol_.context(device)->id, IpcMemoryObject{t, va, rec.bytes, 1});
   publish_status();
   return CUDA_SUCCESS;
@@ -150,7 +154,7 @@ int32_t Session::on_IpcGetEventHandle(const api::EventArgs& a, api::IpcHandleRep
   return CUDA_SUCCESS;
 }
 
-int32_t Session::on_IpcOpenEventHandle(const api::IpcOpenEventArgs& a, api::Empty&, Request&) {
+int32_t Session::on_IpcOpenEventHandle(const api::IpcOpenEventArgs& a, api::DeviceReply& r, Request&) {
   if (!limits_.ipc) return CUDA_ERROR_NOT_SUPPORTED;
   if (a.event < api::kFirstGuestHandle || find_event(a.event)) return guest_fault("IpcOpenEventHandle: bad event handle");
   IpcToken t;
@@ -168,6 +172,7 @@ int32_t Session::on_IpcOpenEventHandle(const api::IpcOpenEventArgs& a, api::Empt
     return err;
   vol_.add(ObjectKind::Event, device, a.event, vol_.context(device)->id,
            EventObject{e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, false});
+  r.device = device;
   return CUDA_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -526,6 +527,19 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   }
   g_fair_share = limits.fair_share;
   g_placement = &placement;
+  // IPC between the VM's programs (ipc_registry.h): the VM's table lives here; a worker
+  // reaches it over its socket (fd kIpcFd), the stub's own sessions (thread mode) directly.
+  std::shared_ptr<IpcRegistry> ipc_registry;
+  if (worker) {
+    struct stat st{};
+    if (::fstat(kIpcFd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+      ::fcntl(kIpcFd, F_SETFD, FD_CLOEXEC);
+      limits.ipc = worker_ipc_channel(vmrpc::UniqueFd(kIpcFd));
+    }
+  } else {
+    ipc_registry = std::make_shared<IpcRegistry>();
+    limits.ipc = local_ipc_channel(ipc_registry);
+  }
   // The VM's ledger: made here, handed to each worker (fd kLedgerFd), so the VM's programs
   // count against one quota whichever process serves them.
   static constexpr int kLedgerFd = 7;
@@ -545,18 +559,6 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
     return 1;
-  }
-  // IPC between the VM's programs (ipc_registry.h): the VM's table lives here; a worker
-  // reaches it over its socket (fd kIpcFd), the stub's own sessions (thread mode) directly.
-  std::shared_ptr<IpcRegistry> ipc_registry;
-  if (worker) {
-    if (::fcntl(kIpcFd, F_GETFD) >= 0) {
-      ::fcntl(kIpcFd, F_SETFD, FD_CLOEXEC);
-      limits.ipc = worker_ipc_channel(vmrpc::UniqueFd(kIpcFd));
-    }
-  } else {
-    ipc_registry = std::make_shared<IpcRegistry>();
-    limits.ipc = local_ipc_channel(ipc_registry);
   }
   StubService service(api, limits, [&placement] { return placement.devices(); });
   if (worker) return vmrpc::run_worker(argc, argv, service);

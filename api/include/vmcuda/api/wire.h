@@ -631,8 +631,14 @@ struct IpcHandleReply { IpcHandle handle; };
 // cudaIpcOpenMemHandle: flags 0 or cudaIpcMemLazyEnablePeerAccess (1).
 struct IpcOpenMemArgs { IpcHandle handle; uint32_t flags; uint32_t pad; };
 static_assert(sizeof(IpcOpenMemArgs) == 72);
+// The importer's pointer, the exporter's allocation size there and the guest device it is on.
+struct IpcOpenMemReply { uint64_t ptr; uint64_t bytes; int32_t device; uint32_t pad; };
+static_assert(sizeof(IpcOpenMemReply) == 24);
 // cudaIpcOpenEventHandle: `event` is the guest-made handle the opened event gets.
 struct IpcOpenEventArgs { IpcHandle handle; uint64_t event; };
 static_assert(sizeof(IpcOpenEventArgs) == 72);
+// The guest device the opened event belongs to.
+struct DeviceReply { int32_t device; uint32_t pad; };
+static_assert(sizeof(DeviceReply) == 8);
 
 }  // namespace vmcuda::api
