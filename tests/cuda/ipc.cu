@@ -5,6 +5,9 @@
 // and closes; the parent checks what the child wrote. Through vmcuda both processes are
 // programs of one VM. Prints NVIDIA's answers at the edges ("probe" lines) and one line per
 // check (the child's lines first: the processes take turns); exits non-zero on any failure.
+// `ipc export` and `ipc open HANDLE` are two halves for tests/cuda/ipc_vm_test.sh: a program
+// that exports (prints its handle in hex, keeps it until stdin closes) and one that opens it
+// (prints the answer), run in one VM or in two.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,8 +188,48 @@ static int parent(int to_child, int from_child, pid_t pid) {
   return failures ? 1 : 0;
 }
 
-int main() {
+// Exports 16 ints (41, 42, ...) and prints the handle in hex; keeps them until stdin ends.
+static int export_half() {
+  int* p = nullptr;
+  std::vector<int> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = 41 + i;
+  cudaIpcMemHandle_t h;
+  if (cudaMalloc(&p, v.size() * sizeof(int)) != cudaSuccess ||
+      cudaMemcpy(p, v.data(), v.size() * sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaIpcGetMemHandle(&h, p) != cudaSuccess)
+    return 1;
+  for (unsigned char c : h.reserved) std::printf("%02x", c);
+  std::printf("\n");
+  std::fflush(stdout);
+  char buf[64];
+  while (read(0, buf, sizeof buf) > 0) {
+  }
+  return cudaFree(p) == cudaSuccess ? 0 : 1;
+}
+
+static int open_half(const char* hex) {
+  cudaIpcMemHandle_t h{};
+  if (std::strlen(hex) != 2 * sizeof h.reserved) return 2;
+  for (size_t i = 0; i < sizeof h.reserved; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(hex + 2 * i, "%2x", &v) != 1) return 2;
+    h.reserved[i] = static_cast<char>(v);
+  }
+  int* p = nullptr;
+  const cudaError_t e = cudaIpcOpenMemHandle(reinterpret_cast<void**>(&p), h, cudaIpcMemLazyEnablePeerAccess);
+  std::printf("open: %s\n", cudaGetErrorName(e));
+  if (e != cudaSuccess) return 0;
+  int first = 0;
+  cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost);
+  std::printf("first: %d\n", first);
+  std::printf("close: %s\n", cudaGetErrorName(cudaIpcCloseMemHandle(p)));
+  return 0;
+}
+
+int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 2 && std::strcmp(argv[1], "export") == 0) return export_half();
+  if (argc == 3 && std::strcmp(argv[1], "open") == 0) return open_half(argv[2]);
   int down[2], up[2];
   if (pipe(down) != 0 || pipe(up) != 0) return 2;
   const pid_t pid = fork();

@@ -25,7 +25,8 @@ if [ ${#programs[@]} -eq 0 ]; then
     # multi_gpu needs a stub with two devices (run_cuda_test.sh, scripts/gpu-multi-check.sh).
     # graphs: a suspend is refused while a program has CUDA graphs (host-stub/src/graph.cc;
     # graphs_suspend_refused_test.sh checks the refusal leaves it running).
-    case "$n" in fault|multi_gpu|graphs|driver_graphs|driver_graphs_static) continue ;; esac
+    # ipc: a suspend is refused while a program has IPC memory or events (host-stub/src/ipc.cc).
+    case "$n" in fault|multi_gpu|graphs|driver_graphs|driver_graphs_static|ipc) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
