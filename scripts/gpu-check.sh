@@ -94,7 +94,7 @@ fi
 # issued by the GPU's working thread (--isolation thread --gpu-thread on).
 "$carry/gpu_thread_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
 # CUDA IPC between programs of one VM (worker processes and thread mode), refused from another VM.
-"$carry/ipc_vm_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" || rc=1
+"$carry/ipc_vm_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$carry/vmcudactl" || rc=1
 # Every program suspended and resumed (and saved and restored) while it runs, real driver.
 "$carry/suspend_resume_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" "$carry/cuda" "$out" || rc=1
 # vmcudactl upgrade under running programs (exec in place, connections handed over).

@@ -2,12 +2,15 @@
 # CUDA IPC is between programs of ONE VM: a handle exported by a program of VM A opens in
 # another program of VM A (worker processes, and again with --isolation thread) and is
 # refused in a program of VM B (another stub: another table) with
-# cudaErrorInvalidResourceHandle. Uses tests/cuda/bin/ipc's `export` and `open` halves.
-#   ipc_vm_test.sh STUB LIBDIR BINDIR
+# cudaErrorInvalidResourceHandle. Uses tests/cuda/bin/ipc's `export` and `open` halves. With
+# VMCUDACTL: a suspend of VM a while its program has memory exported is refused, saying why,
+# and the program runs on.
+#   ipc_vm_test.sh STUB LIBDIR BINDIR [VMCUDACTL]
 # CI: the test stub (executor); the GPU machine: the real vmcuda-stub.
 set -euo pipefail
-stub="$1" libdir="$2" bindir="$3"
+stub="$1" libdir="$2" bindir="$3" ctl="${4:-}"
 work="$(mktemp -d)"
+export VMCUDA_RUN_DIR="$work"
 pids=()
 cleanup() {
   exec 3>&- 2>/dev/null || true
@@ -18,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 start_stub() {  # NAME [OPTIONS]
   local name="$1"; shift
-  "$stub" --socket "$work/$name.sock" --control-socket none --state-dir '' "$@" 2>"$work/$name.log" &
+  "$stub" --socket "$work/$name.sock" --state-dir '' "$@" 2>"$work/$name.log" &
   pids+=($!)
   for _ in $(seq 200); do [ -S "$work/$name.sock" ] && return 0; sleep 0.05; done
   echo "stub $name did not start:"; cat "$work/$name.log"; exit 1
@@ -43,6 +46,12 @@ for vm in a t; do
   for _ in $(seq 400); do [ -s "$work/handle.$vm" ] && break; sleep 0.05; done
   handle="$(head -n1 "$work/handle.$vm")"
   [ -n "$handle" ] || { echo "no handle from the exporter in VM $vm:"; cat "$work/export.$vm.err"; exit 1; }
+  if [ -n "$ctl" ] && [ "$vm" = a ]; then
+    if "$ctl" suspend a >"$work/ctl.out" 2>&1; then
+      echo "VM a: a suspend with IPC memory exported was not refused"; "$ctl" resume a || true; status=1
+    elif grep -q "cudaIpc" "$work/ctl.out"; then echo "VM a: suspend refused while IPC is open: ok"
+    else echo "VM a: suspend refused without saying why:"; cat "$work/ctl.out"; status=1; fi
+  fi
   expect "VM $vm: a program of the same VM opens it" "open: cudaSuccess
 first: 41
 close: cudaSuccess" "$(on "$vm" open "$handle" 2>&1)"
