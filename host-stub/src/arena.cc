@@ -173,6 +173,23 @@ CUmemAllocationProp DeviceArena::physical_prop(int device) {
   return prop;
 }
 
+CUresult DeviceArena::create_physical(int device, uint64_t bytes, unsigned long long* handle) {
+  CUmemAllocationProp prop = physical_prop(device);
+  CUresult r = api_.cuMemCreate(handle, bytes, &prop, 0);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY && prop.requestedHandleTypes) {
+    // The device said it could, yet the driver refuses exportable memory: memory comes
+    // first, IPC goes (cudaIpcGetMemHandle then answers cudaErrorNotSupported).
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    r = api_.cuMemCreate(handle, bytes, &prop, 0);
+    if (r == CUDA_SUCCESS) {
+      posix_fd_[device] = false;
+      VMRPC_LOG(kWarn, "stub", "device " + std::to_string(device) +
+                                   ": the driver refused exportable device memory; IPC between programs is off there");
+    }
+  }
+  return r;
+}
+
 CUresult DeviceArena::export_fd(uint64_t ptr, int* fd, Exported* what) {
   auto b = blocks_.upper_bound(ptr);
   if (b == blocks_.begin()) return CUDA_ERROR_INVALID_VALUE;
@@ -234,9 +251,8 @@ CUresult DeviceArena::map_new(int device, uint64_t bytes, bool chunk, uint64_t* 
     give_va(*va, bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;  // the VM's memory quota
   }
-  const CUmemAllocationProp prop = physical_prop(device);
   CUmemGenericAllocationHandle h = 0;
-  CUresult r = api_.cuMemCreate(&h, bytes, &prop, 0);
+  CUresult r = create_physical(device, bytes, &h);
   if (r != CUDA_SUCCESS) {
     give_va(*va, bytes);
     if (meter_) meter_(-static_cast<int64_t>(bytes));
@@ -488,8 +504,7 @@ CUresult DeviceArena::restore_memory(std::string* why) {
   auto made = mappings_.begin();
   for (; made != mappings_.end(); ++made) {
     Mapping& m = made->second;
-    const CUmemAllocationProp prop = physical_prop(m.device);
-    r = api_.cuMemCreate(&m.handle, m.bytes, &prop, 0);
+    r = create_physical(m.device, m.bytes, &m.handle);
     if (r != CUDA_SUCCESS) break;
     r = api_.cuMemMap(made->first, m.bytes, 0, m.handle, 0);
     if (r == CUDA_SUCCESS) {

@@ -154,6 +154,8 @@ class DeviceArena {
   CUresult reserve(std::string* why);
   // cuMemCreate's properties for `device` (exportable where the device can).
   CUmemAllocationProp physical_prop(int device);
+  // cuMemCreate with those properties; without the handle type if the driver refuses it.
+  CUresult create_physical(int device, uint64_t bytes, unsigned long long* handle);
   CUresult granularity(int device, uint64_t* g);
   // VA from the arena's free list (first fit), multiples of the granularity.
   bool take_va(uint64_t bytes, uint64_t* va);
