@@ -10,11 +10,18 @@
 # Files that name installed paths are written at install time, for the prefix given then.
 include(GNUInstallDirs)
 
+# vmcuda's libcublas.so.13 (where it is built: guest-lib/CMakeLists.txt), beside libcudart.so.13
+# in both library folders, so that the loader finds it as it finds NVIDIA's.
+set(vmcuda_cublas_files "")
+if(TARGET vmcuda_cublas)
+  set(vmcuda_cublas_files $<TARGET_FILE:vmcuda_cublas> ${CMAKE_BINARY_DIR}/guest-lib/libcublas.so)
+endif()
+
 # ---- host
 install(TARGETS vmcuda-stub vmcudactl RUNTIME DESTINATION bin COMPONENT host)
 install(PROGRAMS ${CMAKE_BINARY_DIR}/host-stub/vmcuda-run DESTINATION bin COMPONENT host)
 install(FILES $<TARGET_FILE:vmcuda_cudart> $<TARGET_FILE:vmcuda_cuda> ${CMAKE_BINARY_DIR}/guest-lib/libcuda.so
-              $<TARGET_FILE:vmcuda_nvml> ${CMAKE_BINARY_DIR}/guest-lib/libnvidia-ml.so
+              $<TARGET_FILE:vmcuda_nvml> ${CMAKE_BINARY_DIR}/guest-lib/libnvidia-ml.so ${vmcuda_cublas_files}
         DESTINATION lib/vmcuda-run COMPONENT host)
 install(PROGRAMS qemu-config/qemu-vmcuda DESTINATION lib/vmcuda COMPONENT host)
 install(FILES qemu-config/vmcuda.sysusers DESTINATION lib/sysusers.d RENAME vmcuda.conf COMPONENT host)
@@ -79,7 +86,7 @@ endif()
 # libnvidia-ml.so are the links programs built with -lcuda / -lnvidia-ml name at link time, as
 # NVIDIA's driver package ships them.
 install(FILES $<TARGET_FILE:vmcuda_cudart> $<TARGET_FILE:vmcuda_cuda> ${CMAKE_BINARY_DIR}/guest-lib/libcuda.so
-              $<TARGET_FILE:vmcuda_nvml> ${CMAKE_BINARY_DIR}/guest-lib/libnvidia-ml.so
+              $<TARGET_FILE:vmcuda_nvml> ${CMAKE_BINARY_DIR}/guest-lib/libnvidia-ml.so ${vmcuda_cublas_files}
         DESTINATION lib/vmcuda COMPONENT guest)
 install(CODE "
   set(prefix \"\${CMAKE_INSTALL_PREFIX}\")

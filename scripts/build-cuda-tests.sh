@@ -16,7 +16,7 @@ status=0
 check=
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 only=" $* "
-static_runtime=" vector_add streams_events symbols_pitch kernel_printf device_query driver_graphs "
+static_runtime=" vector_add streams_events symbols_pitch kernel_printf device_query driver_graphs driver_arrays textures "
 # tests/security's CUDA probes go beside them, into tests/security/bin.
 # NAME_kernels.cu is no program: it is NAME's module, compiled to a fatbin that NAME embeds
 # (driver API programs load it with cuModuleLoadData); driver_* programs link -lcuda.
@@ -45,6 +45,10 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
     extra+=(-I"$gen")
   fi
   case "$name" in driver_*) extra+=(-L"$(dirname "$nvcc")/../lib64/stubs" -lcuda) ;; esac
+  # cublas_* programs use cuBLAS (vmcuda's libcublas.so.13 through vmcuda-run, NVIDIA's natively).
+  case "$name" in cublas_*) extra+=(-lcublas) ;; esac
+  # per_thread_* programs use the per-thread default stream (the _ptds/_ptsz entry points).
+  case "$name" in per_thread_*) extra+=(--default-stream per-thread) ;; esac
   "$nvcc" -cudart shared -O2 "${gencode[@]}" "${extra[@]}" -o "$bin" "$src"
   [ -z "$static" ] || "$nvcc" -cudart static -O2 "${gencode[@]}" "${extra[@]}" -o "$static" "$src"
   [ -z "${gen:-}" ] || { rm -rf "$gen"; gen=; }

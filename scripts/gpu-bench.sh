@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CUDA runtime benchmark (bench/cuda/runtime_bench.cu) and the graph benchmark
-# (bench/cuda/graph_bench.cu) natively and through vmcuda, in one run on the GPU machine,
+# The CUDA runtime benchmark (bench/cuda/runtime_bench.cu), the graph, texture and
+# driver-API launch benchmarks (bench/cuda/) natively and through vmcuda, in one run on the GPU machine,
 # side by side. Build here first (scripts/gpu-check.sh builds .carry/gpu and
 # this script's binary), then on the GPU machine: scripts/gpu-bench.sh --run OUT
 set -euo pipefail
@@ -16,6 +16,10 @@ if [ "${1:-}" != "--run" ]; then
     /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/$b" \
       "$top/bench/cuda/$b.cu"
   done
+  # driver_launch_bench: cuLaunchKernel's rate, built the default way (NVIDIA's runtime
+  # linked statically), so through vmcuda it runs on vmcuda's libcuda.so.1. Issue 12, point 8.
+  /usr/local/cuda/bin/nvcc -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/driver_launch_bench" \
+    "$top/bench/cuda/driver_launch_bench.cu" -lcuda
   exit 0
 fi
 out="${2:-/tmp}"
@@ -24,7 +28,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 : >"$out/bench.native"
 : >"$out/bench.vmcuda"
-for b in runtime_bench graph_bench texture_bench; do
+for b in runtime_bench graph_bench texture_bench driver_launch_bench; do
   [ -x "$carry/$b" ] || continue
   "$carry/$b" "$@" >>"$out/bench.native"
   VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/$b" "$@" \

@@ -10,13 +10,13 @@ carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
   cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart vmcuda_nvml cuda_kill_probe \
-    state_file_bench
+    state_file_bench vmcuda_cublas
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
     "$carry/"
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" \
-    "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$carry/lib/"
+    "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$top/build-gpu/guest-lib/libcublas.so.13" "$carry/lib/"
   # NVML through vmcuda vs natively (plain C, dlopen: no toolkit needed).
   cc -O2 -o "$carry/nvml_query" "$top/tests/cuda/nvml_query.c" -ldl
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
@@ -63,11 +63,19 @@ rc=0
 VMCUDA_PROFILE_OUT="$out/device_profile.inc" "$carry/stub_gpu_check" "$sock" "$carry/vecadd.fatbin" || rc=$?
 kill "$stub"; wait "$stub" || true
 cat "$out/stub.log"; rm -f "$out/stub.log"
+# NVIDIA's libcublas.so.13 for the stub (VMCUDA_HOST_LIBDIR) and for the native runs of the
+# cublas_* programs: the toolkit's, else a Python wheel's (nvidia-cublas).
+if [ -z "${VMCUDA_HOST_LIBDIR:-}" ] && [ ! -e /usr/local/cuda/lib64/libcublas.so.13 ]; then
+  VMCUDA_HOST_LIBDIR="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
+fi
+export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:-/usr/local/cuda/lib64}"
+echo "NVIDIA's libcublas.so.13 from: $VMCUDA_HOST_LIBDIR"
 # The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.
 work=$(mktemp -d)
 for prog in "$carry"/cuda/*; do
   name=$(basename "$prog")
-  "$prog" >"$work/$name.native" 2>&1 || echo "native $name: rc $?"
+  LD_LIBRARY_PATH="$VMCUDA_HOST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$prog" >"$work/$name.native" 2>&1 ||
+    echo "native $name: rc $?"
   cp "$work/$name.native" "$out/$name.out"  # the reference for tests/cuda/expected/
   VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-run-check.sock "$carry/vmcuda-run" -- "$prog" >"$work/$name.vmcuda" 2>&1 \
     || { echo "vmcuda $name: rc $?"; rc=1; }

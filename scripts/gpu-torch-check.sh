@@ -26,11 +26,20 @@ run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
 }
 run_steps "$out/native.txt" "$out/native.err"
 sock=/tmp/vmcuda-torch-check.sock
+# The stub's NVIDIA libcublas.so.13: the one PyTorch's wheel brings (nvidia-cublas), unless set.
+if [ -z "${VMCUDA_HOST_LIBDIR:-}" ]; then
+  VMCUDA_HOST_LIBDIR="$("$py" -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
+  export VMCUDA_HOST_LIBDIR
+fi
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+# vmcuda's libcublas.so.13 preloaded: PyTorch's wheel finds NVIDIA's copy through its own
+# RPATH, but a library already loaded under the soname libcublas.so.13 wins (issue 12 point 3).
+preload=""
+[ -e "$carry/lib/libcublas.so.13" ] && preload="$carry/lib/libcublas.so.13"
 run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
-  LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${preload:+LD_PRELOAD="$preload"}
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null
 same=0 total=0
 while IFS= read -r line; do

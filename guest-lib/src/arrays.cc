@@ -560,8 +560,11 @@ cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t wO
                                      enum cudaMemcpyKind kind, cudaStream_t stream) {
   return copy_linear(src, wOffset, hOffset, dst, count, true, kind, stream);
 }
-cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
-                                   size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+namespace {
+// cudaMemcpyArrayToArray, ordered on `stream` (nothing: the legacy default stream, waited for).
+cudaError_t array_to_array(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                           size_t wOffsetSrc, size_t hOffsetSrc, size_t count, cudaMemcpyKind kind,
+                           std::optional<cudaStream_t> stream) {
   // Within one row of each (the common use); longer spans go row by row of the source.
   if (cudaError_t e = g::enter_device_call()) return e;
   auto si = g::find_array(src), di = g::find_array(dst);
@@ -572,13 +575,62 @@ cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hO
   while (left > 0) {
     const uint64_t n = std::min({left, srow - sx, drow - dx});
     if (n == 0) return record(cudaErrorInvalidValue);
-    if (cudaError_t e = copy({src, sx, sy, 0}, {nullptr, dst, 0, 0, dx, dy, 0}, n, 1, true, kind, std::nullopt)) return e;
+    if (cudaError_t e = copy({src, sx, sy, 0}, {nullptr, dst, 0, 0, dx, dy, 0}, n, 1, true, kind, stream)) return e;
     left -= n;
     sx += n, dx += n;
     if (sx == srow) sx = 0, ++sy;
     if (dx == drow) dx = 0, ++dy;
   }
   return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                   size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+  return array_to_array(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind, std::nullopt);
+}
+
+// The per-thread default stream's forms (nvcc --default-stream per-thread).
+cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src, size_t count,
+                                        enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return copy_linear(dst, wOffset, hOffset, const_cast<void*>(src), count, false, kind, stream, true);
+}
+cudaError_t cudaMemcpyFromArrayAsync_ptsz(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                          size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  return copy_linear(src, wOffset, hOffset, dst, count, true, kind, stream, true);
+}
+cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind) {
+  return g::finish_on_per_thread_stream(
+      cudaMemcpy2DToArrayAsync(dst, wOffset, hOffset, src, spitch, width, height, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset,
+                                       size_t width, size_t height, enum cudaMemcpyKind kind) {
+  return g::finish_on_per_thread_stream(
+      cudaMemcpy2DFromArrayAsync(dst, dpitch, src, wOffset, hOffset, width, height, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                          size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind) {
+  return g::finish_on_per_thread_stream(copy({src, wOffsetSrc, hOffsetSrc, 0},
+                                             {nullptr, dst, 0, 0, wOffsetDst, hOffsetDst, 0}, width, height, true,
+                                             kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src, size_t count,
+                                   enum cudaMemcpyKind kind) {
+  return g::finish_on_per_thread_stream(
+      cudaMemcpyToArrayAsync(dst, wOffset, hOffset, src, count, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count,
+                                     enum cudaMemcpyKind kind) {
+  return g::finish_on_per_thread_stream(
+      cudaMemcpyFromArrayAsync(dst, src, wOffset, hOffset, count, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                        size_t wOffsetSrc, size_t hOffsetSrc, size_t count,
+                                        enum cudaMemcpyKind kind) {
+  return g::finish_on_per_thread_stream(
+      array_to_array(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind, cudaStreamPerThread));
 }
 
 // ---------------------------------------------------------------- texture and surface objects

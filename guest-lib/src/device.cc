@@ -381,6 +381,24 @@ cudaError_t cudaSetDeviceFlags(unsigned int flags) {
   return cudaSuccess;
 }
 
+// The devices to try in order when a context is made implicitly: vmcuda's runtime makes the
+// current device's (device 0 unless cudaSetDevice said otherwise), as NVIDIA's does when
+// the list starts with it. The list is checked (every entry a device, none twice) and kept.
+cudaError_t cudaSetValidDevices(int* device_arr, int len) {
+  cudaError_t err;
+  if (!connected(&err)) return record(err);
+  if (len < 0 || (len > 0 && !device_arr)) return record(cudaErrorInvalidValue);
+  Remote* r = Remote::get(&err);
+  if (!r) return record(err);
+  std::vector<bool> seen(static_cast<size_t>(device_count(*r)), false);
+  for (int i = 0; i < len; ++i) {
+    if (device_arr[i] < 0 || device_arr[i] >= device_count(*r)) return record(cudaErrorInvalidDevice);
+    if (seen[static_cast<size_t>(device_arr[i])]) return record(cudaErrorInvalidValue);
+    seen[static_cast<size_t>(device_arr[i])] = true;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
   cudaError_t err;
   if (!connected(&err)) return record(err);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "driver_array.h"
 #include "driver_export_tables.h"
 #include "driver_state.h"
 #include "host_objects.h"
@@ -598,8 +599,8 @@ VMCUDA_MEMSET(32, unsigned int, 4)
 #undef VMCUDA_MEMSET
 
 // ------------------------------------------------------------------ pitched memory (2D)
-// Made of the runtime's 2D calls (memory_2d.cc). CUDA arrays are not remoted (801); the
-// per-thread (_ptds/_ptsz) forms are stubs still.
+// Made of the runtime's 2D calls (memory_2d.cc); a copy naming a CUDA array is a 3D copy of
+// one slice (driver_array.cc). The per-thread (_ptds/_ptsz) forms are stubs still.
 
 struct CUDA_MEMCPY2D_st {  // cuda.h's CUDA_MEMCPY2D
   size_t srcXInBytes, srcY;
@@ -638,6 +639,15 @@ CUresult side(int type, const void* host, CUdeviceptr device, size_t x, size_t y
 
 CUresult copy_2d(const CUDA_MEMCPY2D_st* c, bool async, CUstream s) {
   if (!c) return cu::kInvalidValue;
+  if (c->srcMemoryType == kMemArray || c->dstMemoryType == kMemArray) {
+    CUDA_MEMCPY3D_st m{};
+    m.srcXInBytes = c->srcXInBytes, m.srcY = c->srcY, m.srcMemoryType = c->srcMemoryType, m.srcHost = c->srcHost;
+    m.srcDevice = c->srcDevice, m.srcArray = static_cast<CUarray_st*>(c->srcArray), m.srcPitch = c->srcPitch;
+    m.dstXInBytes = c->dstXInBytes, m.dstY = c->dstY, m.dstMemoryType = c->dstMemoryType, m.dstHost = c->dstHost;
+    m.dstDevice = c->dstDevice, m.dstArray = static_cast<CUarray_st*>(c->dstArray), m.dstPitch = c->dstPitch;
+    m.WidthInBytes = c->WidthInBytes, m.Height = c->Height, m.Depth = 1;
+    return copy_3d_driver(&m, async, s);
+  }
   const char *src, *dst;
   int sk, dk;
   if (CUresult e = side(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch, &src, &sk))

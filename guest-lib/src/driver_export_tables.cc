@@ -24,6 +24,7 @@
 
 #include "driver_state.h"
 #include "log.h"
+#include "runtime_state.h"
 #include "vmcuda/cudart_api.h"
 #include "vmcuda/cudart_types.h"
 
@@ -415,4 +416,11 @@ CU_API CUresult cuGetExportTable(const void** table, const CUuuid* id) {
              "lists the tables vmcuda serves)",
              uuid_text(u).c_str());
   return vmcuda::cu::kInvalidValue;
+}
+
+// The runtime's door to the same tables (cudaGetExportTable, private: NVIDIA's libraries
+// built against the runtime ask through it).
+cudaError_t cudaGetExportTable(const void** ppExportTable, const cudaUUID_t* pExportTableId) {
+  // The driver's answers are the runtime's numbers (invalid value 1).
+  return vmcuda::guest::record(static_cast<cudaError_t>(cuGetExportTable(ppExportTable, pExportTableId)));
 }

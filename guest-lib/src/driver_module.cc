@@ -10,11 +10,14 @@
 // memory quota was charged for the module comes back. Known gaps: JIT options of
 // cuModuleLoadDataEx/cuLibraryLoadData are ignored (no logs are written back).
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -261,7 +264,8 @@ CUresult kernel_function(CUkern_st* k, CUfunc_st** out) {
 // What cuLaunchKernel may be given: a CUfunction, a CUkernel (CUDA 12), or the runtime's
 // cudaKernel_t / kernel host stub (the same objects natively). The kernel on the calling
 // thread's device; nullptr when `f` is none of them.
-CUresult resolve(CUfunction f, HostKernel** out) {
+// A CUfunction or CUkernel of this library; nothing when `f` is neither.
+std::optional<CUresult> resolve_driver_object(CUfunction f, HostKernel** out) {
   bool is_function, is_kernel;
   {
     auto& o = objects();
@@ -280,6 +284,11 @@ CUresult resolve(CUfunction f, HostKernel** out) {
     *out = &fn->kernel;
     return cu::kSuccess;
   }
+  return std::nullopt;
+}
+
+CUresult resolve(CUfunction f, HostKernel** out) {
+  if (auto r = resolve_driver_object(f, out)) return *r;
   if (const vgpu_db::Function* rf = find_kernel(f)) {
     cudaError_t e;
     Remote* r = Remote::get(&e);
@@ -289,6 +298,18 @@ CUresult resolve(CUfunction f, HostKernel** out) {
   }
   return cu::kInvalidHandle;
 }
+
+}  // namespace
+
+// The runtime given a driver object (cudaLaunchKernel or cudaFuncGetAttributes of a
+// cudaKernel_t from cudaLibraryGetKernel, or of a CUfunction), as NVIDIA's runtime takes it.
+cudaError_t vmcuda::guest::driver_kernel(const void* f, HostKernel** out) noexcept {
+  auto r = resolve_driver_object(static_cast<CUfunction>(const_cast<void*>(f)), out);
+  // CUresult and cudaError_t share these values (invalid handle 400, not found 500, ...).
+  return r ? static_cast<cudaError_t>(*r) : cudaErrorInvalidDeviceFunction;
+}
+
+namespace {
 
 CUresult function_attributes(Remote& r, HostKernel& k) {
   const api::FuncAttributesReply* unused = nullptr;
@@ -497,6 +518,19 @@ CU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_op
   *library = lib.get();
   o.all_libraries.push_back(std::move(lib));
   return cu::kSuccess;
+}
+
+// The file's bytes as cuLibraryLoadData's image.
+CU_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_option* jo, void** jv,
+                                      unsigned int jn, CUlibraryOption* lo, void** lv, unsigned int ln) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!library || !fileName) return cu::kInvalidValue;
+  std::ifstream in(fileName, std::ios::binary);
+  if (!in) return cu::kFileNotFound;
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) return cu::kInvalidImage;
+  bytes.resize(bytes.size() + 64, 0);  // an image read to its own end (PTX text: to a NUL)
+  return cuLibraryLoadData(library, bytes.data(), jo, jv, jn, lo, lv, ln);
 }
 
 CU_API CUresult cuLibraryUnload(CUlibrary library) {

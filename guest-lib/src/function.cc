@@ -47,12 +47,14 @@ struct Kernel {
 };
 cudaError_t kernel_of(const void* func, Kernel* k) {
   const vgpu_db::Function* f = find_kernel(func);
-  if (!f) return cudaErrorInvalidResourceHandle;
+  if (!f) {  // a driver object (a cudaKernel_t from cudaLibraryGetKernel), or nothing
+    if (driver_kernel(func, &k->kernel) != cudaSuccess) return cudaErrorInvalidResourceHandle;
+  }
   cudaError_t e = cudaSuccess;
   k->remote = Remote::get(&e);
   if (!k->remote) return e;
   k->lock = k->remote->lock();
-  return host_kernel(*k->remote, *f, &k->kernel);
+  return f ? host_kernel(*k->remote, *f, &k->kernel) : cudaSuccess;
 }
 
 cudaError_t occupancy(int* blocks, const void* func, int block_size, size_t shared, unsigned flags) {
@@ -134,6 +136,18 @@ cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t sh
 }  // namespace vmcuda::guest
 
 using vmcuda::guest::record;
+
+// Parameter layouts come with the host's function handle (cuFuncGetParamInfo, once per kernel).
+cudaError_t cudaFuncGetParamInfo(const void* func, size_t paramIndex, size_t* paramOffset, size_t* paramSize) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  g::Kernel k;
+  if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
+  if (paramIndex >= k.kernel->params.size()) return record(cudaErrorInvalidValue);
+  if (paramOffset) *paramOffset = k.kernel->params[paramIndex].offset;
+  if (paramSize) *paramSize = k.kernel->params[paramIndex].size;
+  return cudaSuccess;
+}
 
 // The kernel's name as its module has it (the mangled name), answered from the registry.
 cudaError_t cudaFuncGetName(const char** name, const void* func) {

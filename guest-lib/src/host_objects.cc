@@ -29,6 +29,13 @@ Tables& tables() {
 
 }  // namespace
 
+// The driver API's objects live in libcuda.so.1's driver areas (driver_module.cc), whose
+// strong definition replaces this one there; the runtime areas alone (in-process tests)
+// know none.
+__attribute__((weak)) cudaError_t driver_kernel(const void*, HostKernel**) noexcept {
+  return cudaErrorInvalidDeviceFunction;
+}
+
 const vgpu_db::Function* find_kernel(const void* func) noexcept {
   auto& registry = vgpu_db::ModuleRegistry::process();
   const vgpu_db::Function* f = registry.find_function(func);

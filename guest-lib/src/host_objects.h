@@ -46,6 +46,11 @@ struct HostGlobal {
 /// cudaFuncGetAttributes are given) or a cudaKernel_t (__cudaGetKernel's handle); nullptr
 /// when it is neither.
 const vgpu_db::Function* find_kernel(const void* func) noexcept;
+/// A driver-API kernel object given to a runtime call (a cudaKernel_t from
+/// cudaLibraryGetKernel, a CUfunction), on the calling thread's device (its library's module
+/// is loaded there at first use: call it without the Remote's lock).
+/// cudaErrorInvalidDeviceFunction when `func` is none (driver_module.cc).
+cudaError_t driver_kernel(const void* func, HostKernel** out) noexcept;
 
 /// Preconditions for the three below: r's lock held. Each is per the calling thread's
 /// device (Remote::thread_device), and a round trip only the first time.

@@ -143,14 +143,16 @@ cudaError_t launch(const void* func, dim3 grid, dim3 block, void** args, size_t 
   uint64_t wire_stream = 0;
   if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &wire_stream)) return record(se);
   const vgpu_db::Function* f = vmcuda::guest::find_kernel(func);
-  if (!f) return record(cudaErrorInvalidDeviceFunction);
+  HostKernel* k = nullptr;  // a registered kernel's, or the driver object's given
+  if (!f)
+    if (cudaError_t de = vmcuda::guest::driver_kernel(func, &k)) return record(de);
   cudaError_t e;
   Remote* r = Remote::get(&e);
   if (!r) return record(e);
   if (cudaError_t c = check_launch_configuration(*r, grid, block)) return record(c);
   auto lock = r->lock();
-  HostKernel* k = nullptr;
-  if (cudaError_t ke = vmcuda::guest::host_kernel(*r, *f, &k)) return record(ke);
+  if (!k)
+    if (cudaError_t ke = vmcuda::guest::host_kernel(*r, *f, &k)) return record(ke);
   if (!k->params.empty() && !args) return record(cudaErrorInvalidValue);
   // More dynamic shared memory than the kernel allows (cudaFuncAttributeMaxDynamicSharedMemorySize)
   // is refused at the launch natively, not at the next synchronize: check it here against the

@@ -24,6 +24,7 @@
 #include "parallel_copy.h"
 #include "entry.h"
 #include "runtime_state.h"
+#include "stream_event.h"
 #include "vgpu_db/allocations.h"
 #include "vmcuda/cudart_api.h"
 
@@ -279,6 +280,13 @@ cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   if (!is_device(devPtr, count)) return record(cudaErrorInvalidValue);
   auto lock = r->lock();
   return record(r->enqueue<api::Call::Memset>({addr(devPtr), count, static_cast<uint32_t>(value), 0}));
+}
+
+cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+  return vmcuda::guest::finish_on_per_thread_stream(cudaMemcpyAsync(dst, src, count, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
+  return vmcuda::guest::finish_on_per_thread_stream(cudaMemsetAsync(devPtr, value, count, cudaStreamPerThread));
 }
 
 // Pinned host memory is a block of the shared heap, pinned by the host (portable and

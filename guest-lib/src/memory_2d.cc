@@ -349,6 +349,16 @@ cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int value, size_t width, si
   return record(vmcuda::guest::memset_2d(devPtr, pitch, value, width, height, std::nullopt));
 }
 
+cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              enum cudaMemcpyKind kind) {
+  return vmcuda::guest::finish_on_per_thread_stream(
+      cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
+  return vmcuda::guest::finish_on_per_thread_stream(
+      cudaMemset2DAsync(devPtr, pitch, value, width, height, cudaStreamPerThread));
+}
+
 namespace {
 
 cudaError_t copy_2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,

@@ -184,6 +184,13 @@ cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
   return record(vmcuda::guest::copy_3d(p, std::nullopt, "cudaMemcpy3D"));
 }
 
+cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+  return vmcuda::guest::finish_on_per_thread_stream(cudaMemset3DAsync(pitchedDevPtr, value, extent, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p) {
+  return vmcuda::guest::finish_on_per_thread_stream(cudaMemcpy3DAsync(p, cudaStreamPerThread));
+}
+
 namespace {
 
 cudaError_t memset_3d_async(cudaPitchedPtr p, int value, cudaExtent extent, cudaStream_t stream, bool per_thread) {

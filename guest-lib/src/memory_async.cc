@@ -210,6 +210,48 @@ cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, enum 
                                  cudaStream_t stream) {
   return vmcuda::guest::copy_async(dst, src, count, kind, stream, true);
 }
+// A batch of copies (CUDA 12.8): checked as NVIDIA's runtime checks it (seen on the H100:
+// no copies, the legacy default stream, an unknown access order: cudaErrorInvalidValue),
+// then each copy in order on the stream, its kind told by the addresses. Each is a copy as
+// cudaMemcpyAsync makes it, which reads pageable sources during the call: every access order
+// (stream, during the call, any) holds. The location hints name where managed memory should
+// be (advice) and are not needed for a correct copy.
+namespace {
+using vmcuda::guest::record;
+cudaError_t copy_batch(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+                       const cudaMemcpyAttributes* attrs, const size_t* attrsIdxs, size_t numAttrs,
+                       cudaStream_t stream, bool per_thread) {
+  if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
+  if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attrsIdxs || numAttrs == 0 || numAttrs > count ||
+      attrsIdxs[0] != 0)
+    return record(cudaErrorInvalidValue);
+  if ((stream == nullptr && !per_thread) || stream == cudaStreamLegacy) return record(cudaErrorInvalidValue);
+  for (size_t a = 0; a < numAttrs; ++a) {
+    if (a > 0 && (attrsIdxs[a] <= attrsIdxs[a - 1] || attrsIdxs[a] >= count)) return record(cudaErrorInvalidValue);
+    uint32_t order;
+    std::memcpy(&order, &attrs[a].srcAccessOrder, sizeof order);  // any value an app put there
+    if (order < cudaMemcpySrcAccessOrderStream || order > cudaMemcpySrcAccessOrderAny ||
+        (attrs[a].flags & ~unsigned{cudaMemcpyFlagPreferOverlapWithCompute}))
+      return record(cudaErrorInvalidValue);
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (cudaError_t e = vmcuda::guest::copy_async(dsts[i], srcs[i], sizes[i], cudaMemcpyDefault, stream, per_thread))
+      return e;
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+                                 struct cudaMemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
+                                 cudaStream_t stream) {
+  return copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, false);
+}
+cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,
+                                      struct cudaMemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs,
+                                      cudaStream_t stream) {
+  return copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, true);
+}
+
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
   return vmcuda::guest::memset_async(devPtr, value, count, stream, false);
 }

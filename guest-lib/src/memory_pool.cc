@@ -221,6 +221,48 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
 }
 cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device) { return device_pool(memPool, device, true); }
 
+// By location (CUDA 13): a device's pinned pools are the device calls'. Host locations
+// (pools of host memory) are not remoted: 801, logged once.
+namespace {
+cudaError_t device_of_location(const cudaMemLocation* location, cudaMemAllocationType type, int* device) {
+  if (!location) return record(cudaErrorInvalidValue);
+  if (location->type == cudaMemLocationTypeDevice && type == cudaMemAllocationTypePinned) {
+    cudaError_t e;
+    Remote* r = device_call(&e);
+    if (!r) return e;
+    if (!valid_device(*r, location->id)) return record(cudaErrorInvalidValue);
+    *device = location->id;
+    return cudaSuccess;
+  }
+  if (location->type == cudaMemLocationTypeHost || location->type == cudaMemLocationTypeHostNuma ||
+      location->type == cudaMemLocationTypeHostNumaCurrent) {
+    static std::atomic<bool> said{false};
+    warn_once(said, "memory pools of host memory (cudaMemGetDefaultMemPool/GetMemPool/SetMemPool with "
+                     "a host location) are not remoted; they return cudaErrorNotSupported (801)");
+    return record(cudaErrorNotSupported);
+  }
+  return record(cudaErrorInvalidValue);
+}
+}  // namespace
+
+cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* memPool, struct cudaMemLocation* location,
+                                     enum cudaMemAllocationType type) {
+  int device;
+  if (cudaError_t e = device_of_location(location, type, &device)) return e;
+  return cudaDeviceGetDefaultMemPool(memPool, device);
+}
+cudaError_t cudaMemGetMemPool(cudaMemPool_t* memPool, struct cudaMemLocation* location, enum cudaMemAllocationType type) {
+  int device;
+  if (cudaError_t e = device_of_location(location, type, &device)) return e;
+  return cudaDeviceGetMemPool(memPool, device);
+}
+cudaError_t cudaMemSetMemPool(struct cudaMemLocation* location, enum cudaMemAllocationType type,
+                              cudaMemPool_t memPool) {
+  int device;
+  if (cudaError_t e = device_of_location(location, type, &device)) return e;
+  return cudaDeviceSetMemPool(device, memPool);
+}
+
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   cudaError_t e;
   Remote* r = device_call(&e);

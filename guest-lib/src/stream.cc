@@ -153,6 +153,17 @@ cudaError_t get_flags(cudaStream_t stream, unsigned int* flags, bool per_thread)
   return cudaSuccess;
 }
 
+// The special streams are the current device's; the others the device they were made on.
+cudaError_t get_device(cudaStream_t stream, int* device, bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (device == nullptr) return record(cudaErrorInvalidValue);
+  uint64_t wire;
+  if (cudaError_t e = stream_wire_handle(stream, per_thread, &wire)) return record(e);
+  StreamInfo info;
+  *device = handles::find_stream(wire, &info) ? info.device : Remote::thread_device();
+  return cudaSuccess;
+}
+
 cudaError_t get_priority(cudaStream_t stream, int* priority, bool per_thread) {
   if (cudaError_t e = enter_device_call()) return e;
   if (priority == nullptr) return record(cudaErrorInvalidValue);
@@ -329,6 +340,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return record(remote->enqueue<vmcuda::api::Call::StreamDestroy>({h}));
 }
 
+cudaError_t vmcuda::guest::finish_on_per_thread_stream(cudaError_t issued) noexcept {
+  return issued != cudaSuccess ? issued : cudaStreamSynchronize(cudaStreamPerThread);
+}
+
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return stream_round_trip<vmcuda::api::Call::StreamSynchronize>(stream, false, false);
 }
@@ -354,6 +369,9 @@ cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int* flags) { retu
 cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int* flags) {
   return get_flags(hStream, flags, true);
 }
+
+cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) { return get_device(hStream, device, false); }
+cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int* device) { return get_device(hStream, device, true); }
 
 cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int* priority) {
   return get_priority(hStream, priority, false);

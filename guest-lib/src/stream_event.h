@@ -35,6 +35,12 @@ struct EventInfo {
 /// created or has destroyed. Launches (launch.cc) use this too.
 cudaError_t stream_wire_handle(cudaStream_t stream, bool per_thread_default, uint64_t* wire) noexcept;
 
+/// The synchronous _ptds forms (nvcc --default-stream per-thread): `issued` is the call's
+/// async form on cudaStreamPerThread; its error, else the wait for that stream. So they are
+/// ordered with the calling thread's work alone, as natively (the legacy forms would wait
+/// for every blocking stream, other threads' default streams included).
+cudaError_t finish_on_per_thread_stream(cudaError_t issued) noexcept;
+
 /// The wire handle of a live event, or cudaErrorInvalidResourceHandle (NULL included).
 cudaError_t event_wire_handle(cudaEvent_t event, uint64_t* wire) noexcept;
 

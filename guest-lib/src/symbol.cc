@@ -145,6 +145,17 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
   return cudaMemcpy(dst, vmcuda::guest::at(g, offset), count, kind);
 }
 
+cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind) {
+  return vmcuda::guest::finish_on_per_thread_stream(
+      cudaMemcpyToSymbolAsync(symbol, src, count, offset, kind, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind) {
+  return vmcuda::guest::finish_on_per_thread_stream(
+      cudaMemcpyFromSymbolAsync(dst, symbol, count, offset, kind, cudaStreamPerThread));
+}
+
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
                                     enum cudaMemcpyKind kind, cudaStream_t stream) {
   return vmcuda::guest::to_symbol_async(symbol, src, count, offset, kind, stream, false);

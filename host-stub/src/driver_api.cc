@@ -2,7 +2,25 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
+
 namespace vmcuda::host {
+
+namespace {
+// VMCUDA_HOST_LIBDIR (a folder, e.g. a Python wheel's nvidia/cublas/lib) first, then the
+// loader's path, then the CUDA toolkit's own folder, which the loader is often not told about.
+void* open_host_library(const char* soname, std::string* why) {
+  if (const char* dir = std::getenv("VMCUDA_HOST_LIBDIR"); dir && *dir)
+    if (void* lib = ::dlopen((std::string(dir) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (lib) return lib;
+  const std::string first = ::dlerror();
+  lib = ::dlopen(("/usr/local/cuda/lib64/" + std::string(soname)).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib && why) *why = first + "; nor in /usr/local/cuda/lib64 (or set VMCUDA_HOST_LIBDIR)";
+  return lib;
+}
+void* host_library_symbol(void* lib, const char* name) { return ::dlsym(lib, name); }
+}  // namespace
 
 bool load_libcuda(DriverApi& api, std::string* why) {
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -35,6 +53,8 @@ bool load_libcuda(DriverApi& api, std::string* why) {
   int version = 0;
   api.cuDriverGetVersion(&version);
   api.origin = "libcuda.so.1 (CUDA driver API " + std::to_string(version) + ")";
+  api.open_library = open_host_library;
+  api.library_symbol = host_library_symbol;
   return true;
 }
 

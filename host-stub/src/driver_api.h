@@ -503,6 +503,11 @@ struct DriverApi {
   VMCUDA_DRIVER_FUNCTIONS(VMCUDA_DECLARE)
 #undef VMCUDA_DECLARE
   std::string origin;  // "libcuda.so.1 (driver 580.x)" or the test executor's name
+  // NVIDIA's libraries the guests call at their own API (cuBLAS: cublas.cc), opened at their
+  // first use: dlopen/dlsym of the host's (load_libcuda sets them), or the test executor's
+  // fakes. open_library returns nullptr and says why when the library is not there.
+  void* (*open_library)(const char* soname, std::string* why) = nullptr;
+  void* (*library_symbol)(void* library, const char* name) = nullptr;
 };
 
 // Loads libcuda.so.1 and every entry point above. On failure returns false and says

@@ -25,6 +25,7 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::MipmappedArray: return "mipmapped array";
     case ObjectKind::TexObject: return "texture object";
     case ObjectKind::SurfObject: return "surface object";
+    case ObjectKind::CublasHandle: return "cuBLAS handle";
     case ObjectKind::IpcMemory: return "IPC memory";
   }
   return "unknown";

@@ -49,9 +49,10 @@ enum class ObjectKind : uint8_t {
   MipmappedArray,    // handle: made by the host (ArrayCreate with levels)
   TexObject,         // handle: the driver's CUtexObject (kernels are given it)
   SurfObject,        // handle: the driver's CUsurfObject
+  CublasHandle,      // handle: guest cuBLAS handle (parent: the context; host-stub/src/cublas.cc)
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
 };
-inline constexpr unsigned kObjectKinds = 21;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 22;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -156,6 +157,16 @@ struct SurfObject {
   ObjectId resource = 0;  // the Array entry it reads and writes
 };
 
+// A cuBLAS handle of the real library (cublasHandle_t) and the settings the guest gave it.
+struct CublasHandleObject {
+  void* handle = nullptr;
+  int32_t pointer_mode = 0;  // cublasPointerMode_t: which scalars are device pointers
+  int32_t math_mode = 0;     // cublasMath_t
+  uint64_t stream = 0;       // guest stream handle (0: the default stream)
+  uint64_t workspace = 0;    // device pointer of the client's (0: the library's own)
+  uint64_t workspace_bytes = 0;
+};
+
 // Another client's memory mapped here by cudaIpcOpenMemHandle (ipc.cc): the arena's import
 // mapping at `va` (the exporter's physical memory), the allocation at handle = va + offset.
 // Not carried by a suspend (refused while any is open).
@@ -169,7 +180,7 @@ struct IpcMemoryObject {
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
-                                ArrayObject, TexObject, SurfObject, IpcMemoryObject>;
+                                ArrayObject, TexObject, SurfObject, CublasHandleObject, IpcMemoryObject>;
 
 struct Object {
   ObjectId id = 0;

@@ -252,6 +252,8 @@ CUresult Session::release(Object& o, Release how) {
       t = 0;
       return e;
     }
+    case ObjectKind::CublasHandle:
+      return cublas_release(o.as<CublasHandleObject>());
     case ObjectKind::PeerAccess:
       if (how == Release::kReset) {
         // Both directions of a pair go (set_peer_access also takes the arena's grant back).

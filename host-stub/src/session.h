@@ -213,6 +213,19 @@ class Session : public vmrpc::SlotService {
   // ---- graphs (graph.cc).
   // Why a suspend is refused now (empty: it is not): graphs are not carried by a suspend yet.
   std::string graphs_block_suspend() const;
+  // ---- cuBLAS (cublas.cc; the generated handlers use CublasScope, cublas.h).
+  friend class CublasScope;
+  // The host's libcublas.so.13, loaded at the first cuBLAS call of any client (the stub starts
+  // without it); nullptr and *status (CUBLAS_STATUS_NOT_INITIALIZED, logged once) without one.
+  const struct CublasApi* cublas_library(int32_t* status);
+  const struct CublasApi* cublas_ = nullptr;
+  // Destroys a handle of the real library (teardown); the handle's context is current.
+  CUresult cublas_release(CublasHandleObject& h);
+  // A resume (suspend.cc): a new handle of the library for `h` with its pointer and math
+  // modes, in the current context; then, once every object is back, each handle's stream and
+  // workspace. False and why when the library or a setting cannot be had.
+  bool cublas_recreate(CublasHandleObject& h, std::string* why);
+  bool restore_cublas_settings(std::string* why);
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

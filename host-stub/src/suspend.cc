@@ -536,6 +536,16 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       case ObjectKind::GraphNode:
       case ObjectKind::GraphExec:
         break;  // never: a client with graphs is not suspended (graphs_block_suspend)
+      case ObjectKind::CublasHandle: {
+        // Its settings (cublas.cc): a resume makes a new handle of the library with them.
+        const auto& c = o.as<CublasHandleObject>();
+        w.put_i32(c.pointer_mode);
+        w.put_i32(c.math_mode);
+        w.put_u64(c.stream);
+        w.put_u64(c.workspace);
+        w.put_u64(c.workspace_bytes);
+        break;
+      }
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
       case ObjectKind::Array:
@@ -1032,6 +1042,22 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::GraphNode:
       case ObjectKind::GraphExec:
         return bad("graphs are not carried by a suspend");
+      case ObjectKind::CublasHandle: {
+        CublasHandleObject c;
+        r.get_i32(&c.pointer_mode);
+        r.get_i32(&c.math_mode);
+        r.get_u64(&c.stream);
+        r.get_u64(&c.workspace);
+        r.get_u64(&c.workspace_bytes);
+        // What the guest could have set (its stream and workspace are checked once the
+        // objects they name are back: restore_cublas_settings).
+        if (r.ok() && (c.pointer_mode < 0 || c.pointer_mode > 1 || (c.math_mode & ~16) < 0 || (c.math_mode & ~16) > 3))
+          return bad("bad settings");
+        if (r.ok() && (s.handle < api::kFirstGuestHandle || (c.stream && c.stream < api::kFirstGuestHandle)))
+          return bad("bad handle");
+        s.data = c;
+        break;
+      }
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
     }
@@ -1251,6 +1277,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e = api_.cuCtxSetCacheConfig(std::get<CacheConfigObject>(data).value);
         what = "setting the cache configuration";
         break;
+      case ObjectKind::CublasHandle: {
+        // A new handle of the library with the same pointer and math modes; its stream and
+        // workspace once every object is back (restore_cublas_settings).
+        std::string w;
+        if (!cublas_recreate(std::get<CublasHandleObject>(data), &w)) return fail(w);
+        break;
+      }
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The same descriptor, charged to the VM again, then its texels back.
@@ -1292,6 +1325,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (!restore_memory() || !recreate_objects()) return false;
   }
   if (!recreate_texture_objects(std::move(textures), new_id, &err)) return fail(err);
+  if (!restore_cublas_settings(&err)) return fail(err);
   allocated_ = allocated;
   // Module variables' bytes.
   while (h.type == kGlobalData) {

@@ -58,6 +58,11 @@ CUDART=$BUILD/guest-lib/libcudart.so.13
 # libcudart.so.13 forwards to libcuda.so.1, which holds both APIs (guest-lib/README.md).
 LIBCUDA=$BUILD/guest-lib/libcuda.so.1
 [ -f "$LIBCUDA" ] || die "no $LIBCUDA: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
+# vmcuda's libcublas.so.13 where it is built (guest-lib/README.md "cuBLAS"); NVIDIA's (and its
+# libcublasLt.so.13, hundreds of MB) never goes into the image.
+CUBLAS=$BUILD/guest-lib/libcublas.so.13
+CUBLAS_ADDS=()
+[ -f "$CUBLAS" ] && CUBLAS_ADDS=(--add "$CUBLAS:/opt/vmcuda/lib/libcublas.so.13")
 
 if [ ${#PROGS[@]} -eq 0 ]; then
     for p in "$REPO"/tests/cuda/bin/*; do [ -f "$p" ] && [ -x "$p" ] && PROGS+=("$p"); done
@@ -95,7 +100,7 @@ inputs_hash() {
     {
         echo "kernel $KVER"
         for f in "${BASH_SOURCE[0]}" "$HERE/build-initramfs.sh" "$HERE/cuda-guest.sh" "$HERE/find-ivshmem.sh" \
-                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA"; do
+                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" $([ -f "$CUBLAS" ] && echo "$CUBLAS"); do
             echo "$(basename "$f") $(sha256sum < "$f")"
         done
         for a in "${ADDS[@]}"; do
@@ -147,9 +152,11 @@ rc=0
     --add "$HERE/find-ivshmem.sh:/bin/find-ivshmem.sh" \
     --add "$TMPD/libcudart.so.13:/opt/vmcuda/lib/libcudart.so.13" \
     --add "$TMPD/libcuda.so.1:/opt/vmcuda/lib/libcuda.so.1" \
-    "${ADDS[@]}" \
+    "${ADDS[@]}" "${CUBLAS_ADDS[@]}" \
     --skip-lib libcudart.so.13 \
     --skip-lib libcuda.so.1 \
+    --skip-lib libcublas.so.13 \
+    --skip-lib libcublasLt.so.13 \
     --modules "$MOD" 2> "$BLOG" || rc=$?
 grep -v 'is dynamically linked; copying its libraries too' "$BLOG" | sed 's/^/  /' >&2 || true
 [ "$rc" = 0 ] || die "build-initramfs.sh failed"

@@ -2660,6 +2660,8 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuGraphExecKernelNodeSetParams_v2 = f_exec_kernel_params;
   api.cuGraphExecUpdate_v2 = f_exec_update;
   api.origin = "vmcuda test executor (no GPU)";
+  api.open_library = fake_open_library;  // NVIDIA's libraries, faked (fake_cublas.cc)
+  api.library_symbol = fake_library_symbol;
 }
 
 uint64_t fake_allocated_bytes() {
@@ -2747,5 +2749,12 @@ uint64_t fake_live_graph_execs() {
 uint64_t fake_graph_launches() {
   std::lock_guard l(gpu().mu);
   return gpu().graph_launches;
+}
+}  // namespace vmcuda::testing
+
+namespace vmcuda::testing {
+void fake_device_access(const std::function<void(const FakeDeviceAt& at)>& f) {
+  std::lock_guard l(gpu().mu);
+  f([](uint64_t p, size_t n) { return find(p, n); });
 }
 }  // namespace vmcuda::testing

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "driver_api.h"
@@ -93,5 +95,29 @@ FakeLaunchInfo fake_last_launch();
 uint64_t fake_live_graphs();       // graphs not destroyed (captured, created, cloned, children)
 uint64_t fake_live_graph_execs();  // executable graphs not destroyed
 uint64_t fake_graph_launches();    // cuGraphLaunch calls that ran
+
+
+// Fake device memory for the fake libraries' CPU code: runs `f` under the fake GPU's lock;
+// `at(ptr, bytes)` is the host bytes of [ptr, ptr+bytes), or nullptr when no allocation holds them.
+using FakeDeviceAt = std::function<std::byte*(uint64_t ptr, size_t bytes)>;
+void fake_device_access(const std::function<void(const FakeDeviceAt& at)>& f);
+
+// NVIDIA's libraries the host calls at their own API, faked (fake_cublas.cc; DriverApi's
+// open_library and library_symbol): "libcublas.so.13" with CPU implementations of handle
+// create/destroy/set stream/pointer mode/math mode/workspace, Sgemm, SgemmBatched,
+// SgemmStridedBatched, GemmEx and GemmStridedBatchedEx (fp32 or bf16 A/B, fp32 or bf16 C,
+// fp32 compute), Saxpy, Sscal, Sdot and Snrm2 over the fake device memory; every other
+// entry point is missing (the stub answers CUBLAS_STATUS_NOT_SUPPORTED).
+void* fake_open_library(const char* soname, std::string* why);
+void* fake_library_symbol(void* library, const char* name);
+uint64_t fake_live_cublas_handles();
+// The last cuBLAS handle's settings as the fake library was given them.
+struct FakeCublasSettings {
+  void* stream = nullptr;
+  int pointer_mode = 0;
+  int math_mode = 0;
+  uint64_t workspace = 0, workspace_bytes = 0;
+};
+FakeCublasSettings fake_cublas_last_settings();
 
 }  // namespace vmcuda::testing

@@ -193,6 +193,35 @@ int mm_fill(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// tests/cuda/per_thread_stream.cu: fill(int* p, int n, int base): p[i] = base + i
+int pts_fill(void** params, const FakeLaunch& l) {
+  const uint64_t count = count_of(l, arg<int>(params, 1));
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), count * 4);
+  if (!p && count) return 700;
+  const int base = arg<int>(params, 2);
+  for (uint64_t i = 0; i < count; ++i) store<int>(p, i, wadd(base, static_cast<int>(i)));
+  return 0;
+}
+
+// bump_sym(int v): d_sym[i] += v for the first 64 threads
+int bump_sym(void** params, const FakeLaunch& l) {
+  std::byte* sym = l.global("d_sym");
+  if (!sym) return 700;
+  const uint64_t count = std::min<uint64_t>(64, l.threads);
+  for (uint64_t i = 0; i < count; ++i) store<int>(sym, i, wadd(load<int>(sym, i), arg<int>(params, 0)));
+  return 0;
+}
+
+// tests/cuda/runtime_library.cu: with_params(char c, double d, int* p, short s): *p = c + (int)d + s
+int with_params(void** params, const FakeLaunch& l) {
+  const auto p = arg<uint64_t>(params, 2);
+  if (!p) return 0;
+  std::byte* b = l.mem(p, 4);
+  if (!b) return 700;
+  store<int>(b, 0, arg<char>(params, 0) + static_cast<int>(arg<double>(params, 1)) + arg<short>(params, 3));
+  return 0;
+}
+
 // mm_axpy(const int* x, int* y, int n, int a): y[i] += a * x[i] (x may be y)
 int mm_axpy(void** params, const FakeLaunch& l) {
   const uint64_t count = count_of(l, arg<int>(params, 2));
@@ -505,6 +534,10 @@ const FakeKernel kKernels[] = {
     {"_Z8grid_sumPKiiPiS1_", {{0, 8}, {8, 4}, {16, 8}, {24, 8}}, grid_sum, 29, 1024},
     {"_Z11grid_roundsPiS_ii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, grid_rounds, 32},
     {"_Z9coop_bumpPiii", {{0, 8}, {8, 4}, {12, 4}}, coop_bump, 8},
+    // tests/cuda/per_thread_stream.cu, tests/cuda/runtime_library.cu
+    {"_Z4fillPiii", {{0, 8}, {8, 4}, {12, 4}}, pts_fill, 10},
+    {"_Z8bump_symi", {{0, 4}}, bump_sym, 8},
+    {"_Z11with_paramscdPis", {{0, 1}, {8, 8}, {16, 8}, {24, 2}}, with_params, 10},
     // tests/cuda/textures.cu
     {"_Z9tex_pointyPfii", {{0, 8}, {8, 8}, {16, 4}, {20, 4}}, tex_point, 10},
     {"_Z10tex_sampleyPK6float2Pfi", {{0, 8}, {8, 8}, {16, 8}, {24, 4}}, tex_sample<1>, 12},
@@ -537,6 +570,8 @@ const FakeGlobal kGlobals[] = {
     {"c_coef", 16, {}},
     {"d_counter", 4, {}},
     {"d_big", 32768, {}},
+    // tests/cuda/per_thread_stream.cu
+    {"d_sym", 256, {}},
 };
 
 }  // namespace

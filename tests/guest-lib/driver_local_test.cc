@@ -118,7 +118,8 @@ TEST(DriverLocal, ProcAddressMatchesEveryRowOfTheTable) {
 
 TEST(DriverLocal, UnsupportedStubsAnswer801) {
   using Any = CUresult (*)();
-  for (const char* name : {"cuGraphAddKernelNode_v2", "cuArrayCreate_v2", "cuTexObjectCreate", "cuMemCreate"}) {
+  for (const char* name : {"cuGraphAddKernelNode_v2", "cuArrayGetPlane", "cuArrayGetSparseProperties",
+                           "cuMipmappedArrayGetSparseProperties"}) {
     auto f = fn<Any>(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f(), kNotSupported) << name;

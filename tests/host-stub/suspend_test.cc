@@ -212,6 +212,50 @@ TEST(Suspend, StreamAttributesComeBack) {
   }
 }
 
+#ifdef VMCUDA_WITH_CUBLAS
+TEST(Suspend, CublasHandlesComeBackWithTheirSettings) {
+  Stub stub;
+  Client c(stub);
+  // The handle is older than the stream and the workspace it names: its settings are applied
+  // once everything is back.
+  const uint64_t handle = api::kFirstGuestHandle + 20, stream = api::kFirstGuestHandle + 21;
+  ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({handle}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({stream, 0, 0}), 0);
+  const uint64_t ws = c.malloc(1 << 16), data = c.malloc(64);
+  const std::vector<float> x = {1, 2, 3, 4};
+  ASSERT_EQ(c.call<api::Call::CopyToDeviceInline>({data}, nullptr, std::as_bytes(std::span(x))), 0);
+  ASSERT_EQ(c.call<api::Call::cublasSetStream_v2>({handle, stream}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasSetWorkspace_v2>({handle, ws, 1 << 16}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasSetMathMode>({handle, 3}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasSetPointerMode_v2>({handle, 1}), 0);
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(tst::fake_live_cublas_handles(), 0u);  // released with the client's GPU state
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+    EXPECT_EQ(tst::fake_live_cublas_handles(), 1u);
+    const auto s = tst::fake_cublas_last_settings();
+    EXPECT_EQ(s.pointer_mode, 1);
+    EXPECT_EQ(s.math_mode, 3);
+    EXPECT_NE(s.stream, nullptr);
+    EXPECT_EQ(s.workspace, ws);
+    EXPECT_EQ(s.workspace_bytes, 1u << 16);
+    // Still in pointer mode device: the dot product lands in device memory.
+    api::cublasSdot_v2_Args d{};
+    d.handle = handle, d.n = 4, d.x = data, d.incx = 1, d.y = data, d.incy = 1, d.result = data + 32;
+    ASSERT_EQ(c.call<api::Call::cublasSdot_v2>(d), 0);
+    std::vector<std::byte> extra;
+    ASSERT_EQ(c.call<api::Call::CopyFromDeviceInline>({data + 32, 4}, nullptr, {}, &extra, 4), 0);
+    float r30;
+    std::memcpy(&r30, extra.data(), 4);
+    EXPECT_EQ(r30, 30.0f);
+  }
+}
+#endif
+
 TEST(Suspend, AGuestThatCallsWhileHeldWaitsAndIsServedAfter) {
   Stub stub;
   Client c(stub);

@@ -261,6 +261,78 @@ VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_cons
 VMCUDA_CUDART_API cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
                                                      cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
                                                      size_t count, enum cudaMemcpyKind kind);
+// Library management (library.cc), kernel parameters, valid devices, stream devices, the
+// private tables' door, memory pools by location and batched copies.
+VMCUDA_CUDART_API cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code,
+                                                  enum cudaJitOption* jitOptions, void** jitOptionsValues,
+                                                  unsigned int numJitOptions, enum cudaLibraryOption* libraryOptions,
+                                                  void** libraryOptionValues, unsigned int numLibraryOptions);
+VMCUDA_CUDART_API cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* fileName,
+                                                      enum cudaJitOption* jitOptions, void** jitOptionsValues,
+                                                      unsigned int numJitOptions,
+                                                      enum cudaLibraryOption* libraryOptions,
+                                                      void** libraryOptionValues, unsigned int numLibraryOptions);
+VMCUDA_CUDART_API cudaError_t cudaLibraryUnload(cudaLibrary_t library);
+VMCUDA_CUDART_API cudaError_t cudaLibraryGetKernel(cudaKernel_t* pKernel, cudaLibrary_t library, const char* name);
+VMCUDA_CUDART_API cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t library,
+                                                   const char* name);
+VMCUDA_CUDART_API cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
+                                                              int value, int device);
+VMCUDA_CUDART_API cudaError_t cudaFuncGetParamInfo(const void* func, size_t paramIndex, size_t* paramOffset,
+                                                   size_t* paramSize);
+VMCUDA_CUDART_API cudaError_t cudaSetValidDevices(int* device_arr, int len);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int* device);
+VMCUDA_CUDART_API cudaError_t cudaGetExportTable(const void** ppExportTable, const cudaUUID_t* pExportTableId);
+VMCUDA_CUDART_API cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* memPool, struct cudaMemLocation* location,
+                                                       enum cudaMemAllocationType type);
+VMCUDA_CUDART_API cudaError_t cudaMemGetMemPool(cudaMemPool_t* memPool, struct cudaMemLocation* location,
+                                                enum cudaMemAllocationType type);
+VMCUDA_CUDART_API cudaError_t cudaMemSetMemPool(struct cudaMemLocation* location, enum cudaMemAllocationType type,
+                                                cudaMemPool_t memPool);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes,
+                                                   size_t count, struct cudaMemcpyAttributes* attrs,
+                                                   size_t* attrsIdxs, size_t numAttrs, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs,
+                                                        const size_t* sizes, size_t count,
+                                                        struct cudaMemcpyAttributes* attrs, size_t* attrsIdxs,
+                                                        size_t numAttrs, cudaStream_t stream);
+// The per-thread default stream's synchronous forms (nvcc --default-stream per-thread; not
+// declared by cuda_runtime_api.h without its renaming) and the array copies' async forms.
+VMCUDA_CUDART_API cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                                size_t height, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p);
+VMCUDA_CUDART_API cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count, size_t offset,
+                                                      enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count, size_t offset,
+                                                        enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                       size_t spitch, size_t width, size_t height,
+                                                       enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src,
+                                                         size_t wOffset, size_t hOffset, size_t width, size_t height,
+                                                         enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                            cudaArray_const_t src, size_t wOffsetSrc,
+                                                            size_t hOffsetSrc, size_t width, size_t height,
+                                                            enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
+                                                     size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t wOffset,
+                                                       size_t hOffset, size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                                          cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc,
+                                                          size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset,
+                                                          const void* src, size_t count, enum cudaMemcpyKind kind,
+                                                          cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpyFromArrayAsync_ptsz(void* dst, cudaArray_const_t src, size_t wOffset,
+                                                            size_t hOffset, size_t count, enum cudaMemcpyKind kind,
+                                                            cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject,
                                                       const struct cudaResourceDesc* pResDesc,
                                                       const struct cudaTextureDesc* pTexDesc,
@@ -401,6 +473,20 @@ VMCUDA_CUDART_END
 
 /// The hand-written entry points that cuda_runtime_api.h declares (for the parity test).
 #define VMCUDA_CUDART_PUBLIC_HAND_WRITTEN(X) \
+  X(cudaLibraryLoadData)                     \
+  X(cudaLibraryLoadFromFile)                 \
+  X(cudaLibraryUnload)                       \
+  X(cudaLibraryGetKernel)                    \
+  X(cudaLibraryGetGlobal)                    \
+  X(cudaKernelSetAttributeForDevice)         \
+  X(cudaFuncGetParamInfo)                    \
+  X(cudaSetValidDevices)                     \
+  X(cudaStreamGetDevice)                     \
+  X(cudaGetExportTable)                      \
+  X(cudaMemGetDefaultMemPool)                \
+  X(cudaMemGetMemPool)                       \
+  X(cudaMemSetMemPool)                       \
+  X(cudaMemcpyBatchAsync)                    \
   X(cudaGetErrorString)                      \
   X(cudaGetErrorName)                        \
   X(cudaGetLastError)                        \

@@ -377,6 +377,26 @@ typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUkern_st* cudaKernel_t;
 typedef struct CUfunc_st* cudaFunction_t;
+typedef struct CUlib_st* cudaLibrary_t;
+/// driver_types.h: cudaLibraryLoadData's options (JIT options are accepted and ignored).
+enum cudaJitOption { cudaJitMaxRegisters = 0 };
+enum cudaLibraryOption { cudaLibraryHostUniversalFunctionAndDataTable = 0, cudaLibraryBinaryIsPreserved = 1 };
+/// driver_types.h: cudaMemcpyBatchAsync's attributes.
+enum cudaMemcpySrcAccessOrder {
+  cudaMemcpySrcAccessOrderInvalid = 0x0,
+  cudaMemcpySrcAccessOrderStream = 0x1,
+  cudaMemcpySrcAccessOrderDuringApiCall = 0x2,
+  cudaMemcpySrcAccessOrderAny = 0x3,
+  cudaMemcpySrcAccessOrderMax = 0x7FFFFFFF
+};
+enum cudaMemcpyFlags { cudaMemcpyFlagDefault = 0x0, cudaMemcpyFlagPreferOverlapWithCompute = 0x1 };
+struct cudaMemcpyAttributes {
+  enum cudaMemcpySrcAccessOrder srcAccessOrder;
+  struct cudaMemLocation srcLocHint;
+  struct cudaMemLocation dstLocHint;
+  unsigned int flags;
+};
+static_assert(sizeof(cudaMemcpyAttributes) == 24);
 
 /// cudaGetDriverEntryPoint's answer (driver_types.h; == CUdriverProcAddressQueryResult).
 enum cudaDriverEntryPointQueryResult {

@@ -642,3 +642,9 @@ struct DeviceReply { int32_t device; uint32_t pad; };
 static_assert(sizeof(DeviceReply) == 8);
 
 }  // namespace vmcuda::api
+
+// NVIDIA's libraries at their own API (issue 12 point 3): generated from NVIDIA's headers at
+// build time (api/CMakeLists.txt, scripts/gen-cublas.py) where they are installed.
+#ifdef VMCUDA_WITH_CUBLAS
+#include "vmcuda/api/cublas_wire.h"
+#endif

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""Generates vmcuda's cuBLAS remoting from NVIDIA's headers (issue 12 point 3).
+
+Inputs: NVIDIA's cublas_api.h (and cublas.h, cublasXt.h for the return types of the legacy
+and Xt exports), the export list of NVIDIA's libcublas.so.13 (guest-lib/exports/, written by
+`gen-cublas.py --exports LIB`) and the annotation table api/libs/cublas.calls (what a header
+cannot say). Outputs, into OUT (run by CMake at build time):
+
+  vmcuda/api/cublas_wire.h     one Args and one Reply struct per remoted call (api namespace)
+  vmcuda/api/cublas_calls.def  their VMCUDA_CALL lines (included at the end of calls.def)
+  cublas_host_api.h            the host's table of libcublas.so.13 entry points (ABI types)
+  cublas_host.cc               Session::on_<name> for each generated call
+  cublas_guest.cc              (libcuda.so.1) each generated entry point, a weak stub for every
+                               other export, and __vmcuda_cublas_table
+  cublas_forward.c, libcublas.map
+                               vmcuda's libcublas.so.13: IFUNCs into that table, NVIDIA's
+                               version node
+
+Only types of plain values and pointers are accepted: an annotated function with a parameter
+the script cannot classify is an error (say its role in cublas.calls), never a guess.
+"""
+import argparse
+import hashlib
+import os
+import re
+import subprocess
+import sys
+
+# Types passed by value. wire: the field's type; host: the ABI type the host calls with.
+INT32 = {
+    "int", "cublasOperation_t", "cublasFillMode_t", "cublasDiagType_t", "cublasSideMode_t",
+    "cublasPointerMode_t", "cublasMath_t", "cublasAtomicsMode_t", "cublasGemmAlgo_t", "cudaDataType",
+    "cudaDataType_t", "cublasComputeType_t", "libraryPropertyType", "cublasStatus_t",
+    "cublasEmulationStrategy_t",
+}
+INT64 = {"int64_t", "long long int", "long long"}
+# Pointee sizes of typed scalars and results.
+POINTEE_BYTES = {
+    "float": 4, "double": 8, "__half": 2, "__nv_bfloat16": 2, "cuComplex": 8, "cuDoubleComplex": 16,
+    "int": 4, "int64_t": 8,
+}
+SCALAR_BYTES = 16  # the largest scalar (cuDoubleComplex): a scalar field's size on the wire
+
+
+def strip(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+    return re.sub(r"\s+", " ", text)
+
+
+PROTO = re.compile(r"([A-Za-z_][\w ]*?\**)\s*CUBLASWINAPI\s+(\w+)\s*\(([^;{}]*?)\)\s*;")
+
+
+def prototypes(path):
+    """name -> (return type, [(type, name, pointer depth, is_const_pointee)])"""
+    out = {}
+    for ret, name, params in PROTO.findall(strip(open(path).read())):
+        ret = ret.replace("CUBLASAPI", "").strip()
+        plist = []
+        if params.strip() not in ("", "void"):
+            for p in params.split(","):
+                p = p.strip()
+                arr = p.count("[]")
+                p = p.replace("[]", "").strip()
+                m = re.match(r"(.*?)(\w+)$", p)
+                t, n = m.group(1).strip(), m.group(2)
+                depth = t.count("*") + arr
+                const_pointee = t.startswith("const ")
+                base = t.replace("*", " ").replace("const", " ")
+                base = re.sub(r"\s+", " ", base).strip()
+                plist.append((base, n, depth, const_pointee))
+        out[name] = (ret, plist)
+    return out
+
+
+def read_calls(path):
+    calls = []
+    for line in open(path):
+        line = line.split("#", 1)[0].split()
+        if not line:
+            continue
+        number, name, rest = int(line[0], 16), line[1], line[2:]
+        hand = "hand" in rest
+        roles = dict(r.split("=", 1) for r in rest if "=" in r)
+        calls.append((number, name, hand, roles))
+    numbers = [c[0] for c in calls]
+    if len(set(numbers)) != len(numbers) or any(not 0x2000 <= n <= 0x20FF for n in numbers):
+        sys.exit("gen-cublas.py: call numbers must be unique and in 0x2000-0x20ff")
+    return calls
+
+
+class Param:
+    """One parameter of a remoted call: its wire field and how each side treats it."""
+
+    def __init__(self, fn, base, name, depth, role):
+        self.base, self.name, self.depth = base, name, depth
+        self.kind = None
+        self.size_param = None
+        self.bytes = 0
+        if depth == 0:
+            if base == "cublasHandle_t":
+                self.kind, self.wire, self.host = "handle", "uint64_t", "void*"
+            elif base == "cudaStream_t":
+                self.kind, self.wire, self.host = "stream", "uint64_t", "void*"
+            elif base in INT32:
+                self.kind, self.wire, self.host = "value", "int32_t", "int"
+            elif base in INT64:
+                self.kind, self.wire, self.host = "value", "int64_t", "long long"
+            elif base == "size_t":
+                self.kind, self.wire, self.host = "value", "uint64_t", "size_t"
+            elif base in ("float", "double"):
+                self.kind, self.wire, self.host = "value", base, base
+            else:
+                sys.exit(f"gen-cublas.py: {fn}: cannot pass {base} {name} (give it a role in cublas.calls)")
+            return
+        self.host = "void*"
+        if base == "cublasHandle_t" and depth == 1:
+            self.kind, self.wire = "newhandle", "uint64_t"
+            return
+        if role is None and name in ("alpha", "beta"):
+            role = "scalar"
+        role = role or "dev"
+        if role.startswith("scalar"):
+            self.kind, self.wire = "scalar", f"uint8_t"
+            if ":" in role:
+                self.size_param = role.split(":", 1)[1]
+            elif base in POINTEE_BYTES and depth == 1:
+                self.bytes = POINTEE_BYTES[base]
+            else:
+                sys.exit(f"gen-cublas.py: {fn}: the size of scalar {name} ({base}) is unknown: scalar:PARAM")
+        elif role in ("result", "out"):
+            if base not in POINTEE_BYTES or depth != 1:
+                sys.exit(f"gen-cublas.py: {fn}: the size of {role} {name} ({base}) is unknown")
+            self.kind, self.bytes = role, POINTEE_BYTES[base]
+            self.wire = "uint64_t"
+        elif role == "dev":
+            self.kind, self.wire = "dev", "uint64_t"
+        else:
+            sys.exit(f"gen-cublas.py: {fn}: unknown role {role} of {name}")
+
+    def arg_fields(self):
+        """(C type, field name, bytes) of the Args struct."""
+        if self.kind == "scalar":
+            return [("uint8_t", f"{self.name}[{SCALAR_BYTES}]", SCALAR_BYTES)]
+        if self.kind == "out":
+            return []
+        size = 4 if self.wire in ("int32_t", "float") else 8
+        return [(self.wire, self.name, size)]
+
+    def reply_fields(self):
+        # A result travels in the reply's trailing bytes (Request::extra): a queued call (pointer
+        # mode device) has no reply, and a Reply struct would make the dispatcher refuse it.
+        if self.kind == "out":
+            return [("uint8_t", f"{self.name}[{max(8, self.bytes)}]", max(8, self.bytes))]
+        return []
+
+
+def struct(name, fields):
+    """A struct with its fields largest first (no padding), its size a multiple of 8."""
+    fields = sorted(fields, key=lambda f: -min(f[2], 8))
+    size = sum(f[2] for f in fields)
+    lines = [f"struct {name} {{"]
+    for t, n, _ in fields:
+        lines.append(f"  {t} {n}{'{}' if '[' not in n else '{}'};")
+    pad = (-size) % 8
+    if pad:
+        lines.append(f"  uint8_t pad_[{pad}]{{}};")
+        size += pad
+    lines.append("};")
+    lines.append(f"static_assert(sizeof({name}) == {size} && std::is_trivially_copyable_v<{name}>);")
+    return "\n".join(lines), size
+
+
+def header_note(sources):
+    h = hashlib.sha256()
+    for s in sources:
+        h.update(open(s, "rb").read())
+    return f"Generated by scripts/gen-cublas.py (inputs sha256 {h.hexdigest()[:16]}). Do not edit."
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path) and open(path).read() == text:
+        return
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+STUB_RETURNS = {
+    "cublasStatus_t": ("int", "15"), "cublasStatus": ("int", "15"), "void": ("void", None),
+    "float": ("float", "0"), "double": ("double", "0"), "int": ("int", "0"), "size_t": ("size_t", "0"),
+    "const char*": ("const char*", "\"\""),
+    "cuComplex": ("vmcuda_cublas_complex", "{}"), "cuDoubleComplex": ("vmcuda_cublas_double_complex", "{}"),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--include", help="the CUDA toolkit's include folder")
+    ap.add_argument("--calls", help="api/libs/cublas.calls")
+    ap.add_argument("--exports-list", help="guest-lib/exports/libcublas.so.13.exports")
+    ap.add_argument("--out")
+    ap.add_argument("--exports", metavar="LIB", help="print LIB's exported functions (the export list)")
+    o = ap.parse_args()
+    if o.exports:
+        dump = subprocess.run(["objdump", "-T", o.exports], check=True, capture_output=True, text=True).stdout
+        names = sorted({l.split()[-1] for l in dump.splitlines() if " DF " in l and "*UND*" not in l})
+        print(f"# Generated by scripts/gen-cublas.py --exports from {os.path.basename(o.exports)}: every function")
+        print("# NVIDIA's library exports (version node libcublas.so.13). Do not edit.")
+        print("\n".join(names))
+        return
+
+    api_h = os.path.join(o.include, "cublas_api.h")
+    protos = {}
+    for h in ("cublas.h", "cublasXt.h", "cublas_api.h"):  # cublas_api.h last: its types win
+        p = os.path.join(o.include, h)
+        if os.path.exists(p):
+            protos.update(prototypes(p))
+    version = {k: v for k, v in re.findall(r"#define CUBLAS_VER_(MAJOR|MINOR|PATCH)\s+(\d+)", open(api_h).read())}
+    exports = [l.strip() for l in open(o.exports_list) if l.strip() and not l.startswith("#")]
+    calls = read_calls(o.calls)
+    note = header_note([api_h, o.calls, o.exports_list])
+
+    wire, defs, host_api, host_cc, guest_cc = [], [], [], [], []
+    for number, name, hand, roles in calls:
+        if name not in protos:
+            sys.exit(f"gen-cublas.py: {name} (cublas.calls) is not in cublas_api.h")
+        ret, plist = protos[name]
+        params = [Param(name, b, n, d, roles.get(n)) for b, n, d, _ in plist]
+        # The generated code's own names (host: a, r, req, scope_; guest: *_) must not be parameters.
+        clash = {p.name for p in params} & {"a", "r", "req", "scope_", "h_", "a_", "s_", "reply_"}
+        if clash:
+            sys.exit(f"gen-cublas.py: {name}: parameter names {sorted(clash)} clash with the generated code's")
+        known = {p.name for p in params}
+        for p in params:
+            if p.size_param and p.size_param not in known:
+                sys.exit(f"gen-cublas.py: {name}: scalar {p.name} names no parameter {p.size_param}")
+        check = roles.pop("check", None)
+        for r in roles:
+            if r not in known:
+                sys.exit(f"gen-cublas.py: {name}: cublas.calls names no parameter {r}")
+        args_t, reply_t = f"{name}_Args", f"{name}_Reply"
+        s, _ = struct(args_t, [f for p in params for f in p.arg_fields()])
+        wire.append(s)
+        rf = [f for p in params for f in p.reply_fields()]
+        if rf:
+            s, _ = struct(reply_t, rf)
+            wire.append(s)
+        else:
+            reply_t = "Empty"
+        waits = any(p.kind == "out" for p in params) or (hand and name == "cublasCreate_v2")
+        flags = "0" if waits else "kQueued"
+        defs.append(f"VMCUDA_CALL({number:#06x}, {name}, {args_t}, {reply_t}, {flags})")
+        host_sig = ", ".join(p.host for p in params)
+        host_api.append(f"  X({name}, int (*)({host_sig}))")
+        if hand:
+            continue
+        if not params or params[0].kind != "handle" or params[0].name != "handle":
+            sys.exit(f"gen-cublas.py: {name}: generated calls take the handle first (else mark it hand)")
+
+        # ---- host handler
+        req = "req" if any(p.kind == "result" for p in params) else ""
+        b = [f"int32_t Session::on_{name}(const api::{args_t}& a, api::{reply_t}& r, Request& {req}) {{"]
+        if reply_t == "Empty":
+            b[0] = f"int32_t Session::on_{name}(const api::{args_t}& a, api::Empty&, Request& {req}) {{"
+        b.append(f"  CublasScope scope_(*this, a.handle, \"{name}\");")
+        b.append(f"  if (!scope_.ok() || !scope_.has(scope_.lib->{name})) return scope_.status();")
+        call_args = []
+        for p in params:
+            if p.kind == "handle":
+                call_args.append("scope_.handle->handle")
+            elif p.kind == "value":
+                call_args.append(f"a.{p.name}")
+            elif p.kind == "dev":
+                b.append(f"  if (!scope_.device(a.{p.name})) return scope_.bad_pointer(\"{p.name}\");")
+                call_args.append(f"reinterpret_cast<void*>(a.{p.name})")
+            elif p.kind == "scalar":
+                size = f"cublas_scalar_bytes(a.{p.size_param})" if p.size_param else str(p.bytes)
+                b.append(f"  const void* {p.name} = scope_.scalar(a.{p.name}, {size});")
+                b.append(f"  if (!{p.name}) return scope_.bad_pointer(\"{p.name}\");")
+                call_args.append(f"const_cast<void*>({p.name})")
+            elif p.kind == "result":
+                b.append(f"  void* {p.name} = scope_.result(a.{p.name}, req, {p.bytes});")
+                b.append(f"  if (!{p.name}) return scope_.bad_pointer(\"{p.name}\");")
+                call_args.append(p.name)
+            elif p.kind == "out":
+                call_args.append(f"r.{p.name}")
+            else:
+                sys.exit(f"gen-cublas.py: {name}: {p.kind} {p.name} needs a hand-written call (hand)")
+        b.append(f"  return scope_.done(scope_.lib->{name}({', '.join(call_args)}));")
+        b.append("}")
+        host_cc.append("\n".join(b))
+
+        # ---- guest entry point
+        gsig = []
+        for p in params:
+            ctype = {"handle": "cublasHandle_t", "stream": "void*"}.get(p.kind)
+            if ctype is None:
+                ctype = p.host if p.kind == "value" else ("void*")
+            gsig.append(f"{ctype} {p.name}")
+        g = [f"VMCUDA_CUBLAS_API int {name}({', '.join(gsig)}) {{"]
+        g.append("  Handle* h_;")
+        g.append("  if (int s_ = enter(handle, &h_)) return s_;")
+        if check:
+            g.append(f"  if (!({check})) return kInvalidValue;  // cuBLAS's own check: the call may be queued")
+        g.append(f"  api::{args_t} a_{{}};")
+        wait_expr = []
+        for p in params:
+            if p.kind == "handle":
+                g.append("  a_.handle = h_->wire;")
+            elif p.kind == "value":
+                g.append(f"  a_.{p.name} = {p.name};")
+            elif p.kind == "dev":
+                g.append(f"  a_.{p.name} = device_pointer({p.name});")
+            elif p.kind == "scalar":
+                size = f"scalar_bytes({p.size_param})" if p.size_param else str(p.bytes)
+                g.append(f"  if (int s_ = scalar(*h_, {p.name}, {size}, a_.{p.name})) return s_;")
+            elif p.kind == "result":
+                g.append(f"  if (!{p.name}) return kInvalidValue;")
+                g.append(f"  if (h_->pointer_mode != kPointerModeHost) a_.{p.name} = device_pointer({p.name});")
+                wait_expr.append("h_->pointer_mode == kPointerModeHost")
+            elif p.kind == "out":
+                g.append(f"  if (!{p.name}) return kInvalidValue;")
+                wait_expr.append("true")
+        outs = [p for p in params if p.kind in ("result", "out")]
+        if outs:
+            results = [p for p in outs if p.kind == "result"]
+            if len(results) > 1:
+                sys.exit(f"gen-cublas.py: {name}: one result per call")
+            always = "true" in wait_expr  # an output in host memory: the call always waits
+            g.append("  {" if always else f"  if ({' || '.join(wait_expr)}) {{")
+            g.append(f"    api::{reply_t} reply_{{}};")
+            if results:
+                p = results[0]
+                g.append(f"    const int s_ = wait<api::Call::{name}>(a_, &reply_, {p.name}, {p.bytes});")
+            else:
+                g.append(f"    const int s_ = wait<api::Call::{name}>(a_, &reply_, nullptr, 0);")
+            for p in outs:
+                if p.kind == "out":
+                    g.append(f"    if (s_ == kSuccess) std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
+            g.append("    return s_;")
+            g.append("  }")
+        if flags == "kQueued":
+            g.append(f"  return queue<api::Call::{name}>(a_);")
+        g.append("}")
+        guest_cc.append("\n".join(g))
+
+    # ---- guest stubs for every other export, the table, the forwarders, the map
+    stubs, decls, refs, fwd, mapn = [], [], [], [], []
+    generated = {c[1] for c in calls if not c[2]}
+    missing = generated - set(exports)
+    if missing:
+        sys.exit(f"gen-cublas.py: not exported by NVIDIA's library: {sorted(missing)}")
+    for i, name in enumerate(exports):
+        ret = protos.get(name, ("cublasStatus_t", []))[0]
+        ret = re.sub(r"\s+\*", "*", ret)
+        rtype, rval = STUB_RETURNS.get(ret, ("int", "15"))
+        body = f"vmcuda::guest::cublas::unsupported(\"{name}\", logged);"
+        if name in generated:
+            pass
+        elif rval is None:
+            stubs.append(f"extern \"C\" __attribute__((weak)) void {name}(void) {{ static std::atomic<bool> logged{{false}}; {body} }}")
+        else:
+            stubs.append(f"extern \"C\" __attribute__((weak)) {rtype} {name}(void) {{ static std::atomic<bool> logged{{false}}; {body} return {rval}; }}")
+        if name in generated:  # the stubs above are declared by their definitions
+            decls.append(f"extern \"C\" void {name}(void);")
+        refs.append(f"    reinterpret_cast<void (*)(void)>(&{name}),")
+        fwd.append(f"VMCUDA_FORWARD({name}, {i})")
+        mapn.append(f"    {name};")
+    n = len(exports)
+
+    host_api_text = " \\\n".join(host_api)
+    guest_text = "\n\n".join(guest_cc)
+    stub_text, decl_text, ref_text = "\n".join(stubs), "\n".join(decls), "\n".join(refs)
+    write(os.path.join(o.out, "vmcuda/api/cublas_wire.h"), f"""// {note}
+// The wire structs of the cuBLAS calls (api/libs/cublas.calls): fixed-width fields, largest
+// first, no padding. Handles are guest handles; pointers are device pointers or 0; a scalar
+// field holds the value (pointer mode host) or a device pointer in its first 8 bytes.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+namespace vmcuda::api {{
+{chr(10).join(wire)}
+}}  // namespace vmcuda::api
+""")
+    write(os.path.join(o.out, "vmcuda/api/cublas_calls.def"), f"""// {note}
+// cuBLAS (0x2000-0x20ff): api/libs/cublas.calls. Included at the end of calls.def.
+{chr(10).join(defs)}
+""")
+    write(os.path.join(o.out, "cublas_host_api.h"), f"""// {note}
+// The libcublas.so.13 entry points the host calls (one per remoted call), with ABI types:
+// handles and pointers void*, enums int.
+#pragma once
+#include <cstddef>
+#define VMCUDA_CUBLAS_FUNCTIONS(X) \\
+{host_api_text}
+""")
+    write(os.path.join(o.out, "cublas_host.cc"), f"""// {note}
+// The host handlers of the generated cuBLAS calls (hand-written helpers: host-stub/src/cublas.h).
+#include "cublas.h"
+
+namespace vmcuda::host {{
+
+{(chr(10) + chr(10)).join(host_cc)}
+
+}}  // namespace vmcuda::host
+""")
+    write(os.path.join(o.out, "cublas_guest.cc"), f"""// {note}
+// libcuda.so.1's generated cuBLAS entry points (helpers: guest-lib/src/cublas.h).
+#include <cstring>
+
+#include "cublas.h"
+
+using namespace vmcuda::guest::cublas;
+namespace api = vmcuda::api;
+
+{guest_text}
+""")
+    write(os.path.join(o.out, "cublas_table.cc"), f"""// {note}
+// A weak stub for each export of NVIDIA's libcublas.so.13 that is neither generated
+// (cublas_guest.cc) nor hand-written (guest-lib/src/cublas.cc overrides some), and the table
+// vmcuda's libcublas.so.13 forwards to.
+#include <atomic>
+#include <cstddef>
+
+#include "cublas.h"
+
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+
+namespace vmcuda::guest::cublas {{
+const int kVersion[3] = {{{version.get('MAJOR', 0)}, {version.get('MINOR', 0)}, {version.get('PATCH', 0)}}};
+}}
+
+struct vmcuda_cublas_complex {{ float x, y; }};
+struct vmcuda_cublas_double_complex {{ double x, y; }};
+// Any argument list: the caller reads only the return register.
+{stub_text}
+
+{decl_text}
+extern "C" __attribute__((visibility("default"))) void (*const __vmcuda_cublas_table[])(void) = {{
+{ref_text}
+}};
+extern "C" __attribute__((visibility("default"))) const unsigned __vmcuda_cublas_table_size = {n};
+""")
+    write(os.path.join(o.out, "cublas_forward.c"), f"""/* {note}
+   Each export of vmcuda's libcublas.so.13 is an IFUNC bound to its implementation in
+   libcuda.so.1 (__vmcuda_cublas_table, same order; libcuda.so.1 is its DT_NEEDED). */
+extern void (*const __vmcuda_cublas_table[])(void);
+extern const unsigned __vmcuda_cublas_table_size;
+
+/* A libcuda.so.1 of another vmcuda build with a different list: refuse, rather than call the
+   wrong function. {n} exports here. */
+static void (*entry(unsigned i))(void) {{
+  if (__vmcuda_cublas_table_size != {n}) __builtin_trap();
+  return __vmcuda_cublas_table[i];
+}}
+#define VMCUDA_FORWARD(name, i) \\
+  static void (*resolve_##name(void))(void) {{ return entry(i); }} \\
+  void name(void) __attribute__((ifunc("resolve_" #name)));
+
+{chr(10).join(fwd)}
+""")
+    write(os.path.join(o.out, "libcublas.map"), f"""/* {note}
+   NVIDIA's libcublas.so.13 gives every export the version node libcublas.so.13. */
+libcublas.so.13 {{
+  global:
+{chr(10).join(mapn)}
+  local:
+    *;
+}};
+""")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+// A fake libcublas.so.13 for the test executor (fake_driver.h): a few entry points with NVIDIA's
+// ABI, computing on the CPU over the fake device memory, so that CI checks real numbers of
+// cuBLAS calls that went through the guest library, the wire and the stub. Argument checks are
+// cuBLAS's documented ones (CUBLAS_STATUS_INVALID_VALUE); memory no allocation holds is
+// CUBLAS_STATUS_EXECUTION_FAILED (a GPU would fault).
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "executor/fake_driver.h"
+
+namespace vmcuda::testing {
+namespace {
+
+constexpr int kSuccess = 0, kNotInitialized = 1, kInvalidValue = 7, kExecutionFailed = 13, kNotSupported = 15;
+constexpr int kOpN = 0, kOpT = 1, kOpC = 2;
+constexpr int kR32F = 0, kR16BF = 14;  // cudaDataType
+
+struct Handle {
+  FakeCublasSettings s;
+};
+std::mutex g_mu;
+std::set<Handle*> g_handles;
+FakeCublasSettings g_last;
+
+Handle* live(void* h) {
+  std::lock_guard l(g_mu);
+  return g_handles.count(static_cast<Handle*>(h)) ? static_cast<Handle*>(h) : nullptr;
+}
+void remember(const Handle& h) {
+  std::lock_guard l(g_mu);
+  g_last = h.s;
+}
+
+float from_bf16(uint16_t v) {
+  const uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t to_bf16(float f) {  // round to nearest even (NaN kept a NaN)
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f)) return 0x7fc0;
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+size_t type_bytes(int t) { return t == kR32F ? 4 : t == kR16BF ? 2 : 0; }
+float load(const std::byte* base, int type, size_t i) {
+  if (type == kR32F) {
+    float f;
+    std::memcpy(&f, base + 4 * i, 4);
+    return f;
+  }
+  uint16_t v;
+  std::memcpy(&v, base + 2 * i, 2);
+  return from_bf16(v);
+}
+void store(std::byte* base, int type, size_t i, float f) {
+  if (type == kR32F) {
+    std::memcpy(base + 4 * i, &f, 4);
+  } else {
+    const uint16_t v = to_bf16(f);
+    std::memcpy(base + 2 * i, &v, 2);
+  }
+}
+
+// A scalar or result: host memory (pointer mode host) or fake device memory.
+float* scalar_at(const Handle& h, const FakeDeviceAt& at, const void* p) {
+  if (h.s.pointer_mode == 0) return static_cast<float*>(const_cast<void*>(p));
+  return reinterpret_cast<float*>(at(reinterpret_cast<uint64_t>(p), 4));
+}
+
+// A column-major matrix of `rows` x `cols` (leading dimension ld) at device address p.
+std::byte* matrix_at(const FakeDeviceAt& at, const void* p, int rows, int cols, long long ld, size_t elem) {
+  if (rows == 0 || cols == 0) return reinterpret_cast<std::byte*>(1);  // nothing read
+  return at(reinterpret_cast<uint64_t>(p), ((size_t(cols) - 1) * size_t(ld) + size_t(rows)) * elem);
+}
+std::byte* vector_at(const FakeDeviceAt& at, const void* p, int n, int inc, size_t elem) {
+  if (n == 0) return reinterpret_cast<std::byte*>(1);
+  return at(reinterpret_cast<uint64_t>(p), ((size_t(n) - 1) * size_t(inc) + 1) * elem);
+}
+
+// C = alpha op(A) op(B) + beta C on one batch entry; pointers resolved. Summation in index
+// order in double: the test programs' integer-valued inputs make every result exact.
+void gemm_one(int ta, int tb, int m, int n, int k, float alpha, const std::byte* A, int at_, long long lda,
+              const std::byte* B, int bt, long long ldb, float beta, std::byte* C, int ct, long long ldc) {
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      double sum = 0;
+      for (int l = 0; l < k; ++l) {
+        const float a = ta == kOpN ? load(A, at_, i + l * size_t(lda)) : load(A, at_, l + i * size_t(lda));
+        const float b = tb == kOpN ? load(B, bt, l + j * size_t(ldb)) : load(B, bt, j + l * size_t(ldb));
+        sum += double(a) * double(b);
+      }
+      const size_t ci = i + j * size_t(ldc);
+      const float c = beta == 0.0f ? 0.0f : beta * load(C, ct, ci);  // beta 0: C is not read
+      store(C, ct, ci, float(alpha * sum) + c);
+    }
+}
+
+struct Gemm {
+  int ta, tb, m, n, k;
+  long long lda, ldb, ldc;
+  int atype, btype, ctype;
+};
+int check(const Gemm& g) {
+  if ((g.ta != kOpN && g.ta != kOpT && g.ta != kOpC) || (g.tb != kOpN && g.tb != kOpT && g.tb != kOpC))
+    return kInvalidValue;
+  if (g.m < 0 || g.n < 0 || g.k < 0) return kInvalidValue;
+  const int arows = g.ta == kOpN ? g.m : g.k, brows = g.tb == kOpN ? g.k : g.n;
+  if (g.lda < std::max(1, arows) || g.ldb < std::max(1, brows) || g.ldc < std::max(1, g.m)) return kInvalidValue;
+  if (!type_bytes(g.atype) || !type_bytes(g.btype) || !type_bytes(g.ctype)) return kNotSupported;
+  return kSuccess;
+}
+
+// One gemm of a batch: A, B, C device addresses.
+int gemm_at(const FakeDeviceAt& at, const Gemm& g, float alpha, float beta, const void* a, const void* b, void* c) {
+  const int arows = g.ta == kOpN ? g.m : g.k, acols = g.ta == kOpN ? g.k : g.m;
+  const int brows = g.tb == kOpN ? g.k : g.n, bcols = g.tb == kOpN ? g.n : g.k;
+  const std::byte* A = matrix_at(at, a, arows, acols, g.lda, type_bytes(g.atype));
+  const std::byte* B = matrix_at(at, b, brows, bcols, g.ldb, type_bytes(g.btype));
+  std::byte* C = matrix_at(at, c, g.m, g.n, g.ldc, type_bytes(g.ctype));
+  if (!A || !B || !C) return kExecutionFailed;
+  gemm_one(g.ta, g.tb, g.m, g.n, g.k, alpha, A, g.atype, g.lda, B, g.btype, g.ldb, beta, C, g.ctype, g.ldc);
+  return kSuccess;
+}
+
+// Runs `body(at, alpha, beta)` with the scalars resolved (float), under the fake GPU's lock.
+template <class F>
+int with_scalars(Handle* h, const void* alpha, const void* beta, F body) {
+  if (!h) return kNotInitialized;
+  if (!alpha || !beta) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const float* a = scalar_at(*h, at, alpha);
+    const float* b = scalar_at(*h, at, beta);
+    if (!a || !b) {
+      status = kExecutionFailed;
+      return;
+    }
+    status = body(at, *a, *b);
+  });
+  return status;
+}
+
+bool fp32_compute(int compute) {
+  // CUBLAS_COMPUTE_32F[_PEDANTIC|_FAST_*], or CUDA_R_32F as older programs pass it.
+  return compute == 68 || compute == 69 || compute == 74 || compute == 75 || compute == 77 || compute == kR32F;
+}
+
+// ---- the entry points (NVIDIA's signatures, ABI types)
+
+int f_create(void** out) {
+  if (!out) return kInvalidValue;
+  auto* h = new Handle;
+  std::lock_guard l(g_mu);
+  g_handles.insert(h);
+  *out = h;
+  return kSuccess;
+}
+int f_destroy(void* p) {
+  std::lock_guard l(g_mu);
+  if (!g_handles.erase(static_cast<Handle*>(p))) return kNotInitialized;
+  delete static_cast<Handle*>(p);
+  return kSuccess;
+}
+int f_set_stream(void* p, void* stream) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  h->s.stream = stream;
+  remember(*h);
+  return kSuccess;
+}
+int f_set_pointer_mode(void* p, int mode) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  if (mode != 0 && mode != 1) return kInvalidValue;
+  h->s.pointer_mode = mode;
+  remember(*h);
+  return kSuccess;
+}
+int f_set_math_mode(void* p, int mode) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  h->s.math_mode = mode;
+  remember(*h);
+  return kSuccess;
+}
+int f_set_workspace(void* p, void* ws, size_t bytes) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  h->s.workspace = reinterpret_cast<uint64_t>(ws);
+  h->s.workspace_bytes = bytes;
+  remember(*h);
+  return kSuccess;
+}
+
+int f_sgemm(void* p, int ta, int tb, int m, int n, int k, const float* alpha, const void* A, int lda, const void* B,
+            int ldb, const float* beta, void* C, int ldc) {
+  const Gemm g{ta, tb, m, n, k, lda, ldb, ldc, kR32F, kR32F, kR32F};
+  if (int s = check(g)) return s;
+  return with_scalars(live(p), alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
+    return gemm_at(at, g, a, b, A, B, C);
+  });
+}
+
+int f_sgemm_strided(void* p, int ta, int tb, int m, int n, int k, const float* alpha, const void* A, int lda,
+                    long long sa, const void* B, int ldb, long long sb, const float* beta, void* C, int ldc,
+                    long long sc, int batch) {
+  const Gemm g{ta, tb, m, n, k, lda, ldb, ldc, kR32F, kR32F, kR32F};
+  if (int s = check(g)) return s;
+  if (batch < 0) return kInvalidValue;
+  return with_scalars(live(p), alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
+    for (int i = 0; i < batch; ++i)
+      if (int s = gemm_at(at, g, a, b, static_cast<const char*>(A) + 4 * sa * i,
+                          static_cast<const char*>(B) + 4 * sb * i, static_cast<char*>(C) + 4 * sc * i))
+        return s;
+    return kSuccess;
+  });
+}
+
+// Arrays of device pointers in device memory (batched calls).
+int f_sgemm_batched(void* p, int ta, int tb, int m, int n, int k, const float* alpha, const void* Aarray, int lda,
+                    const void* Barray, int ldb, const float* beta, void* Carray, int ldc, int batch) {
+  const Gemm g{ta, tb, m, n, k, lda, ldb, ldc, kR32F, kR32F, kR32F};
+  if (int s = check(g)) return s;
+  if (batch < 0) return kInvalidValue;
+  return with_scalars(live(p), alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
+    if (batch == 0) return kSuccess;
+    const std::byte* pa = at(reinterpret_cast<uint64_t>(Aarray), 8 * size_t(batch));
+    const std::byte* pb = at(reinterpret_cast<uint64_t>(Barray), 8 * size_t(batch));
+    const std::byte* pc = at(reinterpret_cast<uint64_t>(Carray), 8 * size_t(batch));
+    if (!pa || !pb || !pc) return kExecutionFailed;
+    for (int i = 0; i < batch; ++i) {
+      uint64_t x, y, z;
+      std::memcpy(&x, pa + 8 * i, 8);
+      std::memcpy(&y, pb + 8 * i, 8);
+      std::memcpy(&z, pc + 8 * i, 8);
+      if (int s = gemm_at(at, g, a, b, reinterpret_cast<void*>(x), reinterpret_cast<void*>(y),
+                          reinterpret_cast<void*>(z)))
+        return s;
+    }
+    return kSuccess;
+  });
+}
+
+int f_gemm_ex(void* p, int ta, int tb, int m, int n, int k, const void* alpha, const void* A, int atype, int lda,
+              const void* B, int btype, int ldb, const void* beta, void* C, int ctype, int ldc, int compute, int algo) {
+  if (!fp32_compute(compute)) return kNotSupported;
+  const Gemm g{ta, tb, m, n, k, lda, ldb, ldc, atype, btype, ctype};
+  if (int s = check(g)) return s;
+  return with_scalars(live(p), alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
+    return gemm_at(at, g, a, b, A, B, C);
+  });
+}
+
+int f_gemm_strided_ex(void* p, int ta, int tb, int m, int n, int k, const void* alpha, const void* A, int atype,
+                      int lda, long long sa, const void* B, int btype, int ldb, long long sb, const void* beta,
+                      void* C, int ctype, int ldc, long long sc, int batch, int compute, int algo) {
+  if (!fp32_compute(compute)) return kNotSupported;
+  const Gemm g{ta, tb, m, n, k, lda, ldb, ldc, atype, btype, ctype};
+  if (int s = check(g)) return s;
+  if (batch < 0) return kInvalidValue;
+  return with_scalars(live(p), alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
+    for (int i = 0; i < batch; ++i)
+      if (int s = gemm_at(at, g, a, b, static_cast<const char*>(A) + type_bytes(atype) * sa * i,
+                          static_cast<const char*>(B) + type_bytes(btype) * sb * i,
+                          static_cast<char*>(C) + type_bytes(ctype) * sc * i))
+        return s;
+    return kSuccess;
+  });
+}
+
+int f_saxpy(void* p, int n, const float* alpha, const void* x, int incx, void* y, int incy) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  if (n <= 0) return kSuccess;
+  if (!alpha) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const float* a = scalar_at(*h, at, alpha);
+    const std::byte* X = vector_at(at, x, n, std::abs(incx), 4);
+    std::byte* Y = vector_at(at, y, n, std::abs(incy), 4);
+    if (!a || !X || !Y || incx <= 0 || incy <= 0) {  // negative increments: not faked
+      status = !a || !X || !Y ? kExecutionFailed : kNotSupported;
+      return;
+    }
+    for (int i = 0; i < n; ++i)
+      store(Y, kR32F, size_t(i) * incy, *a * load(X, kR32F, size_t(i) * incx) + load(Y, kR32F, size_t(i) * incy));
+  });
+  return status;
+}
+
+int f_sscal(void* p, int n, const float* alpha, void* x, int incx) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  if (n <= 0 || incx <= 0) return kSuccess;  // cuBLAS: nothing to do
+  if (!alpha) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const float* a = scalar_at(*h, at, alpha);
+    std::byte* X = vector_at(at, x, n, incx, 4);
+    if (!a || !X) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int i = 0; i < n; ++i) store(X, kR32F, size_t(i) * incx, *a * load(X, kR32F, size_t(i) * incx));
+  });
+  return status;
+}
+
+// dot and nrm2: the result is written in host or device memory per the pointer mode.
+template <class F>
+int reduce(void* p, void* result, F compute) {
+  Handle* h = live(p);
+  if (!h) return kNotInitialized;
+  if (!result) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    float* r = scalar_at(*h, at, result);
+    float v = 0;
+    if (!r || !compute(at, &v)) {
+      status = kExecutionFailed;
+      return;
+    }
+    *r = v;
+  });
+  return status;
+}
+
+int f_sdot(void* p, int n, const void* x, int incx, const void* y, int incy, void* result) {
+  return reduce(p, result, [&](const FakeDeviceAt& at, float* v) {
+    if (n <= 0) return true;
+    const std::byte* X = vector_at(at, x, n, std::abs(incx), 4);
+    const std::byte* Y = vector_at(at, y, n, std::abs(incy), 4);
+    if (!X || !Y || incx <= 0 || incy <= 0) return false;
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += double(load(X, kR32F, size_t(i) * incx)) * load(Y, kR32F, size_t(i) * incy);
+    *v = float(s);
+    return true;
+  });
+}
+
+int f_snrm2(void* p, int n, const void* x, int incx, void* result) {
+  return reduce(p, result, [&](const FakeDeviceAt& at, float* v) {
+    if (n <= 0 || incx <= 0) return true;  // cuBLAS: 0
+    const std::byte* X = vector_at(at, x, n, incx, 4);
+    if (!X) return false;
+    double s = 0;
+    for (int i = 0; i < n; ++i) {
+      const double e = load(X, kR32F, size_t(i) * incx);
+      s += e * e;
+    }
+    *v = float(std::sqrt(s));
+    return true;
+  });
+}
+
+const std::map<std::string, void*>& table() {
+  static const std::map<std::string, void*> t = {
+      {"cublasCreate_v2", reinterpret_cast<void*>(f_create)},
+      {"cublasDestroy_v2", reinterpret_cast<void*>(f_destroy)},
+      {"cublasSetStream_v2", reinterpret_cast<void*>(f_set_stream)},
+      {"cublasSetPointerMode_v2", reinterpret_cast<void*>(f_set_pointer_mode)},
+      {"cublasSetMathMode", reinterpret_cast<void*>(f_set_math_mode)},
+      {"cublasSetWorkspace_v2", reinterpret_cast<void*>(f_set_workspace)},
+      {"cublasSgemm_v2", reinterpret_cast<void*>(f_sgemm)},
+      {"cublasSgemmBatched", reinterpret_cast<void*>(f_sgemm_batched)},
+      {"cublasSgemmStridedBatched", reinterpret_cast<void*>(f_sgemm_strided)},
+      {"cublasGemmEx", reinterpret_cast<void*>(f_gemm_ex)},
+      {"cublasGemmStridedBatchedEx", reinterpret_cast<void*>(f_gemm_strided_ex)},
+      {"cublasSaxpy_v2", reinterpret_cast<void*>(f_saxpy)},
+      {"cublasSscal_v2", reinterpret_cast<void*>(f_sscal)},
+      {"cublasSdot_v2", reinterpret_cast<void*>(f_sdot)},
+      {"cublasSnrm2_v2", reinterpret_cast<void*>(f_snrm2)},
+  };
+  return t;
+}
+
+int g_library_token;
+
+}  // namespace
+
+void* fake_open_library(const char* soname, std::string* why) {
+  if (std::string(soname) == "libcublas.so.13") return &g_library_token;
+  if (why) *why = std::string(soname) + ": the test executor has no such library";
+  return nullptr;
+}
+
+void* fake_library_symbol(void* library, const char* name) {
+  if (library != &g_library_token) return nullptr;
+  auto it = table().find(name);
+  return it == table().end() ? nullptr : it->second;
+}
+
+uint64_t fake_live_cublas_handles() {
+  std::lock_guard l(g_mu);
+  return g_handles.size();
+}
+
+FakeCublasSettings fake_cublas_last_settings() {
+  std::lock_guard l(g_mu);
+  return g_last;
+}
+
+}  // namespace vmcuda::testing
