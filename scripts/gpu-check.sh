@@ -25,7 +25,8 @@ if [ "${1:-}" != "--run" ]; then
   # `--devices 0,1`; this script's single-device stub would answer "needs 2 devices".
   rm -f "$carry/cuda/multi_gpu"
   cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" \
-    "$top/tests/cuda/upgrade_test.sh" "$top/tests/cuda/restart_test.sh" "$top/tests/support/fdstore_manager.py" "$carry/"
+    "$top/tests/cuda/upgrade_test.sh" "$top/tests/cuda/restart_test.sh" "$top/tests/support/fdstore_manager.py" \
+    "$top/tests/cuda/ipc_vm_test.sh" "$carry/"
   /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \
     "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -100,6 +101,8 @@ fi
 # Every program but the faulting one at once, clients as threads of one stub, their work
 # issued by the GPU's working thread (--isolation thread --gpu-thread on).
 "$carry/gpu_thread_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$out" || rc=1
+# CUDA IPC between programs of one VM (worker processes and thread mode), refused from another VM.
+"$carry/ipc_vm_test.sh" "$carry/vmcuda-stub" "$carry/lib" "$carry/cuda" "$carry/vmcudactl" || rc=1
 # Every program suspended and resumed (and saved and restored) while it runs, real driver.
 "$carry/suspend_resume_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" "$carry/cuda" "$out" || rc=1
 # vmcudactl upgrade under running programs (exec in place, connections handed over).

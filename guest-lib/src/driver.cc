@@ -983,3 +983,35 @@ CU_API CUresult cuEventDestroy_v2(CUevent e) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaEventDestroy(e));
 }
 CU_API CUresult cuEventDestroy(CUevent e) { return cuEventDestroy_v2(e); }
+
+// IPC (the runtime's cudaIpc*, guest-lib/src/ipc.cc): the handles are the same 64 bytes.
+namespace {
+cudaIpcMemHandle_t to_runtime(const CUipcMemHandle& h) {
+  cudaIpcMemHandle_t r;
+  std::memcpy(r.reserved, h.reserved, sizeof r.reserved);
+  return r;
+}
+cudaIpcEventHandle_t to_runtime(const CUipcEventHandle& h) {
+  cudaIpcEventHandle_t r;
+  std::memcpy(r.reserved, h.reserved, sizeof r.reserved);
+  return r;
+}
+}  // namespace
+CU_API CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
+  static_assert(sizeof(CUipcMemHandle) == sizeof(cudaIpcMemHandle_t));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaIpcGetMemHandle(reinterpret_cast<cudaIpcMemHandle_t*>(handle), dptr(p)));
+}
+CU_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* out, CUipcMemHandle handle, unsigned int flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaIpcOpenMemHandle(reinterpret_cast<void**>(out), to_runtime(handle), flags));
+}
+CU_API CUresult cuIpcOpenMemHandle(CUdeviceptr* dptr, CUipcMemHandle handle, unsigned int flags) {
+  return cuIpcOpenMemHandle_v2(dptr, handle, flags);
+}
+CU_API CUresult cuIpcCloseMemHandle(CUdeviceptr p) { VMCUDA_DRIVER_IN_CONTEXT(cudaIpcCloseMemHandle(dptr(p))); }
+CU_API CUresult cuIpcGetEventHandle(CUipcEventHandle* handle, CUevent e) {
+  static_assert(sizeof(CUipcEventHandle) == sizeof(cudaIpcEventHandle_t));
+  VMCUDA_DRIVER_IN_CONTEXT(cudaIpcGetEventHandle(reinterpret_cast<cudaIpcEventHandle_t*>(handle), e));
+}
+CU_API CUresult cuIpcOpenEventHandle(CUevent* e, CUipcEventHandle handle) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaIpcOpenEventHandle(e, to_runtime(handle)));
+}

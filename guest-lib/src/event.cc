@@ -27,7 +27,12 @@ cudaError_t record_event(cudaEvent_t event, cudaStream_t stream, unsigned int fl
   if (handles::find_event(ev, &event_info) && event_info.device != stream_device)
     return record(cudaErrorInvalidResourceHandle);
   auto lock = remote->lock();
-  return record(remote->enqueue<api::Call::EventRecord>({ev, s, flags, 0}));
+  if (cudaError_t e = remote->enqueue<api::Call::EventRecord>({ev, s, flags, 0})) return record(e);
+  // An interprocess event may be waited for by another program at once (it learns of the
+  // record through its own channel, a pipe): the record must have reached the GPU by then,
+  // as natively, so it is not left in the lazy queue.
+  if (event_info.flags & cudaEventInterprocess) return record(remote->flush());
+  return cudaSuccess;
 }
 
 // A round trip on one event: sends what is queued first.
@@ -57,12 +62,9 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
   if (cudaError_t e = enter_device_call()) return e;
   constexpr unsigned kKnown = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
   if (event == nullptr || (flags & ~kKnown)) return record(cudaErrorInvalidValue);
-  if (flags & cudaEventInterprocess) {
-    // CUDA: an interprocess event must have timing disabled. vmcuda: events are not
-    // shared between processes (nor VMs); say so now rather than through the queue.
-    if (!(flags & cudaEventDisableTiming)) return record(cudaErrorInvalidValue);
-    return record(cudaErrorNotSupported);
-  }
+  // CUDA: an interprocess event must have timing disabled (shared with programs of this VM
+  // through cudaIpcGetEventHandle).
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return record(cudaErrorInvalidValue);
   cudaError_t err = cudaSuccess;
   Remote* remote = Remote::get(&err);
   if (!remote) return record(err);

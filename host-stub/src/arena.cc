@@ -89,6 +89,7 @@ DeviceArena::DeviceArena(const DriverApi& api, Synchronize synchronize)
     : api_(api), synchronize_(std::move(synchronize)), index_(claim_index()) {}
 
 DeviceArena::~DeviceArena() {
+  while (!imports_.empty()) unmap_import(imports_.begin()->first);
   if (released_) mappings_.clear();  // nothing mapped: the layout alone
   while (!mappings_.empty()) unmap(mappings_.begin());
   blocks_.clear();
@@ -154,17 +155,104 @@ CUresult DeviceArena::apply_access(uint64_t va, uint64_t bytes, int owner) {
   return api_.cuMemSetAccess(va, bytes, desc.data(), desc.size());
 }
 
+CUmemAllocationProp DeviceArena::physical_prop(int device) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+  // Exportable as a POSIX fd where the device can (IPC between a VM's programs, ipc.cc):
+  // the handle type only allows cuMemExportToShareableHandle later, nothing else changes.
+  auto it = posix_fd_.find(device);
+  if (it == posix_fd_.end()) {
+    int v = 0;
+    if (api_.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device) !=
+        CUDA_SUCCESS)
+      v = 0;
+    it = posix_fd_.emplace(device, v != 0).first;
+  }
+  if (it->second) prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+CUresult DeviceArena::create_physical(int device, uint64_t bytes, unsigned long long* handle) {
+  CUmemAllocationProp prop = physical_prop(device);
+  CUresult r = api_.cuMemCreate(handle, bytes, &prop, 0);
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY && prop.requestedHandleTypes) {
+    // The device said it could, yet the driver refuses exportable memory: memory comes
+    // first, IPC goes (cudaIpcGetMemHandle then answers cudaErrorNotSupported).
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    r = api_.cuMemCreate(handle, bytes, &prop, 0);
+    if (r == CUDA_SUCCESS) {
+      posix_fd_[device] = false;
+      VMRPC_LOG(kWarn, "stub", "device " + std::to_string(device) +
+                                   ": the driver refused exportable device memory; IPC between programs is off there");
+    }
+  }
+  return r;
+}
+
+CUresult DeviceArena::export_fd(uint64_t ptr, int* fd, Exported* what) {
+  auto b = blocks_.upper_bound(ptr);
+  if (b == blocks_.begin()) return CUDA_ERROR_INVALID_VALUE;
+  --b;
+  if (ptr - b->first >= b->second.bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (released_) return CUDA_ERROR_ILLEGAL_STATE;
+  const Mapping& m = mappings_.at(b->second.mapping);
+  int out = -1;
+  if (CUresult r = api_.cuMemExportToShareableHandle(&out, m.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+      r != CUDA_SUCCESS)
+    return r;
+  *fd = out;
+  what->block = b->first;
+  what->block_bytes = b->second.bytes;
+  what->mapping_bytes = m.bytes;
+  what->offset = b->first - b->second.mapping;
+  what->device = m.device;
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::map_import(int device, unsigned long long handle, uint64_t bytes, uint64_t* va) {
+  if (released_) return CUDA_ERROR_ILLEGAL_STATE;
+  if (index_ < 0 || bytes == 0 || bytes > kArenaStride) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!reserved_)
+    if (CUresult r = reserve(nullptr); r != CUDA_SUCCESS) return r;
+  uint64_t g = 0;
+  if (CUresult r = granularity(device, &g); r != CUDA_SUCCESS) return r;
+  if (bytes % g) return CUDA_ERROR_INVALID_VALUE;
+  if (!take_va(bytes, va)) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = api_.cuMemMap(*va, bytes, 0, handle, 0);
+  if (r == CUDA_SUCCESS) {
+    r = apply_access(*va, bytes, device);
+    if (r != CUDA_SUCCESS) api_.cuMemUnmap(*va, bytes);
+  }
+  if (r != CUDA_SUCCESS) {
+    give_va(*va, bytes);
+    return r;
+  }
+  imports_[*va] = Mapping{handle, bytes, device};
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::unmap_import(uint64_t va) {
+  auto it = imports_.find(va);
+  if (it == imports_.end()) return CUDA_ERROR_INVALID_VALUE;
+  // Nothing of this client may still use it (cudaIpcCloseMemHandle waits as cudaFree does).
+  const CUresult sync = synchronize_ ? synchronize_() : CUDA_SUCCESS;
+  CUresult r = api_.cuMemUnmap(va, it->second.bytes);
+  const CUresult r2 = api_.cuMemRelease(it->second.handle);
+  if (r == CUDA_SUCCESS) r = r2;
+  give_va(va, it->second.bytes);
+  imports_.erase(it);
+  return sync != CUDA_SUCCESS ? sync : r;
+}
+
 CUresult DeviceArena::map_new(int device, uint64_t bytes, bool chunk, uint64_t* va) {
   if (!take_va(bytes, va)) return CUDA_ERROR_OUT_OF_MEMORY;  // the arena's range is full
   if (meter_ && !meter_(static_cast<int64_t>(bytes))) {
     give_va(*va, bytes);
     return CUDA_ERROR_OUT_OF_MEMORY;  // the VM's memory quota
   }
-  CUmemAllocationProp prop{};
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
   CUmemGenericAllocationHandle h = 0;
-  CUresult r = api_.cuMemCreate(&h, bytes, &prop, 0);
+  CUresult r = create_physical(device, bytes, &h);
   if (r != CUDA_SUCCESS) {
     give_va(*va, bytes);
     if (meter_) meter_(-static_cast<int64_t>(bytes));
@@ -271,10 +359,12 @@ CUresult DeviceArena::set_peer_access(int device, bool enable) {
   if (enable && it == peers_.end()) peers_.push_back(device);
   if (!enable && it != peers_.end()) peers_.erase(it);
   CUresult first = CUDA_SUCCESS;
-  for (auto& [va, m] : mappings_) {
-    if (m.device == device) continue;  // its own device keeps its access
-    const CUmemAccessDesc d = rw(device, enable);
-    if (CUresult r = api_.cuMemSetAccess(va, m.bytes, &d, 1); r != CUDA_SUCCESS && first == CUDA_SUCCESS) first = r;
+  for (auto* maps : {&mappings_, &imports_}) {
+    for (auto& [va, m] : *maps) {
+      if (m.device == device) continue;  // its own device keeps its access
+      const CUmemAccessDesc d = rw(device, enable);
+      if (CUresult r = api_.cuMemSetAccess(va, m.bytes, &d, 1); r != CUDA_SUCCESS && first == CUDA_SUCCESS) first = r;
+    }
   }
   if (enable && first != CUDA_SUCCESS) {
     // Not granted: take back what was, and keep it out of later mappings (whose access
@@ -476,10 +566,7 @@ CUresult DeviceArena::restore_memory(std::string* why) {
   auto made = mappings_.begin();
   for (; made != mappings_.end(); ++made) {
     Mapping& m = made->second;
-    CUmemAllocationProp prop{};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location = {CU_MEM_LOCATION_TYPE_DEVICE, m.device};
-    r = api_.cuMemCreate(&m.handle, m.bytes, &prop, 0);
+    r = create_physical(m.device, m.bytes, &m.handle);
     if (r != CUDA_SUCCESS) break;
     r = api_.cuMemMap(made->first, m.bytes, 0, m.handle, 0);
     if (r == CUDA_SUCCESS) {

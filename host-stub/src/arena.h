@@ -88,6 +88,23 @@ class DeviceArena {
   CUresult release_physical(CUmemGenericAllocationHandle h, uint64_t bytes);
   // The driver's recommended granularity on `device` (what the arena's VA arithmetic uses).
   CUresult granularity_of(int device, uint64_t* g) { return granularity(device, g); }
+  // ---- IPC (ipc.cc). Physical memory is made exportable as a POSIX fd where the device
+  // supports it. export_fd: a new fd (the caller owns it) of the physical memory that holds
+  // the allocation containing `ptr` (a whole chunk for a small one), and where the
+  // allocation lies in it. CUDA_ERROR_INVALID_VALUE when `ptr` is in no allocation.
+  struct Exported {
+    uint64_t block = 0, block_bytes = 0;  // the allocation (its pointer) and its carved size
+    uint64_t mapping_bytes = 0, offset = 0;  // the physical memory's size; the block's offset in it
+    int device = 0;                          // host device ordinal
+  };
+  CUresult export_fd(uint64_t ptr, int* fd, Exported* what);
+  // Maps `handle` (cuMemImportFromShareableHandle's, `bytes` long, on host device `device`)
+  // at a fresh VA of this arena with the arena's access list; takes the handle (released at
+  // unmap_import). Not charged to the VM: the exporter's mapping is.
+  CUresult map_import(int device, unsigned long long handle, uint64_t bytes, uint64_t* va);
+  // Synchronizes, unmaps and releases what map_import mapped at `va`.
+  CUresult unmap_import(uint64_t va);
+  size_t imports() const { return imports_.size(); }
 
   // ---- suspend/resume (suspend.cc). The physical memory goes and comes back; the layout
   // (every mapping's VA, size and device, every block, the free lists) stays, so every
@@ -151,6 +168,10 @@ class DeviceArena {
   };
 
   CUresult reserve(std::string* why);
+  // cuMemCreate's properties for `device` (exportable where the device can).
+  CUmemAllocationProp physical_prop(int device);
+  // cuMemCreate with those properties; without the handle type if the driver refuses it.
+  CUresult create_physical(int device, uint64_t bytes, unsigned long long* handle);
   CUresult granularity(int device, uint64_t* g);
   // VA from the arena's free list (first fit), multiples of the granularity.
   bool take_va(uint64_t bytes, uint64_t* va);
@@ -169,6 +190,8 @@ class DeviceArena {
   std::map<uint64_t, Mapping> mappings_;       // VA -> mapping (own or chunk)
   std::map<uint64_t, Block> blocks_;           // pointer -> block
   std::vector<int> peers_;                     // devices granted access everywhere
+  std::map<uint64_t, Mapping> imports_;        // VA -> another client's memory (map_import)
+  std::map<int, bool> posix_fd_;               // per device: exportable as a POSIX fd
   uint64_t physical_bytes_ = 0;
   Meter meter_;
   bool released_ = false;  // release_memory() ran, restore_memory() not yet

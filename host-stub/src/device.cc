@@ -257,6 +257,7 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
             case ObjectKind::MipmappedArray:
             case ObjectKind::TexObject:
             case ObjectKind::SurfObject:
+            case ObjectKind::IpcMemory:  // a reset unmaps what the context opened
               release(o, Release::kReset);
               gone.push_back(o.id);
               break;

@@ -133,7 +133,11 @@ inline constexpr int CU_AD_FORMAT_UNSIGNED_INT8 = 0x01, CU_AD_FORMAT_UNSIGNED_IN
 // as cuda.h declares it.
 using CUmemGenericAllocationHandle = unsigned long long;
 enum CUmemAllocationType : int { CU_MEM_ALLOCATION_TYPE_PINNED = 0x1 };
-enum CUmemAllocationHandleType : int { CU_MEM_HANDLE_TYPE_NONE = 0x0 };
+enum CUmemAllocationHandleType : int { CU_MEM_HANDLE_TYPE_NONE = 0x0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1 };
+// CUipcEventHandle (cuda.h): 64 opaque bytes, passed by value.
+struct CUipcEventHandle {
+  char reserved[64];
+};
 enum CUmemLocationType : int { CU_MEM_LOCATION_TYPE_INVALID = 0x0, CU_MEM_LOCATION_TYPE_DEVICE = 0x1 };
 enum CUmemAccess_flags : int {
   CU_MEM_ACCESS_FLAGS_PROT_NONE = 0x0,
@@ -183,6 +187,8 @@ inline constexpr int32_t CUDART_ERROR_INVALID_DEVICE_FUNCTION = 98;  // cudaErro
 inline constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 inline constexpr CUresult CUDA_ERROR_NOT_SUPPORTED = 801;
+inline constexpr CUresult CUDA_ERROR_INVALID_CONTEXT = 201;
+inline constexpr CUresult CUDA_ERROR_MAP_FAILED = 205;
 inline constexpr CUresult CUDA_ERROR_NOT_PERMITTED = 800;
 inline constexpr CUresult CUDA_ERROR_ILLEGAL_STATE = 401;  // "operation not permitted in the current state"
 // Limits and peer access (cuda.h).
@@ -210,6 +216,7 @@ inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 // CUdevice_attribute values used here (cuda.h).
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+inline constexpr int CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 102;
 
 // CUfunction_attribute: 0 CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK .. 15
 // CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE (the same numbers as
@@ -500,7 +507,12 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
                                     const CUDA_RESOURCE_VIEW_DESC*))                                   \
   X(cuTexObjectDestroy, CUresult (*)(CUtexObject))                                                     \
   X(cuSurfObjectCreate, CUresult (*)(CUsurfObject*, const CUDA_RESOURCE_DESC*))                         \
-  X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject))
+  X(cuSurfObjectDestroy, CUresult (*)(CUsurfObject))                                                   \
+  X(cuMemExportToShareableHandle, CUresult (*)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType, \
+                                               unsigned long long))                                    \
+  X(cuMemImportFromShareableHandle, CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType)) \
+  X(cuIpcGetEventHandle, CUresult (*)(CUipcEventHandle*, CUevent))                                     \
+  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

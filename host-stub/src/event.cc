@@ -12,9 +12,10 @@ int32_t Session::on_EventCreate(const api::EventCreateArgs& a, api::Empty&, Requ
   if (a.flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
     return CUDA_ERROR_INVALID_VALUE;
   if (a.flags & CU_EVENT_INTERPROCESS) {
-    // CUDA's own rule first, then ours: events are not shared between processes (nor VMs).
+    // CUDA's own rule first, then ours: events are shared only between programs of one VM,
+    // through its table (ipc.cc); without one, not at all.
     if (!(a.flags & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_INVALID_VALUE;
-    return CUDA_ERROR_NOT_SUPPORTED;
+    if (!limits_.ipc) return CUDA_ERROR_NOT_SUPPORTED;
   }
   if (vol_.count(ObjectKind::Event) >= limits_.max_events) {
     VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused an event: the client has " +

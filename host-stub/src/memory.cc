@@ -41,6 +41,7 @@ int32_t Session::on_Free(const api::PtrArgs& a, api::Empty&, Request&) {
   // Only what Malloc/MallocPitch returned (not module globals, not interior pointers).
   const Object* o = vol_.find(ObjectKind::Allocation, a.ptr);
   if (!o || !arena_) return CUDA_ERROR_INVALID_VALUE;
+  ipc_forget_export(a.ptr);  // no new opens; those open keep the memory (ipc.cc)
   // Synchronizes the client's devices first, as cudaFree does.
   const CUresult e = arena_->free(a.ptr);
   allocated_ -= o->as<AllocationObject>().bytes;

@@ -29,6 +29,7 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::VmmReservation: return "virtual address reservation";
     case ObjectKind::VmmAllocation: return "physical allocation";
     case ObjectKind::VmmMapping: return "virtual memory mapping";
+    case ObjectKind::IpcMemory: return "IPC memory";
   }
   return "unknown";
 }
@@ -85,13 +86,15 @@ const Object* ObjectList::find(ObjectKind kind, uint64_t handle) const {
 }
 
 const Object* ObjectList::find_range(uint64_t ptr, uint64_t bytes) const {
-  for (ObjectKind kind : {ObjectKind::Allocation, ObjectKind::Global}) {
+  for (ObjectKind kind : {ObjectKind::Allocation, ObjectKind::Global, ObjectKind::IpcMemory}) {
     const auto& idx = index_[static_cast<unsigned>(kind)];
     auto it = idx.upper_bound(ptr);
     if (it == idx.begin()) continue;
     --it;
     const Object* o = get(it->second);
-    const uint64_t size = kind == ObjectKind::Allocation ? o->as<AllocationObject>().bytes : o->as<GlobalObject>().bytes;
+    const uint64_t size = kind == ObjectKind::Allocation ? o->as<AllocationObject>().bytes
+                          : kind == ObjectKind::Global   ? o->as<GlobalObject>().bytes
+                                                         : o->as<IpcMemoryObject>().bytes;
     const uint64_t off = ptr - it->first;
     if (off <= size && bytes <= size - off) return o;
   }

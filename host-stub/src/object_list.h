@@ -14,6 +14,7 @@
 // the control path runs on) alone uses it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <functional>
@@ -54,8 +55,9 @@ enum class ObjectKind : uint8_t {
   VmmReservation,    // handle: its first address (cuMemAddressReserve; a root: VA is process-wide)
   VmmAllocation,     // handle: made by the host (cuMemCreate); parent: its device's context
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
+  IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
 };
-inline constexpr unsigned kObjectKinds = 24;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 25;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -209,11 +211,21 @@ struct VmmMappingObject {
   std::map<int, uint32_t> access; // guest device -> CUmemAccess_flags, as cuMemSetAccess set it
 };
 
+// Another client's memory mapped here by cudaIpcOpenMemHandle (ipc.cc): the arena's import
+// mapping at `va` (the exporter's physical memory), the allocation at handle = va + offset.
+// Not carried by a suspend (refused while any is open).
+struct IpcMemoryObject {
+  std::array<uint8_t, 16> token{};
+  uint64_t va = 0;
+  uint64_t bytes = 0;  // the exporter's allocation
+  uint32_t opens = 1;  // cudaIpcOpenMemHandle of the same handle counts; the last close unmaps
+};
+
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
-                                VmmAllocationObject, VmmMappingObject>;
+                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject>;
 
 struct Object {
   ObjectId id = 0;
@@ -243,10 +255,10 @@ class ObjectList {
   const Object* get(ObjectId id) const;
   Object* find(ObjectKind kind, uint64_t handle);
   const Object* find(ObjectKind kind, uint64_t handle) const;
-  // The Allocation, Global or VmmMapping whose bytes contain [ptr, ptr + bytes), or nullptr.
-  // A range may run on over VMM mappings that follow one another without a gap on the same
-  // device (one reservation mapped chunk by chunk, as PyTorch's expandable segments do): the
-  // first is returned.
+  // The Allocation, Global, VmmMapping or IpcMemory whose bytes contain [ptr, ptr + bytes), or
+  // nullptr. A range may run on over VMM mappings that follow one another without a gap on the
+  // same device (one reservation mapped chunk by chunk, as PyTorch's expandable segments do):
+  // the first is returned.
   const Object* find_range(uint64_t ptr, uint64_t bytes) const;
   // A device's context entry (its children are the device's objects), or nullptr.
   Object* context(int device) { return find(ObjectKind::Context, static_cast<uint64_t>(device)); }

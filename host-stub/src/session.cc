@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu_worker.h"
+#include "ipc_registry.h"
 #include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
 
@@ -20,6 +21,7 @@ Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
   if (limits_.ledger) account_ = limits_.ledger->open_account();
+  if (limits_.ipc) ipc_owner_ = random_ipc_owner();
   // Sized once (a move keeps the count): the GPU's working thread may open a lane.
   lanes_.resize(devices_.size());
   lane_failed_.resize(devices_.size(), 0);
@@ -176,6 +178,7 @@ CUresult Session::release(Object& o, Release how) {
       return e;
     }
     case ObjectKind::Allocation:
+      ipc_forget_export(o.handle);  // no new opens of it (ipc.cc)
       // Closing or suspending: the arena gives back its memory wholesale afterwards (close)
       // or keeps the layout for the resume (suspend). A reset frees it as cudaFree would.
       if (how == Release::kReset && arena_) {
@@ -198,7 +201,15 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::Stream:
       return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
     case ObjectKind::Event:
+      ipc_forget_event(o.handle);
       return destroy_once(o.as<EventObject>().event, api_.cuEventDestroy_v2);
+    case ObjectKind::IpcMemory: {
+      // Unmapped whichever way it goes (a suspend is refused while one is open).
+      IpcMemoryObject& m = o.as<IpcMemoryObject>();
+      const CUresult e = m.va && arena_ ? arena_->unmap_import(m.va) : CUDA_SUCCESS;
+      m.va = 0;
+      return e;
+    }
     case ObjectKind::HostRegistration:  // portable: any context
       return destroy_once(o.as<HostRegistrationObject>().host, api_.cuMemHostUnregister);
     case ObjectKind::Limit:

@@ -75,6 +75,9 @@ struct StubLimits {
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
+  // The VM's IPC table (ipc_registry.h): cudaIpc* between the VM's programs; null: IPC
+  // answers cudaErrorNotSupported.
+  std::shared_ptr<class IpcChannel> ipc;
 };
 
 // Per-call view for handlers: trailing argument bytes and room for trailing reply bytes.
@@ -204,6 +207,14 @@ class Session : public vmrpc::SlotService {
                       vmrpc::wire::ChannelStatus status = vmrpc::wire::ChannelStatus::kBadArguments);
   std::atomic<uint32_t> guest_faults_{0};
   bool said_capture_info_ = false;
+  // ---- IPC (ipc.cc). This client's id in the VM's table, what it exported (allocation
+  // pointer or guest event handle -> token); an export goes when its allocation or event does.
+  uint64_t ipc_owner_ = 0;
+  std::map<uint64_t, std::array<uint8_t, 16>> ipc_exports_, ipc_event_exports_;
+  bool said_ipc_ = false;
+  void ipc_forget_export(uint64_t ptr);
+  void ipc_forget_event(uint64_t handle);
+  std::string ipc_blocks_suspend() const;
   // ---- graphs (graph.cc).
   // Why a suspend is refused now (empty: it is not): graphs are not carried by a suspend yet.
   std::string graphs_block_suspend() const;

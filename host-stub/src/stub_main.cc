@@ -1,6 +1,9 @@
 // vmcuda-stub's command line and life cycle: serves one vmrpc socket (one per VM, or the
 // local transport), runs each client's CUDA calls on the driver in its own context.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -26,6 +29,7 @@
 #include "output.h"
 #include "placement.h"
 #include "policy.h"
+#include "ipc_registry.h"
 #include "vm_ledger.h"
 #include "service_manager.h"
 #include "session.h"
@@ -552,6 +556,19 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   }
   g_fair_share = limits.fair_share;
   g_placement = &placement;
+  // IPC between the VM's programs (ipc_registry.h): the VM's table lives here; a worker
+  // reaches it over its socket (fd kIpcFd), the stub's own sessions (thread mode) directly.
+  std::shared_ptr<IpcRegistry> ipc_registry;
+  if (worker) {
+    struct stat st{};
+    if (::fstat(kIpcFd, &st) == 0 && S_ISSOCK(st.st_mode)) {
+      ::fcntl(kIpcFd, F_SETFD, FD_CLOEXEC);
+      limits.ipc = worker_ipc_channel(vmrpc::UniqueFd(kIpcFd));
+    }
+  } else {
+    ipc_registry = std::make_shared<IpcRegistry>();
+    limits.ipc = local_ipc_channel(ipc_registry);
+  }
   // The VM's ledger: made here, handed to each worker (fd kLedgerFd), so the VM's programs
   // count against one quota whichever process serves them.
   static constexpr int kLedgerFd = 7;
@@ -621,8 +638,16 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     args.insert(args.end(), policy_worker_args.begin(), policy_worker_args.end());
     const int ledger_fd = limits.ledger->fd();
     // Each worker is told the VM's GPUs as they are when it starts (a move changes them).
-    options.spawn_worker = [self, args, ledger_fd, &placement](const vmrpc::WorkerSpec& spec) {
-      return vmrpc::spawn_worker_process(self, with_devices(args, placement.devices()), spec, {{ledger_fd, kLedgerFd}});
+    options.spawn_worker = [self, args, ledger_fd, &placement, ipc_registry](const vmrpc::WorkerSpec& spec) {
+      // Each worker's own socket to the VM's IPC table, served by a thread here until the
+      // worker ends (then what its clients exported is revoked).
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return -1;
+      vmrpc::UniqueFd ours(pair[0]), theirs(pair[1]);
+      const int pid = vmrpc::spawn_worker_process(self, with_devices(args, placement.devices()), spec,
+                                                  {{ledger_fd, kLedgerFd}, {theirs.get(), kIpcFd}});
+      if (pid > 0) std::thread(serve_ipc_worker, ipc_registry, std::move(ours)).detach();
+      return pid;
     };
     // A worker that ended (a crash, a kill) leaves nothing charged to the VM.
     options.on_worker_exit = [ledger = limits.ledger](int pid) { ledger->reclaim(pid); };

@@ -1,5 +1,9 @@
 #include "fake_driver.h"
 #include "fake_kernels.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <memory>
 
 #include <atomic>
 #include <condition_variable>
@@ -122,12 +126,45 @@ struct FakeFunction {
   CUmodule module;
   int attrs[CU_FUNC_ATTRIBUTE_MAX];
 };
+// Device bytes: owned, or (VMM memory exported as a POSIX fd: IPC between a VM's programs)
+// a shared mapping of a memfd that each process importing it maps too, so that worker
+// processes of one stub see the same bytes as two processes on one GPU do.
+struct FakeShm {
+  void* addr = nullptr;
+  size_t bytes = 0;
+  int fd = -1;
+  ~FakeShm() {
+    if (addr) ::munmap(addr, bytes);
+    if (fd >= 0) ::close(fd);
+  }
+};
+class FakeBytes {
+ public:
+  std::byte* data() { return shm_ ? static_cast<std::byte*>(shm_->addr) : own_.data(); }
+  const std::byte* data() const { return shm_ ? static_cast<const std::byte*>(shm_->addr) : own_.data(); }
+  size_t size() const { return shm_ ? shm_->bytes : own_.size(); }
+  void resize(size_t n) { own_.resize(n); }
+  void assign(size_t n, std::byte v) { own_.assign(n, v); }
+  std::byte* begin() { return data(); }
+  std::byte* end() { return data() + size(); }
+  const std::shared_ptr<FakeShm>& shm() const { return shm_; }
+  // From now on the bytes are `shm`'s (the current ones copied there first by the caller).
+  void share(std::shared_ptr<FakeShm> shm) {
+    shm_ = std::move(shm);
+    own_ = {};
+  }
+
+ private:
+  std::vector<std::byte> own_;
+  std::shared_ptr<FakeShm> shm_;
+};
 // VMM physical memory (cuMemCreate) and its mappings (cuMemMap). The fake maps a handle
 // at one VA at a time (the arena never maps one twice).
 struct FakePhys {
   uint64_t bytes;
   int device;
-  std::vector<std::byte> data;  // while unmapped
+  FakeBytes data;  // while unmapped
+  bool exportable = false;  // made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
   uint64_t mapped_at = 0;
   bool released = false;        // cuMemRelease while mapped: freed at the unmap
 };
@@ -167,7 +204,7 @@ struct FakeGpu {
   std::map<std::pair<CUcontext, uint64_t>, FakeTexObject> textures;
   std::map<std::pair<CUcontext, uint64_t>, FakeTexObject> surfaces;
   uint64_t next_ptr = 0x7f0000000000ull;
-  std::map<uint64_t, std::vector<std::byte>> mem;
+  std::map<uint64_t, FakeBytes> mem;
   std::set<uint64_t> global_ptrs;  // the parts of mem that are module variables
   std::set<CUcontext> contexts;
   std::map<CUmodule, FakeModule> modules;
@@ -443,6 +480,7 @@ CUresult f_attr(int* v, int attr, CUdevice) {
     case 82: *v = 65536; break;                   // registers per multiprocessor
     case 95: *v = 1; break;                       // cooperative launches
     case 97: *v = 232448; break;                  // shared memory per block, opt-in
+    case 102: *v = 1; break;                      // POSIX fd handles (cuMemExportToShareableHandle)
     case 106: *v = 32; break;                     // blocks per multiprocessor
     case 111: *v = 1024; break;                   // shared memory reserved per block
     default: *v = 0;
@@ -578,7 +616,8 @@ CUresult f_free(CUdeviceptr p) {
 constexpr uint64_t kVmmGranularity = 2ull << 20;
 bool valid_prop(const CUmemAllocationProp* prop) {
   return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-         (prop->location.id == 0 || prop->location.id == 1);
+         (prop->location.id == 0 || prop->location.id == 1) &&
+         (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0;
 }
 CUresult f_granularity(size_t* g, const CUmemAllocationProp* prop, CUmemAllocationGranularity_flags) {
   if (!g || !valid_prop(prop)) return CUDA_ERROR_INVALID_VALUE;
@@ -595,7 +634,7 @@ bool va_taken_locked(uint64_t p, uint64_t n) {
     return it->first + size_of(it->second) > p;
   };
   return overlaps(g.reservations, [](uint64_t b) { return b; }) ||
-         overlaps(g.mem, [](const std::vector<std::byte>& v) { return std::max<uint64_t>(v.size(), 1); });
+         overlaps(g.mem, [](const FakeBytes& v) { return std::max<uint64_t>(v.size(), 1); });
 }
 CUresult f_address_reserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                            unsigned long long flags) {
@@ -641,7 +680,74 @@ CUresult f_mem_create(CUmemGenericAllocationHandle* h, size_t size, const CUmemA
   FakePhys& ph = g.phys[*h];
   ph.bytes = size;
   ph.device = prop->location.id;
+  ph.exportable = prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   ph.data.resize(size);
+  return CUDA_SUCCESS;
+}
+// The memfd of an exported handle: a page of header (kFakeShmMagic, device, bytes), then the
+// bytes.
+constexpr uint64_t kFakeShmMagic = 0x6d6873656b6166ull;  // "fakeshm"
+constexpr size_t kFakeShmHeader = 4096;
+std::shared_ptr<FakeShm> map_shm(int fd, size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, kFakeShmHeader);
+  if (p == MAP_FAILED) return nullptr;
+  auto shm = std::make_shared<FakeShm>();
+  shm->addr = p;
+  shm->bytes = bytes;
+  return shm;
+}
+CUresult f_mem_export(void* out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type,
+                      unsigned long long flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.phys.find(h);
+  if (!out || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (it == g.phys.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
+  FakePhys& ph = it->second;
+  if (!ph.exportable) return CUDA_ERROR_INVALID_VALUE;  // not made with that handle type
+  FakeBytes& bytes = ph.mapped_at ? g.mem.at(ph.mapped_at) : ph.data;
+  if (!bytes.shm()) {
+    // First export: the bytes move into a memfd that importers map too.
+    const int fd = ::memfd_create("vmcuda-fake-vmm", MFD_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    const uint64_t header[3] = {kFakeShmMagic, static_cast<uint64_t>(ph.device), ph.bytes};
+    if (::ftruncate(fd, static_cast<off_t>(kFakeShmHeader + ph.bytes)) != 0 ||
+        ::pwrite(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
+      ::close(fd);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    auto shm = map_shm(fd, ph.bytes);
+    if (!shm) {
+      ::close(fd);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    shm->fd = fd;
+    std::memcpy(shm->addr, bytes.data(), ph.bytes);
+    bytes.share(std::move(shm));
+  }
+  const int copy = ::fcntl(bytes.shm()->fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *static_cast<int*>(out) = copy;
+  return CUDA_SUCCESS;
+}
+CUresult f_mem_import(CUmemGenericAllocationHandle* h, void* os, CUmemAllocationHandleType type) {
+  if (!h || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(os));
+  uint64_t header[3] = {};
+  if (::pread(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) || header[0] != kFakeShmMagic ||
+      header[1] > 1 || header[2] == 0 || header[2] % kVmmGranularity)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto shm = map_shm(fd, header[2]);
+  if (!shm) return CUDA_ERROR_INVALID_VALUE;
+  shm->fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // a later export of the import hands this out
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  *h = g.next_handle++;
+  FakePhys& ph = g.phys[*h];
+  ph.bytes = header[2];
+  ph.device = static_cast<int>(header[1]);
+  ph.exportable = true;
+  ph.data.share(std::move(shm));
   return CUDA_SUCCESS;
 }
 CUresult f_mem_release(CUmemGenericAllocationHandle h) {
@@ -1694,6 +1800,32 @@ CUresult f_event_create(CUevent* e, unsigned flags) {
   g.events[*e] = FakeEvent{t_ctx, flags};
   return CUDA_SUCCESS;
 }
+// IPC events: the handle names the exporting process and event; an opened event is a new
+// event of the caller's context, complete at once (the fake runs all work when issued; a
+// record in another process is not seen).
+constexpr uint64_t kFakeIpcEventMagic = 0x6576656370696b66ull;
+CUresult f_ipc_get_event(CUipcEventHandle* h, CUevent e) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.events.find(e);
+  if (!h || it == g.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!(it->second.flags & CU_EVENT_INTERPROCESS)) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t words[3] = {kFakeIpcEventMagic, static_cast<uint64_t>(::getpid()), reinterpret_cast<uint64_t>(e)};
+  std::memset(h, 0, sizeof *h);
+  std::memcpy(h->reserved, words, sizeof words);
+  return CUDA_SUCCESS;
+}
+CUresult f_ipc_open_event(CUevent* e, CUipcEventHandle h) {
+  uint64_t words[3];
+  std::memcpy(words, h.reserved, sizeof words);
+  if (!e || words[0] != kFakeIpcEventMagic) return CUDA_ERROR_INVALID_VALUE;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!t_ctx || !g.contexts.contains(t_ctx)) return 201;
+  *e = reinterpret_cast<CUevent>(g.next_handle++);
+  g.events[*e] = FakeEvent{t_ctx, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING};
+  return CUDA_SUCCESS;
+}
 CUresult f_event_destroy(CUevent e) {
   std::lock_guard l(gpu().mu);
   return gpu().events.erase(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -2574,6 +2706,10 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemCreate = f_mem_create;
   api.cuMemRelease = f_mem_release;
   api.cuMemMap = f_mem_map;
+  api.cuMemExportToShareableHandle = f_mem_export;
+  api.cuMemImportFromShareableHandle = f_mem_import;
+  api.cuIpcGetEventHandle = f_ipc_get_event;
+  api.cuIpcOpenEventHandle = f_ipc_open_event;
   api.cuMemUnmap = f_mem_unmap;
   api.cuMemSetAccess = f_mem_set_access;
   api.cuMemGetAllocationGranularity = f_granularity;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host-stub/stub_fixture.h"
+#include "ipc_registry.h"
 
 namespace vmcuda::host::test {
 
@@ -25,7 +26,10 @@ class GuestStubEnvironment : public ::testing::Environment {
   explicit GuestStubEnvironment(std::vector<int> devices = {0}, std::function<void(DriverApi&)> patch = {})
       : devices_(std::move(devices)), patch_(std::move(patch)) {}
   void SetUp() override {
-    g_guest_stub = new Stub({}, devices_);
+    // As vmcuda-stub: the VM's IPC table (ipc_registry.h), so the guest's cudaIpc* work.
+    StubLimits limits;
+    limits.ipc = local_ipc_channel(std::make_shared<IpcRegistry>());
+    g_guest_stub = new Stub(limits, devices_);
     if (patch_) patch_(g_guest_stub->api);
     setenv("VMCUDA_SOCKET", g_guest_stub->endpoint.socket_path().c_str(), 1);
   }

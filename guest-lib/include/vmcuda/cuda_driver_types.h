@@ -20,6 +20,12 @@ typedef struct CUlib_st* CUlibrary;
 typedef struct CUkern_st* CUkernel;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
+typedef struct CUipcEventHandle_st {
+  char reserved[64];
+} CUipcEventHandle;
+typedef struct CUipcMemHandle_st {
+  char reserved[64];
+} CUipcMemHandle;
 typedef struct CUuuid_st CUuuid;
 typedef int CUjit_option;
 typedef int CUlibraryOption;

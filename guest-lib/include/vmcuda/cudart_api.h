@@ -171,6 +171,12 @@ VMCUDA_CUDART_API cudaError_t cudaEventQuery(cudaEvent_t event);
 VMCUDA_CUDART_API cudaError_t cudaEventSynchronize(cudaEvent_t event);
 VMCUDA_CUDART_API cudaError_t cudaEventDestroy(cudaEvent_t event);
 VMCUDA_CUDART_API cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+// IPC between programs of one VM (ipc.cc).
+VMCUDA_CUDART_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr);
+VMCUDA_CUDART_API cudaError_t cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaIpcCloseMemHandle(void* devPtr);
+VMCUDA_CUDART_API cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* event, cudaIpcEventHandle_t handle);
 VMCUDA_CUDART_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
 
@@ -538,6 +544,11 @@ VMCUDA_CUDART_END
   X(cudaEventSynchronize)                          \
   X(cudaEventDestroy)                              \
   X(cudaEventElapsedTime)                          \
+  X(cudaIpcGetMemHandle)                           \
+  X(cudaIpcOpenMemHandle)                          \
+  X(cudaIpcCloseMemHandle)                         \
+  X(cudaIpcGetEventHandle)                         \
+  X(cudaIpcOpenEventHandle)                        \
   X(cudaMemcpyAsync)                               \
   X(cudaMemsetAsync)                               \
   X(cudaLaunchHostFunc)                            \

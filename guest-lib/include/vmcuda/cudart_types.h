@@ -559,6 +559,15 @@ VMCUDA_CUDART_END
 #define cudaEventBlockingSync 0x01
 #define cudaEventDisableTiming 0x02
 #define cudaEventInterprocess 0x04
+// IPC (cuda_runtime_api.h): 64 opaque bytes each.
+#define CUDA_IPC_HANDLE_SIZE 64
+typedef struct cudaIpcEventHandle_st {
+  char reserved[CUDA_IPC_HANDLE_SIZE];
+} cudaIpcEventHandle_t;
+typedef struct cudaIpcMemHandle_st {
+  char reserved[CUDA_IPC_HANDLE_SIZE];
+} cudaIpcMemHandle_t;
+#define cudaIpcMemLazyEnablePeerAccess 0x01
 #define cudaEventRecordDefault 0x00
 #define cudaEventRecordExternal 0x01
 #define cudaEventWaitDefault 0x00

@@ -646,6 +646,32 @@ struct VmmAccessArgs { uint64_t ptr; uint64_t bytes; int32_t device; uint32_t fl
 static_assert(sizeof(VmmAccessArgs) == 24);
 struct VmmPropertiesReply { uint64_t bytes; int32_t device; uint32_t pad; };
 static_assert(sizeof(VmmPropertiesReply) == 16);
+// ---- IPC (calls.def 0x1a00). The 64 bytes of cudaIpcMemHandle_t / cudaIpcEventHandle_t as
+// vmcuda fills them: a tag, then the VM's random token; the rest zero. Only the host's table
+// gives a token meaning (a forged or another VM's handle names nothing).
+inline constexpr size_t kIpcHandleBytes = 64;
+inline constexpr size_t kIpcTokenBytes = 16;
+inline constexpr uint64_t kIpcMemTag = 0x6d4350496163766dull;    // "mvcaIPCm" little-endian
+inline constexpr uint64_t kIpcEventTag = 0x654350496163766dull;  // "mvcaIPCe"
+struct IpcHandle {
+  uint64_t tag;
+  uint8_t token[kIpcTokenBytes];
+  uint8_t zero[kIpcHandleBytes - 8 - kIpcTokenBytes];
+};
+static_assert(sizeof(IpcHandle) == kIpcHandleBytes);
+struct IpcHandleReply { IpcHandle handle; };
+// cudaIpcOpenMemHandle: flags 0 or cudaIpcMemLazyEnablePeerAccess (1).
+struct IpcOpenMemArgs { IpcHandle handle; uint32_t flags; uint32_t pad; };
+static_assert(sizeof(IpcOpenMemArgs) == 72);
+// The importer's pointer, the exporter's allocation size there and the guest device it is on.
+struct IpcOpenMemReply { uint64_t ptr; uint64_t bytes; int32_t device; uint32_t pad; };
+static_assert(sizeof(IpcOpenMemReply) == 24);
+// cudaIpcOpenEventHandle: `event` is the guest-made handle the opened event gets.
+struct IpcOpenEventArgs { IpcHandle handle; uint64_t event; };
+static_assert(sizeof(IpcOpenEventArgs) == 72);
+// The guest device the opened event belongs to.
+struct DeviceReply { int32_t device; uint32_t pad; };
+static_assert(sizeof(DeviceReply) == 8);
 
 }  // namespace vmcuda::api
 

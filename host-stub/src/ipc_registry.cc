@@ -1,0 +1,226 @@
+#include "ipc_registry.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <set>
+
+#include "vmrpc/log.h"
+
+namespace vmcuda::host {
+
+namespace {
+
+void random_bytes(void* p, size_t n) {
+  auto* b = static_cast<uint8_t*>(p);
+  while (n) {
+    const ssize_t got = ::getrandom(b, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      vmrpc::throw_errno("getrandom (IPC token)");
+    }
+    b += got;
+    n -= static_cast<size_t>(got);
+  }
+}
+
+// One message of the worker <-> stub protocol (a request or its answer).
+struct Message {
+  enum Op : uint32_t { kPublish = 1, kLookup, kRevoke, kAnswer };
+  uint32_t op = 0;
+  uint32_t ok = 0;  // answers: 1 found / done
+  IpcToken token{};
+  IpcRecord rec{};
+};
+
+bool send_message(int sock, const Message& m, int fd) {
+  msghdr msg{};
+  iovec iov{const_cast<Message*>(&m), sizeof m};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  ssize_t n;
+  do n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof m);
+}
+
+// False on end of file, an error or a message of the wrong size (the peer is then dropped).
+bool receive_message(int sock, Message* m, vmrpc::UniqueFd* fd) {
+  fd->reset();
+  msghdr msg{};
+  iovec iov{m, sizeof *m};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int got;
+      std::memcpy(&got, CMSG_DATA(c), sizeof got);
+      fd->reset(got);
+    }
+  return n == static_cast<ssize_t>(sizeof *m) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+}
+
+class LocalChannel : public IpcChannel {
+ public:
+  explicit LocalChannel(std::shared_ptr<IpcRegistry> r) : registry_(std::move(r)) {}
+  bool publish(const IpcRecord& rec, int fd, IpcToken* token) override {
+    vmrpc::UniqueFd copy(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1);
+    if (fd >= 0 && !copy) return false;
+    *token = registry_->publish(rec, std::move(copy));
+    return true;
+  }
+  bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) override {
+    return registry_->lookup(token, rec, fd);
+  }
+  void revoke(const IpcToken& token, uint64_t owner) override { registry_->revoke(token, owner); }
+
+ private:
+  std::shared_ptr<IpcRegistry> registry_;
+};
+
+class WorkerChannel : public IpcChannel {
+ public:
+  explicit WorkerChannel(vmrpc::UniqueFd fd) : fd_(std::move(fd)) {}
+  bool publish(const IpcRecord& rec, int fd, IpcToken* token) override {
+    Message m;
+    m.op = Message::kPublish;
+    m.rec = rec;
+    Message a;
+    vmrpc::UniqueFd none;
+    if (!ask(m, fd, &a, &none) || !a.ok) return false;
+    *token = a.token;
+    return true;
+  }
+  bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) override {
+    Message m;
+    m.op = Message::kLookup;
+    m.token = token;
+    Message a;
+    if (!ask(m, -1, &a, fd) || !a.ok) return false;
+    *rec = a.rec;
+    return a.rec.kind != IpcRecord::kMemory || *fd;
+  }
+  void revoke(const IpcToken& token, uint64_t owner) override {
+    Message m;
+    m.op = Message::kRevoke;
+    m.token = token;
+    m.rec.owner = owner;
+    Message a;
+    vmrpc::UniqueFd none;
+    ask(m, -1, &a, &none);
+  }
+
+ private:
+  bool ask(const Message& m, int fd, Message* answer, vmrpc::UniqueFd* got) {
+    std::lock_guard l(mu_);  // one request at a time (thread mode never uses this channel)
+    return send_message(fd_.get(), m, fd) && receive_message(fd_.get(), answer, got) && answer->op == Message::kAnswer;
+  }
+  std::mutex mu_;
+  vmrpc::UniqueFd fd_;
+};
+
+}  // namespace
+
+IpcToken IpcRegistry::publish(const IpcRecord& rec, vmrpc::UniqueFd fd) {
+  IpcToken t;
+  std::lock_guard l(mu_);
+  do random_bytes(t.data(), t.size());
+  while (entries_.count(t));
+  entries_[t] = Entry{rec, std::move(fd)};
+  return t;
+}
+
+bool IpcRegistry::lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) const {
+  std::lock_guard l(mu_);
+  auto it = entries_.find(token);
+  if (it == entries_.end()) return false;
+  *rec = it->second.rec;
+  fd->reset();
+  if (it->second.fd) {
+    fd->reset(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
+    if (!*fd) return false;
+  }
+  return true;
+}
+
+void IpcRegistry::revoke(const IpcToken& token, uint64_t owner) {
+  std::lock_guard l(mu_);
+  if (auto it = entries_.find(token); it != entries_.end() && it->second.rec.owner == owner) entries_.erase(it);
+}
+
+void IpcRegistry::revoke_owner(uint64_t owner) {
+  std::lock_guard l(mu_);
+  std::erase_if(entries_, [&](const auto& e) { return e.second.rec.owner == owner; });
+}
+
+size_t IpcRegistry::size() const {
+  std::lock_guard l(mu_);
+  return entries_.size();
+}
+
+std::shared_ptr<IpcChannel> local_ipc_channel(std::shared_ptr<IpcRegistry> registry) {
+  return std::make_shared<LocalChannel>(std::move(registry));
+}
+
+std::shared_ptr<IpcChannel> worker_ipc_channel(vmrpc::UniqueFd fd) {
+  return std::make_shared<WorkerChannel>(std::move(fd));
+}
+
+void serve_ipc_worker(std::shared_ptr<IpcRegistry> registry, vmrpc::UniqueFd sock) {
+  // The owners this worker published for: a worker is trusted stub code, but it may die at
+  // any point, and then its exports must go.
+  std::set<uint64_t> owners;
+  Message m;
+  vmrpc::UniqueFd fd;
+  while (receive_message(sock.get(), &m, &fd)) {
+    Message a;
+    a.op = Message::kAnswer;
+    vmrpc::UniqueFd out;
+    switch (m.op) {
+      case Message::kPublish:
+        if ((m.rec.kind == IpcRecord::kMemory) == static_cast<bool>(fd) && m.rec.owner) {
+          owners.insert(m.rec.owner);
+          a.token = registry->publish(m.rec, std::move(fd));
+          a.ok = 1;
+        }
+        break;
+      case Message::kLookup:
+        a.ok = registry->lookup(m.token, &a.rec, &out) ? 1 : 0;
+        break;
+      case Message::kRevoke:
+        registry->revoke(m.token, m.rec.owner);
+        a.ok = 1;
+        break;
+      default:
+        break;
+    }
+    if (!send_message(sock.get(), a, out.get())) break;
+  }
+  for (uint64_t o : owners) registry->revoke_owner(o);
+}
+
+uint64_t random_ipc_owner() {
+  uint64_t v = 0;
+  while (v == 0) random_bytes(&v, sizeof v);
+  return v;
+}
+
+}  // namespace vmcuda::host

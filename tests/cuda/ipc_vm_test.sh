@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# CUDA IPC is between programs of ONE VM: a handle exported by a program of VM A opens in
+# another program of VM A (worker processes, and again with --isolation thread) and is
+# refused in a program of VM B (another stub: another table) with
+# cudaErrorInvalidResourceHandle. Uses tests/cuda/bin/ipc's `export` and `open` halves. With
+# VMCUDACTL: a suspend of VM a while its program has memory exported is refused, saying why,
+# and the program runs on.
+#   ipc_vm_test.sh STUB LIBDIR BINDIR [VMCUDACTL]
+# CI: the test stub (executor); the GPU machine: the real vmcuda-stub.
+set -euo pipefail
+stub="$1" libdir="$2" bindir="$3" ctl="${4:-}"
+work="$(mktemp -d)"
+export VMCUDA_RUN_DIR="$work"
+pids=()
+cleanup() {
+  exec 3>&- 2>/dev/null || true
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+start_stub() {  # NAME [OPTIONS]
+  local name="$1"; shift
+  "$stub" --socket "$work/$name.sock" --state-dir '' "$@" 2>"$work/$name.log" &
+  pids+=($!)
+  for _ in $(seq 200); do [ -S "$work/$name.sock" ] && return 0; sleep 0.05; done
+  echo "stub $name did not start:"; cat "$work/$name.log"; exit 1
+}
+start_stub a
+start_stub b
+start_stub t --isolation thread
+on() {  # VM PROGRAM-ARGS...
+  local vm="$1"; shift
+  VMCUDA_SOCKET="$work/$vm.sock" LD_LIBRARY_PATH="$libdir" timeout 120 "$bindir/ipc" "$@"
+}
+status=0
+expect() {  # WHAT EXPECTED ACTUAL
+  if [ "$2" = "$3" ]; then echo "$1: ok"; else echo "$1: expected '$2', got '$3'"; status=1; fi
+}
+for vm in a t; do
+  mkfifo "$work/in.$vm"
+  on "$vm" export <"$work/in.$vm" >"$work/handle.$vm" 2>"$work/export.$vm.err" &
+  exporter=$!
+  pids+=($exporter)
+  exec 3>"$work/in.$vm"  # the exporter keeps its memory until this closes
+  for _ in $(seq 400); do [ -s "$work/handle.$vm" ] && break; sleep 0.05; done
+  handle="$(head -n1 "$work/handle.$vm")"
+  [ -n "$handle" ] || { echo "no handle from the exporter in VM $vm:"; cat "$work/export.$vm.err"; exit 1; }
+  if [ -n "$ctl" ] && [ "$vm" = a ]; then
+    if "$ctl" suspend a >"$work/ctl.out" 2>&1; then
+      echo "VM a: a suspend with IPC memory exported was not refused"; "$ctl" resume a || true; status=1
+    elif grep -q "cudaIpc" "$work/ctl.out"; then echo "VM a: suspend refused while IPC is open: ok"
+    else echo "VM a: suspend refused without saying why:"; cat "$work/ctl.out"; status=1; fi
+  fi
+  expect "VM $vm: a program of the same VM opens it" "open: cudaSuccess
+first: 41
+close: cudaSuccess" "$(on "$vm" open "$handle" 2>&1)"
+  expect "VM $vm: a program of VM b is refused" "open: cudaErrorInvalidResourceHandle" \
+    "$(VMCUDA_SOCKET="$work/b.sock" LD_LIBRARY_PATH="$libdir" timeout 120 "$bindir/ipc" open "$handle" 2>&1)"
+  exec 3>&-
+  wait "$exporter" || { echo "the exporter in VM $vm failed:"; cat "$work/export.$vm.err"; status=1; }
+  # Its program ended: once the stub has closed its slot (asynchronously, as the driver
+  # tears down a dead process), the handle names nothing any more, in its own VM too.
+  for _ in $(seq 100); do
+    after="$(on "$vm" open "$handle" 2>&1)"
+    [ "$after" != "open: cudaSuccess"$'\n'"first: 41"$'\n'"close: cudaSuccess" ] && break
+    sleep 0.1
+  done
+  expect "VM $vm: after the exporter ended" "open: cudaErrorInvalidResourceHandle" "$after"
+done
+exit $status

@@ -1,0 +1,264 @@
+// IPC between programs of one VM (host-stub/src/ipc.cc, ipc_registry.cc) on the executor:
+// two clients of one stub share memory and events through handles; a client of another VM
+// (another stub, another table), a forged handle, a freed allocation and a gone exporter
+// get nothing; closing and teardown unmap. The worker's socket protocol on its own.
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <thread>
+
+#include "host-stub/stub_fixture.h"
+#include "ipc_registry.h"
+
+namespace vmcuda::host {
+namespace {
+
+using test::Client;
+using test::Stub;
+namespace tst = vmcuda::testing;
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+StubLimits with_ipc(std::shared_ptr<IpcRegistry>* registry = nullptr) {
+  StubLimits limits;
+  auto r = std::make_shared<IpcRegistry>();
+  limits.ipc = local_ipc_channel(r);
+  if (registry) *registry = r;
+  return limits;
+}
+
+api::IpcHandle export_mem(Client& c, uint64_t ptr) {
+  api::IpcHandleReply r{};
+  EXPECT_EQ(c.call<api::Call::IpcGetMemHandle>({ptr}, &r), 0);
+  return r.handle;
+}
+
+int32_t open_mem(Client& c, const api::IpcHandle& h, api::IpcOpenMemReply* r, uint32_t flags = 0) {
+  return c.call<api::Call::IpcOpenMemHandle>({h, flags, 0}, r);
+}
+
+void wait_closed(Stub& s, uint64_t n) {
+  for (int i = 0; i < 2000 && s.endpoint.stats().slots_closed_total < n; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(s.endpoint.stats().slots_closed_total, n);
+}
+
+std::vector<int> iota(int n, int from) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = from + i;
+  return v;
+}
+
+TEST(StubIpc, AnotherClientOfTheVmReadsWritesAndLaunchesOnExportedMemory) {
+  Stub s(with_ipc());
+  Client a(s), b(s);
+  const uint64_t small = a.malloc(64 * 4);
+  a.malloc(100);  // a neighbour in the same chunk
+  a.put(small, iota(64, 0));
+  const api::IpcHandle h = export_mem(a, small);
+  EXPECT_EQ(h.tag, api::kIpcMemTag);
+  // The same allocation exports as the same handle.
+  const api::IpcHandle again = export_mem(a, small);
+  EXPECT_EQ(std::memcmp(&h, &again, sizeof h), 0);
+
+  api::IpcOpenMemReply o{};
+  ASSERT_EQ(open_mem(b, h, &o), 0);
+  EXPECT_EQ(o.bytes, 64u * 4);
+  EXPECT_EQ(o.device, 0);
+  EXPECT_GE(o.ptr, kArenaBase + kArenaStride);  // in b's own arena
+  EXPECT_EQ(b.get(o.ptr, 64), iota(64, 0));
+  b.put(o.ptr, iota(64, 100));
+  EXPECT_EQ(a.get(small, 64), iota(64, 100));
+  const uint64_t fn = b.load_add_one();
+  ASSERT_EQ(b.launch(fn, o.ptr, 64, api::kStreamLegacy), 0);
+  EXPECT_EQ(a.get(small, 64), iota(64, 101));
+  // Only the allocation's bytes are b's to name.
+  EXPECT_EQ(b.call<api::Call::Memset>({o.ptr, 64 * 4 + 1, 0, 0}), CUDA_ERROR_INVALID_VALUE);
+  // Not b's to free; closed once, then gone.
+  EXPECT_EQ(b.call<api::Call::Free>({o.ptr}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(b.call<api::Call::IpcCloseMemHandle>({o.ptr}), 0);
+  EXPECT_EQ(b.call<api::Call::Memset>({o.ptr, 4, 0, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(b.call<api::Call::IpcCloseMemHandle>({o.ptr}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(a.get(small, 64), iota(64, 101));  // the exporter's memory is untouched by the close
+}
+
+TEST(StubIpc, OpensOfOneHandleAreCountedAndLargeAllocationsShareToo) {
+  Stub s(with_ipc());
+  Client a(s), b(s);
+  const uint64_t big = a.malloc(3 * kMiB);
+  a.put(big + 2 * kMiB, iota(16, 7));
+  const api::IpcHandle h = export_mem(a, big + 12);  // an interior pointer names its allocation
+  api::IpcOpenMemReply o1{}, o2{};
+  ASSERT_EQ(open_mem(b, h, &o1, 1 /* cudaIpcMemLazyEnablePeerAccess */), 0);
+  ASSERT_EQ(open_mem(b, h, &o2), 0);
+  EXPECT_EQ(o1.ptr, o2.ptr);
+  EXPECT_EQ(o1.bytes, 3 * kMiB);
+  EXPECT_EQ(b.get(o1.ptr + 2 * kMiB, 16), iota(16, 7));
+  EXPECT_EQ(b.call<api::Call::IpcCloseMemHandle>({o1.ptr}), 0);
+  EXPECT_EQ(b.get(o1.ptr + 2 * kMiB, 16), iota(16, 7));  // one open left
+  EXPECT_EQ(b.call<api::Call::IpcCloseMemHandle>({o1.ptr}), 0);
+  int32_t st = 0;
+  b.get(o1.ptr, 1, &st);
+  EXPECT_EQ(st, CUDA_ERROR_INVALID_VALUE);
+  // Unknown flags, a pointer of no allocation, the exporter's own handle.
+  api::IpcOpenMemReply o{};
+  EXPECT_EQ(open_mem(b, h, &o, 2), CUDA_ERROR_INVALID_VALUE);
+  api::IpcHandleReply none{};
+  EXPECT_EQ(a.call<api::Call::IpcGetMemHandle>({big + 3 * kMiB}, &none), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(open_mem(a, h, &o), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+TEST(StubIpc, ForgedAndOtherVmsHandlesAndFreedAllocationsNameNothing) {
+  Stub vm1(with_ipc()), vm2(with_ipc());
+  Client a(vm1), b(vm1), stranger(vm2);
+  const uint64_t p = a.malloc(4096), q = a.malloc(4096);
+  a.put(p, iota(4, 1));
+  const api::IpcHandle h = export_mem(a, p);
+  api::IpcOpenMemReply o{};
+  EXPECT_EQ(open_mem(stranger, h, &o), CUDA_ERROR_INVALID_HANDLE);  // another VM's table
+  api::IpcHandle forged = h;
+  forged.token[3] ^= 0x40;
+  EXPECT_EQ(open_mem(b, forged, &o), CUDA_ERROR_INVALID_HANDLE);
+  api::IpcHandle wrong_kind = h;
+  wrong_kind.tag = api::kIpcEventTag;
+  EXPECT_EQ(open_mem(b, wrong_kind, &o), CUDA_ERROR_INVALID_HANDLE);
+  // Opened before the exporter frees it: the memory stays with the importer until it closes.
+  ASSERT_EQ(open_mem(b, h, &o), 0);
+  const api::IpcHandle hq = export_mem(a, q);
+  ASSERT_EQ(a.call<api::Call::Free>({p}), 0);
+  ASSERT_EQ(a.call<api::Call::Free>({q}), 0);
+  EXPECT_EQ(b.get(o.ptr, 4), iota(4, 1));
+  api::IpcOpenMemReply oq{};
+  EXPECT_EQ(open_mem(b, hq, &oq), CUDA_ERROR_INVALID_HANDLE);  // freed: no new opens
+  EXPECT_EQ(b.call<api::Call::IpcCloseMemHandle>({o.ptr}), 0);
+}
+
+TEST(StubIpc, TeardownClosesImportsAndRevokesExports) {
+  std::shared_ptr<IpcRegistry> registry;
+  Stub s(with_ipc(&registry));
+  Client b(s);
+  api::IpcHandle h{};
+  {
+    Client a(s);
+    const uint64_t p = a.malloc(3 * kMiB);
+    a.put(p, iota(8, 5));
+    h = export_mem(a, p);
+    EXPECT_EQ(registry->size(), 1u);
+    api::IpcOpenMemReply o{};
+    ASSERT_EQ(open_mem(b, h, &o), 0);
+    // b keeps the bytes after a goes.
+    EXPECT_EQ(b.get(o.ptr, 8), iota(8, 5));
+  }
+  wait_closed(s, 1);
+  EXPECT_EQ(registry->size(), 0u);
+  api::IpcOpenMemReply o{};
+  {
+    Client c(s);
+    EXPECT_EQ(open_mem(c, h, &o), CUDA_ERROR_INVALID_HANDLE);
+  }
+  wait_closed(s, 2);
+  // b still has it open (counted once): its bytes are still there. Then b goes too.
+  EXPECT_GT(tst::fake_allocated_bytes(), 0u);
+}
+
+TEST(StubIpc, NothingIsLeftOnceEveryoneLeft) {
+  Stub s(with_ipc());
+  {
+    Client a(s), b(s);
+    const uint64_t p = a.malloc(64);
+    api::IpcOpenMemReply o{};
+    ASSERT_EQ(open_mem(b, export_mem(a, p), &o), 0);
+  }
+  wait_closed(s, 2);
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+}
+
+TEST(StubIpc, InterprocessEventsAreSharedWithinTheVm) {
+  Stub vm1(with_ipc()), vm2(with_ipc());
+  Client a(vm1), b(vm1), stranger(vm2);
+  constexpr uint32_t kIpcFlags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+  ASSERT_EQ(a.call<api::Call::EventCreate>({10, kIpcFlags, 0}), 0);
+  ASSERT_EQ(a.call<api::Call::EventCreate>({11, 0, 0}), 0);
+  EXPECT_EQ(a.call<api::Call::EventCreate>({12, CU_EVENT_INTERPROCESS, 0}), CUDA_ERROR_INVALID_VALUE);
+  api::IpcHandleReply h{};
+  EXPECT_EQ(a.call<api::Call::IpcGetEventHandle>({11}, &h), CUDA_ERROR_INVALID_HANDLE);  // not interprocess
+  ASSERT_EQ(a.call<api::Call::IpcGetEventHandle>({10}, &h), 0);
+  EXPECT_EQ(h.handle.tag, api::kIpcEventTag);
+  ASSERT_EQ(a.call<api::Call::EventRecord>({10, api::kStreamLegacy, 0, 0}), 0);
+  api::DeviceReply d{};
+  ASSERT_EQ(b.call<api::Call::IpcOpenEventHandle>({h.handle, 20}, &d), 0);
+  EXPECT_EQ(d.device, 0);
+  EXPECT_EQ(b.call<api::Call::EventSynchronize>({20}), 0);
+  EXPECT_EQ(b.call<api::Call::EventQuery>({20}), 0);
+  EXPECT_EQ(b.call<api::Call::StreamWaitEvent>({api::kStreamLegacy, 20, 0}), 0);
+  api::ElapsedTimeReply t{};
+  EXPECT_EQ(b.call<api::Call::EventElapsedTime>({20, 20}, &t), CUDA_ERROR_INVALID_HANDLE);  // timing disabled
+  EXPECT_EQ(stranger.call<api::Call::IpcOpenEventHandle>({h.handle, 20}, &d), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(a.call<api::Call::IpcOpenEventHandle>({h.handle, 21}, &d), CUDA_ERROR_INVALID_CONTEXT);
+  // A memory handle is no event handle; a destroyed event's handle names nothing.
+  api::IpcHandle as_mem = h.handle;
+  as_mem.tag = api::kIpcMemTag;
+  EXPECT_EQ(b.call<api::Call::IpcOpenEventHandle>({as_mem, 22}, &d), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(a.call<api::Call::EventDestroy>({10}), 0);
+  EXPECT_EQ(b.call<api::Call::IpcOpenEventHandle>({h.handle, 23}, &d), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(b.call<api::Call::EventDestroy>({20}), 0);
+}
+
+TEST(StubIpc, WithoutATableIpcIsNotSupported) {
+  Stub s;
+  Client a(s);
+  const uint64_t p = a.malloc(64);
+  api::IpcHandleReply h{};
+  EXPECT_EQ(a.call<api::Call::IpcGetMemHandle>({p}, &h), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(a.call<api::Call::EventCreate>({10, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, 0}),
+            CUDA_ERROR_NOT_SUPPORTED);
+}
+
+// ---------------------------------------------------------------- a worker's socket
+
+TEST(IpcWorkerSocket, PublishLookupRevokeAndAWorkerThatGoesTakesItsExportsAlong) {
+  auto registry = std::make_shared<IpcRegistry>();
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  std::thread server(serve_ipc_worker, registry, vmrpc::UniqueFd(pair[0]));
+  {
+    auto channel = worker_ipc_channel(vmrpc::UniqueFd(pair[1]));
+    vmrpc::UniqueFd mem(::memfd_create("ipc-test", MFD_CLOEXEC));
+    ASSERT_TRUE(mem);
+    ASSERT_EQ(::write(mem.get(), "shared", 6), 6);
+    IpcRecord rec;
+    rec.kind = IpcRecord::kMemory;
+    rec.owner = 42;
+    rec.mapping_bytes = 2 * kMiB;
+    rec.bytes = 100;
+    IpcToken t{}, t2{};
+    ASSERT_TRUE(channel->publish(rec, mem.get(), &t));
+    ASSERT_TRUE(channel->publish(rec, mem.get(), &t2));
+    EXPECT_NE(t, t2);
+    // Memory without its fd is refused.
+    IpcToken bad{};
+    EXPECT_FALSE(channel->publish(rec, -1, &bad));
+    IpcRecord got;
+    vmrpc::UniqueFd fd;
+    ASSERT_TRUE(channel->lookup(t, &got, &fd));
+    EXPECT_EQ(got.bytes, 100u);
+    EXPECT_EQ(got.owner, 42u);
+    char buf[6] = {};
+    ASSERT_EQ(::pread(fd.get(), buf, 6, 0), 6);
+    EXPECT_EQ(std::string(buf, 6), "shared");
+    // Only its owner revokes it.
+    channel->revoke(t, 7);
+    EXPECT_TRUE(channel->lookup(t, &got, &fd));
+    channel->revoke(t, 42);
+    EXPECT_FALSE(channel->lookup(t, &got, &fd));
+    EXPECT_EQ(registry->size(), 1u);
+  }  // the worker's end closes: what it published goes
+  server.join();
+  EXPECT_EQ(registry->size(), 0u);
+}
+
+}  // namespace
+}  // namespace vmcuda::host
