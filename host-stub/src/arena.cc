@@ -417,7 +417,7 @@ CUresult DeviceArena::reserve_guest(int device, uint64_t bytes, uint64_t alignme
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-CUresult DeviceArena::create_physical(int device, uint64_t bytes, CUmemGenericAllocationHandle* h) {
+CUresult DeviceArena::create_guest_physical(int device, uint64_t bytes, CUmemGenericAllocationHandle* h) {
   if (released_) return CUDA_ERROR_ILLEGAL_STATE;
   if (meter_ && !meter_(static_cast<int64_t>(bytes))) return CUDA_ERROR_OUT_OF_MEMORY;  // the VM's quota
   CUmemAllocationProp prop{};
@@ -432,7 +432,7 @@ CUresult DeviceArena::create_physical(int device, uint64_t bytes, CUmemGenericAl
   return CUDA_SUCCESS;
 }
 
-CUresult DeviceArena::release_physical(CUmemGenericAllocationHandle h, uint64_t bytes) {
+CUresult DeviceArena::release_guest_physical(CUmemGenericAllocationHandle h, uint64_t bytes) {
   const CUresult r = api_.cuMemRelease(h);
   physical_bytes_ -= bytes;
   if (meter_) meter_(-static_cast<int64_t>(bytes));

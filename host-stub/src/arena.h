@@ -83,9 +83,9 @@ class DeviceArena {
                          std::string* why);
   void free_guest(uint64_t va, uint64_t bytes) { give_va(va, bytes); }
   // Physical memory on `device`, charged to the meter first (CUDA_ERROR_OUT_OF_MEMORY when
-  // refused); release_physical gives it back to the driver and the meter.
-  CUresult create_physical(int device, uint64_t bytes, CUmemGenericAllocationHandle* h);
-  CUresult release_physical(CUmemGenericAllocationHandle h, uint64_t bytes);
+  // refused); release_guest_physical gives it back to the driver and the meter.
+  CUresult create_guest_physical(int device, uint64_t bytes, CUmemGenericAllocationHandle* h);
+  CUresult release_guest_physical(CUmemGenericAllocationHandle h, uint64_t bytes);
   // The driver's recommended granularity on `device` (what the arena's VA arithmetic uses).
   CUresult granularity_of(int device, uint64_t* g) { return granularity(device, g); }
   // ---- IPC (ipc.cc). Physical memory is made exportable as a POSIX fd where the device

@@ -266,7 +266,7 @@ CUresult Session::release(Object& o, Release how) {
       return vmm_unmap(o);
     case ObjectKind::VmmAllocation: {
       auto& v = o.as<VmmAllocationObject>();
-      const CUresult e = v.handle && arena_ ? arena_->release_physical(v.handle, v.bytes) : CUDA_SUCCESS;
+      const CUresult e = v.handle && arena_ ? arena_->release_guest_physical(v.handle, v.bytes) : CUDA_SUCCESS;
       v.handle = 0;
       return e;
     }

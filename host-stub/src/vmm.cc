@@ -56,7 +56,7 @@ CUresult Session::vmm_drop_if_unused(ObjectId id) {
   if (!a) return CUDA_SUCCESS;
   auto& v = a->as<VmmAllocationObject>();
   if (v.refs || v.maps) return CUDA_SUCCESS;
-  const CUresult e = v.handle && arena_ ? arena_->release_physical(v.handle, v.bytes) : CUDA_SUCCESS;
+  const CUresult e = v.handle && arena_ ? arena_->release_guest_physical(v.handle, v.bytes) : CUDA_SUCCESS;
   v.handle = 0;
   vol_.remove(id);
   publish_status();
@@ -131,7 +131,7 @@ int32_t Session::on_VmmCreate(const api::VmmCreateArgs& a, api::VmmValueReply& r
   CUcontext ctx = context_of(a.device);
   if (!ctx) return ctx_error_;
   CUmemGenericAllocationHandle h = 0;
-  if (CUresult e = arena_->create_physical(devices_[a.device], a.bytes, &h); e != CUDA_SUCCESS) {
+  if (CUresult e = arena_->create_guest_physical(devices_[a.device], a.bytes, &h); e != CUDA_SUCCESS) {
     if (e == CUDA_ERROR_OUT_OF_MEMORY && !quota_warned_) {
       quota_warned_ = true;
       VMRPC_LOG(kWarn, "stub", log_tag_ + ": cuMemCreate of " + std::to_string(a.bytes >> 20) +
