@@ -304,7 +304,20 @@ def main():
         g.append("  Handle* h_;")
         g.append("  if (int s_ = enter(handle, &h_)) return s_;")
         if check:
-            g.append(f"  if (!({check})) return kInvalidValue;  // cuBLAS's own check: the call may be queued")
+            # check=HELPER(...)[&&NAME>=0...]: HELPER answers the first bad parameter's number as
+            # cuBLAS reports it (0: none); each NAME>=0 term is numbered by its place in the
+            # prototype, the handle not counted. NVIDIA's library prints that number before it
+            # answers CUBLAS_STATUS_INVALID_VALUE, and so does this one.
+            helper, *terms = check.split("&&")
+            expr = helper
+            for t in terms:
+                m = re.fullmatch(r"(\w+)>=0", t.strip())
+                if not m or m.group(1) not in known:
+                    sys.exit(f"gen-cublas.py: {name}: check term {t!r} is not PARAM>=0")
+                number = [p.name for p in params].index(m.group(1))  # the handle is index 0
+                expr = f"({expr}) ? ({expr}) : ({m.group(1)} < 0 ? {number} : 0)"
+            routine = re.sub(r"_(v2|64)$", "", re.sub(r"_v2$", "", name[len("cublas"):])).upper()
+            g.append(f"  if (const int bad_ = {expr}) return illegal_value(\"{routine}\", bad_);  // the call may be queued")
         g.append(f"  api::{args_t} a_{{}};")
         wait_expr = []
         for p in params:

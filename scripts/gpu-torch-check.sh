@@ -34,10 +34,12 @@ fi
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
-# vmcuda's libcublas.so.13 preloaded: PyTorch's wheel finds NVIDIA's copy through its own
-# RPATH, but a library already loaded under the soname libcublas.so.13 wins (issue 12 point 3).
+# VMCUDA_REMOTE_CUBLAS=1: vmcuda's libcublas.so.13 preloaded (PyTorch's wheel finds NVIDIA's
+# copy through its own RPATH, but a library already loaded under the soname wins; issue 12
+# point 3). Off by default, as in vmcuda-run: PyTorch gives its cuBLAS handle to NVIDIA's
+# cuBLASLt, which needs NVIDIA's cuBLAS until cuBLASLt is remoted too.
 preload=""
-[ -e "$carry/lib/libcublas.so.13" ] && preload="$carry/lib/libcublas.so.13"
+[ "${VMCUDA_REMOTE_CUBLAS:-0}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && preload="$carry/lib/libcublas.so.13"
 run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
   LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${preload:+LD_PRELOAD="$preload"}
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null

@@ -4,6 +4,7 @@
 // is generated (scripts/gen-cublas.py).
 #include "cublas.h"
 
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -55,6 +56,12 @@ int scalar(const Handle& h, const void* value, size_t bytes, uint8_t (&field)[16
     std::memcpy(field, &p, sizeof p);
   }
   return kSuccess;
+}
+
+int illegal_value(const char* routine, int parameter) noexcept {
+  std::printf(" ** On entry to %s  parameter number %d had an illegal value\n", routine, parameter);
+  std::fflush(stdout);
+  return kInvalidValue;
 }
 
 int status_of(int32_t s, const char* call) noexcept {

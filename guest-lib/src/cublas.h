@@ -43,18 +43,22 @@ inline uint64_t device_pointer(const void* p) noexcept { return reinterpret_cast
 // A scalar's wire field: its `bytes` copied (pointer mode host) or its device pointer.
 int scalar(const Handle& h, const void* value, size_t bytes, uint8_t (&field)[16]) noexcept;
 inline size_t scalar_bytes(int compute_type) noexcept { return api::cublas_scalar_bytes(compute_type); }
-// cuBLAS's checks of sizes (CUBLAS_STATUS_INVALID_VALUE when false), made here because the calls
-// are queued: natively the call itself answers them (api/libs/cublas.calls check=).
+// cuBLAS's checks of sizes, made here because the calls are queued: natively the call itself
+// answers them (api/libs/cublas.calls check=). Each answers the first bad parameter's number as
+// the reference BLAS counts them (SGEMM's LDA is 8), 0 when all are good.
 inline bool op_ok(int op) noexcept { return op == 0 || op == 1 || op == 2; }  // N, T, C
-inline bool gemm_ok(int ta, int tb, long long m, long long n, long long k, long long lda, long long ldb,
+inline int gemm_bad(int ta, int tb, long long m, long long n, long long k, long long lda, long long ldb,
                     long long ldc) noexcept {
   auto at_least = [](long long ld, long long rows) { return ld >= (rows > 1 ? rows : 1); };
-  return op_ok(ta) && op_ok(tb) && m >= 0 && n >= 0 && k >= 0 && at_least(lda, ta == 0 ? m : k) &&
-         at_least(ldb, tb == 0 ? k : n) && at_least(ldc, m);
+  return !op_ok(ta) ? 1 : !op_ok(tb) ? 2 : m < 0 ? 3 : n < 0 ? 4 : k < 0 ? 5 : !at_least(lda, ta == 0 ? m : k) ? 8
+         : !at_least(ldb, tb == 0 ? k : n) ? 10 : !at_least(ldc, m) ? 13 : 0;
 }
-inline bool gemv_ok(int t, long long m, long long n, long long lda, long long incx, long long incy) noexcept {
-  return op_ok(t) && m >= 0 && n >= 0 && lda >= (m > 1 ? m : 1) && incx != 0 && incy != 0;
+inline int gemv_bad(int t, long long m, long long n, long long lda, long long incx, long long incy) noexcept {
+  return !op_ok(t) ? 1 : m < 0 ? 2 : n < 0 ? 3 : lda < (m > 1 ? m : 1) ? 6 : incx == 0 ? 8 : incy == 0 ? 11 : 0;
 }
+// What NVIDIA's library prints for a bad parameter (" ** On entry to SGEMM  parameter number 8
+// had an illegal value", on stdout), then CUBLAS_STATUS_INVALID_VALUE.
+int illegal_value(const char* routine, int parameter) noexcept;
 // The host's answer as the app's cublasStatus_t.
 int status_of(int32_t host_status, const char* call) noexcept;
 void unsupported(const char* name, std::atomic<bool>& logged) noexcept;

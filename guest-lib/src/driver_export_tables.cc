@@ -385,7 +385,11 @@ void run_context_storage_destructors(CUcontext ctx) noexcept {
 
 // ------------------------------------------------------------------ the entry point
 
-CU_API CUresult cuGetExportTable(const void** table, const CUuuid* id) {
+namespace {
+// A table by its UUID. `warn_unknown`: an unknown one is logged once per UUID (a library
+// asking the driver for a table vmcuda does not serve is worth knowing; a program probing
+// through the runtime's door is not).
+CUresult export_table(const void** table, const CUuuid* id, bool warn_unknown) {
   using namespace vmcuda::guest;
   if (!table || !id) return vmcuda::cu::kInvalidValue;
   const auto* u = reinterpret_cast<const unsigned char*>(id->bytes);
@@ -401,6 +405,7 @@ CU_API CUresult cuGetExportTable(const void** table, const CUuuid* id) {
                uuid_text(u).c_str());
     return vmcuda::cu::kInvalidValue;
   }
+  if (!warn_unknown) return vmcuda::cu::kInvalidValue;
   // One line per UUID (a program may ask again and again).
   static std::mutex mu;
   static std::vector<Uuid> seen;
@@ -417,10 +422,13 @@ CU_API CUresult cuGetExportTable(const void** table, const CUuuid* id) {
              uuid_text(u).c_str());
   return vmcuda::cu::kInvalidValue;
 }
+}  // namespace
+
+CU_API CUresult cuGetExportTable(const void** table, const CUuuid* id) { return export_table(table, id, true); }
 
 // The runtime's door to the same tables (cudaGetExportTable, private: NVIDIA's libraries
 // built against the runtime ask through it).
 cudaError_t cudaGetExportTable(const void** ppExportTable, const cudaUUID_t* pExportTableId) {
   // The driver's answers are the runtime's numbers (invalid value 1).
-  return vmcuda::guest::record(static_cast<cudaError_t>(cuGetExportTable(ppExportTable, pExportTableId)));
+  return vmcuda::guest::record(static_cast<cudaError_t>(export_table(ppExportTable, pExportTableId, false)));
 }

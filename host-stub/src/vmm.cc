@@ -9,6 +9,8 @@
 // ranges are the client's device memory for every other call (ObjectList::find_range).
 // Suspend is refused while any VMM object exists (vmm_block_suspend): carrying them is a
 // TODO(remoting).
+#include <iterator>
+
 #include "session.h"
 #include "vmrpc/log.h"
 
@@ -193,7 +195,25 @@ int32_t Session::on_VmmMap(const api::VmmMapArgs& a, api::VmmValueReply& reply, 
 
 int32_t Session::on_VmmUnmap(const api::VmmRangeArgs& a, api::Empty&, Request&) {
   std::vector<ObjectId> ids;
-  if (!vmm_whole_mappings(a.ptr, a.bytes, &ids)) return CUDA_ERROR_INVALID_VALUE;
+  if (!vmm_whole_mappings(a.ptr, a.bytes, &ids)) {
+    // A range of one of the client's reservations with nothing mapped in it: the driver
+    // answers success (seen on the H100, driver 580); any other range is invalid.
+    const auto& maps = vol_.of(ObjectKind::VmmMapping);
+    auto m = maps.lower_bound(a.ptr);
+    const bool none_mapped = a.bytes && (m == maps.end() || m->first >= a.ptr + a.bytes) &&
+                             (m == maps.begin() || [&] {
+                               const auto prev = std::prev(m);
+                               return prev->first + vol_.get(prev->second)->as<VmmMappingObject>().bytes <= a.ptr;
+                             }());
+    const auto& res = vol_.of(ObjectKind::VmmReservation);
+    auto r = res.upper_bound(a.ptr);
+    const bool reserved = r != res.begin() && [&] {
+      const auto at = std::prev(r);
+      const uint64_t rb = vol_.get(at->second)->as<VmmReservationObject>().bytes;
+      return a.ptr - at->first <= rb && a.bytes <= rb - (a.ptr - at->first);
+    }();
+    return none_mapped && reserved ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  }
   CUresult first = CUDA_SUCCESS;
   for (ObjectId id : ids) {
     Object* m = vol_.get(id);

@@ -127,17 +127,18 @@ int main() {
   check("the same handle", again == h[1]);
   expect("cuMemRelease (the retained reference)", cuMemRelease(again));
 
-  // ---- a hint that is free is honoured
+  // ---- a hint is a hint (the driver on the H100 placed this one elsewhere; vmcuda takes a
+  // free one): only that the reservation is made is checked
   CUdeviceptr hinted = 0;
   expect("cuMemAddressReserve(hint after the first)", cuMemAddressReserve(&hinted, 4 * g, 0, base + 128 * g, 0));
-  check("at the hint", hinted == base + 128 * g);
   expect("cuMemAddressFree(hinted)", cuMemAddressFree(hinted, 4 * g));
 
   // ---- what the driver refuses
   CUmemGenericAllocationHandle bad = 0;
   expect("cuMemCreate(not whole granules)", cuMemCreate(&bad, g + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
   expect("cuMemMap(unaligned address)", cuMemMap(base + 10 * g + 4096, g, 0, h[0], 0), CUDA_ERROR_INVALID_VALUE);
-  expect("cuMemUnmap(nothing mapped there)", cuMemUnmap(base + 20 * g, g), CUDA_ERROR_INVALID_VALUE);
+  // Reserved, nothing mapped: the driver answers success (H100, driver 580).
+  expect("cuMemUnmap(nothing mapped there)", cuMemUnmap(base + 20 * g, g), CUDA_SUCCESS);
 
   // ---- shrink: release while mapped (the memory stays until unmapped), unmap, free
   for (int i = 0; i < kChunks; ++i) expect("cuMemRelease", cuMemRelease(h[i]));
