@@ -37,7 +37,9 @@ def gemm(torch):
             try:
                 a = torch.randn(n, n, device="cuda").to(dtype)
                 b = torch.randn(n, n, device="cuda").to(dtype)
-                iters = max(3, min(2000, int(2e11 / (2 * n**3))))
+                # About half a second natively (at ~50 TFLOP/s), so that the queue's last flush
+                # and the final synchronize are a small part of what is measured.
+                iters = max(10, min(30000, int(0.5 * 50e12 / (2 * n**3))))
                 s = timed_cuda(torch, lambda: torch.mm(a, b), iters)
                 report(name, 2 * n**3 / s / 1e12, "TFLOP/s")
             except Exception:  # noqa: BLE001
@@ -92,7 +94,7 @@ def gpt2_small(torch):
         logits = model(idx)
         torch.nn.functional.cross_entropy(logits.view(-1, vocab), idx.view(-1)).backward()
         opt.step()
-    report("gpt2_small_train", 1 / timed_cuda(torch, one, 10), "steps/s")
+    report("gpt2_small_train", 1 / timed_cuda(torch, one, 30), "steps/s")
 
 
 def main():
