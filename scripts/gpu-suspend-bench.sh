@@ -16,7 +16,7 @@ sizes=("$@")
 work=$(mktemp -d)
 export VMCUDA_RUN_DIR="$work"
 sock="$work/bench.sock"
-VMRPC_LOG=2 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$work/stub.log" &
+VMRPC_LOG=2 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) ${SUSPEND_BENCH_STUB_ARGS:-} 2>"$work/stub.log" &
 stub=$!
 trap 'kill $stub 2>/dev/null; wait $stub 2>/dev/null; rm -rf "$work" /dev/shm/vmcuda-bench.saved' EXIT
 for _ in $(seq 100); do [ -S "$work/bench.ctl" ] && break; sleep 0.1; done

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "vmrpc/knobs.h"
 #include "vmrpc/log.h"
 
 namespace vmcuda::host {
@@ -164,7 +165,7 @@ CUmemAllocationProp DeviceArena::physical_prop(int device) {
   auto it = posix_fd_.find(device);
   if (it == posix_fd_.end()) {
     int v = 0;
-    if (api_.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device) !=
+    if (vmrpc::knobs::kExportableMemory.get() == 0 || api_.cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device) !=
         CUDA_SUCCESS)
       v = 0;
     it = posix_fd_.emplace(device, v != 0).first;

@@ -306,6 +306,13 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
         reply.error = "already suspended";
         break;
       }
+      // Before anything below: pinning the staging is an unsafe call for a stream capture this
+      // thread has open (the driver invalidates it), and a capture refuses the suspend anyway.
+      if (const std::string g = graphs_block_suspend(); !g.empty()) {
+        VMRPC_LOG(kWarn, "stub", log_tag_ + ": suspend failed, the client runs on: " + g);
+        reply.error = g;
+        break;
+      }
       state::SinkOptions opts;
       opts.expected_bytes = arena_ ? arena_->physical_bytes() : 0;
       opts.progress = report(req.op == Op::kSave ? "save" : "suspend");

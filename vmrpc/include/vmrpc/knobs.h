@@ -96,6 +96,10 @@ VMRPC_KNOB(kLogWarnRate, "VMRPC_LOG_WARN_RATE", 10,
            "warning lines a second per subsystem and process, after a burst (0: no limit): a guest cannot fill "
            "the journal");
 VMRPC_KNOB(kLogWarnBurst, "VMRPC_LOG_WARN_BURST", 50, "warning lines let through at once before the rate applies");
+VMRPC_KNOB(kExportableMemory, "VMCUDA_IPC_MEMORY", 1,
+           "1: the stub makes its clients' device memory exportable (a POSIX fd) where the GPU can, so "
+           "cudaIpcGetMemHandle works between a VM's programs; 0: plain memory, cudaIpcGetMemHandle answers "
+           "cudaErrorNotSupported");
 VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
            "threads that copy and checksum a client's device memory during a suspend to host memory "
            "(0: half the CPUs, 2 to 16; 1: one, inline)");
