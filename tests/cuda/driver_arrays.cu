@@ -390,6 +390,8 @@ int main() {
   std::printf("runtime view: %d bits kind %d, %zux%zux%zu flags 0x%x\n", cd.x, cd.f, ext.width, ext.height, ext.depth,
               flags);
 
+  // A texture outlives nothing it reads (a suspend refuses one whose array is gone).
+  cuTexObjectDestroy(ltex2);
   expect("cuArrayDestroy 2D", cuArrayDestroy(a2d));
   expect("cuArrayDestroy 1D", cuArrayDestroy(a1d));
   expect("cuArrayDestroy 1D copy", cuArrayDestroy(a1d_copy));
