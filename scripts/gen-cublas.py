@@ -230,7 +230,7 @@ def main():
         ret, plist = protos[name]
         params = [Param(name, b, n, d, roles.get(n)) for b, n, d, _ in plist]
         # The generated code's own names (host: a, r, req, scope_; guest: *_) must not be parameters.
-        clash = {p.name for p in params} & {"a", "r", "req", "scope_", "h_", "a_", "s_", "reply_"}
+        clash = {p.name for p in params} & {"a", "r", "req", "scope_", "h_", "a_", "s_", "reply_", "bad_"}
         if clash:
             sys.exit(f"gen-cublas.py: {name}: parameter names {sorted(clash)} clash with the generated code's")
         known = {p.name for p in params}
@@ -309,15 +309,15 @@ def main():
             # prototype, the handle not counted. NVIDIA's library prints that number before it
             # answers CUBLAS_STATUS_INVALID_VALUE, and so does this one.
             helper, *terms = check.split("&&")
-            expr = helper
+            g.append(f"  int bad_ = {helper};")
             for t in terms:
                 m = re.fullmatch(r"(\w+)>=0", t.strip())
                 if not m or m.group(1) not in known:
                     sys.exit(f"gen-cublas.py: {name}: check term {t!r} is not PARAM>=0")
                 number = [p.name for p in params].index(m.group(1))  # the handle is index 0
-                expr = f"({expr}) ? ({expr}) : ({m.group(1)} < 0 ? {number} : 0)"
+                g.append(f"  if (!bad_ && {m.group(1)} < 0) bad_ = {number};")
             routine = re.sub(r"_(v2|64)$", "", re.sub(r"_v2$", "", name[len("cublas"):])).upper()
-            g.append(f"  if (const int bad_ = {expr}) return illegal_value(\"{routine}\", bad_);  // the call may be queued")
+            g.append(f"  if (bad_) return illegal_value(\"{routine}\", bad_);  // the call may be queued")
         g.append(f"  api::{args_t} a_{{}};")
         wait_expr = []
         for p in params:

@@ -500,28 +500,30 @@ CU_API CUresult cuTexObjectCreate(CUtexObject* out, const CUDA_RESOURCE_DESC_st*
 
 CU_API CUresult cuTexObjectDestroy(CUtexObject t) { VMCUDA_DRIVER_IN_CONTEXT(cudaDestroyTextureObject(t)); }
 
-CU_API CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC_st* out, CUtexObject t) {
+namespace {
+// A descriptor getter: the runtime's answer in the driver's form.
+template <class RuntimeDesc, class DriverDesc, class Get, class Convert>
+CUresult get_descriptor(DriverDesc* out, Get get, Convert convert) {
   VMCUDA_ENTER(enter_context_call());
   if (!out) return cu::kInvalidValue;
-  cudaResourceDesc r{};
+  RuntimeDesc r{};
   {
     KeepRuntimeLastError keep;
-    if (cudaError_t e = cudaGetTextureObjectResourceDesc(&r, t)) return to_cu_result(e);
+    if (cudaError_t e = get(&r)) return to_cu_result(e);
   }
-  driver_resource(r, out);
+  convert(r, out);
   return cu::kSuccess;
+}
+}  // namespace
+
+CU_API CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC_st* out, CUtexObject t) {
+  return get_descriptor<cudaResourceDesc>(out, [t](cudaResourceDesc* r) { return cudaGetTextureObjectResourceDesc(r, t); },
+                                          driver_resource);
 }
 
 CU_API CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC_st* out, CUtexObject t) {
-  VMCUDA_ENTER(enter_context_call());
-  if (!out) return cu::kInvalidValue;
-  cudaTextureDesc d{};
-  {
-    KeepRuntimeLastError keep;
-    if (cudaError_t e = cudaGetTextureObjectTextureDesc(&d, t)) return to_cu_result(e);
-  }
-  driver_texture(d, out);
-  return cu::kSuccess;
+  return get_descriptor<cudaTextureDesc>(out, [t](cudaTextureDesc* d) { return cudaGetTextureObjectTextureDesc(d, t); },
+                                         driver_texture);
 }
 
 CU_API CUresult cuSurfObjectCreate(CUsurfObject* out, const CUDA_RESOURCE_DESC_st* res) {
@@ -535,13 +537,6 @@ CU_API CUresult cuSurfObjectCreate(CUsurfObject* out, const CUDA_RESOURCE_DESC_s
 CU_API CUresult cuSurfObjectDestroy(CUsurfObject s) { VMCUDA_DRIVER_IN_CONTEXT(cudaDestroySurfaceObject(s)); }
 
 CU_API CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC_st* out, CUsurfObject s) {
-  VMCUDA_ENTER(enter_context_call());
-  if (!out) return cu::kInvalidValue;
-  cudaResourceDesc r{};
-  {
-    KeepRuntimeLastError keep;
-    if (cudaError_t e = cudaGetSurfaceObjectResourceDesc(&r, s)) return to_cu_result(e);
-  }
-  driver_resource(r, out);
-  return cu::kSuccess;
+  return get_descriptor<cudaResourceDesc>(out, [s](cudaResourceDesc* r) { return cudaGetSurfaceObjectResourceDesc(r, s); },
+                                          driver_resource);
 }
