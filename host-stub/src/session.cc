@@ -105,7 +105,8 @@ bool Session::ensure_context() {
       if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
       if (r == CUDA_SUCCESS) {
         const std::vector<AddressRange> after = current_mappings(), added = vanished_ranges(after, before);
-        if (!added.empty()) context_fence_.add({free_below(after, added.front().begin, kContextFenceBytes)});
+        if (const uint64_t low = lowest_of_cluster(added); low)
+          context_fence_.add({free_below(after, low, kContextFenceBytes)});
       }
     }
     if (r != CUDA_SUCCESS) {

@@ -26,6 +26,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "client_control.h"
@@ -729,6 +730,10 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     });
     if (arena_) arena_->release_memory();
     release_all(Release::kSuspend);  // the contexts
+    // A thread started and joined lets glibc unmap the stacks of the driver's threads that
+    // ended detached (workers keep no stack cache: vmrpc/src/worker.cc), so they are part
+    // of the hole too.
+    std::thread([] {}).join();
     context_fence_.forget();  // part of the hole now
     context_hole_.hold(vanished_ranges(mapped, current_mappings()));
   }
