@@ -5,12 +5,22 @@
 #include <vector>
 
 #include "remote.h"
+#include "vmcuda/api/wire.h"
 #include "vmcuda/cudart_types.h"
 #include "vmrpc/wire.h"
 
 namespace vmcuda::guest {
 
-/// Preconditions for all: r's lock held.
+/// The Remote for a graph call that needs the device, or nullptr and the error to return
+/// (recorded).
+Remote* graph_enter(cudaError_t* e);
+
+/// One side of a memcpy node as the wire carries it, checked: device memory of this process
+/// or pinned shared-heap memory (pageable memory and arrays: cudaErrorNotSupported, logged).
+cudaError_t graph_memcpy_side(const cudaPitchedPtr& p, const cudaPos& pos, const cudaExtent& ext, cudaArray_t array,
+                              api::GraphMemcpySide* s);
+
+/// Preconditions for all below: r's lock held.
 
 /// Whether `stream` (a wire handle) is capturing now: asks the host only while a capture
 /// this process began is open (none: false at no cost).
@@ -20,6 +30,10 @@ bool stream_capturing(Remote& r, uint64_t stream);
 /// reaches it (host_func.cc); never freed.
 cudaError_t persistent_host_entry(Remote& r, cudaHostFn_t fn, void* data, vmrpc::wire::HeapRef* mailbox,
                                   uint32_t* index);
+
+/// The function and data of the persistent entry at `entry_offset` in the shared heap (a
+/// graph host node's, as the host names it); false when it is none of this process's.
+bool persistent_host_function(Remote& r, uint64_t entry_offset, cudaHostFn_t* fn, void** data);
 
 /// A kernel launch's configuration checked and its arguments packed as a launch's
 /// (launch.cc): the host's function handle and the packed parameters.

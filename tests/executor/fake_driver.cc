@@ -82,6 +82,7 @@ struct FakeNode {
   CUevent event = nullptr;
   std::map<int, CUlaunchAttributeValue> attrs;
   std::vector<void*> param_ptrs;  // kernelParams handed out by cuGraphKernelNodeGetParams
+  bool disabled = false;          // in an executable graph: cuGraphNodeSetEnabled(0) skips it
 };
 // A plain copy's description (one row) and a memset's, for captured work. Lock held or not.
 CUDA_MEMCPY3D linear_copy(CUmemorytype dst_type, void* dst_host, CUdeviceptr dst, CUmemorytype src_type,
@@ -2298,6 +2299,11 @@ CUresult copy_3d(const CUDA_MEMCPY3D& c, CUstream stream) {
   return CUDA_SUCCESS;
 }
 bool memory_type_ok(CUmemorytype t) { return t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_DEVICE; }
+void set_memcpy_locked(FakeNode* n, const CUDA_MEMCPY3D& c) {
+  n->type = 1;
+  n->op = [copy = c](CUstream s) { return copy_3d(copy, s); };
+  n->copy = c;
+}
 CUresult f_add_memcpy_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
                            const CUDA_MEMCPY3D* c, CUcontext) {
   if (!c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
@@ -2305,19 +2311,13 @@ CUresult f_add_memcpy_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   std::lock_guard l(gpu().mu);
   FakeNode n;
   n.type = 1;
-  n.op = [copy = *c](CUstream s) { return copy_3d(copy, s); };
-  n.copy = *c;
+  set_memcpy_locked(&n, *c);
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
-CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
-                           const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
-  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
-  if (p->height > 1 && p->pitch < p->width * p->elementSize) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard l(gpu().mu);
-  FakeNode n;
-  n.type = 2;
-  n.memset = *p;
-  n.op = [m = *p](CUstream s) -> CUresult {
+void set_memset_locked(FakeNode* n, const CUDA_MEMSET_NODE_PARAMS& p) {
+  n->type = 2;
+  n->memset = p;
+  n->op = [m = p](CUstream s) -> CUresult {
     std::lock_guard l(gpu().mu);
     if (gpu_poisoned()) return 700;
     FakeStream* st = stream_for_work(s);
@@ -2330,6 +2330,23 @@ CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
     }
     return CUDA_SUCCESS;
   };
+}
+void set_host_locked(FakeNode* n, const CUDA_HOST_NODE_PARAMS& p) {
+  n->type = 3;
+  n->host = p;
+  n->op = [fn = p.fn, data = p.userData](CUstream) {
+    if (gpu_poisoned()) return 700;
+    fn(data);  // on the launching thread, as the fake's host functions run
+    return 0;
+  };
+}
+CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                           const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
+  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  if (p->height > 1 && p->pitch < p->width * p->elementSize) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  FakeNode n;
+  set_memset_locked(&n, *p);
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
 CUresult f_add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
@@ -2337,13 +2354,7 @@ CUresult f_add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dep
   if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard l(gpu().mu);
   FakeNode n;
-  n.type = 3;
-  n.host = *p;
-  n.op = [fn = p->fn, data = p->userData](CUstream) {
-    if (gpu_poisoned()) return 700;
-    fn(data);  // on the launching thread, as the fake's host functions run
-    return 0;
-  };
+  set_host_locked(&n, *p);
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
 CUresult f_add_empty_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count) {
@@ -2518,6 +2529,195 @@ CUresult event_node_get(CUgraphNode node, CUevent* out, int type) {
 }
 CUresult f_event_record_node_get(CUgraphNode node, CUevent* out) { return event_node_get(node, out, 7); }
 CUresult f_event_wait_node_get(CUgraphNode node, CUevent* out) { return event_node_get(node, out, 6); }
+// Changing nodes after their creation, in a graph or in an executable graph (whose copies
+// of a node name it as their origin).
+CUresult f_memcpy_node_set(CUgraphNode node, const CUDA_MEMCPY3D* c) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 1);
+  if (!n || !c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
+  set_memcpy_locked(n, *c);
+  return CUDA_SUCCESS;
+}
+CUresult f_memset_node_set(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 2);
+  if (!n || !p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  set_memset_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult f_host_node_set(CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 3);
+  if (!n || !p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+  set_host_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult event_node_set(CUgraphNode node, CUevent e, int type) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, type);
+  if (!n || !gpu().events.contains(e)) return CUDA_ERROR_INVALID_VALUE;
+  n->event = e;
+  if (type == 7) n->op = [e](CUstream s) { return f_event_record(e, s); };
+  return CUDA_SUCCESS;
+}
+CUresult f_event_record_node_set(CUgraphNode node, CUevent e) { return event_node_set(node, e, 7); }
+CUresult f_event_wait_node_set(CUgraphNode node, CUevent e) { return event_node_set(node, e, 6); }
+// The executable graph's copy of `node` (not of a child graph). Lock held.
+FakeNode* exec_node_locked(CUgraphExec exec, CUgraphNode node, int type) {
+  auto it = gpu().execs.find(exec);
+  if (it == gpu().execs.end()) return nullptr;
+  FakeNode* found = nullptr;
+  size_t copies = 0;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) ++copies, found = &n;
+  return copies == 1 && found->type == type ? found : nullptr;
+}
+CUresult f_exec_memcpy_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* c, CUcontext) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, 1);
+  if (!n || !c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
+  set_memcpy_locked(n, *c);
+  return CUDA_SUCCESS;
+}
+CUresult f_exec_memset_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, 2);
+  if (!n || !p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  set_memset_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult f_exec_host_set(CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, 3);
+  if (!n || !p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+  set_host_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult exec_event_set(CUgraphExec exec, CUgraphNode node, CUevent e, int type) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, type);
+  if (!n || !gpu().events.contains(e)) return CUDA_ERROR_INVALID_VALUE;
+  n->event = e;
+  if (type == 7) n->op = [e](CUstream s) { return f_event_record(e, s); };
+  return CUDA_SUCCESS;
+}
+CUresult f_exec_event_record_set(CUgraphExec x, CUgraphNode n, CUevent e) { return exec_event_set(x, n, e, 7); }
+CUresult f_exec_event_wait_set(CUgraphExec x, CUgraphNode n, CUevent e) { return exec_event_set(x, n, e, 6); }
+bool flatten_locked(CUgraph graph, CUgraphNode top, std::vector<std::pair<CUgraphNode, FakeNode>>* out);
+// The child's nodes replace the node's inlined ones (the same topology: as many, same types).
+CUresult f_exec_child_set(CUgraphExec exec, CUgraphNode node, CUgraph child) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end() || !g.graphs.contains(child)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::pair<CUgraphNode, FakeNode>> inlined;
+  if (!flatten_locked(child, node, &inlined)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<FakeNode*> old;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) old.push_back(&n);
+  if (old.size() != inlined.size()) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  for (size_t i = 0; i < old.size(); ++i)
+    if (old[i]->type != inlined[i].second.type) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  for (size_t i = 0; i < old.size(); ++i) *old[i] = inlined[i].second;
+  return CUDA_SUCCESS;
+}
+CUresult f_node_set_enabled(CUgraphExec exec, CUgraphNode node, unsigned enabled) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end()) return CUDA_ERROR_INVALID_VALUE;
+  bool any = false;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) {
+      if (n.type != 0 && n.type != 1 && n.type != 2) return CUDA_ERROR_INVALID_VALUE;  // kernel, memcpy, memset only
+      n.disabled = !enabled, any = true;
+    }
+  return any ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult f_node_get_enabled(CUgraphExec exec, CUgraphNode node, unsigned* enabled) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end() || !enabled) return CUDA_ERROR_INVALID_VALUE;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) {
+      if (n.type != 0 && n.type != 1 && n.type != 2) return CUDA_ERROR_INVALID_VALUE;
+      return *enabled = !n.disabled, CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult related_nodes(CUgraphNode node, CUgraphNode* out, CUgraphEdgeData* data, size_t* count, bool dependents) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.nodes.find(node);
+  if (it == g.nodes.end() || !count) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> list;
+  if (!dependents) {
+    list = it->second.deps;
+  } else {
+    for (CUgraphNode n : g.graphs.at(it->second.graph).nodes) {
+      const auto& deps = g.nodes.at(n).deps;
+      if (std::find(deps.begin(), deps.end(), node) != deps.end()) list.push_back(n);
+    }
+  }
+  if (!out) return *count = list.size(), CUDA_SUCCESS;
+  for (size_t i = 0; i < *count; ++i) {
+    out[i] = i < list.size() ? list[i] : nullptr;
+    if (data) data[i] = CUgraphEdgeData{};
+  }
+  *count = std::min(*count, list.size());
+  return CUDA_SUCCESS;
+}
+CUresult f_node_dependencies(CUgraphNode n, CUgraphNode* out, CUgraphEdgeData* d, size_t* c) {
+  return related_nodes(n, out, d, c, false);
+}
+CUresult f_node_dependents(CUgraphNode n, CUgraphNode* out, CUgraphEdgeData* d, size_t* c) {
+  return related_nodes(n, out, d, c, true);
+}
+CUresult f_remove_dependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* edges,
+                               size_t count) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!g.graphs.contains(graph) || edges || (count && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {  // all checked first: nothing removed on an error
+    auto t = g.nodes.find(to[i]);
+    if (t == g.nodes.end() || t->second.graph != graph) return CUDA_ERROR_INVALID_VALUE;
+    auto& deps = t->second.deps;
+    if (std::find(deps.begin(), deps.end(), from[i]) == deps.end()) return CUDA_ERROR_INVALID_VALUE;  // no such edge
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto& deps = g.nodes.at(to[i]).deps;
+    deps.erase(std::find(deps.begin(), deps.end(), from[i]));
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_destroy_node(CUgraphNode node) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.nodes.find(node);
+  if (it == g.nodes.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto& list = g.graphs.at(it->second.graph).nodes;
+  list.erase(std::find(list.begin(), list.end(), node));
+  for (CUgraphNode n : list) std::erase(g.nodes.at(n).deps, node);
+  if (CUgraph child = it->second.child) destroy_graph_locked(child);
+  g.nodes.erase(node);
+  return CUDA_SUCCESS;
+}
+CUresult f_kernel_node_copy_attributes(CUgraphNode dst, CUgraphNode src) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* d = node_of_type_locked(dst, 0);
+  FakeNode* s = node_of_type_locked(src, 0);
+  if (!d || !s) return CUDA_ERROR_INVALID_VALUE;
+  d->attrs = s->attrs;
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_get_id(CUstream stream, unsigned long long* id) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(stream);
+  if (!st || !id) return CUDA_ERROR_INVALID_HANDLE;
+  *id = st->id;
+  return CUDA_SUCCESS;
+}
 CUresult f_find_in_clone(CUgraphNode* out, CUgraphNode original, CUgraph clone) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
@@ -2570,6 +2770,7 @@ CUresult f_instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags
 // Runs an executable graph's nodes on `stream`, in order, without the lock (each takes it).
 CUresult replay(const std::vector<std::pair<CUgraphNode, FakeNode>>& order, CUstream stream) {
   for (const auto& [origin, n] : order) {
+    if (n.disabled) continue;
     CUresult r = CUDA_SUCCESS;
     if (n.type == 0) {
       std::vector<void*> ptrs;
@@ -2834,6 +3035,25 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuGraphChildGraphNodeGetGraph = f_child_graph_get;
   api.cuGraphEventRecordNodeGetEvent = f_event_record_node_get;
   api.cuGraphEventWaitNodeGetEvent = f_event_wait_node_get;
+  api.cuGraphMemcpyNodeSetParams = f_memcpy_node_set;
+  api.cuGraphMemsetNodeSetParams = f_memset_node_set;
+  api.cuGraphHostNodeSetParams = f_host_node_set;
+  api.cuGraphEventRecordNodeSetEvent = f_event_record_node_set;
+  api.cuGraphEventWaitNodeSetEvent = f_event_wait_node_set;
+  api.cuGraphExecMemcpyNodeSetParams = f_exec_memcpy_set;
+  api.cuGraphExecMemsetNodeSetParams = f_exec_memset_set;
+  api.cuGraphExecHostNodeSetParams = f_exec_host_set;
+  api.cuGraphExecChildGraphNodeSetParams = f_exec_child_set;
+  api.cuGraphExecEventRecordNodeSetEvent = f_exec_event_record_set;
+  api.cuGraphExecEventWaitNodeSetEvent = f_exec_event_wait_set;
+  api.cuGraphNodeSetEnabled = f_node_set_enabled;
+  api.cuGraphNodeGetEnabled = f_node_get_enabled;
+  api.cuGraphNodeGetDependencies_v2 = f_node_dependencies;
+  api.cuGraphNodeGetDependentNodes_v2 = f_node_dependents;
+  api.cuGraphRemoveDependencies_v2 = f_remove_dependencies;
+  api.cuGraphDestroyNode = f_destroy_node;
+  api.cuGraphKernelNodeCopyAttributes = f_kernel_node_copy_attributes;
+  api.cuStreamGetId = f_stream_get_id;
   api.origin = "vmcuda test executor (no GPU)";
   api.open_library = fake_open_library;  // NVIDIA's libraries, faked (fake_cublas.cc)
   api.library_symbol = fake_library_symbol;

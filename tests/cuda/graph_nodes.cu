@@ -1,0 +1,276 @@
+// Graph nodes after their creation: every kind's parameters read back and changed in the
+// graph (kernel, memcpy, memset, host, event record/wait), the same in an executable graph
+// (cudaGraphExec*NodeSetParams, a child graph swapped), nodes disabled and enabled, a
+// node's dependencies and dependents, the graph's edges, edges removed and added again, a
+// node destroyed, clone and find-in-clone, a child node's graph, kernel node attributes,
+// cudaStreamGetId and cudaGraphDebugDotPrint. Output is deterministic: it is compared with
+// the native run's (tests/cuda/expected/graph_nodes.out).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                                                     \
+  do {                                                                                                  \
+    cudaError_t e_ = (call);                                                                            \
+    if (e_ != cudaSuccess) {                                                                            \
+      printf("FAIL: %s: %s (%d)\n", #call, cudaGetErrorName(e_), (int)e_);                              \
+      fprintf(stderr, "FAIL: %s: %s (%d)\n", #call, cudaGetErrorName(e_), (int)e_);                     \
+      exit(1);                                                                                          \
+    }                                                                                                   \
+  } while (0)
+
+constexpr int N = 1024;
+
+// The same kernels as graphs.cu (the test executor knows them by name).
+__global__ void g_add(int* p, int v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] += v;
+}
+__global__ void g_scale(int* p, int k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] *= k;
+}
+
+static int g_runs_a = 0, g_runs_b = 0;
+static void CUDART_CB run_a(void*) { ++g_runs_a; }
+static void CUDART_CB run_b(void*) { ++g_runs_b; }
+
+// The first element, after checking every element is the same (prints the first that is not).
+static int uniform(const int* h, const char* what) {
+  for (int i = 1; i < N; ++i)
+    if (h[i] != h[0]) {
+      printf("FAIL: %s[%d] = %d, but [0] = %d\n", what, i, h[i], h[0]);
+      exit(1);
+    }
+  return h[0];
+}
+
+static const char* yes(bool b) { return b ? "yes" : "no"; }
+
+int main() {
+  const dim3 grid(N / 256), block(256);
+  int *d_a, *d_b, *h, *h2;
+  CHECK(cudaMalloc(&d_a, N * sizeof(int)));
+  CHECK(cudaMalloc(&d_b, N * sizeof(int)));
+  CHECK(cudaMallocHost(&h, N * sizeof(int)));
+  CHECK(cudaMallocHost(&h2, N * sizeof(int)));
+  cudaStream_t s, s2;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  cudaEvent_t ev1, ev2;
+  CHECK(cudaEventCreateWithFlags(&ev1, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&ev2, cudaEventDisableTiming));
+
+  // memset(d_a, 1) -> add(d_a, 2) -> copy d_a to h -> host(run_a) -> record(ev1), and a
+  // child graph (scale d_b by 2) after the memset, an empty node after the record.
+  cudaGraph_t g, child;
+  CHECK(cudaGraphCreate(&g, 0));
+  CHECK(cudaGraphCreate(&child, 0));
+  cudaGraphNode_t n_memset, n_add, n_copy, n_host, n_record, n_child, n_empty, n_scale;
+  cudaMemsetParams ms = {};
+  ms.dst = d_a, ms.value = 1, ms.elementSize = 4, ms.width = N, ms.height = 1;
+  CHECK(cudaGraphAddMemsetNode(&n_memset, g, nullptr, 0, &ms));
+  int v = 2, n = N;
+  void* add_args[] = {&d_a, &v, &n};
+  cudaKernelNodeParams kp = {};
+  kp.func = (void*)g_add, kp.gridDim = grid, kp.blockDim = block, kp.kernelParams = add_args;
+  CHECK(cudaGraphAddKernelNode(&n_add, g, &n_memset, 1, &kp));
+  CHECK(cudaGraphAddMemcpyNode1D(&n_copy, g, &n_add, 1, h, d_a, N * sizeof(int), cudaMemcpyDeviceToHost));
+  cudaHostNodeParams hp = {run_a, &g_runs_a};
+  CHECK(cudaGraphAddHostNode(&n_host, g, &n_copy, 1, &hp));
+  CHECK(cudaGraphAddEventRecordNode(&n_record, g, &n_host, 1, ev1));
+  int k = 2;
+  void* scale_args[] = {&d_b, &k, &n};
+  cudaKernelNodeParams sp = {};
+  sp.func = (void*)g_scale, sp.gridDim = grid, sp.blockDim = block, sp.kernelParams = scale_args;
+  CHECK(cudaGraphAddKernelNode(&n_scale, child, nullptr, 0, &sp));
+  CHECK(cudaGraphAddChildGraphNode(&n_child, g, &n_memset, 1, child));
+  CHECK(cudaGraphAddEmptyNode(&n_empty, g, &n_record, 1));
+
+  // ---- parameters read back
+  cudaKernelNodeParams kg = {};
+  CHECK(cudaGraphKernelNodeGetParams(n_add, &kg));
+  printf("kernel: func is g_add %s, grid %u block %u shared %u, args %d %d, pointer arg is d_a %s\n",
+         yes(kg.func == (void*)g_add), kg.gridDim.x, kg.blockDim.x, kg.sharedMemBytes, *(int*)kg.kernelParams[1],
+         *(int*)kg.kernelParams[2], yes(*(int**)kg.kernelParams[0] == d_a));
+  cudaMemsetParams mg = {};
+  CHECK(cudaGraphMemsetNodeGetParams(n_memset, &mg));
+  printf("memset: dst is d_a %s, value %u, element %u, width %zu, height %zu\n", yes(mg.dst == d_a), mg.value,
+         mg.elementSize, mg.width, mg.height);
+  cudaMemcpy3DParms cg = {};
+  CHECK(cudaGraphMemcpyNodeGetParams(n_copy, &cg));
+  printf("memcpy: src is d_a %s, dst is h %s, extent %zu x %zu x %zu\n", yes(cg.srcPtr.ptr == d_a),
+         yes(cg.dstPtr.ptr == h), cg.extent.width, cg.extent.height, cg.extent.depth);
+  cudaHostNodeParams hg = {};
+  CHECK(cudaGraphHostNodeGetParams(n_host, &hg));
+  printf("host: fn is run_a %s, data %s\n", yes(hg.fn == run_a), yes(hg.userData == &g_runs_a));
+  cudaEvent_t eg = nullptr;
+  CHECK(cudaGraphEventRecordNodeGetEvent(n_record, &eg));
+  printf("event record: ev1 %s\n", yes(eg == ev1));
+  cudaGraphNodeType t;
+  cudaGraph_t embedded;
+  CHECK(cudaGraphChildGraphNodeGetGraph(n_child, &embedded));
+  size_t count = 0;
+  CHECK(cudaGraphGetNodes(embedded, nullptr, &count));
+  cudaGraphNode_t inner;
+  size_t one = 1;
+  CHECK(cudaGraphGetNodes(embedded, &inner, &one));
+  CHECK(cudaGraphNodeGetType(inner, &t));
+  printf("child graph: %zu node(s), the first a kernel %s, not the graph given %s\n", count,
+         yes(t == cudaGraphNodeTypeKernel), yes(embedded != child));
+  // Wrong kinds are refused.
+  printf("memset params of a kernel node: %s\n", cudaGetErrorName(cudaGraphMemsetNodeGetParams(n_add, &mg)));
+  cudaGetLastError();
+
+  // ---- relations and edges
+  cudaGraphNode_t list[8];
+  size_t deps = 8, dependents = 8, edges = 0;
+  CHECK(cudaGraphNodeGetDependencies(n_add, list, nullptr, &deps));
+  printf("add's dependencies: %zu, the memset %s\n", deps, yes(deps == 1 && list[0] == n_memset));
+  CHECK(cudaGraphNodeGetDependentNodes(n_memset, list, nullptr, &dependents));
+  bool has_add = false, has_child = false;
+  for (size_t i = 0; i < dependents; ++i) has_add |= list[i] == n_add, has_child |= list[i] == n_child;
+  printf("memset's dependents: %zu (add %s, child %s)\n", dependents, yes(has_add), yes(has_child));
+  CHECK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges));
+  printf("edges: %zu\n", edges);
+  CHECK(cudaGraphRemoveDependencies(g, &n_record, &n_empty, nullptr, 1));
+  CHECK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &edges));
+  printf("edges after removing record->empty: %zu\n", edges);
+  printf("removing it again: %s\n", cudaGetErrorName(cudaGraphRemoveDependencies(g, &n_record, &n_empty, nullptr, 1)));
+  cudaGetLastError();
+  CHECK(cudaGraphDestroyNode(n_empty));
+  CHECK(cudaGraphGetNodes(g, nullptr, &count));
+  printf("nodes after destroying the empty node: %zu\n", count);
+
+  // ---- parameters changed in the graph: add 3, memset 4, host run_b, record ev2
+  v = 3;
+  CHECK(cudaGraphKernelNodeSetParams(n_add, &kp));
+  ms.value = 4;
+  CHECK(cudaGraphMemsetNodeSetParams(n_memset, &ms));
+  cudaHostNodeParams hb = {run_b, &g_runs_b};
+  CHECK(cudaGraphHostNodeSetParams(n_host, &hb));
+  CHECK(cudaGraphEventRecordNodeSetEvent(n_record, ev2));
+  CHECK(cudaGraphKernelNodeGetParams(n_add, &kg));
+  CHECK(cudaGraphMemsetNodeGetParams(n_memset, &mg));
+  CHECK(cudaGraphHostNodeGetParams(n_host, &hg));
+  CHECK(cudaGraphEventRecordNodeGetEvent(n_record, &eg));
+  printf("after set: add %d, memset %u, host fn is run_b %s, record ev2 %s\n", *(int*)kg.kernelParams[1], mg.value,
+         yes(hg.fn == run_b), yes(eg == ev2));
+
+  // ---- kernel node attributes
+  cudaLaunchAttributeValue av = {};
+  av.priority = 1;
+  CHECK(cudaGraphKernelNodeSetAttribute(n_add, cudaLaunchAttributePriority, &av));
+  cudaLaunchAttributeValue ag = {};
+  CHECK(cudaGraphKernelNodeGetAttribute(n_add, cudaLaunchAttributePriority, &ag));
+  cudaGraphNode_t n_add2;
+  CHECK(cudaGraphAddKernelNode(&n_add2, child, nullptr, 0, &kp));
+  CHECK(cudaGraphKernelNodeCopyAttributes(n_add2, n_add));
+  cudaLaunchAttributeValue ac = {};
+  CHECK(cudaGraphKernelNodeGetAttribute(n_add2, cudaLaunchAttributePriority, &ac));
+  printf("priority: set %d, copied %d\n", ag.priority, ac.priority);
+  CHECK(cudaGraphDestroyNode(n_add2));
+
+  // ---- instantiated and launched: d_a = 4 + 3
+  CHECK(cudaMemset(d_b, 0, N * sizeof(int)));
+  cudaGraphExec_t x;
+  CHECK(cudaGraphInstantiate(&x, g, 0));
+  CHECK(cudaGraphLaunch(x, s));
+  CHECK(cudaStreamSynchronize(s));
+  printf("launch 1: h = %d, run_a %d run_b %d, ev2 %s\n", uniform(h, "h"), g_runs_a, g_runs_b,
+         cudaGetErrorName(cudaEventQuery(ev2)));
+
+  // ---- parameters changed in the executable graph: memset 10, add 5, copy into h2,
+  // host run_a, record ev1; the graph itself keeps its own.
+  ms.value = 10;
+  CHECK(cudaGraphExecMemsetNodeSetParams(x, n_memset, &ms));
+  v = 5;
+  CHECK(cudaGraphExecKernelNodeSetParams(x, n_add, &kp));
+  CHECK(cudaGraphExecMemcpyNodeSetParams1D(x, n_copy, h2, d_a, N * sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK(cudaGraphExecHostNodeSetParams(x, n_host, &hp));
+  CHECK(cudaGraphExecEventRecordNodeSetEvent(x, n_record, ev1));
+  CHECK(cudaGraphLaunch(x, s));
+  CHECK(cudaStreamSynchronize(s));
+  printf("launch 2: h2 = %d, h = %d, run_a %d run_b %d\n", uniform(h2, "h2"), uniform(h, "h"), g_runs_a, g_runs_b);
+  CHECK(cudaGraphMemsetNodeGetParams(n_memset, &mg));
+  printf("the graph's memset still %u\n", mg.value);
+
+  // ---- a node disabled: the add does not run (d_a = 10), then enabled again (15)
+  unsigned enabled = 9;
+  CHECK(cudaGraphNodeSetEnabled(x, n_add, 0));
+  CHECK(cudaGraphNodeGetEnabled(x, n_add, &enabled));
+  CHECK(cudaGraphLaunch(x, s));
+  CHECK(cudaStreamSynchronize(s));
+  printf("add disabled (enabled %u): h2 = %d\n", enabled, uniform(h2, "h2"));
+  CHECK(cudaGraphNodeSetEnabled(x, n_add, 1));
+  CHECK(cudaGraphNodeGetEnabled(x, n_add, &enabled));
+  CHECK(cudaGraphLaunch(x, s));
+  CHECK(cudaStreamSynchronize(s));
+  printf("add enabled (enabled %u): h2 = %d\n", enabled, uniform(h2, "h2"));
+
+  // ---- the child graph swapped for one that scales by 3: d_b = 1 * 3 after a memset to 1
+  cudaGraph_t child3;
+  CHECK(cudaGraphCreate(&child3, 0));
+  k = 3;
+  cudaGraphNode_t n_scale3;
+  CHECK(cudaGraphAddKernelNode(&n_scale3, child3, nullptr, 0, &sp));
+  CHECK(cudaGraphExecChildGraphNodeSetParams(x, n_child, child3));
+  for (int i = 0; i < N; ++i) h[i] = 1;
+  CHECK(cudaMemcpy(d_b, h, N * sizeof(int), cudaMemcpyHostToDevice));
+  CHECK(cudaGraphLaunch(x, s));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(h, d_b, N * sizeof(int), cudaMemcpyDeviceToHost));
+  printf("child swapped: d_b = %d\n", uniform(h, "d_b"));
+
+  // ---- clone and find: the clone's add node has the graph's parameters
+  cudaGraph_t clone;
+  CHECK(cudaGraphClone(&clone, g));
+  cudaGraphNode_t found;
+  CHECK(cudaGraphNodeFindInClone(&found, n_add, clone));
+  CHECK(cudaGraphKernelNodeGetParams(found, &kg));
+  CHECK(cudaGraphNodeGetType(found, &t));
+  printf("clone: found a kernel %s, add %d, not the original %s\n", yes(t == cudaGraphNodeTypeKernel),
+         *(int*)kg.kernelParams[1], yes(found != n_add));
+  v = 6;
+  CHECK(cudaGraphKernelNodeSetParams(found, &kp));
+  CHECK(cudaGraphKernelNodeGetParams(n_add, &kg));
+  printf("the original keeps add %d\n", *(int*)kg.kernelParams[1]);
+  CHECK(cudaGraphDestroy(clone));
+
+  // ---- stream ids
+  unsigned long long id1 = 0, id1b = 0, id2 = 0;
+  CHECK(cudaStreamGetId(s, &id1));
+  CHECK(cudaStreamGetId(s, &id1b));
+  CHECK(cudaStreamGetId(s2, &id2));
+  printf("stream ids: stable %s, distinct %s\n", yes(id1 == id1b), yes(id1 != id2));
+
+  // ---- a DOT file of the graph
+  char path[] = "/tmp/graph_nodes_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return printf("FAIL: mkstemp\n"), 1;
+  close(fd);
+  CHECK(cudaGraphDebugDotPrint(g, path, 0));
+  FILE* f = fopen(path, "r");
+  char line[256] = {};
+  const bool has_digraph = f && fgets(line, sizeof line, f) && strstr(line, "digraph");
+  if (f) fclose(f);
+  unlink(path);
+  printf("dot file: starts with a digraph %s\n", yes(has_digraph));
+
+  CHECK(cudaGraphExecDestroy(x));
+  CHECK(cudaGraphDestroy(child3));
+  CHECK(cudaGraphDestroy(child));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaEventDestroy(ev1));
+  CHECK(cudaEventDestroy(ev2));
+  CHECK(cudaStreamDestroy(s));
+  CHECK(cudaStreamDestroy(s2));
+  CHECK(cudaFreeHost(h));
+  CHECK(cudaFreeHost(h2));
+  CHECK(cudaFree(d_a));
+  CHECK(cudaFree(d_b));
+  printf("done\n");
+  return 0;
+}
