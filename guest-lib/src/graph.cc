@@ -110,6 +110,12 @@ bool forget(std::unordered_set<uint64_t> Registry::*set, uint64_t h) {
 
 uint64_t wire(const void* h) { return reinterpret_cast<uint64_t>(h); }
 
+}  // namespace
+
+bool graph_known(uint64_t graph) { return known(&Registry::graphs, graph); }
+
+namespace {
+
 Remote* enter(cudaError_t* e) { return graph_enter(e); }
 
 // Dependencies as wire handles, and a tail of them followed by `more`.
@@ -248,6 +254,7 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   auto lock = r->lock();
   // One queued call, whatever the graph holds: its error comes with the next synchronizing call.
   if (upload) return record(r->enqueue<api::Call::GraphUpload>({wire(exec), s}));
+  user_objects_launched(wire(exec), s);
   return record(r->enqueue<api::Call::GraphLaunch>({wire(exec), s}));
 }
 
@@ -293,6 +300,7 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   const auto res = r->call<api::Call::GraphInstantiate>({h, wire(graph), flags});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::execs, h);
+  user_objects_instantiated(wire(graph), h);
   *out = reinterpret_cast<cudaGraphExec_t>(h);
   return cudaSuccess;
 }
@@ -381,6 +389,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   Remote* r = enter(&e);
   if (!r) return e;
   if (!graph || !forget(&Registry::graphs, wire(graph))) return record(cudaErrorInvalidValue);
+  user_objects_graph_destroyed(wire(graph));
   auto lock = r->lock();
   return record(r->enqueue<api::Call::GraphDestroy>({wire(graph), 0, 0}));
 }
@@ -395,6 +404,7 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
   if (auto res = r->call<api::Call::GraphClone>({h, wire(originalGraph)}); res.status)
     return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::graphs, h);
+  user_objects_graph_copied(wire(originalGraph), h);
   *pGraphClone = reinterpret_cast<cudaGraph_t>(h);
   return cudaSuccess;
 }
@@ -506,7 +516,11 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t 
                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph) {
   if (!childGraph) return record(cudaErrorInvalidValue);
-  return plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
+  const cudaError_t e = plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
+  // The node's copy of the child holds the child's user object references, as long as the
+  // graph holding the node does.
+  if (e == cudaSuccess) user_objects_graph_copied(wire(childGraph), wire(graph));
+  return e;
 }
 
 // Graph memory nodes allocate device memory outside the client's arena, which the VM's
@@ -603,8 +617,13 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   Remote* r = enter(&e);
   if (!r) return e;
   if (!graphExec || !forget(&Registry::execs, wire(graphExec))) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
-  return record(r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)}));
+  cudaError_t de;
+  {
+    auto lock = r->lock();
+    de = r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)});
+  }
+  user_objects_exec_destroyed(wire(graphExec));  // after its launches' work (host functions queued after them)
+  return record(de);
 }
 
 cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,

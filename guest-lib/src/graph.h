@@ -20,6 +20,19 @@ Remote* graph_enter(cudaError_t* e);
 cudaError_t graph_memcpy_side(const cudaPitchedPtr& p, const cudaPos& pos, const cudaExtent& ext, cudaArray_t array,
                               api::GraphMemcpySide* s);
 
+/// Whether `graph` is one of this process's live graphs (made, captured or cloned by it).
+bool graph_known(uint64_t graph);
+
+/// User objects' references (user_objects.cc) follow graphs: `to` gets `from`'s (a clone, a
+/// child graph node's copy); a destroyed graph gives its back; an executable graph gets its
+/// graph's, and gives them back once the work of its launches (on the streams named) is done.
+/// Each costs nothing until the process makes a user object.
+void user_objects_graph_copied(uint64_t from, uint64_t to);
+void user_objects_graph_destroyed(uint64_t graph);
+void user_objects_instantiated(uint64_t graph, uint64_t exec);
+void user_objects_launched(uint64_t exec, uint64_t stream);
+void user_objects_exec_destroyed(uint64_t exec);
+
 /// Preconditions for all below: r's lock held.
 
 /// Whether `stream` (a wire handle) is capturing now: asks the host only while a capture

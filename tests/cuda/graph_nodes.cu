@@ -1,10 +1,12 @@
 // Graph nodes after their creation: every kind's parameters read back and changed in the
-// graph (kernel, memcpy, memset, host, event record/wait), the same in an executable graph
-// (cudaGraphExec*NodeSetParams, a child graph swapped), nodes disabled and enabled, a
-// node's dependencies and dependents, the graph's edges, edges removed and added again, a
-// node destroyed, clone and find-in-clone, a child node's graph, kernel node attributes,
-// cudaStreamGetId and cudaGraphDebugDotPrint. Output is deterministic: it is compared with
-// the native run's (tests/cuda/expected/graph_nodes.out).
+// graph (kernel, memcpy, memset, host, event record), the same in an executable graph
+// (cudaGraphExec*NodeSetParams, a child graph swapped), nodes disabled and enabled, a node's
+// dependencies and dependents, the graph's edges, an edge removed, a node destroyed, clone
+// and find-in-clone, a child node's graph, kernel node attributes, cudaStreamGetId,
+// cudaGraphDebugDotPrint; user objects (references of the program, of graphs, clones and
+// executable graphs; each destructor runs once the last goes). Output is deterministic: it
+// is compared with the native run's (tests/cuda/expected/graph_nodes.out).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +36,13 @@ __global__ void g_scale(int* p, int k, int n) {
 }
 
 static int g_runs_a = 0, g_runs_b = 0;
+static std::atomic<int> g_destroyed_a{0}, g_destroyed_b{0}, g_destroyed_c{0};
+static void CUDART_CB destroy_count(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
+// The count once it reaches `want`, or what it is after 10 s.
+static int wait_for(const std::atomic<int>& count, int want) {
+  for (int i = 0; i < 1000 && count.load() < want; ++i) usleep(10000);
+  return count.load();
+}
 static void CUDART_CB run_a(void*) { ++g_runs_a; }
 static void CUDART_CB run_b(void*) { ++g_runs_b; }
 
@@ -258,6 +267,46 @@ int main() {
   if (f) fclose(f);
   unlink(path);
   printf("dot file: starts with a digraph %s\n", yes(has_digraph));
+
+  // ---- user objects: each destructor runs once, when the last reference goes (on CUDA's
+  // thread, soon after: waited for here up to 10 s).
+  cudaUserObject_t uo, uo2;
+  CHECK(cudaUserObjectCreate(&uo, &g_destroyed_a, destroy_count, 1, cudaUserObjectNoDestructorSync));
+  CHECK(cudaUserObjectCreate(&uo2, &g_destroyed_b, destroy_count, 2, cudaUserObjectNoDestructorSync));
+  CHECK(cudaUserObjectRetain(uo2, 1));
+  CHECK(cudaUserObjectRelease(uo2, 2));
+  printf("user object: 1 reference left, destroyed %d\n", g_destroyed_b.load());
+  CHECK(cudaUserObjectRelease(uo2, 1));
+  printf("user object: last reference released, destroyed %d\n", wait_for(g_destroyed_b, 1));
+  // A graph takes the program's reference (moved); its clone and its executable graph hold
+  // their own: destroyed after all three are gone.
+  cudaGraph_t ug, uclone;
+  CHECK(cudaGraphCreate(&ug, 0));
+  cudaGraphNode_t un;
+  v = 1;
+  CHECK(cudaGraphAddKernelNode(&un, ug, nullptr, 0, &kp));
+  CHECK(cudaGraphRetainUserObject(ug, uo, 1, cudaGraphUserObjectMove));
+  CHECK(cudaGraphClone(&uclone, ug));
+  cudaGraphExec_t ux;
+  CHECK(cudaGraphInstantiate(&ux, ug, 0));
+  CHECK(cudaGraphLaunch(ux, s));
+  CHECK(cudaGraphDestroy(ug));
+  CHECK(cudaGraphDestroy(uclone));
+  CHECK(cudaStreamSynchronize(s));
+  usleep(100000);
+  printf("graph and clone destroyed, the executable graph holds it: destroyed %d\n", g_destroyed_a.load());
+  CHECK(cudaGraphExecDestroy(ux));
+  CHECK(cudaStreamSynchronize(s));
+  printf("executable graph destroyed: destroyed %d\n", wait_for(g_destroyed_a, 1));
+  // A graph gives back only the references it holds.
+  cudaUserObject_t uo3;
+  CHECK(cudaUserObjectCreate(&uo3, &g_destroyed_c, destroy_count, 1, cudaUserObjectNoDestructorSync));
+  CHECK(cudaGraphCreate(&ug, 0));
+  CHECK(cudaGraphRetainUserObject(ug, uo3, 2, 0));
+  CHECK(cudaGraphReleaseUserObject(ug, uo3, 2));
+  CHECK(cudaUserObjectRelease(uo3, 1));
+  printf("released by the graph and the program: destroyed %d\n", wait_for(g_destroyed_c, 1));
+  CHECK(cudaGraphDestroy(ug));
 
   CHECK(cudaGraphExecDestroy(x));
   CHECK(cudaGraphDestroy(child3));

@@ -545,6 +545,13 @@ VMCUDA_CUDART_API cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec
 VMCUDA_CUDART_API cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                                  cudaEvent_t event);
 VMCUDA_CUDART_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaUserObjectCreate(cudaUserObject_t* object_out, void* ptr, cudaHostFn_t destroy,
+                                                   unsigned int initialRefcount, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count);
+VMCUDA_CUDART_API cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count);
+VMCUDA_CUDART_API cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count,
+                                                        unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId);
 VMCUDA_CUDART_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* streamId);
 

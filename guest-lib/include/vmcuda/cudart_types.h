@@ -913,6 +913,10 @@ struct cudaHostNodeParams {
   void* userData;
 };
 struct cudaMemAllocNodeParams;  // graph memory nodes: refused (graph.cc)
+/// User objects (user_objects.cc).
+typedef struct CUuserObject_st* cudaUserObject_t;
+enum cudaUserObjectFlags { cudaUserObjectNoDestructorSync = 0x1 };
+enum cudaUserObjectRetainFlags { cudaGraphUserObjectMove = 0x1 };
 
 VMCUDA_CUDART_END
 
