@@ -30,6 +30,34 @@ int32_t Session::exec_node(const GraphExecObject& exec, const Object& node, CUgr
   return CUDA_SUCCESS;
 }
 
+// A graph's child node cannot be given another graph, so the mirror's is replaced by a new
+// one embedding `child`, with the same edges. Only while the driver knows the executable
+// graph's nodes by the program's graph (not after a resume, where they are the mirror's).
+CUresult Session::replace_mirror_child(GraphExecObject& exec, CUgraphNode old, CUgraph child) {
+  auto list = [&](auto fn, std::vector<CUgraphNode>* out) {
+    size_t n = 0;
+    if (CUresult e = fn(old, nullptr, nullptr, &n); e != CUDA_SUCCESS) return e;
+    out->resize(n);
+    return n ? fn(old, out->data(), nullptr, &n) : CUDA_SUCCESS;
+  };
+  std::vector<CUgraphNode> deps, dependents;
+  if (CUresult e = list(api_.cuGraphNodeGetDependencies_v2, &deps); e != CUDA_SUCCESS) return e;
+  if (CUresult e = list(api_.cuGraphNodeGetDependentNodes_v2, &dependents); e != CUDA_SUCCESS) return e;
+  CUgraphNode fresh = nullptr;
+  if (CUresult e = api_.cuGraphAddChildGraphNode(&fresh, exec.mirror, deps.data(), deps.size(), child); e != CUDA_SUCCESS)
+    return e;
+  const std::vector<CUgraphNode> from(dependents.size(), fresh);
+  if (CUresult e = api_.cuGraphAddDependencies_v2(exec.mirror, from.data(), dependents.data(), nullptr, from.size());
+      e != CUDA_SUCCESS) {
+    api_.cuGraphDestroyNode(fresh);
+    return e;
+  }
+  if (CUresult e = api_.cuGraphDestroyNode(old); e != CUDA_SUCCESS) return e;
+  for (auto& [key, m] : exec.nodes)
+    if (m == old) m = fresh;
+  return CUDA_SUCCESS;
+}
+
 int32_t Session::on_GraphNodeGetParams(const api::GraphNodeRefArgs& a, api::GraphNodeParams& r, Request& req) {
   const Object* n = vol_.find(ObjectKind::GraphNode, a.node);
   if (!n) return CUDA_ERROR_INVALID_VALUE;
@@ -176,7 +204,9 @@ int32_t Session::on_GraphNodeSetParams(const api::GraphNodeSetArgs& a, api::Empt
       const Object* g = vol_.find(ObjectKind::Graph, p.object);
       if (!g) return CUDA_ERROR_INVALID_VALUE;
       e = api_.cuGraphExecChildGraphNodeSetParams(exec->exec, target, g->as<GraphObject>().graph);
-      break;  // a graph's child node keeps its graph: the mirror cannot follow
+      if (e == CUDA_SUCCESS && mirrored && !exec->from_mirror)
+        m = replace_mirror_child(*exec, mirrored, g->as<GraphObject>().graph);
+      break;
     }
     default:  // empty nodes have no parameters
       return CUDA_ERROR_INVALID_VALUE;

@@ -285,6 +285,8 @@ class Session : public vmrpc::SlotService {
   // The driver's node for guest node `node` in executable graph `exec` (the mirror's after a
   // resume) and the mirror's node (nullptr: none), or CUDA_ERROR_INVALID_VALUE.
   int32_t exec_node(const GraphExecObject& exec, const Object& node, CUgraphNode* target, CUgraphNode* mirrored) const;
+  // The mirror's child graph node `old` replaced by one embedding `child` (same edges).
+  CUresult replace_mirror_child(GraphExecObject& exec, CUgraphNode old, CUgraph child);
   // A host function gate the driver may run many times (graph host nodes and host
   // functions captured into graphs), or nullptr when the client has too many.
   HostFuncGate* persistent_gate(api::HostFuncEntry* entry, const Request& req);

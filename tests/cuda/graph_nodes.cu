@@ -118,9 +118,14 @@ int main() {
   cudaEvent_t eg = nullptr;
   CHECK(cudaGraphEventRecordNodeGetEvent(n_record, &eg));
   printf("event record: ev1 %s\n", yes(eg == ev1));
+  // A child node's own graph (in a graph of its own, soon destroyed: while the program
+  // holds such a graph, vmcuda refuses a suspend).
   cudaGraphNodeType t;
-  cudaGraph_t embedded;
-  CHECK(cudaGraphChildGraphNodeGetGraph(n_child, &embedded));
+  cudaGraph_t holder, embedded;
+  cudaGraphNode_t n_held;
+  CHECK(cudaGraphCreate(&holder, 0));
+  CHECK(cudaGraphAddChildGraphNode(&n_held, holder, nullptr, 0, child));
+  CHECK(cudaGraphChildGraphNodeGetGraph(n_held, &embedded));
   size_t count = 0;
   CHECK(cudaGraphGetNodes(embedded, nullptr, &count));
   cudaGraphNode_t inner;
@@ -129,6 +134,7 @@ int main() {
   CHECK(cudaGraphNodeGetType(inner, &t));
   printf("child graph: %zu node(s), the first a kernel %s, not the graph given %s\n", count,
          yes(t == cudaGraphNodeTypeKernel), yes(embedded != child));
+  CHECK(cudaGraphDestroy(holder));
   // Wrong kinds are refused.
   printf("memset params of a kernel node: %s\n", cudaGetErrorName(cudaGraphMemsetNodeGetParams(n_add, &mg)));
   cudaGetLastError();

@@ -197,12 +197,36 @@ TEST(StubGraphNodes, AChildNodesGraphHasOneHandleAndIsNeverDestroyedThroughIt) {
   const uint64_t graphs = tst::fake_live_graphs();
   ASSERT_EQ(c.call<api::Call::GraphDestroy>({kEmbedded, 0, 0}), 0);  // the entry only (the guest refuses it first)
   EXPECT_EQ(tst::fake_live_graphs(), graphs);
-  // An executable graph's child node takes another graph of the same shape.
+  // While the program holds it, a suspend is refused.
+  ASSERT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, kEmbedded}, &child), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cudaGraphChildGraphNodeGetGraph"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::GraphDestroy>({kEmbedded, 0, 0}), 0);
+
+  // An executable graph's child node takes another graph of the same shape (add_one on p
+  // instead of q), and its mirror follows: a suspend carries it.
+  constexpr uint64_t kChild2 = 0x20020;
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kChild2, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphAddKernelNode>({kChild2, 0x31100, w.fn, {1, 1, 1}, {16, 1, 1}, 0, 12, 0, 0}, nullptr,
+                                                  Client::add_one_args(w.p, 16)),
+            0);
   ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec, kGraph, 0}), 0);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 2));
   api::GraphNodeSetArgs set{kExec, kChildNode, {}};
   set.params.type = api::kGraphNodeChild;
-  set.params.object = kChild;
-  EXPECT_EQ(c.call<api::Call::GraphNodeSetParams>(set), 0);
+  set.params.object = kChild2;
+  ASSERT_EQ(c.call<api::Call::GraphNodeSetParams>(set), 0);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 3));
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 3));
   set.exec = 0;  // a graph's child node keeps its graph
   EXPECT_EQ(c.call<api::Call::GraphNodeSetParams>(set), CUDA_ERROR_INVALID_VALUE);
 }
