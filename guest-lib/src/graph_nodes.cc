@@ -707,6 +707,165 @@ cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned
   return record(ok ? cudaSuccess : cudaErrorOperatingSystem);
 }
 
+// ---- conditional nodes and the generic node parameters (cudaGraphNodeParams)
+cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle_out, cudaGraph_t graph,
+                                             unsigned int defaultLaunchValue, unsigned int flags) {
+  cudaError_t e;
+  Remote* r = graph_enter(&e);
+  if (!r) return e;
+  if (!pHandle_out || !graph) return record(cudaErrorInvalidValue);
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::GraphConditionalHandle>({wire(graph), defaultLaunchValue, flags});
+  if (res.status) return record(static_cast<cudaError_t>(res.status));
+  *pHandle_out = res.reply.handle;
+  return cudaSuccess;
+}
+
+namespace {
+// A conditional node's bodies, as CUDA hands them out: an array owned by the node.
+std::map<uint64_t, std::vector<cudaGraph_t>>& conditional_bodies() {
+  static auto* m = new std::map<uint64_t, std::vector<cudaGraph_t>>;  // never destroyed (entry points at exit)
+  return *m;
+}
+
+cudaError_t add_conditional(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t count,
+                            cudaConditionalNodeParams& c) {
+  cudaError_t e;
+  Remote* r = graph_enter(&e);
+  if (!r) return e;
+  if (!out || !graph || (count && !deps) || count > api::kMaxGraphDeps || c.size == 0 ||
+      c.size > api::kMaxConditionalBodies)
+    return record(cudaErrorInvalidValue);
+  std::vector<cudaGraph_t> bodies(c.size);
+  std::vector<std::byte> tail((count + c.size) * sizeof(uint64_t));
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t h = wire(deps[i]);
+    std::memcpy(tail.data() + i * sizeof h, &h, sizeof h);
+  }
+  for (size_t i = 0; i < c.size; ++i) {
+    const uint64_t h = handles::next();
+    bodies[i] = handle_of<cudaGraph_t>(h);
+    std::memcpy(tail.data() + (count + i) * sizeof h, &h, sizeof h);
+  }
+  const uint64_t node = handles::next();
+  auto lock = r->lock();
+  const api::GraphConditionalNodeArgs a{wire(graph), node, c.handle, static_cast<uint32_t>(c.type), c.size,
+                                        static_cast<uint32_t>(count), 0};
+  if (cudaError_t ce = static_cast<cudaError_t>(r->call<api::Call::GraphAddConditionalNode>(a, tail).status))
+    return record(ce);
+  std::lock_guard l(g_params_mu);
+  auto& kept = conditional_bodies()[node] = std::move(bodies);
+  c.phGraph_out = kept.data();
+  *out = handle_of<cudaGraphNode_t>(node);
+  return cudaSuccess;
+}
+
+cudaError_t refused_node(const char* what) {
+  VMCUDA_LOG(kWarn, "graph", "%s is not supported (801)", what);
+  return record(cudaErrorNotSupported);
+}
+}  // namespace
+
+cudaError_t cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph, const cudaGraphNode_t* pDependencies,
+                             const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                             cudaGraphNodeParams* p) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!p) return record(cudaErrorInvalidValue);
+  if (dependencyData)
+    for (size_t i = 0; i < numDependencies; ++i)
+      if (dependencyData[i].from_port || dependencyData[i].to_port || dependencyData[i].type)
+        return refused_node("a graph edge with ports or a type");
+  const cudaGraphNode_t* deps = pDependencies;
+  const size_t n = numDependencies;
+  switch (p->type) {
+    case cudaGraphNodeTypeKernel: {
+      const cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim, p->kernel.sharedMemBytes,
+                                   p->kernel.kernelParams, p->kernel.extra};
+      return cudaGraphAddKernelNode(pGraphNode, graph, deps, n, &k);
+    }
+    case cudaGraphNodeTypeMemcpy:
+      if (p->memcpy.flags) return record(cudaErrorInvalidValue);
+      return cudaGraphAddMemcpyNode(pGraphNode, graph, deps, n, &p->memcpy.copyParams);
+    case cudaGraphNodeTypeMemset: {
+      const cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value, p->memset.elementSize,
+                               p->memset.width, p->memset.height};
+      return cudaGraphAddMemsetNode(pGraphNode, graph, deps, n, &m);
+    }
+    case cudaGraphNodeTypeHost: {
+      const cudaHostNodeParams h{p->host.fn, p->host.userData};
+      return cudaGraphAddHostNode(pGraphNode, graph, deps, n, &h);
+    }
+    case cudaGraphNodeTypeGraph:
+      if (p->graph.ownership == cudaGraphChildGraphOwnershipMove)
+        return refused_node("a child graph node that takes its graph (cudaGraphChildGraphOwnershipMove)");
+      if (p->graph.ownership != cudaGraphChildGraphOwnershipClone) return record(cudaErrorInvalidValue);
+      return cudaGraphAddChildGraphNode(pGraphNode, graph, deps, n, p->graph.graph);
+    case cudaGraphNodeTypeEmpty:
+      return cudaGraphAddEmptyNode(pGraphNode, graph, deps, n);
+    case cudaGraphNodeTypeWaitEvent:
+      return cudaGraphAddEventWaitNode(pGraphNode, graph, deps, n, p->eventWait.event);
+    case cudaGraphNodeTypeEventRecord:
+      return cudaGraphAddEventRecordNode(pGraphNode, graph, deps, n, p->eventRecord.event);
+    case cudaGraphNodeTypeConditional:
+      return add_conditional(pGraphNode, graph, deps, n, p->conditional);
+    case cudaGraphNodeTypeMemAlloc:
+    case cudaGraphNodeTypeMemFree:
+      return cudaGraphAddMemAllocNode(pGraphNode, graph, deps, n, nullptr);  // 801: graph memory (quota)
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+    case cudaGraphNodeTypeExtSemaphoreWait:
+      return refused_node("an external semaphore node (never in a VM)");
+    default:
+      return record(cudaErrorInvalidValue);
+  }
+}
+
+namespace {
+// cudaGraphNodeSetParams (exec 0) and cudaGraphExecNodeSetParams: the kind's own setter.
+cudaError_t set_generic(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeParams* p) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!p) return record(cudaErrorInvalidValue);
+  switch (p->type) {
+    case cudaGraphNodeTypeKernel: {
+      const cudaKernelNodeParams k{p->kernel.func, p->kernel.gridDim, p->kernel.blockDim, p->kernel.sharedMemBytes,
+                                   p->kernel.kernelParams, p->kernel.extra};
+      return exec ? cudaGraphExecKernelNodeSetParams(exec, node, &k) : cudaGraphKernelNodeSetParams(node, &k);
+    }
+    case cudaGraphNodeTypeMemcpy:
+      if (p->memcpy.flags) return record(cudaErrorInvalidValue);
+      return exec ? cudaGraphExecMemcpyNodeSetParams(exec, node, &p->memcpy.copyParams)
+                  : cudaGraphMemcpyNodeSetParams(node, &p->memcpy.copyParams);
+    case cudaGraphNodeTypeMemset: {
+      const cudaMemsetParams m{p->memset.dst, p->memset.pitch, p->memset.value, p->memset.elementSize,
+                               p->memset.width, p->memset.height};
+      return exec ? cudaGraphExecMemsetNodeSetParams(exec, node, &m) : cudaGraphMemsetNodeSetParams(node, &m);
+    }
+    case cudaGraphNodeTypeHost: {
+      const cudaHostNodeParams h{p->host.fn, p->host.userData};
+      return exec ? cudaGraphExecHostNodeSetParams(exec, node, &h) : cudaGraphHostNodeSetParams(node, &h);
+    }
+    case cudaGraphNodeTypeGraph:
+      if (!exec) return refused_node("cudaGraphNodeSetParams of a child graph node");
+      return cudaGraphExecChildGraphNodeSetParams(exec, node, p->graph.graph);
+    case cudaGraphNodeTypeWaitEvent:
+      return exec ? cudaGraphExecEventWaitNodeSetEvent(exec, node, p->eventWait.event)
+                  : cudaGraphEventWaitNodeSetEvent(node, p->eventWait.event);
+    case cudaGraphNodeTypeEventRecord:
+      return exec ? cudaGraphExecEventRecordNodeSetEvent(exec, node, p->eventRecord.event)
+                  : cudaGraphEventRecordNodeSetEvent(node, p->eventRecord.event);
+    default:
+      return refused_node("changing the parameters of this node type");
+  }
+}
+}  // namespace
+
+cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* nodeParams) {
+  return set_generic(nullptr, node, nodeParams);
+}
+cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node, cudaGraphNodeParams* nodeParams) {
+  if (!graphExec) return record(cudaErrorInvalidValue);
+  return set_generic(graphExec, node, nodeParams);
+}
+
 // ---- streams
 namespace {
 cudaError_t stream_id(cudaStream_t stream, unsigned long long* id, bool per_thread) {

@@ -349,6 +349,25 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24);
+// cuGraphAddNode's parameters: only the conditional node's are used (graph_nodes.cc).
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  unsigned long long handle;
+  int type;  // CUgraphConditionalNodeType: if, while, switch
+  unsigned size;
+  CUgraph* phGraph_out;
+  CUcontext ctx;
+};
+static_assert(sizeof(CUDA_CONDITIONAL_NODE_PARAMS) == 32);
+struct CUgraphNodeParams {
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+  };
+  long long reserved2;
+};
+static_assert(sizeof(CUgraphNodeParams) == 256);
 // An edge's data (cuGraphGetEdges_v2): all zero for a plain (full) dependency.
 struct CUgraphEdgeData {
   unsigned char from_port, to_port, type;
@@ -517,6 +536,9 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuGraphDestroyNode, CUresult (*)(CUgraphNode))                                                  \
   X(cuGraphKernelNodeCopyAttributes, CUresult (*)(CUgraphNode, CUgraphNode))                        \
   X(cuStreamGetId, CUresult (*)(CUstream, unsigned long long*))                                     \
+  X(cuGraphConditionalHandleCreate, CUresult (*)(unsigned long long*, CUgraph, CUcontext, unsigned, unsigned)) \
+  X(cuGraphAddNode_v2, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, \
+                                    CUgraphNodeParams*))                                             \
   X(cuArray3DCreate_v2, CUresult (*)(CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*))                         \
   X(cuArrayDestroy, CUresult (*)(CUarray))                                                             \
   X(cuMipmappedArrayCreate, CUresult (*)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned))   \

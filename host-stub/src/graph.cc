@@ -48,10 +48,15 @@ std::string Session::graphs_block_suspend() const {
     return "the program has " + std::to_string(captures_open_) +
            " stream capture(s) open, which a suspend cannot carry (the capture lives in the driver); nothing was "
            "changed and the program runs on (suspend it again once the capture has ended)";
+  for (const auto& [id, handles] : conditional_handles_)
+    if (!handles.empty() && vol_.get(id))
+      return "graph " + std::to_string(vol_.get(id)->handle) + " has conditional handles "
+             "(cudaGraphConditionalHandleCreate), which a suspend cannot carry yet; nothing was changed and the "
+             "program runs on";
   for (const auto& [handle, id] : vol_.of(ObjectKind::Graph))
     if (vol_.get(id)->as<GraphObject>().borrowed)
-      return "the program holds the graph of a child graph node (cudaGraphChildGraphNodeGetGraph), which a suspend "
-             "cannot carry yet; nothing was changed and the program runs on";
+      return "the program holds the graph of a child graph node (cudaGraphChildGraphNodeGetGraph) or a body of a "
+             "conditional node, which a suspend cannot carry yet; nothing was changed and the program runs on";
   for (const auto& [handle, id] : vol_.of(ObjectKind::GraphExec)) {
     const GraphExecObject& x = vol_.get(id)->as<GraphExecObject>();
     if (!x.unmirrored.empty())

@@ -9,6 +9,7 @@
 // and pinned heap, host nodes as persistent gates. A change to an executable graph is made
 // to its mirror too (GraphExecObject), so a suspend carries it; a change the mirror cannot
 // hold (a disabled node, a child graph swapped) is remembered and refuses a later suspend.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -347,6 +348,58 @@ int32_t Session::on_GraphKernelNodeAttribute(const api::GraphKernelAttrArgs& a, 
   std::memcpy(s.value, a.value, sizeof s.value);
   const CUlaunchAttributeValue v = attribute_value(s);
   return api_.cuGraphKernelNodeSetAttribute(node, static_cast<int>(a.id), &v);
+}
+
+// ---- conditional nodes. The handle is the driver's value (kernels give it to
+// cudaGraphSetConditional); a node may name only a handle its graph made. The bodies are the
+// node's own graphs, named by the guest's handles (borrowed, as a child node's graph).
+int32_t Session::on_GraphConditionalHandle(const api::GraphCondHandleArgs& a, api::GraphCondHandleReply& r, Request&) {
+  const Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  if (a.flags & ~1u) return CUDA_ERROR_INVALID_VALUE;  // cudaGraphCondAssignDefault is the only flag
+  unsigned long long h = 0;
+  if (CUresult e = api_.cuGraphConditionalHandleCreate(&h, graph->as<GraphObject>().graph, contexts_[graph->device],
+                                                      a.default_value, a.flags);
+      e != CUDA_SUCCESS)
+    return e;
+  conditional_handles_[graph->id].insert(h);
+  r.handle = h;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_GraphAddConditionalNode(const api::GraphConditionalNodeArgs& a, api::Empty&, Request& req) {
+  if (a.dep_count > api::kMaxGraphDeps || a.size > api::kMaxConditionalBodies || a.pad)
+    return guest_fault("GraphAddConditionalNode: too many dependencies or bodies");
+  const size_t dep_bytes = size_t{a.dep_count} * sizeof(uint64_t);
+  if (req.tail.size() != dep_bytes + size_t{a.size} * sizeof(uint64_t))
+    return guest_fault("GraphAddConditionalNode: handles of the wrong length");
+  Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!graph || !new_node_handle(a.node)) return CUDA_ERROR_INVALID_VALUE;
+  const auto handles = conditional_handles_.find(graph->id);
+  if (handles == conditional_handles_.end() || !handles->second.contains(a.handle)) return CUDA_ERROR_INVALID_VALUE;
+  if (a.type > 2 || a.size == 0 || (a.type == 0 && a.size > 2) || (a.type == 1 && a.size != 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::vector<uint64_t> bodies(a.size);
+  std::memcpy(bodies.data(), req.tail.data() + dep_bytes, bodies.size() * sizeof(uint64_t));
+  for (size_t i = 0; i < bodies.size(); ++i)
+    if (bodies[i] < api::kFirstGuestHandle || (bodies[i] & api::kHostNodeHandle) || vol_.find(ObjectKind::Graph, bodies[i]) ||
+        std::find(bodies.begin(), bodies.begin() + i, bodies[i]) != bodies.begin() + i)
+      return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> deps;
+  if (CUresult e = graph_nodes(*graph, req.tail, a.dep_count, &deps); e) return e;
+  std::vector<CUgraph> out(a.size);
+  CUgraphNodeParams p{};
+  p.type = api::kGraphNodeConditional;
+  p.conditional = CUDA_CONDITIONAL_NODE_PARAMS{a.handle, static_cast<int>(a.type), a.size, out.data(),
+                                               contexts_[graph->device]};
+  CUgraphNode n = nullptr;
+  const CUresult e =
+      api_.cuGraphAddNode_v2(&n, graph->as<GraphObject>().graph, deps.data(), nullptr, deps.size(), &p);
+  if (e != CUDA_SUCCESS) return e;
+  const ObjectId node = vol_.add(ObjectKind::GraphNode, graph->device, a.node, graph->id, GraphNodeObject{n}).id;
+  for (size_t i = 0; i < out.size(); ++i)
+    vol_.add(ObjectKind::Graph, graph->device, bodies[i], node, GraphObject{out[i], true});
+  return CUDA_SUCCESS;
 }
 
 int32_t Session::on_StreamGetId(const api::StreamArgs& a, api::StreamIdReply& r, Request&) {

@@ -267,6 +267,8 @@ class Session : public vmrpc::SlotService {
   // An executable graph's mirror after a successful cudaGraphExecUpdate from `graph`.
   void mirror_update(GraphExecObject& exec, const Object& graph);
   uint64_t next_host_node_ = 0;
+  // The conditional handles each graph made (by its object id): a node may name only those.
+  std::map<ObjectId, std::set<uint64_t>> conditional_handles_;
   // A new node entry under `graph` for the guest's handle `handle` (checked new and >= kFirstGuestHandle).
   bool new_node_handle(uint64_t handle) const {
     return handle >= api::kFirstGuestHandle && (handle & api::kHostNodeHandle) == 0 &&

@@ -35,6 +35,14 @@ __global__ void g_scale(int* p, int k, int n) {
   if (i < n) p[i] *= k;
 }
 
+// One step of a while loop: the condition stays set while the counter is above 0.
+__global__ void g_countdown(int* counter, cudaGraphConditionalHandle h) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    const int c = --*counter;
+    cudaGraphSetConditional(h, c > 0 ? 1 : 0);
+  }
+}
+
 static int g_runs_a = 0, g_runs_b = 0;
 static std::atomic<int> g_destroyed_a{0}, g_destroyed_b{0}, g_destroyed_c{0};
 static void CUDART_CB destroy_count(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
@@ -273,6 +281,70 @@ int main() {
   if (f) fclose(f);
   unlink(path);
   printf("dot file: starts with a digraph %s\n", yes(has_digraph));
+
+  // ---- conditional nodes: d_a = 0, then if (1) += 1; if (0) += 100 else += 10; while the
+  // counter (3) counts down: += 1000. Twice: the handles take their default at each launch.
+  {
+    cudaGraph_t cg;
+    CHECK(cudaGraphCreate(&cg, 0));
+    cudaGraphConditionalHandle h_if, h_else, h_while;
+    CHECK(cudaGraphConditionalHandleCreate(&h_if, cg, 1, cudaGraphCondAssignDefault));
+    CHECK(cudaGraphConditionalHandleCreate(&h_else, cg, 0, cudaGraphCondAssignDefault));
+    CHECK(cudaGraphConditionalHandleCreate(&h_while, cg, 1, cudaGraphCondAssignDefault));
+    cudaGraphNode_t c_zero, c_counter, c_if, c_else, c_while, c_body[3];
+    cudaMemsetParams zero = {};
+    zero.dst = d_a, zero.value = 0, zero.elementSize = 4, zero.width = N, zero.height = 1;
+    CHECK(cudaGraphAddMemsetNode(&c_zero, cg, nullptr, 0, &zero));
+    cudaMemsetParams three = {};
+    three.dst = d_b, three.value = 3, three.elementSize = 4, three.width = 1, three.height = 1;
+    CHECK(cudaGraphAddMemsetNode(&c_counter, cg, &c_zero, 1, &three));
+    cudaGraphNodeParams cp = {};
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = h_if, cp.conditional.type = cudaGraphCondTypeIf, cp.conditional.size = 1;
+    CHECK(cudaGraphAddNode(&c_if, cg, &c_counter, nullptr, 1, &cp));
+    cudaGraph_t if_body = cp.conditional.phGraph_out[0];
+    int add = 1;
+    void* cadd_args[] = {&d_a, &add, &n};
+    cudaKernelNodeParams ck = {};
+    ck.func = (void*)g_add, ck.gridDim = grid, ck.blockDim = block, ck.kernelParams = cadd_args;
+    CHECK(cudaGraphAddKernelNode(&c_body[0], if_body, nullptr, 0, &ck));
+    cp = {};
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = h_else, cp.conditional.type = cudaGraphCondTypeIf, cp.conditional.size = 2;
+    CHECK(cudaGraphAddNode(&c_else, cg, &c_if, nullptr, 1, &cp));
+    cudaGraph_t then_body = cp.conditional.phGraph_out[0], else_body = cp.conditional.phGraph_out[1];
+    add = 100;
+    CHECK(cudaGraphAddKernelNode(&c_body[1], then_body, nullptr, 0, &ck));
+    add = 10;
+    CHECK(cudaGraphAddKernelNode(&c_body[2], else_body, nullptr, 0, &ck));
+    cp = {};
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = h_while, cp.conditional.type = cudaGraphCondTypeWhile, cp.conditional.size = 1;
+    CHECK(cudaGraphAddNode(&c_while, cg, &c_else, nullptr, 1, &cp));
+    cudaGraph_t while_body = cp.conditional.phGraph_out[0];
+    add = 1000;
+    cudaGraphNode_t w_add, w_count;
+    CHECK(cudaGraphAddKernelNode(&w_add, while_body, nullptr, 0, &ck));
+    void* count_args[] = {&d_b, &h_while};
+    cudaKernelNodeParams cc = {};
+    cc.func = (void*)g_countdown, cc.gridDim = dim3(1), cc.blockDim = dim3(1), cc.kernelParams = count_args;
+    CHECK(cudaGraphAddKernelNode(&w_count, while_body, &w_add, 1, &cc));
+    CHECK(cudaGraphNodeGetType(c_while, &t));
+    printf("conditional nodes: type conditional %s, bodies distinct %s\n", yes(t == cudaGraphNodeTypeConditional),
+           yes(then_body != else_body && if_body != while_body));
+    cudaGraphExec_t cx;
+    CHECK(cudaGraphInstantiate(&cx, cg, 0));
+    for (int round = 0; round < 2; ++round) {
+      CHECK(cudaGraphLaunch(cx, s));
+      CHECK(cudaStreamSynchronize(s));
+      CHECK(cudaMemcpy(h, d_a, N * sizeof(int), cudaMemcpyDeviceToHost));
+      int counter = -1;
+      CHECK(cudaMemcpy(&counter, d_b, sizeof counter, cudaMemcpyDeviceToHost));
+      printf("conditional launch %d: d_a = %d, counter %d\n", round + 1, uniform(h, "d_a"), counter);
+    }
+    CHECK(cudaGraphExecDestroy(cx));
+    CHECK(cudaGraphDestroy(cg));
+  }
 
   // ---- user objects: each destructor runs once, when the last reference goes (on CUDA's
   // thread, soon after: waited for here up to 10 s).

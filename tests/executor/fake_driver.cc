@@ -83,6 +83,10 @@ struct FakeNode {
   std::map<int, CUlaunchAttributeValue> attrs;
   std::vector<void*> param_ptrs;  // kernelParams handed out by cuGraphKernelNodeGetParams
   bool disabled = false;          // in an executable graph: cuGraphNodeSetEnabled(0) skips it
+  // A conditional node (type 13): its handle (fake_kernels.h), if/while/switch, its bodies.
+  uint64_t cond = 0;
+  int cond_type = 0;
+  std::vector<CUgraph> bodies;
 };
 // A plain copy's description (one row) and a memset's, for captured work. Lock held or not.
 CUDA_MEMCPY3D linear_copy(CUmemorytype dst_type, void* dst_host, CUdeviceptr dst, CUmemorytype src_type,
@@ -2194,6 +2198,7 @@ void destroy_graph_locked(CUgraph graph) {
   if (it == g.graphs.end()) return;
   for (CUgraphNode n : it->second.nodes) {
     if (CUgraph child = g.nodes.at(n).child) destroy_graph_locked(child);
+    for (CUgraph body : g.nodes.at(n).bodies) destroy_graph_locked(body);
     g.nodes.erase(n);
   }
   g.graphs.erase(graph);
@@ -2219,6 +2224,7 @@ CUgraph clone_locked(CUgraph graph) {
     c.origin = n;
     for (CUgraphNode& d : c.deps) d = map.at(d);  // dependencies come first (creation order)
     if (c.child) c.child = clone_locked(c.child);
+    for (CUgraph& b : c.bodies) b = clone_locked(b);  // (CUDA refuses to clone these; a child node's copy)
     g.nodes[h] = std::move(c);
     g.graphs[copy].nodes.push_back(h);
   }
@@ -2700,6 +2706,7 @@ CUresult f_destroy_node(CUgraphNode node) {
   list.erase(std::find(list.begin(), list.end(), node));
   for (CUgraphNode n : list) std::erase(g.nodes.at(n).deps, node);
   if (CUgraph child = it->second.child) destroy_graph_locked(child);
+  for (CUgraph body : it->second.bodies) destroy_graph_locked(body);
   g.nodes.erase(node);
   return CUDA_SUCCESS;
 }
@@ -2709,6 +2716,40 @@ CUresult f_kernel_node_copy_attributes(CUgraphNode dst, CUgraphNode src) {
   FakeNode* s = node_of_type_locked(src, 0);
   if (!d || !s) return CUDA_ERROR_INVALID_VALUE;
   d->attrs = s->attrs;
+  return CUDA_SUCCESS;
+}
+CUresult f_conditional_handle_create(unsigned long long* out, CUgraph graph, CUcontext, unsigned def, unsigned flags) {
+  std::lock_guard l(gpu().mu);
+  if (!out || !gpu().graphs.contains(graph) || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+  *out = fake_conditional_create(def, flags);
+  return CUDA_SUCCESS;
+}
+// cuGraphAddNode: conditional nodes only (the stub adds the others with their own calls).
+CUresult f_add_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* data, size_t count,
+                    CUgraphNodeParams* p) {
+  if (!p || data) return CUDA_ERROR_INVALID_VALUE;
+  if (p->type != 13) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUDA_CONDITIONAL_NODE_PARAMS& c = p->conditional;
+  if (!fake_conditional_known(c.handle) || c.type < 0 || c.type > 2 || c.size == 0 || !c.phGraph_out ||
+      (c.type == 0 && c.size > 2) || (c.type == 1 && c.size != 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  FakeNode n;
+  n.type = 13;
+  n.cond = c.handle;
+  n.cond_type = c.type;
+  for (unsigned i = 0; i < c.size; ++i) {
+    const auto body = reinterpret_cast<CUgraph>(g.next_handle++);
+    g.graphs[body] = {};
+    n.bodies.push_back(body);
+  }
+  const std::vector<CUgraph> bodies = n.bodies;
+  if (CUresult e = add_node_locked(out, graph, deps, count, std::move(n)); e != CUDA_SUCCESS) {
+    for (CUgraph b : bodies) destroy_graph_locked(b);
+    return e;
+  }
+  for (size_t i = 0; i < bodies.size(); ++i) c.phGraph_out[i] = bodies[i];
   return CUDA_SUCCESS;
 }
 CUresult f_stream_get_id(CUstream stream, unsigned long long* id) {
@@ -2767,10 +2808,35 @@ CUresult f_instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags
   g.execs[*out] = std::move(x);
   return CUDA_SUCCESS;
 }
+CUresult replay(const std::vector<std::pair<CUgraphNode, FakeNode>>& order, CUstream stream);
+// A conditional node at a launch: its body chosen by the handle's value now (while: again
+// and again until the value is 0).
+CUresult run_conditional(const FakeNode& n, CUstream stream) {
+  for (int round = 0; round < 1000000; ++round) {
+    const unsigned v = fake_conditional_value(n.cond);
+    CUgraph body = nullptr;
+    if (n.cond_type == 0) body = v ? n.bodies[0] : n.bodies.size() > 1 ? n.bodies[1] : nullptr;
+    else if (n.cond_type == 1) body = v ? n.bodies[0] : nullptr;
+    else body = v < n.bodies.size() ? n.bodies[v] : nullptr;
+    if (!body) return CUDA_SUCCESS;
+    std::vector<std::pair<CUgraphNode, FakeNode>> order;
+    {
+      std::lock_guard l(gpu().mu);
+      if (!gpu().graphs.contains(body) || !flatten_locked(body, nullptr, &order)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (CUresult r = replay(order, stream); r != CUDA_SUCCESS) return r;
+    if (n.cond_type != 1) return CUDA_SUCCESS;
+  }
+  return 702;  // CUDA_ERROR_LAUNCH_TIMEOUT: a loop that does not end
+}
 // Runs an executable graph's nodes on `stream`, in order, without the lock (each takes it).
 CUresult replay(const std::vector<std::pair<CUgraphNode, FakeNode>>& order, CUstream stream) {
   for (const auto& [origin, n] : order) {
     if (n.disabled) continue;
+    if (n.type == 13) {
+      if (CUresult r = run_conditional(n, stream); r != CUDA_SUCCESS) return r;
+      continue;
+    }
     CUresult r = CUDA_SUCCESS;
     if (n.type == 0) {
       std::vector<void*> ptrs;
@@ -2802,6 +2868,7 @@ CUresult f_graph_launch(CUgraphExec exec, CUstream stream) {
     ++g.graph_launches;
     order = it->second.order;
   }
+  fake_conditionals_to_default();
   return replay(order, stream);
 }
 CUresult f_graph_upload(CUgraphExec exec, CUstream stream) {
@@ -3054,6 +3121,8 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuGraphDestroyNode = f_destroy_node;
   api.cuGraphKernelNodeCopyAttributes = f_kernel_node_copy_attributes;
   api.cuStreamGetId = f_stream_get_id;
+  api.cuGraphConditionalHandleCreate = f_conditional_handle_create;
+  api.cuGraphAddNode_v2 = f_add_node;
   api.origin = "vmcuda test executor (no GPU)";
   api.open_library = fake_open_library;  // NVIDIA's libraries, faked (fake_cublas.cc)
   api.library_symbol = fake_library_symbol;

@@ -255,6 +255,78 @@ TEST(StubGraphNodes, KernelNodeAttributesAndStreamIds) {
   EXPECT_EQ(c.call<api::Call::StreamGetId>({0x99999}, &a), CUDA_ERROR_INVALID_HANDLE);
 }
 
+TEST(StubGraphNodes, ConditionalNodesRunTheirBodiesByTheHandlesValue) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t fn = c.load_add_one();
+  const uint64_t p = c.malloc(64);
+  c.put(p, std::vector<int>(16, 0));
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({kStream, 1, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kGraph, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphCreate>({kChild, 0, 0}), 0);
+  api::GraphCondHandleReply on{}, off{}, other{};
+  ASSERT_EQ(c.call<api::Call::GraphConditionalHandle>({kGraph, 1, 1}, &on), 0);
+  ASSERT_EQ(c.call<api::Call::GraphConditionalHandle>({kGraph, 0, 1}, &off), 0);
+  ASSERT_EQ(c.call<api::Call::GraphConditionalHandle>({kChild, 1, 0}, &other), 0);
+  constexpr uint64_t kIf = 0x30100, kIfElse = 0x30110, kBody = 0x20800, kThen = 0x20810, kElse = 0x20820;
+  // if (on) add_one; if (off) add_one x2 else add_one x3 (by dependencies in the body: 1 + 3 = 4).
+  ASSERT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, kIf, on.handle, 0, 1, 0, 0}, nullptr, handles({kBody})), 0);
+  ASSERT_EQ(c.call<api::Call::GraphAddKernelNode>({kBody, 0x31000, fn, {1, 1, 1}, {16, 1, 1}, 0, 12, 0, 0}, nullptr,
+                                                  Client::add_one_args(p, 16)),
+            0);
+  ASSERT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, kIfElse, off.handle, 0, 2, 1, 0}, nullptr,
+                                                       handles({kIf, kThen, kElse})),
+            0);
+  for (uint64_t node : {0x31100, 0x31110})
+    ASSERT_EQ(c.call<api::Call::GraphAddKernelNode>({kThen, node, fn, {1, 1, 1}, {16, 1, 1}, 0, 12, 0, 0}, nullptr,
+                                                    Client::add_one_args(p, 16)),
+              0);
+  for (uint64_t node : {0x31200, 0x31210, 0x31220})
+    ASSERT_EQ(c.call<api::Call::GraphAddKernelNode>({kElse, node, fn, {1, 1, 1}, {16, 1, 1}, 0, 12, 0, 0}, nullptr,
+                                                    Client::add_one_args(p, 16)),
+              0);
+  ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec, kGraph, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphLaunch>({kExec, kStream}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamSynchronize>({kStream}), 0);
+  EXPECT_EQ(c.get(p, 16), std::vector<int>(16, 4));
+
+  // Refused: another graph's handle, sizes the type does not take, bodies' handles that are
+  // not new, handles of the wrong length, too many bodies.
+  const auto bad_args = static_cast<int32_t>(vmrpc::wire::ChannelStatus::kBadArguments);
+  EXPECT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, 0x30200, other.handle, 0, 1, 0, 0}, nullptr,
+                                                       handles({0x20900})),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, 0x30200, on.handle, 1, 2, 0, 0}, nullptr,
+                                                       handles({0x20900, 0x20910})),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, 0x30200, on.handle, 0, 1, 0, 0}, nullptr, handles({kBody})),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, 0x30200, on.handle, 2, 2, 0, 0}, nullptr,
+                                                       handles({0x20900, 0x20900})),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, 0x30200, on.handle, 0, 2, 0, 0}, nullptr, handles({0x20900})),
+            bad_args);
+  EXPECT_EQ(c.call<api::Call::GraphAddConditionalNode>({kGraph, 0x30200, on.handle, 2, api::kMaxConditionalBodies + 1, 0, 0}),
+            bad_args);
+  EXPECT_EQ(c.call<api::Call::GraphConditionalHandle>({kGraph, 0, 2}), CUDA_ERROR_INVALID_VALUE);
+
+  // A graph with conditional nodes is not carried by a suspend: refused, it runs on.
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cudaGraphConditionalHandleCreate"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::GraphExecDestroy>({kExec}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphDestroy>({kGraph, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphDestroy>({kChild, 0, 0}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+}
+
 TEST(StubGraphNodes, HostileArgumentsAreRefusedAndTheStubServesOn) {
   Stub stub;
   Client c(stub);

@@ -545,6 +545,15 @@ VMCUDA_CUDART_API cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec
 VMCUDA_CUDART_API cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
                                                                  cudaEvent_t event);
 VMCUDA_CUDART_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle_out, cudaGraph_t graph,
+                                                               unsigned int defaultLaunchValue, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                               const cudaGraphNode_t* pDependencies,
+                                               const struct cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                               struct cudaGraphNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
+                                                         struct cudaGraphNodeParams* nodeParams);
 VMCUDA_CUDART_API cudaError_t cudaUserObjectCreate(cudaUserObject_t* object_out, void* ptr, cudaHostFn_t destroy,
                                                    unsigned int initialRefcount, unsigned int flags);
 VMCUDA_CUDART_API cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count);

@@ -682,6 +682,25 @@ struct GraphKernelAttrReply { uint32_t value[4]; };
 static_assert(sizeof(GraphKernelAttrReply) == 16);
 // cudaStreamGetId: the driver's unique id of the stream.
 struct StreamIdReply { uint64_t id; };
+// Conditional nodes: a handle of `graph` (cudaGraphConditionalHandleCreate: the default value
+// and cudaGraphCondAssignDefault), the driver's 64-bit value kernels give cudaGraphSetConditional.
+struct GraphCondHandleArgs { uint64_t graph; uint32_t default_value; uint32_t flags; };
+static_assert(sizeof(GraphCondHandleArgs) == 16);
+struct GraphCondHandleReply { uint64_t handle; };
+// A conditional node (cudaGraphCondTypeIf/While/Switch: 0, 1, 2): dep_count node handles, then
+// `size` graph handles the guest made for its bodies (the node's own graphs).
+inline constexpr uint32_t kGraphNodeConditional = 13;
+inline constexpr uint32_t kMaxConditionalBodies = 256;
+struct GraphConditionalNodeArgs {
+  uint64_t graph;
+  uint64_t node;
+  uint64_t handle;
+  uint32_t type;
+  uint32_t size;
+  uint32_t dep_count;
+  uint32_t pad;
+};
+static_assert(sizeof(GraphConditionalNodeArgs) == 40);
 
 // ---- virtual memory management (calls.def 0x1140). Devices are guest device indexes;
 // handles of physical allocations are made by the host (never 0).
