@@ -283,7 +283,12 @@ int32_t Session::on_GraphRemoveDependencies(const api::GraphEdgesArgs& a, api::E
 int32_t Session::on_GraphDestroyNode(const api::GraphNodeRefArgs& a, api::Empty&, Request&) {
   const Object* n = vol_.find(ObjectKind::GraphNode, a.node);
   if (!n) return CUDA_ERROR_INVALID_VALUE;
-  if (CUresult e = api_.cuGraphDestroyNode(n->as<GraphNodeObject>().node); e != CUDA_SUCCESS) return e;
+  const CUgraphNode node = n->as<GraphNodeObject>().node;
+  const ObjectId graph = n->parent;
+  if (CUresult e = api_.cuGraphDestroyNode(node); e != CUDA_SUCCESS) return e;
+  // Executable graphs made from its graph forget it: the driver may give its address to a
+  // later node, which they never had.
+  for (const auto& [handle, id] : vol_.of(ObjectKind::GraphExec)) vol_.get(id)->as<GraphExecObject>().nodes.erase({graph, node});
   return destroy_entry(ObjectKind::GraphNode, a.node, CUDA_ERROR_INVALID_VALUE);  // its entry (and a borrowed child graph's)
 }
 
