@@ -357,7 +357,7 @@ TEST(StubGraphNodes, HostileArgumentsAreRefusedAndTheStubServesOn) {
   EXPECT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 2, 0}), bad_args);
   EXPECT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 0, 0}), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(c.call<api::Call::GraphKernelNodeAttribute>({kAdd, 0, 7, 8, {}}), bad_args);
-  EXPECT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, 5}), CUDA_ERROR_INVALID_VALUE);  // not a guest-made handle
+  EXPECT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, 2}), CUDA_ERROR_INVALID_VALUE);  // not a guest-made handle
   EXPECT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, kGraph}), CUDA_ERROR_INVALID_VALUE);  // taken
   // Still serving.
   c.put(w.p, std::vector<int>(16, 7));
