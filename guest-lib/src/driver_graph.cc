@@ -7,9 +7,12 @@
 // (CUDA_KERNEL_NODE_PARAMS names a CUfunction; CUDA_MEMCPY3D a context) are not offered
 // yet: their stubs return CUDA_ERROR_NOT_SUPPORTED and say so once; captured launches and
 // copies are.
+#include <atomic>
 #include <cstddef>
+#include <cstring>
 
 #include "driver_state.h"
+#include "log.h"
 #include "vmcuda/cudart_api.h"
 
 #define CU_API extern "C" __attribute__((visibility("default")))
@@ -266,4 +269,57 @@ CU_API CUresult cuGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsign
 CU_API CUresult cuStreamGetId(CUstream s, unsigned long long* id) { VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetId(rt(s), id)); }
 CU_API CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long* id) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetId_ptsz(rt(s), id));
+}
+
+// Conditional nodes and cuGraphAddNode. CUgraphNodeParams has cudaGraphNodeParams' layout;
+// the kinds whose driver parameters differ from the runtime's (a kernel's CUfunction, a
+// memcpy's or memset's context) are not offered here yet (801); conditional, empty, event,
+// host and child graph nodes are (a conditional node's context: the current one).
+CU_API CUresult cuGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle, cudaGraph_t graph, CUcontext ctx,
+                                               unsigned default_value, unsigned flags) {
+  CUcontext current = nullptr;
+  if (CUresult e = enter_context_call(&current)) return e;
+  if (ctx && ctx != current) return vmcuda::cu::kInvalidContext;  // only the current one's graphs
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphConditionalHandleCreate(handle, graph, default_value, flags));
+}
+namespace {
+CUresult add_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
+                  size_t n, cudaGraphNodeParams* params) {
+  CUcontext current = nullptr;
+  if (CUresult e = enter_context_call(&current)) return e;
+  if (!params) return vmcuda::cu::kInvalidValue;
+  switch (params->type) {
+    case cudaGraphNodeTypeConditional: {
+      // CUDA_CONDITIONAL_NODE_PARAMS: the runtime's fields, then the node's context.
+      CUcontext ctx = nullptr;
+      std::memcpy(&ctx, reinterpret_cast<const std::byte*>(&params->conditional) + sizeof(cudaConditionalNodeParams),
+                  sizeof ctx);
+      if (ctx && ctx != current) return vmcuda::cu::kInvalidContext;
+      break;
+    }
+    case cudaGraphNodeTypeEmpty:
+    case cudaGraphNodeTypeWaitEvent:
+    case cudaGraphNodeTypeEventRecord:
+    case cudaGraphNodeTypeHost:
+    case cudaGraphNodeTypeGraph:
+      break;
+    default: {
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        VMCUDA_LOG(kWarn, "api", "cuGraphAddNode of node type %d is not supported yet; it returns "
+                                 "CUDA_ERROR_NOT_SUPPORTED (801): use the node type's own cuGraphAdd*Node",
+                   static_cast<int>(params->type));
+      return vmcuda::cu::kNotSupported;
+    }
+  }
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphAddNode(node, graph, deps, edges, n, params));
+}
+}  // namespace
+CU_API CUresult cuGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
+                               cudaGraphNodeParams* params) {
+  return add_node(node, graph, deps, nullptr, n, params);
+}
+CU_API CUresult cuGraphAddNode_v2(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                  const cudaGraphEdgeData* edges, size_t n, cudaGraphNodeParams* params) {
+  return add_node(node, graph, deps, edges, n, params);
 }
