@@ -184,7 +184,7 @@ int main() {
 
   // ---- kernel node attributes
   cudaLaunchAttributeValue av = {};
-  av.priority = 1;
+  av.priority = -1;  // within the H100's range of priorities [-5, 0]
   CHECK(cudaGraphKernelNodeSetAttribute(n_add, cudaLaunchAttributePriority, &av));
   cudaLaunchAttributeValue ag = {};
   CHECK(cudaGraphKernelNodeGetAttribute(n_add, cudaLaunchAttributePriority, &ag));
