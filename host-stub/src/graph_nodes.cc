@@ -213,8 +213,11 @@ int32_t Session::on_GraphNodeSetParams(const api::GraphNodeSetArgs& a, api::Empt
       return CUDA_ERROR_INVALID_VALUE;
   }
   if (e == CUDA_SUCCESS && exec && m != CUDA_SUCCESS)
-    exec->unmirrored = "had node parameters changed (type " + std::to_string(type) +
-                       ") that its copy for a suspend could not follow";
+    exec->unmirrored = type == kNodeChild && exec->from_mirror
+                           ? "had its child graph node given another graph after a resume "
+                             "(cudaGraphExecChildGraphNodeSetParams)"
+                           : "had node parameters changed (type " + std::to_string(type) +
+                                 ") that its copy for a suspend could not follow";
   return e;
 }
 
