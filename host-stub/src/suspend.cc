@@ -729,6 +729,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     });
     if (arena_) arena_->release_memory();
     release_all(Release::kSuspend);  // the contexts
+    context_fence_.forget();  // part of the hole now
     context_hole_.hold(vanished_ranges(mapped, current_mappings()));
   }
   free_gates(true);
@@ -761,6 +762,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     {
       std::lock_guard l(context_layout_mu());
       release_all(Release::kSuspend);
+      context_fence_.forget();
       context_hole_.hold_again();  // for the next try
     }
     free_gates(true);  // graph host nodes' gates (no context is left to call them)
