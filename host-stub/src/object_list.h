@@ -19,6 +19,7 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -134,6 +135,10 @@ struct PeerAccessObject {};
 // driver and a resume builds it again (graph_state.cc).
 struct GraphObject {
   CUgraph graph = nullptr;
+  // The embedded graph of a child graph node (cudaGraphChildGraphNodeGetGraph), under that
+  // node's entry: the node owns it (never destroyed through this entry), and a suspend
+  // refuses it (graphs_block_suspend).
+  bool borrowed = false;
 };
 struct GraphNodeObject {
   CUgraphNode node = nullptr;  // freed with its graph
@@ -155,6 +160,9 @@ struct GraphExecObject {
   bool from_mirror = false;
   // Non-empty: a change the mirror could not follow (why); a suspend is refused.
   std::string unmirrored;
+  // Its nodes disabled now (cudaGraphNodeSetEnabled; the driver's handles): a graph cannot
+  // hold that, so a suspend is refused while any is.
+  std::set<CUgraphNode> disabled;
 };
 // A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
 // device bytes charged to the VM for it. A level of a mipmapped array is an Array child of

@@ -237,6 +237,7 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::GraphNode:
       return CUDA_SUCCESS;  // goes with its graph
     case ObjectKind::Graph:
+      if (o.as<GraphObject>().borrowed) return CUDA_SUCCESS;  // its child graph node's
       return destroy_once(o.as<GraphObject>().graph, api_.cuGraphDestroy);
     case ObjectKind::GraphExec: {
       GraphExecObject& x = o.as<GraphExecObject>();

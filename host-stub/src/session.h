@@ -32,6 +32,7 @@
 namespace vmcuda::host {
 
 struct GraphDesc;  // graph_state.h
+struct GraphNodeDesc;
 
 // The slots of the pinned rings device memory goes through (suspend.cc RingCopier); a
 // resume's ring has at least kResumeRingSlots (two of the stream's largest chunks).
@@ -253,6 +254,10 @@ class Session : public vmrpc::SlotService {
   // something a suspend cannot describe exactly), and built again on guest device `device`
   // from a description read from a state (objects named by saved ids, mapped by `new_id`).
   bool describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* top, std::string* why, int depth = 0) const;
+  // One node described (its child graph, if one, in `child`, not described): also what
+  // cudaGraph*NodeGetParams answer (graph_nodes.cc). `driver`: the driver's error, if one.
+  bool describe_node(CUgraphNode node, GraphNodeDesc* out, CUgraph* child, std::string* why,
+                     CUresult* driver = nullptr) const;
   bool build_graph(const GraphDesc& d, int device, const std::map<uint64_t, ObjectId>& new_id,
                    const vmrpc::RegionView* region, CUgraph* out, std::vector<CUgraphNode>* top, std::string* why);
   // A graph's nodes (cuGraphGetNodes), false if the driver refused.
@@ -263,6 +268,8 @@ class Session : public vmrpc::SlotService {
   // An executable graph's mirror after a successful cudaGraphExecUpdate from `graph`.
   void mirror_update(GraphExecObject& exec, const Object& graph);
   uint64_t next_host_node_ = 0;
+  // The conditional handles each graph made (by its object id): a node may name only those.
+  std::map<ObjectId, std::set<uint64_t>> conditional_handles_;
   // A new node entry under `graph` for the guest's handle `handle` (checked new and >= kFirstGuestHandle).
   bool new_node_handle(uint64_t handle) const {
     return handle >= api::kFirstGuestHandle && (handle & api::kHostNodeHandle) == 0 &&
@@ -271,6 +278,18 @@ class Session : public vmrpc::SlotService {
   // A kernel's parameters for a node or an exec update (launch.cc's checks, no stream).
   int32_t kernel_node_params(uint64_t function, std::span<const std::byte> packed, const uint32_t grid[3],
                              const uint32_t block[3], uint32_t shared, CUDA_KERNEL_NODE_PARAMS_v2* p);
+  // A node's driver parameters from the guest's, checked as at the node's creation (graph.cc).
+  int32_t memcpy_node_params(const api::GraphMemcpySide& src, const api::GraphMemcpySide& dst,
+                             const uint64_t extent[3], Request& req, CUDA_MEMCPY3D* out);
+  int32_t memset_node_params(uint64_t dst, uint64_t pitch, uint64_t width, uint64_t height, uint32_t value,
+                             uint32_t element_size, CUDA_MEMSET_NODE_PARAMS* out) const;
+  int32_t host_node_params(const vmrpc::wire::HeapRef& mailbox, uint32_t index, Request& req,
+                           CUDA_HOST_NODE_PARAMS* out);
+  // The driver's node for guest node `node` in executable graph `exec` (the mirror's after a
+  // resume) and the mirror's node (nullptr: none), or CUDA_ERROR_INVALID_VALUE.
+  int32_t exec_node(const GraphExecObject& exec, const Object& node, CUgraphNode* target, CUgraphNode* mirrored) const;
+  // The mirror's child graph node `old` replaced by one embedding `child` (same edges).
+  CUresult replace_mirror_child(GraphExecObject& exec, CUgraphNode old, CUgraph child);
   // A host function gate the driver may run many times (graph host nodes and host
   // functions captured into graphs), or nullptr when the client has too many.
   HostFuncGate* persistent_gate(api::HostFuncEntry* entry, const Request& req);
