@@ -295,7 +295,7 @@ TEST(KernelTimeLimit, ACublasGemmThatNeverEndsEndsItsClient) {
   a.lda = a.ldb = a.ldc = 1;
   ASSERT_EQ(g.call<api::Call::cublasSgemm_v2>(a), 0);
   EXPECT_EQ(g.call<api::Call::StreamQuery>({api::kStreamDefault}), 600);  // CUDA_ERROR_NOT_READY: it runs
-  EXPECT_TRUE(ends_within(worker, 30s)) << stub.text();
+  ASSERT_TRUE(ends_within(worker, 30s)) << stub.text();  // else the synchronize below would wait for ever
   EXPECT_EQ(g.call<api::Call::DeviceSynchronize>({}), static_cast<int32_t>(ChannelStatus::kLaunchTimeout));
   EXPECT_NE(stub.text().find("ran past the kernel time limit"), std::string::npos) << stub.text();
 }
