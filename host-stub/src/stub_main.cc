@@ -42,10 +42,12 @@
 
 namespace vmcuda::host {
 
-// The VM's host memory bound: --host-memory-quota-mib, else half the host's RAM divided by
-// --gpu-share (the VMs of a GPU share the host too); ~0: none (--gpu-share 0).
-static uint64_t vm_host_quota(uint64_t quota_mib, unsigned gpu_share) {
+// The VM's host memory bound: --host-memory-quota-mib, else the policy's host_memory, else half
+// the host's RAM divided by --gpu-share (the VMs of a GPU share the host too); ~0: none
+// (--gpu-share 0).
+static uint64_t vm_host_quota(uint64_t quota_mib, unsigned gpu_share, const std::optional<VmPolicy>& policy) {
   if (quota_mib) return quota_mib << 20;
+  if (policy && policy->host_memory_bytes) return *policy->host_memory_bytes;
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0 || gpu_share == 0) return ~0ull;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2 / gpu_share;
@@ -605,7 +607,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     } else {
       limits.ledger = VmLedger::create(vm_quota(api, devices, quota_given ? quota_mib : 0, gpu_share,
                                                 quota_given ? std::nullopt : policy),
-                                       vm_host_quota(host_quota_mib, gpu_share));
+                                       vm_host_quota(host_quota_mib, gpu_share, policy));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
@@ -726,6 +728,12 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       if (quota != limits.ledger->limit()) {
         limits.ledger->set_limit(quota);
         changed.push_back("memory quota " + (quota == ~0ull ? std::string("none") : std::to_string(quota >> 20) + " MiB"));
+      }
+      const uint64_t host_quota = vm_host_quota(host_quota_mib, gpu_share, fresh);
+      if (host_quota != limits.ledger->limit(VmLedger::kHost)) {
+        limits.ledger->set_limit(host_quota, VmLedger::kHost);
+        changed.push_back("host memory bound " +
+                          (host_quota == ~0ull ? std::string("none") : std::to_string(host_quota >> 20) + " MiB"));
       }
       const uint32_t old_weight = weight_of(policy), weight = weight_of(fresh);
       if (weight != old_weight) changed.push_back("weight " + std::to_string(weight));
