@@ -252,6 +252,11 @@ def main():
             reply_t = "Empty"
         waits = any(p.kind == "out" for p in params) or (hand and name == "cublasCreate_v2")
         flags = "0" if waits else "kQueued"
+        # Every generated routine runs kernels on the handle's stream (the hand-written calls
+        # manage handles): kLaunches, and its handler counts the launch (Session::count_launch).
+        launches = not hand
+        if launches:
+            flags = "kLaunches" if waits else "kQueued | kLaunches"
         defs.append(f"VMCUDA_CALL({number:#06x}, {name}, {args_t}, {reply_t}, {flags})")
         host_sig = ", ".join(p.host for p in params)
         host_api.append(f"  X({name}, int (*)({host_sig}))")
@@ -261,7 +266,7 @@ def main():
             sys.exit(f"gen-cublas.py: {name}: generated calls take the handle first (else mark it hand)")
 
         # ---- host handler
-        req = "req" if any(p.kind == "result" for p in params) else ""
+        req = "req" if launches or any(p.kind == "result" for p in params) else ""
         b = [f"int32_t Session::on_{name}(const api::{args_t}& a, api::{reply_t}& r, Request& {req}) {{"]
         if reply_t == "Empty":
             b[0] = f"int32_t Session::on_{name}(const api::{args_t}& a, api::Empty&, Request& {req}) {{"
@@ -289,6 +294,8 @@ def main():
                 call_args.append(f"r.{p.name}")
             else:
                 sys.exit(f"gen-cublas.py: {name}: {p.kind} {p.name} needs a hand-written call (hand)")
+        if launches:
+            b.append("  scope_.launch(req.ctx);  // kLaunches: fair sharing, the kernel time limit")
         b.append(f"  return scope_.done(scope_.lib->{name}({', '.join(call_args)}));")
         b.append("}")
         host_cc.append("\n".join(b))
@@ -355,7 +362,7 @@ def main():
                     g.append(f"    if (s_ == kSuccess) std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
             g.append("    return s_;")
             g.append("  }")
-        if flags == "kQueued":
+        if "kQueued" in flags:
             g.append(f"  return queue<api::Call::{name}>(a_);")
         g.append("}")
         guest_cc.append("\n".join(g))

@@ -39,6 +39,8 @@ if [ "${1:-}" != "--run" ]; then
     "$top/bench/checkpoint_probe.cu" -lcuda
   # What a context costs in device memory (docs/security.md, the quota's fixed costs).
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/context_cost_probe" "$top/bench/context_cost_probe.cu" -lcuda
+  # What a cuBLAS handle's workspace costs (VMCUDA_CUBLAS_WORKSPACE_BYTES, docs/security.md).
+  /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/cublas_cost_probe" "$top/bench/cublas_cost_probe.cu" -lcuda -ldl
   # Whether texture/surface object values could survive a suspend (docs/snapshots.md).
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/texobj_value_probe" "$top/bench/texobj_value_probe.cu" -lcuda
   # Finding 2's latency benchmark (scripts/gpu-latency-beside-long-kernel.sh --run).
@@ -117,6 +119,8 @@ fi
   "$top/tests/security/bin/endless_kernel" "$top/tests/cuda/bin" "$top/tests/cuda/expected" || rc=1
 # What a context costs in device memory (the quota's fixed costs, docs/security.md).
 [ -x "$carry/context_cost_probe" ] && "$carry/context_cost_probe" 0
+[ -x "$carry/cublas_cost_probe" ] && LD_LIBRARY_PATH="$VMCUDA_HOST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$carry/cublas_cost_probe" 0 || echo "cublas_cost_probe: rc $?"
 # Texture and surface object values across contexts (why a suspend refuses them).
 [ -x "$carry/texobj_value_probe" ] && "$carry/texobj_value_probe" 0
 exit $rc

@@ -595,9 +595,7 @@ int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Requ
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   output_possible_ = true;
-  launches_.fetch_add(1, std::memory_order_relaxed);
-  note_launch();  // the kernel time limit's count
-  if (device == current_) fair_launch(s, req.ctx);  // counted and held back as a kernel launch is
+  count_launch(device, s, req.ctx);  // counted and held back as a kernel launch is
   const CUgraphExec exec = x->as<GraphExecObject>().exec;
   return on_device(device, [&] { return api_.cuGraphLaunch(exec, s); });
 }

@@ -120,6 +120,7 @@ inline constexpr uint32_t kSavedEventRecorded = 1u << 31;
 struct HostRegistrationObject {
   void* host = nullptr;  // in this process's mapping of the region
   uint64_t bytes = 0;
+  uint64_t charged = 0;  // to the VM's host memory bound while pinned (host_memory.cc; not saved)
 };
 struct LimitObject {
   uint64_t value = 0;         // what the client set (the driver's reading of it)
@@ -196,6 +197,7 @@ struct CublasHandleObject {
   uint64_t stream = 0;       // guest stream handle (0: the default stream)
   uint64_t workspace = 0;    // device pointer of the client's (0: the library's own)
   uint64_t workspace_bytes = 0;
+  uint64_t charged = 0;      // the library's own workspace, charged to the VM (cublas.cc; not saved)
 };
 
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its

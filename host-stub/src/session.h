@@ -74,6 +74,13 @@ struct StubLimits {
   // Device memory a CUDA context takes besides its allocations (VMCUDA_CONTEXT_BYTES;
   // bench/context_cost_probe.cu), charged to the VM for each context a client makes.
   uint64_t context_bytes = 0;
+  // Device memory each cuBLAS handle's own workspace takes (VMCUDA_CUBLAS_WORKSPACE_BYTES),
+  // charged to the VM while the handle lives; negative: NVIDIA's size for the GPU (cublas.cc).
+  int64_t cublas_workspace_bytes = -1;
+  // Host memory a worker process costs besides what its program pins (VMCUDA_WORKER_HOST_BYTES:
+  // its resident memory, mostly the CUDA driver's), charged to the VM's host memory bound with
+  // the program's first context; 0: none (clients that are threads of the stub).
+  uint64_t worker_host_bytes = 0;
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -226,12 +233,21 @@ class Session : public vmrpc::SlotService {
   // without it); nullptr and *status (CUBLAS_STATUS_NOT_INITIALIZED, logged once) without one.
   const struct CublasApi* cublas_library(int32_t* status);
   const struct CublasApi* cublas_ = nullptr;
+  uint32_t workspace_refusals_ = 0;  // cublasCreate refused for the quota (logged 8 times)
+  // Host memory (vm_ledger.h kHost): charges `bytes` to the VM's host memory bound; false (the
+  // caller answers CUDA_ERROR_OUT_OF_MEMORY), logged 8 times per client, when it has no room.
+  bool charge_host(uint64_t bytes, const char* what);
+  uint32_t host_refusals_ = 0;
+  bool worker_charged_ = false;  // this worker process's own host cost (StubLimits::worker_host_bytes)
   // Destroys a handle of the real library (teardown); the handle's context is current.
   CUresult cublas_release(CublasHandleObject& h);
   // A resume (suspend.cc): a new handle of the library for `h` with its pointer and math
   // modes, in the current context; then, once every object is back, each handle's stream and
   // workspace. False and why when the library or a setting cannot be had.
-  bool cublas_recreate(CublasHandleObject& h, std::string* why);
+  bool cublas_recreate(CublasHandleObject& h, int device, std::string* why);
+  // What a handle of the library costs the VM on guest device `device`: its own workspace
+  // (StubLimits::cublas_workspace_bytes, else NVIDIA's size for the GPU's architecture).
+  uint64_t cublas_workspace_cost(int device) const;
   bool restore_cublas_settings(std::string* why);
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
@@ -510,6 +526,15 @@ class Session : public vmrpc::SlotService {
     }
   }
   void open_lane_slow(CUstream stream, const vmrpc::CallContext& ctx);
+  // Before a call that runs kernels (kLaunches in calls.def: launches, graphs, library routines)
+  // issues them on `stream` of guest device `device`: counted for status, the kernel time limit
+  // and fair sharing (held back here while the VM is ahead of its share; the lanes are the
+  // current device's, so work of another device counts for the limit only, as a graph's does).
+  void count_launch(int device, CUstream stream, const vmrpc::CallContext& ctx) {
+    launches_.fetch_add(1, std::memory_order_relaxed);  // status: kernels/s
+    note_launch();
+    if (device == current_) fair_launch(stream, ctx);
+  }
   bool capturing(CUstream stream) const;  // in the current context
   void drop_lane(int device);
   // A synchronize of the current context (all) or of `stream` on `device` succeeded.

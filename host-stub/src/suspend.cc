@@ -1406,10 +1406,18 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         auto range = region ? region->resolve({s.handle, hr.bytes}) : std::nullopt;
         if (!range || range->empty())
           return fail("pinned host memory at heap offset " + hex(s.handle) + " is outside the shared region");
+        if (!charge_host(hr.bytes, "pinning host memory again at a resume"))
+          return fail("the VM's host memory bound has no room for the client's pinned memory (" +
+                      std::to_string(hr.bytes >> 20) + " MiB)");
+        hr.charged = account_ ? hr.bytes : 0;
         hr.host = range->data();
         e = api_.cuMemHostRegister_v2(hr.host, hr.bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
         what = "pinning shared heap memory";
-        if (e != CUDA_SUCCESS) hr.host = nullptr;
+        if (e != CUDA_SUCCESS) {
+          hr.host = nullptr;
+          if (hr.charged) account_->refund(hr.charged, VmLedger::kHost);  // not in the VOL: undone here
+          hr.charged = 0;
+        }
         break;
       }
       case ObjectKind::Limit: {
@@ -1431,7 +1439,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         // A new handle of the library with the same pointer and math modes; its stream and
         // workspace once every object is back (restore_cublas_settings).
         std::string w;
-        if (!cublas_recreate(std::get<CublasHandleObject>(data), &w)) return fail(w);
+        if (!cublas_recreate(std::get<CublasHandleObject>(data), s.device, &w)) return fail(w);
         break;
       }
       case ObjectKind::Array:

@@ -3189,6 +3189,14 @@ FakeLaunchInfo fake_last_launch() {
   return g_last_launch_info;
 }
 
+bool fake_library_work(void* stream, bool never_ends) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(static_cast<CUstream>(stream));
+  if (!st) return false;
+  did_work(st, kLaunchMs);
+  if (never_ends) st->busy = st->endless = true;  // waits on it last until its context goes
+  return true;
+}
 void fake_hold_completion(bool on) {
   std::lock_guard l(gpu().mu);
   gpu().hold = on;
