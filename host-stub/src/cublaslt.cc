@@ -94,10 +94,10 @@ int32_t bad(const std::string& tag, const char* call, const char* what) {
 // Whether vmcuda forwards attribute `attr` of a `what` (api/cublaslt_abi.h): plain values and
 // the device pointers it checks; a later attribute could be a host object of the guest's.
 bool forwarded(What what, int32_t attr) {
-  const int32_t last = what == What::kMatmulDesc ? api::kLtDescLastForwarded
-                       : what == What::kLayout   ? api::kLtLayoutLastForwarded
-                                                 : api::kLtPreferenceLastForwarded;
-  if (attr >= 0 && attr <= last) return true;
+  const bool known = what == What::kMatmulDesc ? api::lt_desc_attribute_forwarded(attr)
+                     : what == What::kLayout   ? api::lt_layout_attribute_forwarded(attr)
+                                               : api::lt_preference_attribute_forwarded(attr);
+  if (known) return true;
   std::lock_guard l(g_attr_mu);
   if (g_unsupported_attrs.insert({what, attr}).second)
     VMRPC_LOG(kWarn, "stub", "cuBLASLt attribute " + std::to_string(attr) + " of a " +

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "host-stub/slot_control.h"
 #include "stub_fixture.h"
 #include "vmcuda/api/cublaslt_abi.h"
 
@@ -163,6 +164,8 @@ TEST_F(CublasLtTest, HostileArguments) {
   EXPECT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, kDescBias, uint64_t{0xdead0000}), kInvalidValue);
   // An attribute vmcuda does not forward (the emulation descriptor: a host object).
   EXPECT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, 38, uint64_t{0x1234}), kNotSupported);
+  EXPECT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, 29, uint64_t{0x1234}), kNotSupported);  // CUDA 12's counters
+  EXPECT_EQ(set<api::Call::cublasLtMatmulPreferenceSetAttribute>(pref, 2, uint32_t{0}), kNotSupported);
   // A value whose bytes do not match its size; a heuristic asking for too many results.
   api::cublasLtMatrixLayoutSetAttribute_Args s{};
   s.matLayout = la;
@@ -194,6 +197,36 @@ TEST_F(CublasLtTest, HostileArguments) {
   EXPECT_EQ(c.call<api::Call::cublasLtDestroy>({lt}), 0);
   EXPECT_EQ(c.call<api::Call::cublasLtDestroy>({lt}), kNotInitialized);
   EXPECT_EQ(c.call<api::Call::cublasLtDestroy>({blas}), kNotInitialized);  // a cuBLAS handle is destroyed as one
+}
+
+TEST_F(CublasLtTest, SuspendIsRefusedWhileObjectsExist) {
+  namespace cc = slot_control::cc;
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cuBLASLt"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  // The client runs on; once its objects are destroyed, the suspend goes ahead.
+  for (uint64_t h : {la, lb, lc}) ASSERT_EQ(c.call<api::Call::cublasLtMatrixLayoutDestroy>({h}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulDescDestroy>({desc}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulPreferenceDestroy>({pref}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasLtDestroy>({lt}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  // The cuBLAS handle came back, and is a cuBLASLt handle still.
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulDescCreate>({desc + 1, 68, 0}), 0);
+  ASSERT_EQ(layout(la + 1, 2, 3), 0);
+  ASSERT_EQ(layout(lb + 1, 3, 2), 0);
+  ASSERT_EQ(layout(lc + 1, 2, 2), 0);
+  const uint64_t a = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 0, 2, 0, 1, 1}), cm = floats({1, 1, 1, 1});
+  api::cublasLtMatmul_Args m = matmul(blas, a, b, cm, 2.0f, 1.0f);
+  m.computeDesc = desc + 1, m.Adesc = la + 1, m.Bdesc = lb + 1, m.Cdesc = m.Ddesc = lc + 1;
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmul>(m), 0);
+  EXPECT_EQ(get(cm, 4), (std::vector<float>{23, 29, 17, 21}));
 }
 
 TEST(CublasLtTeardown, TheClientsObjectsGoWithIt) {

@@ -21,12 +21,18 @@ inline constexpr size_t kLtMaxAttributeBytes = 256;
 
 // cublasLtMatmulDescAttributes_t values the remoting looks at.
 inline constexpr int32_t kLtDescScaleType = 1, kLtDescPointerMode = 2;
-// The matmul descriptor's attributes vmcuda forwards (0 .. this); a later one (a new library's,
-// or CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR 38, a host object) is not supported.
-inline constexpr int32_t kLtDescLastForwarded = 37;
-// Matrix layout (CUBLASLT_MATRIX_LAYOUT_*) and preference (CUBLASLT_MATMUL_PREF_*) attributes:
-// plain values, 0 .. these.
-inline constexpr int32_t kLtLayoutLastForwarded = 8, kLtPreferenceLastForwarded = 12;
+// The attributes vmcuda forwards: those cublasLt.h (13.0) declares, plain values or device
+// pointers (below). Any other (CUBLASLT_MATMUL_DESC_EMULATION_DESCRIPTOR 38, a host object;
+// numbers another release gave or will give a meaning) is not supported: its value could be
+// a host pointer the host's library would follow.
+constexpr bool lt_desc_attribute_forwarded(int32_t attr) {  // CUBLASLT_MATMUL_DESC_*
+  return (attr >= 0 && attr <= 8) || (attr >= 10 && attr <= 15) || (attr >= 17 && attr <= 26) ||
+         (attr >= 31 && attr <= 37);
+}
+constexpr bool lt_layout_attribute_forwarded(int32_t attr) { return attr >= 0 && attr <= 8; }  // CUBLASLT_MATRIX_LAYOUT_*
+constexpr bool lt_preference_attribute_forwarded(int32_t attr) {  // CUBLASLT_MATMUL_PREF_*
+  return attr == 0 || attr == 1 || attr == 3 || (attr >= 5 && attr <= 9) || attr == 12;
+}
 
 // Matmul descriptor attributes whose value is a device pointer (bias, epilogue aux, the fp8
 // scale and amax pointers): passed as they are, checked to be the client's memory.
