@@ -329,6 +329,23 @@ int32_t Session::on_cublasSetWorkspace_v2(const api::cublasSetWorkspace_v2_Args&
   return st;
 }
 
+// Exported by NVIDIA's libcublas.so.13 but in no header (gen-cublas.py UNDECLARED); NVIDIA's
+// cuSOLVER sets it on its handle. Forwarded where the host's library has it; a library without
+// it has no such mode, so the call is then a no-op that succeeds (logged once).
+int32_t Session::on_cublasSetEnvironmentMode(const api::cublasSetEnvironmentMode_Args& a, api::Empty&, Request&) {
+  CublasScope c(*this, a.handle, "cublasSetEnvironmentMode");
+  if (!c.ok()) return c.status();
+  if (a.mode != 0 && a.mode != 1) return CUBLAS_STATUS_INVALID_VALUE;
+  if (!c.lib->cublasSetEnvironmentMode) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      VMRPC_LOG(kInfo, "stub", "the host's libcublas.so.13 has no cublasSetEnvironmentMode: the guests' calls of it "
+                               "succeed and change nothing");
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return c.lib->cublasSetEnvironmentMode(c.handle->handle, a.mode);
+}
+
 #endif  // VMCUDA_WITH_CUBLAS
 
 }  // namespace vmcuda::host

@@ -57,8 +57,9 @@ enum class ObjectKind : uint8_t {
   VmmAllocation,     // handle: made by the host (cuMemCreate); parent: its device's context
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
+  CublasLt,          // handle: guest cuBLASLt handle or descriptor (parent: the context; host-stub/src/cublaslt.cc)
 };
-inline constexpr unsigned kObjectKinds = 25;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 26;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -200,6 +201,17 @@ struct CublasHandleObject {
   uint64_t charged = 0;      // the library's own workspace, charged to the VM (cublas.cc; not saved)
 };
 
+// A cuBLASLt handle, matmul descriptor, matrix layout or preference of the real library, and
+// what the guest set on it (cublaslt.cc). Not carried by a suspend (refused while any exists).
+struct CublasLtObject {
+  enum What : int32_t { kHandle, kMatmulDesc, kLayout, kPreference };
+  void* ptr = nullptr;  // the library's cublasLtHandle_t / descriptor
+  What what = kHandle;
+  int32_t scale_type = 0;    // matmul descriptors: CUBLASLT_MATMUL_DESC_SCALE_TYPE
+  int32_t pointer_mode = 0;  // and CUBLASLT_MATMUL_DESC_POINTER_MODE, as set
+  std::map<int32_t, uint64_t> pointers;  // device pointer attributes set (bias, aux, scales), checked at each matmul
+};
+
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,
 // cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
@@ -235,7 +247,7 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
-                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject>;
+                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject>;
 
 struct Object {
   ObjectId id = 0;

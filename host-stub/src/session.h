@@ -249,6 +249,15 @@ class Session : public vmrpc::SlotService {
   // (StubLimits::cublas_workspace_bytes, else NVIDIA's size for the GPU's architecture).
   uint64_t cublas_workspace_cost(int device) const;
   bool restore_cublas_settings(std::string* why);
+  // ---- cuBLASLt (cublaslt.cc): the host's libcublasLt.so.13, loaded as libcublas.so.13 is.
+  const struct CublasLtApi* cublaslt_library(int32_t* status);
+  const struct CublasLtApi* cublaslt_ = nullptr;
+  CUresult cublaslt_release(CublasLtObject& o);
+  // Why a suspend is refused now (empty: it is not): cuBLASLt objects are not carried yet.
+  std::string cublaslt_blocks_suspend() const;
+  // The real cublasLtHandle_t a guest handle names: a cuBLASLt handle, or a cuBLAS handle (as
+  // NVIDIA's, a cublasHandle_t is a cublasLtHandle_t); its device in *device. nullptr if none.
+  void* cublaslt_handle(uint64_t guest, int* device);
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

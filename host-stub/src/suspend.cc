@@ -410,6 +410,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string v = vmm_block_suspend(); !v.empty()) return fail(v);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
+  // cuBLASLt's handles and descriptors are not carried yet (cublaslt.cc): refused while any exists.
+  if (const std::string t = cublaslt_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -615,6 +617,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;  // never: refused while any exists (vmm_block_suspend)
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
+      case ObjectKind::CublasLt:
+        break;  // never: refused while any exists (cublaslt_blocks_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -907,6 +911,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
       return bad("virtual memory objects are not carried by a suspend");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
+    if (s.kind == ObjectKind::CublasLt) return bad("cuBLASLt objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1197,6 +1202,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return bad("virtual memory objects are not carried by a suspend");
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
+      case ObjectKind::CublasLt:
+        return bad("cuBLASLt objects are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());

@@ -26,8 +26,9 @@ if [ ${#programs[@]} -eq 0 ]; then
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
     # driver_vmm and ipc: a suspend is refused while a program holds virtual memory objects
-    # (host-stub/src/vmm.cc) or IPC memory or events (host-stub/src/ipc.cc), leaving it running.
-    case "$n" in fault|multi_gpu|driver_vmm|ipc) continue ;; esac
+    # (host-stub/src/vmm.cc) or IPC memory or events (host-stub/src/ipc.cc), leaving it running;
+    # cublaslt_basic: likewise while it holds cuBLASLt handles (host-stub/src/cublaslt.cc).
+    case "$n" in fault|multi_gpu|driver_vmm|ipc|cublaslt_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi

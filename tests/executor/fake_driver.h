@@ -118,6 +118,11 @@ inline constexpr int kFakeGemmNeverEnds = 0x7eadbeef;
 void* fake_open_library(const char* soname, std::string* why);
 void* fake_library_symbol(void* library, const char* name);
 uint64_t fake_live_cublas_handles();
+// "libcublasLt.so.13" (fake_cublas.cc): handles (a fake cuBLAS handle is one too), matmul
+// descriptors, layouts and preferences, a heuristic answering one algorithm, and
+// cublasLtMatmul for fp32/bf16 column-major matrices with fp32 compute and the DEFAULT, RELU,
+// BIAS and RELU_BIAS epilogues. The live handles and descriptors of the fake library:
+uint64_t fake_live_cublaslt_objects();
 // The last cuBLAS handle's settings as the fake library was given them.
 struct FakeCublasSettings {
   void* stream = nullptr;

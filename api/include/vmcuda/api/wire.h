@@ -761,4 +761,5 @@ static_assert(sizeof(DeviceReply) == 8);
 // build time (api/CMakeLists.txt, scripts/gen-cublas.py) where they are installed.
 #ifdef VMCUDA_WITH_CUBLAS
 #include "vmcuda/api/cublas_wire.h"
+#include "vmcuda/api/cublasLt_wire.h"
 #endif
