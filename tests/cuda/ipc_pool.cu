@@ -7,6 +7,12 @@
 // parent checks what the child wrote, then frees. Through vmcuda both processes are programs
 // of one VM. Prints NVIDIA's answers at the edges ("probe" lines) and one line per check (the
 // processes take turns); exits non-zero on any failure.
+// `ipc_pool export` and `ipc_pool open PID FD DATA` are two halves for
+// tests/cuda/ipc_vm_test.sh: a program that exports a pool and one allocation (prints its
+// pid, the pool's descriptor and the pointer's export data in hex; keeps them until stdin
+// closes) and one that opens the descriptor through /proc/PID/fd/FD and imports both (prints
+// the answers), run in one VM or in two.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,8 +177,68 @@ static int parent(int sock, pid_t pid) {
   return failures ? 1 : 0;
 }
 
-int main() {
+// Exports a pool and 16 ints (41, 42, ...) from it; prints "PID FD DATA"; keeps them until
+// stdin ends.
+static int export_half() {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool;
+  int* p = nullptr;
+  int fd = -1;
+  std::vector<int> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = 41 + i;
+  cudaMemPoolPtrExportData data;
+  if (cudaMemPoolCreate(&pool, &props) != cudaSuccess ||
+      cudaMallocFromPoolAsync(reinterpret_cast<void**>(&p), v.size() * sizeof(int), pool, nullptr) != cudaSuccess ||
+      cudaMemcpy(p, v.data(), v.size() * sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess ||
+      cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0) != cudaSuccess ||
+      cudaMemPoolExportPointer(&data, p) != cudaSuccess)
+    return 1;
+  std::printf("%d %d ", static_cast<int>(getpid()), fd);
+  for (unsigned char c : data.reserved) std::printf("%02x", c);
+  std::printf("\n");
+  std::fflush(stdout);
+  char buf[64];
+  while (read(0, buf, sizeof buf) > 0) {
+  }
+  return cudaFree(p) == cudaSuccess && cudaMemPoolDestroy(pool) == cudaSuccess ? 0 : 1;
+}
+
+static int open_half(const char* pid, const char* fd_number, const char* hex) {
+  cudaMemPoolPtrExportData data{};
+  if (std::strlen(hex) != 2 * sizeof data.reserved) return 2;
+  for (size_t i = 0; i < sizeof data.reserved; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(hex + 2 * i, "%2x", &v) != 1) return 2;
+    data.reserved[i] = static_cast<unsigned char>(v);
+  }
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%s/fd/%s", pid, fd_number);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 2;
+  cudaMemPool_t pool = nullptr;
+  const cudaError_t e = cudaMemPoolImportFromShareableHandle(&pool, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                                             cudaMemHandleTypePosixFileDescriptor, 0);
+  close(fd);
+  std::printf("import: %s\n", cudaGetErrorName(e));
+  if (e != cudaSuccess) return 0;
+  int* p = nullptr;
+  std::printf("pointer: %s\n", cudaGetErrorName(cudaMemPoolImportPointer(reinterpret_cast<void**>(&p), pool, &data)));
+  int first = 0;
+  cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost);
+  std::printf("first: %d\n", first);
+  std::printf("free: %s\n", cudaGetErrorName(cudaFree(p)));
+  cudaMemPoolDestroy(pool);
+  return 0;
+}
+
+int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 2 && std::strcmp(argv[1], "export") == 0) return export_half();
+  if (argc == 5 && std::strcmp(argv[1], "open") == 0) return open_half(argv[2], argv[3], argv[4]);
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 2;
   const pid_t pid = fork();
