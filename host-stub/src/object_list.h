@@ -115,6 +115,9 @@ struct EventObject {
   // suspend, which is the moment of the resume (Session's resume mark) in GPU time: the
   // time the VM spent suspended is not counted. NaN: unknown (not recorded, no timing).
   double before_suspend_ms = std::numeric_limits<double>::quiet_NaN();
+  // `--isolation thread`, an interprocess event exported or opened within the process
+  // (ipc.h IpcSharedEvent): it owns `event`, which goes with its last holder.
+  std::shared_ptr<void> shared;
 };
 // In a saved event's flags: it had been recorded (EventObject::recorded). Not a CUevent flag.
 inline constexpr uint32_t kSavedEventRecorded = 1u << 31;

@@ -190,7 +190,15 @@ CUresult Session::release(Object& o, Release how) {
       }
       if (watchdog_) watchdog_->remove_context(c);  // no probe waits on it any more
       drop_lane(o.device);  // its markers live in the context
-      const CUresult e = api_.cuCtxDestroy_v2(c);
+      CUresult e = CUDA_SUCCESS;
+      if (static_cast<size_t>(o.device) < ipc_keepers_.size() && ipc_keepers_[o.device]) {
+        // It holds interprocess events other clients of the process may still use (ipc.cc):
+        // the last holder destroys it.
+        ipc_keepers_[o.device]->orphaned = true;
+        ipc_keepers_[o.device].reset();
+      } else {
+        e = api_.cuCtxDestroy_v2(c);
+      }
       c = nullptr;
       contexts_[o.device] = nullptr;
       if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
@@ -221,9 +229,16 @@ CUresult Session::release(Object& o, Release how) {
       return CUDA_SUCCESS;  // the driver frees them with their module
     case ObjectKind::Stream:
       return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
-    case ObjectKind::Event:
+    case ObjectKind::Event: {
       ipc_forget_event(o.handle);
-      return destroy_once(o.as<EventObject>().event, api_.cuEventDestroy_v2);
+      EventObject& ev = o.as<EventObject>();
+      if (ev.shared) {  // shared within the process (ipc.cc): its last holder destroys it
+        ev.shared.reset();
+        ev.event = nullptr;
+        return CUDA_SUCCESS;
+      }
+      return destroy_once(ev.event, api_.cuEventDestroy_v2);
+    }
     case ObjectKind::IpcMemory: {
       // Unmapped whichever way it goes (a suspend is refused while one is open).
       IpcMemoryObject& m = o.as<IpcMemoryObject>();
@@ -386,6 +401,7 @@ void Session::close() {
   vol_.walk_children_first([&](Object& o) {
     if (o.kind != ObjectKind::Context) release(o, Release::kClose);
   });
+  if (limits_.ipc) ipc_forget_pools();
   arena_.reset();
   release_all(Release::kClose);  // the contexts
   pitches_.clear();

@@ -221,6 +221,22 @@ class Session : public vmrpc::SlotService {
   uint64_t ipc_owner_ = 0;
   std::map<uint64_t, std::array<uint8_t, 16>> ipc_exports_, ipc_event_exports_;
   bool said_ipc_ = false;
+  // Per device (`--isolation thread`): made at the first in-process event export; a context
+  // with one destroys itself with the last holder of its shared events (ipc_registry.h).
+  std::vector<std::shared_ptr<struct IpcContextKeeper>> ipc_keepers_;
+  // Memory pools exported (guest pool handle -> token, device); revoked at MemPoolForget
+  // and at the end.
+  struct PoolExport {
+    std::array<uint8_t, 16> token;
+    int device;
+  };
+  static constexpr size_t kMaxPoolExports = 4096;
+  std::map<uint64_t, PoolExport> ipc_pool_exports_;
+  void ipc_forget_pools();
+  // An event of another client of the process opened here (`--isolation thread`), which lives
+  // in that client's context.
+  bool ipc_borrowed_event(const EventObject& e, int device) const;
+  CUresult ipc_record_borrowed(const EventObject& e, CUstream stream, int device);
   void ipc_forget_export(uint64_t ptr);
   void ipc_forget_event(uint64_t handle);
   std::string ipc_blocks_suspend() const;

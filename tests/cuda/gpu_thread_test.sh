@@ -24,9 +24,6 @@ for prog in "$bindir"/*; do
   [ "$name" = kernel_printf ] && continue  # in thread mode kernel printf goes to the stub's stdout
   [ "$name" = multi_gpu ] && continue  # needs a stub with two devices (run_cuda_test.sh, gpu-multi-check.sh)
   [[ "$name" == *_static ]] && continue  # NAME built with NVIDIA's static runtime: its own test (cuda_NAME_static)
-  # ipc: its interprocess event cannot be opened by the process that made it, which with
-  # --isolation thread is the stub's one process for both programs (docs/running.md, IPC).
-  [ "$name" = ipc ] && continue
   names+=("$name")
   VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$libdir" timeout 300 "$prog" >"$work/$name.out" 2>"$work/$name.err" &
   pids+=($!)

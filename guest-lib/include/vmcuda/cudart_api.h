@@ -70,6 +70,15 @@ VMCUDA_CUDART_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const 
                                                    size_t count);
 VMCUDA_CUDART_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t memPool,
                                                    struct cudaMemLocation* location);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolExportToShareableHandle(void* shareableHandle, cudaMemPool_t memPool,
+                                                                 enum cudaMemAllocationHandleType handleType,
+                                                                 unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t* memPool, void* shareableHandle,
+                                                                   enum cudaMemAllocationHandleType handleType,
+                                                                   unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData* exportData, void* ptr);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t memPool,
+                                                       struct cudaMemPoolPtrExportData* exportData);
 
 // launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack and launches.
 VMCUDA_CUDART_API cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,

@@ -290,6 +290,10 @@ enum cudaMemAllocationHandleType {
   cudaMemHandleTypeWin32Kmt = 0x4,
   cudaMemHandleTypeFabric = 0x8,
 };
+// Opaque data of one pool allocation for cudaMemPoolImportPointer (driver_types.h).
+struct cudaMemPoolPtrExportData {
+  unsigned char reserved[64];
+};
 struct cudaMemPoolProps {
   enum cudaMemAllocationType allocType;
   enum cudaMemAllocationHandleType handleTypes;

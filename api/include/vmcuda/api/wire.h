@@ -754,6 +754,26 @@ static_assert(sizeof(IpcOpenEventArgs) == 72);
 // The guest device the opened event belongs to.
 struct DeviceReply { int32_t device; uint32_t pad; };
 static_assert(sizeof(DeviceReply) == 8);
+// ---- Memory pool IPC (calls.def 0x1a10). An exported pool is a token of the VM's table
+// too (an IpcHandle tagged kIpcPoolTag): the guest hands the program a real file descriptor
+// holding it (guest-lib memory_pool.cc). A pointer's export data (cudaMemPoolPtrExportData,
+// 64 bytes) is the pool's token and the allocation's IPC memory token (IpcGetMemHandle's).
+inline constexpr uint64_t kIpcPoolTag = 0x704350496163766dull;     // "mvcaIPCp"
+inline constexpr uint64_t kIpcPoolPtrTag = 0x784350496163766dull;  // "mvcaIPCx"
+struct PoolPtrExport {
+  uint64_t tag;  // kIpcPoolPtrTag
+  uint8_t memory[kIpcTokenBytes];
+  uint8_t pool[kIpcTokenBytes];
+  uint8_t zero[kIpcHandleBytes - 8 - 2 * kIpcTokenBytes];
+};
+static_assert(sizeof(PoolPtrExport) == kIpcHandleBytes);
+// cudaMemPoolExportToShareableHandle (and cudaMemPoolDestroy of an exported pool): the
+// guest's pool handle and its device.
+struct MemPoolExportArgs { uint64_t pool; int32_t device; uint32_t pad; };
+static_assert(sizeof(MemPoolExportArgs) == 16);
+// cudaMemPoolImportFromShareableHandle: the token the descriptor held.
+struct MemPoolImportArgs { IpcHandle handle; };
+static_assert(sizeof(MemPoolImportArgs) == 64);
 
 }  // namespace vmcuda::api
 
