@@ -4,7 +4,8 @@
 // suspend(): everything of the client is drained, then written to a state stream (host
 // memory or a state file): a header (the devices it used and where it stood), the arena's
 // layout, every VOL entry parents first (what recreating it needs, module images
-// included), each arena mapping's bytes and each module variable's bytes. Only once all
+// included), each arena mapping's bytes, each module variable's bytes, each array's texels
+// and each VMM physical allocation's bytes (once, whatever maps it). Only once all
 // of that is written are the driver objects, the device memory and the contexts released:
 // a suspend that fails leaves the client running as before.
 //
@@ -12,8 +13,9 @@
 // checked) and recreates the client: contexts on its devices (the same GPUs, or others of
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
-// limits, peer access, arrays, behind the same guest handles, and texture and surface
-// objects with their old values (arrays.cc). A resume that fails releases what it
+// limits, peer access, arrays, the guest's VMM reservations, physical allocations and
+// mappings (at the same addresses, offsets and access), behind the same guest handles, and
+// texture and surface objects with their old values (arrays.cc). A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
 #include <algorithm>
 #include <bit>

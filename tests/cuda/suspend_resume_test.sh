@@ -25,9 +25,9 @@ if [ ${#programs[@]} -eq 0 ]; then
     # multi_gpu needs a stub with two devices (run_cuda_test.sh, scripts/gpu-multi-check.sh).
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
-    # driver_vmm and ipc: a suspend is refused while a program holds virtual memory objects
-    # (host-stub/src/vmm.cc) or IPC memory or events (host-stub/src/ipc.cc), leaving it running.
-    case "$n" in fault|multi_gpu|driver_vmm|ipc) continue ;; esac
+    # Virtual memory objects (driver_vmm) are carried (suspend.cc). ipc: a suspend is refused
+    # while a program holds IPC memory or events (host-stub/src/ipc.cc), leaving it running.
+    case "$n" in fault|multi_gpu|ipc) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
