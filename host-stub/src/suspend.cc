@@ -1343,13 +1343,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         const uint64_t rbytes = std::get<VmmReservationObject>(res.data).bytes;
         if (s.handle < res.handle || s.handle - res.handle >= rbytes || m.bytes > rbytes - (s.handle - res.handle))
           return bad_vmm(s, "it lies outside its reservation");
-        auto [at, fresh] = mappings.emplace(s.handle, &s);
-        const auto next = std::next(at);
-        if (!fresh || (next != mappings.end() && next->first - s.handle < m.bytes) ||
-            (at != mappings.begin() && [&] {
-              const auto prev = std::prev(at);
-              return s.handle - prev->first < std::get<VmmMappingObject>(prev->second->data).bytes;
-            }()))
+        const auto placed = mappings.emplace(s.handle, &s);
+        const auto at = placed.first, next = std::next(placed.first);
+        const bool over_prev = at != mappings.begin() && s.handle - std::prev(at)->first <
+                                                             std::get<VmmMappingObject>(std::prev(at)->second->data).bytes;
+        if (!placed.second || over_prev || (next != mappings.end() && next->first - s.handle < m.bytes))
           return bad_vmm(s, "it overlaps another mapping");
         ++vmm_maps[m.allocation];
       }
