@@ -10,11 +10,12 @@
 # Files that name installed paths are written at install time, for the prefix given then.
 include(GNUInstallDirs)
 
-# vmcuda's libcublas.so.13 (where it is built: guest-lib/CMakeLists.txt), beside libcudart.so.13
+# vmcuda's libcublas.so.13 and libcublasLt.so.13 (where they are built: guest-lib/CMakeLists.txt), beside libcudart.so.13
 # in both library folders, so that the loader finds it as it finds NVIDIA's.
 set(vmcuda_cublas_files "")
 if(TARGET vmcuda_cublas)
-  set(vmcuda_cublas_files $<TARGET_FILE:vmcuda_cublas> ${CMAKE_BINARY_DIR}/guest-lib/libcublas.so)
+  set(vmcuda_cublas_files $<TARGET_FILE:vmcuda_cublas> ${CMAKE_BINARY_DIR}/guest-lib/libcublas.so
+                          $<TARGET_FILE:vmcuda_cublaslt> ${CMAKE_BINARY_DIR}/guest-lib/libcublasLt.so)
 endif()
 
 # ---- host

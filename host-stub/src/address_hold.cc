@@ -8,9 +8,25 @@
 
 namespace vmcuda::host {
 
-std::mutex& context_layout_mu() {
-  static std::mutex mu;
+std::recursive_mutex& context_layout_mu() {
+  static std::recursive_mutex mu;
   return mu;
+}
+
+uint64_t lowest_of_cluster(const std::vector<AddressRange>& added) {
+  if (added.empty()) return 0;
+  size_t i = 0;
+  for (size_t k = 1; k < added.size(); ++k)
+    if (added[k].end - added[k].begin > added[i].end - added[i].begin) i = k;
+  while (i > 0 && added[i - 1].end + kClusterGap >= added[i].begin) --i;
+  return added[i].begin;
+}
+
+AddressRange free_below(const std::vector<AddressRange>& maps, uint64_t at, uint64_t bytes) {
+  uint64_t floor = at > bytes ? at - bytes : 0;
+  for (const AddressRange& r : maps)
+    if (r.begin < at) floor = std::max(floor, std::min(r.end, at));
+  return {floor, at};
 }
 
 std::string mappings_between(uint64_t begin, uint64_t end) {
@@ -63,9 +79,14 @@ std::vector<AddressRange> vanished_ranges(const std::vector<AddressRange>& befor
 }
 
 void AddressHold::hold(std::vector<AddressRange> ranges) {
-  release();
-  ranges_ = std::move(ranges);
-  for (const AddressRange& r : ranges_) {
+  forget();
+  add(ranges);
+}
+
+void AddressHold::add(const std::vector<AddressRange>& ranges) {
+  for (const AddressRange& r : ranges) {
+    if (r.begin >= r.end) continue;
+    ranges_.push_back(r);
     // MAP_FIXED_NOREPLACE: a range something took meanwhile stays that thing's.
     void* p = ::mmap(reinterpret_cast<void*>(r.begin), r.end - r.begin, PROT_NONE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);

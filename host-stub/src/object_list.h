@@ -19,6 +19,7 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,8 +57,9 @@ enum class ObjectKind : uint8_t {
   VmmAllocation,     // handle: made by the host (cuMemCreate); parent: its device's context
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
+  CublasLt,          // handle: guest cuBLASLt handle or descriptor (parent: the context; host-stub/src/cublaslt.cc)
 };
-inline constexpr unsigned kObjectKinds = 25;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 26;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -119,6 +121,7 @@ inline constexpr uint32_t kSavedEventRecorded = 1u << 31;
 struct HostRegistrationObject {
   void* host = nullptr;  // in this process's mapping of the region
   uint64_t bytes = 0;
+  uint64_t charged = 0;  // to the VM's host memory bound while pinned (host_memory.cc; not saved)
 };
 struct LimitObject {
   uint64_t value = 0;         // what the client set (the driver's reading of it)
@@ -134,6 +137,10 @@ struct PeerAccessObject {};
 // driver and a resume builds it again (graph_state.cc).
 struct GraphObject {
   CUgraph graph = nullptr;
+  // The embedded graph of a child graph node (cudaGraphChildGraphNodeGetGraph), under that
+  // node's entry: the node owns it (never destroyed through this entry), and a suspend
+  // refuses it (graphs_block_suspend).
+  bool borrowed = false;
 };
 struct GraphNodeObject {
   CUgraphNode node = nullptr;  // freed with its graph
@@ -155,6 +162,9 @@ struct GraphExecObject {
   bool from_mirror = false;
   // Non-empty: a change the mirror could not follow (why); a suspend is refused.
   std::string unmirrored;
+  // Its nodes disabled now (cudaGraphNodeSetEnabled; the driver's handles): a graph cannot
+  // hold that, so a suspend is refused while any is.
+  std::set<CUgraphNode> disabled;
 };
 // A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
 // device bytes charged to the VM for it. A level of a mipmapped array is an Array child of
@@ -188,6 +198,18 @@ struct CublasHandleObject {
   uint64_t stream = 0;       // guest stream handle (0: the default stream)
   uint64_t workspace = 0;    // device pointer of the client's (0: the library's own)
   uint64_t workspace_bytes = 0;
+  uint64_t charged = 0;      // the library's own workspace, charged to the VM (cublas.cc; not saved)
+};
+
+// A cuBLASLt handle, matmul descriptor, matrix layout or preference of the real library, and
+// what the guest set on it (cublaslt.cc). Not carried by a suspend (refused while any exists).
+struct CublasLtObject {
+  enum What : int32_t { kHandle, kMatmulDesc, kLayout, kPreference };
+  void* ptr = nullptr;  // the library's cublasLtHandle_t / descriptor
+  What what = kHandle;
+  int32_t scale_type = 0;    // matmul descriptors: CUBLASLT_MATMUL_DESC_SCALE_TYPE
+  int32_t pointer_mode = 0;  // and CUBLASLT_MATMUL_DESC_POINTER_MODE, as set
+  std::map<int32_t, uint64_t> pointers;  // device pointer attributes set (bias, aux, scales), checked at each matmul
 };
 
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
@@ -225,7 +247,7 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
-                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject>;
+                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject>;
 
 struct Object {
   ObjectId id = 0;

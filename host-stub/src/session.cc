@@ -84,6 +84,16 @@ void Session::make_current(int device) {
 
 bool Session::ensure_context() {
   if (!contexts_[current_]) {
+    // The worker process's own host memory (the driver's, from its first context on) is the
+    // VM's: no room in its host memory bound, no context (cudaErrorMemoryAllocation), and the
+    // programs already served keep theirs. Charged once; given back with the client.
+    if (!worker_charged_ && limits_.worker_host_bytes) {
+      if (!charge_host(limits_.worker_host_bytes, "a worker process (VMCUDA_WORKER_HOST_BYTES)")) {
+        ctx_error_ = CUDA_ERROR_OUT_OF_MEMORY;
+        return false;
+      }
+      worker_charged_ = true;
+    }
     CUdevice dev;
     CUcontext ctx = nullptr;
     // The context's own device memory is the VM's too: no room in its quota, no context
@@ -97,7 +107,18 @@ bool Session::ensure_context() {
       return false;
     }
     CUresult r = api_.cuDeviceGet(&dev, devices_[current_]);
-    if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
+    {
+      // A resume needs its context where this one goes, alignment slack included: fence it
+      // (address_hold.h).
+      std::lock_guard l(context_layout_mu());
+      const std::vector<AddressRange> before = current_mappings();
+      if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
+      if (r == CUDA_SUCCESS) {
+        const std::vector<AddressRange> after = current_mappings(), added = vanished_ranges(after, before);
+        if (const uint64_t low = lowest_of_cluster(added); low)
+          context_fence_.add({free_below(after, low, kContextFenceBytes)});
+      }
+    }
     if (r != CUDA_SUCCESS) {
       if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
       ctx_error_ = r;
@@ -210,8 +231,13 @@ CUresult Session::release(Object& o, Release how) {
       m.va = 0;
       return e;
     }
-    case ObjectKind::HostRegistration:  // portable: any context
-      return destroy_once(o.as<HostRegistrationObject>().host, api_.cuMemHostUnregister);
+    case ObjectKind::HostRegistration: {  // portable: any context
+      // Its charge goes back whichever way it goes (a resume pins and charges it again).
+      HostRegistrationObject& hr = o.as<HostRegistrationObject>();
+      if (account_ && hr.charged) account_->refund(hr.charged, VmLedger::kHost);
+      hr.charged = 0;
+      return destroy_once(hr.host, api_.cuMemHostUnregister);
+    }
     case ObjectKind::Limit:
       // Goes with a destroyed context; a reset puts the value from before back. Either way
       // its memory goes back to the VM.
@@ -226,6 +252,7 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::GraphNode:
       return CUDA_SUCCESS;  // goes with its graph
     case ObjectKind::Graph:
+      if (o.as<GraphObject>().borrowed) return CUDA_SUCCESS;  // its child graph node's
       return destroy_once(o.as<GraphObject>().graph, api_.cuGraphDestroy);
     case ObjectKind::GraphExec: {
       GraphExecObject& x = o.as<GraphExecObject>();
@@ -259,6 +286,8 @@ CUresult Session::release(Object& o, Release how) {
     }
     case ObjectKind::CublasHandle:
       return cublas_release(o.as<CublasHandleObject>());
+    case ObjectKind::CublasLt:
+      return cublaslt_release(o.as<CublasLtObject>());
     case ObjectKind::VmmReservation:
       if (arena_) arena_->free_guest(o.handle, o.as<VmmReservationObject>().bytes);
       return CUDA_SUCCESS;
@@ -417,9 +446,7 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   }
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
-  if (c == api::Call::LaunchKernel || c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx ||
-      c == api::Call::GraphLaunch)
-    launched_in_batch_ = true;  // batch_done() records what it left pending
+  if (api::call_flags(call_id) & api::kLaunches) launched_in_batch_ = true;  // batch_done() records what it left pending
   // Work that only issues goes to the GPU's working thread and is answered at once: the
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
   // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,

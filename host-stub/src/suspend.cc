@@ -28,6 +28,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "client_control.h"
@@ -415,6 +416,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
+  // cuBLASLt's handles and descriptors are not carried yet (cublaslt.cc): refused while any exists.
+  if (const std::string t = cublaslt_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -636,6 +639,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       }
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
+      case ObjectKind::CublasLt:
+        break;  // never: refused while any exists (cublaslt_blocks_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -781,6 +786,11 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     });
     if (arena_) arena_->release_memory();
     release_all(Release::kSuspend);  // the contexts
+    // A thread started and joined lets glibc unmap the stacks of the driver's threads that
+    // ended detached (workers keep no stack cache: vmrpc/src/worker.cc), so they are part
+    // of the hole too.
+    std::thread([] {}).join();
+    context_fence_.forget();  // part of the hole now
     context_hole_.hold(vanished_ranges(mapped, current_mappings()));
   }
   free_gates(true);
@@ -814,6 +824,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     {
       std::lock_guard l(context_layout_mu());
       release_all(Release::kSuspend);
+      context_fence_.forget();
       context_hole_.hold_again();  // for the next try
     }
     free_gates(true);  // graph host nodes' gates (no context is left to call them)
@@ -951,6 +962,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
+    if (s.kind == ObjectKind::CublasLt) return bad("cuBLASLt objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1282,6 +1294,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       }
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
+      case ObjectKind::CublasLt:
+        return bad("cuBLASLt objects are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
@@ -1556,10 +1570,18 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         auto range = region ? region->resolve({s.handle, hr.bytes}) : std::nullopt;
         if (!range || range->empty())
           return fail("pinned host memory at heap offset " + hex(s.handle) + " is outside the shared region");
+        if (!charge_host(hr.bytes, "pinning host memory again at a resume"))
+          return fail("the VM's host memory bound has no room for the client's pinned memory (" +
+                      std::to_string(hr.bytes >> 20) + " MiB)");
+        hr.charged = account_ ? hr.bytes : 0;
         hr.host = range->data();
         e = api_.cuMemHostRegister_v2(hr.host, hr.bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
         what = "pinning shared heap memory";
-        if (e != CUDA_SUCCESS) hr.host = nullptr;
+        if (e != CUDA_SUCCESS) {
+          hr.host = nullptr;
+          if (hr.charged) account_->refund(hr.charged, VmLedger::kHost);  // not in the VOL: undone here
+          hr.charged = 0;
+        }
         break;
       }
       case ObjectKind::Limit: {
@@ -1581,7 +1603,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         // A new handle of the library with the same pointer and math modes; its stream and
         // workspace once every object is back (restore_cublas_settings).
         std::string w;
-        if (!cublas_recreate(std::get<CublasHandleObject>(data), &w)) return fail(w);
+        if (!cublas_recreate(std::get<CublasHandleObject>(data), s.device, &w)) return fail(w);
         break;
       }
       case ObjectKind::Array:

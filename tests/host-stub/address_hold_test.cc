@@ -36,6 +36,45 @@ TEST(AddressHold, VanishedRanges) {
   EXPECT_EQ(vanished_ranges(before, {}), (std::vector<AddressRange>{{0x1000, 0x5000}, {0x8000, 0xa000}, {0x10000, 0x20000}}));
 }
 
+TEST(AddressHold, FreeBelow) {
+  const std::vector<AddressRange> maps{{0x1000, 0x2000}, {0x5000, 0x6000}, {0x9000, 0xa000}};
+  EXPECT_EQ(free_below(maps, 0x5000, 0x10000), (AddressRange{0x2000, 0x5000}));  // down to the next mapping
+  EXPECT_EQ(free_below(maps, 0x5000, 0x1000), (AddressRange{0x4000, 0x5000}));   // at most `bytes`
+  EXPECT_EQ(free_below(maps, 0x1000, 0x10000), (AddressRange{0, 0x1000}));
+  EXPECT_EQ(free_below({{0x4000, 0x5800}}, 0x5000, 0x1000), (AddressRange{0x5000, 0x5000}));  // none
+}
+
+TEST(AddressHold, LowestOfCluster) {
+  EXPECT_EQ(lowest_of_cluster({}), 0u);
+  const uint64_t mib = 1 << 20;
+  // The heap grew (low), a thread stack 8 MiB below the context's big reservation, a small
+  // mapping far below.
+  const std::vector<AddressRange> added{{0x555555000000, 0x555555100000},
+                                        {0x7ffd00000000, 0x7ffd00000000 + mib},
+                                        {0x7ffdc57ff000, 0x7ffdc6000000},
+                                        {0x7ffdc6000000, 0x7ffde6600000},
+                                        {0x7ffde6600000, 0x7ffde6800000}};
+  EXPECT_EQ(lowest_of_cluster(added), 0x7ffdc57ff000u);
+}
+
+TEST(AddressHold, AddKeepsWhatIsHeld) {
+  const uint64_t bytes = 2 << 20;
+  void* a = ::mmap(nullptr, 2 * bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(a, MAP_FAILED);
+  const uint64_t at = reinterpret_cast<uint64_t>(a);
+  ::munmap(a, 2 * bytes);
+  AddressHold hold;
+  hold.add({{at, at + bytes}});
+  hold.add({{at + bytes, at + 2 * bytes}, {at + bytes, at + bytes}});  // an empty range is nothing
+  EXPECT_EQ(hold.held_ranges(), 2u);
+  EXPECT_FALSE(free_at(at, bytes));
+  EXPECT_FALSE(free_at(at + bytes, bytes));
+  hold.forget();
+  EXPECT_TRUE(free_at(at, 2 * bytes));
+  hold.hold_again();  // forgotten: nothing to hold again
+  EXPECT_EQ(hold.held_ranges(), 0u);
+}
+
 TEST(AddressHold, KeepsTheHoleFreeUntilReleased) {
   const uint64_t bytes = 16 << 20;
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
