@@ -37,9 +37,10 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 # VMCUDA_REMOTE_CUBLAS=1: vmcuda's libcublas.so.13 preloaded (PyTorch's wheel finds NVIDIA's
 # copy through its own RPATH, but a library already loaded under the soname wins; issue 12
 # point 3), and vmcuda's libcublasLt.so.13 with it (PyTorch gives its cuBLAS handle to
-# cuBLASLt: both must be vmcuda's). Off by default, as in vmcuda-run.
+# cuBLASLt: both must be vmcuda's). On by default, as in vmcuda-run; VMCUDA_REMOTE_CUBLAS=0
+# runs NVIDIA's copies on vmcuda's libcuda instead.
 preload=""
-[ "${VMCUDA_REMOTE_CUBLAS:-0}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
+[ "${VMCUDA_REMOTE_CUBLAS:-1}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
   preload="$carry/lib/libcublasLt.so.13:$carry/lib/libcublas.so.13"  # one word: run_steps passes it to env
 run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
   LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${preload:+LD_PRELOAD="$preload"}

@@ -44,4 +44,5 @@ for name in "${names[@]}"; do
   else echo "$name: DIFFERS from the native run"; diff -u "$expected/$name.out" "$work/$name.out" | head -20; status=1; fi
 done
 kill -0 $stub_pid || { echo "the stub died"; cat "$work/stub.log"; exit 1; }
+[ $status = 0 ] || { echo "the stub's warnings:"; grep -E "warning|error" "$work/stub.log" | tail -n 40; }
 exit $status
