@@ -102,7 +102,7 @@ VMRPC_KNOB(kExportableMemory, "VMCUDA_IPC_MEMORY", 1,
            "cudaErrorNotSupported");
 VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
            "threads that copy and checksum a client's device memory during a suspend to host memory "
-           "(0: half the CPUs, 2 to 16; 1: one, inline)");
+           "(0: one per CPU, 2 to 16; 1: one, inline)");
 VMRPC_KNOB(kStateStripes, "VMCUDA_STATE_STRIPES", 0,
            "files a client's saved state is striped over (state_stream.h): each copy thread mostly writes a file of "
            "its own, as one tmpfs or page-cache file takes one writer at a time (0: one per copy thread; at most 64)");
