@@ -63,6 +63,19 @@ cudaError_t get_params(Remote& r, cudaGraphNode_t node, api::GraphNodeParams* p,
   return cudaSuccess;
 }
 
+// A node's parameters for a getter (the app's `out` non-null, the node of `type`), under the
+// client's lock, which *lock keeps held for the caller. Null with the error recorded in *e.
+Remote* typed_params(cudaGraphNode_t node, const void* out, uint32_t type, api::GraphNodeParams* p,
+                     std::unique_lock<std::mutex>* lock, cudaError_t* e) {
+  Remote* r = graph_enter(e);
+  if (!r) return nullptr;
+  if (!node || !out) return *e = record(cudaErrorInvalidValue), nullptr;
+  *lock = r->lock();
+  if (cudaError_t ge = get_params(*r, node, p)) return *e = record(ge), nullptr;
+  if (p->type != type) return *e = record(cudaErrorInvalidValue), nullptr;
+  return r;
+}
+
 // A node's type, or the error (the node unknown: cudaErrorInvalidValue).
 cudaError_t node_type(Remote& r, cudaGraphNode_t node, uint32_t* type) {
   if (!node) return cudaErrorInvalidValue;
@@ -176,13 +189,9 @@ cudaError_t set_event(uint64_t exec, cudaGraphNode_t node, cudaEvent_t event, ui
 
 cudaError_t get_event(cudaGraphNode_t node, cudaEvent_t* out, uint32_t type) {
   cudaError_t e;
-  Remote* r = graph_enter(&e);
-  if (!r) return e;
-  if (!out) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
+  std::unique_lock<std::mutex> lock;
   api::GraphNodeParams p;
-  if (cudaError_t ge = get_params(*r, node, &p)) return record(ge);
-  if (p.type != type) return record(cudaErrorInvalidValue);
+  if (!typed_params(node, out, type, &p, &lock, &e)) return e;
   *out = handle_of<cudaEvent_t>(p.object);
   return cudaSuccess;
 }
@@ -371,13 +380,10 @@ cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNod
 // ---- memcpy nodes
 cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms* pNodeParams) {
   cudaError_t e;
-  Remote* r = graph_enter(&e);
-  if (!r) return e;
-  if (!node || !pNodeParams) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
+  std::unique_lock<std::mutex> lock;
   api::GraphNodeParams p;
-  if (cudaError_t ge = get_params(*r, node, &p)) return record(ge);
-  if (p.type != api::kGraphNodeMemcpy) return record(cudaErrorInvalidValue);
+  Remote* r = typed_params(node, pNodeParams, api::kGraphNodeMemcpy, &p, &lock, &e);
+  if (!r) return e;
   const auto heap = r->slot().region().heap();
   auto side = [&](const api::GraphMemcpySide& s, cudaPitchedPtr* ptr, cudaPos* pos) -> bool {
     void* at;
@@ -464,13 +470,9 @@ cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExe
 // ---- memset nodes
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* pNodeParams) {
   cudaError_t e;
-  Remote* r = graph_enter(&e);
-  if (!r) return e;
-  if (!node || !pNodeParams) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
+  std::unique_lock<std::mutex> lock;
   api::GraphNodeParams p;
-  if (cudaError_t ge = get_params(*r, node, &p)) return record(ge);
-  if (p.type != api::kGraphNodeMemset) return record(cudaErrorInvalidValue);
+  if (!typed_params(node, pNodeParams, api::kGraphNodeMemset, &p, &lock, &e)) return e;
   *pNodeParams = cudaMemsetParams{handle_of<void*>(p.memset_dst), p.memset_pitch, p.memset_value,
                                   p.memset_element_size, p.memset_width, p.memset_height};
   return cudaSuccess;
@@ -494,13 +496,10 @@ cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
 // ---- host nodes
 cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams* pNodeParams) {
   cudaError_t e;
-  Remote* r = graph_enter(&e);
-  if (!r) return e;
-  if (!node || !pNodeParams) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
+  std::unique_lock<std::mutex> lock;
   api::GraphNodeParams p;
-  if (cudaError_t ge = get_params(*r, node, &p)) return record(ge);
-  if (p.type != api::kGraphNodeHost) return record(cudaErrorInvalidValue);
+  Remote* r = typed_params(node, pNodeParams, api::kGraphNodeHost, &p, &lock, &e);
+  if (!r) return e;
   cudaHostFn_t fn = nullptr;
   void* data = nullptr;
   if (!persistent_host_function(*r, p.mailbox.offset, &fn, &data)) return record(cudaErrorUnknown);
