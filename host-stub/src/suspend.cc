@@ -1816,6 +1816,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return give_up("writing physical allocation " + std::to_string(o->handle) + " failed: " + describe(api_, e));
       off += chunk.size();
     }
+    // The last pageable copy may still be in flight: its fault is this allocation's.
+    if (CUresult e = api_.cuCtxSynchronize(); e != CUDA_SUCCESS)
+      return give_up("writing physical allocation " + std::to_string(o->handle) + " failed: " + describe(api_, e));
     vmm_unmap_whole(va, bytes);
     memory_bytes += bytes;
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);

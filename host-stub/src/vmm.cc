@@ -57,6 +57,10 @@ CUresult Session::vmm_map_whole(const Object& alloc, uint64_t* va, std::string* 
 
 void Session::vmm_unmap_whole(uint64_t va, uint64_t bytes) {
   if (!va) return;
+  // A copy from pageable memory returns once its bytes are staged, before the DMA lands, and
+  // cuMemUnmap does not wait for it: unmapping at once faulted the copy on the H100 (the next
+  // call answered CUDA_ERROR_LAUNCH_FAILED).
+  api_.cuCtxSynchronize();
   api_.cuMemUnmap(va, bytes);
   if (arena_) arena_->free_guest(va, bytes);
 }
