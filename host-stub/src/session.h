@@ -81,6 +81,9 @@ struct StubLimits {
   // its resident memory, mostly the CUDA driver's), charged to the VM's host memory bound with
   // the program's first context; 0: none (clients that are threads of the stub).
   uint64_t worker_host_bytes = 0;
+  // Host memory NVIDIA's cuBLAS and cuBLASLt add to a worker once loaded (VMCUDA_BLAS_HOST_BYTES),
+  // charged with its first handle of either; 0: none (clients that are threads of the stub).
+  uint64_t blas_host_bytes = 0;
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -255,6 +258,8 @@ class Session : public vmrpc::SlotService {
   bool charge_host(uint64_t bytes, const char* what);
   uint32_t host_refusals_ = 0;
   bool worker_charged_ = false;  // this worker process's own host cost (StubLimits::worker_host_bytes)
+  bool blas_host_charged_ = false;  // the BLAS libraries' host cost in this worker (StubLimits::blas_host_bytes)
+  bool charge_blas_host();        // cublas.cc: false when the VM's host memory bound has no room
   // Destroys a handle of the real library (teardown); the handle's context is current.
   CUresult cublas_release(CublasHandleObject& h);
   // A resume (suspend.cc): a new handle of the library for `h` with its pointer and math
@@ -481,6 +486,9 @@ class Session : public vmrpc::SlotService {
   // The Context entries' driver handles per guest device, for the hot path (make_current):
   // set and cleared only with those entries.
   std::vector<CUcontext> contexts_;
+  // Per device, the stream that stands for the guest's per-thread default stream, made at
+  // its first use (resolve_stream). Goes with its context.
+  mutable std::vector<CUstream> per_thread_streams_;
   // Per device, an event recorded as the client came back from a suspend: GPU time 0 for the
   // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
   std::vector<CUevent> resume_marks_;

@@ -32,7 +32,13 @@ for prog in "$bindir"/*; do
   pids+=($!)
 done
 for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || { echo "${names[$i]} failed; its stderr:"; tail -n 20 "$work/${names[$i]}.err"; status=1; }
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  if [ $rc != 0 ]; then
+    # 124: the timeout ended it. The programs' CHECK lines go to stdout, so show both.
+    echo "${names[$i]} failed (exit $rc); the end of its stdout and stderr:"
+    tail -n 5 "$work/${names[$i]}.out"; tail -n 20 "$work/${names[$i]}.err"; status=1
+  fi
 done
 for name in "${names[@]}"; do
   if diff -u "$expected/$name.out" "$work/$name.out" >/dev/null; then echo "$name (with the others, GPU working thread): identical to the native run"
