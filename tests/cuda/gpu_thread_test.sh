@@ -24,9 +24,6 @@ for prog in "$bindir"/*; do
   [ "$name" = kernel_printf ] && continue  # in thread mode kernel printf goes to the stub's stdout
   [ "$name" = multi_gpu ] && continue  # needs a stub with two devices (run_cuda_test.sh, gpu-multi-check.sh)
   [[ "$name" == *_static ]] && continue  # NAME built with NVIDIA's static runtime: its own test (cuda_NAME_static)
-  # On the H100 (2026-11-27) every program of this run failed while ipc and ipc_pool ran beside
-  # them (IPC in one process: issue 11); graph_nodes' conditional bodies fail through vmcuda there.
-  case "$name" in ipc|ipc_pool|graph_nodes) continue ;; esac
   names+=("$name")
   VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$libdir" timeout 300 "$prog" >"$work/$name.out" 2>"$work/$name.err" &
   pids+=($!)
