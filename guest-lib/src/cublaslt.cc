@@ -74,16 +74,7 @@ HeuristicCache& heuristic_cache() {
   return *c;
 }
 
-// Forgets the answers given for handle `wire` (its key's first 8 bytes).
-void forget_handle(uint64_t wire) {
-  HeuristicCache& c = heuristic_cache();
-  std::lock_guard l(c.mu);
-  std::erase_if(c.answers, [&](const auto& e) {
-    uint64_t w;
-    std::memcpy(&w, e.first.data(), sizeof w);
-    return w == wire;
-  });
-}
+
 
 // The live object of kind `k` the app's value names, or nullptr.
 Object* find(const void* app, Kind k) {
@@ -232,6 +223,17 @@ int get_attribute(const void* app, Kind k, uint64_t A::*field, int32_t attr, voi
 }
 
 }  // namespace
+
+// The answers given for handle `wire` (its key's first 8 bytes) go.
+void forget_handle(uint64_t wire) noexcept {
+  HeuristicCache& c = heuristic_cache();
+  std::lock_guard l(c.mu);
+  std::erase_if(c.answers, [&](const auto& e) {
+    uint64_t w;
+    std::memcpy(&w, e.first.data(), sizeof w);
+    return w == wire;
+  });
+}
 }  // namespace vmcuda::guest::cublaslt
 
 using namespace vmcuda::guest::cublaslt;
