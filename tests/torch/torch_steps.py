@@ -170,7 +170,9 @@ def main():
         torch.cuda.empty_cache()
         torch.cuda.synchronize()
         return f"{h.hexdigest()[:16]} expandable={expandable_on} segments={len(segments)}"
-    step("expandable_segments", expandable)
+    import os
+    if ONLY == "expandable_segments" or "expandable_segments:True" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        step("expandable_segments", expandable)  # a run of every step without the setting skips it
 
 
 if __name__ == "__main__":
