@@ -18,7 +18,14 @@ steps=$("$py" "$top/tests/torch/torch_steps.py" --list)
 run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
   local o="$1" e="$2"; shift 2
   : >"$o"; : >"$e"
-  for s in $steps; do
+  run_each "$o" "$e" "$steps" "$@"
+  # PyTorch's expandable segments (the driver's virtual memory calls: cuMemAddressReserve,
+  # cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease) instead of cudaMalloc.
+  run_each "$o" "$e" expandable_segments "$@" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+}
+run_each() { # OUTFILE ERRFILE STEPS [env...]
+  local o="$1" e="$2" list="$3"; shift 3
+  for s in $list; do
     env "$@" timeout "${TORCH_TIMEOUT:-120}" "$py" "$top/tests/torch/torch_steps.py" --step "$s" >>"$o" 2>>"$e"
     local rc=$?
     grep -q "^STEP $s:" "$o" || echo "STEP $s: FAIL the process ended with rc $rc" >>"$o"

@@ -121,8 +121,11 @@ uint64_t fake_live_cublas_handles();
 // "libcublasLt.so.13" (fake_cublas.cc): handles (a fake cuBLAS handle is one too), matmul
 // descriptors, layouts and preferences, a heuristic answering one algorithm, and
 // cublasLtMatmul for fp32/bf16 column-major matrices with fp32 compute and the DEFAULT, RELU,
-// BIAS and RELU_BIAS epilogues. The live handles and descriptors of the fake library:
+// BIAS and RELU_BIAS epilogues; the algorithm calls (ids 0 and 1 for fp32, their config and
+// capabilities: the fake's own layout of the 64 bytes). The live handles and descriptors of
+// the fake library, and how many heuristic queries reached it:
 uint64_t fake_live_cublaslt_objects();
+uint64_t fake_cublaslt_heuristic_calls();
 // The last cuBLAS handle's settings as the fake library was given them.
 struct FakeCublasSettings {
   void* stream = nullptr;
