@@ -56,8 +56,10 @@ enum class ObjectKind : uint8_t {
   VmmAllocation,     // handle: made by the host (cuMemCreate); parent: its device's context
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
+  CufftPlan,         // handle: guest cuFFT plan handle (parent: the context; host-stub/src/cufft.cc)
+  CurandGenerator,   // handle: guest cuRAND generator handle (parent: the context; host-stub/src/curand.cc)
 };
-inline constexpr unsigned kObjectKinds = 25;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 27;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -190,6 +192,18 @@ struct CublasHandleObject {
   uint64_t workspace_bytes = 0;
 };
 
+// A cuFFT plan (cufftHandle) and a cuRAND generator (curandGenerator_t) of the real libraries,
+// with the guest stream each was given (0: the default stream). Not carried by a suspend
+// (refused while any exists: nvlib_block_suspend).
+struct CufftPlanObject {
+  int plan = -1;
+  uint64_t stream = 0;
+};
+struct CurandGeneratorObject {
+  void* generator = nullptr;
+  uint64_t stream = 0;
+};
+
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,
 // cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
@@ -225,7 +239,8 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
-                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject>;
+                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CufftPlanObject,
+                                CurandGeneratorObject>;
 
 struct Object {
   ObjectId id = 0;

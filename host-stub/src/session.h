@@ -231,6 +231,14 @@ class Session : public vmrpc::SlotService {
   // workspace. False and why when the library or a setting cannot be had.
   bool cublas_recreate(CublasHandleObject& h, std::string* why);
   bool restore_cublas_settings(std::string* why);
+  // ---- cuFFT and cuRAND (cufft.cc, curand.cc; the generated handlers use NvlibScope, nvlib.h).
+  template <class Traits>
+  friend class NvlibScope;
+  // Destroys a plan / generator of the real library (teardown); its context is current.
+  CUresult cufft_release(CufftPlanObject& p);
+  CUresult curand_release(CurandGeneratorObject& g);
+  // Why a suspend is refused now (empty: it is not): plans and generators are not carried yet.
+  std::string nvlib_block_suspend() const;
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

@@ -409,6 +409,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string v = vmm_block_suspend(); !v.empty()) return fail(v);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
+  // cuFFT plans and cuRAND generators are not carried yet (nvlib.cc): refused while any exists.
+  if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -614,6 +616,9 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;  // never: refused while any exists (vmm_block_suspend)
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
+      case ObjectKind::CufftPlan:
+      case ObjectKind::CurandGenerator:
+        break;  // never: refused while any exists (nvlib_block_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -888,6 +893,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
       return bad("virtual memory objects are not carried by a suspend");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
+    if (s.kind == ObjectKind::CufftPlan || s.kind == ObjectKind::CurandGenerator)
+      return bad("cuFFT plans and cuRAND generators are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1178,6 +1185,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return bad("virtual memory objects are not carried by a suspend");
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
+      case ObjectKind::CufftPlan:
+      case ObjectKind::CurandGenerator:
+        return bad("cuFFT plans and cuRAND generators are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());

@@ -383,17 +383,21 @@ const std::map<std::string, void*>& table() {
   return t;
 }
 
-int g_library_token;
+int g_library_token, g_cufft_token, g_curand_token;
 
 }  // namespace
 
 void* fake_open_library(const char* soname, std::string* why) {
   if (std::string(soname) == "libcublas.so.13") return &g_library_token;
+  if (std::string(soname) == "libcufft.so.12") return &g_cufft_token;
+  if (std::string(soname) == "libcurand.so.10") return &g_curand_token;
   if (why) *why = std::string(soname) + ": the test executor has no such library";
   return nullptr;
 }
 
 void* fake_library_symbol(void* library, const char* name) {
+  if (library == &g_cufft_token) return fake_cufft_symbol(name);
+  if (library == &g_curand_token) return fake_curand_symbol(name);
   if (library != &g_library_token) return nullptr;
   auto it = table().find(name);
   return it == table().end() ? nullptr : it->second;

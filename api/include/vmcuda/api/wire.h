@@ -680,3 +680,10 @@ static_assert(sizeof(DeviceReply) == 8);
 #ifdef VMCUDA_WITH_CUBLAS
 #include "vmcuda/api/cublas_wire.h"
 #endif
+// cuFFT and cuRAND (scripts/gen-nvlib.py).
+#ifdef VMCUDA_WITH_CUFFT
+#include "vmcuda/api/cufft_wire.h"
+#endif
+#ifdef VMCUDA_WITH_CURAND
+#include "vmcuda/api/curand_wire.h"
+#endif
