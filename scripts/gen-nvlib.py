@@ -168,6 +168,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             sys.exit(f"gen-nvlib.py: {name} ({calls_path}) is not in {lib['headers']}")
         hand = "hand" in flags
         check = roles.pop("check", None)
+        keep = roles.pop("note", None)
         ret, plist = protos[name]
         params = [Param(lib, name, b, n, d, roles.get(n)) for b, n, d in plist]
         known = {p.name for p in params}
@@ -258,6 +259,8 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         if h is not None and h.kind == "newhandle":
             g.append("  auto made_ = make_handle();")
             g.append(f"  a_.{h.name} = made_->wire;")
+        if keep:  # note=STATEMENT: what the guest keeps of the call (the new handle is made_, a handle h_)
+            g.append(f"  {keep};")
         for p in params:
             if p.kind == "handle":
                 g.append(f"  a_.{p.name} = h_->wire;")

@@ -10,13 +10,14 @@ carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
   cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart vmcuda_nvml cuda_kill_probe \
-    state_file_bench vmcuda_cublas
+    state_file_bench vmcuda_cublas vmcuda_cufft vmcuda_curand
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
     "$carry/"
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" \
-    "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$top/build-gpu/guest-lib/libcublas.so.13" "$carry/lib/"
+    "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$top/build-gpu/guest-lib/libcublas.so.13" \
+    "$top/build-gpu/guest-lib/libcufft.so.12" "$top/build-gpu/guest-lib/libcurand.so.10" "$carry/lib/"
   # NVML through vmcuda vs natively (plain C, dlopen: no toolkit needed).
   cc -O2 -o "$carry/nvml_query" "$top/tests/cuda/nvml_query.c" -ldl
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them

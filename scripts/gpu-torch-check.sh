@@ -26,9 +26,18 @@ run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
 }
 run_steps "$out/native.txt" "$out/native.err"
 sock=/tmp/vmcuda-torch-check.sock
-# The stub's NVIDIA libcublas.so.13: the one PyTorch's wheel brings (nvidia-cublas), unless set.
+# The stub's NVIDIA libcublas.so.13, libcufft.so.12 and libcurand.so.10: those PyTorch's wheels
+# bring (nvidia-cublas, nvidia-cufft, nvidia-curand; VMCUDA_HOST_LIBDIR takes several folders), unless set.
 if [ -z "${VMCUDA_HOST_LIBDIR:-}" ]; then
-  VMCUDA_HOST_LIBDIR="$("$py" -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
+  VMCUDA_HOST_LIBDIR="$("$py" -c '
+import importlib, os
+dirs = []
+for m in ("nvidia.cublas", "nvidia.cufft", "nvidia.curand"):
+    try:
+        dirs.append(os.path.join(list(importlib.import_module(m).__path__)[0], "lib"))
+    except Exception:
+        pass
+print(":".join(dirs))' 2>/dev/null || true)"
   export VMCUDA_HOST_LIBDIR
 fi
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
@@ -38,8 +47,12 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 # copy through its own RPATH, but a library already loaded under the soname wins; issue 12
 # point 3). Off by default, as in vmcuda-run: PyTorch gives its cuBLAS handle to NVIDIA's
 # cuBLASLt, which needs NVIDIA's cuBLAS until cuBLASLt is remoted too.
+# VMCUDA_REMOTE_CUFFT=1 / VMCUDA_REMOTE_CURAND=1: the same for vmcuda's libcufft.so.12 and
+# libcurand.so.10 (the fft step needs it: NVIDIA's cuFFT cannot run on vmcuda's libcuda.so.1).
 preload=""
 [ "${VMCUDA_REMOTE_CUBLAS:-0}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && preload="$carry/lib/libcublas.so.13"
+[ "${VMCUDA_REMOTE_CUFFT:-0}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload }$carry/lib/libcufft.so.12"
+[ "${VMCUDA_REMOTE_CURAND:-0}" = 1 ] && [ -e "$carry/lib/libcurand.so.10" ] && preload="${preload:+$preload }$carry/lib/libcurand.so.10"
 run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
   LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${preload:+LD_PRELOAD="$preload"}
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null

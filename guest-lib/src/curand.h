@@ -25,14 +25,44 @@ extern const nvlib::Statuses kStatuses;
 
 struct Handle {
   uint64_t wire = 0;
+  int rng_type = 0;
+  unsigned dims = 1;  // a quasi-random generator's dimensions
 };
 
 // The live generator `app` names (*h), or CURAND_STATUS_NOT_INITIALIZED.
 int enter(curandGenerator_t app, Handle** h) noexcept;
 std::unique_ptr<Handle> make_handle();
 void publish(std::unique_ptr<Handle> h, curandGenerator_t* out) noexcept;
-// curandCreateGenerator's check: CURAND_STATUS_TYPE_ERROR for a type curand.h does not name.
+// cuRAND's own checks of the calls that are queued here (api/libs/curand.calls check=): each
+// answers the status NVIDIA's library answers (curand.h), 0 when the call is good.
+// curandCreateGenerator: a type curand.h does not name.
 int rng_bad(int rng_type) noexcept;
+inline bool quasi(const Handle* h) noexcept { return h->rng_type >= 200; }
+// A seed: pseudo-random generators only.
+inline int pseudo_bad(const Handle* h) noexcept { return quasi(h) ? kTypeError : kSuccess; }
+// Orderings: the quasi-random default for those, a pseudo-random one for the others.
+inline int ordering_bad(const Handle* h, int order) noexcept {
+  return quasi(h) ? (order == 201 ? kSuccess : kOutOfRange) : (order >= 100 && order <= 104 ? kSuccess : kOutOfRange);
+}
+inline int dims_bad(const Handle* h, unsigned d) noexcept {
+  return !quasi(h) ? kTypeError : d < 1 || d > 20000 ? kOutOfRange : kSuccess;
+}
+// A count of a quasi-random generator is a multiple of its dimensions; `bits` 32 or 64: the
+// integers of curandGenerate (not of a 64-bit generator) and curandGenerateLongLong (64-bit
+// Sobol only), 0: any generator.
+inline int length_bad(const Handle* h, size_t n, int bits) noexcept {
+  const bool wide = h->rng_type == 203 || h->rng_type == 204;  // SOBOL64, SCRAMBLED_SOBOL64
+  if ((bits == 32 && wide) || (bits == 64 && !wide)) return kTypeError;
+  return quasi(h) && n % h->dims ? kLengthNotMultiple : kSuccess;
+}
+// Normals come in pairs from a pseudo-random generator.
+inline int normal_bad(const Handle* h, size_t n) noexcept {
+  if (int s = length_bad(h, n, 0)) return s;
+  return !quasi(h) && n % 2 ? kLengthNotMultiple : kSuccess;
+}
+inline int poisson_bad(const Handle* h, size_t n, double lambda) noexcept {
+  return !(lambda > 0) ? kOutOfRange : length_bad(h, n, 0);
+}
 using nvlib::device_pointer;
 inline void unsupported(const char* name, std::atomic<bool>& logged) noexcept {
   nvlib::unsupported(kStatuses, name, logged);

@@ -3,7 +3,8 @@
 // naive DFT in double precision over the fake device memory, so that CI checks real numbers of
 // cuFFT calls that went through the guest library, the wire and the stub. Sizes and types are
 // checked as cuFFT documents (CUFFT_INVALID_SIZE, CUFFT_INVALID_TYPE); memory no allocation
-// holds is CUFFT_EXEC_FAILED (a GPU would fault). Other ranks and Z2Z/D2Z/Z2D answer
+// holds is CUFFT_EXEC_FAILED (a GPU would fault). cufftXtMakePlanMany/cufftXtExec of those types
+// in single precision too. Other ranks and Z2Z/D2Z/Z2D answer
 // CUFFT_NOT_SUPPORTED: the GPU run checks those.
 #include <cmath>
 #include <complex>
@@ -207,6 +208,27 @@ int exec(int plan, const void* idata, void* odata, int want_type, int direction)
   return status;
 }
 int f_exec_c2c(int plan, void* i, void* o, int direction) { return exec(plan, i, o, kC2C, direction); }
+// cufftXt's plans (PyTorch's): single-precision real or complex data (cudaDataType CUDA_R_32F 0,
+// CUDA_C_32F 4) as the three transform types.
+int f_xt_make_plan_many(int plan, int rank, long long* n, long long* inembed, long long, long long, int itype,
+                        long long* onembed, long long, long long, int otype, long long batch, size_t* work,
+                        int etype) {
+  if (rank != 1 || !n || inembed || onembed || etype != 4) return kNotSupported;
+  const int type = itype == 0 && otype == 4 ? kR2C : itype == 4 && otype == 0 ? kC2R : itype == 4 && otype == 4 ? kC2C : 0;
+  if (!type) return kNotSupported;
+  if (n[0] > INT32_MAX || batch > INT32_MAX) return kInvalidSize;
+  return f_make_plan_1d(plan, int(n[0]), type, int(batch), work);
+}
+int f_xt_exec(int plan, void* i, void* o, int direction) {
+  int type;
+  {
+    std::lock_guard l(g_mu);
+    Plan* p = live(plan);
+    if (!p) return kInvalidPlan;
+    type = p->type;
+  }
+  return exec(plan, i, o, type, type == kC2C ? direction : type == kR2C ? -1 : 1);
+}
 int f_exec_r2c(int plan, void* i, void* o) { return exec(plan, i, o, kR2C, -1); }
 int f_exec_c2r(int plan, void* i, void* o) { return exec(plan, i, o, kC2R, 1); }
 
@@ -228,6 +250,8 @@ void* fake_cufft_symbol(const char* name) {
       {"cufftExecC2C", reinterpret_cast<void*>(f_exec_c2c)},
       {"cufftExecR2C", reinterpret_cast<void*>(f_exec_r2c)},
       {"cufftExecC2R", reinterpret_cast<void*>(f_exec_c2r)},
+      {"cufftXtMakePlanMany", reinterpret_cast<void*>(f_xt_make_plan_many)},
+      {"cufftXtExec", reinterpret_cast<void*>(f_xt_exec)},
   };
   auto it = t.find(name);
   return it == t.end() ? nullptr : it->second;

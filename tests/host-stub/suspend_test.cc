@@ -559,6 +559,29 @@ TEST(Suspend, ATextureWhoseArrayIsFreedRefusesTheSuspendAndTheClientRunsOn) {
   EXPECT_EQ(array_get(c, keep.handle, 8, 8), iota(64, 9));
 }
 
+#if defined(VMCUDA_WITH_CUFFT) && defined(VMCUDA_WITH_CURAND)
+TEST(Suspend, CufftPlansAndCurandGeneratorsRefuseTheSuspendUntilDestroyed) {
+  Stub stub;
+  Client c(stub);
+  ASSERT_EQ(c.call<api::Call::cufftCreate>({0x7000}), 0);
+  ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({0x7010, 101}), 0);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("1 cuFFT plans and 1 cuRAND generators"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  release(stub);
+  // The client runs on; once it destroyed them, the suspend goes ahead.
+  ASSERT_EQ(c.call<api::Call::cufftDestroy>({0x7000}), 0);
+  ASSERT_EQ(c.call<api::Call::curandDestroyGenerator>({0x7010}), 0);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+}
+#endif
+
 TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
   const std::string path = ::testing::TempDir() + "vmcuda-suspend-tex-good.state";
   const std::string bad = ::testing::TempDir() + "vmcuda-suspend-tex-bad.state";
