@@ -162,7 +162,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     Lib, NS, n_exports = lib["Lib"], libname, len(exports)
     ns_status, ns_value = lib["not_supported"]
 
-    wire, defs, host_api, host_cc, guest_cc = [], [], [], [], []
+    wire, defs, host_api, host_cc, guest_cc, replays = [], [], [], [], [], []
     for number, name, flags, roles in calls:
         if name not in protos:
             sys.exit(f"gen-nvlib.py: {name} ({calls_path}) is not in {lib['headers']}")
@@ -211,6 +211,26 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             b.append(f"  if (!scope_.fresh(a.{h.name})) return guest_fault(\"{name}: a handle that is not new\");")
             b.append(f"  {lib['native']} made_{{}};")
         call_args = []
+        replay_lines, replay_args = [], []
+        for p in params:
+            if p.kind == "handle":
+                replay_args.append("*plan_")
+            elif p.kind == "newhandle":
+                replay_args.append("plan_")
+            elif p.kind == "value":
+                replay_args.append(f"a.{p.name}")
+            elif p.kind == "out":
+                replay_lines.append(f"      {p.host[:-1]} {p.name}_{{}};")
+                replay_args.append(f"&{p.name}_")
+            elif p.kind == "array":
+                replay_lines.append(f"      {p.host[:-1]} {p.name}_[{ARRAY_MAX}]{{}};")
+                replay_lines.append(f"      if (a.{p.name}_given && !{Lib}Scope::host_array(a.{p.name}, a.{p.count}, {p.name}_))"
+                                    f" return {Lib}Traits::kInvalidSize;")
+                replay_args.append(f"a.{p.name}_given ? {p.name}_ : nullptr")
+            elif "replay" in flags:
+                sys.exit(f"gen-nvlib.py: {name}: a {p.kind} parameter cannot be replayed")
+        if "replay" in flags:
+            replays.append((name, args_t, h is not None and h.kind == "newhandle", replay_lines, replay_args))
         for p in params:
             if p.kind == "handle":
                 call_args.append("scope_.native()")
@@ -239,6 +259,8 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 b.append(f"  r.{p.name} = static_cast<uint64_t>({p.name}_);")
         if h is not None and h.kind == "newhandle":
             b.append(f"  if (st_ == 0) scope_.adopt(a.{h.name}, made_);")
+        if "replay" in flags:  # what a resume replays to make the object again
+            b.append(f"  if (st_ == 0) scope_.record(api::Call::{name}, a);")
         b.append("  return st_;")
         b.append("}")
         host_cc.append("\n".join(b))
@@ -327,14 +349,49 @@ namespace vmcuda::api {{
 #define VMCUDA_{NS.upper()}_FUNCTIONS(X) \\
 {(' ' + chr(92) + nl).join(host_api)}
 """)
+    cases = []
+    for name, args_t, makes, lines, args in replays:
+        cases.append("\n".join([
+            f"    case static_cast<uint32_t>(api::Call::{name}): {{",
+            f"      api::{args_t} a;",
+            f"      if (bytes.size() != sizeof a) return {Lib}Traits::kInvalidValue;",
+            f"      if (!lib.{name}) return {Lib}Traits::kNotSupported;",
+            "      std::memcpy(&a, bytes.data(), sizeof a);",
+            *lines,
+            f"      return lib.{name}({', '.join(args)});",
+            "    }"]))
+    makers = " || ".join(f"call == static_cast<uint32_t>(api::Call::{r[0]})" for r in replays if r[2]) or "false"
+    replay_text = ""
+    if replays:
+        replay_text = f"""
+// A resume (suspend.cc) replays each call recorded on an object (the `replay` calls of
+// api/libs/{NS}.calls): *plan_ is the object, made by the first call when it is one that makes
+// one ({NS}_replay_makes). The status of the library, kInvalidValue for bytes of another size.
+bool {NS}_replay_makes(uint32_t call) {{ return {makers}; }}
+bool {NS}_replayable(uint32_t call, size_t bytes) {{
+  switch (call) {{
+{nl.join(f"    case static_cast<uint32_t>(api::Call::{r[0]}): return bytes == sizeof(api::{r[1]});" for r in replays)}
+  }}
+  return false;
+}}
+int {NS}_replay(const {Lib}Api& lib, {lib['native']}* plan_, uint32_t call, std::span<const std::byte> bytes) {{
+  switch (call) {{
+{nl.join(cases)}
+  }}
+  return {Lib}Traits::kInvalidValue;
+}}
+"""
     write(os.path.join(d, f"{NS}_host.cc"), f"""// {note}
 // The host handlers of the generated {NS} calls (hand-written helpers: host-stub/src/{NS}.h).
+#include <cstring>
+#include <span>
+
 #include "{NS}.h"
 
 namespace vmcuda::host {{
 
 {(nl + nl).join(host_cc)}
-
+{replay_text}
 }}  // namespace vmcuda::host
 """)
     write(os.path.join(d, f"{NS}_guest.cc"), f"""// {note}

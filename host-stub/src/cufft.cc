@@ -13,7 +13,15 @@ namespace vmcuda::host {
 
 #ifndef VMCUDA_WITH_CUFFT
 CUresult Session::cufft_release(CufftPlanObject&) { return CUDA_SUCCESS; }
+bool Session::cufft_recreate(CufftPlanObject&, std::string* why) {
+  *why = "the state has cuFFT plans, and this vmcuda-stub was built without cuFFT";
+  return false;
+}
+bool Session::restore_cufft_settings(std::string*) { return true; }
+bool Session::cufft_replayable_call(uint32_t, size_t) { return false; }
 #else
+
+bool Session::cufft_replayable_call(uint32_t call, size_t bytes) { return cufft_replayable(call, bytes); }
 
 const CufftApi* CufftTraits::library(const DriverApi& driver, std::string* why) {
   return load_nvidia_api<CufftApi>(
@@ -35,6 +43,64 @@ CUresult Session::cufft_release(CufftPlanObject& p) {
   return CUDA_SUCCESS;  // a cufftResult is no CUresult: teardown goes on either way
 }
 
+bool Session::cufft_recreate(CufftPlanObject& p, std::string* why) {
+  std::string w;
+  const CufftApi* lib = CufftTraits::library(api_, &w);
+  if (!lib) {
+    *why = "a cuFFT plan cannot be made again: no libcufft.so.12 on this host (" + w + ")";
+    return false;
+  }
+  p.plan = -1;
+  int st = CUFFT_SUCCESS;
+  // A plan made by cufftPlan* is made again by that call; one made in steps starts as cufftCreate's.
+  if (p.made_by.empty() || !cufft_replay_makes(p.made_by.front().first)) st = lib->cufftCreate(&p.plan);
+  for (size_t i = 0; st == CUFFT_SUCCESS && i < p.made_by.size(); ++i) {
+    const auto& [call, args] = p.made_by[i];
+    if (i > 0 && cufft_replay_makes(call)) st = CUFFT_INVALID_VALUE;  // only the first call makes the plan
+    else st = cufft_replay(*lib, &p.plan, call, args);
+  }
+  if (st != CUFFT_SUCCESS) {
+    if (p.plan >= 0) lib->cufftDestroy(p.plan);
+    p.plan = -1;
+    *why = "making a cuFFT plan again failed (cufftResult " + std::to_string(st) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool Session::restore_cufft_settings(std::string* why) {
+  const CufftApi* lib = CufftTraits::library(api_, nullptr);
+  for (const auto& [guest, id] : vol_.of(ObjectKind::CufftPlan)) {
+    Object& o = *vol_.get(id);
+    CufftPlanObject& p = o.as<CufftPlanObject>();
+    if (!p.stream && !p.work_area) continue;
+    make_current(o.device);
+    int st = CUFFT_SUCCESS;
+    if (p.stream) {
+      const Object* s = vol_.find(ObjectKind::Stream, p.stream);
+      if (!s || s->device != o.device) {
+        *why = "a cuFFT plan's stream is not in the state";
+        return false;
+      }
+      st = lib->cufftSetStream ? lib->cufftSetStream(p.plan, s->as<StreamObject>().stream) : CUFFT_NOT_SUPPORTED;
+    }
+    if (st == CUFFT_SUCCESS && p.work_area) {
+      if (!owns_range(p.work_area, 1)) {
+        *why = "a cuFFT plan's work area is not the client's memory in the state";
+        return false;
+      }
+      st = lib->cufftSetWorkArea ? lib->cufftSetWorkArea(p.plan, reinterpret_cast<void*>(p.work_area))
+                                 : CUFFT_NOT_SUPPORTED;
+    }
+    if (st != CUFFT_SUCCESS) {
+      *why = "restoring a cuFFT plan's stream or work area failed (cufftResult " + std::to_string(st) + ")";
+      return false;
+    }
+  }
+  make_current(current_);
+  return true;
+}
+
 int32_t Session::on_cufftDestroy(const api::cufftDestroy_Args& a, api::Empty&, Request&) {
   CufftScope c(*this, a.plan, "cufftDestroy");
   if (!c.ok()) return c.status();
@@ -52,7 +118,9 @@ int32_t Session::on_cufftSetWorkArea(const api::cufftSetWorkArea_Args& a, api::E
   size_t bytes = 1;
   if (a.workArea && c.lib->cufftGetSize && c.lib->cufftGetSize(c.native(), &bytes) != CUFFT_SUCCESS) bytes = 1;
   if (!c.device(a.workArea, bytes, 1)) return c.bad_pointer("workArea");
-  return c.lib->cufftSetWorkArea(c.native(), reinterpret_cast<void*>(a.workArea));
+  const int st = c.lib->cufftSetWorkArea(c.native(), reinterpret_cast<void*>(a.workArea));
+  if (st == CUFFT_SUCCESS) c.data().work_area = a.workArea;
+  return st;
 }
 
 int32_t Session::on_cufftSetStream(const api::cufftSetStream_Args& a, api::Empty&, Request&) {

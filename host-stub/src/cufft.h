@@ -32,7 +32,23 @@ struct CufftTraits {
   static void reset_stream(const CufftApi& lib, int plan) {
     if (lib.cufftSetStream) lib.cufftSetStream(plan, nullptr);
   }
+  // The calls that made a plan, for a resume: a call repeated right after itself
+  // (cufftSetAutoAllocation) replaces itself; more than kMaxMadeBy is an overflow.
+  static constexpr size_t kMaxMadeBy = 16;
+  static void record(CufftPlanObject& p, uint32_t call, std::span<const std::byte> args) {
+    if (!p.made_by.empty() && p.made_by.back().first == call) p.made_by.pop_back();
+    if (p.made_by.size() >= kMaxMadeBy) {
+      p.overflow = true;
+      return;
+    }
+    p.made_by.emplace_back(call, std::vector<std::byte>(args.begin(), args.end()));
+  }
 };
 using CufftScope = NvlibScope<CufftTraits>;
+
+// Generated (cufft_host.cc): replaying a recorded call on *plan (a resume).
+bool cufft_replay_makes(uint32_t call);
+bool cufft_replayable(uint32_t call, size_t bytes);
+int cufft_replay(const CufftApi& lib, int* plan, uint32_t call, std::span<const std::byte> bytes);
 
 }  // namespace vmcuda::host

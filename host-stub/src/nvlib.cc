@@ -44,13 +44,17 @@ int32_t log_missing(const char* library, const char* call, int32_t status, const
 }
 
 std::string Session::nvlib_block_suspend() const {
-  const size_t plans = vol_.count(ObjectKind::CufftPlan), gens = vol_.count(ObjectKind::CurandGenerator);
-  if (!plans && !gens) return {};
-  // TODO(remoting): re-create plans from their creation parameters and settings; a generator's
-  // position in its sequence cannot be read back from cuRAND, so generators stay refused.
-  return "the program holds " + std::to_string(plans) + " cuFFT plans and " + std::to_string(gens) +
-         " cuRAND generators, which a suspend does not carry yet; suspend when the program has destroyed them "
-         "(cufftDestroy, curandDestroyGenerator), or end the program";
+  // A generator's position in its sequence cannot be read back from cuRAND (and replaying its
+  // calls would redo all its work), so generators are not carried.
+  if (const size_t gens = vol_.count(ObjectKind::CurandGenerator))
+    return "the program holds " + std::to_string(gens) +
+           " cuRAND generators, which a suspend does not carry (cuRAND cannot say where a generator is in its "
+           "sequence); suspend when the program has destroyed them (curandDestroyGenerator), or end the program";
+  for (const auto& [guest, id] : vol_.of(ObjectKind::CufftPlan))
+    if (vol_.get(id)->as<CufftPlanObject>().overflow)
+      return "a cuFFT plan was configured by more calls than a suspend records; suspend when the program has "
+             "destroyed it (cufftDestroy), or end the program";
+  return {};
 }
 
 }  // namespace vmcuda::host

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "session.h"
@@ -144,11 +145,17 @@ class NvlibScope {
   bool fresh(uint64_t guest) const {
     return guest >= api::kFirstGuestHandle && !s_.vol_.find(Traits::kKind, guest);
   }
-  // The library made `made` for guest handle `guest`, in the current device's context.
+  // The library made `made` for guest handle `guest`, in the current device's context; it is
+  // this scope's object from now on.
   void adopt(uint64_t guest, Native made) {
     Data d{};
     Traits::native(d) = made;
-    s_.vol_.add(Traits::kKind, s_.current_, guest, s_.vol_.context(s_.current_)->id, d);
+    obj_ = &s_.vol_.add(Traits::kKind, s_.current_, guest, s_.vol_.context(s_.current_)->id, std::move(d));
+  }
+  // A call a resume replays to make the object again (Traits::record keeps it).
+  template <class Args>
+  void record(api::Call call, const Args& a) {
+    Traits::record(data(), static_cast<uint32_t>(call), std::as_bytes(std::span(&a, 1)));
   }
 
   const Api* lib = nullptr;

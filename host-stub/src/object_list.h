@@ -193,11 +193,17 @@ struct CublasHandleObject {
 };
 
 // A cuFFT plan (cufftHandle) and a cuRAND generator (curandGenerator_t) of the real libraries,
-// with the guest stream each was given (0: the default stream). Not carried by a suspend
-// (refused while any exists: nvlib_block_suspend).
+// with the guest stream each was given (0: the default stream). A plan keeps the calls that
+// made it (cufft.cc: a resume replays them, then sets its work area and stream again); a
+// generator is not carried by a suspend (refused while any exists: nvlib_block_suspend).
 struct CufftPlanObject {
   int plan = -1;
   uint64_t stream = 0;
+  uint64_t work_area = 0;  // the client's device memory (0: the library's own)
+  // (call number, its wire arguments) in the order they ran; `overflow`: more than the log
+  // keeps (a suspend is refused).
+  std::vector<std::pair<uint32_t, std::vector<std::byte>>> made_by;
+  bool overflow = false;
 };
 struct CurandGeneratorObject {
   void* generator = nullptr;
