@@ -70,7 +70,15 @@ if [ -z "${VMCUDA_HOST_LIBDIR:-}" ] && [ ! -e /usr/local/cuda/lib64/libcublas.so
   VMCUDA_HOST_LIBDIR="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
 fi
 export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:-/usr/local/cuda/lib64}"
-echo "NVIDIA's libcublas.so.13 from: $VMCUDA_HOST_LIBDIR"
+# NVIDIA's libcufft.so.12 and libcurand.so.10 likewise (cufft_*, curand_* programs): a wheel's
+# folder added where the first folder lacks them (VMCUDA_HOST_LIBDIR takes several, ':').
+for m in cufft:libcufft.so.12 curand:libcurand.so.10; do
+  if [ ! -e "${VMCUDA_HOST_LIBDIR%%:*}/${m#*:}" ]; then
+    d="$(python3 -c "import nvidia.${m%%:*}, os; print(os.path.join(list(nvidia.${m%%:*}.__path__)[0], 'lib'))" 2>/dev/null || true)"
+    [ -z "$d" ] || VMCUDA_HOST_LIBDIR="$VMCUDA_HOST_LIBDIR:$d"
+  fi
+done
+echo "NVIDIA's libcublas.so.13, libcufft.so.12, libcurand.so.10 from: $VMCUDA_HOST_LIBDIR"
 # The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.
 work=$(mktemp -d)
 for prog in "$carry"/cuda/*; do
