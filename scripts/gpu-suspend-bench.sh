@@ -50,6 +50,7 @@ for gib in "${sizes[@]}"; do
   echo "program: $(tail -n 1 "$work/app.out")"
 done
 grep -E "suspended:|resumed:|staging|saving to" "$work/stub.log" | tail -n 24 || true
+[ $status = 0 ] || { echo "== the stub's log (last 150 lines): a cycle failed"; tail -n 150 "$work/stub.log"; }
 # The state file's own paths without the GPU (host memory <-> file, the stub's copy threads,
 # a stripe file each; then twice as many; then tmpfs stripes written through a mapping
 # instead of pwritev; then one file, no stripes, mapped): what save and restore can reach on

@@ -97,7 +97,17 @@ bool Session::ensure_context() {
       return false;
     }
     CUresult r = api_.cuDeviceGet(&dev, devices_[current_]);
-    if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
+    {
+      // A resume needs its context where this one goes, alignment slack included: fence it
+      // (address_hold.h).
+      std::lock_guard l(context_layout_mu());
+      const std::vector<AddressRange> before = current_mappings();
+      if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
+      if (r == CUDA_SUCCESS) {
+        const std::vector<AddressRange> after = current_mappings(), added = vanished_ranges(after, before);
+        if (!added.empty()) context_fence_.add({free_below(after, added.front().begin, kContextFenceBytes)});
+      }
+    }
     if (r != CUDA_SUCCESS) {
       if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
       ctx_error_ = r;

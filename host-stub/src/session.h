@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "address_hold.h"
 #include "arena.h"
 #include "kernel_watchdog.h"
 #include "driver_api.h"
@@ -388,6 +389,9 @@ class Session : public vmrpc::SlotService {
   const vmrpc::RegionView* region_ = nullptr;  // the connection's region (set by the first call)
   bool said_suspended_ = false;
   bool module_data_moved_ = false;
+  // Free address space kept below each of the client's contexts (kContextFenceBytes), and
+  // the ranges the suspended client's contexts gave back, kept free for its resume.
+  AddressHold context_fence_, context_hole_;
   // What snapshot() reads from other threads: published after each change of the memory
   // the client holds and at suspend, resume and close.
   std::atomic<uint64_t> published_device_bytes_{0}, published_allocated_{0}, published_objects_{0},

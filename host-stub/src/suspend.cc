@@ -735,11 +735,19 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Everything is out: release it. Children first; the arena keeps its layout (the resume
   // reads it from the stream anyway).
   const size_t objects = vol_.size();
-  vol_.walk_children_first([&](Object& o) {
-    if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
-  });
-  if (arena_) arena_->release_memory();
-  release_all(Release::kSuspend);  // the contexts
+  {
+    // One client at a time, so that the hole is this client's alone (several share the
+    // process with --isolation thread).
+    std::lock_guard l(context_layout_mu());
+    const std::vector<AddressRange> mapped = current_mappings();
+    vol_.walk_children_first([&](Object& o) {
+      if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
+    });
+    if (arena_) arena_->release_memory();
+    release_all(Release::kSuspend);  // the contexts
+    context_fence_.forget();  // part of the hole now
+    context_hole_.hold(vanished_ranges(mapped, current_mappings()));
+  }
   free_gates(true);
   suspended_ = true;
   suspended_memory_ = memory_bytes;
@@ -748,7 +756,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   const double s = std::chrono::duration<double>(clock::now() - t0).count();
   VMRPC_LOG(kInfo, "stub", log_tag_ + ": suspended: " + std::to_string(objects) + " objects, " +
                                std::to_string(memory_bytes >> 20) + " MiB of device memory in " +
-                               std::to_string(static_cast<int>(s * 1000)) + " ms (" + phases.text() + ")");
+                               std::to_string(static_cast<int>(s * 1000)) + " ms (" + phases.text() +
+                               "; holding " + context_hole_.describe() + " of address space for the resume)");
   return true;
 }
 
@@ -766,7 +775,12 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
     });
     if (arena_) arena_->release_memory();
-    release_all(Release::kSuspend);
+    {
+      std::lock_guard l(context_layout_mu());
+      release_all(Release::kSuspend);
+      context_fence_.forget();
+      context_hole_.hold_again();  // for the next try
+    }
     free_gates(true);  // graph host nodes' gates (no context is left to call them)
     return false;
   };
@@ -1227,13 +1241,24 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
 
   // Contexts first (the arena maps memory on their devices).
   std::map<uint64_t, ObjectId> new_id;  // saved id -> new VOL id
-  for (const Saved& s : saved) {
-    if (s.kind != ObjectKind::Context) continue;
-    if (vol_.context(s.device)) return fail("two contexts for device " + std::to_string(s.device));
-    current_ = s.device;
-    if (!ensure_context()) return fail("cannot create a CUDA context on device " + std::to_string(devices_[s.device]) +
-                                       ": " + describe(api_, ctx_error_));
-    new_id[s.id] = vol_.context(s.device)->id;
+  {
+    // Into the hole the suspend kept free (address_hold.h).
+    std::unique_lock l(context_layout_mu());
+    context_hole_.release();
+    for (const Saved& s : saved) {
+      if (s.kind != ObjectKind::Context) continue;
+      if (vol_.context(s.device)) {
+        l.unlock();
+        return fail("two contexts for device " + std::to_string(s.device));
+      }
+      current_ = s.device;
+      if (!ensure_context()) {
+        l.unlock();
+        return fail("cannot create a CUDA context on device " + std::to_string(devices_[s.device]) + ": " +
+                    describe(api_, ctx_error_));
+      }
+      new_id[s.id] = vol_.context(s.device)->id;
+    }
   }
   current_ = current;
   for (size_t d = 0; d < contexts_.size(); ++d)
@@ -1374,6 +1399,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         // Guest code holds its address: it must come back where it was.
         if (e == CUDA_SUCCESS && (ptr != s.handle || bytes != g.bytes)) {
           module_data_moved_ = true;
+          const uint64_t lo = std::min<uint64_t>(ptr, s.handle), hi = std::max<uint64_t>(ptr, s.handle);
+          VMRPC_LOG(kInfo, "stub", log_tag_ + ": module data moved; mappings around it now:\n" +
+                                       mappings_between(lo - std::min<uint64_t>(lo, 1ull << 30), hi + (1ull << 30)));
           return fail("module variable " + g.name + " is at " + hex(ptr) + " after reloading its module, not at " +
                       hex(s.handle) + " (the driver placed the module elsewhere)");
         }
