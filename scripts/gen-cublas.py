@@ -1,5 +1,12 @@
 #!/usr/bin/env python3
-"""Generates vmcuda's cuBLAS remoting from NVIDIA's headers (issue 12 point 3).
+"""Generates vmcuda's cuBLAS and cuBLASLt remoting from NVIDIA's headers (issue 12 point 3).
+
+`--lib cublas` (the default) reads cublas_api.h and api/libs/cublas.calls; `--lib cublasLt`
+reads cublasLt.h and api/libs/cublasLt.calls and writes the same kinds of files with the prefix
+cublasLt_ (libcublasLt.so.13, __vmcuda_cublasLt_table, calls 0x2100-0x21ff). Every cuBLASLt call
+is `hand` (attribute bytes, descriptors, result arrays): the script gives it its wire structs,
+its calls.def line, its host entry point and its export; guest-lib/src/cublaslt.cc and
+host-stub/src/cublaslt.cc do the rest.
 
 Inputs: NVIDIA's cublas_api.h (and cublas.h, cublasXt.h for the return types of the legacy
 and Xt exports), the export list of NVIDIA's libcublas.so.13 (guest-lib/exports/, written by
@@ -37,9 +44,35 @@ INT64 = {"int64_t", "long long int", "long long"}
 # Pointee sizes of typed scalars and results.
 POINTEE_BYTES = {
     "float": 4, "double": 8, "__half": 2, "__nv_bfloat16": 2, "cuComplex": 8, "cuDoubleComplex": 16,
-    "int": 4, "int64_t": 8,
+    "int": 4, "int64_t": 8, "size_t": 8,
 }
 SCALAR_BYTES = 16  # the largest scalar (cuDoubleComplex): a scalar field's size on the wire
+
+# The libraries: their header, call area, soname, and the names of what is written for them.
+LIBS = {
+    "cublas": dict(header="cublas_api.h", extra_headers=("cublas.h", "cublasXt.h"), area=(0x2000, 0x20FF),
+                   soname="libcublas.so.13", prefix="cublas", macro="VMCUDA_CUBLAS_FUNCTIONS"),
+    "cublasLt": dict(header="cublasLt.h", extra_headers=(), area=(0x2100, 0x21FF),
+                     soname="libcublasLt.so.13", prefix="cublasLt", macro="VMCUDA_CUBLASLT_FUNCTIONS"),
+}
+
+# Functions NVIDIA's libcublas.so.13 exports but no header declares, which NVIDIA's own libraries
+# import (cuSOLVER calls cublasSetEnvironmentMode). Their prototypes as read from the library's
+# code (CUDA 13.0: the handle, then a mode that must be 0 or 1, stored in the handle; the getter
+# writes it to an int).
+UNDECLARED = """
+cublasStatus_t CUBLASWINAPI cublasSetEnvironmentMode(cublasHandle_t handle, int mode);
+cublasStatus_t CUBLASWINAPI cublasGetEnvironmentMode(cublasHandle_t handle, int* mode);
+"""
+# Types of a header that are handles (pointers to opaque structs) and enums, read from it.
+HANDLE_TYPES = {"cublasHandle_t"}
+ENUM_TYPES = set()
+
+
+def read_types(text):
+    text = strip(text)
+    HANDLE_TYPES.update(re.findall(r"typedef\s+(?:struct\s+)?\w+\s*\*\s*(\w+)\s*;", text))
+    ENUM_TYPES.update(re.findall(r"typedef\s+enum\s*\w*\s*\{[^}]*\}\s*(\w+)\s*;", text))
 
 
 def strip(text):
@@ -52,10 +85,10 @@ def strip(text):
 PROTO = re.compile(r"([A-Za-z_][\w ]*?\**)\s*CUBLASWINAPI\s+(\w+)\s*\(([^;{}]*?)\)\s*;")
 
 
-def prototypes(path):
-    """name -> (return type, [(type, name, pointer depth, is_const_pointee)])"""
+def prototypes(text):
+    """name -> (return type, [(type, name, pointer depth, is_const_pointee)]) of a header's text"""
     out = {}
-    for ret, name, params in PROTO.findall(strip(open(path).read())):
+    for ret, name, params in PROTO.findall(strip(text)):
         ret = ret.replace("CUBLASAPI", "").strip()
         plist = []
         if params.strip() not in ("", "void"):
@@ -74,7 +107,7 @@ def prototypes(path):
     return out
 
 
-def read_calls(path):
+def read_calls(path, area=(0x2000, 0x20FF)):
     calls = []
     for line in open(path):
         line = line.split("#", 1)[0].split()
@@ -83,10 +116,14 @@ def read_calls(path):
         number, name, rest = int(line[0], 16), line[1], line[2:]
         hand = "hand" in rest
         roles = dict(r.split("=", 1) for r in rest if "=" in r)
+        # waits: a hand-written call that answers before the app goes on (else it is queued)
+        roles["waits"] = "waits" in rest
+        # launches: a hand-written call that runs kernels (counted as a launch)
+        roles["launches"] = "launches" in rest
         calls.append((number, name, hand, roles))
     numbers = [c[0] for c in calls]
-    if len(set(numbers)) != len(numbers) or any(not 0x2000 <= n <= 0x20FF for n in numbers):
-        sys.exit("gen-cublas.py: call numbers must be unique and in 0x2000-0x20ff")
+    if len(set(numbers)) != len(numbers) or any(not area[0] <= n <= area[1] for n in numbers):
+        sys.exit(f"gen-cublas.py: call numbers must be unique and in {area[0]:#x}-{area[1]:#x}")
     return calls
 
 
@@ -99,12 +136,14 @@ class Param:
         self.size_param = None
         self.bytes = 0
         if depth == 0:
-            if base == "cublasHandle_t":
+            if base in HANDLE_TYPES:
                 self.kind, self.wire, self.host = "handle", "uint64_t", "void*"
             elif base == "cudaStream_t":
                 self.kind, self.wire, self.host = "stream", "uint64_t", "void*"
-            elif base in INT32:
+            elif base in INT32 or base in ENUM_TYPES:
                 self.kind, self.wire, self.host = "value", "int32_t", "int"
+            elif base == "uint64_t":
+                self.kind, self.wire, self.host = "value", "uint64_t", "unsigned long long"
             elif base in INT64:
                 self.kind, self.wire, self.host = "value", "int64_t", "long long"
             elif base == "size_t":
@@ -115,8 +154,17 @@ class Param:
                 sys.exit(f"gen-cublas.py: {fn}: cannot pass {base} {name} (give it a role in cublas.calls)")
             return
         self.host = "void*"
-        if base == "cublasHandle_t" and depth == 1:
+        if base in HANDLE_TYPES and depth == 1 and role is None:
             self.kind, self.wire = "newhandle", "uint64_t"
+            return
+        # Roles of hand-written calls: bytes:P (the pointee's P bytes follow the Args struct),
+        # outbytes:P (up to P bytes come back in the reply's trailing bytes), struct:N (N bytes
+        # copied into the Args, with has_NAME saying whether the pointer was NULL).
+        if role and role.split(":")[0] in ("bytes", "outbytes"):
+            self.kind, self.size_param, self.wire = role.split(":")[0], role.split(":", 1)[1], None
+            return
+        if role and role.startswith("struct:"):
+            self.kind, self.bytes, self.wire = "struct", int(role.split(":", 1)[1]), "uint8_t"
             return
         if role is None and name in ("alpha", "beta"):
             role = "scalar"
@@ -143,8 +191,10 @@ class Param:
         """(C type, field name, bytes) of the Args struct."""
         if self.kind == "scalar":
             return [("uint8_t", f"{self.name}[{SCALAR_BYTES}]", SCALAR_BYTES)]
-        if self.kind == "out":
+        if self.kind in ("out", "bytes", "outbytes"):
             return []
+        if self.kind == "struct":
+            return [("uint8_t", f"{self.name}[{self.bytes}]", self.bytes), ("uint32_t", f"has_{self.name}", 4)]
         size = 4 if self.wire in ("int32_t", "float") else 8
         return [(self.wire, self.name, size)]
 
@@ -203,30 +253,42 @@ def main():
     ap.add_argument("--exports-list", help="guest-lib/exports/libcublas.so.13.exports")
     ap.add_argument("--out")
     ap.add_argument("--exports", metavar="LIB", help="print LIB's exported functions (the export list)")
+    ap.add_argument("--lib", choices=sorted(LIBS), default="cublas", help="which library (default cublas)")
     o = ap.parse_args()
     if o.exports:
         dump = subprocess.run(["objdump", "-T", o.exports], check=True, capture_output=True, text=True).stdout
         names = sorted({l.split()[-1] for l in dump.splitlines() if " DF " in l and "*UND*" not in l})
-        print(f"# Generated by scripts/gen-cublas.py --exports from {os.path.basename(o.exports)}: every function")
-        print("# NVIDIA's library exports (version node libcublas.so.13). Do not edit.")
+        soname = os.path.basename(o.exports)
+        print(f"# Generated by scripts/gen-cublas.py --exports from {soname}: every function")
+        print(f"# NVIDIA's library exports (version node {soname}). Do not edit.")
         print("\n".join(names))
         return
 
-    api_h = os.path.join(o.include, "cublas_api.h")
+    lib = LIBS[o.lib]
+    P, soname = lib["prefix"], lib["soname"]
+    api_h = os.path.join(o.include, lib["header"])
     protos = {}
-    for h in ("cublas.h", "cublasXt.h", "cublas_api.h"):  # cublas_api.h last: its types win
+    # The cuBLAS headers first (cuBLASLt's include cublas_api.h for its types), the library's
+    # own header last: its types win.
+    for h in ("cublas.h", "cublasXt.h", "cublas_api.h", lib["header"]):
         p = os.path.join(o.include, h)
-        if os.path.exists(p):
-            protos.update(prototypes(p))
-    version = {k: v for k, v in re.findall(r"#define CUBLAS_VER_(MAJOR|MINOR|PATCH)\s+(\d+)", open(api_h).read())}
+        if os.path.exists(p) and (h == lib["header"] or h in lib["extra_headers"] or h == "cublas_api.h"):
+            text = open(p).read()
+            read_types(text)
+            if h == lib["header"] or h in lib["extra_headers"]:
+                protos.update(prototypes(text))
+    if o.lib == "cublas":
+        protos.update({k: v for k, v in prototypes(UNDECLARED).items() if k not in protos})
+    version = {k: v for k, v in re.findall(r"#define CUBLAS_VER_(MAJOR|MINOR|PATCH)\s+(\d+)",
+                                           open(os.path.join(o.include, "cublas_api.h")).read())}
     exports = [l.strip() for l in open(o.exports_list) if l.strip() and not l.startswith("#")]
-    calls = read_calls(o.calls)
+    calls = read_calls(o.calls, lib["area"])
     note = header_note([api_h, o.calls, o.exports_list])
 
     wire, defs, host_api, host_cc, guest_cc = [], [], [], [], []
     for number, name, hand, roles in calls:
         if name not in protos:
-            sys.exit(f"gen-cublas.py: {name} (cublas.calls) is not in cublas_api.h")
+            sys.exit(f"gen-cublas.py: {name} ({os.path.basename(o.calls)}) is not in {lib['header']}")
         ret, plist = protos[name]
         params = [Param(name, b, n, d, roles.get(n)) for b, n, d, _ in plist]
         # The generated code's own names (host: a, r, req, scope_; guest: *_) must not be parameters.
@@ -235,9 +297,11 @@ def main():
             sys.exit(f"gen-cublas.py: {name}: parameter names {sorted(clash)} clash with the generated code's")
         known = {p.name for p in params}
         for p in params:
-            if p.size_param and p.size_param not in known:
-                sys.exit(f"gen-cublas.py: {name}: scalar {p.name} names no parameter {p.size_param}")
+            if p.size_param and p.size_param not in known and not (hand and p.size_param == "desc"):
+                sys.exit(f"gen-cublas.py: {name}: {p.kind} {p.name} names no parameter {p.size_param}")
         check = roles.pop("check", None)
+        waits_hand = roles.pop("waits")
+        launches_hand = roles.pop("launches")
         for r in roles:
             if r not in known:
                 sys.exit(f"gen-cublas.py: {name}: cublas.calls names no parameter {r}")
@@ -250,8 +314,15 @@ def main():
             wire.append(s)
         else:
             reply_t = "Empty"
-        waits = any(p.kind == "out" for p in params) or (hand and name == "cublasCreate_v2")
+        waits = any(p.kind in ("out", "outbytes") for p in params) or waits_hand
         flags = "0" if waits else "kQueued"
+        # Generated routines run kernels on the handle's stream, and so does a hand-written call
+        # marked `launches`: kLaunches, and the handler counts the launch (Session::count_launch).
+        launches = not hand or launches_hand
+        if launches:
+            flags = "kLaunches" if waits else "kQueued | kLaunches"
+        if any(p.kind == "bytes" for p in params):
+            flags += " | kTail"
         defs.append(f"VMCUDA_CALL({number:#06x}, {name}, {args_t}, {reply_t}, {flags})")
         host_sig = ", ".join(p.host for p in params)
         host_api.append(f"  X({name}, int (*)({host_sig}))")
@@ -261,7 +332,7 @@ def main():
             sys.exit(f"gen-cublas.py: {name}: generated calls take the handle first (else mark it hand)")
 
         # ---- host handler
-        req = "req" if any(p.kind == "result" for p in params) else ""
+        req = "req" if launches or any(p.kind == "result" for p in params) else ""
         b = [f"int32_t Session::on_{name}(const api::{args_t}& a, api::{reply_t}& r, Request& {req}) {{"]
         if reply_t == "Empty":
             b[0] = f"int32_t Session::on_{name}(const api::{args_t}& a, api::Empty&, Request& {req}) {{"
@@ -289,6 +360,8 @@ def main():
                 call_args.append(f"r.{p.name}")
             else:
                 sys.exit(f"gen-cublas.py: {name}: {p.kind} {p.name} needs a hand-written call (hand)")
+        if launches:
+            b.append("  scope_.launch(req.ctx);  // kLaunches: fair sharing, the kernel time limit")
         b.append(f"  return scope_.done(scope_.lib->{name}({', '.join(call_args)}));")
         b.append("}")
         host_cc.append("\n".join(b))
@@ -355,7 +428,7 @@ def main():
                     g.append(f"    if (s_ == kSuccess) std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
             g.append("    return s_;")
             g.append("  }")
-        if flags == "kQueued":
+        if "kQueued" in flags:
             g.append(f"  return queue<api::Call::{name}>(a_);")
         g.append("}")
         guest_cc.append("\n".join(g))
@@ -385,10 +458,15 @@ def main():
     n = len(exports)
 
     host_api_text = " \\\n".join(host_api)
+    version_text = ""
+    if o.lib == "cublas":  # cublas_api.h's version, which both libraries' version calls answer
+        version_text = ("namespace vmcuda::guest::cublas {\n"
+                        f"const int kVersion[3] = {{{version.get('MAJOR', 0)}, {version.get('MINOR', 0)}, "
+                        f"{version.get('PATCH', 0)}}};\n}}\n")
     guest_text = "\n\n".join(guest_cc)
     stub_text, decl_text, ref_text = "\n".join(stubs), "\n".join(decls), "\n".join(refs)
-    write(os.path.join(o.out, "vmcuda/api/cublas_wire.h"), f"""// {note}
-// The wire structs of the cuBLAS calls (api/libs/cublas.calls): fixed-width fields, largest
+    write(os.path.join(o.out, f"vmcuda/api/{P}_wire.h"), f"""// {note}
+// The wire structs of the {P} calls (api/libs/{P}.calls): fixed-width fields, largest
 // first, no padding. Handles are guest handles; pointers are device pointers or 0; a scalar
 // field holds the value (pointer mode host) or a device pointer in its first 8 bytes.
 #pragma once
@@ -398,19 +476,20 @@ namespace vmcuda::api {{
 {chr(10).join(wire)}
 }}  // namespace vmcuda::api
 """)
-    write(os.path.join(o.out, "vmcuda/api/cublas_calls.def"), f"""// {note}
-// cuBLAS (0x2000-0x20ff): api/libs/cublas.calls. Included at the end of calls.def.
+    write(os.path.join(o.out, f"vmcuda/api/{P}_calls.def"), f"""// {note}
+// {P} ({lib["area"][0]:#x}-{lib["area"][1]:#x}): api/libs/{P}.calls. Included at the end of calls.def.
 {chr(10).join(defs)}
 """)
-    write(os.path.join(o.out, "cublas_host_api.h"), f"""// {note}
-// The libcublas.so.13 entry points the host calls (one per remoted call), with ABI types:
+    write(os.path.join(o.out, f"{P}_host_api.h"), f"""// {note}
+// The {soname} entry points the host calls (one per remoted call), with ABI types:
 // handles and pointers void*, enums int.
 #pragma once
 #include <cstddef>
-#define VMCUDA_CUBLAS_FUNCTIONS(X) \\
+#include <cstdint>
+#define {lib["macro"]}(X) \\
 {host_api_text}
 """)
-    write(os.path.join(o.out, "cublas_host.cc"), f"""// {note}
+    write(os.path.join(o.out, f"{P}_host.cc"), f"""// {note}
 // The host handlers of the generated cuBLAS calls (hand-written helpers: host-stub/src/cublas.h).
 #include "cublas.h"
 
@@ -420,7 +499,7 @@ namespace vmcuda::host {{
 
 }}  // namespace vmcuda::host
 """)
-    write(os.path.join(o.out, "cublas_guest.cc"), f"""// {note}
+    write(os.path.join(o.out, f"{P}_guest.cc"), f"""// {note}
 // libcuda.so.1's generated cuBLAS entry points (helpers: guest-lib/src/cublas.h).
 #include <cstring>
 
@@ -431,10 +510,10 @@ namespace api = vmcuda::api;
 
 {guest_text}
 """)
-    write(os.path.join(o.out, "cublas_table.cc"), f"""// {note}
-// A weak stub for each export of NVIDIA's libcublas.so.13 that is neither generated
-// (cublas_guest.cc) nor hand-written (guest-lib/src/cublas.cc overrides some), and the table
-// vmcuda's libcublas.so.13 forwards to.
+    write(os.path.join(o.out, f"{P}_table.cc"), f"""// {note}
+// A weak stub for each export of NVIDIA's {soname} that is neither generated
+// ({P}_guest.cc) nor hand-written (guest-lib/src/{P.lower()}.cc overrides some), and the table
+// vmcuda's {soname} forwards to.
 #include <atomic>
 #include <cstddef>
 
@@ -442,32 +521,29 @@ namespace api = vmcuda::api;
 
 #pragma GCC diagnostic ignored "-Wmissing-attributes"
 
-namespace vmcuda::guest::cublas {{
-const int kVersion[3] = {{{version.get('MAJOR', 0)}, {version.get('MINOR', 0)}, {version.get('PATCH', 0)}}};
-}}
-
+{version_text}
 struct vmcuda_cublas_complex {{ float x, y; }};
 struct vmcuda_cublas_double_complex {{ double x, y; }};
 // Any argument list: the caller reads only the return register.
 {stub_text}
 
 {decl_text}
-extern "C" __attribute__((visibility("default"))) void (*const __vmcuda_cublas_table[])(void) = {{
+extern "C" __attribute__((visibility("default"))) void (*const __vmcuda_{P}_table[])(void) = {{
 {ref_text}
 }};
-extern "C" __attribute__((visibility("default"))) const unsigned __vmcuda_cublas_table_size = {n};
+extern "C" __attribute__((visibility("default"))) const unsigned __vmcuda_{P}_table_size = {n};
 """)
-    write(os.path.join(o.out, "cublas_forward.c"), f"""/* {note}
-   Each export of vmcuda's libcublas.so.13 is an IFUNC bound to its implementation in
-   libcuda.so.1 (__vmcuda_cublas_table, same order; libcuda.so.1 is its DT_NEEDED). */
-extern void (*const __vmcuda_cublas_table[])(void);
-extern const unsigned __vmcuda_cublas_table_size;
+    write(os.path.join(o.out, f"{P}_forward.c"), f"""/* {note}
+   Each export of vmcuda's {soname} is an IFUNC bound to its implementation in
+   libcuda.so.1 (__vmcuda_{P}_table, same order; libcuda.so.1 is its DT_NEEDED). */
+extern void (*const __vmcuda_{P}_table[])(void);
+extern const unsigned __vmcuda_{P}_table_size;
 
 /* A libcuda.so.1 of another vmcuda build with a different list: refuse, rather than call the
    wrong function. {n} exports here. */
 static void (*entry(unsigned i))(void) {{
-  if (__vmcuda_cublas_table_size != {n}) __builtin_trap();
-  return __vmcuda_cublas_table[i];
+  if (__vmcuda_{P}_table_size != {n}) __builtin_trap();
+  return __vmcuda_{P}_table[i];
 }}
 #define VMCUDA_FORWARD(name, i) \\
   static void (*resolve_##name(void))(void) {{ return entry(i); }} \\
@@ -475,9 +551,9 @@ static void (*entry(unsigned i))(void) {{
 
 {chr(10).join(fwd)}
 """)
-    write(os.path.join(o.out, "libcublas.map"), f"""/* {note}
-   NVIDIA's libcublas.so.13 gives every export the version node libcublas.so.13. */
-libcublas.so.13 {{
+    write(os.path.join(o.out, f"lib{P}.map"), f"""/* {note}
+   NVIDIA's {soname} gives every export the version node {soname}. */
+{soname} {{
   global:
 {chr(10).join(mapn)}
   local:

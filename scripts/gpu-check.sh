@@ -10,14 +10,15 @@ carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
   cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart vmcuda_nvml cuda_kill_probe \
-    state_file_bench vmcuda_cublas vmcuda_cufft vmcuda_curand
+    state_file_bench vmcuda_cublas vmcuda_cublaslt vmcuda_cufft vmcuda_curand
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
     "$carry/"
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" \
     "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$top/build-gpu/guest-lib/libcublas.so.13" \
-    "$top/build-gpu/guest-lib/libcufft.so.12" "$top/build-gpu/guest-lib/libcurand.so.10" "$carry/lib/"
+    "$top/build-gpu/guest-lib/libcublasLt.so.13" "$top/build-gpu/guest-lib/libcufft.so.12" \
+    "$top/build-gpu/guest-lib/libcurand.so.10" "$carry/lib/"
   # NVML through vmcuda vs natively (plain C, dlopen: no toolkit needed).
   cc -O2 -o "$carry/nvml_query" "$top/tests/cuda/nvml_query.c" -ldl
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
@@ -40,6 +41,8 @@ if [ "${1:-}" != "--run" ]; then
     "$top/bench/checkpoint_probe.cu" -lcuda
   # What a context costs in device memory (docs/security.md, the quota's fixed costs).
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/context_cost_probe" "$top/bench/context_cost_probe.cu" -lcuda
+  # What a cuBLAS handle's workspace costs (VMCUDA_CUBLAS_WORKSPACE_BYTES, docs/security.md).
+  /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/cublas_cost_probe" "$top/bench/cublas_cost_probe.cu" -lcuda -ldl
   # Whether texture/surface object values could survive a suspend (docs/snapshots.md).
   /usr/local/cuda/bin/nvcc -O2 -std=c++17 -o "$carry/texobj_value_probe" "$top/bench/texobj_value_probe.cu" -lcuda
   # Finding 2's latency benchmark (scripts/gpu-latency-beside-long-kernel.sh --run).
@@ -126,6 +129,8 @@ fi
   "$top/tests/security/bin/endless_kernel" "$top/tests/cuda/bin" "$top/tests/cuda/expected" || rc=1
 # What a context costs in device memory (the quota's fixed costs, docs/security.md).
 [ -x "$carry/context_cost_probe" ] && "$carry/context_cost_probe" 0
+[ -x "$carry/cublas_cost_probe" ] && LD_LIBRARY_PATH="$VMCUDA_HOST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$carry/cublas_cost_probe" 0 || echo "cublas_cost_probe: rc $?"
 # Texture and surface object values across contexts (why a suspend refuses them).
 [ -x "$carry/texobj_value_probe" ] && "$carry/texobj_value_probe" 0
 exit $rc

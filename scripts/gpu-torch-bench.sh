@@ -19,6 +19,9 @@ stub=$!
 trap 'kill $stub 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 vm_env=(VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+# vmcuda's cuBLAS and cuBLASLt preloaded, as vmcuda-run does by default (VMCUDA_REMOTE_CUBLAS=0: not).
+[ "${VMCUDA_REMOTE_CUBLAS:-1}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
+  vm_env+=(LD_PRELOAD="$carry/lib/libcublasLt.so.13 $carry/lib/libcublas.so.13")
 
 first_op() { # [env...]: seconds from process start to the first CUDA op's result, median of 3
   local times=()

@@ -45,14 +45,17 @@ stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 # VMCUDA_REMOTE_CUBLAS=1: vmcuda's libcublas.so.13 preloaded (PyTorch's wheel finds NVIDIA's
 # copy through its own RPATH, but a library already loaded under the soname wins; issue 12
-# point 3). Off by default, as in vmcuda-run: PyTorch gives its cuBLAS handle to NVIDIA's
-# cuBLASLt, which needs NVIDIA's cuBLAS until cuBLASLt is remoted too.
+# point 3), and vmcuda's libcublasLt.so.13 with it (PyTorch gives its cuBLAS handle to
+# cuBLASLt: both must be vmcuda's). On by default, as in vmcuda-run; VMCUDA_REMOTE_CUBLAS=0
+# runs NVIDIA's copies on vmcuda's libcuda instead.
+preload=""
+[ "${VMCUDA_REMOTE_CUBLAS:-1}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
+  preload="$carry/lib/libcublasLt.so.13:$carry/lib/libcublas.so.13"
 # VMCUDA_REMOTE_CUFFT=1 / VMCUDA_REMOTE_CURAND=1: the same for vmcuda's libcufft.so.12 and
 # libcurand.so.10 (the fft step needs it: NVIDIA's cuFFT cannot run on vmcuda's libcuda.so.1).
-preload=""
-[ "${VMCUDA_REMOTE_CUBLAS:-0}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && preload="$carry/lib/libcublas.so.13"
-[ "${VMCUDA_REMOTE_CUFFT:-0}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload }$carry/lib/libcufft.so.12"
-[ "${VMCUDA_REMOTE_CURAND:-0}" = 1 ] && [ -e "$carry/lib/libcurand.so.10" ] && preload="${preload:+$preload }$carry/lib/libcurand.so.10"
+# The list is one word (':'-separated): run_steps passes it to env.
+[ "${VMCUDA_REMOTE_CUFFT:-0}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload:}$carry/lib/libcufft.so.12"
+[ "${VMCUDA_REMOTE_CURAND:-0}" = 1 ] && [ -e "$carry/lib/libcurand.so.10" ] && preload="${preload:+$preload:}$carry/lib/libcurand.so.10"
 run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
   LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${preload:+LD_PRELOAD="$preload"}
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null

@@ -203,6 +203,29 @@ VMCUDA_CUBLAS_API int cublasSetWorkspace_v2(cublasHandle_t handle, void* workspa
   return queue<api::Call::cublasSetWorkspace_v2>(a);
 }
 
+// cublasSetEnvironmentMode/GetEnvironmentMode: exported by NVIDIA's libcublas.so.13 but in no
+// header; NVIDIA's cuSOLVER calls the setter on its handle. As NVIDIA's library (13.0) does it:
+// the mode must be 0 or 1 and is kept in the handle; the host's library is given it too
+// (host-stub/src/cublas.cc: a no-op where the host's library lacks the function).
+VMCUDA_CUBLAS_API int cublasSetEnvironmentMode(cublasHandle_t handle, int mode) {
+  Handle* h;
+  if (int s = enter(handle, &h)) return s;
+  if (mode != 0 && mode != 1) return kInvalidValue;
+  h->environment_mode = mode;
+  api::cublasSetEnvironmentMode_Args a{};
+  a.handle = h->wire;
+  a.mode = mode;
+  return queue<api::Call::cublasSetEnvironmentMode>(a);
+}
+
+VMCUDA_CUBLAS_API int cublasGetEnvironmentMode(cublasHandle_t handle, int* mode) {
+  Handle* h;
+  if (int s = enter(handle, &h)) return s;
+  if (!mode) return kInvalidValue;
+  *mode = h->environment_mode;
+  return kSuccess;
+}
+
 // ---- answered here
 
 VMCUDA_CUBLAS_API int cublasGetVersion_v2(cublasHandle_t, int* version) {

@@ -34,6 +34,7 @@ struct Handle {
   std::atomic<int> pointer_mode{kPointerModeHost};
   std::atomic<int> math_mode{0};
   std::atomic<void*> stream{nullptr};  // cudaStream_t as the app gave it
+  std::atomic<int> environment_mode{0};  // cublasSetEnvironmentMode's (no header declares it)
 };
 
 // The live handle `app` names (*h), or kNotInitialized (NULL, destroyed, never made), as

@@ -318,6 +318,23 @@ CU_API CUresult cuMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* 
 CU_API CUresult cuMemPoolGetAccess(int* flags, cudaMemPool_t pool, cudaMemLocation* location) {
   VMCUDA_DRIVER_CALL(cudaMemPoolGetAccess(reinterpret_cast<cudaMemAccessFlags*>(flags), pool, location));
 }
+// Pool IPC (memory_pool.cc): CUmemAllocationHandleType == cudaMemAllocationHandleType,
+// CUmemPoolPtrExportData == cudaMemPoolPtrExportData. The runtime's flags are unsigned int:
+// larger driver flags are invalid as they are.
+CU_API CUresult cuMemPoolExportToShareableHandle(void* handle, cudaMemPool_t pool, int type, unsigned long long flags) {
+  VMCUDA_DRIVER_CALL(cudaMemPoolExportToShareableHandle(handle, pool, static_cast<cudaMemAllocationHandleType>(type),
+                                                        flags > 0xffffffffull ? 1u : static_cast<unsigned>(flags)));
+}
+CU_API CUresult cuMemPoolImportFromShareableHandle(cudaMemPool_t* pool, void* handle, int type, unsigned long long flags) {
+  VMCUDA_DRIVER_CALL(cudaMemPoolImportFromShareableHandle(pool, handle, static_cast<cudaMemAllocationHandleType>(type),
+                                                          flags > 0xffffffffull ? 1u : static_cast<unsigned>(flags)));
+}
+CU_API CUresult cuMemPoolExportPointer(cudaMemPoolPtrExportData* data, CUdeviceptr p) {
+  VMCUDA_DRIVER_CALL(cudaMemPoolExportPointer(data, reinterpret_cast<void*>(static_cast<uintptr_t>(p))));
+}
+CU_API CUresult cuMemPoolImportPointer(CUdeviceptr* p, cudaMemPool_t pool, cudaMemPoolPtrExportData* data) {
+  VMCUDA_DRIVER_CALL(cudaMemPoolImportPointer(reinterpret_cast<void**>(p), pool, data));
+}
 
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);
 CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {

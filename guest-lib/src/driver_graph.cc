@@ -7,9 +7,12 @@
 // (CUDA_KERNEL_NODE_PARAMS names a CUfunction; CUDA_MEMCPY3D a context) are not offered
 // yet: their stubs return CUDA_ERROR_NOT_SUPPORTED and say so once; captured launches and
 // copies are.
+#include <atomic>
 #include <cstddef>
+#include <cstring>
 
 #include "driver_state.h"
+#include "log.h"
 #include "vmcuda/cudart_api.h"
 
 #define CU_API extern "C" __attribute__((visibility("default")))
@@ -159,4 +162,164 @@ CU_API CUresult cuGraphExecDestroy(cudaGraphExec_t exec) { VMCUDA_DRIVER_IN_CONT
 // CUgraphExecUpdateResultInfo == cudaGraphExecUpdateResultInfo.
 CU_API CUresult cuGraphExecUpdate_v2(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo* info) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecUpdate(exec, graph, info));
+}
+
+// ---- nodes after their creation (graph_nodes.cc), where the driver's parameters are the
+// runtime's: memset (CUdeviceptr for a pointer), host, event and child graph nodes,
+// relations, edges, enabling, kernel node attributes (CUlaunchAttributeValue ==
+// cudaLaunchAttributeValue). Kernel and memcpy node parameters (a CUfunction, a
+// CUDA_MEMCPY3D) are not offered yet (801).
+CU_API CUresult cuGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphMemsetNodeGetParams(node, p));
+}
+CU_API CUresult cuGraphMemsetNodeSetParams(cudaGraphNode_t node, const cudaMemsetParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphMemsetNodeSetParams(node, p));
+}
+CU_API CUresult cuGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemsetParams* p,
+                                               CUcontext ctx) {
+  CUcontext current = nullptr;
+  if (CUresult e = enter_context_call(&current)) return e;
+  if (ctx && ctx != current) return 201;  // CUDA_ERROR_INVALID_CONTEXT: only the current one's memory
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecMemsetNodeSetParams(exec, node, p));
+}
+CU_API CUresult cuGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphHostNodeGetParams(node, p));
+}
+CU_API CUresult cuGraphHostNodeSetParams(cudaGraphNode_t node, const cudaHostNodeParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphHostNodeSetParams(node, p));
+}
+CU_API CUresult cuGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaHostNodeParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecHostNodeSetParams(exec, node, p));
+}
+CU_API CUresult cuGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphEventRecordNodeGetEvent(node, event));
+}
+CU_API CUresult cuGraphEventRecordNodeSetEvent(cudaGraphNode_t node, CUevent event) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphEventRecordNodeSetEvent(node, reinterpret_cast<cudaEvent_t>(event)));
+}
+CU_API CUresult cuGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphEventWaitNodeGetEvent(node, event));
+}
+CU_API CUresult cuGraphEventWaitNodeSetEvent(cudaGraphNode_t node, CUevent event) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphEventWaitNodeSetEvent(node, reinterpret_cast<cudaEvent_t>(event)));
+}
+CU_API CUresult cuGraphExecEventRecordNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node, CUevent event) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecEventRecordNodeSetEvent(exec, node, reinterpret_cast<cudaEvent_t>(event)));
+}
+CU_API CUresult cuGraphExecEventWaitNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node, CUevent event) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecEventWaitNodeSetEvent(exec, node, reinterpret_cast<cudaEvent_t>(event)));
+}
+CU_API CUresult cuGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* graph) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphChildGraphNodeGetGraph(node, graph));
+}
+CU_API CUresult cuGraphExecChildGraphNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t child) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecChildGraphNodeSetParams(exec, node, child));
+}
+CU_API CUresult cuGraphKernelNodeGetAttribute(cudaGraphNode_t node, cudaLaunchAttributeID id,
+                                              cudaLaunchAttributeValue* value) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphKernelNodeGetAttribute(node, id, value));
+}
+CU_API CUresult cuGraphKernelNodeSetAttribute(cudaGraphNode_t node, cudaLaunchAttributeID id,
+                                              const cudaLaunchAttributeValue* value) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphKernelNodeSetAttribute(node, id, value));
+}
+CU_API CUresult cuGraphKernelNodeCopyAttributes(cudaGraphNode_t dst, cudaGraphNode_t src) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphKernelNodeCopyAttributes(dst, src));
+}
+// v1 (CUDA 12.0's): no edge data.
+CU_API CUresult cuGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* deps, size_t* n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphNodeGetDependencies(node, deps, nullptr, n));
+}
+CU_API CUresult cuGraphNodeGetDependencies_v2(cudaGraphNode_t node, cudaGraphNode_t* deps, cudaGraphEdgeData* edges,
+                                              size_t* n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphNodeGetDependencies(node, deps, edges, n));
+}
+CU_API CUresult cuGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t* deps, size_t* n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphNodeGetDependentNodes(node, deps, nullptr, n));
+}
+CU_API CUresult cuGraphNodeGetDependentNodes_v2(cudaGraphNode_t node, cudaGraphNode_t* deps, cudaGraphEdgeData* edges,
+                                                size_t* n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphNodeGetDependentNodes(node, deps, edges, n));
+}
+CU_API CUresult cuGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t* from, cudaGraphNode_t* to, size_t* n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphGetEdges(graph, from, to, nullptr, n));
+}
+CU_API CUresult cuGraphGetEdges_v2(cudaGraph_t graph, cudaGraphNode_t* from, cudaGraphNode_t* to,
+                                   cudaGraphEdgeData* edges, size_t* n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphGetEdges(graph, from, to, edges, n));
+}
+CU_API CUresult cuGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                          size_t n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphRemoveDependencies(graph, from, to, nullptr, n));
+}
+CU_API CUresult cuGraphRemoveDependencies_v2(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                             const cudaGraphEdgeData* edges, size_t n) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphRemoveDependencies(graph, from, to, edges, n));
+}
+CU_API CUresult cuGraphDestroyNode(cudaGraphNode_t node) { VMCUDA_DRIVER_IN_CONTEXT(cudaGraphDestroyNode(node)); }
+CU_API CUresult cuGraphNodeGetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned* enabled) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphNodeGetEnabled(exec, node, enabled));
+}
+CU_API CUresult cuGraphNodeSetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned enabled) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphNodeSetEnabled(exec, node, enabled));
+}
+CU_API CUresult cuGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphDebugDotPrint(graph, path, flags));
+}
+CU_API CUresult cuStreamGetId(CUstream s, unsigned long long* id) { VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetId(rt(s), id)); }
+CU_API CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long* id) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetId_ptsz(rt(s), id));
+}
+
+// Conditional nodes and cuGraphAddNode. CUgraphNodeParams has cudaGraphNodeParams' layout;
+// the kinds whose driver parameters differ from the runtime's (a kernel's CUfunction, a
+// memcpy's or memset's context) are not offered here yet (801); conditional, empty, event,
+// host and child graph nodes are (a conditional node's context: the current one).
+CU_API CUresult cuGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle, cudaGraph_t graph, CUcontext ctx,
+                                               unsigned default_value, unsigned flags) {
+  CUcontext current = nullptr;
+  if (CUresult e = enter_context_call(&current)) return e;
+  if (ctx && ctx != current) return vmcuda::cu::kInvalidContext;  // only the current one's graphs
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphConditionalHandleCreate(handle, graph, default_value, flags));
+}
+namespace {
+CUresult add_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
+                  size_t n, cudaGraphNodeParams* params) {
+  CUcontext current = nullptr;
+  if (CUresult e = enter_context_call(&current)) return e;
+  if (!params) return vmcuda::cu::kInvalidValue;
+  switch (params->type) {
+    case cudaGraphNodeTypeConditional: {
+      // CUDA_CONDITIONAL_NODE_PARAMS: the runtime's fields, then the node's context.
+      CUcontext ctx = nullptr;
+      std::memcpy(&ctx, reinterpret_cast<const std::byte*>(&params->conditional) + sizeof(cudaConditionalNodeParams),
+                  sizeof ctx);
+      if (ctx && ctx != current) return vmcuda::cu::kInvalidContext;
+      break;
+    }
+    case cudaGraphNodeTypeEmpty:
+    case cudaGraphNodeTypeWaitEvent:
+    case cudaGraphNodeTypeEventRecord:
+    case cudaGraphNodeTypeHost:
+    case cudaGraphNodeTypeGraph:
+      break;
+    default: {
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        VMCUDA_LOG(kWarn, "api", "cuGraphAddNode of node type %d is not supported yet; it returns "
+                                 "CUDA_ERROR_NOT_SUPPORTED (801): use the node type's own cuGraphAdd*Node",
+                   static_cast<int>(params->type));
+      return vmcuda::cu::kNotSupported;
+    }
+  }
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphAddNode(node, graph, deps, edges, n, params));
+}
+}  // namespace
+CU_API CUresult cuGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
+                               cudaGraphNodeParams* params) {
+  return add_node(node, graph, deps, nullptr, n, params);
+}
+CU_API CUresult cuGraphAddNode_v2(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                  const cudaGraphEdgeData* edges, size_t n, cudaGraphNodeParams* params) {
+  return add_node(node, graph, deps, edges, n, params);
 }

@@ -31,9 +31,56 @@
 #include "vmcuda/cudart_api.h"
 
 namespace vmcuda::guest {
-namespace {
 
 namespace api = vmcuda::api;
+
+Remote* graph_enter(cudaError_t* e) {
+  if ((*e = enter_device_call())) return nullptr;
+  Remote* r = Remote::get(e);
+  if (!r) record(*e);
+  return r;
+}
+
+// The side's pointer and position go as given (the host checks the region they span, and
+// cudaGraphMemcpyNodeGetParams gives them back): device memory of this process or pinned
+// shared-heap memory; pageable memory and arrays are refused.
+cudaError_t graph_memcpy_side(const cudaPitchedPtr& p, const cudaPos& pos, const cudaExtent& ext, cudaArray_t array,
+                              api::GraphMemcpySide* s) {
+  if (array) {
+    VMCUDA_LOG(kWarn, "graph", "a graph memcpy node with a CUDA array is not supported yet (801)");
+    return cudaErrorNotSupported;
+  }
+  if (!p.ptr) return cudaErrorInvalidValue;
+  const uint64_t pitch = p.pitch ? p.pitch : ext.width;
+  const uint64_t height = p.ysize ? p.ysize : ext.height;
+  const auto start = reinterpret_cast<const std::byte*>(p.ptr);
+  const uint64_t first = pos.z * pitch * height + pos.y * pitch + pos.x;
+  // Bytes from p.ptr to the region's end.
+  const uint64_t end = ext.width == 0 || ext.height == 0 || ext.depth == 0
+                           ? first
+                           : first + (ext.depth - 1) * pitch * height + (ext.height - 1) * pitch + ext.width;
+  *s = api::GraphMemcpySide{};
+  s->pitch = pitch;
+  s->height = height;
+  s->pos[0] = pos.x, s->pos[1] = pos.y, s->pos[2] = pos.z;
+  if (is_device(start + first, end > first ? end - first : 1)) {
+    s->kind = api::kGraphMemDevice;
+    s->device = addr(start);
+    return cudaSuccess;
+  }
+  if (auto ref = pinned_range(start, end ? end : 1)) {
+    s->kind = api::kGraphMemHeap;
+    s->heap = vmrpc::wire::HeapRef{ref->offset, end};
+    return cudaSuccess;
+  }
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    VMCUDA_LOG(kWarn, "graph", "a graph memcpy node with pageable host memory is not supported (801): the host "
+                               "reads it at every launch; use pinned memory (cudaMallocHost)");
+  return cudaErrorNotSupported;
+}
+
+namespace {
 
 // Captures this process began and has not ended (stream_capturing costs nothing while 0).
 std::atomic<int> g_open_captures{0};
@@ -63,13 +110,13 @@ bool forget(std::unordered_set<uint64_t> Registry::*set, uint64_t h) {
 
 uint64_t wire(const void* h) { return reinterpret_cast<uint64_t>(h); }
 
-// The Remote for a call that needs the device, or the error to return (recorded).
-Remote* enter(cudaError_t* e) {
-  if ((*e = enter_device_call())) return nullptr;
-  Remote* r = Remote::get(e);
-  if (!r) record(*e);
-  return r;
-}
+}  // namespace
+
+bool graph_known(uint64_t graph) { return known(&Registry::graphs, graph); }
+
+namespace {
+
+Remote* enter(cudaError_t* e) { return graph_enter(e); }
 
 // Dependencies as wire handles, and a tail of them followed by `more`.
 cudaError_t deps_tail(const cudaGraphNode_t* deps, size_t count, std::span<const std::byte> more,
@@ -109,46 +156,11 @@ cudaError_t add_node(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNod
   return cudaSuccess;
 }
 
-// One side of a memcpy node, rebased so its region starts at pos 0: device memory of this
-// process or pinned shared-heap memory; pageable memory and arrays are refused.
-cudaError_t memcpy_side(const cudaPitchedPtr& p, const cudaPos& pos, const cudaExtent& ext, cudaArray_t array,
-                        api::GraphMemcpySide* s) {
-  if (array) {
-    VMCUDA_LOG(kWarn, "graph", "a graph memcpy node with a CUDA array is not supported yet (801)");
-    return cudaErrorNotSupported;
-  }
-  if (!p.ptr) return cudaErrorInvalidValue;
-  const uint64_t pitch = p.pitch ? p.pitch : ext.width;
-  const uint64_t height = p.ysize ? p.ysize : ext.height;
-  const auto base = reinterpret_cast<const std::byte*>(p.ptr) + pos.z * pitch * height + pos.y * pitch + pos.x;
-  const uint64_t span = ext.width == 0 || ext.height == 0 || ext.depth == 0
-                            ? 0
-                            : (ext.depth - 1) * pitch * height + (ext.height - 1) * pitch + ext.width;
-  *s = api::GraphMemcpySide{};
-  s->pitch = pitch;
-  s->height = height;
-  if (is_device(base, span ? span : 1)) {
-    s->kind = api::kGraphMemDevice;
-    s->device = addr(base);
-    return cudaSuccess;
-  }
-  if (auto ref = pinned_range(base, span ? span : 1)) {
-    s->kind = api::kGraphMemHeap;
-    s->heap = vmrpc::wire::HeapRef{ref->offset, span};
-    return cudaSuccess;
-  }
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    VMCUDA_LOG(kWarn, "graph", "a graph memcpy node with pageable host memory is not supported (801): the host "
-                               "reads it at every launch; use pinned memory (cudaMallocHost)");
-  return cudaErrorNotSupported;
-}
-
 cudaError_t memcpy_node(cudaGraphNode_t* out, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t count,
                         const cudaMemcpy3DParms& p) {
   return add_node<api::Call::GraphAddMemcpyNode>(out, graph, deps, count, [&](Remote&, api::GraphMemcpyNodeArgs& a) {
-    if (cudaError_t e = memcpy_side(p.srcPtr, p.srcPos, p.extent, p.srcArray, &a.src)) return e;
-    if (cudaError_t e = memcpy_side(p.dstPtr, p.dstPos, p.extent, p.dstArray, &a.dst)) return e;
+    if (cudaError_t e = graph_memcpy_side(p.srcPtr, p.srcPos, p.extent, p.srcArray, &a.src)) return e;
+    if (cudaError_t e = graph_memcpy_side(p.dstPtr, p.dstPos, p.extent, p.dstArray, &a.dst)) return e;
     a.extent[0] = p.extent.width, a.extent[1] = p.extent.height, a.extent[2] = p.extent.depth;
     return cudaSuccess;
   });
@@ -242,6 +254,7 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   auto lock = r->lock();
   // One queued call, whatever the graph holds: its error comes with the next synchronizing call.
   if (upload) return record(r->enqueue<api::Call::GraphUpload>({wire(exec), s}));
+  user_objects_launched(wire(exec), s);
   return record(r->enqueue<api::Call::GraphLaunch>({wire(exec), s}));
 }
 
@@ -287,6 +300,7 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   const auto res = r->call<api::Call::GraphInstantiate>({h, wire(graph), flags});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::execs, h);
+  user_objects_instantiated(wire(graph), h);
   *out = reinterpret_cast<cudaGraphExec_t>(h);
   return cudaSuccess;
 }
@@ -375,6 +389,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   Remote* r = enter(&e);
   if (!r) return e;
   if (!graph || !forget(&Registry::graphs, wire(graph))) return record(cudaErrorInvalidValue);
+  user_objects_graph_destroyed(wire(graph));
   auto lock = r->lock();
   return record(r->enqueue<api::Call::GraphDestroy>({wire(graph), 0, 0}));
 }
@@ -389,6 +404,7 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
   if (auto res = r->call<api::Call::GraphClone>({h, wire(originalGraph)}); res.status)
     return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::graphs, h);
+  user_objects_graph_copied(wire(originalGraph), h);
   *pGraphClone = reinterpret_cast<cudaGraph_t>(h);
   return cudaSuccess;
 }
@@ -500,7 +516,11 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t 
                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph) {
   if (!childGraph) return record(cudaErrorInvalidValue);
-  return plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
+  const cudaError_t e = plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
+  // The node's copy of the child holds the child's user object references, as long as the
+  // graph holding the node does.
+  if (e == cudaSuccess) user_objects_graph_copied(wire(childGraph), wire(graph));
+  return e;
 }
 
 // Graph memory nodes allocate device memory outside the client's arena, which the VM's
@@ -597,8 +617,13 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   Remote* r = enter(&e);
   if (!r) return e;
   if (!graphExec || !forget(&Registry::execs, wire(graphExec))) return record(cudaErrorInvalidValue);
-  auto lock = r->lock();
-  return record(r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)}));
+  cudaError_t de;
+  {
+    auto lock = r->lock();
+    de = r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)});
+  }
+  user_objects_exec_destroyed(wire(graphExec));  // after its launches' work (host functions queued after them)
+  return record(de);
 }
 
 cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,

@@ -335,6 +335,17 @@ cudaError_t persistent_host_entry(Remote& remote, cudaHostFn_t fn, void* data, v
   return cudaSuccess;
 }
 
+bool persistent_host_function(Remote& remote, uint64_t entry_offset, cudaHostFn_t* fn, void** data) {
+  const auto heap = remote.slot().region().heap();
+  if (entry_offset >= heap.size()) return false;
+  const std::byte* at = heap.data() + entry_offset;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  for (const Persistent& p : st.persistent)
+    if (reinterpret_cast<const std::byte*>(p.entry) == at) return *fn = p.fn, *data = p.data, true;
+  return false;
+}
+
 }  // namespace vmcuda::guest
 
 using namespace vmcuda::guest;

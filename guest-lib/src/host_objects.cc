@@ -43,6 +43,15 @@ const vgpu_db::Function* find_kernel(const void* func) noexcept {
   return f ? f : registry.function_from_kernel(func);
 }
 
+const void* kernel_of_handle(uint64_t handle, const HostKernel** k) noexcept {
+  auto& t = tables();
+  std::lock_guard l(t.mu);
+  const int device = Remote::thread_device();
+  for (const auto& [key, kernel] : t.kernels)
+    if (key.second == device && kernel.handle == handle) return *k = &kernel, key.first->host_fun;
+  return nullptr;
+}
+
 cudaError_t load_module(Remote& r, const vgpu_db::Module& m, uint64_t* handle) {
   const auto key = std::make_pair(&m, Remote::thread_device());
   auto& t = tables();

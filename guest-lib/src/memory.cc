@@ -217,6 +217,7 @@ cudaError_t cudaFree(void* devPtr) {
   Remote* r = device_call(&e);
   if (!r) return e;
   if (!devPtr) return cudaSuccess;
+  if (cudaError_t f; vmcuda::guest::release_pool_import(devPtr, &f)) return record(f);
   if (auto m = AllocationMap::process().remove(addr(devPtr), Allocation::kManaged)) {
     auto lock = r->lock();
     // cudaFree synchronizes: no kernel may still use the block when the heap hands it out again.

@@ -10,6 +10,19 @@
 // memory of their own (nothing is cached for reuse), so their attributes are kept here:
 // the release threshold and reuse flags as set, the used memory as what this process has
 // allocated through the pool and not yet freed with cudaFreeAsync; reserved = used.
+//
+// Pool IPC between programs of one VM (calls.def 0x1a10): a pool created with
+// cudaMemHandleTypePosixFileDescriptor exports as a token of the VM's table (MemPoolExport).
+// The program gets a real file descriptor, as natively, to pass over a unix socket or keep
+// across fork: a sealed memfd holding kPoolFdMagic and the token; the importer's library
+// reads the token back (the descriptor means nothing outside the VM: the token is only in
+// its stub's table). A pointer's export data holds the pool's token and the allocation's IPC
+// memory token; importing opens it as cudaIpcOpenMemHandle does, and the importer's
+// cudaFree/cudaFreeAsync of it closes it.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -43,6 +56,10 @@ struct Pool {
   uint64_t used = 0, used_high = 0, reserved_high = 0;
   bool managed = false;  // cudaMemAllocationTypeManaged: created, but allocations are not remoted
   std::map<int, cudaMemAccessFlags> access;  // other devices' access (cudaMemPoolSetAccess)
+  unsigned handle_types = 0;  // cudaMemPoolProps::handleTypes: exportable when not none
+  bool imported = false;      // cudaMemPoolImportFromShareableHandle's: no allocations of its own
+  bool exported = false;      // the host has a token for it (`token`): forgotten at destroy
+  api::IpcHandle token{};     // exported or imported: the pool's token in the VM's table
 };
 
 struct Allocated {
@@ -57,6 +74,8 @@ struct Registry {
   std::unordered_map<uint64_t, Pool> pools;
   std::map<int, uint64_t> default_pool, current_pool;
   std::unordered_map<uint64_t, Allocated> allocations;  // by device pointer
+  // cudaMemPoolImportPointer's pointers: how many imports each (one cudaFree closes one).
+  std::unordered_map<uint64_t, unsigned> imported;
   // Per device: how many pools let it in. The host grants a device the client's whole
   // arena (all pools' memory) while any does; asked at the first grant and after the last.
   std::map<int, int> grants;
@@ -108,7 +127,7 @@ cudaError_t pool_allocate(Remote& r, void** ptr, size_t size, uint64_t pool_hand
     auto& reg = registry();
     std::lock_guard g(reg.mu);
     Pool* p = reg.find(reinterpret_cast<cudaMemPool_t>(pool_handle));
-    if (!p) return cudaErrorInvalidValue;
+    if (!p || p->imported) return cudaErrorInvalidValue;  // an imported pool allocates nothing (CUDA)
     if (p->managed) {
       static std::atomic<bool> said{false};
       warn_once(said, "cudaMallocFromPoolAsync: allocations from a managed-memory pool are not supported "
@@ -169,6 +188,7 @@ cudaError_t free_async(void* ptr, cudaStream_t stream, bool per_thread) {
   // Any device allocation may be freed here (cudaMalloc's too, as CUDA allows); NULL is
   // nothing to do (as on the H200), an unknown pointer the invalid value the header lists.
   if (!ptr) return cudaSuccess;
+  if (cudaError_t f; vmcuda::guest::release_pool_import(ptr, &f)) return record(f);
   if (!AllocationMap::process().remove(a, Allocation::kDevice)) return record(cudaErrorInvalidValue);
   {
     auto& reg = registry();
@@ -271,8 +291,8 @@ cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   auto& reg = registry();
   std::lock_guard g(reg.mu);
   Pool* p = reg.find(memPool);
-  // A pool serves its own device only.
-  if (!p || p->device != device) return record(cudaErrorInvalidValue);
+  // A pool serves its own device only; an imported one allocates nothing.
+  if (!p || p->device != device || p->imported) return record(cudaErrorInvalidValue);
   reg.current_pool[device] = reinterpret_cast<uint64_t>(memPool);
   return cudaSuccess;
 }
@@ -307,24 +327,38 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const struct cudaMemPoolPr
   std::lock_guard g(reg.mu);
   const uint64_t h = reg.next += 0x100;
   reg.pools[h] = Pool{.device = poolProps->location.id, .max_size = poolProps->maxSize,
-                      .managed = poolProps->allocType == cudaMemAllocationTypeManaged};
+                      .managed = poolProps->allocType == cudaMemAllocationTypeManaged,
+                      .handle_types = static_cast<unsigned>(poolProps->handleTypes)};
   *memPool = reinterpret_cast<cudaMemPool_t>(h);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
   if (cudaError_t e = vmcuda::guest::enter_device_call()) return e;
-  auto& reg = registry();
-  std::lock_guard g(reg.mu);
-  Pool* p = reg.find(memPool);
-  if (!p || p->is_default) return record(cudaErrorInvalidValue);  // default pools live on
-  // Its allocations stay valid until freed (the memory is the host's, not the pool's);
-  // a device whose current pool this was goes back to its default.
-  const int device = p->device;
-  const uint64_t h = reinterpret_cast<uint64_t>(memPool);
-  if (auto it = reg.current_pool.find(device); it != reg.current_pool.end() && it->second == h)
-    reg.current_pool.erase(it);
-  reg.pools.erase(h);
+  bool forget = false;
+  int device;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    Pool* p = reg.find(memPool);
+    if (!p || p->is_default) return record(cudaErrorInvalidValue);  // default pools live on
+    // Its allocations stay valid until freed (the memory is the host's, not the pool's);
+    // a device whose current pool this was goes back to its default.
+    device = p->device;
+    forget = p->exported;
+    const uint64_t h = reinterpret_cast<uint64_t>(memPool);
+    if (auto it = reg.current_pool.find(device); it != reg.current_pool.end() && it->second == h)
+      reg.current_pool.erase(it);
+    reg.pools.erase(h);
+  }
+  // An exported pool's descriptors name nothing any more: no new imports (those made stay).
+  if (forget) {
+    cudaError_t e;
+    if (Remote* r = vmcuda::guest::connected(&e)) {
+      auto lock = r->lock();
+      r->call<api::Call::MemPoolForget>({reinterpret_cast<uint64_t>(memPool), device, 0});
+    }
+  }
   return cudaSuccess;
 }
 
@@ -474,3 +508,177 @@ cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t m
       return record(cudaErrorInvalidValue);
   }
 }
+
+// ---- pool IPC (0x1a10; see the top of this file).
+namespace {
+
+constexpr uint64_t kPoolFdMagic = 0x4c4f4f5061637576ull;  // "vucaPOOL": what our descriptors hold first
+struct PoolFdContents {
+  uint64_t magic;
+  api::IpcHandle token;
+};
+
+// The pool's token, asked of the host at its first export. Precondition: reg.mu not held.
+cudaError_t pool_token(Remote& r, cudaMemPool_t memPool, api::IpcHandle* token) {
+  int device;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    Pool* p = reg.find(memPool);
+    if (!p || p->imported) return cudaErrorInvalidValue;
+    // Exportable only when created so (CUDA: "an IPC capable mempool").
+    if (!(p->handle_types & cudaMemHandleTypePosixFileDescriptor)) return cudaErrorInvalidValue;
+    if (p->exported) return *token = p->token, cudaSuccess;
+    device = p->device;
+  }
+  auto lock = r.lock();
+  const auto res = r.call<api::Call::MemPoolExport>({reinterpret_cast<uint64_t>(memPool), device, 0});
+  if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  if (!p) return cudaErrorInvalidValue;  // destroyed meanwhile
+  p->exported = true;
+  p->token = res.reply.handle;
+  *token = p->token;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t cudaMemPoolExportToShareableHandle(void* shareableHandle, cudaMemPool_t memPool,
+                                               enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!shareableHandle || flags) return record(cudaErrorInvalidValue);
+  if (handleType == cudaMemHandleTypeFabric) {
+    // Fabric handles cross nodes through IMEX: never from a VM.
+    static std::atomic<bool> said{false};
+    warn_once(said, "cudaMemPoolExportToShareableHandle: fabric handles are not supported in a VM "
+                    "(cudaErrorNotSupported); use cudaMemHandleTypePosixFileDescriptor");
+    return record(cudaErrorNotSupported);
+  }
+  if (handleType != cudaMemHandleTypePosixFileDescriptor) return record(cudaErrorInvalidValue);
+  PoolFdContents c{kPoolFdMagic, {}};
+  if (cudaError_t t = pool_token(*r, memPool, &c.token)) return record(t);
+  // A descriptor of its own, as natively; sealed so that what it names cannot change.
+  const int fd = ::memfd_create("vmcuda-mempool", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return record(cudaErrorMemoryAllocation);
+  if (::pwrite(fd, &c, sizeof c, 0) != static_cast<ssize_t>(sizeof c) ||
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+    ::close(fd);
+    return record(cudaErrorMemoryAllocation);
+  }
+  std::memcpy(shareableHandle, &fd, sizeof fd);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t* memPool, void* shareableHandle,
+                                                 enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!memPool || flags || handleType != cudaMemHandleTypePosixFileDescriptor) return record(cudaErrorInvalidValue);
+  // The descriptor is passed by value in the pointer, as natively.
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(shareableHandle));
+  PoolFdContents c{};
+  if (fd < 0 || ::pread(fd, &c, sizeof c, 0) != static_cast<ssize_t>(sizeof c) || c.magic != kPoolFdMagic)
+    return record(cudaErrorInvalidValue);  // not a pool's descriptor
+  api::MemPoolImportArgs a{c.token};
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::MemPoolImport>(a);
+  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  const uint64_t h = reg.next += 0x100;
+  reg.pools[h] = Pool{.device = res.reply.device, .handle_types = cudaMemHandleTypePosixFileDescriptor,
+                      .imported = true, .token = c.token};
+  *memPool = reinterpret_cast<cudaMemPool_t>(h);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData* exportData, void* ptr) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!exportData || !ptr) return record(cudaErrorInvalidValue);
+  uint64_t pool;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    auto it = reg.allocations.find(reinterpret_cast<uint64_t>(ptr));
+    if (it == reg.allocations.end()) return record(cudaErrorInvalidValue);  // not a pool allocation of ours
+    pool = it->second.pool;
+  }
+  api::PoolPtrExport x{};
+  x.tag = api::kIpcPoolPtrTag;
+  api::IpcHandle pool_handle{};
+  if (cudaError_t t = pool_token(*r, reinterpret_cast<cudaMemPool_t>(pool), &pool_handle)) return record(t);
+  std::memcpy(x.pool, pool_handle.token, sizeof x.pool);
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::IpcGetMemHandle>({reinterpret_cast<uint64_t>(ptr)});
+  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+  std::memcpy(x.memory, res.reply.handle.token, sizeof x.memory);
+  static_assert(sizeof x == sizeof exportData->reserved);
+  std::memcpy(exportData->reserved, &x, sizeof x);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData* exportData) {
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  if (!ptr || !exportData) return record(cudaErrorInvalidValue);
+  api::PoolPtrExport x;
+  std::memcpy(&x, exportData->reserved, sizeof x);
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    Pool* p = reg.find(memPool);
+    // The pointer must be of the pool it is imported through.
+    if (!p || !p->imported || x.tag != api::kIpcPoolPtrTag || std::memcmp(x.pool, p->token.token, sizeof x.pool) != 0)
+      return record(cudaErrorInvalidValue);
+  }
+  api::IpcOpenMemArgs a{};
+  a.handle.tag = api::kIpcMemTag;
+  std::memcpy(a.handle.token, x.memory, sizeof a.handle.token);
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::IpcOpenMemHandle>(a);
+  // Freed by its exporter, or never of this VM: the data names nothing.
+  if (res.status == cudaErrorInvalidResourceHandle) return record(cudaErrorInvalidValue);
+  if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
+  const uint64_t got = res.reply.ptr;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    // Imported twice: the host counted it, and one cudaFree closes one.
+    if (reg.imported[got]++ == 0) AllocationMap::process().add({got, res.reply.bytes, Allocation::kDevice, res.reply.device, 0});
+  }
+  *ptr = reinterpret_cast<void*>(got);
+  return cudaSuccess;
+}
+
+namespace vmcuda::guest {
+bool release_pool_import(void* ptr, cudaError_t* status) {
+  const uint64_t a = reinterpret_cast<uint64_t>(ptr);
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    auto it = reg.imported.find(a);
+    if (it == reg.imported.end()) return false;
+    if (--it->second == 0) {
+      reg.imported.erase(it);
+      AllocationMap::process().remove(a, Allocation::kDevice);
+    }
+  }
+  cudaError_t e;
+  Remote* r = connected(&e);
+  if (!r) return *status = e, true;
+  auto lock = r->lock();
+  // Closed as cudaIpcCloseMemHandle closes (it waits for the program's work as cudaFree does).
+  const auto res = r->call<api::Call::IpcCloseMemHandle>({a});
+  *status = static_cast<cudaError_t>(res.status);
+  return true;
+}
+}  // namespace vmcuda::guest

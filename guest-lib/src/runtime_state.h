@@ -53,4 +53,8 @@ void restore_runtime_thread_state(cudaError_t last_error, bool runtime_used) noe
 /// For tests of this module only: forget the sticky error.
 void reset_sticky_error_for_testing() noexcept;
 
+// A pointer cudaMemPoolImportPointer returned (memory_pool.cc): cudaFree/cudaFreeAsync of it
+// closes that import (true, *status the answer); false for any other pointer.
+bool release_pool_import(void* ptr, cudaError_t* status);
+
 }  // namespace vmcuda::guest

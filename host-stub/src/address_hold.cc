@@ -13,6 +13,15 @@ std::recursive_mutex& context_layout_mu() {
   return mu;
 }
 
+uint64_t lowest_of_cluster(const std::vector<AddressRange>& added) {
+  if (added.empty()) return 0;
+  size_t i = 0;
+  for (size_t k = 1; k < added.size(); ++k)
+    if (added[k].end - added[k].begin > added[i].end - added[i].begin) i = k;
+  while (i > 0 && added[i - 1].end + kClusterGap >= added[i].begin) --i;
+  return added[i].begin;
+}
+
 AddressRange free_below(const std::vector<AddressRange>& maps, uint64_t at, uint64_t bytes) {
   uint64_t floor = at > bytes ? at - bytes : 0;
   for (const AddressRange& r : maps)

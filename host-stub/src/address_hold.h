@@ -30,6 +30,12 @@ std::recursive_mutex& context_layout_mu();
 // too, and a thread stack or library mapped right below the first context would take it.
 inline constexpr uint64_t kContextFenceBytes = 1ull << 30;
 
+// Where the ranges a context took end downwards: the largest of `added` (sorted) and the
+// ranges below it that lie within kClusterGap of each other (its threads' stacks, its
+// mappings); 0 if there are none. Ranges elsewhere (the heap growing) are not the context's.
+inline constexpr uint64_t kClusterGap = 64ull << 20;
+uint64_t lowest_of_cluster(const std::vector<AddressRange>& added);
+
 // The free space directly below `at` (down to the next mapping of `maps`, at most `bytes`).
 AddressRange free_below(const std::vector<AddressRange>& maps, uint64_t at, uint64_t bytes);
 

@@ -265,7 +265,7 @@ namespace {
 // Copy threads of a suspend to or resume from host memory (and a restore from a file).
 int64_t copy_threads() {
   const int64_t threads = vmrpc::knobs::kSuspendCopyThreads.get();
-  return threads > 0 ? threads : std::clamp<int64_t>(std::thread::hardware_concurrency() / 2, 2, 16);
+  return threads > 0 ? threads : std::clamp<int64_t>(std::thread::hardware_concurrency(), 2, 16);
 }
 }  // namespace
 

@@ -22,11 +22,12 @@ namespace vmcuda::host {
 
 #ifndef VMCUDA_WITH_CUBLAS
 CUresult Session::cublas_release(CublasHandleObject&) { return CUDA_SUCCESS; }
-bool Session::cublas_recreate(CublasHandleObject&, std::string* why) {
+bool Session::cublas_recreate(CublasHandleObject&, int, std::string* why) {
   *why = "the state has cuBLAS handles, and this vmcuda-stub was built without cuBLAS";
   return false;
 }
 bool Session::restore_cublas_settings(std::string*) { return true; }
+uint64_t Session::cublas_workspace_cost(int) const { return 0; }
 #else
 
 namespace {
@@ -87,17 +88,41 @@ const CublasApi* Session::cublas_library(int32_t* status) {
   return cublas_;
 }
 
+// NVIDIA's cuBLAS documentation (cublasSetWorkspace) sizes a handle's workspace by architecture:
+// 32 MiB for Hopper (compute capability 9.0) and later, 4 MiB before. The library allocates its
+// own of that order with cudaMalloc, outside the client's arena, so the VM is charged that
+// much per handle; VMCUDA_CUBLAS_WORKSPACE_BYTES sets another figure (bench/cublas_cost_probe.cu
+// measures the real one on a GPU).
+uint64_t Session::cublas_workspace_cost(int device) const {
+  if (limits_.cublas_workspace_bytes >= 0) return static_cast<uint64_t>(limits_.cublas_workspace_bytes);
+  int major = 0;
+  if (static_cast<size_t>(device) >= devices_.size() ||
+      api_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, devices_[device]) != CUDA_SUCCESS)
+    major = 9;  // unknown: the larger size
+  return major >= 9 ? 32ull << 20 : 4ull << 20;
+}
+
 CUresult Session::cublas_release(CublasHandleObject& h) {
   if (h.handle && cublas_) cublas_->cublasDestroy_v2(h.handle);
   h.handle = nullptr;
+  // Its workspace goes back whichever way it goes (a resume charges it again).
+  if (account_ && h.charged) account_->refund(h.charged);
+  h.charged = 0;
   return CUDA_SUCCESS;  // a cuBLAS status is no CUresult: teardown goes on either way
 }
 
-bool Session::cublas_recreate(CublasHandleObject& h, std::string* why) {
+bool Session::cublas_recreate(CublasHandleObject& h, int device, std::string* why) {
   int32_t status = CUBLAS_STATUS_SUCCESS;
   const CublasApi* lib = cublas_library(&status);
   std::string w;
   if (!lib) load(api_, &w);
+  const uint64_t cost = cublas_workspace_cost(device);
+  if (lib && account_ && cost && !account_->charge(cost)) {
+    *why = "the VM's device memory quota has no room for a cuBLAS handle's workspace (" + std::to_string(cost >> 20) +
+           " MiB)";
+    return false;
+  }
+  h.charged = account_ && lib ? cost : 0;
   void* made = nullptr;
   int st = lib ? lib->cublasCreate_v2(&made) : status;
   if (st == CUBLAS_STATUS_SUCCESS && h.pointer_mode)
@@ -106,6 +131,8 @@ bool Session::cublas_recreate(CublasHandleObject& h, std::string* why) {
     st = lib->cublasSetMathMode ? lib->cublasSetMathMode(made, h.math_mode) : CUBLAS_STATUS_NOT_SUPPORTED;
   if (st != CUBLAS_STATUS_SUCCESS) {
     if (made) lib->cublasDestroy_v2(made);
+    if (account_ && h.charged) account_->refund(h.charged);
+    h.charged = 0;
     *why = "recreating a cuBLAS handle failed (status " + std::to_string(st) + ")" +
            (lib ? "" : ": no libcublas.so.13 on this host (" + w + ")");
     return false;
@@ -158,6 +185,7 @@ CublasScope::CublasScope(Session& s, uint64_t guest, const char* call) : s_(s), 
   lib = s.cublas_library(&status_);
   if (!lib) return;
   handle = &o->as<CublasHandleObject>();
+  device_ = o->device;
   s.make_current(o->device);
   // A stream the app destroyed while the handle still names it: the library would use a
   // freed stream. Natively undefined; here the handle falls back to the default stream.
@@ -169,6 +197,12 @@ CublasScope::CublasScope(Session& s, uint64_t guest, const char* call) : s_(s), 
 
 CublasScope::~CublasScope() {
   if (s_.contexts_[s_.current_]) s_.make_current(s_.current_);
+}
+
+void CublasScope::launch(const vmrpc::CallContext& ctx) {
+  CUstream stream = nullptr;  // no stream set: the context's NULL stream, as the library uses
+  if (handle->stream) stream = s_.vol_.find(ObjectKind::Stream, handle->stream)->as<StreamObject>().stream;  // checked above
+  s_.count_launch(device_, stream, ctx);
 }
 
 const void* CublasScope::scalar(const uint8_t (&field)[16], size_t bytes) const {
@@ -212,10 +246,25 @@ int32_t Session::on_cublasCreate_v2(const api::cublasCreate_v2_Args& a, api::Emp
   int32_t status = CUBLAS_STATUS_SUCCESS;
   const CublasApi* lib = cublas_library(&status);
   if (!lib) return status;
+  // The library's own workspace is the VM's (cublas_workspace_cost): no room, no handle, as a
+  // native cublasCreate that cannot allocate it answers.
+  const uint64_t cost = account_ ? cublas_workspace_cost(current_) : 0;
+  if (cost && !account_->charge(cost)) {
+    if (workspace_refusals_++ < 8)
+      VMRPC_LOG(kWarn, "stub", log_tag_ + ": cublasCreate: the VM's device memory quota has no room for the handle's "
+                                          "workspace (" + std::to_string(cost >> 20) +
+                                          " MiB, VMCUDA_CUBLAS_WORKSPACE_BYTES); answered CUBLAS_STATUS_ALLOC_FAILED");
+    return CUBLAS_STATUS_ALLOC_FAILED;
+  }
   // In the client's context of the current device (Session::call made it current).
   void* h = nullptr;
-  if (int st = lib->cublasCreate_v2(&h); st != CUBLAS_STATUS_SUCCESS) return st;
-  vol_.add(ObjectKind::CublasHandle, current_, a.handle, vol_.context(current_)->id, CublasHandleObject{h});
+  if (int st = lib->cublasCreate_v2(&h); st != CUBLAS_STATUS_SUCCESS) {
+    if (cost) account_->refund(cost);
+    return st;
+  }
+  CublasHandleObject made{h};
+  made.charged = cost;
+  vol_.add(ObjectKind::CublasHandle, current_, a.handle, vol_.context(current_)->id, std::move(made));
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -223,11 +272,14 @@ int32_t Session::on_cublasDestroy_v2(const api::cublasDestroy_v2_Args& a, api::E
   Object* o = vol_.find(ObjectKind::CublasHandle, a.handle);
   if (!o) return CUBLAS_STATUS_NOT_INITIALIZED;
   int st = CUBLAS_STATUS_SUCCESS;
+  CublasHandleObject& h = o->as<CublasHandleObject>();
   if (cublas_) {
     make_current(o->device);
-    st = cublas_->cublasDestroy_v2(o->as<CublasHandleObject>().handle);
+    st = cublas_->cublasDestroy_v2(h.handle);
     make_current(current_);
   }
+  h.handle = nullptr;
+  cublas_release(h);  // its workspace's charge
   vol_.remove(o->id);
   return st;
 }
@@ -275,6 +327,23 @@ int32_t Session::on_cublasSetWorkspace_v2(const api::cublasSetWorkspace_v2_Args&
     c.handle->workspace_bytes = a.workspaceSizeInBytes;
   }
   return st;
+}
+
+// Exported by NVIDIA's libcublas.so.13 but in no header (gen-cublas.py UNDECLARED); NVIDIA's
+// cuSOLVER sets it on its handle. Forwarded where the host's library has it; a library without
+// it has no such mode, so the call is then a no-op that succeeds (logged once).
+int32_t Session::on_cublasSetEnvironmentMode(const api::cublasSetEnvironmentMode_Args& a, api::Empty&, Request&) {
+  CublasScope c(*this, a.handle, "cublasSetEnvironmentMode");
+  if (!c.ok()) return c.status();
+  if (a.mode != 0 && a.mode != 1) return CUBLAS_STATUS_INVALID_VALUE;
+  if (!c.lib->cublasSetEnvironmentMode) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true))
+      VMRPC_LOG(kInfo, "stub", "the host's libcublas.so.13 has no cublasSetEnvironmentMode: the guests' calls of it "
+                               "succeed and change nothing");
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return c.lib->cublasSetEnvironmentMode(c.handle->handle, a.mode);
 }
 
 #endif  // VMCUDA_WITH_CUBLAS

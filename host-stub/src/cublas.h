@@ -16,6 +16,7 @@ namespace vmcuda::host {
 // cublasStatus_t values (cublas_api.h) the host answers itself.
 inline constexpr int32_t CUBLAS_STATUS_SUCCESS = 0;
 inline constexpr int32_t CUBLAS_STATUS_NOT_INITIALIZED = 1;
+inline constexpr int32_t CUBLAS_STATUS_ALLOC_FAILED = 3;
 inline constexpr int32_t CUBLAS_STATUS_INVALID_VALUE = 7;
 inline constexpr int32_t CUBLAS_STATUS_NOT_SUPPORTED = 15;
 inline constexpr int32_t CUBLAS_POINTER_MODE_DEVICE = 1;
@@ -56,6 +57,9 @@ class CublasScope {
   // The guest named memory that is not its own: refused (logged as a malformed call).
   int32_t bad_pointer(const char* param);
   int32_t done(int status) const { return status; }
+  // Right before a routine that runs kernels (kLaunches) is issued on the handle's stream: counted
+  // as a kernel launch is (Session::count_launch: fair sharing may hold it back here).
+  void launch(const vmrpc::CallContext& ctx);
 
   const CublasApi* lib = nullptr;
   CublasHandleObject* handle = nullptr;
@@ -64,6 +68,7 @@ class CublasScope {
   int32_t missing();
   Session& s_;
   const char* call_;
+  int device_ = -1;  // the handle's guest device
   int32_t status_ = CUBLAS_STATUS_SUCCESS;
 };
 

@@ -349,6 +349,25 @@ struct CUgraphExecUpdateResultInfo {
   CUgraphNode errorFromNode;
 };
 static_assert(sizeof(CUgraphExecUpdateResultInfo) == 24);
+// cuGraphAddNode's parameters: only the conditional node's are used (graph_nodes.cc).
+struct CUDA_CONDITIONAL_NODE_PARAMS {
+  unsigned long long handle;
+  int type;  // CUgraphConditionalNodeType: if, while, switch
+  unsigned size;
+  CUgraph* phGraph_out;
+  CUcontext ctx;
+};
+static_assert(sizeof(CUDA_CONDITIONAL_NODE_PARAMS) == 32);
+struct CUgraphNodeParams {
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
+  };
+  long long reserved2;
+};
+static_assert(sizeof(CUgraphNodeParams) == 256);
 // An edge's data (cuGraphGetEdges_v2): all zero for a plain (full) dependency.
 struct CUgraphEdgeData {
   unsigned char from_port, to_port, type;
@@ -496,6 +515,30 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuGraphChildGraphNodeGetGraph, CUresult (*)(CUgraphNode, CUgraph*))                             \
   X(cuGraphEventRecordNodeGetEvent, CUresult (*)(CUgraphNode, CUevent*))                            \
   X(cuGraphEventWaitNodeGetEvent, CUresult (*)(CUgraphNode, CUevent*))                              \
+  X(cuGraphMemcpyNodeSetParams, CUresult (*)(CUgraphNode, const CUDA_MEMCPY3D*))                    \
+  X(cuGraphMemsetNodeSetParams, CUresult (*)(CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*))          \
+  X(cuGraphHostNodeSetParams, CUresult (*)(CUgraphNode, const CUDA_HOST_NODE_PARAMS*))              \
+  X(cuGraphEventRecordNodeSetEvent, CUresult (*)(CUgraphNode, CUevent))                             \
+  X(cuGraphEventWaitNodeSetEvent, CUresult (*)(CUgraphNode, CUevent))                               \
+  X(cuGraphExecMemcpyNodeSetParams, CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMCPY3D*, CUcontext)) \
+  X(cuGraphExecMemsetNodeSetParams, CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_MEMSET_NODE_PARAMS*,   \
+                                                 CUcontext))                                        \
+  X(cuGraphExecHostNodeSetParams, CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_HOST_NODE_PARAMS*))      \
+  X(cuGraphExecChildGraphNodeSetParams, CUresult (*)(CUgraphExec, CUgraphNode, CUgraph))            \
+  X(cuGraphExecEventRecordNodeSetEvent, CUresult (*)(CUgraphExec, CUgraphNode, CUevent))            \
+  X(cuGraphExecEventWaitNodeSetEvent, CUresult (*)(CUgraphExec, CUgraphNode, CUevent))              \
+  X(cuGraphNodeSetEnabled, CUresult (*)(CUgraphExec, CUgraphNode, unsigned))                        \
+  X(cuGraphNodeGetEnabled, CUresult (*)(CUgraphExec, CUgraphNode, unsigned*))                       \
+  X(cuGraphNodeGetDependencies_v2, CUresult (*)(CUgraphNode, CUgraphNode*, CUgraphEdgeData*, size_t*))   \
+  X(cuGraphNodeGetDependentNodes_v2, CUresult (*)(CUgraphNode, CUgraphNode*, CUgraphEdgeData*, size_t*)) \
+  X(cuGraphRemoveDependencies_v2, CUresult (*)(CUgraph, const CUgraphNode*, const CUgraphNode*,      \
+                                               const CUgraphEdgeData*, size_t))                      \
+  X(cuGraphDestroyNode, CUresult (*)(CUgraphNode))                                                  \
+  X(cuGraphKernelNodeCopyAttributes, CUresult (*)(CUgraphNode, CUgraphNode))                        \
+  X(cuStreamGetId, CUresult (*)(CUstream, unsigned long long*))                                     \
+  X(cuGraphConditionalHandleCreate, CUresult (*)(unsigned long long*, CUgraph, CUcontext, unsigned, unsigned)) \
+  X(cuGraphAddNode_v2, CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, \
+                                    CUgraphNodeParams*))                                             \
   X(cuArray3DCreate_v2, CUresult (*)(CUarray*, const CUDA_ARRAY3D_DESCRIPTOR*))                         \
   X(cuArrayDestroy, CUresult (*)(CUarray))                                                             \
   X(cuMipmappedArrayCreate, CUresult (*)(CUmipmappedArray*, const CUDA_ARRAY3D_DESCRIPTOR*, unsigned))   \

@@ -43,6 +43,9 @@ int32_t Session::on_EventRecord(const api::EventRecordArgs& a, api::Empty&, Requ
   if (device != ev->device) return CUDA_ERROR_INVALID_HANDLE;
   if (a.flags & ~CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
   EventObject& eo = ev->as<EventObject>();
+  // Another client's event opened within the process (ipc.cc): recorded through a stream of
+  // its own context, the exporter's.
+  if (ipc_borrowed_event(eo, ev->device)) return a.flags ? CUDA_ERROR_INVALID_HANDLE : ipc_record_borrowed(eo, s, device);
   eo.timing_lost = false;  // recorded anew: its timestamp is this process's own again
   eo.recorded = true;
   const CUevent e = eo.event;

@@ -48,10 +48,25 @@ std::string Session::graphs_block_suspend() const {
     return "the program has " + std::to_string(captures_open_) +
            " stream capture(s) open, which a suspend cannot carry (the capture lives in the driver); nothing was "
            "changed and the program runs on (suspend it again once the capture has ended)";
-  for (const auto& [handle, id] : vol_.of(ObjectKind::GraphExec))
-    if (const std::string& why = vol_.get(id)->as<GraphExecObject>().unmirrored; !why.empty())
-      return "executable graph " + std::to_string(handle) + " " + why +
+  for (const auto& [id, handles] : conditional_handles_)
+    if (!handles.empty() && vol_.get(id))
+      return "graph " + std::to_string(vol_.get(id)->handle) + " has conditional handles "
+             "(cudaGraphConditionalHandleCreate), which a suspend cannot carry yet; nothing was changed and the "
+             "program runs on";
+  for (const auto& [handle, id] : vol_.of(ObjectKind::Graph))
+    if (vol_.get(id)->as<GraphObject>().borrowed)
+      return "the program holds the graph of a child graph node (cudaGraphChildGraphNodeGetGraph) or a body of a "
+             "conditional node, which a suspend cannot carry yet; nothing was changed and the program runs on";
+  for (const auto& [handle, id] : vol_.of(ObjectKind::GraphExec)) {
+    const GraphExecObject& x = vol_.get(id)->as<GraphExecObject>();
+    if (!x.unmirrored.empty())
+      return "executable graph " + std::to_string(handle) + " " + x.unmirrored +
              ", which a suspend cannot carry; nothing was changed and the program runs on";
+    if (!x.disabled.empty())
+      return "executable graph " + std::to_string(handle) + " has " + std::to_string(x.disabled.size()) +
+             " disabled node(s) (cudaGraphNodeSetEnabled), which a suspend cannot carry yet; nothing was changed "
+             "and the program runs on (suspend it again once they are enabled)";
+  }
   return {};
 }
 
@@ -254,16 +269,15 @@ bool side_span(const api::GraphMemcpySide& s, const uint64_t extent[3], uint64_t
 }
 }  // namespace
 
-int32_t Session::on_GraphAddMemcpyNode(const api::GraphMemcpyNodeArgs& a, api::Empty&, Request& req) {
-  VMCUDA_NODE_TARGET(t, a, rest);
-  if (!rest.empty() || a.pad) return guest_fault("GraphAddMemcpyNode: bytes after the dependencies");
+int32_t Session::memcpy_node_params(const api::GraphMemcpySide& src, const api::GraphMemcpySide& dst,
+                                    const uint64_t extent[3], Request& req, CUDA_MEMCPY3D* out) {
   CUDA_MEMCPY3D c{};
   // Each side checked: the whole region inside one allocation of the client, or inside a
   // shared-heap block it pinned (whose host address stays valid for the session).
-  auto side = [&](const api::GraphMemcpySide& s, bool src) -> int32_t {
+  auto side = [&](const api::GraphMemcpySide& s, bool is_src) -> int32_t {
     uint64_t first, end;
-    if (s.pad || !side_span(s, a.extent, &first, &end)) return guest_fault("GraphAddMemcpyNode: a region whose size overflows");
-    if (a.extent[0] > s.pitch) return CUDA_ERROR_INVALID_VALUE;  // rows wider than their pitch
+    if (s.pad || !side_span(s, extent, &first, &end)) return guest_fault("graph memcpy node: a region whose size overflows");
+    if (extent[0] > s.pitch) return CUDA_ERROR_INVALID_VALUE;  // rows wider than their pitch
     CUmemorytype type;
     const void* host = nullptr;
     CUdeviceptr dev = 0;
@@ -274,15 +288,15 @@ int32_t Session::on_GraphAddMemcpyNode(const api::GraphMemcpyNodeArgs& a, api::E
       dev = s.device;
     } else if (s.kind == api::kGraphMemHeap) {
       auto range = req.ctx.heap(s.heap);
-      if (!range) return guest_fault("GraphAddMemcpyNode: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+      if (!range) return guest_fault("graph memcpy node: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
       if (!heap_pinned(s.heap.offset, s.heap.bytes)) return CUDA_ERROR_INVALID_VALUE;  // not the client's pinned memory
       if (s.heap_offset > range->size() || end > range->size() - s.heap_offset) return CUDA_ERROR_INVALID_VALUE;
       type = CU_MEMORYTYPE_HOST;
       host = range->data() + s.heap_offset;
     } else {
-      return guest_fault("GraphAddMemcpyNode: an unknown memory kind");
+      return guest_fault("graph memcpy node: an unknown memory kind");
     }
-    if (src) {
+    if (is_src) {
       c.srcXInBytes = s.pos[0], c.srcY = s.pos[1], c.srcZ = s.pos[2];
       c.srcMemoryType = type, c.srcHost = host, c.srcDevice = dev, c.srcPitch = s.pitch, c.srcHeight = s.height;
     } else {
@@ -292,9 +306,42 @@ int32_t Session::on_GraphAddMemcpyNode(const api::GraphMemcpyNodeArgs& a, api::E
     }
     return 0;
   };
-  if (int32_t e = side(a.src, true)) return e;
-  if (int32_t e = side(a.dst, false)) return e;
-  c.WidthInBytes = a.extent[0], c.Height = a.extent[1], c.Depth = a.extent[2];
+  if (int32_t e = side(src, true)) return e;
+  if (int32_t e = side(dst, false)) return e;
+  c.WidthInBytes = extent[0], c.Height = extent[1], c.Depth = extent[2];
+  *out = c;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::memset_node_params(uint64_t dst, uint64_t pitch, uint64_t width, uint64_t height, uint32_t value,
+                                    uint32_t element_size, CUDA_MEMSET_NODE_PARAMS* out) const {
+  if (element_size != 1 && element_size != 2 && element_size != 4) return CUDA_ERROR_INVALID_VALUE;
+  if (width > (~0ull / element_size)) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t row_pitch = height <= 1 && pitch == 0 ? width * element_size : pitch;
+  if (!owns_2d(dst, row_pitch, width * element_size, height)) return CUDA_ERROR_INVALID_VALUE;
+  *out = CUDA_MEMSET_NODE_PARAMS{dst, pitch, value, element_size, width, height};
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::host_node_params(const vmrpc::wire::HeapRef& mailbox_ref, uint32_t index, Request& req,
+                                  CUDA_HOST_NODE_PARAMS* out) {
+  auto mailbox = req.ctx.heap(mailbox_ref);
+  if (!mailbox) return guest_fault("graph host node: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  constexpr size_t kEntry = sizeof(api::HostFuncEntry);
+  if (reinterpret_cast<uintptr_t>(mailbox->data()) % kEntry != 0 || mailbox->size() % kEntry != 0 ||
+      index >= mailbox->size() / kEntry)
+    return guest_fault("graph host node: a mailbox entry out of range or misaligned");
+  HostFuncGate* g = persistent_gate(reinterpret_cast<api::HostFuncEntry*>(mailbox->data()) + index, req);
+  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = CUDA_HOST_NODE_PARAMS{host_func_gate_fn(), g};
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_GraphAddMemcpyNode(const api::GraphMemcpyNodeArgs& a, api::Empty&, Request& req) {
+  VMCUDA_NODE_TARGET(t, a, rest);
+  if (!rest.empty() || a.pad) return guest_fault("GraphAddMemcpyNode: bytes after the dependencies");
+  CUDA_MEMCPY3D c;
+  if (int32_t e = memcpy_node_params(a.src, a.dst, a.extent, req, &c)) return e;
   CUgraphNode n = nullptr;
   const CUresult e = api_.cuGraphAddMemcpyNode(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &c,
                                                contexts_[current_]);
@@ -305,11 +352,8 @@ int32_t Session::on_GraphAddMemcpyNode(const api::GraphMemcpyNodeArgs& a, api::E
 int32_t Session::on_GraphAddMemsetNode(const api::GraphMemsetNodeArgs& a, api::Empty&, Request& req) {
   VMCUDA_NODE_TARGET(t, a, rest);
   if (!rest.empty() || a.pad) return guest_fault("GraphAddMemsetNode: bytes after the dependencies");
-  if (a.element_size != 1 && a.element_size != 2 && a.element_size != 4) return CUDA_ERROR_INVALID_VALUE;
-  if (a.width > (~0ull / a.element_size)) return CUDA_ERROR_INVALID_VALUE;
-  const uint64_t pitch = a.height <= 1 && a.pitch == 0 ? a.width * a.element_size : a.pitch;
-  if (!owns_2d(a.dst, pitch, a.width * a.element_size, a.height)) return CUDA_ERROR_INVALID_VALUE;
-  const CUDA_MEMSET_NODE_PARAMS p{a.dst, a.pitch, a.value, a.element_size, a.width, a.height};
+  CUDA_MEMSET_NODE_PARAMS p;
+  if (int32_t e = memset_node_params(a.dst, a.pitch, a.width, a.height, a.value, a.element_size, &p)) return e;
   CUgraphNode n = nullptr;
   const CUresult e = api_.cuGraphAddMemsetNode(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &p,
                                                contexts_[current_]);
@@ -320,15 +364,8 @@ int32_t Session::on_GraphAddMemsetNode(const api::GraphMemsetNodeArgs& a, api::E
 int32_t Session::on_GraphAddHostNode(const api::GraphHostNodeArgs& a, api::Empty&, Request& req) {
   VMCUDA_NODE_TARGET(t, a, rest);
   if (!rest.empty()) return guest_fault("GraphAddHostNode: bytes after the dependencies");
-  auto mailbox = req.ctx.heap(a.mailbox);
-  if (!mailbox) return guest_fault("GraphAddHostNode: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
-  constexpr size_t kEntry = sizeof(api::HostFuncEntry);
-  if (reinterpret_cast<uintptr_t>(mailbox->data()) % kEntry != 0 || mailbox->size() % kEntry != 0 ||
-      a.index >= mailbox->size() / kEntry)
-    return guest_fault("GraphAddHostNode: a mailbox entry out of range or misaligned");
-  HostFuncGate* g = persistent_gate(reinterpret_cast<api::HostFuncEntry*>(mailbox->data()) + a.index, req);
-  if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
-  const CUDA_HOST_NODE_PARAMS p{host_func_gate_fn(), g};
+  CUDA_HOST_NODE_PARAMS p;
+  if (int32_t e = host_node_params(a.mailbox, a.index, req, &p)) return e;
   CUgraphNode n = nullptr;
   const CUresult e = api_.cuGraphAddHostNode(&n, t.graph->as<GraphObject>().graph, t.deps.data(), t.deps.size(), &p);
   if (e == CUDA_SUCCESS) vol_.add(ObjectKind::GraphNode, t.graph->device, a.node, t.graph->id, GraphNodeObject{n});
@@ -558,9 +595,7 @@ int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Requ
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   output_possible_ = true;
-  launches_.fetch_add(1, std::memory_order_relaxed);
-  note_launch();  // the kernel time limit's count
-  if (device == current_) fair_launch(s, req.ctx);  // counted and held back as a kernel launch is
+  count_launch(device, s, req.ctx);  // counted and held back as a kernel launch is
   const CUgraphExec exec = x->as<GraphExecObject>().exec;
   return on_device(device, [&] { return api_.cuGraphLaunch(exec, s); });
 }
@@ -587,12 +622,9 @@ int32_t Session::on_GraphExecKernelNodeSetParams(const api::GraphExecKernelArgs&
   CUDA_KERNEL_NODE_PARAMS_v2 p;
   if (int32_t e = kernel_node_params(a.function, req.tail, a.grid, a.block, a.shared_bytes, &p)) return e;
   GraphExecObject& exec = x->as<GraphExecObject>();
-  const auto m = exec.nodes.find({n->parent, n->as<GraphNodeObject>().node});
-  const CUgraphNode mirrored = m == exec.nodes.end() ? nullptr : m->second;
-  // Instantiated from the mirror (a resume): the driver knows the node by the mirror's.
-  if (exec.from_mirror && !mirrored) return CUDA_ERROR_INVALID_VALUE;  // not a node of the graph it came from
-  const CUresult e =
-      api_.cuGraphExecKernelNodeSetParams_v2(exec.exec, exec.from_mirror ? mirrored : n->as<GraphNodeObject>().node, &p);
+  CUgraphNode target, mirrored;
+  if (int32_t e = exec_node(exec, *n, &target, &mirrored)) return e;
+  const CUresult e = api_.cuGraphExecKernelNodeSetParams_v2(exec.exec, target, &p);
   if (e == CUDA_SUCCESS && (!mirrored || api_.cuGraphKernelNodeSetParams_v2(mirrored, &p) != CUDA_SUCCESS))
     exec.unmirrored = "had kernel node parameters changed that its copy for a suspend could not follow";
   return e;

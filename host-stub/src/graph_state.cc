@@ -22,6 +22,12 @@ namespace {
 constexpr uint32_t kSavedAttributeIds[] = {2 /* cooperative */, 4 /* cluster dimension */,
                                            5 /* cluster scheduling policy */, 8 /* priority */};
 
+}  // namespace
+
+bool carried_kernel_attribute(uint32_t id) {
+  return std::find(std::begin(kSavedAttributeIds), std::end(kSavedAttributeIds), id) != std::end(kSavedAttributeIds);
+}
+
 void attribute_words(uint32_t id, const CUlaunchAttributeValue& v, uint32_t out[3]) {
   out[0] = out[1] = out[2] = 0;
   switch (id) {
@@ -42,6 +48,7 @@ CUlaunchAttributeValue attribute_value(const SavedKernelAttribute& a) {
   return v;
 }
 
+namespace {
 void put_side(state::ByteWriter& w, CUmemorytype type, uint64_t address, size_t x, size_t y, size_t z, size_t pitch,
               size_t height) {
   w.put_u32(static_cast<uint32_t>(type));
@@ -251,13 +258,9 @@ bool read_graph(state::ByteReader& r, GraphDesc* g, uint32_t* budget, std::strin
 
 // ---- Session: to and from the driver
 
-bool Session::describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* top, std::string* why, int depth) const {
+bool Session::describe_node(CUgraphNode node, GraphNodeDesc* out, CUgraph* child, std::string* why,
+                            CUresult* driver) const {
   auto refuse = [&](const std::string& w) { return *why = "it has a graph " + w, false; };
-  if (depth > kMaxSavedGraphDepth) return refuse("with child graphs nested too deep");
-  std::vector<CUgraphNode> nodes;
-  if (!list_graph_nodes(g, &nodes)) return refuse("whose nodes the driver does not list");
-  std::map<CUgraphNode, uint32_t> index;
-  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = static_cast<uint32_t>(i);
   const std::span<std::byte> heap = region_ ? region_->heap() : std::span<std::byte>{};
   auto heap_offset = [&](const void* p, uint64_t first, uint64_t end, uint64_t* off) {
     const auto* b = static_cast<const std::byte*>(p);
@@ -265,129 +268,145 @@ bool Session::describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* 
     *off = static_cast<uint64_t>(b - heap.data());
     return end <= heap.size() - *off && first <= end;
   };
+  GraphNodeDesc& n = *out;
+  int type = -1;
+  if (CUresult e = api_.cuGraphNodeGetType(node, &type); e != CUDA_SUCCESS) {
+    if (driver) *driver = e;
+    return refuse("node whose type the driver does not say (" + describe(api_, e) + ")");
+  }
+  n.type = static_cast<uint32_t>(type);
+  CUresult e = CUDA_SUCCESS;
+  switch (type) {
+    case kNodeKernel: {
+      CUDA_KERNEL_NODE_PARAMS_v2 p{};
+      if ((e = api_.cuGraphKernelNodeGetParams_v2(node, &p)) != CUDA_SUCCESS) break;
+      const Object* fo = nullptr;
+      for (const auto& [h, id] : vol_.of(ObjectKind::Function))
+        if (const Object* o = vol_.get(id); o->as<FunctionObject>().fn == p.func) fo = o;
+      if (!fo || p.extra) return refuse("kernel node of a kernel the program did not load, or with packed parameters");
+      const FunctionObject& f = fo->as<FunctionObject>();
+      if (!f.params.empty() && !p.kernelParams) return refuse("kernel node without its parameters");
+      size_t bytes = 0;
+      for (const auto& pi : f.params) bytes = std::max<size_t>(bytes, size_t{pi.offset} + pi.size);
+      n.params.assign(bytes, std::byte{0});
+      for (size_t k = 0; k < f.params.size(); ++k)
+        std::memcpy(n.params.data() + f.params[k].offset, p.kernelParams[k], f.params[k].size);
+      n.object = fo->id;
+      n.grid[0] = p.gridDimX, n.grid[1] = p.gridDimY, n.grid[2] = p.gridDimZ;
+      n.block[0] = p.blockDimX, n.block[1] = p.blockDimY, n.block[2] = p.blockDimZ;
+      n.shared = p.sharedMemBytes;
+      // Launch attributes a captured cudaLaunchKernelEx set (the build sets those that differ).
+      for (uint32_t id : kSavedAttributeIds) {
+        CUlaunchAttributeValue v{};
+        if (api_.cuGraphKernelNodeGetAttribute(node, static_cast<int>(id), &v) != CUDA_SUCCESS) continue;
+        SavedKernelAttribute a{id};
+        attribute_words(id, v, a.value);
+        n.attributes.push_back(a);
+      }
+      break;
+    }
+    case kNodeMemcpy: {
+      CUDA_MEMCPY3D& c = n.copy;
+      if ((e = api_.cuGraphMemcpyNodeGetParams(node, &c)) != CUDA_SUCCESS) break;
+      // A unified address (the driver may report a copy that way) is the shared heap's or
+      // the client's device memory.
+      auto unify = [&](CUmemorytype* t, const void** host, CUdeviceptr* dev) {
+        if (*t != CU_MEMORYTYPE_UNIFIED) return;
+        const auto* b = reinterpret_cast<const std::byte*>(*dev);
+        const bool in_heap = !heap.empty() && b >= heap.data() && b < heap.data() + heap.size();
+        *t = in_heap ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        if (in_heap) *host = b, *dev = 0;
+      };
+      unify(&c.srcMemoryType, &c.srcHost, &c.srcDevice);
+      const void* dst_host = c.dstHost;
+      unify(&c.dstMemoryType, &dst_host, &c.dstDevice);
+      c.dstHost = const_cast<void*>(dst_host);
+      auto side = [&](CUmemorytype t, const void* host, CUdeviceptr dev, CUarray arr, size_t lod, const void* reserved,
+                      size_t x, size_t y, size_t z, size_t pitch, size_t height, uint64_t* address) {
+        uint64_t f, en;
+        if (arr || lod || reserved || (t != CU_MEMORYTYPE_HOST && t != CU_MEMORYTYPE_DEVICE) ||
+            !copy_side_span(x, y, z, pitch, height, c.WidthInBytes, c.Height, c.Depth, &f, &en))
+          return false;
+        if (t == CU_MEMORYTYPE_DEVICE) {
+          *address = dev;
+          return en == f || (dev + f >= dev && owns_range(dev + f, en - f));
+        }
+        return heap_offset(host, f, en, address);
+      };
+      uint64_t src = 0, dst = 0;
+      if (!side(c.srcMemoryType, c.srcHost, c.srcDevice, c.srcArray, c.srcLOD, c.reserved0, c.srcXInBytes, c.srcY,
+                c.srcZ, c.srcPitch, c.srcHeight, &src) ||
+          !side(c.dstMemoryType, c.dstHost, c.dstDevice, c.dstArray, c.dstLOD, c.reserved1, c.dstXInBytes, c.dstY,
+                c.dstZ, c.dstPitch, c.dstHeight, &dst))
+        return refuse("memcpy node with a CUDA array, or memory other than the program's device memory and "
+                      "shared heap (freed since?)");
+      if (c.srcMemoryType == CU_MEMORYTYPE_HOST) c.srcHost = reinterpret_cast<const void*>(src);
+      if (c.dstMemoryType == CU_MEMORYTYPE_HOST) c.dstHost = reinterpret_cast<void*>(dst);
+      break;
+    }
+    case kNodeMemset: {
+      if ((e = api_.cuGraphMemsetNodeGetParams(node, &n.memset)) != CUDA_SUCCESS) break;
+      // As the build checks it (else the resume would refuse what the suspend saved).
+      const auto& m = n.memset;
+      const uint64_t pitch = m.height <= 1 && m.pitch == 0 ? m.width * m.elementSize : m.pitch;
+      if ((m.elementSize != 1 && m.elementSize != 2 && m.elementSize != 4) || m.width > (~0ull >> 2) ||
+          !owns_2d(m.dst, pitch, m.width * m.elementSize, m.height))
+        return refuse("memset node on memory that is not the program's (freed since?)");
+      break;
+    }
+    case kNodeHost: {
+      CUDA_HOST_NODE_PARAMS p{};
+      if ((e = api_.cuGraphHostNodeGetParams(node, &p)) != CUDA_SUCCESS) break;
+      const HostFuncGate* gate = nullptr;
+      for (const auto& gp : gates_)
+        if (gp.get() == p.userData && gp->persistent) gate = gp.get();
+      if (p.fn != host_func_gate_fn() || !gate ||
+          !heap_offset(gate->entry, 0, sizeof(api::HostFuncEntry), &n.mailbox))
+        return refuse("host node that is not one of the program's");
+      break;
+    }
+    case kNodeChild:
+      e = api_.cuGraphChildGraphNodeGetGraph(node, child);
+      break;
+    case kNodeEmpty:
+      break;
+    case kNodeWaitEvent:
+    case kNodeEventRecord: {
+      CUevent ev = nullptr;
+      e = type == kNodeWaitEvent ? api_.cuGraphEventWaitNodeGetEvent(node, &ev)
+                                 : api_.cuGraphEventRecordNodeGetEvent(node, &ev);
+      if (e != CUDA_SUCCESS) break;
+      for (const auto& [h, id] : vol_.of(ObjectKind::Event))
+        if (vol_.get(id)->as<EventObject>().event == ev) n.object = id;
+      if (!n.object) return refuse("event node whose event the program destroyed");
+      break;
+    }
+    default:
+      return refuse("node of type " + std::to_string(type) + ", which vmcuda does not save");
+  }
+  if (driver) *driver = e;
+  if (e != CUDA_SUCCESS) return refuse("node of type " + std::to_string(type) + " whose parameters the driver does "
+                                       "not give (" + describe(api_, e) + ")");
+  return true;
+}
+
+bool Session::describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* top, std::string* why, int depth) const {
+  auto refuse = [&](const std::string& w) { return *why = "it has a graph " + w, false; };
+  if (depth > kMaxSavedGraphDepth) return refuse("with child graphs nested too deep");
+  std::vector<CUgraphNode> nodes;
+  if (!list_graph_nodes(g, &nodes)) return refuse("whose nodes the driver does not list");
+  std::map<CUgraphNode, uint32_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = static_cast<uint32_t>(i);
   d->nodes.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     GraphNodeDesc& n = d->nodes[i];
-    int type = -1;
-    if (CUresult e = api_.cuGraphNodeGetType(nodes[i], &type); e != CUDA_SUCCESS)
-      return refuse("node whose type the driver does not say (" + describe(api_, e) + ")");
-    n.type = static_cast<uint32_t>(type);
-    CUresult e = CUDA_SUCCESS;
-    switch (type) {
-      case kNodeKernel: {
-        CUDA_KERNEL_NODE_PARAMS_v2 p{};
-        if ((e = api_.cuGraphKernelNodeGetParams_v2(nodes[i], &p)) != CUDA_SUCCESS) break;
-        const Object* fo = nullptr;
-        for (const auto& [h, id] : vol_.of(ObjectKind::Function))
-          if (const Object* o = vol_.get(id); o->as<FunctionObject>().fn == p.func) fo = o;
-        if (!fo || p.extra) return refuse("kernel node of a kernel the program did not load, or with packed parameters");
-        const FunctionObject& f = fo->as<FunctionObject>();
-        if (!f.params.empty() && !p.kernelParams) return refuse("kernel node without its parameters");
-        size_t bytes = 0;
-        for (const auto& pi : f.params) bytes = std::max<size_t>(bytes, size_t{pi.offset} + pi.size);
-        n.params.assign(bytes, std::byte{0});
-        for (size_t k = 0; k < f.params.size(); ++k)
-          std::memcpy(n.params.data() + f.params[k].offset, p.kernelParams[k], f.params[k].size);
-        n.object = fo->id;
-        n.grid[0] = p.gridDimX, n.grid[1] = p.gridDimY, n.grid[2] = p.gridDimZ;
-        n.block[0] = p.blockDimX, n.block[1] = p.blockDimY, n.block[2] = p.blockDimZ;
-        n.shared = p.sharedMemBytes;
-        // Launch attributes a captured cudaLaunchKernelEx set (the build sets those that differ).
-        for (uint32_t id : kSavedAttributeIds) {
-          CUlaunchAttributeValue v{};
-          if (api_.cuGraphKernelNodeGetAttribute(nodes[i], static_cast<int>(id), &v) != CUDA_SUCCESS) continue;
-          SavedKernelAttribute a{id};
-          attribute_words(id, v, a.value);
-          n.attributes.push_back(a);
-        }
-        break;
-      }
-      case kNodeMemcpy: {
-        CUDA_MEMCPY3D& c = n.copy;
-        if ((e = api_.cuGraphMemcpyNodeGetParams(nodes[i], &c)) != CUDA_SUCCESS) break;
-        // A unified address (the driver may report a copy that way) is the shared heap's or
-        // the client's device memory.
-        auto unify = [&](CUmemorytype* t, const void** host, CUdeviceptr* dev) {
-          if (*t != CU_MEMORYTYPE_UNIFIED) return;
-          const auto* b = reinterpret_cast<const std::byte*>(*dev);
-          const bool in_heap = !heap.empty() && b >= heap.data() && b < heap.data() + heap.size();
-          *t = in_heap ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-          if (in_heap) *host = b, *dev = 0;
-        };
-        unify(&c.srcMemoryType, &c.srcHost, &c.srcDevice);
-        const void* dst_host = c.dstHost;
-        unify(&c.dstMemoryType, &dst_host, &c.dstDevice);
-        c.dstHost = const_cast<void*>(dst_host);
-        auto side = [&](CUmemorytype t, const void* host, CUdeviceptr dev, CUarray arr, size_t lod, const void* reserved,
-                        size_t x, size_t y, size_t z, size_t pitch, size_t height, uint64_t* address) {
-          uint64_t f, en;
-          if (arr || lod || reserved || (t != CU_MEMORYTYPE_HOST && t != CU_MEMORYTYPE_DEVICE) ||
-              !copy_side_span(x, y, z, pitch, height, c.WidthInBytes, c.Height, c.Depth, &f, &en))
-            return false;
-          if (t == CU_MEMORYTYPE_DEVICE) {
-            *address = dev;
-            return en == f || (dev + f >= dev && owns_range(dev + f, en - f));
-          }
-          return heap_offset(host, f, en, address);
-        };
-        uint64_t src = 0, dst = 0;
-        if (!side(c.srcMemoryType, c.srcHost, c.srcDevice, c.srcArray, c.srcLOD, c.reserved0, c.srcXInBytes, c.srcY,
-                  c.srcZ, c.srcPitch, c.srcHeight, &src) ||
-            !side(c.dstMemoryType, c.dstHost, c.dstDevice, c.dstArray, c.dstLOD, c.reserved1, c.dstXInBytes, c.dstY,
-                  c.dstZ, c.dstPitch, c.dstHeight, &dst))
-          return refuse("memcpy node with a CUDA array, or memory other than the program's device memory and "
-                        "shared heap (freed since?)");
-        if (c.srcMemoryType == CU_MEMORYTYPE_HOST) c.srcHost = reinterpret_cast<const void*>(src);
-        if (c.dstMemoryType == CU_MEMORYTYPE_HOST) c.dstHost = reinterpret_cast<void*>(dst);
-        break;
-      }
-      case kNodeMemset: {
-        if ((e = api_.cuGraphMemsetNodeGetParams(nodes[i], &n.memset)) != CUDA_SUCCESS) break;
-        // As the build checks it (else the resume would refuse what the suspend saved).
-        const auto& m = n.memset;
-        const uint64_t pitch = m.height <= 1 && m.pitch == 0 ? m.width * m.elementSize : m.pitch;
-        if ((m.elementSize != 1 && m.elementSize != 2 && m.elementSize != 4) || m.width > (~0ull >> 2) ||
-            !owns_2d(m.dst, pitch, m.width * m.elementSize, m.height))
-          return refuse("memset node on memory that is not the program's (freed since?)");
-        break;
-      }
-      case kNodeHost: {
-        CUDA_HOST_NODE_PARAMS p{};
-        if ((e = api_.cuGraphHostNodeGetParams(nodes[i], &p)) != CUDA_SUCCESS) break;
-        const HostFuncGate* gate = nullptr;
-        for (const auto& gp : gates_)
-          if (gp.get() == p.userData && gp->persistent) gate = gp.get();
-        if (p.fn != host_func_gate_fn() || !gate ||
-            !heap_offset(gate->entry, 0, sizeof(api::HostFuncEntry), &n.mailbox))
-          return refuse("host node that is not one of the program's");
-        break;
-      }
-      case kNodeChild: {
-        CUgraph child = nullptr;
-        if ((e = api_.cuGraphChildGraphNodeGetGraph(nodes[i], &child)) != CUDA_SUCCESS) break;
-        n.child = std::make_shared<GraphDesc>();
-        std::vector<CUgraphNode> unused;
-        if (!describe_graph(child, n.child.get(), &unused, why, depth + 1)) return false;
-        break;
-      }
-      case kNodeEmpty:
-        break;
-      case kNodeWaitEvent:
-      case kNodeEventRecord: {
-        CUevent ev = nullptr;
-        e = type == kNodeWaitEvent ? api_.cuGraphEventWaitNodeGetEvent(nodes[i], &ev)
-                                   : api_.cuGraphEventRecordNodeGetEvent(nodes[i], &ev);
-        if (e != CUDA_SUCCESS) break;
-        for (const auto& [h, id] : vol_.of(ObjectKind::Event))
-          if (vol_.get(id)->as<EventObject>().event == ev) n.object = id;
-        if (!n.object) return refuse("event node whose event the program destroyed");
-        break;
-      }
-      default:
-        return refuse("node of type " + std::to_string(type) + ", which vmcuda does not save");
+    CUgraph child = nullptr;
+    if (!describe_node(nodes[i], &n, &child, why)) return false;
+    if (n.type == kNodeChild) {
+      n.child = std::make_shared<GraphDesc>();
+      std::vector<CUgraphNode> unused;
+      if (!describe_graph(child, n.child.get(), &unused, why, depth + 1)) return false;
     }
-    if (e != CUDA_SUCCESS) return refuse("node of type " + std::to_string(type) + " whose parameters the driver does "
-                                         "not give (" + describe(api_, e) + ")");
   }
   size_t edges = 0;
   if (CUresult e = api_.cuGraphGetEdges_v2(g, nullptr, nullptr, nullptr, &edges); e != CUDA_SUCCESS)

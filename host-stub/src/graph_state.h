@@ -53,6 +53,12 @@ inline constexpr uint32_t kMaxSavedGraphNodes = 1u << 16;  // in one graph and i
 inline constexpr uint32_t kMaxSavedGraphEdges = 1u << 20;
 inline constexpr int kMaxSavedGraphDepth = 16;             // child graphs within child graphs
 
+// Kernel node launch attributes a suspend carries (and graph_nodes.cc offers): cooperative,
+// cluster dimension, its scheduling policy, priority; a value as three words and back.
+bool carried_kernel_attribute(uint32_t id);
+void attribute_words(uint32_t id, const CUlaunchAttributeValue& v, uint32_t out[3]);
+CUlaunchAttributeValue attribute_value(const SavedKernelAttribute& a);
+
 void write_graph(const GraphDesc& g, state::ByteWriter& w);
 // Reads and checks one graph's structure: known node types, fields in range, edges between
 // nodes of the graph, no edge twice, no cycle. `budget`: the nodes still allowed. On failure

@@ -1,7 +1,10 @@
 // Pinned host memory (calls.def PinHeap/UnpinHeap): ranges of the shared heap the guest
 // uses as cudaMallocHost memory or copy staging, registered with the driver so copies
 // from and to them are DMA. Only what is used gets pinned.
+#include <algorithm>
+
 #include "session.h"
+#include "vmrpc/log.h"
 
 namespace vmcuda::host {
 
@@ -11,13 +14,34 @@ int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& r
   auto range = req.ctx.heap(a.range);
   if (!range || range->empty()) return guest_fault("PinHeap: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   if (vol_.find(ObjectKind::HostRegistration, a.range.offset)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  // Page-locked memory is the host's to give: counted against the VM's host memory bound
+  // (natively, cudaHostRegister and cudaMallocHost beyond what the host lets a process lock
+  // answer cudaErrorMemoryAllocation).
+  HostRegistrationObject reg{range->data(), range->size()};
+  if (!charge_host(reg.bytes, "pinning host memory")) return CUDA_ERROR_OUT_OF_MEMORY;
+  reg.charged = account_ ? reg.bytes : 0;
   // Portable: pinned for every context of this client; device-mapped: for
   // cudaHostAllocMapped.
-  CUresult e = api_.cuMemHostRegister_v2(range->data(), range->size(),
-                                         CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
-  if (e != CUDA_SUCCESS) return e;
-  vol_.add(ObjectKind::HostRegistration, -1, a.range.offset, 0, HostRegistrationObject{range->data(), range->size()});
+  CUresult e = api_.cuMemHostRegister_v2(reg.host, reg.bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+  if (e != CUDA_SUCCESS) {
+    if (reg.charged) account_->refund(reg.charged, VmLedger::kHost);
+    return e;
+  }
+  vol_.add(ObjectKind::HostRegistration, -1, a.range.offset, 0, reg);
   return CUDA_SUCCESS;
+}
+
+bool Session::charge_host(uint64_t bytes, const char* what) {
+  if (!account_ || bytes == 0 || account_->charge(bytes, VmLedger::kHost)) return true;
+  if (host_refusals_++ < 8)
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": " + what + " (" + std::to_string(bytes >> 20) + " MiB): the VM's host " +
+                                 "memory bound (" + std::to_string(limits_.ledger->limit(VmLedger::kHost) >> 20) +
+                                 " MiB, vmcuda-stub --host-memory-quota-mib) has " +
+                                 std::to_string((limits_.ledger->limit(VmLedger::kHost) -
+                                                 std::min(limits_.ledger->limit(VmLedger::kHost),
+                                                          limits_.ledger->used(VmLedger::kHost))) >> 20) +
+                                 " MiB left; answered cudaErrorMemoryAllocation");
+  return false;
 }
 
 // For a guest whose region is not at this process's address: the device address of pinned

@@ -5,7 +5,8 @@
 // arena, so its pointer passes every ownership check (an IpcMemory entry) until closed.
 // The exporter's cudaFree stops new opens; the importers' mappings keep the memory alive
 // until they close (natively undefined; here the bytes stay valid). Events: the driver's
-// own IPC event handle behind a token.
+// own IPC event handle behind a token; with every client in one process (`--isolation
+// thread`) the exporter's CUevent itself, shared (ipc_registry.h IpcSharedEvent).
 #include <cstring>
 
 #include "ipc_registry.h"
@@ -143,11 +144,36 @@ int32_t Session::on_IpcGetEventHandle(const api::EventArgs& a, api::IpcHandleRep
   rec.kind = IpcRecord::kEvent;
   rec.host_device = devices_[ev->device];
   rec.owner = ipc_owner_;
+  IpcToken t;
+  if (limits_.ipc->in_process()) {
+    // Every client is in this process: importers use this very CUevent (ipc_registry.h
+    // IpcSharedEvent), not the driver's IPC event, which does not work within a process.
+    EventObject& owned = vol_.get(ev->id)->as<EventObject>();
+    std::shared_ptr<IpcSharedEvent> shared = std::static_pointer_cast<IpcSharedEvent>(owned.shared);
+    if (!shared) {
+      if (ipc_keepers_.size() < devices_.size()) ipc_keepers_.resize(devices_.size());
+      auto& keeper = ipc_keepers_[ev->device];
+      if (!keeper) {
+        keeper = std::make_shared<IpcContextKeeper>();
+        keeper->api = &api_;
+        keeper->ctx = contexts_[ev->device];
+      }
+      shared = std::make_shared<IpcSharedEvent>();
+      shared->api = &api_;
+      shared->event = owned.event;
+      shared->host_device = rec.host_device;
+      shared->context = keeper;
+      owned.shared = shared;
+    }
+    if (!limits_.ipc->publish_local(rec, -1, shared, &t)) return CUDA_ERROR_NOT_SUPPORTED;
+    ipc_event_exports_[a.event] = t;
+    fill_handle(&r.handle, api::kIpcEventTag, t);
+    return CUDA_SUCCESS;
+  }
   const CUevent e = eo.event;
   if (CUresult err = on_device(ev->device, [&] { return api_.cuIpcGetEventHandle(&rec.event, e); });
       err != CUDA_SUCCESS)
     return err;
-  IpcToken t;
   if (!limits_.ipc->publish(rec, -1, &t)) return CUDA_ERROR_NOT_SUPPORTED;
   ipc_event_exports_[a.event] = t;
   fill_handle(&r.handle, api::kIpcEventTag, t);
@@ -161,19 +187,112 @@ int32_t Session::on_IpcOpenEventHandle(const api::IpcOpenEventArgs& a, api::Devi
   if (!token_of(a.handle, api::kIpcEventTag, &t)) return CUDA_ERROR_INVALID_HANDLE;
   IpcRecord rec;
   vmrpc::UniqueFd none;
-  if (!limits_.ipc->lookup(t, &rec, &none) || rec.kind != IpcRecord::kEvent) return CUDA_ERROR_INVALID_HANDLE;
+  std::shared_ptr<void> local;
+  const bool found = limits_.ipc->in_process() ? limits_.ipc->lookup_local(t, &rec, &none, &local)
+                                               : limits_.ipc->lookup(t, &rec, &none);
+  if (!found || rec.kind != IpcRecord::kEvent) return CUDA_ERROR_INVALID_HANDLE;
   if (rec.owner == ipc_owner_) return CUDA_ERROR_INVALID_CONTEXT;
   const int device = guest_device_of(devices_, current_, rec.host_device);
   if (device < 0) return CUDA_ERROR_INVALID_DEVICE;
   if (vol_.count(ObjectKind::Event) >= limits_.max_events) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!context_of(device)) return ctx_error_;
-  CUevent e = nullptr;
-  if (CUresult err = on_device(device, [&] { return api_.cuIpcOpenEventHandle(&e, rec.event); }); err != CUDA_SUCCESS)
+  EventObject opened{nullptr, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, false};
+  if (local) {
+    // The exporter's own CUevent (same process): it follows the exporter's records.
+    opened.event = static_cast<IpcSharedEvent*>(local.get())->event;
+    opened.shared = std::move(local);
+  } else if (CUresult err = on_device(device, [&] { return api_.cuIpcOpenEventHandle(&opened.event, rec.event); });
+             err != CUDA_SUCCESS) {
     return err;
-  vol_.add(ObjectKind::Event, device, a.event, vol_.context(device)->id,
-           EventObject{e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, false});
+  }
+  vol_.add(ObjectKind::Event, device, a.event, vol_.context(device)->id, std::move(opened));
   r.device = device;
   return CUDA_SUCCESS;
+}
+
+// ---- memory pools (0x1a10). A pool is the guest's (memory_pool.cc keeps it); its export
+// is a token naming the exporter and the pool's GPU, so that an importer of the VM learns
+// where the pool is and nobody outside the VM names it. Its pointers travel as IPC memory.
+int32_t Session::on_MemPoolExport(const api::MemPoolExportArgs& a, api::IpcHandleReply& r, Request&) {
+  if (!limits_.ipc) return CUDA_ERROR_NOT_SUPPORTED;
+  if (a.pool == 0 || a.device < 0 || static_cast<size_t>(a.device) >= devices_.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  if (auto it = ipc_pool_exports_.find(a.pool); it != ipc_pool_exports_.end()) {
+    if (it->second.device != a.device) return CUDA_ERROR_INVALID_VALUE;  // a pool stays on its device
+    fill_handle(&r.handle, api::kIpcPoolTag, it->second.token);
+    return CUDA_SUCCESS;
+  }
+  // Pool handles are the guest's to make: a bound on the table entries one client adds.
+  if (ipc_pool_exports_.size() >= kMaxPoolExports) return CUDA_ERROR_OUT_OF_MEMORY;
+  IpcRecord rec;
+  rec.kind = IpcRecord::kPool;
+  rec.host_device = devices_[a.device];
+  rec.owner = ipc_owner_;
+  IpcToken t;
+  if (!limits_.ipc->publish(rec, -1, &t)) return CUDA_ERROR_NOT_SUPPORTED;
+  ipc_pool_exports_[a.pool] = PoolExport{t, a.device};
+  fill_handle(&r.handle, api::kIpcPoolTag, t);
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_MemPoolImport(const api::MemPoolImportArgs& a, api::DeviceReply& r, Request&) {
+  if (!limits_.ipc) return CUDA_ERROR_NOT_SUPPORTED;
+  // A descriptor that names no pool of this VM (forged, another VM's, its pool destroyed or
+  // its program ended) is an invalid value, as a descriptor of something else is natively.
+  IpcToken t;
+  if (!token_of(a.handle, api::kIpcPoolTag, &t)) return CUDA_ERROR_INVALID_VALUE;
+  IpcRecord rec;
+  vmrpc::UniqueFd none;
+  if (!limits_.ipc->lookup(t, &rec, &none) || rec.kind != IpcRecord::kPool) return CUDA_ERROR_INVALID_VALUE;
+  if (rec.owner == ipc_owner_) return CUDA_ERROR_INVALID_VALUE;  // its own pool: use it as it is
+  const int device = guest_device_of(devices_, current_, rec.host_device);
+  if (device < 0) return CUDA_ERROR_INVALID_DEVICE;  // a GPU this client does not use
+  r.device = device;
+  return CUDA_SUCCESS;
+}
+
+int32_t Session::on_MemPoolForget(const api::MemPoolExportArgs& a, api::Empty&, Request&) {
+  auto it = ipc_pool_exports_.find(a.pool);
+  if (it == ipc_pool_exports_.end()) return CUDA_SUCCESS;  // never exported: nothing to forget
+  limits_.ipc->revoke(it->second.token, ipc_owner_);
+  ipc_pool_exports_.erase(it);
+  return CUDA_SUCCESS;
+}
+
+bool Session::ipc_borrowed_event(const EventObject& e, int device) const {
+  if (!e.shared) return false;
+  const auto* shared = static_cast<const IpcSharedEvent*>(e.shared.get());
+  return static_cast<size_t>(device) >= contexts_.size() || shared->context->ctx != contexts_[device];
+}
+
+// The importer's record of a borrowed event: a mark on its stream, which a stream of the
+// exporter's context waits for before it records the event. Ordered after every earlier
+// importer record too (one bridge stream per context): it may complete later than
+// natively, never earlier.
+CUresult Session::ipc_record_borrowed(const EventObject& e, CUstream stream, int device) {
+  auto* shared = static_cast<IpcSharedEvent*>(e.shared.get());
+  IpcContextKeeper& k = *shared->context;
+  CUevent mark = nullptr;
+  make_current(device);
+  CUresult r = api_.cuEventCreate(&mark, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS) r = api_.cuEventRecord(mark, stream);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard l(k.mu);
+    bound_ = -1;  // another client's context is current here until make_current below
+    r = api_.cuCtxSetCurrent(k.ctx);
+    if (r == CUDA_SUCCESS && !k.bridge) r = api_.cuStreamCreateWithPriority(&k.bridge, CU_STREAM_NON_BLOCKING, 0);
+    if (r == CUDA_SUCCESS) r = api_.cuStreamWaitEvent(k.bridge, mark, 0);
+    if (r == CUDA_SUCCESS) r = api_.cuEventRecord(shared->event, k.bridge);
+  }
+  make_current(device);
+  if (mark) api_.cuEventDestroy_v2(mark);  // released by the driver once it completed
+  make_current(current_);
+  return r;
+}
+
+void Session::ipc_forget_pools() {
+  for (const auto& [pool, e] : ipc_pool_exports_) limits_.ipc->revoke(e.token, ipc_owner_);
+  ipc_pool_exports_.clear();
 }
 
 void Session::ipc_forget_export(uint64_t ptr) {
@@ -196,11 +315,13 @@ std::string Session::ipc_blocks_suspend() const {
   size_t events = 0;
   for (const auto& [h, id] : vol_.of(ObjectKind::Event))
     if (vol_.get(id)->as<EventObject>().flags & CU_EVENT_INTERPROCESS) ++events;
-  const size_t open = vol_.count(ObjectKind::IpcMemory), exported = ipc_exports_.size();
-  if (!open && !exported && !events) return {};
-  return "the program shares GPU memory or events with other programs of the VM (cudaIpc*: " +
+  const size_t open = vol_.count(ObjectKind::IpcMemory), exported = ipc_exports_.size(),
+               pools = ipc_pool_exports_.size();
+  if (!open && !exported && !events && !pools) return {};
+  return "the program shares GPU memory or events with other programs of the VM (cudaIpc*, cudaMemPoolExport*: " +
          std::to_string(exported) + " allocations exported, " + std::to_string(open) + " opened, " +
-         std::to_string(events) + " interprocess events), which a suspend does not carry yet; suspend the VM "
+         std::to_string(events) + " interprocess events, " + std::to_string(pools) +
+         " memory pools exported), which a suspend does not carry yet; suspend the VM "
          "when they are closed, or end the program";
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <set>
+#include <vector>
 
 #include "vmrpc/log.h"
 
@@ -81,14 +82,19 @@ bool receive_message(int sock, Message* m, vmrpc::UniqueFd* fd) {
 class LocalChannel : public IpcChannel {
  public:
   explicit LocalChannel(std::shared_ptr<IpcRegistry> r) : registry_(std::move(r)) {}
-  bool publish(const IpcRecord& rec, int fd, IpcToken* token) override {
-    vmrpc::UniqueFd copy(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1);
-    if (fd >= 0 && !copy) return false;
-    *token = registry_->publish(rec, std::move(copy));
-    return true;
-  }
+  bool publish(const IpcRecord& rec, int fd, IpcToken* token) override { return publish_local(rec, fd, nullptr, token); }
   bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) override {
     return registry_->lookup(token, rec, fd);
+  }
+  bool in_process() const override { return true; }
+  bool publish_local(const IpcRecord& rec, int fd, std::shared_ptr<void> local, IpcToken* token) override {
+    vmrpc::UniqueFd copy(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1);
+    if (fd >= 0 && !copy) return false;
+    *token = registry_->publish(rec, std::move(copy), std::move(local));
+    return true;
+  }
+  bool lookup_local(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd, std::shared_ptr<void>* local) override {
+    return registry_->lookup(token, rec, fd, local);
   }
   void revoke(const IpcToken& token, uint64_t owner) override { registry_->revoke(token, owner); }
 
@@ -139,20 +145,21 @@ class WorkerChannel : public IpcChannel {
 
 }  // namespace
 
-IpcToken IpcRegistry::publish(const IpcRecord& rec, vmrpc::UniqueFd fd) {
+IpcToken IpcRegistry::publish(const IpcRecord& rec, vmrpc::UniqueFd fd, std::shared_ptr<void> local) {
   IpcToken t;
   std::lock_guard l(mu_);
   do random_bytes(t.data(), t.size());
   while (entries_.count(t));
-  entries_[t] = Entry{rec, std::move(fd)};
+  entries_[t] = Entry{rec, std::move(fd), std::move(local)};
   return t;
 }
 
-bool IpcRegistry::lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) const {
+bool IpcRegistry::lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd, std::shared_ptr<void>* local) const {
   std::lock_guard l(mu_);
   auto it = entries_.find(token);
   if (it == entries_.end()) return false;
   *rec = it->second.rec;
+  if (local) *local = it->second.local;
   fd->reset();
   if (it->second.fd) {
     fd->reset(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
@@ -162,13 +169,22 @@ bool IpcRegistry::lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd*
 }
 
 void IpcRegistry::revoke(const IpcToken& token, uint64_t owner) {
+  std::shared_ptr<void> last;  // an in-process object may make driver calls as it goes: not under the lock
   std::lock_guard l(mu_);
-  if (auto it = entries_.find(token); it != entries_.end() && it->second.rec.owner == owner) entries_.erase(it);
+  if (auto it = entries_.find(token); it != entries_.end() && it->second.rec.owner == owner) {
+    last = std::move(it->second.local);
+    entries_.erase(it);
+  }
 }
 
 void IpcRegistry::revoke_owner(uint64_t owner) {
+  std::vector<std::shared_ptr<void>> last;
   std::lock_guard l(mu_);
-  std::erase_if(entries_, [&](const auto& e) { return e.second.rec.owner == owner; });
+  std::erase_if(entries_, [&](auto& e) {
+    if (e.second.rec.owner != owner) return false;
+    last.push_back(std::move(e.second.local));
+    return true;
+  });
 }
 
 size_t IpcRegistry::size() const {
@@ -215,6 +231,14 @@ void serve_ipc_worker(std::shared_ptr<IpcRegistry> registry, vmrpc::UniqueFd soc
     if (!send_message(sock.get(), a, out.get())) break;
   }
   for (uint64_t o : owners) registry->revoke_owner(o);
+}
+
+IpcContextKeeper::~IpcContextKeeper() {
+  if (orphaned && ctx) api->cuCtxDestroy_v2(ctx);
+}
+
+IpcSharedEvent::~IpcSharedEvent() {
+  if (event) api->cuEventDestroy_v2(event);  // before its context (the keeper) may go
 }
 
 uint64_t random_ipc_owner() {

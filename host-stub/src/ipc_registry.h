@@ -6,7 +6,9 @@
 // keeps (a dup) until the export is revoked.
 //
 // Sessions reach the table through an IpcChannel: in the stub's process (`--isolation
-// thread`, tests) directly; from a worker process (`--isolation process`) over a
+// thread`, tests) directly, where an export may also carry an in-process object (`local`:
+// what the exporter shares without the driver's IPC, which the driver does not do within
+// one process: ipc.cc); from a worker process (`--isolation process`) over a
 // SOCK_SEQPACKET socket to the stub (kIpcFd), one request and one answer at a time, the fd
 // travelling as SCM_RIGHTS. The stub serves each worker's socket on a thread of its own
 // (serve_ipc_worker) and revokes what that worker exported when the socket closes (the
@@ -14,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,7 +34,7 @@ using IpcToken = std::array<uint8_t, 16>;
 
 // What an export is, as its exporter described it (plain bytes: it crosses the socket).
 struct IpcRecord {
-  enum Kind : uint32_t { kMemory = 1, kEvent = 2 };
+  enum Kind : uint32_t { kMemory = 1, kEvent = 2, kPool = 3 };  // kPool: a memory pool (guest-made)
   uint32_t kind = 0;
   int32_t host_device = 0;     // where the memory or event lives (host ordinal)
   uint64_t owner = 0;          // the exporting client (Session's random id)
@@ -45,10 +48,12 @@ static_assert(sizeof(IpcRecord) == 104);
 // The table: in the VM's stub process only. Thread-safe.
 class IpcRegistry {
  public:
-  // Registers `rec` (with `fd` for memory) under a new random token.
-  IpcToken publish(const IpcRecord& rec, vmrpc::UniqueFd fd);
-  // The record and a dup of its fd (memory); false when the token names nothing.
-  bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) const;
+  // Registers `rec` (with `fd` for memory, `local` for an in-process share) under a new
+  // random token.
+  IpcToken publish(const IpcRecord& rec, vmrpc::UniqueFd fd, std::shared_ptr<void> local = nullptr);
+  // The record, a dup of its fd (memory) and its in-process object (if asked); false when
+  // the token names nothing.
+  bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd, std::shared_ptr<void>* local = nullptr) const;
   // Forgets `token` if `owner` exported it (anyone else's revoke is ignored).
   void revoke(const IpcToken& token, uint64_t owner);
   // Forgets everything `owner` exported.
@@ -59,6 +64,7 @@ class IpcRegistry {
   struct Entry {
     IpcRecord rec;
     vmrpc::UniqueFd fd;
+    std::shared_ptr<void> local;
   };
   mutable std::mutex mu_;
   std::map<IpcToken, Entry> entries_;
@@ -72,6 +78,11 @@ class IpcChannel {
   virtual bool publish(const IpcRecord& rec, int fd, IpcToken* token) = 0;
   virtual bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) = 0;
   virtual void revoke(const IpcToken& token, uint64_t owner) = 0;
+  // Whether every client of the table is in this process (`--isolation thread`): exports may
+  // then carry an in-process object, which an importer gets back from lookup_local.
+  virtual bool in_process() const { return false; }
+  virtual bool publish_local(const IpcRecord&, int, std::shared_ptr<void>, IpcToken*) { return false; }
+  virtual bool lookup_local(const IpcToken&, IpcRecord*, vmrpc::UniqueFd*, std::shared_ptr<void>*) { return false; }
 };
 
 // In the stub's own process.
@@ -81,6 +92,33 @@ std::shared_ptr<IpcChannel> worker_ipc_channel(vmrpc::UniqueFd fd);
 // The stub's side of one worker's socket: answers until it closes, then revokes what the
 // worker's clients exported through it. Runs on a thread of its own.
 void serve_ipc_worker(std::shared_ptr<IpcRegistry> registry, vmrpc::UniqueFd sock);
+
+// `--isolation thread`: an interprocess event shared within the process. The driver does not
+// open an IPC event in the process that made it (on the H100 the opened event did not follow
+// the exporter's records), so an importer of the same process uses the exporter's CUevent
+// itself; the last holder (exporter, table, importers) destroys it. Its context is the
+// exporter's, which stays until then even when the exporter ends (IpcContextKeeper); an
+// importer's record goes through a stream of that context (the driver records an event only
+// on a stream of its own context). CUDA
+// leaves using an event after its exporter destroyed it undefined; here it stays a valid
+// event, never a dangling one in the process that serves every program of the VM.
+struct IpcContextKeeper {
+  const DriverApi* api = nullptr;
+  CUcontext ctx = nullptr;
+  std::atomic<bool> orphaned{false};  // its client has gone: the last holder destroys ctx
+  // Importers' records (Session::ipc_record_borrowed): a stream of ctx, made at the first,
+  // that waits for the importer's stream and then records (goes with ctx).
+  std::mutex mu;
+  CUstream bridge = nullptr;
+  ~IpcContextKeeper();
+};
+struct IpcSharedEvent {
+  const DriverApi* api = nullptr;
+  CUevent event = nullptr;
+  int host_device = 0;
+  std::shared_ptr<IpcContextKeeper> context;
+  ~IpcSharedEvent();
+};
 
 // A random id for a client (IpcRecord::owner), never 0.
 uint64_t random_ipc_owner();

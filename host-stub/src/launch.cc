@@ -103,11 +103,11 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
     if (uint64_t{p.offset} + p.size > packed.size()) return guest_fault("launch: a parameter outside the bytes sent");
     pointers[i] = base + p.offset;
   }
-  // Fair sharing: held back here while the VM is ahead of its share of the GPU (fair_share.h).
-  fair_launch(*stream, ctx);
+  // Fair sharing (held back here while the VM is ahead of its share of the GPU: fair_share.h),
+  // the kernel time limit's count and status.
+  count_launch(current_, *stream, ctx);
   if (CUresult e = managed_before_launch(ctx, *stream); e != CUDA_SUCCESS) return e;
   output_possible_ = true;
-  launches_.fetch_add(1, std::memory_order_relaxed);  // status: kernels/s
   *fn = f.fn;
   *params = pointers.data();
   return CUDA_SUCCESS;
@@ -119,7 +119,6 @@ int32_t Session::on_LaunchKernel(const api::LaunchArgs& a, api::Empty&, Request&
   CUstream stream;
   void** params;
   if (int32_t e = launch_setup(a.function, a.stream, req.tail, req.ctx, &fn, &stream, &params)) return e;
-  note_launch();  // the kernel time limit's count (relaxed atomics)
   return api_.cuLaunchKernel(fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2], a.shared_bytes,
                              stream, params, nullptr);
 }
@@ -132,7 +131,6 @@ int32_t Session::on_LaunchCooperativeKernel(const api::LaunchArgs& a, api::Empty
   CUstream stream;
   void** params;
   if (int32_t e = launch_setup(a.function, a.stream, req.tail, req.ctx, &fn, &stream, &params)) return e;
-  note_launch();  // the kernel time limit's count (relaxed atomics)
   return api_.cuLaunchCooperativeKernel(fn, a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2],
                                         a.shared_bytes, stream, params);
 }
@@ -157,7 +155,6 @@ int32_t Session::on_LaunchKernelEx(const api::LaunchExArgs& a, api::Empty&, Requ
     return e;
   const CUlaunchConfig config{a.grid[0],  a.grid[1],  a.grid[2],      a.block[0], a.block[1],
                               a.block[2], a.shared_bytes, stream, count ? attrs : nullptr, count};
-  note_launch();  // the kernel time limit's count (relaxed atomics)
   return api_.cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 

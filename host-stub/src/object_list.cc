@@ -32,6 +32,7 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::VmmAllocation: return "physical allocation";
     case ObjectKind::VmmMapping: return "virtual memory mapping";
     case ObjectKind::IpcMemory: return "IPC memory";
+    case ObjectKind::CublasLt: return "cuBLASLt handle or descriptor";
   }
   return "unknown";
 }

@@ -19,6 +19,7 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,10 +57,11 @@ enum class ObjectKind : uint8_t {
   VmmAllocation,     // handle: made by the host (cuMemCreate); parent: its device's context
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
+  CublasLt,          // handle: guest cuBLASLt handle or descriptor (parent: the context; host-stub/src/cublaslt.cc)
   CufftPlan,         // handle: guest cuFFT plan handle (parent: the context; host-stub/src/cufft.cc)
   CurandGenerator,   // handle: guest cuRAND generator handle (parent: the context; host-stub/src/curand.cc)
 };
-inline constexpr unsigned kObjectKinds = 27;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 28;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -115,12 +117,16 @@ struct EventObject {
   // suspend, which is the moment of the resume (Session's resume mark) in GPU time: the
   // time the VM spent suspended is not counted. NaN: unknown (not recorded, no timing).
   double before_suspend_ms = std::numeric_limits<double>::quiet_NaN();
+  // `--isolation thread`, an interprocess event exported or opened within the process
+  // (ipc.h IpcSharedEvent): it owns `event`, which goes with its last holder.
+  std::shared_ptr<void> shared;
 };
 // In a saved event's flags: it had been recorded (EventObject::recorded). Not a CUevent flag.
 inline constexpr uint32_t kSavedEventRecorded = 1u << 31;
 struct HostRegistrationObject {
   void* host = nullptr;  // in this process's mapping of the region
   uint64_t bytes = 0;
+  uint64_t charged = 0;  // to the VM's host memory bound while pinned (host_memory.cc; not saved)
 };
 struct LimitObject {
   uint64_t value = 0;         // what the client set (the driver's reading of it)
@@ -136,6 +142,10 @@ struct PeerAccessObject {};
 // driver and a resume builds it again (graph_state.cc).
 struct GraphObject {
   CUgraph graph = nullptr;
+  // The embedded graph of a child graph node (cudaGraphChildGraphNodeGetGraph), under that
+  // node's entry: the node owns it (never destroyed through this entry), and a suspend
+  // refuses it (graphs_block_suspend).
+  bool borrowed = false;
 };
 struct GraphNodeObject {
   CUgraphNode node = nullptr;  // freed with its graph
@@ -157,6 +167,9 @@ struct GraphExecObject {
   bool from_mirror = false;
   // Non-empty: a change the mirror could not follow (why); a suspend is refused.
   std::string unmirrored;
+  // Its nodes disabled now (cudaGraphNodeSetEnabled; the driver's handles): a graph cannot
+  // hold that, so a suspend is refused while any is.
+  std::set<CUgraphNode> disabled;
 };
 // A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
 // device bytes charged to the VM for it. A level of a mipmapped array is an Array child of
@@ -190,6 +203,18 @@ struct CublasHandleObject {
   uint64_t stream = 0;       // guest stream handle (0: the default stream)
   uint64_t workspace = 0;    // device pointer of the client's (0: the library's own)
   uint64_t workspace_bytes = 0;
+  uint64_t charged = 0;      // the library's own workspace, charged to the VM (cublas.cc; not saved)
+};
+
+// A cuBLASLt handle, matmul descriptor, matrix layout or preference of the real library, and
+// what the guest set on it (cublaslt.cc). Not carried by a suspend (refused while any exists).
+struct CublasLtObject {
+  enum What : int32_t { kHandle, kMatmulDesc, kLayout, kPreference };
+  void* ptr = nullptr;  // the library's cublasLtHandle_t / descriptor
+  What what = kHandle;
+  int32_t scale_type = 0;    // matmul descriptors: CUBLASLT_MATMUL_DESC_SCALE_TYPE
+  int32_t pointer_mode = 0;  // and CUBLASLT_MATMUL_DESC_POINTER_MODE, as set
+  std::map<int32_t, uint64_t> pointers;  // device pointer attributes set (bias, aux, scales), checked at each matmul
 };
 
 // A cuFFT plan (cufftHandle) and a cuRAND generator (curandGenerator_t) of the real libraries,
@@ -245,8 +270,8 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
-                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CufftPlanObject,
-                                CurandGeneratorObject>;
+                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject,
+                                CufftPlanObject, CurandGeneratorObject>;
 
 struct Object {
   ObjectId id = 0;

@@ -49,11 +49,12 @@ std::string where(const toml::node& n, const std::string& key) {
 // The keys of one table (defaults, a profile or a VM) into `p`.
 void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, bool allow_profile) {
   static const std::set<std::string> keys{"profile",   "devices",  "memory",           "memory_fraction",
-                                          "weight",    "isolation", "kernel_time_limit", "max_clients"};
+                                          "weight",    "isolation", "kernel_time_limit", "max_clients",
+                                          "host_memory"};
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     const std::string name = table_name + "." + key;
-    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, max_clients, profile");
+    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, max_clients, host_memory, profile");
     if (key == "profile") {
       if (!allow_profile) throw Bad("a profile cannot name another profile: " + where(v, name));
       if (!v.is_string()) throw Bad(where(v, name) + " must be a profile's name");
@@ -81,6 +82,12 @@ void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, boo
       if (!bytes || *bytes == 0) throw Bad(where(v, name) + " must be a size such as \"20G\" or \"512M\"");
       p.memory_bytes = bytes;
       p.memory_fraction.reset();
+    } else if (key == "host_memory") {
+      std::optional<uint64_t> bytes;
+      if (auto s = v.value<std::string>()) bytes = parse_size(*s);
+      else if (auto n = v.value<int64_t>(); n && *n >= 0) bytes = static_cast<uint64_t>(*n);
+      if (!bytes || *bytes == 0) throw Bad(where(v, name) + " must be a size such as \"16G\" or \"512M\"");
+      p.host_memory_bytes = bytes;
     } else if (key == "memory_fraction") {
       auto f = v.value<double>();
       if (!f || !(*f > 0 && *f <= 1)) throw Bad(where(v, name) + " must be a fraction in (0, 1]");

@@ -84,6 +84,16 @@ void Session::make_current(int device) {
 
 bool Session::ensure_context() {
   if (!contexts_[current_]) {
+    // The worker process's own host memory (the driver's, from its first context on) is the
+    // VM's: no room in its host memory bound, no context (cudaErrorMemoryAllocation), and the
+    // programs already served keep theirs. Charged once; given back with the client.
+    if (!worker_charged_ && limits_.worker_host_bytes) {
+      if (!charge_host(limits_.worker_host_bytes, "a worker process (VMCUDA_WORKER_HOST_BYTES)")) {
+        ctx_error_ = CUDA_ERROR_OUT_OF_MEMORY;
+        return false;
+      }
+      worker_charged_ = true;
+    }
     CUdevice dev;
     CUcontext ctx = nullptr;
     // The context's own device memory is the VM's too: no room in its quota, no context
@@ -105,7 +115,8 @@ bool Session::ensure_context() {
       if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
       if (r == CUDA_SUCCESS) {
         const std::vector<AddressRange> after = current_mappings(), added = vanished_ranges(after, before);
-        if (!added.empty()) context_fence_.add({free_below(after, added.front().begin, kContextFenceBytes)});
+        if (const uint64_t low = lowest_of_cluster(added); low)
+          context_fence_.add({free_below(after, low, kContextFenceBytes)});
       }
     }
     if (r != CUDA_SUCCESS) {
@@ -179,7 +190,15 @@ CUresult Session::release(Object& o, Release how) {
       }
       if (watchdog_) watchdog_->remove_context(c);  // no probe waits on it any more
       drop_lane(o.device);  // its markers live in the context
-      const CUresult e = api_.cuCtxDestroy_v2(c);
+      CUresult e = CUDA_SUCCESS;
+      if (static_cast<size_t>(o.device) < ipc_keepers_.size() && ipc_keepers_[o.device]) {
+        // It holds interprocess events other clients of the process may still use (ipc.cc):
+        // the last holder destroys it.
+        ipc_keepers_[o.device]->orphaned = true;
+        ipc_keepers_[o.device].reset();
+      } else {
+        e = api_.cuCtxDestroy_v2(c);
+      }
       c = nullptr;
       contexts_[o.device] = nullptr;
       if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
@@ -210,9 +229,16 @@ CUresult Session::release(Object& o, Release how) {
       return CUDA_SUCCESS;  // the driver frees them with their module
     case ObjectKind::Stream:
       return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
-    case ObjectKind::Event:
+    case ObjectKind::Event: {
       ipc_forget_event(o.handle);
-      return destroy_once(o.as<EventObject>().event, api_.cuEventDestroy_v2);
+      EventObject& ev = o.as<EventObject>();
+      if (ev.shared) {  // shared within the process (ipc.cc): its last holder destroys it
+        ev.shared.reset();
+        ev.event = nullptr;
+        return CUDA_SUCCESS;
+      }
+      return destroy_once(ev.event, api_.cuEventDestroy_v2);
+    }
     case ObjectKind::IpcMemory: {
       // Unmapped whichever way it goes (a suspend is refused while one is open).
       IpcMemoryObject& m = o.as<IpcMemoryObject>();
@@ -220,8 +246,13 @@ CUresult Session::release(Object& o, Release how) {
       m.va = 0;
       return e;
     }
-    case ObjectKind::HostRegistration:  // portable: any context
-      return destroy_once(o.as<HostRegistrationObject>().host, api_.cuMemHostUnregister);
+    case ObjectKind::HostRegistration: {  // portable: any context
+      // Its charge goes back whichever way it goes (a resume pins and charges it again).
+      HostRegistrationObject& hr = o.as<HostRegistrationObject>();
+      if (account_ && hr.charged) account_->refund(hr.charged, VmLedger::kHost);
+      hr.charged = 0;
+      return destroy_once(hr.host, api_.cuMemHostUnregister);
+    }
     case ObjectKind::Limit:
       // Goes with a destroyed context; a reset puts the value from before back. Either way
       // its memory goes back to the VM.
@@ -236,6 +267,7 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::GraphNode:
       return CUDA_SUCCESS;  // goes with its graph
     case ObjectKind::Graph:
+      if (o.as<GraphObject>().borrowed) return CUDA_SUCCESS;  // its child graph node's
       return destroy_once(o.as<GraphObject>().graph, api_.cuGraphDestroy);
     case ObjectKind::GraphExec: {
       GraphExecObject& x = o.as<GraphExecObject>();
@@ -269,6 +301,8 @@ CUresult Session::release(Object& o, Release how) {
     }
     case ObjectKind::CublasHandle:
       return cublas_release(o.as<CublasHandleObject>());
+    case ObjectKind::CublasLt:
+      return cublaslt_release(o.as<CublasLtObject>());
     case ObjectKind::CufftPlan:
       return cufft_release(o.as<CufftPlanObject>());
     case ObjectKind::CurandGenerator:
@@ -371,6 +405,7 @@ void Session::close() {
   vol_.walk_children_first([&](Object& o) {
     if (o.kind != ObjectKind::Context) release(o, Release::kClose);
   });
+  if (limits_.ipc) ipc_forget_pools();
   arena_.reset();
   release_all(Release::kClose);  // the contexts
   pitches_.clear();
@@ -431,9 +466,7 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   }
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
-  if (c == api::Call::LaunchKernel || c == api::Call::LaunchCooperativeKernel || c == api::Call::LaunchKernelEx ||
-      c == api::Call::GraphLaunch)
-    launched_in_batch_ = true;  // batch_done() records what it left pending
+  if (api::call_flags(call_id) & api::kLaunches) launched_in_batch_ = true;  // batch_done() records what it left pending
   // Work that only issues goes to the GPU's working thread and is answered at once: the
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
   // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,

@@ -32,6 +32,7 @@
 namespace vmcuda::host {
 
 struct GraphDesc;  // graph_state.h
+struct GraphNodeDesc;
 
 // The slots of the pinned rings device memory goes through (suspend.cc RingCopier); a
 // resume's ring has at least kResumeRingSlots (two of the stream's largest chunks).
@@ -73,6 +74,13 @@ struct StubLimits {
   // Device memory a CUDA context takes besides its allocations (VMCUDA_CONTEXT_BYTES;
   // bench/context_cost_probe.cu), charged to the VM for each context a client makes.
   uint64_t context_bytes = 0;
+  // Device memory each cuBLAS handle's own workspace takes (VMCUDA_CUBLAS_WORKSPACE_BYTES),
+  // charged to the VM while the handle lives; negative: NVIDIA's size for the GPU (cublas.cc).
+  int64_t cublas_workspace_bytes = -1;
+  // Host memory a worker process costs besides what its program pins (VMCUDA_WORKER_HOST_BYTES:
+  // its resident memory, mostly the CUDA driver's), charged to the VM's host memory bound with
+  // the program's first context; 0: none (clients that are threads of the stub).
+  uint64_t worker_host_bytes = 0;
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -213,6 +221,22 @@ class Session : public vmrpc::SlotService {
   uint64_t ipc_owner_ = 0;
   std::map<uint64_t, std::array<uint8_t, 16>> ipc_exports_, ipc_event_exports_;
   bool said_ipc_ = false;
+  // Per device (`--isolation thread`): made at the first in-process event export; a context
+  // with one destroys itself with the last holder of its shared events (ipc_registry.h).
+  std::vector<std::shared_ptr<struct IpcContextKeeper>> ipc_keepers_;
+  // Memory pools exported (guest pool handle -> token, device); revoked at MemPoolForget
+  // and at the end.
+  struct PoolExport {
+    std::array<uint8_t, 16> token;
+    int device;
+  };
+  static constexpr size_t kMaxPoolExports = 4096;
+  std::map<uint64_t, PoolExport> ipc_pool_exports_;
+  void ipc_forget_pools();
+  // An event of another client of the process opened here (`--isolation thread`), which lives
+  // in that client's context.
+  bool ipc_borrowed_event(const EventObject& e, int device) const;
+  CUresult ipc_record_borrowed(const EventObject& e, CUstream stream, int device);
   void ipc_forget_export(uint64_t ptr);
   void ipc_forget_event(uint64_t handle);
   std::string ipc_blocks_suspend() const;
@@ -225,13 +249,31 @@ class Session : public vmrpc::SlotService {
   // without it); nullptr and *status (CUBLAS_STATUS_NOT_INITIALIZED, logged once) without one.
   const struct CublasApi* cublas_library(int32_t* status);
   const struct CublasApi* cublas_ = nullptr;
+  uint32_t workspace_refusals_ = 0;  // cublasCreate refused for the quota (logged 8 times)
+  // Host memory (vm_ledger.h kHost): charges `bytes` to the VM's host memory bound; false (the
+  // caller answers CUDA_ERROR_OUT_OF_MEMORY), logged 8 times per client, when it has no room.
+  bool charge_host(uint64_t bytes, const char* what);
+  uint32_t host_refusals_ = 0;
+  bool worker_charged_ = false;  // this worker process's own host cost (StubLimits::worker_host_bytes)
   // Destroys a handle of the real library (teardown); the handle's context is current.
   CUresult cublas_release(CublasHandleObject& h);
   // A resume (suspend.cc): a new handle of the library for `h` with its pointer and math
   // modes, in the current context; then, once every object is back, each handle's stream and
   // workspace. False and why when the library or a setting cannot be had.
-  bool cublas_recreate(CublasHandleObject& h, std::string* why);
+  bool cublas_recreate(CublasHandleObject& h, int device, std::string* why);
+  // What a handle of the library costs the VM on guest device `device`: its own workspace
+  // (StubLimits::cublas_workspace_bytes, else NVIDIA's size for the GPU's architecture).
+  uint64_t cublas_workspace_cost(int device) const;
   bool restore_cublas_settings(std::string* why);
+  // ---- cuBLASLt (cublaslt.cc): the host's libcublasLt.so.13, loaded as libcublas.so.13 is.
+  const struct CublasLtApi* cublaslt_library(int32_t* status);
+  const struct CublasLtApi* cublaslt_ = nullptr;
+  CUresult cublaslt_release(CublasLtObject& o);
+  // Why a suspend is refused now (empty: it is not): cuBLASLt objects are not carried yet.
+  std::string cublaslt_blocks_suspend() const;
+  // The real cublasLtHandle_t a guest handle names: a cuBLASLt handle, or a cuBLAS handle (as
+  // NVIDIA's, a cublasHandle_t is a cublasLtHandle_t); its device in *device. nullptr if none.
+  void* cublaslt_handle(uint64_t guest, int* device);
   // ---- cuFFT and cuRAND (cufft.cc, curand.cc; the generated handlers use NvlibScope, nvlib.h).
   template <class Traits>
   friend class NvlibScope;
@@ -269,6 +311,10 @@ class Session : public vmrpc::SlotService {
   // something a suspend cannot describe exactly), and built again on guest device `device`
   // from a description read from a state (objects named by saved ids, mapped by `new_id`).
   bool describe_graph(CUgraph g, GraphDesc* d, std::vector<CUgraphNode>* top, std::string* why, int depth = 0) const;
+  // One node described (its child graph, if one, in `child`, not described): also what
+  // cudaGraph*NodeGetParams answer (graph_nodes.cc). `driver`: the driver's error, if one.
+  bool describe_node(CUgraphNode node, GraphNodeDesc* out, CUgraph* child, std::string* why,
+                     CUresult* driver = nullptr) const;
   bool build_graph(const GraphDesc& d, int device, const std::map<uint64_t, ObjectId>& new_id,
                    const vmrpc::RegionView* region, CUgraph* out, std::vector<CUgraphNode>* top, std::string* why);
   // A graph's nodes (cuGraphGetNodes), false if the driver refused.
@@ -279,6 +325,8 @@ class Session : public vmrpc::SlotService {
   // An executable graph's mirror after a successful cudaGraphExecUpdate from `graph`.
   void mirror_update(GraphExecObject& exec, const Object& graph);
   uint64_t next_host_node_ = 0;
+  // The conditional handles each graph made (by its object id): a node may name only those.
+  std::map<ObjectId, std::set<uint64_t>> conditional_handles_;
   // A new node entry under `graph` for the guest's handle `handle` (checked new and >= kFirstGuestHandle).
   bool new_node_handle(uint64_t handle) const {
     return handle >= api::kFirstGuestHandle && (handle & api::kHostNodeHandle) == 0 &&
@@ -287,6 +335,18 @@ class Session : public vmrpc::SlotService {
   // A kernel's parameters for a node or an exec update (launch.cc's checks, no stream).
   int32_t kernel_node_params(uint64_t function, std::span<const std::byte> packed, const uint32_t grid[3],
                              const uint32_t block[3], uint32_t shared, CUDA_KERNEL_NODE_PARAMS_v2* p);
+  // A node's driver parameters from the guest's, checked as at the node's creation (graph.cc).
+  int32_t memcpy_node_params(const api::GraphMemcpySide& src, const api::GraphMemcpySide& dst,
+                             const uint64_t extent[3], Request& req, CUDA_MEMCPY3D* out);
+  int32_t memset_node_params(uint64_t dst, uint64_t pitch, uint64_t width, uint64_t height, uint32_t value,
+                             uint32_t element_size, CUDA_MEMSET_NODE_PARAMS* out) const;
+  int32_t host_node_params(const vmrpc::wire::HeapRef& mailbox, uint32_t index, Request& req,
+                           CUDA_HOST_NODE_PARAMS* out);
+  // The driver's node for guest node `node` in executable graph `exec` (the mirror's after a
+  // resume) and the mirror's node (nullptr: none), or CUDA_ERROR_INVALID_VALUE.
+  int32_t exec_node(const GraphExecObject& exec, const Object& node, CUgraphNode* target, CUgraphNode* mirrored) const;
+  // The mirror's child graph node `old` replaced by one embedding `child` (same edges).
+  CUresult replace_mirror_child(GraphExecObject& exec, CUgraphNode old, CUgraph child);
   // A host function gate the driver may run many times (graph host nodes and host
   // functions captured into graphs), or nullptr when the client has too many.
   HostFuncGate* persistent_gate(api::HostFuncEntry* entry, const Request& req);
@@ -507,6 +567,15 @@ class Session : public vmrpc::SlotService {
     }
   }
   void open_lane_slow(CUstream stream, const vmrpc::CallContext& ctx);
+  // Before a call that runs kernels (kLaunches in calls.def: launches, graphs, library routines)
+  // issues them on `stream` of guest device `device`: counted for status, the kernel time limit
+  // and fair sharing (held back here while the VM is ahead of its share; the lanes are the
+  // current device's, so work of another device counts for the limit only, as a graph's does).
+  void count_launch(int device, CUstream stream, const vmrpc::CallContext& ctx) {
+    launches_.fetch_add(1, std::memory_order_relaxed);  // status: kernels/s
+    note_launch();
+    if (device == current_) fair_launch(stream, ctx);
+  }
   bool capturing(CUstream stream) const;  // in the current context
   void drop_lane(int device);
   // A synchronize of the current context (all) or of `stream` on `device` succeeded.

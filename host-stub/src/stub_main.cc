@@ -42,6 +42,17 @@
 
 namespace vmcuda::host {
 
+// The VM's host memory bound: --host-memory-quota-mib, else the policy's host_memory, else half
+// the host's RAM divided by --gpu-share (the VMs of a GPU share the host too); ~0: none
+// (--gpu-share 0).
+static uint64_t vm_host_quota(uint64_t quota_mib, unsigned gpu_share, const std::optional<VmPolicy>& policy) {
+  if (quota_mib) return quota_mib << 20;
+  if (policy && policy->host_memory_bytes) return *policy->host_memory_bytes;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0 || gpu_share == 0) return ~0ull;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2 / gpu_share;
+}
+
 namespace {
 
 // The VM's fair sharing and GPUs, for status (set once in stub_main before the control socket serves).
@@ -93,7 +104,10 @@ nlohmann::json status_json(VmControl& vm) {
           {"device_memory_bytes", s.device_bytes}, {"module_bytes", s.module_bytes},
           // The VM's quota (null: none) and what its programs hold of it, as the driver maps it.
           {"memory_quota_bytes", s.quota_bytes == ~0ull ? nlohmann::json(nullptr) : nlohmann::json(s.quota_bytes)},
-          {"memory_charged_bytes", s.charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients},
+          {"memory_charged_bytes", s.charged_bytes},
+          // Host memory its programs pinned and its worker processes' own (vm_ledger.h kHost).
+          {"host_memory_quota_bytes", s.host_quota_bytes == ~0ull ? nlohmann::json(nullptr) : nlohmann::json(s.host_quota_bytes)},
+          {"host_memory_charged_bytes", s.host_charged_bytes}, {"gpus", vm.gpus()}, {"client_list", clients},
           // The policy file that applies (null: none), its profile and the VM's weight.
           {"policy", policy.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(policy.source)},
           {"profile", policy.profile}, {"weight", policy.weight},
@@ -353,6 +367,11 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   app.add_option("--memory-quota-mib", quota_mib,
                  "device memory of the whole VM (all its programs together) in MiB, counted as the driver maps it "
                  "(in 2 MiB pieces); 0: the smallest GPU's memory divided by --gpu-share");
+  uint64_t host_quota_mib = 0;
+  app.add_option("--host-memory-quota-mib", host_quota_mib,
+                 "host memory the VM's programs may make the host hold, in MiB: the memory they pin (cudaMallocHost, "
+                 "cudaHostRegister) and each worker process's own cost (VMCUDA_WORKER_HOST_BYTES); beyond it "
+                 "cudaErrorMemoryAllocation. 0: half the host's RAM divided by --gpu-share");
   uint32_t max_clients = 64;
   app.add_option("--max-clients", max_clients,
                  "programs served at once for this VM, all its connections together (a worker process or thread "
@@ -469,6 +488,10 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   vmrpc::log::set_origin("vmcuda-stub " + vm_name + (worker ? " worker" : ""));
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
   limits.context_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kContextBytes.get()));
+  limits.cublas_workspace_bytes = vmrpc::knobs::kCublasWorkspaceBytes.get();
+  // A worker process's own host memory is the VM's; clients that are threads of this process
+  // share its cost, which is the host's.
+  if (worker) limits.worker_host_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kWorkerHostBytes.get()));
   if (kernel_time_limit_s > 0 && isolation == "thread") {
     // One program's kernel can only be stopped by destroying its context or ending its
     // process; with threads, every program of the VM shares the process (and a context's
@@ -583,7 +606,8 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       ::close(kLedgerFd);  // attach() keeps its own (close-on-exec) copy
     } else {
       limits.ledger = VmLedger::create(vm_quota(api, devices, quota_given ? quota_mib : 0, gpu_share,
-                                                quota_given ? std::nullopt : policy));
+                                                quota_given ? std::nullopt : policy),
+                                       vm_host_quota(host_quota_mib, gpu_share, policy));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vmcuda-stub: %s\n", e.what());
@@ -704,6 +728,12 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       if (quota != limits.ledger->limit()) {
         limits.ledger->set_limit(quota);
         changed.push_back("memory quota " + (quota == ~0ull ? std::string("none") : std::to_string(quota >> 20) + " MiB"));
+      }
+      const uint64_t host_quota = vm_host_quota(host_quota_mib, gpu_share, fresh);
+      if (host_quota != limits.ledger->limit(VmLedger::kHost)) {
+        limits.ledger->set_limit(host_quota, VmLedger::kHost);
+        changed.push_back("host memory bound " +
+                          (host_quota == ~0ull ? std::string("none") : std::to_string(host_quota >> 20) + " MiB"));
       }
       const uint32_t old_weight = weight_of(policy), weight = weight_of(fresh);
       if (weight != old_weight) changed.push_back("weight " + std::to_string(weight));

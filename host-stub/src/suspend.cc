@@ -26,6 +26,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "client_control.h"
@@ -409,6 +410,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string v = vmm_block_suspend(); !v.empty()) return fail(v);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
+  // cuBLASLt's handles and descriptors are not carried yet (cublaslt.cc): refused while any exists.
+  if (const std::string t = cublaslt_blocks_suspend(); !t.empty()) return fail(t);
   // cuRAND generators are not carried (nvlib.cc): refused while any exists.
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
@@ -616,6 +619,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;  // never: refused while any exists (vmm_block_suspend)
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
+      case ObjectKind::CublasLt:
+        break;  // never: refused while any exists (cublaslt_blocks_suspend)
       case ObjectKind::CufftPlan: {
         // The calls that made it and its settings (cufft.cc): a resume replays them.
         const auto& p = o.as<CufftPlanObject>();
@@ -745,6 +750,10 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     });
     if (arena_) arena_->release_memory();
     release_all(Release::kSuspend);  // the contexts
+    // A thread started and joined lets glibc unmap the stacks of the driver's threads that
+    // ended detached (workers keep no stack cache: vmrpc/src/worker.cc), so they are part
+    // of the hole too.
+    std::thread([] {}).join();
     context_fence_.forget();  // part of the hole now
     context_hole_.hold(vanished_ranges(mapped, current_mappings()));
   }
@@ -918,6 +927,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
       return bad("virtual memory objects are not carried by a suspend");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
+    if (s.kind == ObjectKind::CublasLt) return bad("cuBLASLt objects are not carried by a suspend");
     if (s.kind == ObjectKind::CurandGenerator) return bad("cuRAND generators are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
@@ -1209,6 +1219,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return bad("virtual memory objects are not carried by a suspend");
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
+      case ObjectKind::CublasLt:
+        return bad("cuBLASLt objects are not carried by a suspend");
       case ObjectKind::CufftPlan: {
         CufftPlanObject p;
         uint32_t n = 0;
@@ -1440,10 +1452,18 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         auto range = region ? region->resolve({s.handle, hr.bytes}) : std::nullopt;
         if (!range || range->empty())
           return fail("pinned host memory at heap offset " + hex(s.handle) + " is outside the shared region");
+        if (!charge_host(hr.bytes, "pinning host memory again at a resume"))
+          return fail("the VM's host memory bound has no room for the client's pinned memory (" +
+                      std::to_string(hr.bytes >> 20) + " MiB)");
+        hr.charged = account_ ? hr.bytes : 0;
         hr.host = range->data();
         e = api_.cuMemHostRegister_v2(hr.host, hr.bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
         what = "pinning shared heap memory";
-        if (e != CUDA_SUCCESS) hr.host = nullptr;
+        if (e != CUDA_SUCCESS) {
+          hr.host = nullptr;
+          if (hr.charged) account_->refund(hr.charged, VmLedger::kHost);  // not in the VOL: undone here
+          hr.charged = 0;
+        }
         break;
       }
       case ObjectKind::Limit: {
@@ -1472,7 +1492,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         // A new handle of the library with the same pointer and math modes; its stream and
         // workspace once every object is back (restore_cublas_settings).
         std::string w;
-        if (!cublas_recreate(std::get<CublasHandleObject>(data), &w)) return fail(w);
+        if (!cublas_recreate(std::get<CublasHandleObject>(data), s.device, &w)) return fail(w);
         break;
       }
       case ObjectKind::Array:

@@ -176,6 +176,8 @@ VmStatus VmControl::status() {
   if (ledger_) {
     s.quota_bytes = ledger_->limit();
     s.charged_bytes = ledger_->used();
+    s.host_quota_bytes = ledger_->limit(VmLedger::kHost);
+    s.host_charged_bytes = ledger_->used(VmLedger::kHost);
   }
   {
     std::lock_guard l(state_mu_);

@@ -49,6 +49,8 @@ struct VmStatus {
   // The VM's device memory quota and what its ledger holds (vm_ledger.h); ~0: no quota.
   uint64_t quota_bytes = ~0ull;
   uint64_t charged_bytes = 0;
+  uint64_t host_quota_bytes = ~0ull;  // the VM's host memory bound (vm_ledger.h kHost) and its use
+  uint64_t host_charged_bytes = 0;
 };
 
 class VmControl {

@@ -9,7 +9,7 @@
 
 namespace vmcuda::host {
 namespace {
-constexpr uint64_t kMagic = 0x7265676465'6c6d76ull;  // "vmledger"
+constexpr uint64_t kMagic = 0x3276'6c6d'7667'6c6dull;  // "mlgvmlv2": two resources
 }
 
 VmLedger::VmLedger(vmrpc::UniqueFd fd, vmrpc::Mapping map)
@@ -17,7 +17,7 @@ VmLedger::VmLedger(vmrpc::UniqueFd fd, vmrpc::Mapping map)
 
 VmLedger::~VmLedger() = default;
 
-std::shared_ptr<VmLedger> VmLedger::create(uint64_t limit) {
+std::shared_ptr<VmLedger> VmLedger::create(uint64_t limit, uint64_t host_limit) {
   vmrpc::UniqueFd made(::memfd_create("vmcuda-ledger", MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!made) vmrpc::throw_errno("memfd_create (the VM's ledger)");
   // Above the fd numbers a worker's slot takes (vmrpc/worker.h), so handing it over never
@@ -28,7 +28,8 @@ std::shared_ptr<VmLedger> VmLedger::create(uint64_t limit) {
   ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
   auto map = vmrpc::Mapping::map_shared(fd.get(), sizeof(Shared), "the VM's ledger");
   auto* s = new (map.data()) Shared{};  // zeroed memfd: atomics start at 0
-  s->limit.store(limit, std::memory_order_relaxed);
+  s->limit[kDevice].store(limit, std::memory_order_relaxed);
+  s->limit[kHost].store(host_limit, std::memory_order_relaxed);
   s->magic = kMagic;
   return std::shared_ptr<VmLedger>(new VmLedger(std::move(fd), std::move(map)));
 }
@@ -52,9 +53,9 @@ std::shared_ptr<VmLedger> VmLedger::attach(int fd, std::string* why) {
   return std::shared_ptr<VmLedger>(new VmLedger(std::move(own), std::move(map)));
 }
 
-uint64_t VmLedger::used() const {
+uint64_t VmLedger::used(Resource r) const {
   uint64_t sum = 0;
-  for (const Entry& e : shared_->entries) sum += e.bytes.load(std::memory_order_acquire);
+  for (const Entry& e : shared_->entries) sum += e.bytes[r].load(std::memory_order_acquire);
   return sum;
 }
 
@@ -65,7 +66,7 @@ std::unique_ptr<VmLedger::Account> VmLedger::open_account() {
     uint32_t free = 0;
     // `live` is the claim; the pid says whose process to reclaim it from.
     if (e.live.compare_exchange_strong(free, 1, std::memory_order_acq_rel)) {
-      e.bytes.store(0, std::memory_order_relaxed);
+      for (auto& b : e.bytes) b.store(0, std::memory_order_relaxed);
       e.pid.store(pid, std::memory_order_release);
       return std::unique_ptr<Account>(new Account(shared_from_this(), i));
     }
@@ -77,7 +78,8 @@ uint64_t VmLedger::reclaim(pid_t pid) {
   uint64_t back = 0;
   for (Entry& e : shared_->entries) {
     if (e.live.load(std::memory_order_acquire) && e.pid.load(std::memory_order_acquire) == pid) {
-      back += e.bytes.exchange(0, std::memory_order_acq_rel);
+      back += e.bytes[kDevice].exchange(0, std::memory_order_acq_rel);
+      e.bytes[kHost].store(0, std::memory_order_release);
       e.pid.store(0, std::memory_order_relaxed);
       e.live.store(0, std::memory_order_release);
     }
@@ -87,33 +89,33 @@ uint64_t VmLedger::reclaim(pid_t pid) {
 
 VmLedger::Account::~Account() {
   Entry& e = ledger_->shared_->entries[entry_];
-  e.bytes.store(0, std::memory_order_release);
+  for (auto& b : e.bytes) b.store(0, std::memory_order_release);
   e.pid.store(0, std::memory_order_relaxed);
   e.live.store(0, std::memory_order_release);
 }
 
-bool VmLedger::Account::charge(uint64_t bytes) {
-  Entry& e = ledger_->shared_->entries[entry_];
+bool VmLedger::Account::charge(uint64_t bytes, Resource r) {
+  std::atomic<uint64_t>& mine = ledger_->shared_->entries[entry_].bytes[r];
   // Optimistic: add, then look at the sum. Two clients charging at once may both be
   // refused near the limit, never both admitted beyond it.
-  e.bytes.fetch_add(bytes, std::memory_order_acq_rel);
-  const uint64_t limit = ledger_->limit();
-  const uint64_t used = ledger_->used();
+  mine.fetch_add(bytes, std::memory_order_acq_rel);
+  const uint64_t limit = ledger_->limit(r);
+  const uint64_t used = ledger_->used(r);
   if (used > limit || used < bytes) {
-    e.bytes.fetch_sub(bytes, std::memory_order_acq_rel);
+    mine.fetch_sub(bytes, std::memory_order_acq_rel);
     return false;
   }
   return true;
 }
 
-void VmLedger::Account::refund(uint64_t bytes) {
-  Entry& e = ledger_->shared_->entries[entry_];
-  const uint64_t now = e.bytes.load(std::memory_order_relaxed);
-  e.bytes.fetch_sub(bytes > now ? now : bytes, std::memory_order_acq_rel);
+void VmLedger::Account::refund(uint64_t bytes, Resource r) {
+  std::atomic<uint64_t>& mine = ledger_->shared_->entries[entry_].bytes[r];
+  const uint64_t now = mine.load(std::memory_order_relaxed);
+  mine.fetch_sub(bytes > now ? now : bytes, std::memory_order_acq_rel);
 }
 
-uint64_t VmLedger::Account::bytes() const {
-  return ledger_->shared_->entries[entry_].bytes.load(std::memory_order_relaxed);
+uint64_t VmLedger::Account::bytes(Resource r) const {
+  return ledger_->shared_->entries[entry_].bytes[r].load(std::memory_order_relaxed);
 }
 
 }  // namespace vmcuda::host

@@ -1,6 +1,9 @@
-// What a VM's clients hold of the GPU, counted once for the whole VM (issue 10: accounting
-// per VM): device memory as the driver maps it (the arena's physical mappings, at the
-// allocation granularity, not the bytes asked for), against one limit per VM.
+// What a VM's clients hold of the GPU and the host, counted once for the whole VM (issue 10:
+// accounting per VM), each resource against one limit per VM:
+// - kDevice: device memory as the driver maps it (the arena's physical mappings, at the
+//   allocation granularity, not the bytes asked for), contexts, modules, library workspaces;
+// - kHost: host memory the VM's programs make the host hold: memory they pinned (page-locked:
+//   the kernel can neither swap nor move it) and each worker process's own cost.
 //
 // The stub process and its worker processes (--isolation process) share one ledger: a
 // small memfd the stub creates and hands to each worker. Each client charges its own
@@ -23,18 +26,20 @@ namespace vmcuda::host {
 class VmLedger : public std::enable_shared_from_this<VmLedger> {
  public:
   static constexpr size_t kEntries = 512;  // clients at once in one VM (slots x connections)
+  enum Resource : unsigned { kDevice = 0, kHost = 1, kResources = 2 };
 
-  // A fresh ledger with `limit` bytes (~0: none). Throws std::system_error.
-  static std::shared_ptr<VmLedger> create(uint64_t limit);
+  // A fresh ledger with `limit` bytes of device memory and `host_limit` of host memory (~0:
+  // none). Throws std::system_error.
+  static std::shared_ptr<VmLedger> create(uint64_t limit, uint64_t host_limit = ~0ull);
   // The ledger behind `fd` (a worker: the stub's). Null and why when it is not one.
   static std::shared_ptr<VmLedger> attach(int fd, std::string* why);
   ~VmLedger();
 
   int fd() const { return fd_.get(); }
-  uint64_t limit() const { return shared_->limit.load(std::memory_order_relaxed); }
-  uint64_t used() const;  // the VM's clients together
+  uint64_t limit(Resource r = kDevice) const { return shared_->limit[r].load(std::memory_order_relaxed); }
+  uint64_t used(Resource r = kDevice) const;  // the VM's clients together
   // A new limit (policy reload): what is held stays; new charges see it.
-  void set_limit(uint64_t limit) { shared_->limit.store(limit, std::memory_order_relaxed); }
+  void set_limit(uint64_t limit, Resource r = kDevice) { shared_->limit[r].store(limit, std::memory_order_relaxed); }
 
   // One client's share. Not thread-safe (its session's thread uses it); gives everything
   // back when destroyed.
@@ -42,9 +47,9 @@ class VmLedger : public std::enable_shared_from_this<VmLedger> {
    public:
     ~Account();
     // Adds `bytes` unless the VM would exceed its limit.
-    bool charge(uint64_t bytes);
-    void refund(uint64_t bytes);
-    uint64_t bytes() const;
+    bool charge(uint64_t bytes, Resource r = kDevice);
+    void refund(uint64_t bytes, Resource r = kDevice);
+    uint64_t bytes(Resource r = kDevice) const;
 
    private:
     friend class VmLedger;
@@ -54,18 +59,18 @@ class VmLedger : public std::enable_shared_from_this<VmLedger> {
   };
   // Null when every entry is taken (more clients than kEntries).
   std::unique_ptr<Account> open_account();
-  // The stub: worker `pid` ended; its entries go back. Returns the bytes reclaimed.
+  // The stub: worker `pid` ended; its entries go back. Returns the device bytes reclaimed.
   uint64_t reclaim(pid_t pid);
 
  private:
   struct Entry {
     std::atomic<int32_t> pid;   // 0: free
     std::atomic<uint32_t> live;  // 1 while an Account holds it
-    std::atomic<uint64_t> bytes;
+    std::atomic<uint64_t> bytes[kResources];
   };
   struct Shared {
     uint64_t magic;
-    std::atomic<uint64_t> limit;
+    std::atomic<uint64_t> limit[kResources];
     Entry entries[kEntries];
   };
   VmLedger(vmrpc::UniqueFd fd, vmrpc::Mapping map);

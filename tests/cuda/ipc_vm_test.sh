@@ -2,7 +2,9 @@
 # CUDA IPC is between programs of ONE VM: a handle exported by a program of VM A opens in
 # another program of VM A (worker processes, and again with --isolation thread) and is
 # refused in a program of VM B (another stub: another table) with
-# cudaErrorInvalidResourceHandle. Uses tests/cuda/bin/ipc's `export` and `open` halves. With
+# cudaErrorInvalidResourceHandle. Uses tests/cuda/bin/ipc's `export` and `open` halves; the
+# same for a memory pool and a pointer of it (tests/cuda/bin/ipc_pool's halves; VM B:
+# cudaErrorInvalidValue). With
 # VMCUDACTL: a suspend of VM a while its program has memory exported is refused, saying why,
 # and the program runs on.
 #   ipc_vm_test.sh STUB LIBDIR BINDIR [VMCUDACTL]
@@ -67,5 +69,26 @@ close: cudaSuccess" "$(on "$vm" open "$handle" 2>&1)"
     sleep 0.1
   done
   expect "VM $vm: after the exporter ended" "open: cudaErrorInvalidResourceHandle" "$after"
+done
+# Memory pools (tests/cuda/bin/ipc_pool's halves): the pool's descriptor (opened through
+# /proc/PID/fd) and a pointer's export data import in a program of the same VM, not in VM b.
+for vm in a t; do
+  mkfifo "$work/pin.$vm"
+  on_pool() { local v="$1"; shift; VMCUDA_SOCKET="$work/$v.sock" LD_LIBRARY_PATH="$libdir" timeout 120 "$bindir/ipc_pool" "$@"; }
+  on_pool "$vm" export <"$work/pin.$vm" >"$work/pool.$vm" 2>"$work/pool_export.$vm.err" &
+  exporter=$!
+  pids+=($exporter)
+  exec 3>"$work/pin.$vm"
+  for _ in $(seq 400); do [ -s "$work/pool.$vm" ] && break; sleep 0.05; done
+  read -r epid efd edata <"$work/pool.$vm" || true
+  [ -n "${edata:-}" ] || { echo "no pool export in VM $vm:"; cat "$work/pool_export.$vm.err"; exit 1; }
+  expect "VM $vm: a program of the same VM imports the pool and its pointer" "import: cudaSuccess
+pointer: cudaSuccess
+first: 41
+free: cudaSuccess" "$(on_pool "$vm" open "$epid" "$efd" "$edata" 2>&1)"
+  expect "VM $vm: a program of VM b cannot import the pool" "import: cudaErrorInvalidValue" \
+    "$(on_pool b open "$epid" "$efd" "$edata" 2>&1)"
+  exec 3>&-
+  wait "$exporter" || { echo "the pool exporter in VM $vm failed:"; cat "$work/pool_export.$vm.err"; status=1; }
 done
 exit $status

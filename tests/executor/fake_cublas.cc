@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -201,13 +202,18 @@ int f_set_workspace(void* p, void* ws, size_t bytes) {
   return kSuccess;
 }
 
+// Its kernels run on the handle's stream (fake_library_work: the stream's time and busy state).
 int f_sgemm(void* p, int ta, int tb, int m, int n, int k, const float* alpha, const void* A, int lda, const void* B,
             int ldb, const float* beta, void* C, int ldc) {
+  Handle* h = live(p);
+  if (h && k == kFakeGemmNeverEnds) return fake_library_work(h->s.stream, true) ? kSuccess : kExecutionFailed;
   const Gemm g{ta, tb, m, n, k, lda, ldb, ldc, kR32F, kR32F, kR32F};
   if (int s = check(g)) return s;
-  return with_scalars(live(p), alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
+  const int s = with_scalars(h, alpha, beta, [&](const FakeDeviceAt& at, float a, float b) {
     return gemm_at(at, g, a, b, A, B, C);
   });
+  if (s == kSuccess) fake_library_work(h->s.stream, false);
+  return s;
 }
 
 int f_sgemm_strided(void* p, int ta, int tb, int m, int n, int k, const float* alpha, const void* A, int lda,
@@ -385,12 +391,331 @@ const std::map<std::string, void*>& table() {
 
 int g_library_token, g_cufft_token, g_curand_token;
 
+// ---- cuBLASLt ("libcublasLt.so.13"): handles (a cuBLAS handle is one too, as NVIDIA's),
+// matmul descriptors, layouts and preferences with the attributes the fake reads, a heuristic
+// that answers one algorithm, and cublasLtMatmul on the CPU: D = epilogue(alpha op(A) op(B) +
+// beta C [+ bias]) for fp32/bf16 column-major matrices (strided batches) with fp32 compute.
+
+constexpr uint64_t kFakeAlgo = 0x766d637564616c74ull;  // the one algorithm's first word ("vmcudalt")
+
+struct LtHandle {};
+struct LtDesc {
+  int compute = 0, scale = 0, pointer_mode = 0, transa = kOpN, transb = kOpN, epilogue = 1, bias_type = -1;
+  uint64_t bias = 0;
+  std::map<int, std::vector<uint8_t>> other;  // attributes the fake keeps but does not read
+};
+struct LtLayout {
+  int type = kR32F, order = 0, batch = 1;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0, stride = 0;
+};
+struct LtPref {
+  uint64_t max_workspace = 0;
+  std::map<int, std::vector<uint8_t>> other;
+};
+std::set<void*> g_lt_live;  // every live LtHandle, LtDesc, LtLayout, LtPref (under g_mu)
+
+template <class T>
+T* lt_live(void* p) {
+  std::lock_guard l(g_mu);
+  return g_lt_live.count(p) ? static_cast<T*>(p) : nullptr;
+}
+bool lt_handle_ok(void* p) { return lt_live<LtHandle>(p) || live(p); }
+
+template <class T, class... A>
+int lt_create(void** out, A... init) {
+  if (!out) return kInvalidValue;
+  T* t = new T{init...};
+  std::lock_guard l(g_mu);
+  g_lt_live.insert(t);
+  *out = t;
+  return kSuccess;
+}
+template <class T>
+int lt_destroy(void* p) {
+  if (!p) return kSuccess;
+  std::lock_guard l(g_mu);
+  if (!g_lt_live.erase(p)) return kInvalidValue;
+  delete static_cast<T*>(p);
+  return kSuccess;
+}
+
+// An attribute of `bytes` into/out of a field of that size (the library's check).
+template <class F>
+int put(F* field, const void* buf, size_t bytes) {
+  if (!buf || bytes != sizeof(F)) return kInvalidValue;
+  std::memcpy(field, buf, sizeof(F));
+  return kSuccess;
+}
+template <class F>
+int get(const F& field, void* buf, size_t bytes, size_t* written) {
+  if (bytes == 0) {
+    if (!written) return kInvalidValue;
+    *written = sizeof(F);
+    return kSuccess;
+  }
+  if (!buf || bytes != sizeof(F)) return kInvalidValue;
+  std::memcpy(buf, &field, sizeof(F));
+  if (written) *written = sizeof(F);
+  return kSuccess;
+}
+int put_other(std::map<int, std::vector<uint8_t>>& m, int attr, const void* buf, size_t bytes) {
+  if (!buf || bytes == 0) return kInvalidValue;
+  m[attr].assign(static_cast<const uint8_t*>(buf), static_cast<const uint8_t*>(buf) + bytes);
+  return kSuccess;
+}
+int get_other(const std::map<int, std::vector<uint8_t>>& m, int attr, void* buf, size_t bytes, size_t* written) {
+  auto it = m.find(attr);
+  if (it == m.end()) return kInvalidValue;  // the fake knows no default for it
+  if (bytes == 0) {
+    if (!written) return kInvalidValue;
+    *written = it->second.size();
+    return kSuccess;
+  }
+  if (!buf || bytes != it->second.size()) return kInvalidValue;
+  std::memcpy(buf, it->second.data(), bytes);
+  if (written) *written = bytes;
+  return kSuccess;
+}
+
+int f_lt_create(void** out) { return lt_create<LtHandle>(out); }
+int f_lt_destroy(void* p) { return lt_live<LtHandle>(p) ? lt_destroy<LtHandle>(p) : kNotInitialized; }
+int f_desc_create(void** out, int compute, int scale) {
+  LtDesc d;
+  d.compute = compute;
+  d.scale = scale;
+  if (!out) return kInvalidValue;
+  auto* t = new LtDesc(d);
+  std::lock_guard l(g_mu);
+  g_lt_live.insert(t);
+  *out = t;
+  return kSuccess;
+}
+int f_desc_destroy(void* p) { return lt_destroy<LtDesc>(p); }
+int f_desc_set(void* p, int attr, const void* buf, size_t bytes) {
+  LtDesc* d = lt_live<LtDesc>(p);
+  if (!d) return kInvalidValue;
+  switch (attr) {
+    case 0: return put(&d->compute, buf, bytes);
+    case 1: return put(&d->scale, buf, bytes);
+    case 2: return put(&d->pointer_mode, buf, bytes);
+    case 3: return put(&d->transa, buf, bytes);
+    case 4: return put(&d->transb, buf, bytes);
+    case 7: return put(&d->epilogue, buf, bytes);
+    case 8: return put(&d->bias, buf, bytes);
+    case 26: return put(&d->bias_type, buf, bytes);
+  }
+  return put_other(d->other, attr, buf, bytes);
+}
+int f_desc_get(void* p, int attr, void* buf, size_t bytes, size_t* written) {
+  LtDesc* d = lt_live<LtDesc>(p);
+  if (!d) return kInvalidValue;
+  switch (attr) {
+    case 0: return get(d->compute, buf, bytes, written);
+    case 1: return get(d->scale, buf, bytes, written);
+    case 2: return get(d->pointer_mode, buf, bytes, written);
+    case 3: return get(d->transa, buf, bytes, written);
+    case 4: return get(d->transb, buf, bytes, written);
+    case 7: return get(d->epilogue, buf, bytes, written);
+    case 8: return get(d->bias, buf, bytes, written);
+    case 26: return get(d->bias_type, buf, bytes, written);
+  }
+  return get_other(d->other, attr, buf, bytes, written);
+}
+int f_layout_create(void** out, int type, unsigned long long rows, unsigned long long cols, long long ld) {
+  if (!out) return kInvalidValue;
+  auto* t = new LtLayout;
+  t->type = type;
+  t->rows = rows;
+  t->cols = cols;
+  t->ld = ld;
+  std::lock_guard l(g_mu);
+  g_lt_live.insert(t);
+  *out = t;
+  return kSuccess;
+}
+int f_layout_destroy(void* p) { return lt_destroy<LtLayout>(p); }
+int f_layout_set(void* p, int attr, const void* buf, size_t bytes) {
+  LtLayout* t = lt_live<LtLayout>(p);
+  if (!t) return kInvalidValue;
+  switch (attr) {
+    case 0: return put(&t->type, buf, bytes);
+    case 1: return put(&t->order, buf, bytes);
+    case 2: return put(&t->rows, buf, bytes);
+    case 3: return put(&t->cols, buf, bytes);
+    case 4: return put(&t->ld, buf, bytes);
+    case 5: return put(&t->batch, buf, bytes);
+    case 6: return put(&t->stride, buf, bytes);
+  }
+  return kInvalidValue;
+}
+int f_layout_get(void* p, int attr, void* buf, size_t bytes, size_t* written) {
+  LtLayout* t = lt_live<LtLayout>(p);
+  if (!t) return kInvalidValue;
+  switch (attr) {
+    case 0: return get(t->type, buf, bytes, written);
+    case 1: return get(t->order, buf, bytes, written);
+    case 2: return get(t->rows, buf, bytes, written);
+    case 3: return get(t->cols, buf, bytes, written);
+    case 4: return get(t->ld, buf, bytes, written);
+    case 5: return get(t->batch, buf, bytes, written);
+    case 6: return get(t->stride, buf, bytes, written);
+  }
+  return kInvalidValue;
+}
+int f_pref_create(void** out) { return lt_create<LtPref>(out); }
+int f_pref_destroy(void* p) { return lt_destroy<LtPref>(p); }
+int f_pref_set(void* p, int attr, const void* buf, size_t bytes) {
+  LtPref* t = lt_live<LtPref>(p);
+  if (!t) return kInvalidValue;
+  return attr == 1 ? put(&t->max_workspace, buf, bytes) : put_other(t->other, attr, buf, bytes);
+}
+int f_pref_get(void* p, int attr, void* buf, size_t bytes, size_t* written) {
+  LtPref* t = lt_live<LtPref>(p);
+  if (!t) return kInvalidValue;
+  return attr == 1 ? get(t->max_workspace, buf, bytes, written) : get_other(t->other, attr, buf, bytes, written);
+}
+
+// The problem a descriptor and four layouts describe, checked as the fake supports it.
+struct LtProblem {
+  const LtDesc* d;
+  const LtLayout *a, *b, *c, *dd;
+  int m, n, k;
+};
+int lt_problem(void* desc, void* a, void* b, void* c, void* d, LtProblem* p) {
+  p->d = lt_live<LtDesc>(desc);
+  p->a = lt_live<LtLayout>(a);
+  p->b = lt_live<LtLayout>(b);
+  p->c = lt_live<LtLayout>(c);
+  p->dd = lt_live<LtLayout>(d);
+  if (!p->d || !p->a || !p->b || !p->c || !p->dd) return kInvalidValue;
+  if (!fp32_compute(p->d->compute) || p->d->scale != kR32F) return kNotSupported;
+  for (const LtLayout* l : {p->a, p->b, p->c, p->dd})
+    if (l->order != 0 || !type_bytes(l->type) || l->batch < 1) return kNotSupported;
+  const int e = p->d->epilogue;
+  if (e != 1 && e != 2 && e != 4 && e != 6) return kNotSupported;  // DEFAULT, RELU, BIAS, RELU_BIAS
+  if (p->d->pointer_mode != 0 && p->d->pointer_mode != 1) return kNotSupported;
+  p->m = int(p->dd->rows);
+  p->n = int(p->dd->cols);
+  p->k = int(p->d->transa == kOpN ? p->a->cols : p->a->rows);
+  const uint64_t arows = p->d->transa == kOpN ? p->m : p->k, brows = p->d->transb == kOpN ? p->k : p->n,
+                 bcols = p->d->transb == kOpN ? p->n : p->k;
+  if (p->a->rows != arows || p->b->rows != brows || p->b->cols != bcols || p->c->rows != p->dd->rows ||
+      p->c->cols != p->dd->cols || p->c->type != p->dd->type)
+    return kInvalidValue;
+  for (const LtLayout* l : {p->a, p->b, p->c, p->dd})
+    if (l->ld < int64_t(std::max<uint64_t>(1, l->rows)) || l->batch != p->dd->batch) return kInvalidValue;
+  return kSuccess;
+}
+
+int f_heuristic(void* h, void* desc, void* a, void* b, void* c, void* d, void* pref, int requested, void* results,
+                int* returned) {
+  if (!lt_handle_ok(h)) return kNotInitialized;
+  if (!lt_live<LtPref>(pref) || requested <= 0 || !results || !returned) return kInvalidValue;
+  LtProblem p;
+  if (int s = lt_problem(desc, a, b, c, d, &p)) return s;
+  uint8_t r[96] = {};
+  std::memcpy(r, &kFakeAlgo, 8);  // algo.data[0]; workspaceSize 0, state success
+  const float waves = 1.0f;
+  std::memcpy(r + 76, &waves, 4);
+  std::memcpy(results, r, sizeof r);
+  *returned = 1;
+  return kSuccess;
+}
+
+int f_lt_matmul(void* h, void* desc, const void* alpha, const void* A, void* adesc, const void* B, void* bdesc,
+                const void* beta, const void* C, void* cdesc, void* D, void* ddesc, const void* algo, void* ws,
+                size_t ws_bytes, void* stream) {
+  if (!lt_handle_ok(h)) return kNotInitialized;
+  LtProblem p;
+  if (int s = lt_problem(desc, adesc, bdesc, cdesc, ddesc, &p)) return s;
+  if (algo) {
+    uint64_t first;
+    std::memcpy(&first, algo, 8);
+    if (first != kFakeAlgo) return kInvalidValue;  // not the heuristic's algorithm, bytes changed on the way
+  }
+  if (!alpha || !beta) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    Handle scalars;
+    scalars.s.pointer_mode = p.d->pointer_mode;
+    const float* al = scalar_at(scalars, at, alpha);
+    const float* be = scalar_at(scalars, at, beta);
+    if (!al || !be) {
+      status = kExecutionFailed;
+      return;
+    }
+    const int bias_type = p.d->bias_type >= 0 ? p.d->bias_type : p.dd->type;
+    const bool bias = p.d->epilogue & 4, relu = p.d->epilogue & 2;
+    for (int batch = 0; batch < p.dd->batch; ++batch) {
+      auto matrix = [&](const void* base, const LtLayout* l, int rows, int cols) {
+        const size_t e = type_bytes(l->type);
+        return matrix_at(at, static_cast<const char*>(base) + e * l->stride * batch, rows, cols, l->ld, e);
+      };
+      const int ar = p.d->transa == kOpN ? p.m : p.k, ac = p.d->transa == kOpN ? p.k : p.m;
+      const int br = p.d->transb == kOpN ? p.k : p.n, bc = p.d->transb == kOpN ? p.n : p.k;
+      const std::byte* Am = matrix(A, p.a, ar, ac);
+      const std::byte* Bm = matrix(B, p.b, br, bc);
+      const std::byte* Cm = matrix(C, p.c, p.m, p.n);
+      std::byte* Dm = matrix(D, p.dd, p.m, p.n);
+      const std::byte* bv = bias ? vector_at(at, reinterpret_cast<const void*>(p.d->bias), p.m, 1,
+                                             type_bytes(bias_type))
+                                 : reinterpret_cast<const std::byte*>(1);
+      if (!Am || !Bm || !Cm || !Dm || !bv || (bias && !type_bytes(bias_type))) {
+        status = kExecutionFailed;
+        return;
+      }
+      for (int j = 0; j < p.n; ++j)
+        for (int i = 0; i < p.m; ++i) {
+          double sum = 0;
+          for (int l = 0; l < p.k; ++l) {
+            const float x = p.d->transa == kOpN ? load(Am, p.a->type, i + l * size_t(p.a->ld))
+                                                : load(Am, p.a->type, l + i * size_t(p.a->ld));
+            const float y = p.d->transb == kOpN ? load(Bm, p.b->type, l + j * size_t(p.b->ld))
+                                                : load(Bm, p.b->type, j + l * size_t(p.b->ld));
+            sum += double(x) * double(y);
+          }
+          float v = float(*al * sum) + (*be == 0.0f ? 0.0f : *be * load(Cm, p.c->type, i + j * size_t(p.c->ld)));
+          if (bias) v += load(bv, bias_type, size_t(i));
+          if (relu) v = std::max(v, 0.0f);
+          store(Dm, p.dd->type, i + j * size_t(p.dd->ld), v);
+        }
+    }
+  });
+  return status;
+}
+
+const std::map<std::string, void*>& lt_table() {
+  static const std::map<std::string, void*> t = {
+      {"cublasLtCreate", reinterpret_cast<void*>(f_lt_create)},
+      {"cublasLtDestroy", reinterpret_cast<void*>(f_lt_destroy)},
+      {"cublasLtMatmulDescCreate", reinterpret_cast<void*>(f_desc_create)},
+      {"cublasLtMatmulDescDestroy", reinterpret_cast<void*>(f_desc_destroy)},
+      {"cublasLtMatmulDescSetAttribute", reinterpret_cast<void*>(f_desc_set)},
+      {"cublasLtMatmulDescGetAttribute", reinterpret_cast<void*>(f_desc_get)},
+      {"cublasLtMatrixLayoutCreate", reinterpret_cast<void*>(f_layout_create)},
+      {"cublasLtMatrixLayoutDestroy", reinterpret_cast<void*>(f_layout_destroy)},
+      {"cublasLtMatrixLayoutSetAttribute", reinterpret_cast<void*>(f_layout_set)},
+      {"cublasLtMatrixLayoutGetAttribute", reinterpret_cast<void*>(f_layout_get)},
+      {"cublasLtMatmulPreferenceCreate", reinterpret_cast<void*>(f_pref_create)},
+      {"cublasLtMatmulPreferenceDestroy", reinterpret_cast<void*>(f_pref_destroy)},
+      {"cublasLtMatmulPreferenceSetAttribute", reinterpret_cast<void*>(f_pref_set)},
+      {"cublasLtMatmulPreferenceGetAttribute", reinterpret_cast<void*>(f_pref_get)},
+      {"cublasLtMatmulAlgoGetHeuristic", reinterpret_cast<void*>(f_heuristic)},
+      {"cublasLtMatmul", reinterpret_cast<void*>(f_lt_matmul)},
+  };
+  return t;
+}
+
+int g_lt_library_token;
+
 }  // namespace
 
 void* fake_open_library(const char* soname, std::string* why) {
   if (std::string(soname) == "libcublas.so.13") return &g_library_token;
   if (std::string(soname) == "libcufft.so.12") return &g_cufft_token;
   if (std::string(soname) == "libcurand.so.10") return &g_curand_token;
+  if (std::string(soname) == "libcublasLt.so.13") return &g_lt_library_token;
   if (why) *why = std::string(soname) + ": the test executor has no such library";
   return nullptr;
 }
@@ -398,9 +723,15 @@ void* fake_open_library(const char* soname, std::string* why) {
 void* fake_library_symbol(void* library, const char* name) {
   if (library == &g_cufft_token) return fake_cufft_symbol(name);
   if (library == &g_curand_token) return fake_curand_symbol(name);
-  if (library != &g_library_token) return nullptr;
-  auto it = table().find(name);
-  return it == table().end() ? nullptr : it->second;
+  static const std::map<std::string, void*> none;
+  const auto& t = library == &g_library_token ? table() : library == &g_lt_library_token ? lt_table() : none;
+  auto it = t.find(name);
+  return it == t.end() ? nullptr : it->second;
+}
+
+uint64_t fake_live_cublaslt_objects() {
+  std::lock_guard l(g_mu);
+  return g_lt_live.size();
 }
 
 uint64_t fake_live_cublas_handles() {

@@ -82,6 +82,11 @@ struct FakeNode {
   CUevent event = nullptr;
   std::map<int, CUlaunchAttributeValue> attrs;
   std::vector<void*> param_ptrs;  // kernelParams handed out by cuGraphKernelNodeGetParams
+  bool disabled = false;          // in an executable graph: cuGraphNodeSetEnabled(0) skips it
+  // A conditional node (type 13): its handle (fake_kernels.h), if/while/switch, its bodies.
+  uint64_t cond = 0;
+  int cond_type = 0;
+  std::vector<CUgraph> bodies;
 };
 // A plain copy's description (one row) and a memset's, for captured work. Lock held or not.
 CUDA_MEMCPY3D linear_copy(CUmemorytype dst_type, void* dst_host, CUdeviceptr dst, CUmemorytype src_type,
@@ -2193,6 +2198,7 @@ void destroy_graph_locked(CUgraph graph) {
   if (it == g.graphs.end()) return;
   for (CUgraphNode n : it->second.nodes) {
     if (CUgraph child = g.nodes.at(n).child) destroy_graph_locked(child);
+    for (CUgraph body : g.nodes.at(n).bodies) destroy_graph_locked(body);
     g.nodes.erase(n);
   }
   g.graphs.erase(graph);
@@ -2218,6 +2224,7 @@ CUgraph clone_locked(CUgraph graph) {
     c.origin = n;
     for (CUgraphNode& d : c.deps) d = map.at(d);  // dependencies come first (creation order)
     if (c.child) c.child = clone_locked(c.child);
+    for (CUgraph& b : c.bodies) b = clone_locked(b);  // (CUDA refuses to clone these; a child node's copy)
     g.nodes[h] = std::move(c);
     g.graphs[copy].nodes.push_back(h);
   }
@@ -2298,6 +2305,11 @@ CUresult copy_3d(const CUDA_MEMCPY3D& c, CUstream stream) {
   return CUDA_SUCCESS;
 }
 bool memory_type_ok(CUmemorytype t) { return t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_DEVICE; }
+void set_memcpy_locked(FakeNode* n, const CUDA_MEMCPY3D& c) {
+  n->type = 1;
+  n->op = [copy = c](CUstream s) { return copy_3d(copy, s); };
+  n->copy = c;
+}
 CUresult f_add_memcpy_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
                            const CUDA_MEMCPY3D* c, CUcontext) {
   if (!c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
@@ -2305,19 +2317,13 @@ CUresult f_add_memcpy_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
   std::lock_guard l(gpu().mu);
   FakeNode n;
   n.type = 1;
-  n.op = [copy = *c](CUstream s) { return copy_3d(copy, s); };
-  n.copy = *c;
+  set_memcpy_locked(&n, *c);
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
-CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
-                           const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
-  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
-  if (p->height > 1 && p->pitch < p->width * p->elementSize) return CUDA_ERROR_INVALID_VALUE;
-  std::lock_guard l(gpu().mu);
-  FakeNode n;
-  n.type = 2;
-  n.memset = *p;
-  n.op = [m = *p](CUstream s) -> CUresult {
+void set_memset_locked(FakeNode* n, const CUDA_MEMSET_NODE_PARAMS& p) {
+  n->type = 2;
+  n->memset = p;
+  n->op = [m = p](CUstream s) -> CUresult {
     std::lock_guard l(gpu().mu);
     if (gpu_poisoned()) return 700;
     FakeStream* st = stream_for_work(s);
@@ -2330,6 +2336,23 @@ CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* d
     }
     return CUDA_SUCCESS;
   };
+}
+void set_host_locked(FakeNode* n, const CUDA_HOST_NODE_PARAMS& p) {
+  n->type = 3;
+  n->host = p;
+  n->op = [fn = p.fn, data = p.userData](CUstream) {
+    if (gpu_poisoned()) return 700;
+    fn(data);  // on the launching thread, as the fake's host functions run
+    return 0;
+  };
+}
+CUresult f_add_memset_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                           const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
+  if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  if (p->height > 1 && p->pitch < p->width * p->elementSize) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  FakeNode n;
+  set_memset_locked(&n, *p);
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
 CUresult f_add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
@@ -2337,13 +2360,7 @@ CUresult f_add_host_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* dep
   if (!p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard l(gpu().mu);
   FakeNode n;
-  n.type = 3;
-  n.host = *p;
-  n.op = [fn = p->fn, data = p->userData](CUstream) {
-    if (gpu_poisoned()) return 700;
-    fn(data);  // on the launching thread, as the fake's host functions run
-    return 0;
-  };
+  set_host_locked(&n, *p);
   return add_node_locked(out, graph, deps, count, std::move(n));
 }
 CUresult f_add_empty_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count) {
@@ -2518,6 +2535,230 @@ CUresult event_node_get(CUgraphNode node, CUevent* out, int type) {
 }
 CUresult f_event_record_node_get(CUgraphNode node, CUevent* out) { return event_node_get(node, out, 7); }
 CUresult f_event_wait_node_get(CUgraphNode node, CUevent* out) { return event_node_get(node, out, 6); }
+// Changing nodes after their creation, in a graph or in an executable graph (whose copies
+// of a node name it as their origin).
+CUresult f_memcpy_node_set(CUgraphNode node, const CUDA_MEMCPY3D* c) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 1);
+  if (!n || !c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
+  set_memcpy_locked(n, *c);
+  return CUDA_SUCCESS;
+}
+CUresult f_memset_node_set(CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 2);
+  if (!n || !p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  set_memset_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult f_host_node_set(CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, 3);
+  if (!n || !p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+  set_host_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult event_node_set(CUgraphNode node, CUevent e, int type) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = node_of_type_locked(node, type);
+  if (!n || !gpu().events.contains(e)) return CUDA_ERROR_INVALID_VALUE;
+  n->event = e;
+  if (type == 7) n->op = [e](CUstream s) { return f_event_record(e, s); };
+  return CUDA_SUCCESS;
+}
+CUresult f_event_record_node_set(CUgraphNode node, CUevent e) { return event_node_set(node, e, 7); }
+CUresult f_event_wait_node_set(CUgraphNode node, CUevent e) { return event_node_set(node, e, 6); }
+// The executable graph's copy of `node` (not of a child graph). Lock held.
+FakeNode* exec_node_locked(CUgraphExec exec, CUgraphNode node, int type) {
+  auto it = gpu().execs.find(exec);
+  if (it == gpu().execs.end()) return nullptr;
+  FakeNode* found = nullptr;
+  size_t copies = 0;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) ++copies, found = &n;
+  return copies == 1 && found->type == type ? found : nullptr;
+}
+CUresult f_exec_memcpy_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D* c, CUcontext) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, 1);
+  if (!n || !c || !memory_type_ok(c->srcMemoryType) || !memory_type_ok(c->dstMemoryType)) return CUDA_ERROR_INVALID_VALUE;
+  set_memcpy_locked(n, *c);
+  return CUDA_SUCCESS;
+}
+CUresult f_exec_memset_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, 2);
+  if (!n || !p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4)) return CUDA_ERROR_INVALID_VALUE;
+  set_memset_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult f_exec_host_set(CUgraphExec exec, CUgraphNode node, const CUDA_HOST_NODE_PARAMS* p) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, 3);
+  if (!n || !p || !p->fn) return CUDA_ERROR_INVALID_VALUE;
+  set_host_locked(n, *p);
+  return CUDA_SUCCESS;
+}
+CUresult exec_event_set(CUgraphExec exec, CUgraphNode node, CUevent e, int type) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* n = exec_node_locked(exec, node, type);
+  if (!n || !gpu().events.contains(e)) return CUDA_ERROR_INVALID_VALUE;
+  n->event = e;
+  if (type == 7) n->op = [e](CUstream s) { return f_event_record(e, s); };
+  return CUDA_SUCCESS;
+}
+CUresult f_exec_event_record_set(CUgraphExec x, CUgraphNode n, CUevent e) { return exec_event_set(x, n, e, 7); }
+CUresult f_exec_event_wait_set(CUgraphExec x, CUgraphNode n, CUevent e) { return exec_event_set(x, n, e, 6); }
+bool flatten_locked(CUgraph graph, CUgraphNode top, std::vector<std::pair<CUgraphNode, FakeNode>>* out);
+// The child's nodes replace the node's inlined ones (the same topology: as many, same types).
+CUresult f_exec_child_set(CUgraphExec exec, CUgraphNode node, CUgraph child) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end() || !g.graphs.contains(child)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::pair<CUgraphNode, FakeNode>> inlined;
+  if (!flatten_locked(child, node, &inlined)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<FakeNode*> old;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) old.push_back(&n);
+  if (old.size() != inlined.size()) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  for (size_t i = 0; i < old.size(); ++i)
+    if (old[i]->type != inlined[i].second.type) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  for (size_t i = 0; i < old.size(); ++i) *old[i] = inlined[i].second;
+  return CUDA_SUCCESS;
+}
+CUresult f_node_set_enabled(CUgraphExec exec, CUgraphNode node, unsigned enabled) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end()) return CUDA_ERROR_INVALID_VALUE;
+  bool any = false;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) {
+      if (n.type != 0 && n.type != 1 && n.type != 2) return CUDA_ERROR_INVALID_VALUE;  // kernel, memcpy, memset only
+      n.disabled = !enabled, any = true;
+    }
+  return any ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult f_node_get_enabled(CUgraphExec exec, CUgraphNode node, unsigned* enabled) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.execs.find(exec);
+  if (it == g.execs.end() || !enabled) return CUDA_ERROR_INVALID_VALUE;
+  for (auto& [origin, n] : it->second.order)
+    if (origin == node) {
+      if (n.type != 0 && n.type != 1 && n.type != 2) return CUDA_ERROR_INVALID_VALUE;
+      return *enabled = !n.disabled, CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult related_nodes(CUgraphNode node, CUgraphNode* out, CUgraphEdgeData* data, size_t* count, bool dependents) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.nodes.find(node);
+  if (it == g.nodes.end() || !count) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> list;
+  if (!dependents) {
+    list = it->second.deps;
+  } else {
+    for (CUgraphNode n : g.graphs.at(it->second.graph).nodes) {
+      const auto& deps = g.nodes.at(n).deps;
+      if (std::find(deps.begin(), deps.end(), node) != deps.end()) list.push_back(n);
+    }
+  }
+  if (!out) return *count = list.size(), CUDA_SUCCESS;
+  for (size_t i = 0; i < *count; ++i) {
+    out[i] = i < list.size() ? list[i] : nullptr;
+    if (data) data[i] = CUgraphEdgeData{};
+  }
+  *count = std::min(*count, list.size());
+  return CUDA_SUCCESS;
+}
+CUresult f_node_dependencies(CUgraphNode n, CUgraphNode* out, CUgraphEdgeData* d, size_t* c) {
+  return related_nodes(n, out, d, c, false);
+}
+CUresult f_node_dependents(CUgraphNode n, CUgraphNode* out, CUgraphEdgeData* d, size_t* c) {
+  return related_nodes(n, out, d, c, true);
+}
+CUresult f_remove_dependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData* edges,
+                               size_t count) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!g.graphs.contains(graph) || edges || (count && (!from || !to))) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {  // all checked first: nothing removed on an error
+    auto t = g.nodes.find(to[i]);
+    if (t == g.nodes.end() || t->second.graph != graph) return CUDA_ERROR_INVALID_VALUE;
+    auto& deps = t->second.deps;
+    if (std::find(deps.begin(), deps.end(), from[i]) == deps.end()) return CUDA_ERROR_INVALID_VALUE;  // no such edge
+  }
+  for (size_t i = 0; i < count; ++i) {
+    auto& deps = g.nodes.at(to[i]).deps;
+    deps.erase(std::find(deps.begin(), deps.end(), from[i]));
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_destroy_node(CUgraphNode node) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  auto it = g.nodes.find(node);
+  if (it == g.nodes.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto& list = g.graphs.at(it->second.graph).nodes;
+  list.erase(std::find(list.begin(), list.end(), node));
+  for (CUgraphNode n : list) std::erase(g.nodes.at(n).deps, node);
+  if (CUgraph child = it->second.child) destroy_graph_locked(child);
+  for (CUgraph body : it->second.bodies) destroy_graph_locked(body);
+  g.nodes.erase(node);
+  return CUDA_SUCCESS;
+}
+CUresult f_kernel_node_copy_attributes(CUgraphNode dst, CUgraphNode src) {
+  std::lock_guard l(gpu().mu);
+  FakeNode* d = node_of_type_locked(dst, 0);
+  FakeNode* s = node_of_type_locked(src, 0);
+  if (!d || !s) return CUDA_ERROR_INVALID_VALUE;
+  d->attrs = s->attrs;
+  return CUDA_SUCCESS;
+}
+CUresult f_conditional_handle_create(unsigned long long* out, CUgraph graph, CUcontext, unsigned def, unsigned flags) {
+  std::lock_guard l(gpu().mu);
+  if (!out || !gpu().graphs.contains(graph) || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+  *out = fake_conditional_create(def, flags);
+  return CUDA_SUCCESS;
+}
+// cuGraphAddNode: conditional nodes only (the stub adds the others with their own calls).
+CUresult f_add_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* data, size_t count,
+                    CUgraphNodeParams* p) {
+  if (!p || data) return CUDA_ERROR_INVALID_VALUE;
+  if (p->type != 13) return CUDA_ERROR_NOT_SUPPORTED;
+  const CUDA_CONDITIONAL_NODE_PARAMS& c = p->conditional;
+  if (!fake_conditional_known(c.handle) || c.type < 0 || c.type > 2 || c.size == 0 || !c.phGraph_out ||
+      (c.type == 0 && c.size > 2) || (c.type == 1 && c.size != 1))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  FakeNode n;
+  n.type = 13;
+  n.cond = c.handle;
+  n.cond_type = c.type;
+  for (unsigned i = 0; i < c.size; ++i) {
+    const auto body = reinterpret_cast<CUgraph>(g.next_handle++);
+    g.graphs[body] = {};
+    n.bodies.push_back(body);
+  }
+  const std::vector<CUgraph> bodies = n.bodies;
+  if (CUresult e = add_node_locked(out, graph, deps, count, std::move(n)); e != CUDA_SUCCESS) {
+    for (CUgraph b : bodies) destroy_graph_locked(b);
+    return e;
+  }
+  for (size_t i = 0; i < bodies.size(); ++i) c.phGraph_out[i] = bodies[i];
+  return CUDA_SUCCESS;
+}
+CUresult f_stream_get_id(CUstream stream, unsigned long long* id) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(stream);
+  if (!st || !id) return CUDA_ERROR_INVALID_HANDLE;
+  *id = st->id;
+  return CUDA_SUCCESS;
+}
 CUresult f_find_in_clone(CUgraphNode* out, CUgraphNode original, CUgraph clone) {
   auto& g = gpu();
   std::lock_guard l(g.mu);
@@ -2567,9 +2808,35 @@ CUresult f_instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags
   g.execs[*out] = std::move(x);
   return CUDA_SUCCESS;
 }
+CUresult replay(const std::vector<std::pair<CUgraphNode, FakeNode>>& order, CUstream stream);
+// A conditional node at a launch: its body chosen by the handle's value now (while: again
+// and again until the value is 0).
+CUresult run_conditional(const FakeNode& n, CUstream stream) {
+  for (int round = 0; round < 1000000; ++round) {
+    const unsigned v = fake_conditional_value(n.cond);
+    CUgraph body = nullptr;
+    if (n.cond_type == 0) body = v ? n.bodies[0] : n.bodies.size() > 1 ? n.bodies[1] : nullptr;
+    else if (n.cond_type == 1) body = v ? n.bodies[0] : nullptr;
+    else body = v < n.bodies.size() ? n.bodies[v] : nullptr;
+    if (!body) return CUDA_SUCCESS;
+    std::vector<std::pair<CUgraphNode, FakeNode>> order;
+    {
+      std::lock_guard l(gpu().mu);
+      if (!gpu().graphs.contains(body) || !flatten_locked(body, nullptr, &order)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (CUresult r = replay(order, stream); r != CUDA_SUCCESS) return r;
+    if (n.cond_type != 1) return CUDA_SUCCESS;
+  }
+  return 702;  // CUDA_ERROR_LAUNCH_TIMEOUT: a loop that does not end
+}
 // Runs an executable graph's nodes on `stream`, in order, without the lock (each takes it).
 CUresult replay(const std::vector<std::pair<CUgraphNode, FakeNode>>& order, CUstream stream) {
   for (const auto& [origin, n] : order) {
+    if (n.disabled) continue;
+    if (n.type == 13) {
+      if (CUresult r = run_conditional(n, stream); r != CUDA_SUCCESS) return r;
+      continue;
+    }
     CUresult r = CUDA_SUCCESS;
     if (n.type == 0) {
       std::vector<void*> ptrs;
@@ -2601,6 +2868,7 @@ CUresult f_graph_launch(CUgraphExec exec, CUstream stream) {
     ++g.graph_launches;
     order = it->second.order;
   }
+  fake_conditionals_to_default();
   return replay(order, stream);
 }
 CUresult f_graph_upload(CUgraphExec exec, CUstream stream) {
@@ -2834,6 +3102,27 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuGraphChildGraphNodeGetGraph = f_child_graph_get;
   api.cuGraphEventRecordNodeGetEvent = f_event_record_node_get;
   api.cuGraphEventWaitNodeGetEvent = f_event_wait_node_get;
+  api.cuGraphMemcpyNodeSetParams = f_memcpy_node_set;
+  api.cuGraphMemsetNodeSetParams = f_memset_node_set;
+  api.cuGraphHostNodeSetParams = f_host_node_set;
+  api.cuGraphEventRecordNodeSetEvent = f_event_record_node_set;
+  api.cuGraphEventWaitNodeSetEvent = f_event_wait_node_set;
+  api.cuGraphExecMemcpyNodeSetParams = f_exec_memcpy_set;
+  api.cuGraphExecMemsetNodeSetParams = f_exec_memset_set;
+  api.cuGraphExecHostNodeSetParams = f_exec_host_set;
+  api.cuGraphExecChildGraphNodeSetParams = f_exec_child_set;
+  api.cuGraphExecEventRecordNodeSetEvent = f_exec_event_record_set;
+  api.cuGraphExecEventWaitNodeSetEvent = f_exec_event_wait_set;
+  api.cuGraphNodeSetEnabled = f_node_set_enabled;
+  api.cuGraphNodeGetEnabled = f_node_get_enabled;
+  api.cuGraphNodeGetDependencies_v2 = f_node_dependencies;
+  api.cuGraphNodeGetDependentNodes_v2 = f_node_dependents;
+  api.cuGraphRemoveDependencies_v2 = f_remove_dependencies;
+  api.cuGraphDestroyNode = f_destroy_node;
+  api.cuGraphKernelNodeCopyAttributes = f_kernel_node_copy_attributes;
+  api.cuStreamGetId = f_stream_get_id;
+  api.cuGraphConditionalHandleCreate = f_conditional_handle_create;
+  api.cuGraphAddNode_v2 = f_add_node;
   api.origin = "vmcuda test executor (no GPU)";
   api.open_library = fake_open_library;  // NVIDIA's libraries, faked (fake_cublas.cc)
   api.library_symbol = fake_library_symbol;
@@ -2900,6 +3189,14 @@ FakeLaunchInfo fake_last_launch() {
   return g_last_launch_info;
 }
 
+bool fake_library_work(void* stream, bool never_ends) {
+  std::lock_guard l(gpu().mu);
+  FakeStream* st = stream_for_work(static_cast<CUstream>(stream));
+  if (!st) return false;
+  did_work(st, kLaunchMs);
+  if (never_ends) st->busy = st->endless = true;  // waits on it last until its context goes
+  return true;
+}
 void fake_hold_completion(bool on) {
   std::lock_guard l(gpu().mu);
   gpu().hold = on;

@@ -101,7 +101,14 @@ uint64_t fake_graph_launches();    // cuGraphLaunch calls that ran
 // `at(ptr, bytes)` is the host bytes of [ptr, ptr+bytes), or nullptr when no allocation holds them.
 using FakeDeviceAt = std::function<std::byte*(uint64_t ptr, size_t bytes)>;
 void fake_device_access(const std::function<void(const FakeDeviceAt& at)>& f);
+// A fake library's routine ran as a kernel on `stream` of the current context: 1 ms of fake
+// GPU time, its stream busy while completion is held, or for ever (`never_ends`, as a
+// kFakeNeverEnds kernel). False when `stream` is not the current context's.
+bool fake_library_work(void* stream, bool never_ends);
 
+// cublasSgemm_v2 with this k never ends (its stream stays busy, as kFakeNeverEnds's): what a
+// GEMM longer than the kernel time limit looks like.
+inline constexpr int kFakeGemmNeverEnds = 0x7eadbeef;
 // NVIDIA's libraries the host calls at their own API, faked (fake_cublas.cc; DriverApi's
 // open_library and library_symbol): "libcublas.so.13" with CPU implementations of handle
 // create/destroy/set stream/pointer mode/math mode/workspace, Sgemm, SgemmBatched,
@@ -111,6 +118,11 @@ void fake_device_access(const std::function<void(const FakeDeviceAt& at)>& f);
 void* fake_open_library(const char* soname, std::string* why);
 void* fake_library_symbol(void* library, const char* name);
 uint64_t fake_live_cublas_handles();
+// "libcublasLt.so.13" (fake_cublas.cc): handles (a fake cuBLAS handle is one too), matmul
+// descriptors, layouts and preferences, a heuristic answering one algorithm, and
+// cublasLtMatmul for fp32/bf16 column-major matrices with fp32 compute and the DEFAULT, RELU,
+// BIAS and RELU_BIAS epilogues. The live handles and descriptors of the fake library:
+uint64_t fake_live_cublaslt_objects();
 // The last cuBLAS handle's settings as the fake library was given them.
 struct FakeCublasSettings {
   void* stream = nullptr;

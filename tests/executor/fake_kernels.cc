@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 namespace vmcuda::testing {
@@ -490,7 +492,20 @@ int surf_fill(void** params, const FakeLaunch& l) {
   return 0;
 }
 
+// g_countdown(int* counter, cudaGraphConditionalHandle h): --*counter; the condition is
+// whether it is still above 0 (tests/cuda/graph_nodes.cu's while loop).
+int g_countdown(void** params, const FakeLaunch& l) {
+  std::byte* p = l.mem(arg<uint64_t>(params, 0), 4);
+  if (!p) return 700;
+  const int c = wadd(load<int>(p, 0), -1);
+  store<int>(p, 0, c);
+  fake_set_conditional(arg<uint64_t>(params, 1), c > 0 ? 1 : 0);
+  return 0;
+}
+
 const FakeKernel kKernels[] = {
+    // tests/cuda/graph_nodes.cu
+    {"_Z11g_countdownPiy", {{0, 8}, {8, 8}}, g_countdown, 10},
     // tests/cuda/graphs.cu
     {"_Z5g_addPiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<false>, 10},
     {"_Z7g_scalePiii", {{0, 8}, {8, 4}, {12, 4}}, g_update<true>, 10},
@@ -700,6 +715,51 @@ const FakeGlobal* find_fake_global(const char* name) {
   for (const auto& g : kGlobals)
     if (std::strcmp(g.name, name) == 0) return &g;
   return nullptr;
+}
+
+namespace {
+struct Conditional {
+  unsigned default_value = 0, flags = 0, value = 0;
+};
+struct Conditionals {
+  std::mutex mu;
+  uint64_t next = 0x6000;
+  std::map<uint64_t, Conditional> values;
+};
+Conditionals& conditionals() {
+  static auto* c = new Conditionals;
+  return *c;
+}
+}  // namespace
+
+uint64_t fake_conditional_create(unsigned default_value, unsigned flags) {
+  auto& c = conditionals();
+  std::lock_guard l(c.mu);
+  const uint64_t h = ++c.next;
+  c.values[h] = Conditional{default_value, flags, default_value};
+  return h;
+}
+bool fake_conditional_known(uint64_t handle) {
+  auto& c = conditionals();
+  std::lock_guard l(c.mu);
+  return c.values.contains(handle);
+}
+unsigned fake_conditional_value(uint64_t handle) {
+  auto& c = conditionals();
+  std::lock_guard l(c.mu);
+  auto it = c.values.find(handle);
+  return it == c.values.end() ? 0 : it->second.value;
+}
+void fake_set_conditional(uint64_t handle, unsigned value) {
+  auto& c = conditionals();
+  std::lock_guard l(c.mu);
+  if (auto it = c.values.find(handle); it != c.values.end()) it->second.value = value;
+}
+void fake_conditionals_to_default() {
+  auto& c = conditionals();
+  std::lock_guard l(c.mu);
+  for (auto& [h, v] : c.values)
+    if (v.flags & 1) v.value = v.default_value;
 }
 
 }  // namespace vmcuda::testing

@@ -47,6 +47,15 @@ struct FakeSurface {
 // `dims`: 1 or 2 (3D textures are not fetched by the test programs).
 void tex_fetch(const FakeTexture& t, int dims, float x, float y, int layer, double out[4]);
 
+// Conditional handles of graphs (fake_driver.cc cuGraphConditionalHandleCreate): their values,
+// which kernels set (cudaGraphSetConditional) and conditional nodes read. Thread-safe.
+uint64_t fake_conditional_create(unsigned default_value, unsigned flags);
+bool fake_conditional_known(uint64_t handle);
+unsigned fake_conditional_value(uint64_t handle);
+void fake_set_conditional(uint64_t handle, unsigned value);
+// At each graph launch: the handles made with cudaGraphCondAssignDefault take their default.
+void fake_conditionals_to_default();
+
 // What a kernel is launched with, besides its parameters.
 struct FakeLaunch {
   uint64_t threads;       // grid * block, all dimensions

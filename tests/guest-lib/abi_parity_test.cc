@@ -407,6 +407,32 @@ static_assert(static_cast<int>(::cudaGraphNodeTypeConditional) == static_cast<in
 static_assert(static_cast<int>(::cudaGraphExecUpdateErrorTopologyChanged) == static_cast<int>(ours::cudaGraphExecUpdateErrorTopologyChanged), "cudaGraphExecUpdateErrorTopologyChanged");
 static_assert(static_cast<int>(::cudaGraphExecUpdateErrorAttributesChanged) == static_cast<int>(ours::cudaGraphExecUpdateErrorAttributesChanged), "cudaGraphExecUpdateErrorAttributesChanged");
 static_assert(sizeof(::cudaGraph_t) == sizeof(ours::cudaGraph_t) && sizeof(::cudaGraphExec_t) == sizeof(ours::cudaGraphExec_t));
+// cudaGraphAddNode's parameters and conditional nodes (graph_nodes.cc), user objects.
+SAME_LAYOUT(cudaGraphNodeParams)
+SAME_OFFSET(cudaGraphNodeParams, kernel)
+SAME_OFFSET(cudaGraphNodeParams, reserved2)
+SAME_LAYOUT(cudaKernelNodeParamsV2)
+SAME_OFFSET(cudaKernelNodeParamsV2, kernelParams)
+SAME_OFFSET(cudaKernelNodeParamsV2, extra)
+SAME_LAYOUT(cudaMemcpyNodeParams)
+SAME_OFFSET(cudaMemcpyNodeParams, copyParams)
+SAME_LAYOUT(cudaMemsetParamsV2)
+SAME_OFFSET(cudaMemsetParamsV2, height)
+SAME_LAYOUT(cudaHostNodeParamsV2)
+SAME_LAYOUT(cudaChildGraphNodeParams)
+SAME_OFFSET(cudaChildGraphNodeParams, ownership)
+SAME_LAYOUT(cudaEventRecordNodeParams)
+SAME_LAYOUT(cudaEventWaitNodeParams)
+SAME_LAYOUT(cudaConditionalNodeParams)
+SAME_OFFSET(cudaConditionalNodeParams, type)
+SAME_OFFSET(cudaConditionalNodeParams, size)
+SAME_OFFSET(cudaConditionalNodeParams, phGraph_out)
+static_assert(static_cast<int>(::cudaGraphCondTypeSwitch) == static_cast<int>(ours::cudaGraphCondTypeSwitch), "cudaGraphCondTypeSwitch");
+static_assert(static_cast<int>(::cudaGraphCondAssignDefault) == static_cast<int>(ours::cudaGraphCondAssignDefault), "cudaGraphCondAssignDefault");
+static_assert(static_cast<int>(::cudaGraphChildGraphOwnershipMove) == static_cast<int>(ours::cudaGraphChildGraphOwnershipMove), "cudaGraphChildGraphOwnershipMove");
+static_assert(static_cast<int>(::cudaUserObjectNoDestructorSync) == static_cast<int>(ours::cudaUserObjectNoDestructorSync), "cudaUserObjectNoDestructorSync");
+static_assert(static_cast<int>(::cudaGraphUserObjectMove) == static_cast<int>(ours::cudaGraphUserObjectMove), "cudaGraphUserObjectMove");
+static_assert(sizeof(::cudaGraphConditionalHandle) == sizeof(ours::cudaGraphConditionalHandle));
 // The driver's graph structs vmcuda-stub builds (driver_api.h).
 #define SAME_DRIVER_FIELD(type, ourtype, f)                                                              \
   static_assert(offsetof(::type, f) == offsetof(vmcuda::host::ourtype, f), #type "." #f);              \

@@ -44,6 +44,19 @@ TEST(AddressHold, FreeBelow) {
   EXPECT_EQ(free_below({{0x4000, 0x5800}}, 0x5000, 0x1000), (AddressRange{0x5000, 0x5000}));  // none
 }
 
+TEST(AddressHold, LowestOfCluster) {
+  EXPECT_EQ(lowest_of_cluster({}), 0u);
+  const uint64_t mib = 1 << 20;
+  // The heap grew (low), a thread stack 8 MiB below the context's big reservation, a small
+  // mapping far below.
+  const std::vector<AddressRange> added{{0x555555000000, 0x555555100000},
+                                        {0x7ffd00000000, 0x7ffd00000000 + mib},
+                                        {0x7ffdc57ff000, 0x7ffdc6000000},
+                                        {0x7ffdc6000000, 0x7ffde6600000},
+                                        {0x7ffde6600000, 0x7ffde6800000}};
+  EXPECT_EQ(lowest_of_cluster(added), 0x7ffdc57ff000u);
+}
+
 TEST(AddressHold, AddKeepsWhatIsHeld) {
   const uint64_t bytes = 2 << 20;
   void* a = ::mmap(nullptr, 2 * bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -3,7 +3,9 @@
 // queued Free; pools and their attributes are kept in this process.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <vector>
 
 #include "host-stub/guest_stub_env.h"
@@ -208,6 +210,77 @@ TEST_F(GuestMemoryPool, CreateChecksItsProperties) {
   EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);  // as on the H200
   props.location = {cudaMemLocationTypeHost, 0};
   EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorNotSupported);
+  (void)last_error();
+}
+
+// Pool IPC in one program (the import itself needs another program: tests/cuda/ipc_pool.cu):
+// a shareable pool exports as a real descriptor naming one token; what cannot export or
+// import is refused as CUDA documents.
+TEST_F(GuestMemoryPool, PoolIpcExportsAndRefusesWhatCudaRefuses) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location = {cudaMemLocationTypeDevice, 0};
+  cudaMemPool_t plain, pool;
+  ASSERT_EQ(cudaMemPoolCreate(&plain, &props), cudaSuccess);
+  props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  constexpr auto kFd = cudaMemHandleTypePosixFileDescriptor;
+  int fd = -1, fd2 = -1;
+  ASSERT_EQ(cudaMemPoolExportToShareableHandle(&fd, pool, kFd, 0), cudaSuccess);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(cudaMemPoolExportToShareableHandle(&fd2, pool, kFd, 0), cudaSuccess);
+  EXPECT_NE(fd, fd2);  // a descriptor of its own each time, naming the same pool
+  char a[72] = {}, b[72] = {};
+  ASSERT_EQ(pread(fd, a, sizeof a, 0), 72);
+  ASSERT_EQ(pread(fd2, b, sizeof b, 0), 72);
+  EXPECT_EQ(std::memcmp(a, b, sizeof a), 0);
+  EXPECT_EQ(pwrite(fd, "x", 1, 0), -1);  // sealed: what it names cannot change
+  int none = -1;
+  EXPECT_EQ(cudaMemPoolExportToShareableHandle(&none, plain, kFd, 0), cudaErrorInvalidValue);  // not shareable
+  EXPECT_EQ(cudaMemPoolExportToShareableHandle(&none, pool, kFd, 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolExportToShareableHandle(nullptr, pool, kFd, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolExportToShareableHandle(&none, pool, cudaMemHandleTypeFabric, 0), cudaErrorNotSupported);
+  EXPECT_EQ(none, -1);
+
+  // Its own pool, a descriptor of something else, none at all.
+  cudaMemPool_t imported = nullptr;
+  auto as_handle = [](int d) { return reinterpret_cast<void*>(static_cast<intptr_t>(d)); };
+  EXPECT_EQ(cudaMemPoolImportFromShareableHandle(&imported, as_handle(fd), kFd, 0), cudaErrorInvalidValue);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_EQ(cudaMemPoolImportFromShareableHandle(&imported, as_handle(pipe_fds[0]), kFd, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolImportFromShareableHandle(&imported, as_handle(-1), kFd, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolImportFromShareableHandle(&imported, as_handle(fd), kFd, 1), cudaErrorInvalidValue);
+  EXPECT_EQ(imported, nullptr);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+
+  // Pointers: of a shareable pool only.
+  void* p = nullptr;
+  void* q = nullptr;
+  void* m = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&p, 4096, pool, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaMallocFromPoolAsync(&q, 4096, plain, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&m, 4096), cudaSuccess);
+  cudaMemPoolPtrExportData data{}, again{};
+  ASSERT_EQ(cudaMemPoolExportPointer(&data, p), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolExportPointer(&again, p), cudaSuccess);
+  EXPECT_EQ(std::memcmp(&data, &again, sizeof data), 0);
+  EXPECT_EQ(cudaMemPoolExportPointer(&again, q), cudaErrorInvalidValue);  // its pool is not shareable
+  EXPECT_EQ(cudaMemPoolExportPointer(&again, m), cudaErrorInvalidValue);  // no pool's
+  EXPECT_EQ(cudaMemPoolExportPointer(nullptr, p), cudaErrorInvalidValue);
+  // Imported through a pool that is not imported: refused.
+  void* got = nullptr;
+  EXPECT_EQ(cudaMemPoolImportPointer(&got, pool, &data), cudaErrorInvalidValue);
+  EXPECT_EQ(got, nullptr);
+
+  EXPECT_EQ(cudaFreeAsync(p, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(q, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaFree(m), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(plain), cudaSuccess);
+  close(fd);
+  close(fd2);
   (void)last_error();
 }
 

@@ -86,6 +86,27 @@ max_clients = 0
   EXPECT_NE(why.find("max_clients"), std::string::npos) << why;
 }
 
+// The VM's host memory bound (pinned memory, worker processes) is a policy key too
+// (--host-memory-quota-mib wins).
+TEST(Policy, HostMemoryIsAKeyAndChecked) {
+  PolicyFile f(R"(
+[defaults]
+host_memory = "16G"
+[vm.small]
+host_memory = 536870912
+)");
+  std::string why;
+  auto d = load_policy(f.path, "any", true, &why);
+  ASSERT_TRUE(d) << why;
+  EXPECT_EQ(d->host_memory_bytes, 16ull << 30);
+  auto s = load_policy(f.path, "small", true, &why);
+  ASSERT_TRUE(s) << why;
+  EXPECT_EQ(s->host_memory_bytes, 512ull << 20);
+  PolicyFile bad("[defaults]\nhost_memory = \"lots\"\n");
+  EXPECT_FALSE(load_policy(bad.path, "any", true, &why));
+  EXPECT_NE(why.find("host_memory"), std::string::npos) << why;
+}
+
 TEST(Policy, TheShippedExampleReads) {
   std::string why;
   auto p = load_policy(VMCUDA_POLICY_EXAMPLE, "web1", true, &why);

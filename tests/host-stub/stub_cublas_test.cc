@@ -6,6 +6,11 @@
 #include <cmath>
 #include <thread>
 
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "fair_share.h"
 #include "stub_fixture.h"
 
 namespace vmcuda::host::test {
@@ -183,6 +188,48 @@ TEST(CublasTeardown, TheClientsHandlesGoWithIt) {
   for (int i = 0; i < 200 && tst::fake_live_cublas_handles() != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(tst::fake_live_cublas_handles(), 0u);
+}
+
+
+// A GEMM runs kernels: fair sharing counts it as GPU work of the VM (kLaunches), as it counts
+// a kernel launch. Before, a VM whose work was all cuBLAS was never charged GPU time, so it was
+// never held back for its peers.
+TEST(CublasFairShare, AGemmIsTheVmsGpuTime) {
+  char dir[] = "/tmp/vmcuda-cublas-fair-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  struct Cleanup {
+    const char* dir;
+    ~Cleanup() {
+      tst::fake_hold_completion(false);
+      std::filesystem::remove_all(dir);
+    }
+  } cleanup{dir};
+  StubLimits limits;
+  limits.fair_share = std::make_shared<FairShare>(dir, "vm-a", 1);
+  {
+    Stub stub(limits);
+    Client c(stub);
+    ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({0x7000}), 0);
+    const uint64_t m = c.malloc(4096);
+    api::cublasSgemm_v2_Args g{};
+    g.handle = 0x7000;
+    g.m = g.n = g.k = 2;
+    const float one = 1.0f, zero = 0.0f;
+    std::memcpy(g.alpha, &one, sizeof one);
+    std::memcpy(g.beta, &zero, sizeof zero);
+    g.A = g.B = g.C = m;
+    g.lda = g.ldb = g.ldc = 2;
+    tst::fake_hold_completion(true);  // the GEMM stays on the GPU until a synchronize
+    ASSERT_EQ(c.call<api::Call::cublasSgemm_v2>(g), 0);
+    uint64_t busy = 0;
+    for (int i = 0; i < 200 && busy == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      busy = limits.fair_share->usage({0})[0].busy_ns;
+    }
+    EXPECT_GT(busy, 0u) << "the GEMM in flight was charged no GPU time";
+    tst::fake_hold_completion(false);
+    EXPECT_EQ(c.call<api::Call::DeviceSynchronize>({}), 0);
+  }
 }
 
 }  // namespace

@@ -207,6 +207,126 @@ TEST(StubIpc, InterprocessEventsAreSharedWithinTheVm) {
   EXPECT_EQ(b.call<api::Call::EventDestroy>({20}), 0);
 }
 
+// Clients of one process (the table in process: `--isolation thread`): the importer uses the
+// exporter's own event, so it follows the exporter's records (the driver's IPC event opened
+// in the process that made it did not, on the H100). The event outlives its exporter's
+// destroy and the exporter itself until the importer lets go, context included.
+TEST(StubIpc, InOneProcessAnOpenedEventFollowsTheExportersRecords) {
+  Stub s(with_ipc());
+  Client b(s);
+  constexpr uint32_t kIpcFlags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+  const uint64_t events_before = tst::fake_live_events();
+  {
+    Client a(s);
+    const uint64_t fn = a.load_add_one();
+    const uint64_t p = a.malloc(4096);
+    ASSERT_EQ(a.call<api::Call::StreamCreate>({0x10, 0, 0}), 0);
+    ASSERT_EQ(a.call<api::Call::EventCreate>({10, kIpcFlags, 0}), 0);
+    api::IpcHandleReply h{};
+    ASSERT_EQ(a.call<api::Call::IpcGetEventHandle>({10}, &h), 0);
+    api::DeviceReply d{};
+    ASSERT_EQ(b.call<api::Call::IpcOpenEventHandle>({h.handle, 20}, &d), 0);
+    EXPECT_EQ(tst::fake_live_events(), events_before + 1);  // one event: the exporter's
+    EXPECT_EQ(b.call<api::Call::EventQuery>({20}), 0);      // never recorded: complete
+    tst::fake_hold_completion(true);
+    ASSERT_EQ(a.launch(fn, p, 4, 0x10), 0);
+    ASSERT_EQ(a.call<api::Call::EventRecord>({10, 0x10, 0, 0}), 0);
+    EXPECT_EQ(b.call<api::Call::EventQuery>({20}), CUDA_ERROR_NOT_READY);  // the exporter's work is pending
+    EXPECT_EQ(b.call<api::Call::StreamWaitEvent>({api::kStreamLegacy, 20, 0}), 0);
+    tst::fake_hold_completion(false);
+    EXPECT_EQ(b.call<api::Call::EventSynchronize>({20}), 0);
+    EXPECT_EQ(b.call<api::Call::EventQuery>({20}), 0);
+    api::ElapsedTimeReply t{};
+    EXPECT_EQ(b.call<api::Call::EventElapsedTime>({20, 20}, &t), CUDA_ERROR_INVALID_HANDLE);  // timing disabled
+    // The importer records it too (through a stream of a's context), on its own streams.
+    ASSERT_EQ(b.call<api::Call::StreamCreate>({0x30, 0, 0}), 0);
+    EXPECT_EQ(b.call<api::Call::EventRecord>({20, 0x30, 0, 0}), 0);
+    EXPECT_EQ(b.call<api::Call::EventRecord>({20, api::kStreamLegacy, 0, 0}), 0);
+    EXPECT_EQ(b.call<api::Call::EventRecord>({20, 0x30, CU_EVENT_RECORD_EXTERNAL, 0}), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(a.call<api::Call::EventSynchronize>({10}), 0);
+    EXPECT_EQ(b.call<api::Call::EventSynchronize>({20}), 0);
+    EXPECT_EQ(a.launch(fn, p, 4, 0x10), 0);  // a's own context still works after b used it
+    // Opened again: another guest handle of the same event; the exporter destroys its own.
+    ASSERT_EQ(b.call<api::Call::IpcOpenEventHandle>({h.handle, 21}, &d), 0);
+    EXPECT_EQ(b.call<api::Call::EventDestroy>({21}), 0);
+    ASSERT_EQ(a.call<api::Call::EventDestroy>({10}), 0);
+    EXPECT_EQ(b.call<api::Call::IpcOpenEventHandle>({h.handle, 22}, &d), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_EQ(b.call<api::Call::EventQuery>({20}), 0);  // still b's to use (CUDA: undefined)
+    EXPECT_EQ(tst::fake_live_events(), events_before + 1);
+    // A second exported event, which b keeps open past a's end.
+    ASSERT_EQ(a.call<api::Call::EventCreate>({11, kIpcFlags, 0}), 0);
+    ASSERT_EQ(a.call<api::Call::IpcGetEventHandle>({11}, &h), 0);
+    ASSERT_EQ(b.call<api::Call::IpcOpenEventHandle>({h.handle, 23}, &d), 0);
+  }
+  wait_closed(s, 1);
+  // a's context stays for b's events; they still answer.
+  EXPECT_EQ(tst::fake_live_contexts(), 2u);
+  EXPECT_EQ(b.call<api::Call::EventQuery>({20}), 0);
+  EXPECT_EQ(b.call<api::Call::StreamWaitEvent>({api::kStreamLegacy, 23, 0}), 0);
+  EXPECT_EQ(b.call<api::Call::EventDestroy>({20}), 0);
+  EXPECT_EQ(tst::fake_live_contexts(), 2u);
+  EXPECT_EQ(b.call<api::Call::EventDestroy>({23}), 0);  // the last holder: a's context goes with it
+  EXPECT_EQ(tst::fake_live_contexts(), 1u);
+  EXPECT_EQ(tst::fake_live_events(), events_before);
+}
+
+// Memory pools (0x1a10): a pool exported is a token of the VM's table; another program of
+// the VM learns its device from it, nobody else names it, and it goes with its pool's destroy
+// or its exporter.
+TEST(StubIpc, MemoryPoolsExportWithinTheVmOnly) {
+  std::shared_ptr<IpcRegistry> registry;
+  Stub vm1(with_ipc(&registry)), vm2(with_ipc());
+  Client b(vm1), stranger(vm2);
+  constexpr uint64_t kPool = 0x7f0000000100, kOther = 0x7f0000000200;
+  api::IpcHandleReply h{};
+  {
+    Client a(vm1);
+    ASSERT_EQ(a.call<api::Call::MemPoolExport>({kPool, 0, 0}, &h), 0);
+    EXPECT_EQ(h.handle.tag, api::kIpcPoolTag);
+    api::IpcHandleReply again{};
+    ASSERT_EQ(a.call<api::Call::MemPoolExport>({kPool, 0, 0}, &again), 0);
+    EXPECT_EQ(std::memcmp(&h, &again, sizeof h), 0);  // one token per pool
+    EXPECT_EQ(a.call<api::Call::MemPoolExport>({kPool, 1, 0}, &again), CUDA_ERROR_INVALID_VALUE);  // no device 1
+    EXPECT_EQ(a.call<api::Call::MemPoolExport>({0, 0, 0}, &again), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(a.call<api::Call::MemPoolExport>({kPool, -1, 0}, &again), CUDA_ERROR_INVALID_VALUE);
+    EXPECT_EQ(registry->size(), 1u);
+
+    api::DeviceReply d{};
+    d.device = -1;
+    ASSERT_EQ(b.call<api::Call::MemPoolImport>({h.handle}, &d), 0);
+    EXPECT_EQ(d.device, 0);
+    EXPECT_EQ(a.call<api::Call::MemPoolImport>({h.handle}, &d), CUDA_ERROR_INVALID_VALUE);         // its own
+    EXPECT_EQ(stranger.call<api::Call::MemPoolImport>({h.handle}, &d), CUDA_ERROR_INVALID_VALUE);  // another VM
+    api::IpcHandle forged = h.handle;
+    forged.token[0] ^= 1;
+    EXPECT_EQ(b.call<api::Call::MemPoolImport>({forged}, &d), CUDA_ERROR_INVALID_VALUE);
+    api::IpcHandle as_mem = h.handle;
+    as_mem.tag = api::kIpcMemTag;
+    EXPECT_EQ(b.call<api::Call::MemPoolImport>({as_mem}, &d), CUDA_ERROR_INVALID_VALUE);
+    // A memory or event token is no pool.
+    const uint64_t p = a.malloc(64);
+    const api::IpcHandle mem = export_mem(a, p);
+    api::IpcHandle mem_as_pool = mem;
+    mem_as_pool.tag = api::kIpcPoolTag;
+    EXPECT_EQ(b.call<api::Call::MemPoolImport>({mem_as_pool}, &d), CUDA_ERROR_INVALID_VALUE);
+
+    // Destroyed: its descriptors name nothing; exported again, a new token.
+    EXPECT_EQ(a.call<api::Call::MemPoolForget>({kPool, 0, 0}), 0);
+    EXPECT_EQ(a.call<api::Call::MemPoolForget>({kOther, 0, 0}), 0);  // never exported: nothing to do
+    EXPECT_EQ(b.call<api::Call::MemPoolImport>({h.handle}, &d), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_EQ(a.call<api::Call::MemPoolExport>({kPool, 0, 0}, &again), 0);
+    EXPECT_NE(std::memcmp(&h, &again, sizeof h), 0);
+    EXPECT_EQ(b.call<api::Call::MemPoolImport>({again.handle}, &d), 0);
+    h = again;
+    ASSERT_EQ(a.call<api::Call::MemPoolExport>({kOther, 0, 0}, &again), 0);
+  }
+  // Its exporter gone: every token it made goes.
+  wait_closed(vm1, 1);
+  EXPECT_EQ(registry->size(), 0u);
+  api::DeviceReply d{};
+  EXPECT_EQ(b.call<api::Call::MemPoolImport>({h.handle}, &d), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST(StubIpc, WithoutATableIpcIsNotSupported) {
   Stub s;
   Client a(s);
@@ -215,6 +335,10 @@ TEST(StubIpc, WithoutATableIpcIsNotSupported) {
   EXPECT_EQ(a.call<api::Call::IpcGetMemHandle>({p}, &h), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(a.call<api::Call::EventCreate>({10, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, 0}),
             CUDA_ERROR_NOT_SUPPORTED);
+  api::IpcHandleReply pool{};
+  EXPECT_EQ(a.call<api::Call::MemPoolExport>({0x7f0000000100, 0, 0}, &pool), CUDA_ERROR_NOT_SUPPORTED);
+  api::DeviceReply d{};
+  EXPECT_EQ(a.call<api::Call::MemPoolImport>({pool.handle}, &d), CUDA_ERROR_NOT_SUPPORTED);
 }
 
 // ---------------------------------------------------------------- a worker's socket

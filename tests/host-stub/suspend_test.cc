@@ -18,6 +18,7 @@
 #include "client_control.h"
 #include "host-stub/slot_control.h"
 #include "host-stub/stub_fixture.h"
+#include "vm_ledger.h"
 #include "vmrpc/knobs.h"
 
 namespace vmcuda::host::test {
@@ -253,6 +254,34 @@ TEST(Suspend, CublasHandlesComeBackWithTheirSettings) {
     std::memcpy(&r30, extra.data(), 4);
     EXPECT_EQ(r30, 30.0f);
   }
+}
+
+// What a suspend gives back of the VM's quotas it charges again at the resume: a handle's own
+// workspace (device memory) and pinned host memory (the VM's host memory bound).
+TEST(Suspend, CublasWorkspacesAndPinnedMemoryAreChargedAgainAtTheResume) {
+  constexpr uint64_t kMiB = 1 << 20;
+  StubLimits limits;
+  limits.ledger = VmLedger::create(64 * kMiB, 8 * kMiB);
+  limits.cublas_workspace_bytes = 4 * kMiB;
+  Stub stub(limits);
+  Client c(stub);
+  ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({api::kFirstGuestHandle + 20}), 0);
+  auto pinned = c.slot->heap().allocate(kMiB);
+  ASSERT_TRUE(pinned);
+  ASSERT_EQ(c.call<api::Call::PinHeap>({pinned->ref()}), 0);
+  const uint64_t device = limits.ledger->used(), host = limits.ledger->used(VmLedger::kHost);
+  EXPECT_GE(device, 4 * kMiB);
+  EXPECT_EQ(host, kMiB);
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  EXPECT_LE(limits.ledger->used(), device - 4 * kMiB);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 0u);
+  cc::Reply r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(limits.ledger->used(), device);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), host);
+  EXPECT_EQ(tst::fake_live_cublas_handles(), 1u);
 }
 #endif
 

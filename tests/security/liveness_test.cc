@@ -244,6 +244,63 @@ TEST(KernelTimeLimit, FinishedWorkNotSynchronizedIsNotATimeout) {
   EXPECT_EQ(stub.text().find("ran past the kernel time limit"), std::string::npos) << stub.text();
 }
 
+// Finding 10.4 / 10.6 with real worker processes: each costs the host memory of its own
+// (VMCUDA_WORKER_HOST_BYTES), charged to the VM's host memory bound; a program beyond it gets
+// cudaErrorMemoryAllocation at its first call (as natively on a host that cannot hold another
+// process's driver state), those served run on, and a program that leaves makes room.
+TEST(WorkerHostCost, WorkersBeyondTheVmsHostMemoryAreRefused) {
+  StubProcess stub({"--host-memory-quota-mib", "600"}, {"VMCUDA_WORKER_HOST_BYTES=256M"});
+  Guest a(stub.socket), b(stub.socket), c(stub.socket);
+  ASSERT_TRUE(a.claim());
+  ASSERT_TRUE(b.claim());
+  ASSERT_TRUE(c.claim());
+  api::PtrReply p{};
+  ASSERT_EQ(a.call<api::Call::Malloc>({16}, &p), 0);
+  ASSERT_EQ(b.call<api::Call::Malloc>({16}, &p), 0);
+  EXPECT_EQ(c.call<api::Call::Malloc>({16}, &p), 2);  // CUDA_ERROR_OUT_OF_MEMORY: 3 x 256 MiB > 600 MiB
+  EXPECT_NE(stub.text().find("host memory bound"), std::string::npos) << stub.text();
+  ASSERT_EQ(b.call<api::Call::DeviceSynchronize>({}), 0);  // served on
+  a.slot.reset();  // its worker ends; the stub reclaims its share
+  int32_t st = -1;
+  for (int i = 0; i < 400 && st != 0; ++i) {
+    st = c.call<api::Call::Malloc>({16}, &p);
+    if (st != 0) std::this_thread::sleep_for(25ms);
+  }
+  EXPECT_EQ(st, 0) << stub.text();
+}
+
+#ifdef VMCUDA_WITH_CUBLAS
+// A library routine is GPU work like a kernel: a cuBLAS GEMM that runs past the limit (the
+// executor's cublasSgemm_v2 with k = kFakeGemmNeverEnds never ends) ends its client with
+// kLaunchTimeout as a kernel launch does. Before library calls were counted (kLaunches), the
+// watchdog saw no outstanding work and the worker lived on.
+TEST(KernelTimeLimit, ACublasGemmThatNeverEndsEndsItsClient) {
+  StubProcess stub({"--kernel-time-limit", "1"});
+  Guest g(stub.socket);
+  ASSERT_TRUE(g.claim());
+  ASSERT_EQ(g.call<api::Call::DeviceSynchronize>({}), 0);
+  const pid_t worker = the_new_worker(stub, {});
+  ASSERT_GT(worker, 0);
+  api::PtrReply m{};
+  ASSERT_EQ(g.call<api::Call::Malloc>({4096}, &m), 0);
+  ASSERT_EQ(g.call<api::Call::cublasCreate_v2>({0x7000}), 0);
+  api::cublasSgemm_v2_Args a{};
+  a.handle = 0x7000;
+  a.m = a.n = 1;
+  a.k = vmcuda::testing::kFakeGemmNeverEnds;
+  const float one = 1.0f, zero = 0.0f;
+  std::memcpy(a.alpha, &one, sizeof one);
+  std::memcpy(a.beta, &zero, sizeof zero);
+  a.A = a.B = a.C = m.ptr;
+  a.lda = a.ldb = a.ldc = 1;
+  ASSERT_EQ(g.call<api::Call::cublasSgemm_v2>(a), 0);
+  EXPECT_EQ(g.call<api::Call::StreamQuery>({api::kStreamDefault}), 600);  // CUDA_ERROR_NOT_READY: it runs
+  ASSERT_TRUE(ends_within(worker, 30s)) << stub.text();  // else the synchronize below would wait for ever
+  EXPECT_EQ(g.call<api::Call::DeviceSynchronize>({}), static_cast<int32_t>(ChannelStatus::kLaunchTimeout));
+  EXPECT_NE(stub.text().find("ran past the kernel time limit"), std::string::npos) << stub.text();
+}
+#endif
+
 // Without a limit: a program that leaves while its kernel never ends (its worker's teardown
 // waits in cuCtxSynchronize) has its worker killed VMRPC_WORKER_EXIT_MS later; the slot
 // serves again.

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "host-stub/stub_fixture.h"
 #include "vm_ledger.h"
@@ -232,6 +234,159 @@ TEST(SecurityClients, ProgramsServedAtOnceAreBounded) {
   }
   EXPECT_TRUE(s4) << "a program is served again once another has gone";
 }
+
+// Finding 10.4 / 10.10: pinned host memory and worker processes were charged to nothing: each
+// connection could pin its whole region (1 GiB), and each program's worker process costs the
+// host its resident memory (the CUDA driver's). Both are the VM's host memory
+// (vm_ledger.h kHost, --host-memory-quota-mib), shared by its programs; beyond it a pin or a
+// program's first context answers cudaErrorMemoryAllocation and the stub serves on.
+TEST(SecurityQuota, PinnedHostMemoryIsBoundedPerVm) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(~0ull, 4 * kMiB);
+  Stub s(limits);
+  Client a(s), b(s);
+  auto pin = [](Client& c) -> std::optional<uint64_t> {
+    auto r = c.slot->heap().allocate(kMiB);
+    if (!r) return std::nullopt;
+    const int32_t st = c.call<api::Call::PinHeap>({r->ref()});
+    if (st != 0) {
+      EXPECT_EQ(st, CUDA_ERROR_OUT_OF_MEMORY);  // what a native cudaHostRegister gets
+      c.slot->heap().free(r->offset);
+      return std::nullopt;
+    }
+    return r->offset;
+  };
+  std::vector<uint64_t> held;
+  for (int i = 0; i < 3; ++i) {
+    auto p = pin(a);
+    ASSERT_TRUE(p);
+    held.push_back(*p);
+  }
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 3 * kMiB);
+  const uint64_t ranges = tst::fake_pinned_ranges();
+  ASSERT_TRUE(pin(b));  // the VM's last MiB, by its other program
+  EXPECT_FALSE(pin(b));
+  EXPECT_FALSE(pin(a));
+  EXPECT_EQ(tst::fake_pinned_ranges(), ranges + 1);  // nothing pinned beyond the bound
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 4 * kMiB);
+  // Unpinned: given back, usable by the other program.
+  ASSERT_EQ(a.call<api::Call::UnpinHeap>({{held.back(), kMiB}}), 0);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 3 * kMiB);
+  EXPECT_TRUE(pin(b));
+  // Device memory is another bound: pinning took none of it.
+  EXPECT_EQ(limits.ledger->used(), 0u);
+}
+
+TEST(SecurityQuota, EachWorkerProcessIsChargedToTheVmsHostMemory) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(~0ull, 20 * kMiB);
+  limits.worker_host_bytes = 8 * kMiB;  // as vmcuda-stub sets it in its worker processes
+  Stub s(limits);
+  const uint64_t contexts = tst::fake_live_contexts();
+  auto a = std::make_unique<Client>(s);
+  Client b(s), c(s);
+  ASSERT_NE(a->malloc(4096), 0u);  // its first context: its worker's cost
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 8 * kMiB);
+  ASSERT_NE(b.malloc(4096), 0u);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 16 * kMiB);
+  ASSERT_NE(b.malloc(4096), 0u);  // charged once per program
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 16 * kMiB);
+  // A third program has no room: its first call that needs the GPU gets
+  // cudaErrorMemoryAllocation (no context made); what needs none still answers.
+  api::PtrReply r{};
+  EXPECT_EQ(c.call<api::Call::Malloc>({4096}, &r), CUDA_ERROR_OUT_OF_MEMORY);
+  api::DevicePropertiesReply props{};
+  EXPECT_EQ(c.call<api::Call::DeviceProperties>({0}, &props), 0);
+  EXPECT_EQ(tst::fake_live_contexts(), contexts + 2);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 16 * kMiB);
+  // Those served keep working; once one has gone, the third is served.
+  ASSERT_NE(b.malloc(4096), 0u);
+  a.reset();
+  for (int i = 0; i < 200 && limits.ledger->used(VmLedger::kHost) > 8 * kMiB; ++i) ::usleep(10000);
+  EXPECT_EQ(c.call<api::Call::Malloc>({4096}, &r), 0);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 16 * kMiB);
+}
+
+// A worker that dies holding pinned memory and its own cost leaves nothing charged either.
+TEST(SecurityQuota, ADeadWorkersHostMemoryIsReclaimed) {
+  auto ledger = VmLedger::create(~0ull, 8 * kMiB);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::string why;
+    auto mine = VmLedger::attach(ledger->fd(), &why);
+    if (!mine) _exit(1);
+    auto account = mine->open_account();
+    if (!account || !account->charge(6 * kMiB, VmLedger::kHost)) _exit(2);
+    ::raise(SIGKILL);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(ledger->used(VmLedger::kHost), 6 * kMiB);
+  EXPECT_EQ(ledger->used(), 0u);
+  ledger->reclaim(child);
+  EXPECT_EQ(ledger->used(VmLedger::kHost), 0u);
+}
+
+#ifdef VMCUDA_WITH_CUBLAS
+// cuBLAS remoted at its own API: cublasCreate makes the library allocate a workspace of its own
+// on the device (cudaMalloc inside the stub, outside the client's arena), which was charged to
+// nothing: a guest that created handles in a loop held the GPU's memory without bound. Each
+// handle's workspace is the VM's while the handle lives; beyond the quota cublasCreate answers
+// CUBLAS_STATUS_ALLOC_FAILED, as natively when the workspace cannot be had; a workspace the
+// program gives (cublasSetWorkspace, its own memory) costs nothing more.
+TEST(SecurityQuota, ACublasHandlesWorkspaceIsChargedToTheVm) {
+  constexpr int32_t kAllocFailed = 3;  // CUBLAS_STATUS_ALLOC_FAILED
+  StubLimits limits;
+  limits.ledger = VmLedger::create(16 * kMiB);
+  limits.cublas_workspace_bytes = 4 * kMiB;
+  Stub s(limits);
+  {
+    Client c(s);
+    const uint64_t mine = c.malloc(8 * kMiB);
+    ASSERT_NE(mine, 0u);
+    EXPECT_EQ(limits.ledger->used(), 8 * kMiB);
+    ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({0x7000}), 0);
+    EXPECT_EQ(limits.ledger->used(), 12 * kMiB);
+    // Room for exactly one more: the quota reached, not passed.
+    ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({0x7001}), 0);
+    EXPECT_EQ(limits.ledger->used(), 16 * kMiB);
+    // One more would pass it: refused, nothing made or charged, the stub serves on.
+    const uint64_t live = tst::fake_live_cublas_handles();
+    EXPECT_EQ(c.call<api::Call::cublasCreate_v2>({0x7002}), kAllocFailed);
+    EXPECT_EQ(tst::fake_live_cublas_handles(), live);
+    EXPECT_EQ(limits.ledger->used(), 16 * kMiB);
+    EXPECT_EQ(c.call<api::Call::cublasSetStream_v2>({0x7002, 0}), 1);  // no such handle: NOT_INITIALIZED
+    // The workspaces hold the VM's memory: no room for an allocation either.
+    api::PtrReply r{};
+    EXPECT_EQ(c.call<api::Call::Malloc>({4096}, &r), CUDA_ERROR_OUT_OF_MEMORY);
+    // A workspace of the program's own memory costs nothing more.
+    EXPECT_EQ(c.call<api::Call::cublasSetWorkspace_v2>({0x7000, mine, 4 * kMiB}), 0);
+    EXPECT_EQ(limits.ledger->used(), 16 * kMiB);
+    // Destroyed: given back, and another handle fits again.
+    ASSERT_EQ(c.call<api::Call::cublasDestroy_v2>({0x7001}), 0);
+    EXPECT_EQ(limits.ledger->used(), 12 * kMiB);
+    ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({0x7002}), 0);
+    EXPECT_EQ(limits.ledger->used(), 16 * kMiB);
+  }
+  // The program's end gives its handles' workspaces back with the rest.
+  for (int i = 0; i < 200 && limits.ledger->used() != 0; ++i) ::usleep(10000);
+  EXPECT_EQ(limits.ledger->used(), 0u);
+  EXPECT_EQ(tst::fake_live_cublas_handles(), 0u);
+}
+
+// Just below: a quota a byte short of the program's memory and one workspace refuses the handle.
+TEST(SecurityQuota, ACublasHandleOneByteOverTheQuotaIsRefused) {
+  StubLimits limits;
+  limits.ledger = VmLedger::create(6 * kMiB - 1);
+  limits.cublas_workspace_bytes = 4 * kMiB;
+  Stub s(limits);
+  Client c(s);
+  ASSERT_NE(c.malloc(2 * kMiB), 0u);
+  EXPECT_EQ(c.call<api::Call::cublasCreate_v2>({0x7000}), 3);  // CUBLAS_STATUS_ALLOC_FAILED
+  EXPECT_EQ(limits.ledger->used(), 2 * kMiB);
+}
+#endif
 
 TEST(SecurityQuota, ALedgerFdIsChecked) {
   std::string why;

@@ -70,6 +70,15 @@ VMCUDA_CUDART_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const 
                                                    size_t count);
 VMCUDA_CUDART_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t memPool,
                                                    struct cudaMemLocation* location);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolExportToShareableHandle(void* shareableHandle, cudaMemPool_t memPool,
+                                                                 enum cudaMemAllocationHandleType handleType,
+                                                                 unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t* memPool, void* shareableHandle,
+                                                                   enum cudaMemAllocationHandleType handleType,
+                                                                   unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData* exportData, void* ptr);
+VMCUDA_CUDART_API cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t memPool,
+                                                       struct cudaMemPoolPtrExportData* exportData);
 
 // launch area (guest-lib/src/launch.cc): the <<<>>> configuration stack and launches.
 VMCUDA_CUDART_API cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args,
@@ -468,6 +477,101 @@ VMCUDA_CUDART_API cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t h
                                                                const struct cudaKernelNodeParams* pNodeParams);
 VMCUDA_CUDART_API cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
                                                   struct cudaGraphExecUpdateResultInfo* resultInfo);
+// Graph nodes after their creation (graph_nodes.cc).
+VMCUDA_CUDART_API cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
+                                                           const struct cudaKernelNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, enum cudaLaunchAttributeID attr,
+                                                              union cudaLaunchAttributeValue* value_out);
+VMCUDA_CUDART_API cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, enum cudaLaunchAttributeID attr,
+                                                              const union cudaLaunchAttributeValue* value);
+VMCUDA_CUDART_API cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, const void* src,
+                                                             size_t count, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const void* symbol,
+                                                                   const void* src, size_t count, size_t offset,
+                                                                   enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void* dst,
+                                                                     const void* symbol, size_t count, size_t offset,
+                                                                     enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                             const cudaGraphNode_t* pDependencies,
+                                                             size_t numDependencies, const void* symbol,
+                                                             const void* src, size_t count, size_t offset,
+                                                             enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                               const cudaGraphNode_t* pDependencies,
+                                                               size_t numDependencies, void* dst, const void* symbol,
+                                                               size_t count, size_t offset, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event_out);
+VMCUDA_CUDART_API cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event_out);
+VMCUDA_CUDART_API cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* pGraph);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* pDependencies,
+                                                           struct cudaGraphEdgeData* edgeData, size_t* pNumDependencies);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t* pDependentNodes,
+                                                             struct cudaGraphEdgeData* edgeData,
+                                                             size_t* pNumDependentNodes);
+VMCUDA_CUDART_API cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t* from, cudaGraphNode_t* to,
+                                                struct cudaGraphEdgeData* edgeData, size_t* numEdges);
+VMCUDA_CUDART_API cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
+                                                          const cudaGraphNode_t* to,
+                                                          const struct cudaGraphEdgeData* edgeData,
+                                                          size_t numDependencies);
+VMCUDA_CUDART_API cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                                      unsigned int* isEnabled);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                                      unsigned int isEnabled);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                               const struct cudaMemcpy3DParms* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                                 void* dst, const void* src, size_t count,
+                                                                 enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                                       const void* symbol, const void* src,
+                                                                       size_t count, size_t offset,
+                                                                       enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExec,
+                                                                         cudaGraphNode_t node, void* dst,
+                                                                         const void* symbol, size_t count,
+                                                                         size_t offset, enum cudaMemcpyKind kind);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                               const struct cudaMemsetParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                             const struct cudaHostNodeParams* pNodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                                   cudaGraph_t childGraph);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                                                   cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode,
+                                                                 cudaEvent_t event);
+VMCUDA_CUDART_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle_out, cudaGraph_t graph,
+                                                               unsigned int defaultLaunchValue, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                               const cudaGraphNode_t* pDependencies,
+                                               const struct cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                               struct cudaGraphNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node,
+                                                         struct cudaGraphNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaUserObjectCreate(cudaUserObject_t* object_out, void* ptr, cudaHostFn_t destroy,
+                                                   unsigned int initialRefcount, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count);
+VMCUDA_CUDART_API cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count);
+VMCUDA_CUDART_API cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count,
+                                                        unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId);
+VMCUDA_CUDART_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long* streamId);
 
 VMCUDA_CUDART_END
 

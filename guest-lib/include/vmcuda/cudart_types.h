@@ -290,6 +290,10 @@ enum cudaMemAllocationHandleType {
   cudaMemHandleTypeWin32Kmt = 0x4,
   cudaMemHandleTypeFabric = 0x8,
 };
+// Opaque data of one pool allocation for cudaMemPoolImportPointer (driver_types.h).
+struct cudaMemPoolPtrExportData {
+  unsigned char reserved[64];
+};
 struct cudaMemPoolProps {
   enum cudaMemAllocationType allocType;
   enum cudaMemAllocationHandleType handleTypes;
@@ -913,6 +917,75 @@ struct cudaHostNodeParams {
   void* userData;
 };
 struct cudaMemAllocNodeParams;  // graph memory nodes: refused (graph.cc)
+/// cudaGraphAddNode's parameters (graph_nodes.cc), CUDA 12.3's layout: a type, then a union
+/// of each kind's parameters (232 bytes).
+typedef unsigned long long cudaGraphConditionalHandle;
+enum cudaGraphConditionalHandleFlags { cudaGraphCondAssignDefault = 1 };
+enum cudaGraphConditionalNodeType { cudaGraphCondTypeIf = 0, cudaGraphCondTypeWhile = 1, cudaGraphCondTypeSwitch = 2 };
+struct cudaConditionalNodeParams {
+  cudaGraphConditionalHandle handle;
+  enum cudaGraphConditionalNodeType type;
+  unsigned int size;
+  cudaGraph_t* phGraph_out;
+};
+struct cudaKernelNodeParamsV2 {
+  void* func;
+  dim3 gridDim;
+  dim3 blockDim;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+};
+struct cudaMemcpyNodeParams {
+  int flags;
+  int reserved[3];
+  struct cudaMemcpy3DParms copyParams;
+};
+struct cudaMemsetParamsV2 {
+  void* dst;
+  size_t pitch;
+  unsigned int value;
+  unsigned int elementSize;
+  size_t width;
+  size_t height;
+};
+struct cudaHostNodeParamsV2 {
+  cudaHostFn_t fn;
+  void* userData;
+};
+enum cudaGraphChildGraphNodeOwnership { cudaGraphChildGraphOwnershipClone = 0, cudaGraphChildGraphOwnershipMove = 1 };
+struct cudaChildGraphNodeParams {
+  cudaGraph_t graph;
+  enum cudaGraphChildGraphNodeOwnership ownership;
+};
+struct cudaEventRecordNodeParams {
+  cudaEvent_t event;
+};
+struct cudaEventWaitNodeParams {
+  cudaEvent_t event;
+};
+struct cudaGraphNodeParams {
+  enum cudaGraphNodeType type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    struct cudaKernelNodeParamsV2 kernel;
+    struct cudaMemcpyNodeParams memcpy;
+    struct cudaMemsetParamsV2 memset;
+    struct cudaHostNodeParamsV2 host;
+    struct cudaChildGraphNodeParams graph;
+    struct cudaEventWaitNodeParams eventWait;
+    struct cudaEventRecordNodeParams eventRecord;
+    struct cudaConditionalNodeParams conditional;
+  };
+  long long reserved2;
+};
+static_assert(sizeof(cudaGraphNodeParams) == 256 && offsetof(cudaGraphNodeParams, kernel) == 16 &&
+              sizeof(cudaMemcpyNodeParams) == 176 && sizeof(cudaConditionalNodeParams) == 24);
+/// User objects (user_objects.cc).
+typedef struct CUuserObject_st* cudaUserObject_t;
+enum cudaUserObjectFlags { cudaUserObjectNoDestructorSync = 0x1 };
+enum cudaUserObjectRetainFlags { cudaGraphUserObjectMove = 0x1 };
 
 VMCUDA_CUDART_END
 

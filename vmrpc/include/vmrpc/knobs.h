@@ -102,7 +102,7 @@ VMRPC_KNOB(kExportableMemory, "VMCUDA_IPC_MEMORY", 1,
            "cudaErrorNotSupported");
 VMRPC_KNOB(kSuspendCopyThreads, "VMCUDA_SUSPEND_THREADS", 0,
            "threads that copy and checksum a client's device memory during a suspend to host memory "
-           "(0: half the CPUs, 2 to 16; 1: one, inline)");
+           "(0: one per CPU, 2 to 16; 1: one, inline)");
 VMRPC_KNOB(kStateStripes, "VMCUDA_STATE_STRIPES", 0,
            "files a client's saved state is striped over (state_stream.h): each copy thread mostly writes a file of "
            "its own, as one tmpfs or page-cache file takes one writer at a time (0: one per copy thread; at most 64)");
@@ -110,6 +110,16 @@ VMRPC_KNOB(kStateStripes, "VMCUDA_STATE_STRIPES", 0,
 VMRPC_KNOB(kContextBytes, "VMCUDA_CONTEXT_BYTES", 524ll << 20,
            "device memory a CUDA context takes besides allocations, charged to the VM's quota for each context "
            "a program makes (measured: 523.6 MiB on an H100 80GB, driver 580: bench/context_cost_probe.cu); 0: none");
+
+VMRPC_KNOB(kCublasWorkspaceBytes, "VMCUDA_CUBLAS_WORKSPACE_BYTES", -1,
+           "device memory each cuBLAS handle's own workspace takes, charged to the VM's quota while the handle "
+           "lives; -1: NVIDIA's size for the GPU (32 MiB from Hopper on, 4 MiB before: bench/cublas_cost_probe.cu "
+           "measures it); 0: none");
+
+VMRPC_KNOB(kWorkerHostBytes, "VMCUDA_WORKER_HOST_BYTES", 256ll << 20,
+           "host memory a worker process (--isolation process) costs besides what its program pins, charged to the "
+           "VM's host memory bound (--host-memory-quota-mib) with the program's first context (an estimate of its "
+           "resident memory with the CUDA driver loaded: bench/context_cost_probe.cu measures it); 0: none");
 
 #undef VMRPC_KNOB
 

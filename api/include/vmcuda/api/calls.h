@@ -15,6 +15,7 @@ enum CallFlag : uint32_t {
   kIssuesIfPinned = 1u << 3,
   kNoContext = 1u << 4,
   kSyncs = 1u << 5,
+  kLaunches = 1u << 6,
 };
 
 enum class Call : uint32_t {
@@ -38,7 +39,9 @@ struct CallTraits;
   static_assert(((flags) & (kIssues | kIssuesIfPinned)) == 0 || ((flags) & kQueued) != 0,      \
                 #name ": work that only issues is queued by the guest");                      \
   static_assert(((flags) & kSyncs) == 0 || ((flags) & (kIssues | kIssuesIfPinned)) == 0,      \
-                #name ": a call cannot both wait for the GPU and only issue work");
+                #name ": a call cannot both wait for the GPU and only issue work");             \
+  static_assert(((flags) & kLaunches) == 0 || ((flags) & kNoContext) == 0,                    \
+                #name ": GPU work needs the client's context");
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
 

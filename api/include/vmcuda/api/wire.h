@@ -620,6 +620,88 @@ static_assert(sizeof(GraphExecUpdateArgs) == 16);
 struct GraphExecUpdateReply { uint32_t result; int32_t status; uint64_t error_node; uint64_t error_from_node; };
 static_assert(sizeof(GraphExecUpdateReply) == 24);
 
+// ---- graph nodes (calls.def 0x1b00): node parameters, relations, enabling, kernel node
+// attributes. A node's parameters, whichever its type (== cudaGraphNodeType): what
+// GraphNodeGetParams answers and GraphNodeSetParams sets; only the type's fields count.
+struct GraphNodeParams {
+  uint32_t type;       // kGraphNode*
+  uint32_t arg_bytes;  // kernel: its packed parameters' bytes, after the args (set) or the reply (get)
+  uint64_t object;     // kernel: the host's function handle; event record/wait: the event; child: a graph
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+  uint32_t index;                // host: the mailbox entry
+  vmrpc::wire::HeapRef mailbox;  // host: the whole mailbox (get: offset of the entry, bytes 0)
+  GraphMemcpySide src;           // memcpy (get: a heap side's heap.offset is the region start's, bytes 0)
+  GraphMemcpySide dst;
+  uint64_t extent[3];
+  uint64_t memset_dst;  // memset (cudaMemsetParams)
+  uint64_t memset_pitch;
+  uint64_t memset_width;
+  uint64_t memset_height;
+  uint32_t memset_value;
+  uint32_t memset_element_size;
+};
+static_assert(sizeof(GraphNodeParams) == 288);
+// exec 0: the graph's node; else that executable graph's copy of it (cudaGraphExec*SetParams).
+// A kernel's packed parameters follow (params.arg_bytes).
+struct GraphNodeSetArgs {
+  uint64_t exec;
+  uint64_t node;
+  GraphNodeParams params;
+};
+static_assert(sizeof(GraphNodeSetArgs) == 304);
+// A node's dependencies (which 0) or dependent nodes (1), as GraphGetNodes answers.
+inline constexpr uint32_t kGraphNodeDependencies = 0, kGraphNodeDependents = 1;
+struct GraphNodeListArgs { uint64_t node; uint32_t which; uint32_t capacity; };
+static_assert(sizeof(GraphNodeListArgs) == 16);
+// A graph's edges: capacity from handles then capacity to handles come back (count: all).
+// GraphGetEdges uses GraphListArgs (roots 0) and GraphListReply.
+// cudaGraphNodeGetEnabled (set 0) / SetEnabled (set 1) of a node in an executable graph.
+struct GraphNodeEnableArgs { uint64_t exec; uint64_t node; uint32_t set; uint32_t enabled; };
+static_assert(sizeof(GraphNodeEnableArgs) == 24);
+struct GraphNodeEnableReply { uint32_t enabled; uint32_t pad; };
+static_assert(sizeof(GraphNodeEnableReply) == 8);
+// cudaGraphChildGraphNodeGetGraph: the embedded graph, named by `graph` (the guest's new
+// handle) unless it has a handle already; the reply names the one to use.
+struct GraphChildArgs { uint64_t node; uint64_t graph; };
+static_assert(sizeof(GraphChildArgs) == 16);
+struct GraphChildReply { uint64_t graph; };
+// Kernel node attributes (cudaLaunchAttributeID; value: cudaLaunchAttributeValue's words):
+// op 0 get, 1 set, 2 copy all from `source`.
+inline constexpr uint32_t kAttrGet = 0, kAttrSet = 1, kAttrCopy = 2;
+struct GraphKernelAttrArgs {
+  uint64_t node;
+  uint64_t source;
+  uint32_t op;
+  uint32_t id;
+  uint32_t value[4];
+};
+static_assert(sizeof(GraphKernelAttrArgs) == 40);
+struct GraphKernelAttrReply { uint32_t value[4]; };
+static_assert(sizeof(GraphKernelAttrReply) == 16);
+// cudaStreamGetId: the driver's unique id of the stream.
+struct StreamIdReply { uint64_t id; };
+// Conditional nodes: a handle of `graph` (cudaGraphConditionalHandleCreate: the default value
+// and cudaGraphCondAssignDefault), the driver's 64-bit value kernels give cudaGraphSetConditional.
+struct GraphCondHandleArgs { uint64_t graph; uint32_t default_value; uint32_t flags; };
+static_assert(sizeof(GraphCondHandleArgs) == 16);
+struct GraphCondHandleReply { uint64_t handle; };
+// A conditional node (cudaGraphCondTypeIf/While/Switch: 0, 1, 2): dep_count node handles, then
+// `size` graph handles the guest made for its bodies (the node's own graphs).
+inline constexpr uint32_t kGraphNodeConditional = 13;
+inline constexpr uint32_t kMaxConditionalBodies = 256;
+struct GraphConditionalNodeArgs {
+  uint64_t graph;
+  uint64_t node;
+  uint64_t handle;
+  uint32_t type;
+  uint32_t size;
+  uint32_t dep_count;
+  uint32_t pad;
+};
+static_assert(sizeof(GraphConditionalNodeArgs) == 40);
+
 // ---- virtual memory management (calls.def 0x1140). Devices are guest device indexes;
 // handles of physical allocations are made by the host (never 0).
 // cuMemGetAllocationGranularity: option 0 minimum, 1 recommended (CUmemAllocationGranularity_flags).
@@ -672,6 +754,26 @@ static_assert(sizeof(IpcOpenEventArgs) == 72);
 // The guest device the opened event belongs to.
 struct DeviceReply { int32_t device; uint32_t pad; };
 static_assert(sizeof(DeviceReply) == 8);
+// ---- Memory pool IPC (calls.def 0x1a10). An exported pool is a token of the VM's table
+// too (an IpcHandle tagged kIpcPoolTag): the guest hands the program a real file descriptor
+// holding it (guest-lib memory_pool.cc). A pointer's export data (cudaMemPoolPtrExportData,
+// 64 bytes) is the pool's token and the allocation's IPC memory token (IpcGetMemHandle's).
+inline constexpr uint64_t kIpcPoolTag = 0x704350496163766dull;     // "mvcaIPCp"
+inline constexpr uint64_t kIpcPoolPtrTag = 0x784350496163766dull;  // "mvcaIPCx"
+struct PoolPtrExport {
+  uint64_t tag;  // kIpcPoolPtrTag
+  uint8_t memory[kIpcTokenBytes];
+  uint8_t pool[kIpcTokenBytes];
+  uint8_t zero[kIpcHandleBytes - 8 - 2 * kIpcTokenBytes];
+};
+static_assert(sizeof(PoolPtrExport) == kIpcHandleBytes);
+// cudaMemPoolExportToShareableHandle (and cudaMemPoolDestroy of an exported pool): the
+// guest's pool handle and its device.
+struct MemPoolExportArgs { uint64_t pool; int32_t device; uint32_t pad; };
+static_assert(sizeof(MemPoolExportArgs) == 16);
+// cudaMemPoolImportFromShareableHandle: the token the descriptor held.
+struct MemPoolImportArgs { IpcHandle handle; };
+static_assert(sizeof(MemPoolImportArgs) == 64);
 
 }  // namespace vmcuda::api
 
@@ -679,6 +781,7 @@ static_assert(sizeof(DeviceReply) == 8);
 // build time (api/CMakeLists.txt, scripts/gen-cublas.py) where they are installed.
 #ifdef VMCUDA_WITH_CUBLAS
 #include "vmcuda/api/cublas_wire.h"
+#include "vmcuda/api/cublasLt_wire.h"
 #endif
 // cuFFT and cuRAND (scripts/gen-nvlib.py).
 #ifdef VMCUDA_WITH_CUFFT
