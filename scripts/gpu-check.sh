@@ -28,7 +28,7 @@ if [ "${1:-}" != "--run" ]; then
   rm -f "$carry/cuda/multi_gpu"
   cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" \
     "$top/tests/cuda/upgrade_test.sh" "$top/tests/cuda/restart_test.sh" "$top/tests/support/fdstore_manager.py" \
-    "$top/tests/cuda/ipc_vm_test.sh" "$carry/"
+    "$top/tests/cuda/ipc_vm_test.sh" "$top/tests/cuda/gpu_only.sh" "$carry/"
   /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \
     "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \

@@ -25,7 +25,7 @@ bool Session::cufft_replayable_call(uint32_t call, size_t bytes) { return cufft_
 
 const CufftApi* CufftTraits::library(const DriverApi& driver, std::string* why) {
   return load_nvidia_api<CufftApi>(
-      driver, "libcufft.so.12", "__vmcuda_cufft_table", "CUDA 13's cuFFT (package libcufft-13-0)",
+      driver, kLibrary, "__vmcuda_cufft_table", "CUDA 13's cuFFT (package libcufft-13-0)",
       [&](void* lib, CufftApi& api) {
 #define VMCUDA_CUFFT_LOAD(name, type) \
   api.name = reinterpret_cast<std::type_identity_t<type>>(driver.library_symbol(lib, #name));

@@ -16,7 +16,7 @@ CUresult Session::curand_release(CurandGeneratorObject&) { return CUDA_SUCCESS; 
 
 const CurandApi* CurandTraits::library(const DriverApi& driver, std::string* why) {
   return load_nvidia_api<CurandApi>(
-      driver, "libcurand.so.10", "__vmcuda_curand_table", "CUDA 13's cuRAND (package libcurand-13-0)",
+      driver, kLibrary, "__vmcuda_curand_table", "CUDA 13's cuRAND (package libcurand-13-0)",
       [&](void* lib, CurandApi& api) {
 #define VMCUDA_CURAND_LOAD(name, type) \
   api.name = reinterpret_cast<std::type_identity_t<type>>(driver.library_symbol(lib, #name));

@@ -12,7 +12,7 @@ inline constexpr int32_t CURAND_STATUS_SUCCESS = 0, CURAND_STATUS_NOT_INITIALIZE
                          CURAND_STATUS_OUT_OF_RANGE = 104, CURAND_STATUS_INITIALIZATION_FAILED = 203,
                          CURAND_STATUS_INTERNAL_ERROR = 999;
 
-// The entry points of libcurand.so.12 the calls use (generated list; ABI types).
+// The entry points of libcurand.so.10 the calls use (generated list; ABI types).
 struct CurandApi {
 #define VMCUDA_CURAND_DECLARE(name, type) std::type_identity_t<type> name = nullptr;
   VMCUDA_CURAND_FUNCTIONS(VMCUDA_CURAND_DECLARE)
@@ -28,7 +28,7 @@ struct CurandTraits {
   static constexpr int32_t kBadHandle = CURAND_STATUS_NOT_INITIALIZED, kNoLibrary = CURAND_STATUS_INITIALIZATION_FAILED,
                            kInvalidValue = CURAND_STATUS_OUT_OF_RANGE, kInvalidSize = CURAND_STATUS_OUT_OF_RANGE,
                            kNotSupported = CURAND_STATUS_INTERNAL_ERROR;
-  static constexpr const char* kLibrary = "libcurand.so.12";
+  static constexpr const char* kLibrary = "libcurand.so.10";
   static const CurandApi* library(const DriverApi& driver, std::string* why);
   static void*& native(CurandGeneratorObject& g) { return g.generator; }
   static void reset_stream(const CurandApi& lib, void* generator) {

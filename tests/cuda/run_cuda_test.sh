@@ -29,16 +29,10 @@ fi
 if [ ! -f "$expected" ]; then
   echo "no native reference $expected: capture it on the GPU machine (scripts/gpu-check.sh)"; exit 1
 fi
-# Lines marked [GPU only] hold what only NVIDIA's libraries make (cuRAND's sequences): the test
-# executor's fakes make other numbers, so against the test stub they are left out of the
-# comparison (scripts/gpu-check.sh compares them on the GPU machine).
-if [ "$stub" = "$build/tests/vmcuda-test-stub" ]; then
-  grep -v '\[GPU only\]' "$expected" >"$out/expected" || true
-  grep -v '\[GPU only\]' "$out/actual" >"$out/actual.cmp" || true
-  expected="$out/expected"
-else
-  cp "$out/actual" "$out/actual.cmp"
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_only.sh"  # comparable: [GPU only] lines
+comparable "$expected" "$stub" >"$out/expected"
+comparable "$out/actual" "$stub" >"$out/actual.cmp"
+expected="$out/expected"
 if ! diff -u "$expected" "$out/actual.cmp"; then
   echo "--- $name: output differs from the native run (above: - native, + vmcuda)"; exit 1
 fi
