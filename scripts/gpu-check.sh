@@ -10,14 +10,15 @@ carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
   cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart vmcuda_nvml cuda_kill_probe \
-    state_file_bench vmcuda_cublas vmcuda_cublaslt
+    state_file_bench vmcuda_cublas vmcuda_cublaslt vmcuda_cufft vmcuda_curand
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
     "$carry/"
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" \
     "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$top/build-gpu/guest-lib/libcublas.so.13" \
-    "$top/build-gpu/guest-lib/libcublasLt.so.13" "$carry/lib/"
+    "$top/build-gpu/guest-lib/libcublasLt.so.13" "$top/build-gpu/guest-lib/libcufft.so.12" \
+    "$top/build-gpu/guest-lib/libcurand.so.10" "$carry/lib/"
   # NVML through vmcuda vs natively (plain C, dlopen: no toolkit needed).
   cc -O2 -o "$carry/nvml_query" "$top/tests/cuda/nvml_query.c" -ldl
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
@@ -27,7 +28,7 @@ if [ "${1:-}" != "--run" ]; then
   rm -f "$carry/cuda/multi_gpu"
   cp "$top/tests/cuda/shared_stub_test.sh" "$top/tests/cuda/gpu_thread_test.sh" "$top/tests/cuda/suspend_resume_test.sh" \
     "$top/tests/cuda/upgrade_test.sh" "$top/tests/cuda/restart_test.sh" "$top/tests/support/fdstore_manager.py" \
-    "$top/tests/cuda/ipc_vm_test.sh" "$carry/"
+    "$top/tests/cuda/ipc_vm_test.sh" "$top/tests/cuda/gpu_only.sh" "$carry/"
   /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/suspend_bench" \
     "$top/bench/suspend_bench.cu"
   /usr/local/cuda/bin/nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
@@ -72,7 +73,15 @@ if [ -z "${VMCUDA_HOST_LIBDIR:-}" ] && [ ! -e /usr/local/cuda/lib64/libcublas.so
   VMCUDA_HOST_LIBDIR="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
 fi
 export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:-/usr/local/cuda/lib64}"
-echo "NVIDIA's libcublas.so.13 from: $VMCUDA_HOST_LIBDIR"
+# NVIDIA's libcufft.so.12 and libcurand.so.10 likewise (cufft_*, curand_* programs): a wheel's
+# folder added where the first folder lacks them (VMCUDA_HOST_LIBDIR takes several, ':').
+for m in cufft:libcufft.so.12 curand:libcurand.so.10; do
+  if [ ! -e "${VMCUDA_HOST_LIBDIR%%:*}/${m#*:}" ]; then
+    d="$(python3 -c "import nvidia.${m%%:*}, os; print(os.path.join(list(nvidia.${m%%:*}.__path__)[0], 'lib'))" 2>/dev/null || true)"
+    [ -z "$d" ] || VMCUDA_HOST_LIBDIR="$VMCUDA_HOST_LIBDIR:$d"
+  fi
+done
+echo "NVIDIA's libcublas.so.13, libcufft.so.12, libcurand.so.10 from: $VMCUDA_HOST_LIBDIR"
 # The CUDA test programs: natively (NVIDIA's libcudart), then through vmcuda-run; same output.
 work=$(mktemp -d)
 for prog in "$carry"/cuda/*; do

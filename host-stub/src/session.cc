@@ -306,6 +306,10 @@ CUresult Session::release(Object& o, Release how) {
       return cublas_release(o.as<CublasHandleObject>());
     case ObjectKind::CublasLt:
       return cublaslt_release(o.as<CublasLtObject>());
+    case ObjectKind::CufftPlan:
+      return cufft_release(o.as<CufftPlanObject>());
+    case ObjectKind::CurandGenerator:
+      return curand_release(o.as<CurandGeneratorObject>());
     case ObjectKind::VmmReservation:
       if (arena_) arena_->free_guest(o.handle, o.as<VmmReservationObject>().bytes);
       return CUDA_SUCCESS;

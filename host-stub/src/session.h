@@ -279,6 +279,22 @@ class Session : public vmrpc::SlotService {
   // The real cublasLtHandle_t a guest handle names: a cuBLASLt handle, or a cuBLAS handle (as
   // NVIDIA's, a cublasHandle_t is a cublasLtHandle_t); its device in *device. nullptr if none.
   void* cublaslt_handle(uint64_t guest, int* device);
+  // ---- cuFFT and cuRAND (cufft.cc, curand.cc; the generated handlers use NvlibScope, nvlib.h).
+  template <class Traits>
+  friend class NvlibScope;
+  // Destroys a plan / generator of the real library (teardown); its context is current.
+  CUresult cufft_release(CufftPlanObject& p);
+  CUresult curand_release(CurandGeneratorObject& g);
+  // Why a suspend is refused now (empty: it is not): generators are not carried yet, nor a plan
+  // whose log of calls overflowed.
+  std::string nvlib_block_suspend() const;
+  // A resume: the plan made again by replaying the calls that made it, in the current context;
+  // then, once every object is back, each plan's work area and stream. False and why when the
+  // library or a call fails.
+  bool cufft_recreate(CufftPlanObject& p, std::string* why);
+  // Whether a state file's recorded call is one that makes or configures a plan, of its size.
+  static bool cufft_replayable_call(uint32_t call, size_t bytes);
+  bool restore_cufft_settings(std::string* why);
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

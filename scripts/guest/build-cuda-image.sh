@@ -58,13 +58,15 @@ CUDART=$BUILD/guest-lib/libcudart.so.13
 # libcudart.so.13 forwards to libcuda.so.1, which holds both APIs (guest-lib/README.md).
 LIBCUDA=$BUILD/guest-lib/libcuda.so.1
 [ -f "$LIBCUDA" ] || die "no $LIBCUDA: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
-# vmcuda's libcublas.so.13 and libcublasLt.so.13 where they are built (guest-lib/README.md
-# "cuBLAS", "cuBLASLt"); NVIDIA's (hundreds of MB) never go into the image.
-CUBLAS=$BUILD/guest-lib/libcublas.so.13
-CUBLASLT=$BUILD/guest-lib/libcublasLt.so.13
+# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12 and libcurand.so.10 where they
+# are built (guest-lib/README.md "cuBLAS", "cuBLASLt", "cuFFT and cuRAND"); NVIDIA's (hundreds
+# of MB) never go into the image.
+NVLIBS=()
+for l in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcurand.so.10; do
+    [ -f "$BUILD/guest-lib/$l" ] && NVLIBS+=("$BUILD/guest-lib/$l")
+done
 CUBLAS_ADDS=()
-[ -f "$CUBLAS" ] && CUBLAS_ADDS+=(--add "$CUBLAS:/opt/vmcuda/lib/libcublas.so.13")
-[ -f "$CUBLASLT" ] && CUBLAS_ADDS+=(--add "$CUBLASLT:/opt/vmcuda/lib/libcublasLt.so.13")
+for f in "${NVLIBS[@]}"; do CUBLAS_ADDS+=(--add "$f:/opt/vmcuda/lib/$(basename "$f")"); done
 
 if [ ${#PROGS[@]} -eq 0 ]; then
     for p in "$REPO"/tests/cuda/bin/*; do [ -f "$p" ] && [ -x "$p" ] && PROGS+=("$p"); done
@@ -102,7 +104,7 @@ inputs_hash() {
     {
         echo "kernel $KVER"
         for f in "${BASH_SOURCE[0]}" "$HERE/build-initramfs.sh" "$HERE/cuda-guest.sh" "$HERE/find-ivshmem.sh" \
-                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" $([ -f "$CUBLAS" ] && echo "$CUBLAS") $([ -f "$CUBLASLT" ] && echo "$CUBLASLT"); do
+                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" "${NVLIBS[@]}"; do
             echo "$(basename "$f") $(sha256sum < "$f")"
         done
         for a in "${ADDS[@]}"; do

@@ -7,6 +7,7 @@
 # CI: the test stub (executor); the GPU machine: the real vmcuda-stub (scripts/gpu-check.sh).
 set -euo pipefail
 stub="$1" libdir="$2" bindir="$3" expected="$4"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_only.sh"  # comparable: [GPU only] lines
 work="$(mktemp -d)"
 sock="$work/stub.sock"
 VMRPC_LOG=info "$stub" --socket "$sock" --isolation thread --gpu-thread on 2>"$work/stub.log" &
@@ -38,13 +39,17 @@ for i in "${!pids[@]}"; do
   fi
 done
 for name in "${names[@]}"; do
-  if diff -u "$expected/$name.out" "$work/$name.out" >/dev/null; then echo "$name (with the others, GPU working thread): identical to the native run"
+  if diff -u <(comparable "$expected/$name.out" "$stub") <(comparable "$work/$name.out" "$stub") >/dev/null; then echo "$name (with the others, GPU working thread): identical to the native run"
   elif [ "$name" = device_query ]; then
     # The reference was recorded on another GPU of the same kind: only its UUID may differ.
     if diff <(grep -v uuid "$expected/$name.out") <(grep -v uuid "$work/$name.out") >/dev/null; then
       echo "$name: identical but for the GPU's UUID"
     else echo "$name: DIFFERS"; { diff -u "$expected/$name.out" "$work/$name.out" | head -20 || true; }; status=1; fi
-  else echo "$name: DIFFERS from the native run"; { diff -u "$expected/$name.out" "$work/$name.out" | head -20 || true; }; status=1; fi
+  else
+    echo "$name: DIFFERS from the native run"
+    { diff -u <(comparable "$expected/$name.out" "$stub") <(comparable "$work/$name.out" "$stub") | head -20 || true; }
+    status=1
+  fi
 done
 kill -0 $stub_pid || { echo "the stub died"; cat "$work/stub.log"; exit 1; }
 [ $status = 0 ] || { echo "the stub's warnings:"; grep -E "warning|error" "$work/stub.log" | tail -n 40; }

@@ -135,4 +135,19 @@ struct FakeCublasSettings {
 };
 FakeCublasSettings fake_cublas_last_settings();
 
+// "libcufft.so.12" (fake_cufft.cc): 1D C2C/R2C/C2R plans by a naive DFT on the CPU; and
+// "libcurand.so.10" (fake_curand.cc): deterministic fake generators (not NVIDIA's sequences).
+void* fake_cufft_symbol(const char* name);
+void* fake_curand_symbol(const char* name);
+uint64_t fake_live_cufft_plans();
+uint64_t fake_live_curand_generators();
+struct FakeCufftPlan {
+  bool live = false;
+  int nx = 0, type = 0, batch = 0;
+  void* stream = nullptr;
+  uint64_t work_area = 0;
+  int auto_allocation = 1;
+};
+FakeCufftPlan fake_cufft_newest_plan();  // the plan made last (the library's own numbering)
+
 }  // namespace vmcuda::testing
