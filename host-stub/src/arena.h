@@ -29,8 +29,10 @@ namespace vmcuda::host {
 // + kArenaStride). 0x500000000000 was honoured on the H200; index < kArenaMaxIndex keeps
 // every arena below the host's mmap area (0x7f...).
 inline constexpr uint64_t kArenaBase = 0x500000000000ull;
-inline constexpr uint64_t kArenaStride = 256ull << 30;  // 256 GiB of VA per client
-inline constexpr unsigned kArenaMaxIndex = 128;
+// 512 GiB of VA per client: PyTorch's expandable segments reserve about 1.125 times the GPU's
+// memory per stream and pool kind, two of them on an H200 (141 GiB) ~318 GiB.
+inline constexpr uint64_t kArenaStride = 512ull << 30;
+inline constexpr unsigned kArenaMaxIndex = 64;
 // Where Linux puts PIE programs and their heap (ELF_ET_DYN_BASE, 0x555555554000, plus up to
 // 1 TiB of randomisation, the heap above): the stub's own, a new stub's after a restore and
 // the guest program's (which reserves its client's range too) may lie anywhere in it, so no
