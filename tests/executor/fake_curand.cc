@@ -67,8 +67,9 @@ int with(void* p, F f) {
   return g ? f(*g) : kNotInitialized;
 }
 int f_set_stream(void* p, void* s) { return with(p, [&](Generator& g) { return g.stream = s, kSuccess; }); }
+// The offset stays: natively (H100) the same seed set again does not restart the sequence.
 int f_set_seed(void* p, unsigned long long seed) {
-  return with(p, [&](Generator& g) { return g.type >= 200 ? kTypeError : (g.seed = seed, g.offset = 0, kSuccess); });
+  return with(p, [&](Generator& g) { return g.type >= 200 ? kTypeError : (g.seed = seed, kSuccess); });
 }
 int f_set_offset(void* p, unsigned long long o) { return with(p, [&](Generator& g) { return g.offset = o, kSuccess; }); }
 int f_set_ordering(void* p, int o) {
@@ -94,7 +95,7 @@ int generate(void* p, void* out, size_t n, size_t elem, bool pairs, Put put) {
     Generator* q = live(p);
     if (!q) return kNotInitialized;
     if (q->type >= 200 && n % q->dims) return kLengthNotMultiple;
-    if (pairs && q->type < 200 && n % 2) return kLengthNotMultiple;
+    if (pairs && q->type < 200 && q->type != 161 && n % 2) return kLengthNotMultiple;  // Philox takes odd counts
     g = *q;
     q->offset += n;
   }
