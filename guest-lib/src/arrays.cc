@@ -311,6 +311,27 @@ uint64_t array_element_bytes(const void* a) {
 using vmcuda::guest::record;
 namespace g = vmcuda::guest;
 
+// ---------------------------------------------------------------- device query
+
+// The widest 1D texture of linear memory with this element format: the host driver's answer
+// (it depends on the element size and the GPU).
+cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, const struct cudaChannelFormatDesc* fmtDesc,
+                                                 int device) {
+  cudaError_t err;
+  g::Remote* r = g::device_call(&err);
+  if (!r) return err;
+  if (!maxWidthInElements || !fmtDesc) return record(cudaErrorInvalidValue);
+  if (device < 0 || static_cast<size_t>(device) >= r->devices().size()) return record(cudaErrorInvalidDevice);
+  uint32_t format = 0, channels = 0;
+  uint64_t elem = 0;
+  if (cudaError_t e = g::format_of(*fmtDesc, &format, &channels, &elem)) return record(e);
+  auto lock = r->lock();
+  const auto res = r->call<vmcuda::api::Call::Texture1DLinearMaxWidth>({device, format, channels, 0});
+  if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
+  *maxWidthInElements = res.reply.width;
+  return cudaSuccess;
+}
+
 // ---------------------------------------------------------------- arrays
 
 cudaError_t cudaMallocArray(cudaArray_t* array, const struct cudaChannelFormatDesc* desc, size_t width, size_t height,

@@ -487,6 +487,13 @@ void driver_texture(const cudaTextureDesc& t, CUDA_TEXTURE_DESC_st* d) {
 
 }  // namespace
 
+CU_API CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* width, int format, unsigned channels, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  cudaChannelFormatDesc d{};
+  if (CUresult e = channel_desc(format, channels, &d)) return e;
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetTexture1DLinearMaxWidth(width, &d, dev));
+}
+
 CU_API CUresult cuTexObjectCreate(CUtexObject* out, const CUDA_RESOURCE_DESC_st* res, const CUDA_TEXTURE_DESC_st* tex,
                                   const cudaResourceViewDesc* view) {
   VMCUDA_ENTER(enter_context_call());

@@ -555,7 +555,13 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
                                                unsigned long long))                                    \
   X(cuMemImportFromShareableHandle, CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType)) \
   X(cuIpcGetEventHandle, CUresult (*)(CUipcEventHandle*, CUevent))                                     \
-  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))
+  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))                                  \
+  X(cuDeviceGetTexture1DLinearMaxWidth, CUresult (*)(size_t*, int, unsigned, CUdevice))                \
+  X(cuDeviceGetHostAtomicCapabilities, CUresult (*)(unsigned*, const int*, unsigned, CUdevice))        \
+  X(cuDeviceGetP2PAtomicCapabilities, CUresult (*)(unsigned*, const int*, unsigned, CUdevice, CUdevice)) \
+  X(cuCtxResetPersistingL2Cache, CUresult (*)())                                                      \
+  X(cuFlushGPUDirectRDMAWrites, CUresult (*)(int, int))                                               \
+  X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

@@ -200,6 +200,9 @@ class Session : public vmrpc::SlotService {
     const Object* m = vol_.find(ObjectKind::Module, handle);
     return m && m->device == current_ ? m : nullptr;
   }
+  // The cluster occupancy queries' common checks (launch.cc).
+  template <class Query>
+  int32_t cluster_query(const char* what, const api::LaunchExArgs& a, Request& req, Query&& query);
   // Runs `f` with `device`'s context current, then makes the current device's current again.
   template <class F>
   CUresult on_device(int device, F&& f) {

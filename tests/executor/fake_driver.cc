@@ -2074,6 +2074,48 @@ CUresult f_p2p_attribute(int* v, int attr, CUdevice src, CUdevice dst) {
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
+// CUDA 12-13 device queries, with an H100's kind of answers (device_ext.cc's calls).
+CUresult f_texture_1d_width(size_t* w, int format, unsigned channels, CUdevice dev) {
+  if (dev < 0 || dev > 1) return CUDA_ERROR_INVALID_DEVICE;
+  const bool known = (format >= 0x01 && format <= 0x03) || (format >= 0x08 && format <= 0x0a) || format == 0x10 ||
+                     format == 0x20;
+  if (!w || !known || (channels != 1 && channels != 2 && channels != 4)) return CUDA_ERROR_INVALID_VALUE;
+  *w = size_t{1} << 28;  // cudaDevAttrMaxTexture1DLinearWidth
+  return CUDA_SUCCESS;
+}
+// Integer operations: 32- and 64-bit scalars, signed and unsigned; float operations: 32-bit.
+CUresult atomic_caps(unsigned* caps, const int* ops, unsigned count, bool p2p) {
+  if (!caps || !ops || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    if (ops[i] < 0 || ops[i] > 12) return CUDA_ERROR_INVALID_VALUE;
+    caps[i] = ops[i] >= 10 ? (1u << 3 | 1u << 4) : (1u << 0 | 1u << 1 | 1u << 3 | 1u << 4);  // cudaAtomicCapability*
+    if (p2p && ops[i] >= 10) caps[i] = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_host_atomic_caps(unsigned* caps, const int* ops, unsigned count, CUdevice dev) {
+  if (dev < 0 || dev > 1) return CUDA_ERROR_INVALID_DEVICE;
+  return atomic_caps(caps, ops, count, false);
+}
+CUresult f_p2p_atomic_caps(unsigned* caps, const int* ops, unsigned count, CUdevice src, CUdevice dst) {
+  if (src < 0 || src > 1 || dst < 0 || dst > 1 || src == dst) return CUDA_ERROR_INVALID_DEVICE;
+  return atomic_caps(caps, ops, count, true);
+}
+CUresult f_reset_persisting_l2() {
+  std::lock_guard l(gpu().mu);
+  return t_ctx && gpu().contexts.contains(t_ctx) ? CUDA_SUCCESS : CUresult{201};
+}
+CUresult f_flush_rdma(int target, int scope) {
+  if (target != 0 || (scope != 100 && scope != 200)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult f_cluster_size(int* size, CUfunction f, const CUlaunchConfig* c) {
+  std::lock_guard l(gpu().mu);
+  if (!function_of(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!size || !c) return CUDA_ERROR_INVALID_VALUE;
+  *size = 8;  // the portable cluster size limit
+  return CUDA_SUCCESS;
+}
 // Each side as its own context's device reaches it. Lock held.
 CUresult peer_copy_locked(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
   if (!ctx_state().contains(dc) || !ctx_state().contains(sc)) return 201;
@@ -3042,6 +3084,12 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
   api.cuOccupancyAvailableDynamicSMemPerBlock = f_occupancy_shared;
   api.cuOccupancyMaxActiveClusters = f_occupancy_clusters;
+  api.cuOccupancyMaxPotentialClusterSize = f_cluster_size;
+  api.cuDeviceGetTexture1DLinearMaxWidth = f_texture_1d_width;
+  api.cuDeviceGetHostAtomicCapabilities = f_host_atomic_caps;
+  api.cuDeviceGetP2PAtomicCapabilities = f_p2p_atomic_caps;
+  api.cuCtxResetPersistingL2Cache = f_reset_persisting_l2;
+  api.cuFlushGPUDirectRDMAWrites = f_flush_rdma;
   api.cuArray3DCreate_v2 = f_array_create;
   api.cuArrayDestroy = f_array_destroy;
   api.cuMipmappedArrayCreate = f_mipmap_create;

@@ -322,3 +322,61 @@ TEST_F(GuestDevice, PeerAccessToAResetDeviceEnds) {
 }
 
 }  // namespace
+
+// The device queries CUDA 12-13 added and the small context calls (calls.def 0x1c00): the host
+// driver's answers (the executor's: an H100's kind), the runtime's argument checks here.
+TEST_F(GuestDevice, Cuda13DeviceQueriesAnswerFromTheHostDriver) {
+  // 1D linear textures: per element format.
+  size_t width = 0;
+  const cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
+  ASSERT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, &f4, 0), cudaSuccess);
+  EXPECT_EQ(width, size_t{1} << 28);
+  const cudaChannelFormatDesc bad = cudaCreateChannelDesc(32, 16, 0, 0, cudaChannelFormatKindFloat);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, &bad, 0), cudaErrorInvalidChannelDescriptor);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, &f4, 7), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(nullptr, &f4, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, nullptr, 0), cudaErrorInvalidValue);
+
+  // Atomic capabilities: one mask per operation, more operations than one call carries.
+  std::vector<cudaAtomicOperation> ops;
+  for (int i = 0; i < 70; ++i) ops.push_back(static_cast<cudaAtomicOperation>(i % 13));
+  std::vector<unsigned> caps(ops.size(), 0xdead);
+  ASSERT_EQ(cudaDeviceGetHostAtomicCapabilities(caps.data(), ops.data(), static_cast<unsigned>(ops.size()), 0),
+            cudaSuccess);
+  EXPECT_NE(caps[0] & cudaAtomicCapabilityScalar32, 0u);                // integer add
+  EXPECT_EQ(caps[69], caps[69 - 13]);                                   // past the first piece
+  EXPECT_EQ(caps[10] & cudaAtomicCapabilitySigned, 0u);                 // float add
+  ASSERT_EQ(cudaDeviceGetP2PAtomicCapabilities(caps.data(), ops.data(), 13, 0, 1), cudaSuccess);
+  EXPECT_NE(caps[9], 0u);
+  EXPECT_EQ(cudaDeviceGetP2PAtomicCapabilities(caps.data(), ops.data(), 13, 1, 1), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceGetP2PAtomicCapabilities(caps.data(), ops.data(), 13, 0, 5), cudaErrorInvalidDevice);
+  const cudaAtomicOperation unknown = static_cast<cudaAtomicOperation>(99);
+  EXPECT_EQ(cudaDeviceGetHostAtomicCapabilities(caps.data(), &unknown, 1, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetHostAtomicCapabilities(caps.data(), ops.data(), 0, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetHostAtomicCapabilities(nullptr, ops.data(), 1, 0), cudaErrorInvalidValue);
+
+  // The persisting L2 reset (queued) and the RDMA flush.
+  EXPECT_EQ(cudaCtxResetPersistingL2Cache(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                               cudaFlushGPUDirectRDMAWritesToOwner),
+            cudaSuccess);
+  EXPECT_EQ(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                               static_cast<cudaFlushGPUDirectRDMAWritesScope>(7)),
+            cudaErrorInvalidValue);
+
+  // The largest cluster for a configuration of a kernel.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(16);
+  config.blockDim = dim3(128);
+  int size = 0;
+  ASSERT_EQ(cudaOccupancyMaxPotentialClusterSize(&size, reinterpret_cast<const void*>(&add_one_stub), &config),
+            cudaSuccess);
+  EXPECT_EQ(size, 8);
+  EXPECT_EQ(cudaOccupancyMaxPotentialClusterSize(nullptr, reinterpret_cast<const void*>(&add_one_stub), &config),
+            cudaErrorInvalidValue);
+  // No kernel: an invalid handle, as NVIDIA's 13.0 runtime answers the function queries (function.cc).
+  EXPECT_EQ(cudaOccupancyMaxPotentialClusterSize(&size, reinterpret_cast<const void*>(&queued_frames), &config),
+            cudaErrorInvalidResourceHandle);
+  (void)last_error();
+}

@@ -311,6 +311,50 @@ enum cudaMemoryAdvise {
   cudaMemAdviseSetAccessedBy = 5,
   cudaMemAdviseUnsetAccessedBy = 6,
 };
+/// driver_types.h: atomic operations and capabilities (cudaDeviceGet{Host,P2P}AtomicCapabilities)
+/// and the GPUDirect RDMA flush (cudaDeviceFlushGPUDirectRDMAWrites).
+enum cudaAtomicOperation {
+  cudaAtomicOperationIntegerAdd = 0,
+  cudaAtomicOperationIntegerMin = 1,
+  cudaAtomicOperationIntegerMax = 2,
+  cudaAtomicOperationIntegerIncrement = 3,
+  cudaAtomicOperationIntegerDecrement = 4,
+  cudaAtomicOperationAnd = 5,
+  cudaAtomicOperationOr = 6,
+  cudaAtomicOperationXOR = 7,
+  cudaAtomicOperationExchange = 8,
+  cudaAtomicOperationCAS = 9,
+  cudaAtomicOperationFloatAdd = 10,
+  cudaAtomicOperationFloatMin = 11,
+  cudaAtomicOperationFloatMax = 12,
+};
+enum cudaAtomicOperationCapability {
+  cudaAtomicCapabilitySigned = 1u << 0,
+  cudaAtomicCapabilityUnsigned = 1u << 1,
+  cudaAtomicCapabilityReduction = 1u << 2,
+  cudaAtomicCapabilityScalar32 = 1u << 3,
+  cudaAtomicCapabilityScalar64 = 1u << 4,
+  cudaAtomicCapabilityScalar128 = 1u << 5,
+  cudaAtomicCapabilityVector32x4 = 1u << 6,
+};
+enum cudaFlushGPUDirectRDMAWritesScope {
+  cudaFlushGPUDirectRDMAWritesToOwner = 100,
+  cudaFlushGPUDirectRDMAWritesToAllDevices = 200,
+};
+enum cudaFlushGPUDirectRDMAWritesTarget {
+  cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+};
+/// driver_types.h: what cudaMemRangeGetAttribute[s] asks of managed memory.
+enum cudaMemRangeAttribute {
+  cudaMemRangeAttributeReadMostly = 1,
+  cudaMemRangeAttributePreferredLocation = 2,
+  cudaMemRangeAttributeAccessedBy = 3,
+  cudaMemRangeAttributeLastPrefetchLocation = 4,
+  cudaMemRangeAttributePreferredLocationType = 5,
+  cudaMemRangeAttributePreferredLocationId = 6,
+  cudaMemRangeAttributeLastPrefetchLocationType = 7,
+  cudaMemRangeAttributeLastPrefetchLocationId = 8,
+};
 
 /// driver_types.h: cudaFuncAttributes (cudaFuncGetAttributes) and cudaFuncAttribute
 /// (cudaFuncSetAttribute; the same numbers as the driver's CUfunction_attribute).
@@ -545,6 +589,9 @@ VMCUDA_CUDART_END
 /// driver_types.h: the device id of no device, and the occupancy flags. Macros, as NVIDIA's are.
 #ifndef cudaInvalidDeviceId
 #define cudaInvalidDeviceId ((int)-2)
+#endif
+#ifndef cudaCpuDeviceId
+#define cudaCpuDeviceId ((int)-1)
 #endif
 #ifndef cudaOccupancyDefault
 #define cudaOccupancyDefault 0x00
