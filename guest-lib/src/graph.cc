@@ -255,6 +255,7 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   // One queued call, whatever the graph holds: its error comes with the next synchronizing call.
   if (upload) return record(r->enqueue<api::Call::GraphUpload>({wire(exec), s}));
   user_objects_launched(wire(exec), s);
+  host_entries_launched(wire(exec), s);
   return record(r->enqueue<api::Call::GraphLaunch>({wire(exec), s}));
 }
 
@@ -296,6 +297,7 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   }
   if (flags & kUpload) return record(cudaErrorInvalidValue);  // only cudaGraphInstantiateWithParams takes it
   const uint64_t h = handles::next();
+  host_entries_shared();  // before: the exec copies the graph's host node entries
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphInstantiate>({h, wire(graph), flags});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
@@ -400,6 +402,7 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
   if (!r) return e;
   if (!pGraphClone || !originalGraph) return record(cudaErrorInvalidValue);
   const uint64_t h = handles::next();
+  host_entries_shared();
   auto lock = r->lock();
   if (auto res = r->call<api::Call::GraphClone>({h, wire(originalGraph)}); res.status)
     return record(static_cast<cudaError_t>(res.status));
@@ -516,6 +519,7 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t 
                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph) {
   if (!childGraph) return record(cudaErrorInvalidValue);
+  host_entries_shared();  // the node's copy shares the child's host node entries
   const cudaError_t e = plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
   // The node's copy of the child holds the child's user object references, as long as the
   // graph holding the node does.
@@ -623,6 +627,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
     de = r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)});
   }
   user_objects_exec_destroyed(wire(graphExec));  // after its launches' work (host functions queued after them)
+  host_entries_exec_destroyed(wire(graphExec));  // likewise
   return record(de);
 }
 
@@ -654,9 +659,15 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, 
   Remote* r = enter(&e);
   if (!r) return e;
   if (!hGraphExec || !hGraph || !resultInfo) return record(cudaErrorInvalidValue);
+  host_entries_shared();
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphExecUpdate>({wire(hGraphExec), wire(hGraph)});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
+  if (res.reply.status == 0) {
+    lock.unlock();
+    host_entries_exec_updated(wire(hGraphExec));  // its host nodes are the graph's entries now
+    lock.lock();
+  }
   resultInfo->result = static_cast<cudaGraphExecUpdateResult>(res.reply.result);
   resultInfo->errorNode = reinterpret_cast<cudaGraphNode_t>(res.reply.error_node);
   resultInfo->errorFromNode = reinterpret_cast<cudaGraphNode_t>(res.reply.error_from_node);

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "address_hold.h"
@@ -572,6 +573,9 @@ class Session : public vmrpc::SlotService {
   // Host functions (host_func.cc): gates the driver runs on its own thread, each waiting
   // for the guest to run its function. Freed once run, or at close (after the contexts).
   std::vector<std::unique_ptr<HostFuncGate>> gates_;
+  // The persistent gates by entry: a guest entry given back and reused by another host node
+  // gets the same gate (its nodes hold only that), so SetParams loops do not grow gates_.
+  std::unordered_map<const api::HostFuncEntry*, HostFuncGate*> persistent_gates_;
   size_t reap_gates_at_ = 64;
   std::atomic<bool> closing_{false};     // close() began: gates stop waiting for the guest
   std::atomic<uint32_t> gates_reached_{0};  // HostFuncEntry::order
