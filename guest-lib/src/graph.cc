@@ -179,6 +179,46 @@ cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool 
   return record(static_cast<cudaError_t>(res.status));
 }
 
+// Captures into an existing graph (cudaStreamBeginCaptureToGraph): stream -> the graph they
+// end in. r's lock held.
+std::map<uint64_t, uint64_t>& captures_into() {
+  static auto* m = new std::map<uint64_t, uint64_t>;
+  return *m;
+}
+
+cudaError_t begin_capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                   const cudaGraphEdgeData* edges, size_t count, cudaStreamCaptureMode mode,
+                                   bool per_thread) {
+  cudaError_t e;
+  Remote* r = enter(&e);
+  if (!r) return e;
+  uint64_t s;
+  if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
+  if (!graph || (count && !deps) || static_cast<unsigned>(mode) > cudaStreamCaptureModeRelaxed ||
+      count > api::kMaxGraphDeps)
+    return record(cudaErrorInvalidValue);
+  // Edge data that is all zero is a plain dependency: sent only when some is not.
+  bool plain = true;
+  for (size_t i = 0; edges && i < count; ++i)
+    plain = plain && edges[i].from_port == 0 && edges[i].to_port == 0 && edges[i].type == 0;
+  thread_local std::vector<std::byte> tail;
+  tail.resize(count * sizeof(uint64_t) + (plain ? 0 : count * sizeof(cudaGraphEdgeData)));
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t h = wire(deps[i]);
+    std::memcpy(tail.data() + i * sizeof h, &h, sizeof h);
+  }
+  if (!plain) std::memcpy(tail.data() + count * sizeof(uint64_t), edges, count * sizeof(cudaGraphEdgeData));
+  auto lock = r->lock();
+  const api::CaptureToGraphArgs a{s, wire(graph), static_cast<uint32_t>(mode), static_cast<uint32_t>(count),
+                                  plain ? 0u : 1u, 0};
+  const auto res = r->call<api::Call::StreamBeginCaptureToGraph>(a, tail);
+  if (res.status == 0) {
+    g_open_captures.fetch_add(1);
+    captures_into()[s] = wire(graph);
+  }
+  return record(static_cast<cudaError_t>(res.status));
+}
+
 cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread) {
   cudaError_t e;
   Remote* r = enter(&e);
@@ -187,10 +227,21 @@ cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread
   *graph = nullptr;
   uint64_t s;
   if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
-  const uint64_t h = handles::next();
   auto lock = r->lock();
+  // A capture into the program's graph ends in it; else in a new graph.
+  const auto into = captures_into().find(s);
+  const uint64_t h = into != captures_into().end() ? into->second : handles::next();
   const auto res = r->call<api::Call::StreamEndCapture>({s, h});
   const auto status = static_cast<cudaError_t>(res.status);
+  const bool ended = status == cudaSuccess || status == cudaErrorStreamCaptureInvalidated ||
+                     status == cudaErrorStreamCaptureUnjoined;
+  if (into != captures_into().end()) {
+    if (ended) captures_into().erase(into);
+    if (ended && g_open_captures.load() > 0) g_open_captures.fetch_sub(1);
+    if (status != cudaSuccess) return record(status);
+    *graph = reinterpret_cast<cudaGraph_t>(h);
+    return cudaSuccess;
+  }
   // The capture ended (with a graph, or invalidated and dropped) unless it was not one.
   if ((status == cudaSuccess || status == cudaErrorStreamCaptureInvalidated ||
        status == cudaErrorStreamCaptureUnjoined) &&
@@ -602,6 +653,53 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
 }
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   return instantiate(pGraphExec, graph, flags);
+}
+
+namespace {
+// cudaGraphInstantiateWithParams: cudaGraphInstantiateWithFlags, then the upload the flags ask
+// for on the stream given; the outcome in result_out (the failing node is not known here:
+// errNode_out stays NULL, which CUDA also gives for cudaGraphInstantiateError).
+cudaError_t instantiate_with_params(cudaGraphExec_t* out, cudaGraph_t graph, cudaGraphInstantiateParams* p,
+                                    bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!p) return record(cudaErrorInvalidValue);
+  constexpr unsigned long long kUpload = cudaGraphInstantiateFlagUpload;
+  p->errNode_out = nullptr;
+  p->result_out = cudaGraphInstantiateError;
+  if (cudaError_t e = instantiate(out, graph, p->flags & ~kUpload)) return e;
+  if (p->flags & kUpload) {
+    if (cudaError_t e = graph_launch(*out, p->uploadStream, per_thread, true)) {
+      // Not uploaded: no executable graph either, as when instantiation fails.
+      const cudaError_t last = peek_last_error();
+      (void)cudaGraphExecDestroy(*out);
+      restore_runtime_thread_state(last, true);
+      *out = nullptr;
+      return e;
+    }
+  }
+  p->result_out = cudaGraphInstantiateSuccess;
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                           cudaGraphInstantiateParams* instantiateParams) {
+  return instantiate_with_params(pGraphExec, graph, instantiateParams, false);
+}
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                cudaGraphInstantiateParams* instantiateParams) {
+  return instantiate_with_params(pGraphExec, graph, instantiateParams, true);
+}
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                          const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                          enum cudaStreamCaptureMode mode) {
+  return begin_capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode, false);
+}
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                               const cudaGraphNode_t* dependencies,
+                                               const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                               enum cudaStreamCaptureMode mode) {
+  return begin_capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode, true);
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
   return graph_launch(graphExec, stream, false, false);

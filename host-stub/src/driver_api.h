@@ -471,6 +471,7 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))                 \
   X(cuOccupancyMaxActiveClusters, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))                    \
   X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, int))                                            \
+  X(cuStreamBeginCaptureToGraph, CUresult (*)(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, int)) \
   X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph*))                                            \
   X(cuStreamIsCapturing, CUresult (*)(CUstream, int*))                                               \
   X(cuStreamGetCaptureInfo_v3, CUresult (*)(CUstream, int*, unsigned long long*, CUgraph*,          \

@@ -283,6 +283,8 @@ class Session : public vmrpc::SlotService {
   // thread, where the capture began) and copies whose host bytes do not outlive the call are
   // refused on capturing streams.
   uint32_t captures_open_ = 0;
+  // Captures into an existing graph (StreamBeginCaptureToGraph): guest stream -> guest graph.
+  std::map<uint64_t, uint64_t> capture_into_;
   // CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (logged once) when `s` is capturing: `what`'s
   // host bytes are the call's own (inline, or staging the guest reuses), which a graph
   // could not read at its launches. Costs nothing while no capture is open.

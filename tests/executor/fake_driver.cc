@@ -43,6 +43,7 @@ struct FakeStream {
   int capture_status = 0;
   CUgraph capture = nullptr;
   bool capture_origin = false;  // began it (else joined it through an event)
+  bool capture_into = false;    // into the program's graph (cuStreamBeginCaptureToGraph): never destroyed here
   uint64_t capture_id = 0;
   std::vector<CUgraphNode> frontier;
   // Stream attributes (cuStreamSetAttribute) other than the priority (above), by id: the
@@ -378,15 +379,18 @@ void destroy_graph_locked(CUgraph graph);
 // A capture whose origin stream (or context) goes away: every stream leaves it and its
 // graph goes. Lock held.
 void drop_capture_locked(CUgraph c) {
-  for_capture_streams(c, [](FakeStream& o) {
+  bool into = false;
+  for_capture_streams(c, [&](FakeStream& o) {
+    into |= o.capture_into;
     o.capture_status = 0;
     o.capture = nullptr;
     o.capture_origin = false;
+    o.capture_into = false;
     o.frontier.clear();
   });
   for (auto& [e, ev] : gpu().events)
     if (ev.capture == c) ev.capture = nullptr;
-  destroy_graph_locked(c);
+  if (!into) destroy_graph_locked(c);  // a capture into the program's graph leaves it
 }
 // A call that may not run during a capture (a synchronization) invalidates it. Lock held.
 CUresult invalidate_capture_locked(FakeStream* st) {
@@ -2160,6 +2164,32 @@ CUresult f_begin_capture(CUstream s, int mode) {
   st->frontier.clear();
   return CUDA_SUCCESS;
 }
+// Into an existing graph, after `deps` of its nodes (plain edges only: the executor has no ports).
+CUresult f_begin_capture_to_graph(CUstream s, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+                                  size_t count, int mode) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == nullptr || s == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;
+  if (!g.graphs.contains(graph) || (count && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> frontier;
+  for (size_t i = 0; i < count; ++i) {
+    auto n = g.nodes.find(deps[i]);
+    if (n == g.nodes.end() || n->second.graph != graph) return CUDA_ERROR_INVALID_VALUE;
+    if (edges && (edges[i].from_port || edges[i].to_port || edges[i].type)) return CUDA_ERROR_NOT_SUPPORTED;
+    frontier.push_back(deps[i]);
+  }
+  st->capture_status = 1;
+  st->capture = graph;
+  st->capture_origin = true;
+  st->capture_into = true;
+  st->capture_id = ++g.next_capture_id;
+  st->frontier = std::move(frontier);
+  return CUDA_SUCCESS;
+}
 // The nodes `from` reaches going up its dependencies (itself included). Lock held.
 void ancestors_locked(CUgraphNode from, std::set<CUgraphNode>* out) {
   if (!out->insert(from).second) return;
@@ -2176,6 +2206,7 @@ CUresult f_end_capture(CUstream s, CUgraph* out) {
   if (!st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;
   if (!st->capture_origin) return 903;  // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
   const CUgraph graph = st->capture;
+  const bool into = st->capture_into;
   CUresult r = st->capture_status == 2 ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
   // Every stream that joined must have been joined back: its last work before the origin's.
   std::set<CUgraphNode> joined;
@@ -2187,12 +2218,13 @@ CUresult f_end_capture(CUstream s, CUgraph* out) {
     o.capture_status = 0;
     o.capture = nullptr;
     o.capture_origin = false;
+    o.capture_into = false;
     o.frontier.clear();
   });
   for (auto& [e, ev] : g.events)
     if (ev.capture == graph) ev.capture = nullptr;
   if (r != CUDA_SUCCESS) {
-    destroy_graph_locked(graph);
+    if (!into) destroy_graph_locked(graph);  // the program's own graph stays
     return r;
   }
   *out = graph;
@@ -3113,6 +3145,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemcpyPeer = f_memcpy_peer;
   api.cuMemcpyPeerAsync = f_memcpy_peer_async;
   api.cuStreamBeginCapture_v2 = f_begin_capture;
+  api.cuStreamBeginCaptureToGraph = f_begin_capture_to_graph;
   api.cuStreamEndCapture = f_end_capture;
   api.cuStreamIsCapturing = f_is_capturing;
   api.cuStreamGetCaptureInfo_v3 = f_capture_info;

@@ -120,6 +120,12 @@ SAME_ENUMERATOR(cudaAtomicCapabilityVector32x4)
 SAME_ENUMERATOR(cudaFlushGPUDirectRDMAWritesToOwner)
 SAME_ENUMERATOR(cudaFlushGPUDirectRDMAWritesToAllDevices)
 SAME_ENUMERATOR(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice)
+SAME_ENUMERATOR(cudaGraphInstantiateSuccess)
+SAME_ENUMERATOR(cudaGraphInstantiateFlagUpload)
+SAME_ENUMERATOR(cudaGraphInstantiateFlagUseNodePriority)
+SAME_ENUMERATOR(cudaGraphInstantiateConditionalHandleUnused)
+static_assert(sizeof(::cudaGraphInstantiateParams) == sizeof(ours::cudaGraphInstantiateParams) &&
+              offsetof(::cudaGraphInstantiateParams, result_out) == offsetof(ours::cudaGraphInstantiateParams, result_out));
 static_assert(cudaCpuDeviceId == -1 && cudaInvalidDeviceId == -2);
 SAME_ENUMERATOR(cudaFuncAttributeMaxDynamicSharedMemorySize)
 SAME_ENUMERATOR(cudaFuncAttributePreferredSharedMemoryCarveout)

@@ -147,3 +147,81 @@ TEST_F(GuestGraphHost, GraphSetParamsInALoopReusesEntriesUntilTheGraphIsShared) 
 }
 
 }  // namespace
+
+namespace {
+
+// cudaStreamBeginCaptureToGraph: the capture's work becomes nodes of the program's graph after
+// the dependencies named, and cudaStreamEndCapture hands back that same graph.
+TEST_F(GuestGraphHost, CaptureIntoAnExistingGraphAfterItsNodes) {
+  cudaGraph_t g;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  cudaGraphNode_t first;
+  const cudaHostNodeParams p0{count, tag(0)};
+  ASSERT_EQ(cudaGraphAddHostNode(&first, g, nullptr, 0, &p0), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCaptureToGraph(s, g, &first, nullptr, 1, cudaStreamCaptureModeGlobal), cudaSuccess);
+  cudaStreamCaptureStatus st;
+  ASSERT_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+  EXPECT_EQ(st, cudaStreamCaptureStatusActive);
+  ASSERT_EQ(cudaLaunchHostFunc(s, count, tag(1)), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(s, count, tag(2)), cudaSuccess);
+  cudaGraph_t out = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &out), cudaSuccess);
+  EXPECT_EQ(out, g);  // the same graph, now with three nodes in a chain
+  size_t n = 0;
+  ASSERT_EQ(cudaGraphGetNodes(g, nullptr, &n), cudaSuccess);
+  EXPECT_EQ(n, 3u);
+  size_t roots = 0;
+  ASSERT_EQ(cudaGraphGetRootNodes(g, nullptr, &roots), cudaSuccess);
+  EXPECT_EQ(roots, 1u);
+
+  // Instantiated with parameters: uploaded on the stream given, the result said.
+  cudaGraphInstantiateParams ip{};
+  ip.flags = cudaGraphInstantiateFlagUpload;
+  ip.uploadStream = s;
+  ip.result_out = cudaGraphInstantiateConditionalHandleUnused;
+  ip.errNode_out = first;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiateWithParams(&exec, g, &ip), cudaSuccess);
+  EXPECT_EQ(ip.result_out, cudaGraphInstantiateSuccess);
+  EXPECT_EQ(ip.errNode_out, nullptr);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(g_order, (std::vector<int>{0, 1, 2}));
+  ASSERT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+
+  // Errors: a dependency of another graph, no graph, a bad mode, bad flags, no parameters.
+  cudaGraph_t other;
+  ASSERT_EQ(cudaGraphCreate(&other, 0), cudaSuccess);
+  EXPECT_EQ(cudaStreamBeginCaptureToGraph(s, other, &first, nullptr, 1, cudaStreamCaptureModeGlobal),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+  EXPECT_EQ(st, cudaStreamCaptureStatusNone);
+  EXPECT_EQ(cudaStreamBeginCaptureToGraph(s, nullptr, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamBeginCaptureToGraph(s, g, nullptr, nullptr, 1, cudaStreamCaptureModeGlobal),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamBeginCaptureToGraph(s, g, nullptr, nullptr, 0, static_cast<cudaStreamCaptureMode>(9)),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGraphInstantiateWithParams(&exec, g, nullptr), cudaErrorInvalidValue);
+  ip = {};
+  ip.flags = cudaGraphInstantiateFlagDeviceLaunch;
+  EXPECT_EQ(cudaGraphInstantiateWithParams(&exec, g, &ip), cudaErrorNotSupported);
+  EXPECT_EQ(ip.result_out, cudaGraphInstantiateError);
+
+  // Into an empty graph with no dependencies: a capture that ends in it; the graph stays after
+  // an invalidated capture (it is the program's).
+  ASSERT_EQ(cudaStreamBeginCaptureToGraph(s, other, nullptr, nullptr, 0, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(s, count, tag(3)), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(s, &out), cudaSuccess);
+  EXPECT_EQ(out, other);
+  ASSERT_EQ(cudaGraphGetNodes(other, nullptr, &n), cudaSuccess);
+  EXPECT_EQ(n, 1u);
+  ASSERT_EQ(cudaGraphDestroy(other), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  (void)vmcuda::guest::take_last_error();
+}
+
+}  // namespace

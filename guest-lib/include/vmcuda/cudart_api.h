@@ -62,6 +62,19 @@ VMCUDA_CUDART_API cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* maxWi
                                                                    int device);
 VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* func,
                                                                    const cudaLaunchConfig_t* launchConfig);
+VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                              cudaGraphInstantiateParams* instantiateParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                                   cudaGraphInstantiateParams* instantiateParams);
+VMCUDA_CUDART_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                             const cudaGraphNode_t* dependencies,
+                                                             const cudaGraphEdgeData* dependencyData,
+                                                             size_t numDependencies, enum cudaStreamCaptureMode mode);
+VMCUDA_CUDART_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                                  const cudaGraphNode_t* dependencies,
+                                                                  const cudaGraphEdgeData* dependencyData,
+                                                                  size_t numDependencies,
+                                                                  enum cudaStreamCaptureMode mode);
 VMCUDA_CUDART_API cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize, enum cudaMemRangeAttribute attribute,
                                                        const void* devPtr, size_t count);
 VMCUDA_CUDART_API cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
@@ -657,6 +670,8 @@ VMCUDA_CUDART_END
   X(cudaMemPrefetchAsync)                    \
   X(cudaMemRangeGetAttribute)                \
   X(cudaMemRangeGetAttributes)               \
+  X(cudaGraphInstantiateWithParams)          \
+  X(cudaStreamBeginCaptureToGraph)           \
   X(cudaDeviceGetHostAtomicCapabilities)     \
   X(cudaDeviceGetP2PAtomicCapabilities)      \
   X(cudaCtxResetPersistingL2Cache)           \

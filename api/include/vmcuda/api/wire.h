@@ -789,6 +789,12 @@ struct AtomicCapsArgs { int32_t src; int32_t dst; uint32_t count; uint32_t pad; 
 static_assert(sizeof(AtomicCapsArgs) == 16);
 struct AtomicCapsReply { uint32_t caps[kMaxAtomicOperations]; };
 static_assert(sizeof(AtomicCapsReply) == 256);
+// cudaStreamBeginCaptureToGraph: capture into the guest's graph `graph` after `count` of its
+// nodes (handles at the tail's start), each with its edge data (CUgraphEdgeData, 8 bytes,
+// following the handles) when `edges` is 1. The capture ends in that graph (CaptureEndArgs
+// names it).
+struct CaptureToGraphArgs { uint64_t stream; uint64_t graph; uint32_t mode; uint32_t count; uint32_t edges; uint32_t pad; };
+static_assert(sizeof(CaptureToGraphArgs) == 32);
 // cuFlushGPUDirectRDMAWrites: CUflushGPUDirectRDMAWritesTarget and Scope.
 struct FlushRdmaArgs { uint32_t target; uint32_t scope; };
 static_assert(sizeof(FlushRdmaArgs) == 8);
