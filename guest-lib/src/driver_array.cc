@@ -528,6 +528,11 @@ CU_API CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC_st* out, CUtexObje
                                           driver_resource);
 }
 
+// CUDA_RESOURCE_VIEW_DESC has cudaResourceViewDesc's layout.
+CU_API CUresult cuTexObjectGetResourceViewDesc(cudaResourceViewDesc* out, CUtexObject t) {
+  VMCUDA_DRIVER_CALL(cudaGetTextureObjectResourceViewDesc(out, t));
+}
+
 CU_API CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC_st* out, CUtexObject t) {
   return get_descriptor<cudaTextureDesc>(out, [t](cudaTextureDesc* d) { return cudaGetTextureObjectTextureDesc(d, t); },
                                          driver_texture);

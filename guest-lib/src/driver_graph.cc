@@ -139,6 +139,9 @@ CU_API CUresult cuGraphAddDependencies_v2(cudaGraph_t graph, const cudaGraphNode
 CU_API CUresult cuGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaGraphInstantiateWithFlags(exec, graph, flags));
 }
+CU_API CUresult cuGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecGetFlags(exec, flags));
+}
 // CUDA_GRAPH_INSTANTIATE_PARAMS == cudaGraphInstantiateParams (layout, flags and results).
 CU_API CUresult cuGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphInstantiateParams* p) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaGraphInstantiateWithParams(exec, graph, p));

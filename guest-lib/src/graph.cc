@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -90,10 +91,16 @@ std::atomic<int> g_open_captures{0};
 struct Registry {
   std::mutex mu;
   std::unordered_set<uint64_t> graphs, execs;
+  std::unordered_map<uint64_t, unsigned long long> exec_flags;  // as instantiated (cudaGraphExecGetFlags)
 };
+
 Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: entry points may run at exit
   return *r;
+}
+void set_exec_flags(uint64_t exec, unsigned long long flags) {
+  std::lock_guard l(registry().mu);
+  registry().exec_flags[exec] = flags;
 }
 bool known(std::unordered_set<uint64_t> Registry::*set, uint64_t h) {
   std::lock_guard l(registry().mu);
@@ -353,6 +360,7 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   const auto res = r->call<api::Call::GraphInstantiate>({h, wire(graph), flags});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::execs, h);
+  set_exec_flags(h, flags);
   user_objects_instantiated(wire(graph), h);
   *out = reinterpret_cast<cudaGraphExec_t>(h);
   return cudaSuccess;
@@ -677,11 +685,22 @@ cudaError_t instantiate_with_params(cudaGraphExec_t* out, cudaGraph_t graph, cud
       return e;
     }
   }
+  set_exec_flags(wire(*out), p->flags);
   p->result_out = cudaGraphInstantiateSuccess;
   return cudaSuccess;
 }
 }  // namespace
 
+// The flags it was instantiated with, kept here.
+cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long* flags) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!flags) return record(cudaErrorInvalidValue);
+  std::lock_guard l(registry().mu);
+  const auto it = registry().exec_flags.find(wire(graphExec));
+  if (it == registry().exec_flags.end()) return record(cudaErrorInvalidValue);
+  *flags = it->second;
+  return cudaSuccess;
+}
 cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
                                            cudaGraphInstantiateParams* instantiateParams) {
   return instantiate_with_params(pGraphExec, graph, instantiateParams, false);
@@ -719,6 +738,10 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   Remote* r = enter(&e);
   if (!r) return e;
   if (!graphExec || !forget(&Registry::execs, wire(graphExec))) return record(cudaErrorInvalidValue);
+  {
+    std::lock_guard l(registry().mu);
+    registry().exec_flags.erase(wire(graphExec));
+  }
   cudaError_t de;
   {
     auto lock = r->lock();

@@ -112,7 +112,13 @@ struct CUDA_TEXTURE_DESC {
   int reserved[12];
 };
 static_assert(sizeof(CUDA_TEXTURE_DESC) == 104);
-struct CUDA_RESOURCE_VIEW_DESC;
+struct CUDA_RESOURCE_VIEW_DESC {
+  int format;  // CUresourceViewFormat (== cudaResourceViewFormat)
+  size_t width, height, depth;
+  unsigned firstMipmapLevel, lastMipmapLevel, firstLayer, lastLayer;
+  unsigned reserved[16];
+};
+static_assert(sizeof(CUDA_RESOURCE_VIEW_DESC) == 112);
 // CU_TRSF_* and CUDA_ARRAY3D_* (macros in cuda.h, so named otherwise here).
 inline constexpr unsigned kTrsfReadAsInteger = 0x01;
 inline constexpr unsigned kTrsfNormalizedCoordinates = 0x02;

@@ -1464,7 +1464,12 @@ uint64_t object_value_locked(CUcontext c) {
 }
 CUresult f_tex_create(CUtexObject* t, const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* d,
                       const CUDA_RESOURCE_VIEW_DESC* view) {
-  if (!t || !d || view) return CUDA_ERROR_INVALID_VALUE;
+  if (!t || !d) return CUDA_ERROR_INVALID_VALUE;
+  // A view: of an array or mipmapped array, its levels in order (the executor samples the whole resource).
+  if (view && (!r || (r->resType != CU_RESOURCE_TYPE_ARRAY && r->resType != CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) ||
+               view->firstMipmapLevel > view->lastMipmapLevel || view->firstLayer > view->lastLayer ||
+               (r->resType == CU_RESOURCE_TYPE_ARRAY && view->lastMipmapLevel != 0)))
+    return CUDA_ERROR_INVALID_VALUE;
   for (int m : d->addressMode)
     if (m < 0 || m > 3) return CUDA_ERROR_INVALID_VALUE;
   if (d->filterMode < 0 || d->filterMode > 1) return CUDA_ERROR_INVALID_VALUE;

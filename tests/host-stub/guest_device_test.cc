@@ -380,3 +380,53 @@ TEST_F(GuestDevice, Cuda13DeviceQueriesAnswerFromTheHostDriver) {
             cudaErrorInvalidResourceHandle);
   (void)last_error();
 }
+
+// Texture objects through a resource view (calls.def 0x1c06): of a mipmapped array, the view
+// kept for cudaGetTextureObjectResourceViewDesc; the host driver checks levels and layers.
+TEST_F(GuestDevice, TextureObjectsThroughResourceViews) {
+  const cudaChannelFormatDesc f1 = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindFloat);
+  cudaMipmappedArray_t mip = nullptr;
+  ASSERT_EQ(cudaMallocMipmappedArray(&mip, &f1, cudaExtent{64, 64, 0}, 4, 0), cudaSuccess);
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeMipmappedArray;
+  res.res.mipmap.mipmap = mip;
+  cudaTextureDesc tex{};
+  tex.readMode = cudaReadModeElementType;
+  cudaResourceViewDesc view{};
+  view.width = 32;
+  view.height = 32;
+  view.firstMipmapLevel = 1;
+  view.lastMipmapLevel = 3;
+  cudaTextureObject_t t = 0;
+  ASSERT_EQ(cudaCreateTextureObject(&t, &res, &tex, &view), cudaSuccess);
+  cudaResourceViewDesc got{};
+  ASSERT_EQ(cudaGetTextureObjectResourceViewDesc(&got, t), cudaSuccess);
+  EXPECT_EQ(got.width, 32u);
+  EXPECT_EQ(got.firstMipmapLevel, 1u);
+  EXPECT_EQ(got.lastMipmapLevel, 3u);
+  EXPECT_EQ(cudaGetTextureObjectResourceViewDesc(nullptr, t), cudaErrorInvalidValue);
+  // Without a view: none to give.
+  cudaTextureObject_t plain = 0;
+  ASSERT_EQ(cudaCreateTextureObject(&plain, &res, &tex, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaGetTextureObjectResourceViewDesc(&got, plain), cudaErrorInvalidValue);
+  // Levels out of order: the driver's refusal.
+  cudaResourceViewDesc backwards = view;
+  backwards.firstMipmapLevel = 3;
+  backwards.lastMipmapLevel = 1;
+  cudaTextureObject_t bad = 0;
+  EXPECT_EQ(cudaCreateTextureObject(&bad, &res, &tex, &backwards), cudaErrorInvalidValue);
+  // Linear memory has no view.
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  cudaResourceDesc lin{};
+  lin.resType = cudaResourceTypeLinear;
+  lin.res.linear.devPtr = d;
+  lin.res.linear.desc = f1;
+  lin.res.linear.sizeInBytes = 4096;
+  EXPECT_EQ(cudaCreateTextureObject(&bad, &lin, &tex, &view), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDestroyTextureObject(t), cudaSuccess);
+  EXPECT_EQ(cudaDestroyTextureObject(plain), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaFreeMipmappedArray(mip), cudaSuccess);
+  (void)last_error();
+}

@@ -186,6 +186,11 @@ TEST_F(GuestGraphHost, CaptureIntoAnExistingGraphAfterItsNodes) {
   ASSERT_EQ(cudaGraphInstantiateWithParams(&exec, g, &ip), cudaSuccess);
   EXPECT_EQ(ip.result_out, cudaGraphInstantiateSuccess);
   EXPECT_EQ(ip.errNode_out, nullptr);
+  unsigned long long flags = 0;
+  ASSERT_EQ(cudaGraphExecGetFlags(exec, &flags), cudaSuccess);
+  EXPECT_EQ(flags, static_cast<unsigned long long>(cudaGraphInstantiateFlagUpload));
+  EXPECT_EQ(cudaGraphExecGetFlags(exec, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGraphExecGetFlags(reinterpret_cast<cudaGraphExec_t>(&flags), &flags), cudaErrorInvalidValue);
   ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(g_order, (std::vector<int>{0, 1, 2}));

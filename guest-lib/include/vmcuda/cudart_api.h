@@ -62,6 +62,9 @@ VMCUDA_CUDART_API cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* maxWi
                                                                    int device);
 VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* func,
                                                                    const cudaLaunchConfig_t* launchConfig);
+VMCUDA_CUDART_API cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc* pResViewDesc,
+                                                                   cudaTextureObject_t texObject);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long* flags);
 VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
                                                               cudaGraphInstantiateParams* instantiateParams);
 VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
@@ -671,6 +674,8 @@ VMCUDA_CUDART_END
   X(cudaMemRangeGetAttribute)                \
   X(cudaMemRangeGetAttributes)               \
   X(cudaGraphInstantiateWithParams)          \
+  X(cudaGraphExecGetFlags)                   \
+  X(cudaGetTextureObjectResourceViewDesc)    \
   X(cudaStreamBeginCaptureToGraph)           \
   X(cudaDeviceGetHostAtomicCapabilities)     \
   X(cudaDeviceGetP2PAtomicCapabilities)      \

@@ -176,7 +176,7 @@ struct cudaResourceDesc {
 };
 static_assert(sizeof(cudaResourceDesc) == 144 && offsetof(cudaResourceDesc, flags) == 136);
 struct cudaResourceViewDesc {
-  int format;  // enum cudaResourceViewFormat (views are not remoted)
+  int format;  // enum cudaResourceViewFormat (== CUresourceViewFormat)
   size_t width;
   size_t height;
   size_t depth;

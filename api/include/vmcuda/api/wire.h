@@ -795,6 +795,16 @@ static_assert(sizeof(AtomicCapsReply) == 256);
 // names it).
 struct CaptureToGraphArgs { uint64_t stream; uint64_t graph; uint32_t mode; uint32_t count; uint32_t edges; uint32_t pad; };
 static_assert(sizeof(CaptureToGraphArgs) == 32);
+// A texture object of an array or mipmapped array through a resource view
+// (cudaResourceViewDesc / CUDA_RESOURCE_VIEW_DESC: its format is a CUresourceViewFormat).
+struct TextureViewArgs {
+  TextureCreateArgs tex;
+  uint32_t format;
+  uint32_t first_mipmap_level, last_mipmap_level, first_layer, last_layer;
+  uint32_t pad;
+  uint64_t width, height, depth;
+};
+static_assert(sizeof(TextureViewArgs) == 160);
 // cuFlushGPUDirectRDMAWrites: CUflushGPUDirectRDMAWritesTarget and Scope.
 struct FlushRdmaArgs { uint32_t target; uint32_t scope; };
 static_assert(sizeof(FlushRdmaArgs) == 8);
