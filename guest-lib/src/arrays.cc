@@ -56,6 +56,7 @@ struct Registry {
     cudaResourceDesc res;
     cudaTextureDesc tex;
     int device;
+    std::optional<cudaResourceViewDesc> view;  // made through a resource view
   };
   std::map<uint64_t, Texture> textures;
   std::map<uint64_t, std::pair<cudaResourceDesc, int>> surfaces;  // and its device
@@ -310,6 +311,27 @@ uint64_t array_element_bytes(const void* a) {
 
 using vmcuda::guest::record;
 namespace g = vmcuda::guest;
+
+// ---------------------------------------------------------------- device query
+
+// The widest 1D texture of linear memory with this element format: the host driver's answer
+// (it depends on the element size and the GPU).
+cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements, const struct cudaChannelFormatDesc* fmtDesc,
+                                                 int device) {
+  cudaError_t err;
+  g::Remote* r = g::device_call(&err);
+  if (!r) return err;
+  if (!maxWidthInElements || !fmtDesc) return record(cudaErrorInvalidValue);
+  if (device < 0 || static_cast<size_t>(device) >= r->devices().size()) return record(cudaErrorInvalidDevice);
+  uint32_t format = 0, channels = 0;
+  uint64_t elem = 0;
+  if (cudaError_t e = g::format_of(*fmtDesc, &format, &channels, &elem)) return record(e);
+  auto lock = r->lock();
+  const auto res = r->call<vmcuda::api::Call::Texture1DLinearMaxWidth>({device, format, channels, 0});
+  if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
+  *maxWidthInElements = res.reply.width;
+  return cudaSuccess;
+}
 
 // ---------------------------------------------------------------- arrays
 
@@ -693,12 +715,10 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject, const struc
   if (cudaError_t e = resource_args(*pResDesc, &a)) return record(e);
   // No texture descriptor: NVIDIA's 13.0 runtime answers an invalid handle (seen on the H100).
   if (!pTexDesc) return record(cudaErrorInvalidResourceHandle);
-  if (pResViewDesc) {
-    static std::atomic<bool> said{false};
-    g::warn_once(said, "cudaCreateTextureObject with a resource view: views are not supported; it returns "
-                       "cudaErrorNotSupported (801)");
-    return record(cudaErrorNotSupported);
-  }
+  // A view: of an array or mipmapped array only (the host driver checks its levels, layers and
+  // format against the resource).
+  if (pResViewDesc && pResDesc->resType != cudaResourceTypeArray && pResDesc->resType != cudaResourceTypeMipmappedArray)
+    return record(cudaErrorInvalidValue);
   const cudaTextureDesc& t = *pTexDesc;
   for (int i = 0; i < 3; ++i) {
     if (t.addressMode[i] < cudaAddressModeWrap || t.addressMode[i] > cudaAddressModeBorder)
@@ -721,11 +741,26 @@ cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject, const struc
   a.max_mipmap_level_clamp = t.maxMipmapLevelClamp;
   std::memcpy(a.border_color, t.borderColor, sizeof a.border_color);
   auto lock = r->lock();
-  auto res = r->call<api::Call::TextureCreate>(a);
+  struct {
+    int32_t status = 0;
+    api::HandleReply reply{};
+  } res;
+  if (pResViewDesc) {
+    const cudaResourceViewDesc& v = *pResViewDesc;
+    api::TextureViewArgs va{a,           static_cast<uint32_t>(v.format), v.firstMipmapLevel, v.lastMipmapLevel,
+                            v.firstLayer, v.lastLayer,                    0,                  v.width,
+                            v.height,     v.depth};
+    auto vr = r->call<api::Call::TextureCreateView>(va);
+    res.status = vr.status, res.reply = vr.reply;
+  } else {
+    auto tr = r->call<api::Call::TextureCreate>(a);
+    res.status = tr.status, res.reply = tr.reply;
+  }
   if (res.status != 0) return record(static_cast<cudaError_t>(res.status));
   auto& reg = g::registry();
   std::lock_guard l(reg.mu);
-  reg.textures[res.reply.handle] = {*pResDesc, *pTexDesc, g::Remote::thread_device()};
+  reg.textures[res.reply.handle] = {*pResDesc, *pTexDesc, g::Remote::thread_device(),
+                                    pResViewDesc ? std::optional(*pResViewDesc) : std::nullopt};
   *pTexObject = res.reply.handle;
   return cudaSuccess;
 }
@@ -752,6 +787,19 @@ cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc* pResDesc, 
   auto it = reg.textures.find(texObject);
   if (it == reg.textures.end()) return record(cudaErrorInvalidValue);
   *pResDesc = it->second.res;
+  return cudaSuccess;
+}
+
+// The view it was made with; none: cudaErrorInvalidValue, as CUDA documents.
+cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc* pResViewDesc,
+                                                 cudaTextureObject_t texObject) {
+  if (cudaError_t e = g::enter_device_call()) return e;
+  if (!pResViewDesc) return record(cudaErrorInvalidValue);
+  auto& reg = g::registry();
+  std::lock_guard l(reg.mu);
+  auto it = reg.textures.find(texObject);
+  if (it == reg.textures.end() || !it->second.view) return record(cudaErrorInvalidValue);
+  *pResViewDesc = *it->second.view;
   return cudaSuccess;
 }
 

@@ -125,6 +125,23 @@ CU_API CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice
   VMCUDA_DRIVER_CALL(cudaDeviceCanAccessPeer(canAccessPeer, dev, peerDev));
 }
 
+// CUatomicOperation == cudaAtomicOperation (numbers); capabilities are the same bits.
+CU_API CUresult cuDeviceGetHostAtomicCapabilities(unsigned int* caps, const int* ops, unsigned int count,
+                                                  CUdevice dev) {
+  VMCUDA_DRIVER_CALL(cudaDeviceGetHostAtomicCapabilities(caps, reinterpret_cast<const cudaAtomicOperation*>(ops),
+                                                         count, dev));
+}
+CU_API CUresult cuDeviceGetP2PAtomicCapabilities(unsigned int* caps, const int* ops, unsigned int count,
+                                                 CUdevice src, CUdevice dst) {
+  VMCUDA_DRIVER_CALL(cudaDeviceGetP2PAtomicCapabilities(caps, reinterpret_cast<const cudaAtomicOperation*>(ops),
+                                                        count, src, dst));
+}
+CU_API CUresult cuCtxResetPersistingL2Cache(void) { VMCUDA_DRIVER_IN_CONTEXT(cudaCtxResetPersistingL2Cache()); }
+CU_API CUresult cuFlushGPUDirectRDMAWrites(int target, int scope) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaDeviceFlushGPUDirectRDMAWrites(static_cast<cudaFlushGPUDirectRDMAWritesTarget>(target),
+                                                              static_cast<cudaFlushGPUDirectRDMAWritesScope>(scope)));
+}
+
 CU_API CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   VMCUDA_ENTER(enter_driver_call());
   if (!bytes) return cu::kInvalidValue;
@@ -775,6 +792,57 @@ CU_API CUresult cuMemHostRegister_v2(void* p, size_t bytes, unsigned int flags) 
 
 CU_API CUresult cuMemHostUnregister(void* p) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaHostUnregister(p));
+}
+
+// Managed memory, on the runtime's (memory.cc, managed_advice.cc): CU_MEM_ATTACH_* ==
+// cudaMemAttach*, CUmem_advise == cudaMemoryAdvise, CUmem_range_attribute ==
+// cudaMemRangeAttribute, CUmemLocation == cudaMemLocation; the CUDA 8 forms name a device,
+// CU_DEVICE_CPU (-1) for the host.
+CU_API CUresult cuMemAllocManaged(CUdeviceptr* p, size_t bytes, unsigned int flags) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!p) return cu::kInvalidValue;
+  VMCUDA_DRIVER_RUNTIME(cudaMallocManaged(reinterpret_cast<void**>(p), bytes, flags));
+}
+namespace {
+cudaMemLocation location_of_device(CUdevice d) {
+  return d == -1 ? cudaMemLocation{cudaMemLocationTypeHost, 0} : cudaMemLocation{cudaMemLocationTypeDevice, d};
+}
+cudaMemLocation location_of(CUmemLocation l) { return {static_cast<cudaMemLocationType>(l.type), l.id}; }
+}  // namespace
+CU_API CUresult cuMemAdvise(CUdeviceptr p, size_t count, int advice, CUdevice device) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemAdvise(dptr(p), count, static_cast<cudaMemoryAdvise>(advice), location_of_device(device)));
+}
+CU_API CUresult cuMemAdvise_v2(CUdeviceptr p, size_t count, int advice, CUmemLocation location) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemAdvise(dptr(p), count, static_cast<cudaMemoryAdvise>(advice), location_of(location)));
+}
+CU_API CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t count, CUdevice device, CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemPrefetchAsync(dptr(p), count, location_of_device(device), 0, s));
+}
+CU_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t count, CUdevice device, CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemPrefetchAsync_ptsz(dptr(p), count, location_of_device(device), 0, s));
+}
+CU_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t count, CUmemLocation location, unsigned int flags,
+                                      CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemPrefetchAsync(dptr(p), count, location_of(location), flags, s));
+}
+CU_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t count, CUmemLocation location, unsigned int flags,
+                                           CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemPrefetchAsync_ptsz(dptr(p), count, location_of(location), flags, s));
+}
+CU_API CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t length, unsigned int flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamAttachMemAsync(s, dptr(p), length, flags));
+}
+CU_API CUresult cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t length, unsigned int flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamAttachMemAsync_ptsz(s, dptr(p), length, flags));
+}
+CU_API CUresult cuMemRangeGetAttribute(void* data, size_t size, int attribute, CUdeviceptr p, size_t count) {
+  VMCUDA_DRIVER_IN_CONTEXT(
+      cudaMemRangeGetAttribute(data, size, static_cast<cudaMemRangeAttribute>(attribute), dptr(p), count));
+}
+CU_API CUresult cuMemRangeGetAttributes(void** data, size_t* sizes, int* attributes, size_t n, CUdeviceptr p,
+                                        size_t count) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemRangeGetAttributes(
+      data, sizes, reinterpret_cast<cudaMemRangeAttribute*>(attributes), n, dptr(p), count));
 }
 
 namespace {

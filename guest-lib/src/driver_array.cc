@@ -525,6 +525,13 @@ void driver_texture(const cudaTextureDesc& t, CUDA_TEXTURE_DESC_st* d) {
 
 }  // namespace
 
+CU_API CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* width, int format, unsigned channels, CUdevice dev) {
+  VMCUDA_ENTER(enter_driver_call());
+  cudaChannelFormatDesc d{};
+  if (CUresult e = channel_desc(format, channels, &d)) return e;
+  VMCUDA_DRIVER_RUNTIME(cudaDeviceGetTexture1DLinearMaxWidth(width, &d, dev));
+}
+
 CU_API CUresult cuTexObjectCreate(CUtexObject* out, const CUDA_RESOURCE_DESC_st* res, const CUDA_TEXTURE_DESC_st* tex,
                                   const cudaResourceViewDesc* view) {
   VMCUDA_ENTER(enter_context_call());
@@ -557,6 +564,11 @@ CUresult get_descriptor(DriverDesc* out, Get get, Convert convert) {
 CU_API CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC_st* out, CUtexObject t) {
   return get_descriptor<cudaResourceDesc>(out, [t](cudaResourceDesc* r) { return cudaGetTextureObjectResourceDesc(r, t); },
                                           driver_resource);
+}
+
+// CUDA_RESOURCE_VIEW_DESC has cudaResourceViewDesc's layout.
+CU_API CUresult cuTexObjectGetResourceViewDesc(cudaResourceViewDesc* out, CUtexObject t) {
+  VMCUDA_DRIVER_CALL(cudaGetTextureObjectResourceViewDesc(out, t));
 }
 
 CU_API CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC_st* out, CUtexObject t) {

@@ -202,6 +202,28 @@ CU_API CUresult cuGraphAddDependencies_v2(cudaGraph_t graph, const cudaGraphNode
 CU_API CUresult cuGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaGraphInstantiateWithFlags(exec, graph, flags));
 }
+CU_API CUresult cuGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphExecGetFlags(exec, flags));
+}
+// CUDA_GRAPH_INSTANTIATE_PARAMS == cudaGraphInstantiateParams (layout, flags and results).
+CU_API CUresult cuGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphInstantiateParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphInstantiateWithParams(exec, graph, p));
+}
+CU_API CUresult cuGraphInstantiateWithParams_ptsz(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                                  cudaGraphInstantiateParams* p) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphInstantiateWithParams_ptsz(exec, graph, p));
+}
+// CUgraphEdgeData == cudaGraphEdgeData, CUstreamCaptureMode == cudaStreamCaptureMode.
+CU_API CUresult cuStreamBeginCaptureToGraph(CUstream s, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                            const cudaGraphEdgeData* edges, size_t count, int mode) {
+  VMCUDA_DRIVER_IN_CONTEXT(
+      cudaStreamBeginCaptureToGraph(rt(s), graph, deps, edges, count, static_cast<cudaStreamCaptureMode>(mode)));
+}
+CU_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                                 const cudaGraphEdgeData* edges, size_t count, int mode) {
+  VMCUDA_DRIVER_IN_CONTEXT(
+      cudaStreamBeginCaptureToGraph_ptsz(rt(s), graph, deps, edges, count, static_cast<cudaStreamCaptureMode>(mode)));
+}
 // The CUDA 10-11 form: (exec, graph, error node, log buffer, its size).
 CU_API CUresult cuGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphNode_t* error_node, char* log,
                                    size_t log_bytes) {

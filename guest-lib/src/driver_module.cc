@@ -734,6 +734,17 @@ CU_API CUresult cuOccupancyMaxActiveClusters(int* clusters, CUfunction f, const 
   });
 }
 
+CU_API CUresult cuOccupancyMaxPotentialClusterSize(int* size, CUfunction f, const DriverLaunchConfig* config) {
+  if (!size) return cu::kInvalidValue;
+  std::vector<api::LaunchAttribute> attrs;
+  if (CUresult e = driver_attributes(config, &attrs)) return e;
+  return with_kernel(f, [&](Remote& r, HostKernel& k) {
+    return kernel_max_cluster_size(r, k, dim3{config->grid_x, config->grid_y, config->grid_z},
+                                   dim3{config->block_x, config->block_y, config->block_z}, config->shared_bytes,
+                                   attrs, size);
+  });
+}
+
 CU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction f, int block_size, size_t shared) {
   return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, f, block_size, shared, 0);
 }

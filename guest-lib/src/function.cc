@@ -6,6 +6,8 @@
 // local, as frameworks that ask before every launch need (docs/cuda-runtime-internals.md
 // §7). cudaFuncSetAttribute is checked here as the driver checks it, then queued (lazy
 // RPC); the kept answers follow the value set.
+#include <span>
+
 #include "host_objects.h"
 #include "remote.h"
 #include "runtime_state.h"
@@ -110,16 +112,28 @@ cudaError_t kernel_available_shared(Remote& r, HostKernel& k, int blocks, int bl
   return cudaSuccess;
 }
 
-cudaError_t kernel_max_clusters(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
-                                const std::vector<api::LaunchAttribute>& attrs, int* clusters) {
+namespace {
+template <api::Call C>
+cudaError_t cluster_query(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
+                          const std::vector<api::LaunchAttribute>& attrs, int* out) {
   if (shared > UINT32_MAX) return cudaErrorInvalidValue;
   const api::LaunchExArgs a{k.handle, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z},
                             static_cast<uint32_t>(shared), 0, 0, static_cast<uint32_t>(attrs.size()), 0};
-  auto res = r.call<api::Call::OccupancyMaxActiveClusters>(
-      a, std::as_bytes(std::span(attrs.data(), attrs.size())));
+  auto res = r.call<C>(a, std::as_bytes(std::span(attrs.data(), attrs.size())));
   if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
-  *clusters = res.reply.blocks;
+  *out = res.reply.blocks;
   return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t kernel_max_clusters(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
+                                const std::vector<api::LaunchAttribute>& attrs, int* clusters) {
+  return cluster_query<api::Call::OccupancyMaxActiveClusters>(r, k, grid, block, shared, attrs, clusters);
+}
+
+cudaError_t kernel_max_cluster_size(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
+                                    const std::vector<api::LaunchAttribute>& attrs, int* size) {
+  return cluster_query<api::Call::OccupancyMaxPotentialClusterSize>(r, k, grid, block, shared, attrs, size);
 }
 
 cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks) {
@@ -217,6 +231,21 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func, c
   if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
   return record(g::kernel_max_clusters(*k.remote, *k.kernel, config->gridDim, config->blockDim,
                                        config->dynamicSmemBytes, attrs, numClusters));
+}
+
+// The largest cluster the configuration's kernel can launch with (the host driver's answer;
+// a cluster dimension attribute in the configuration is ignored, as CUDA documents).
+cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* func, const cudaLaunchConfig_t* config) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  if (!clusterSize || !config) return record(cudaErrorInvalidValue);
+  std::vector<vmcuda::api::LaunchAttribute> attrs;
+  bool cooperative = false;
+  if (cudaError_t e = g::translate_attributes(*config, &attrs, &cooperative)) return record(e);
+  g::Kernel k;
+  if (cudaError_t e = g::kernel_of(func, &k)) return record(e);
+  return record(g::kernel_max_cluster_size(*k.remote, *k.kernel, config->gridDim, config->blockDim,
+                                           config->dynamicSmemBytes, attrs, clusterSize));
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,

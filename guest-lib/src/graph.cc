@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -90,10 +91,16 @@ std::atomic<int> g_open_captures{0};
 struct Registry {
   std::mutex mu;
   std::unordered_set<uint64_t> graphs, execs;
+  std::unordered_map<uint64_t, unsigned long long> exec_flags;  // as instantiated (cudaGraphExecGetFlags)
 };
+
 Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: entry points may run at exit
   return *r;
+}
+void set_exec_flags(uint64_t exec, unsigned long long flags) {
+  std::lock_guard l(registry().mu);
+  registry().exec_flags[exec] = flags;
 }
 bool known(std::unordered_set<uint64_t> Registry::*set, uint64_t h) {
   std::lock_guard l(registry().mu);
@@ -179,6 +186,46 @@ cudaError_t begin_capture(cudaStream_t stream, cudaStreamCaptureMode mode, bool 
   return record(static_cast<cudaError_t>(res.status));
 }
 
+// Captures into an existing graph (cudaStreamBeginCaptureToGraph): stream -> the graph they
+// end in. r's lock held.
+std::map<uint64_t, uint64_t>& captures_into() {
+  static auto* m = new std::map<uint64_t, uint64_t>;
+  return *m;
+}
+
+cudaError_t begin_capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                   const cudaGraphEdgeData* edges, size_t count, cudaStreamCaptureMode mode,
+                                   bool per_thread) {
+  cudaError_t e;
+  Remote* r = enter(&e);
+  if (!r) return e;
+  uint64_t s;
+  if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
+  if (!graph || (count && !deps) || static_cast<unsigned>(mode) > cudaStreamCaptureModeRelaxed ||
+      count > api::kMaxGraphDeps)
+    return record(cudaErrorInvalidValue);
+  // Edge data that is all zero is a plain dependency: sent only when some is not.
+  bool plain = true;
+  for (size_t i = 0; edges && i < count; ++i)
+    plain = plain && edges[i].from_port == 0 && edges[i].to_port == 0 && edges[i].type == 0;
+  thread_local std::vector<std::byte> tail;
+  tail.resize(count * sizeof(uint64_t) + (plain ? 0 : count * sizeof(cudaGraphEdgeData)));
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t h = wire(deps[i]);
+    std::memcpy(tail.data() + i * sizeof h, &h, sizeof h);
+  }
+  if (!plain) std::memcpy(tail.data() + count * sizeof(uint64_t), edges, count * sizeof(cudaGraphEdgeData));
+  auto lock = r->lock();
+  const api::CaptureToGraphArgs a{s, wire(graph), static_cast<uint32_t>(mode), static_cast<uint32_t>(count),
+                                  plain ? 0u : 1u, 0};
+  const auto res = r->call<api::Call::StreamBeginCaptureToGraph>(a, tail);
+  if (res.status == 0) {
+    g_open_captures.fetch_add(1);
+    captures_into()[s] = wire(graph);
+  }
+  return record(static_cast<cudaError_t>(res.status));
+}
+
 cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread) {
   cudaError_t e;
   Remote* r = enter(&e);
@@ -187,10 +234,21 @@ cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread
   *graph = nullptr;
   uint64_t s;
   if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
-  const uint64_t h = handles::next();
   auto lock = r->lock();
+  // A capture into the program's graph ends in it; else in a new graph.
+  const auto into = captures_into().find(s);
+  const uint64_t h = into != captures_into().end() ? into->second : handles::next();
   const auto res = r->call<api::Call::StreamEndCapture>({s, h});
   const auto status = static_cast<cudaError_t>(res.status);
+  const bool ended = status == cudaSuccess || status == cudaErrorStreamCaptureInvalidated ||
+                     status == cudaErrorStreamCaptureUnjoined;
+  if (into != captures_into().end()) {
+    if (ended) captures_into().erase(into);
+    if (ended && g_open_captures.load() > 0) g_open_captures.fetch_sub(1);
+    if (status != cudaSuccess) return record(status);
+    *graph = reinterpret_cast<cudaGraph_t>(h);
+    return cudaSuccess;
+  }
   // The capture ended (with a graph, or invalidated and dropped) unless it was not one.
   if ((status == cudaSuccess || status == cudaErrorStreamCaptureInvalidated ||
        status == cudaErrorStreamCaptureUnjoined) &&
@@ -255,6 +313,7 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   // One queued call, whatever the graph holds: its error comes with the next synchronizing call.
   if (upload) return record(r->enqueue<api::Call::GraphUpload>({wire(exec), s}));
   user_objects_launched(wire(exec), s);
+  host_entries_launched(wire(exec), s);
   return record(r->enqueue<api::Call::GraphLaunch>({wire(exec), s}));
 }
 
@@ -296,10 +355,12 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   }
   if (flags & kUpload) return record(cudaErrorInvalidValue);  // only cudaGraphInstantiateWithParams takes it
   const uint64_t h = handles::next();
+  host_entries_shared();  // before: the exec copies the graph's host node entries
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphInstantiate>({h, wire(graph), flags});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::execs, h);
+  set_exec_flags(h, flags);
   user_objects_instantiated(wire(graph), h);
   *out = reinterpret_cast<cudaGraphExec_t>(h);
   return cudaSuccess;
@@ -400,6 +461,7 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
   if (!r) return e;
   if (!pGraphClone || !originalGraph) return record(cudaErrorInvalidValue);
   const uint64_t h = handles::next();
+  host_entries_shared();
   auto lock = r->lock();
   if (auto res = r->call<api::Call::GraphClone>({h, wire(originalGraph)}); res.status)
     return record(static_cast<cudaError_t>(res.status));
@@ -514,6 +576,7 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t 
                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph) {
   if (!childGraph) return record(cudaErrorInvalidValue);
+  host_entries_shared();  // the node's copy shares the child's host node entries
   const cudaError_t e = plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
   // The node's copy of the child holds the child's user object references, as long as the
   // graph holding the node does.
@@ -597,6 +660,64 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   return instantiate(pGraphExec, graph, flags);
 }
+
+namespace {
+// cudaGraphInstantiateWithParams: cudaGraphInstantiateWithFlags, then the upload the flags ask
+// for on the stream given; the outcome in result_out (the failing node is not known here:
+// errNode_out stays NULL, which CUDA also gives for cudaGraphInstantiateError).
+cudaError_t instantiate_with_params(cudaGraphExec_t* out, cudaGraph_t graph, cudaGraphInstantiateParams* p,
+                                    bool per_thread) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!p) return record(cudaErrorInvalidValue);
+  constexpr unsigned long long kUpload = cudaGraphInstantiateFlagUpload;
+  p->errNode_out = nullptr;
+  p->result_out = cudaGraphInstantiateError;
+  if (cudaError_t e = instantiate(out, graph, p->flags & ~kUpload)) return e;
+  if (p->flags & kUpload) {
+    if (cudaError_t e = graph_launch(*out, p->uploadStream, per_thread, true)) {
+      // Not uploaded: no executable graph either, as when instantiation fails.
+      const cudaError_t last = peek_last_error();
+      (void)cudaGraphExecDestroy(*out);
+      restore_runtime_thread_state(last, true);
+      *out = nullptr;
+      return e;
+    }
+  }
+  set_exec_flags(wire(*out), p->flags);
+  p->result_out = cudaGraphInstantiateSuccess;
+  return cudaSuccess;
+}
+}  // namespace
+
+// The flags it was instantiated with, kept here.
+cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long* flags) {
+  if (cudaError_t e = enter_device_call()) return e;
+  if (!flags) return record(cudaErrorInvalidValue);
+  std::lock_guard l(registry().mu);
+  const auto it = registry().exec_flags.find(wire(graphExec));
+  if (it == registry().exec_flags.end()) return record(cudaErrorInvalidValue);
+  *flags = it->second;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                           cudaGraphInstantiateParams* instantiateParams) {
+  return instantiate_with_params(pGraphExec, graph, instantiateParams, false);
+}
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                cudaGraphInstantiateParams* instantiateParams) {
+  return instantiate_with_params(pGraphExec, graph, instantiateParams, true);
+}
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                          const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                          enum cudaStreamCaptureMode mode) {
+  return begin_capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode, false);
+}
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                               const cudaGraphNode_t* dependencies,
+                                               const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                               enum cudaStreamCaptureMode mode) {
+  return begin_capture_to_graph(stream, graph, dependencies, dependencyData, numDependencies, mode, true);
+}
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
   return graph_launch(graphExec, stream, false, false);
 }
@@ -615,12 +736,17 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   Remote* r = enter(&e);
   if (!r) return e;
   if (!graphExec || !forget(&Registry::execs, wire(graphExec))) return record(cudaErrorInvalidValue);
+  {
+    std::lock_guard l(registry().mu);
+    registry().exec_flags.erase(wire(graphExec));
+  }
   cudaError_t de;
   {
     auto lock = r->lock();
     de = r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)});
   }
   user_objects_exec_destroyed(wire(graphExec));  // after its launches' work (host functions queued after them)
+  host_entries_exec_destroyed(wire(graphExec));  // likewise
   return record(de);
 }
 
@@ -653,9 +779,15 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, 
   Remote* r = enter(&e);
   if (!r) return e;
   if (!hGraphExec || !hGraph || !resultInfo) return record(cudaErrorInvalidValue);
+  host_entries_shared();
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphExecUpdate>({wire(hGraphExec), wire(hGraph)});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
+  if (res.reply.status == 0) {
+    lock.unlock();
+    host_entries_exec_updated(wire(hGraphExec));  // its host nodes are the graph's entries now
+    lock.lock();
+  }
   resultInfo->result = static_cast<cudaGraphExecUpdateResult>(res.reply.result);
   resultInfo->errorNode = reinterpret_cast<cudaGraphNode_t>(res.reply.error_node);
   resultInfo->errorFromNode = reinterpret_cast<cudaGraphNode_t>(res.reply.error_from_node);

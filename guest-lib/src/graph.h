@@ -41,9 +41,24 @@ void user_objects_exec_destroyed(uint64_t exec);
 bool stream_capturing(Remote& r, uint64_t stream);
 
 /// A mailbox entry for a graph host node that runs `fn(data)` each time the host's gate
-/// reaches it (host_func.cc); never freed.
+/// reaches it (host_func.cc); freed by release_persistent_entry once no graph can reach it.
 cudaError_t persistent_host_entry(Remote& r, cudaHostFn_t fn, void* data, vmrpc::wire::HeapRef* mailbox,
                                   uint32_t* index);
+
+/// Gives the persistent entry at `entry_offset` back to the mailbox (a later entry may reuse
+/// it; the host's gate of the entry is reused with it). Only when no graph node or executable
+/// graph references it and no launch can still reach it. Needs no lock.
+void release_persistent_entry(uint64_t entry_offset);
+/// How many persistent entries exist (tests).
+size_t persistent_entries_in_use();
+
+/// Host node entries that SetParams made (graph_nodes.cc): graph.cc tells when graphs may share
+/// them (instantiation, clones, child graph copies, updates), launches and destructions of
+/// executable graphs. Each costs nothing until a host node's parameters are set.
+void host_entries_shared();
+void host_entries_launched(uint64_t exec, uint64_t stream);
+void host_entries_exec_destroyed(uint64_t exec);
+void host_entries_exec_updated(uint64_t exec);  // cudaGraphExecUpdate: its nodes are the graph's now
 
 /// The function and data of the persistent entry at `entry_offset` in the shared heap (a
 /// graph host node's, as the host names it); false when it is none of this process's.

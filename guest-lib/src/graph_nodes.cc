@@ -11,8 +11,12 @@
 // its mailbox entry (the function and data this process gave it).
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "graph.h"
@@ -509,16 +513,133 @@ cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams*
   *pNodeParams = cudaHostNodeParams{fn, data};
   return cudaSuccess;
 }
+// A host node's new function is a new mailbox entry (the old one may still be reached: a
+// graph instantiated, cloned or copied before, a launch still in flight). The entries
+// SetParams made are tracked, so that each is given back once nothing can reach it, and a
+// loop of SetParams does not grow the mailbox (nor the host's gates):
+//  - an executable graph's node: its entry from an earlier ExecHostNodeSetParams is its own
+//    (executable graphs are never copied); replaced, or the graph updated or destroyed, it
+//    goes back after the work of the graph's launches so far (a host function on each stream
+//    it was launched on, as user objects' references);
+//  - a graph's node: its entry from an earlier HostNodeSetParams goes back at once when no
+//    instantiation, clone, child graph copy or update happened since (`epoch`), else stays.
 namespace {
+struct HostEntries {
+  std::mutex mu;
+  uint64_t epoch = 0;                                         // bumped by host_entries_shared
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> of_exec;  // (exec, node) -> entry offset
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> of_node;  // graph node -> entry offset, epoch
+  std::map<uint64_t, std::set<uint64_t>> launched_on;         // exec -> streams (execs in of_exec only)
+};
+HostEntries& host_entries() {
+  static auto* h = new HostEntries;  // never destroyed: release callbacks may run at exit
+  return *h;
+}
+std::atomic<bool> g_host_entries{false};  // no SetParams of a host node yet: the hooks cost nothing
+
+struct ReleaseCountdown {
+  std::atomic<int> left;
+  std::vector<uint64_t> entries;
+};
+void count_down(void* p) {
+  auto* c = static_cast<ReleaseCountdown*>(p);
+  if (c->left.fetch_sub(1) != 1) return;
+  for (uint64_t e : c->entries) release_persistent_entry(e);
+  delete c;
+}
+// Gives `entries` (an executable graph's own) back after the work of its launches on `streams`.
+void release_after(std::vector<uint64_t> entries, const std::set<uint64_t>& streams) {
+  if (entries.empty()) return;
+  if (streams.empty()) {
+    for (uint64_t e : entries) release_persistent_entry(e);
+    return;
+  }
+  auto* c = new ReleaseCountdown{{static_cast<int>(streams.size())}, std::move(entries)};
+  const cudaError_t last = peek_last_error();
+  const bool used = runtime_used_on_this_thread();
+  for (uint64_t st : streams)
+    if (cudaLaunchHostFunc(reinterpret_cast<cudaStream_t>(st), count_down, c) != cudaSuccess) count_down(c);
+  restore_runtime_thread_state(last, used);  // the program's last error stays its own
+}
+// Every entry executable graph `exec` holds as its own goes back after its launches' work.
+void retire_exec(uint64_t exec, bool destroyed) {
+  HostEntries& h = host_entries();
+  std::vector<uint64_t> entries;
+  std::set<uint64_t> streams;
+  {
+    std::lock_guard l(h.mu);
+    for (auto it = h.of_exec.lower_bound({exec, 0}); it != h.of_exec.end() && it->first.first == exec;) {
+      entries.push_back(it->second);
+      it = h.of_exec.erase(it);
+    }
+    auto s = h.launched_on.find(exec);
+    if (s != h.launched_on.end()) {
+      streams = s->second;
+      if (destroyed) h.launched_on.erase(s);
+    }
+  }
+  release_after(std::move(entries), streams);
+}
+
 cudaError_t host_params(uint64_t exec, cudaGraphNode_t node, const cudaHostNodeParams* h) {
   if (!h || !h->fn) return record(cudaErrorInvalidValue);
-  return set_node(exec, node, [&](Remote& r, api::GraphNodeParams* p, std::vector<std::byte>*) {
+  g_host_entries.store(true, std::memory_order_release);
+  uint64_t made = 0;
+  bool made_one = false;
+  const cudaError_t e = set_node(exec, node, [&](Remote& r, api::GraphNodeParams* p, std::vector<std::byte>*) {
     p->type = api::kGraphNodeHost;
-    // A new entry each time (an entry is never reused: a graph may still launch it).
-    return persistent_host_entry(r, h->fn, h->userData, &p->mailbox, &p->index);
+    const cudaError_t pe = persistent_host_entry(r, h->fn, h->userData, &p->mailbox, &p->index);
+    made = p->mailbox.offset + uint64_t{p->index} * sizeof(api::HostFuncEntry);
+    made_one = pe == cudaSuccess;
+    return pe;
   });
+  if (!made_one) return e;
+  if (e != cudaSuccess) {  // the host refused it: nothing references the new entry
+    release_persistent_entry(made);
+    return e;
+  }
+  HostEntries& he = host_entries();
+  std::optional<uint64_t> old;
+  std::set<uint64_t> streams;
+  {
+    std::lock_guard l(he.mu);
+    if (exec) {
+      auto [it, fresh] = he.of_exec.try_emplace({exec, wire(node)}, made);
+      if (!fresh) old = std::exchange(it->second, made);
+      if (old) streams = he.launched_on[exec];
+      else he.launched_on.try_emplace(exec);
+    } else {
+      auto [it, fresh] = he.of_node.try_emplace(wire(node), made, he.epoch);
+      if (!fresh) {
+        // Still the node's alone (nothing copied the graph since): it goes now.
+        if (it->second.second == he.epoch) release_persistent_entry(it->second.first);
+        it->second = {made, he.epoch};
+      }
+    }
+  }
+  if (old) release_after({*old}, streams);
+  return e;
 }
 }  // namespace
+
+void vmcuda::guest::host_entries_shared() {
+  if (!g_host_entries.load(std::memory_order_acquire)) return;
+  std::lock_guard l(host_entries().mu);
+  ++host_entries().epoch;
+}
+void vmcuda::guest::host_entries_launched(uint64_t exec, uint64_t stream) {
+  if (!g_host_entries.load(std::memory_order_acquire)) return;
+  HostEntries& h = host_entries();
+  std::lock_guard l(h.mu);
+  if (auto it = h.launched_on.find(exec); it != h.launched_on.end()) it->second.insert(stream);
+}
+void vmcuda::guest::host_entries_exec_destroyed(uint64_t exec) {
+  if (g_host_entries.load(std::memory_order_acquire)) retire_exec(exec, true);
+}
+void vmcuda::guest::host_entries_exec_updated(uint64_t exec) {
+  if (g_host_entries.load(std::memory_order_acquire)) retire_exec(exec, false);
+}
+
 cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const cudaHostNodeParams* pNodeParams) {
   return host_params(0, node, pNodeParams);
 }
@@ -566,6 +687,7 @@ cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* p
 cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
                                                  cudaGraph_t childGraph) {
   if (!hGraphExec || !childGraph) return record(cudaErrorInvalidValue);
+  host_entries_shared();  // the executable graph copies the child's host node entries
   return set_node(exec_wire(hGraphExec), node, [&](Remote&, api::GraphNodeParams* p, std::vector<std::byte>*) {
     p->type = api::kGraphNodeChild;
     p->object = wire(childGraph);

@@ -78,7 +78,7 @@ struct Persistent {
 
 struct State {
   std::mutex mu;
-  std::vector<Persistent> persistent;  // never shrinks
+  std::vector<Persistent> persistent;  // shrinks by release_persistent_entry
   std::condition_variable cv;      // pending became non-empty; a function returned
   // Never given back: the host may write an entry until its session closes.
   std::vector<Mailbox> mailboxes;
@@ -320,7 +320,7 @@ cudaError_t persistent_host_entry(Remote& remote, cudaHostFn_t fn, void* data, v
   if (it == st.mailboxes.end()) return cudaErrorMemoryAllocation;
   if (!start_thread(st)) return cudaErrorMemoryAllocation;
   *index = it->free.back();
-  it->free.pop_back();  // never given back: the graphs holding it may launch until the process ends
+  it->free.pop_back();  // given back only by release_persistent_entry, once nothing can reach it
   *mailbox = it->block.ref();
   HostFuncEntry* e = it->entry(*index);
   // Counts from what the entry says now (a reused entry's last generation).
@@ -333,6 +333,30 @@ cudaError_t persistent_host_entry(Remote& remote, cudaHostFn_t fn, void* data, v
   }
   st.cv.notify_all();
   return cudaSuccess;
+}
+
+void release_persistent_entry(uint64_t entry_offset) {
+  State& st = state();
+  std::lock_guard l(st.mu);
+  constexpr uint64_t kEntry = sizeof(HostFuncEntry);
+  for (Mailbox& m : st.mailboxes) {
+    if (entry_offset < m.block.offset || entry_offset >= m.block.offset + kEntriesPerMailbox * kEntry) continue;
+    const auto index = static_cast<uint32_t>((entry_offset - m.block.offset) / kEntry);
+    HostFuncEntry* e = m.entry(index);
+    const auto it = std::find_if(st.persistent.begin(), st.persistent.end(), [&](const Persistent& p) { return p.entry == e; });
+    if (it == st.persistent.end()) return;  // not a persistent entry (or released already)
+    st.persistent.erase(it);
+    // A later use counts on from what the entry says (its `reached` is no generation of it).
+    m.generation[index] = ordering::load_acquire(e->reached);
+    m.free.push_back(index);
+    return;
+  }
+}
+
+size_t persistent_entries_in_use() {
+  State& st = state();
+  std::lock_guard l(st.mu);
+  return st.persistent.size();
 }
 
 bool persistent_host_function(Remote& remote, uint64_t entry_offset, cudaHostFn_t* fn, void** data) {

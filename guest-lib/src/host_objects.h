@@ -86,6 +86,9 @@ cudaError_t kernel_available_shared(Remote& r, HostKernel& k, int blocks, int bl
 /// attributes translate_attributes made; asked each time.
 cudaError_t kernel_max_clusters(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
                                 const std::vector<api::LaunchAttribute>& attrs, int* clusters);
+/// The largest cluster size for that configuration (cuOccupancyMaxPotentialClusterSize).
+cudaError_t kernel_max_cluster_size(Remote& r, HostKernel& k, dim3 grid, dim3 block, size_t shared,
+                                    const std::vector<api::LaunchAttribute>& attrs, int* size);
 /// Blocks per multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags).
 cudaError_t kernel_occupancy(Remote& r, HostKernel& k, int block_size, size_t shared, unsigned flags, int* blocks);
 

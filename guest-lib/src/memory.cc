@@ -14,6 +14,8 @@
 // (cudaHostRegister) lies outside the region: the host's GPU cannot reach it, so it is
 // recorded (pointer attributes, flags, the CUDA errors of double registration) and copied
 // through staging, but never mapped.
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include "host_pointers.h"
 #include "knobs.h"
 #include "log.h"
+#include "managed_advice.h"
 #include "parallel_copy.h"
 #include "entry.h"
 #include "runtime_state.h"
@@ -222,6 +225,7 @@ cudaError_t cudaFree(void* devPtr) {
     auto lock = r->lock();
     // cudaFree synchronizes: no kernel may still use the block when the heap hands it out again.
     cudaError_t s = wait_device(*r);
+    vmcuda::guest::ManagedAdvice::process().forget(m->base, m->bytes);
     cudaError_t f = free_heap_block(*r, *m);
     return record(s != cudaSuccess ? s : f);
   }
@@ -451,30 +455,45 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
 
 namespace {
 // The checks CUDA makes of a prefetch or an advice (measured on the H200): managed memory
-// only, a known location type, an existing device.
-cudaError_t check_managed_hint(const void* p, size_t count, const cudaMemLocation& location, Remote& r) {
+// only, a known location type, an existing device. Accessed-by advice names a device or
+// the host only (CUDA's documentation).
+cudaError_t check_managed_hint(const void* p, size_t count, const cudaMemLocation& location, Remote& r,
+                               bool device_or_host = false) {
   if (!is_managed(p, count ? count : 1)) return cudaErrorInvalidValue;
   switch (location.type) {
     case cudaMemLocationTypeDevice:
       return location.id >= 0 && location.id < r.handshake().device_count ? cudaSuccess : cudaErrorInvalidDevice;
     case cudaMemLocationTypeHost:
+      return cudaSuccess;
     case cudaMemLocationTypeHostNuma:
     case cudaMemLocationTypeHostNumaCurrent:
-      return cudaSuccess;
+      return device_or_host ? cudaErrorInvalidValue : cudaSuccess;
     default:
       return cudaErrorInvalidValue;
   }
 }
+
+// The host NUMA node closest to the calling thread's CPU, for HostNumaCurrent (CUDA records
+// the node itself: the range queries answer HostNuma and its id).
+cudaMemLocation resolve_numa_current(cudaMemLocation l) {
+  if (l.type != cudaMemLocationTypeHostNumaCurrent) return l;
+  unsigned cpu = 0, node = 0;
+  if (getcpu(&cpu, &node) != 0) node = 0;
+  return {cudaMemLocationTypeHostNuma, static_cast<int>(node)};
+}
 }  // namespace
 
-// Checked, then nothing to do: managed memory here never migrates (see cudaMallocManaged).
+// Checked and recorded (cudaMemRangeGetAttribute answers the last location asked for, as
+// CUDA does), then nothing to do: managed memory here never migrates (see cudaMallocManaged).
 cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, struct cudaMemLocation location, unsigned int flags,
                                  cudaStream_t) {
   cudaError_t e;
   Remote* r = device_call(&e);
   if (!r) return e;
   if (flags != 0) return record(cudaErrorInvalidValue);
-  return record(check_managed_hint(devPtr, count, location, *r));
+  if (cudaError_t c = check_managed_hint(devPtr, count, location, *r)) return record(c);
+  vmcuda::guest::ManagedAdvice::process().prefetched(addr(devPtr), count, resolve_numa_current(location));
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count, struct cudaMemLocation location,
@@ -482,16 +501,27 @@ cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count, struct c
   return cudaMemPrefetchAsync(devPtr, count, location, flags, stream);
 }
 
+// Checked and recorded for cudaMemRangeGetAttribute; it changes nothing else here (nothing migrates).
 cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
                           struct cudaMemLocation location) {
   cudaError_t e;
   Remote* r = device_call(&e);
   if (!r) return e;
   if (advice < cudaMemAdviseSetReadMostly || advice > cudaMemAdviseUnsetAccessedBy) return record(cudaErrorInvalidValue);
-  // Read-mostly advice names no location (CUDA ignores it).
-  if (advice == cudaMemAdviseSetReadMostly || advice == cudaMemAdviseUnsetReadMostly)
-    return record(is_managed(devPtr, count ? count : 1) ? cudaSuccess : cudaErrorInvalidValue);
-  return record(check_managed_hint(devPtr, count, location, *r));
+  // Read-mostly and unset-preferred advice name no location (CUDA ignores it).
+  const bool no_location = advice == cudaMemAdviseSetReadMostly || advice == cudaMemAdviseUnsetReadMostly ||
+                           advice == cudaMemAdviseUnsetPreferredLocation;
+  const bool accessed_by = advice == cudaMemAdviseSetAccessedBy || advice == cudaMemAdviseUnsetAccessedBy;
+  if (no_location) {
+    if (!is_managed(devPtr, count ? count : 1)) return record(cudaErrorInvalidValue);
+  } else if (cudaError_t c = check_managed_hint(devPtr, count, location, *r, accessed_by)) {
+    return record(c);
+  }
+  if (!no_location && location.type == cudaMemLocationTypeDevice &&
+      location.id >= vmcuda::guest::ManagedAdvice::kMaxDevices)
+    return record(cudaErrorInvalidDevice);
+  vmcuda::guest::ManagedAdvice::process().advise(addr(devPtr), count, advice, resolve_numa_current(location));
+  return cudaSuccess;
 }
 
 // Answered from this process's allocation map, with no round trip (docs §7): device memory

@@ -361,6 +361,29 @@ int32_t Session::on_TextureCreate(const api::TextureCreateArgs& a, api::HandleRe
   return CUDA_SUCCESS;
 }
 
+// Views read arrays and mipmapped arrays only; the driver checks the rest (levels, layers, format).
+int32_t Session::on_TextureCreateView(const api::TextureViewArgs& a, api::HandleReply& r, Request&) {
+  if (a.pad != 0) return guest_fault("TextureCreateView: padding not zero");
+  CUDA_RESOURCE_DESC res;
+  CUDA_TEXTURE_DESC tex;
+  int device = current_;
+  ObjectId resource = 0;
+  if (CUresult e = texture_descs(a.tex, &res, &tex, &device, &resource); e != CUDA_SUCCESS) return e;
+  if (!resource) return CUDA_ERROR_INVALID_VALUE;  // linear or pitch-2D memory: no view
+  CUDA_RESOURCE_VIEW_DESC view{};
+  view.format = static_cast<int>(a.format);
+  view.width = a.width, view.height = a.height, view.depth = a.depth;
+  view.firstMipmapLevel = a.first_mipmap_level, view.lastMipmapLevel = a.last_mipmap_level;
+  view.firstLayer = a.first_layer, view.lastLayer = a.last_layer;
+  CUtexObject t = 0;
+  if (CUresult e = on_device(device, [&] { return api_.cuTexObjectCreate(&t, &res, &tex, &view); }); e != CUDA_SUCCESS)
+    return e;
+  if (vol_.find(ObjectKind::TexObject, t)) return CUDA_ERROR_INVALID_VALUE;
+  vol_.add(ObjectKind::TexObject, device, t, vol_.context(device)->id, TexObject{t, a.tex, resource, true});
+  r.handle = t;
+  return CUDA_SUCCESS;
+}
+
 int32_t Session::on_TextureDestroy(const api::ObjectValueArgs& a, api::Empty&, Request&) {
   return destroy_entry(ObjectKind::TexObject, a.value, CUDA_ERROR_INVALID_VALUE);
 }
@@ -409,6 +432,10 @@ std::string Session::texture_objects_block_suspend() const {
       int device = -1;
       ObjectId resource = 0, was = 0;
       CUresult e;
+      if (k == ObjectKind::TexObject && o->as<TexObject>().view)
+        return "the program holds " + object_name(k, value) +
+               ", made through a resource view, which a resume cannot make again yet; nothing was changed and the "
+               "program runs on (suspend it once it has destroyed that object)";
       if (k == ObjectKind::TexObject) {
         was = o->as<TexObject>().resource;
         e = texture_descs(o->as<TexObject>().spec, &res, &tex, &device, &resource);

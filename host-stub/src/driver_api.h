@@ -112,7 +112,13 @@ struct CUDA_TEXTURE_DESC {
   int reserved[12];
 };
 static_assert(sizeof(CUDA_TEXTURE_DESC) == 104);
-struct CUDA_RESOURCE_VIEW_DESC;
+struct CUDA_RESOURCE_VIEW_DESC {
+  int format;  // CUresourceViewFormat (== cudaResourceViewFormat)
+  size_t width, height, depth;
+  unsigned firstMipmapLevel, lastMipmapLevel, firstLayer, lastLayer;
+  unsigned reserved[16];
+};
+static_assert(sizeof(CUDA_RESOURCE_VIEW_DESC) == 112);
 // CU_TRSF_* and CUDA_ARRAY3D_* (macros in cuda.h, so named otherwise here).
 inline constexpr unsigned kTrsfReadAsInteger = 0x01;
 inline constexpr unsigned kTrsfNormalizedCoordinates = 0x02;
@@ -471,6 +477,7 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuOccupancyAvailableDynamicSMemPerBlock, CUresult (*)(size_t*, CUfunction, int, int))                 \
   X(cuOccupancyMaxActiveClusters, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))                    \
   X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, int))                                            \
+  X(cuStreamBeginCaptureToGraph, CUresult (*)(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t, int)) \
   X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph*))                                            \
   X(cuStreamIsCapturing, CUresult (*)(CUstream, int*))                                               \
   X(cuStreamGetCaptureInfo_v3, CUresult (*)(CUstream, int*, unsigned long long*, CUgraph*,          \
@@ -555,7 +562,13 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
                                                unsigned long long))                                    \
   X(cuMemImportFromShareableHandle, CUresult (*)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType)) \
   X(cuIpcGetEventHandle, CUresult (*)(CUipcEventHandle*, CUevent))                                     \
-  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))
+  X(cuIpcOpenEventHandle, CUresult (*)(CUevent*, CUipcEventHandle))                                  \
+  X(cuDeviceGetTexture1DLinearMaxWidth, CUresult (*)(size_t*, int, unsigned, CUdevice))                \
+  X(cuDeviceGetHostAtomicCapabilities, CUresult (*)(unsigned*, const int*, unsigned, CUdevice))        \
+  X(cuDeviceGetP2PAtomicCapabilities, CUresult (*)(unsigned*, const int*, unsigned, CUdevice, CUdevice)) \
+  X(cuCtxResetPersistingL2Cache, CUresult (*)())                                                      \
+  X(cuFlushGPUDirectRDMAWrites, CUresult (*)(int, int))                                               \
+  X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

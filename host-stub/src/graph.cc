@@ -102,17 +102,52 @@ int32_t Session::on_StreamBeginCapture(const api::CaptureBeginArgs& a, api::Empt
   return e;
 }
 
+int32_t Session::on_StreamBeginCaptureToGraph(const api::CaptureToGraphArgs& a, api::Empty&, Request& req) {
+  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED || a.pad || a.edges > 1 || a.count > api::kMaxGraphDeps)
+    return guest_fault("StreamBeginCaptureToGraph: mode, flags or dependency count");
+  const size_t bytes = size_t{a.count} * (sizeof(uint64_t) + (a.edges ? sizeof(CUgraphEdgeData) : 0));
+  if (req.tail.size() != bytes) return guest_fault("StreamBeginCaptureToGraph: dependency bytes of the wrong length");
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  Object* graph = vol_.find(ObjectKind::Graph, a.graph);
+  if (!graph || graph->device != device) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> deps;
+  if (CUresult e = graph_nodes(*graph, req.tail, a.count, &deps); e != CUDA_SUCCESS) return e;
+  std::vector<CUgraphEdgeData> edges(a.edges ? a.count : 0);
+  if (a.edges && a.count)
+    std::memcpy(edges.data(), req.tail.data() + a.count * sizeof(uint64_t), a.count * sizeof(CUgraphEdgeData));
+  const int mode = a.mode == CU_STREAM_CAPTURE_MODE_RELAXED ? CU_STREAM_CAPTURE_MODE_RELAXED
+                                                           : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  const CUresult e = on_device(device, [&] {
+    return api_.cuStreamBeginCaptureToGraph(s, graph->as<GraphObject>().graph, deps.empty() ? nullptr : deps.data(),
+                                            edges.empty() ? nullptr : edges.data(), deps.size(), mode);
+  });
+  if (e == CUDA_SUCCESS) {
+    ++captures_open_;
+    capture_into_[a.stream] = a.graph;
+  }
+  return e;
+}
+
 int32_t Session::on_StreamEndCapture(const api::CaptureEndArgs& a, api::Empty&, Request&) {
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph)) return CUDA_ERROR_INVALID_VALUE;
+  // A capture into an existing graph ends in that graph (the guest names it), else in a new one.
+  const auto into = capture_into_.find(a.stream);
+  if (into != capture_into_.end() ? a.graph != into->second
+                                  : a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph))
+    return CUDA_ERROR_INVALID_VALUE;
   CUgraph g = nullptr;
   const CUresult e = on_device(device, [&] { return api_.cuStreamEndCapture(s, &g); });
   // The capture ended unless the stream was not capturing (or is not its origin).
-  if (captures_open_ && (e == CUDA_SUCCESS || e == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
-                         e == CUDA_ERROR_STREAM_CAPTURE_UNJOINED))
-    --captures_open_;
+  const bool ended = e == CUDA_SUCCESS || e == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || e == CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+  if (captures_open_ && ended) --captures_open_;
+  if (into != capture_into_.end()) {
+    if (ended) capture_into_.erase(into);
+    return e;
+  }
   if (e == CUDA_SUCCESS && g) vol_.add(ObjectKind::Graph, device, a.graph, vol_.context(device)->id, GraphObject{g});
   return e;
 }

@@ -156,6 +156,10 @@ HostFuncGate* Session::persistent_gate(api::HostFuncEntry* entry, const Request&
 
 // Also a resume's (graph_state.cc), which has the slot but no call.
 HostFuncGate* Session::persistent_gate_at(api::HostFuncEntry* entry, uint32_t* slot_state, const std::atomic<bool>* stop) {
+  // The entry's gate when it has one: it only counts the entry's reaches, whoever holds it.
+  if (auto it = persistent_gates_.find(entry);
+      it != persistent_gates_.end() && it->second->slot_state == slot_state && it->second->endpoint_stop == stop)
+    return it->second;
   if (gates_.size() >= limits_.max_host_funcs) {
     VMRPC_LOG(kWarn, "stub", log_tag_ + ": refused a graph host node: the client has " +
                                  std::to_string(gates_.size()) + " host functions and nodes (the limit)");
@@ -169,6 +173,7 @@ HostFuncGate* Session::persistent_gate_at(api::HostFuncEntry* entry, uint32_t* s
   gate->reached = &gates_reached_;
   gate->persistent = true;
   gates_.push_back(std::move(gate));
+  persistent_gates_[entry] = gates_.back().get();
   return gates_.back().get();
 }
 
@@ -181,6 +186,7 @@ void Session::free_gates(bool all) {
   // closing_ and returns within a sleep step.
   for (const auto& g : gates_)
     while (g->phase.load() == 1) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  persistent_gates_.clear();
   gates_.clear();
 }
 

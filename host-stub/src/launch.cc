@@ -5,6 +5,7 @@
 // before it reaches cuLaunchKernelEx.
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "session.h"
@@ -158,11 +159,15 @@ int32_t Session::on_LaunchKernelEx(const api::LaunchExArgs& a, api::Empty&, Requ
   return api_.cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 
-int32_t Session::on_OccupancyMaxActiveClusters(const api::LaunchExArgs& a, api::OccupancyReply& r, Request& req) {
+// A launch configuration without its stream and arguments, for the cluster occupancy queries
+// (cuOccupancyMaxActiveClusters, cuOccupancyMaxPotentialClusterSize): `query` runs on the
+// function's device with the driver's function and configuration.
+template <class Query>
+int32_t Session::cluster_query(const char* what, const api::LaunchExArgs& a, Request& req, Query&& query) {
   if (a.attr_count > api::kMaxLaunchAttributes || a.pad != 0 || a.arg_bytes != 0 || a.stream != 0)
-    return guest_fault("OccupancyMaxActiveClusters: parameters, a stream or too many attributes");
+    return guest_fault((std::string(what) + ": parameters, a stream or too many attributes").c_str());
   if (req.tail.size() != size_t{a.attr_count} * sizeof(api::LaunchAttribute))
-    return guest_fault("OccupancyMaxActiveClusters: attribute bytes of the wrong length");
+    return guest_fault((std::string(what) + ": attribute bytes of the wrong length").c_str());
   CUlaunchAttribute attrs[api::kMaxLaunchAttributes];
   unsigned count = 0;
   for (uint32_t i = 0; i < a.attr_count; ++i) {
@@ -177,7 +182,20 @@ int32_t Session::on_OccupancyMaxActiveClusters(const api::LaunchExArgs& a, api::
   const CUfunction fn = fo->as<FunctionObject>().fn;
   const CUlaunchConfig config{a.grid[0],  a.grid[1],  a.grid[2],      a.block[0], a.block[1],
                               a.block[2], a.shared_bytes, nullptr, count ? attrs : nullptr, count};
-  return on_device(fo->device, [&] { return api_.cuOccupancyMaxActiveClusters(&r.blocks, fn, &config); });
+  return on_device(fo->device, [&] { return query(fn, config); });
+}
+
+int32_t Session::on_OccupancyMaxActiveClusters(const api::LaunchExArgs& a, api::OccupancyReply& r, Request& req) {
+  return cluster_query("OccupancyMaxActiveClusters", a, req, [&](CUfunction fn, const CUlaunchConfig& c) {
+    return api_.cuOccupancyMaxActiveClusters(&r.blocks, fn, &c);
+  });
+}
+
+int32_t Session::on_OccupancyMaxPotentialClusterSize(const api::LaunchExArgs& a, api::OccupancyReply& r,
+                                                     Request& req) {
+  return cluster_query("OccupancyMaxPotentialClusterSize", a, req, [&](CUfunction fn, const CUlaunchConfig& c) {
+    return api_.cuOccupancyMaxPotentialClusterSize(&r.blocks, fn, &c);
+  });
 }
 
 }  // namespace vmcuda::host

@@ -189,6 +189,7 @@ struct TexObject {
   CUtexObject value = 0;
   api::TextureCreateArgs spec{};  // as checked at its creation (handle: the array's guest handle, or the address)
   ObjectId resource = 0;          // the Array / MipmappedArray entry it reads (0: device memory)
+  bool view = false;              // made through a resource view (TextureCreateView): a suspend is refused
 };
 struct SurfObject {
   CUsurfObject value = 0;

@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "address_hold.h"
@@ -203,6 +204,9 @@ class Session : public vmrpc::SlotService {
     const Object* m = vol_.find(ObjectKind::Module, handle);
     return m && m->device == current_ ? m : nullptr;
   }
+  // The cluster occupancy queries' common checks (launch.cc).
+  template <class Query>
+  int32_t cluster_query(const char* what, const api::LaunchExArgs& a, Request& req, Query&& query);
   // Runs `f` with `device`'s context current, then makes the current device's current again.
   template <class F>
   CUresult on_device(int device, F&& f) {
@@ -300,6 +304,8 @@ class Session : public vmrpc::SlotService {
   // thread, where the capture began) and copies whose host bytes do not outlive the call are
   // refused on capturing streams.
   uint32_t captures_open_ = 0;
+  // Captures into an existing graph (StreamBeginCaptureToGraph): guest stream -> guest graph.
+  std::map<uint64_t, uint64_t> capture_into_;
   // CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (logged once) when `s` is capturing: `what`'s
   // host bytes are the call's own (inline, or staging the guest reuses), which a graph
   // could not read at its launches. Costs nothing while no capture is open.
@@ -596,6 +602,9 @@ class Session : public vmrpc::SlotService {
   // Host functions (host_func.cc): gates the driver runs on its own thread, each waiting
   // for the guest to run its function. Freed once run, or at close (after the contexts).
   std::vector<std::unique_ptr<HostFuncGate>> gates_;
+  // The persistent gates by entry: a guest entry given back and reused by another host node
+  // gets the same gate (its nodes hold only that), so SetParams loops do not grow gates_.
+  std::unordered_map<const api::HostFuncEntry*, HostFuncGate*> persistent_gates_;
   size_t reap_gates_at_ = 64;
   std::atomic<bool> closing_{false};     // close() began: gates stop waiting for the guest
   std::atomic<uint32_t> gates_reached_{0};  // HostFuncEntry::order

@@ -43,6 +43,7 @@ struct FakeStream {
   int capture_status = 0;
   CUgraph capture = nullptr;
   bool capture_origin = false;  // began it (else joined it through an event)
+  bool capture_into = false;    // into the program's graph (cuStreamBeginCaptureToGraph): never destroyed here
   uint64_t capture_id = 0;
   std::vector<CUgraphNode> frontier;
   // Stream attributes (cuStreamSetAttribute) other than the priority (above), by id: the
@@ -391,15 +392,18 @@ void destroy_graph_locked(CUgraph graph);
 // A capture whose origin stream (or context) goes away: every stream leaves it and its
 // graph goes. Lock held.
 void drop_capture_locked(CUgraph c) {
-  for_capture_streams(c, [](FakeStream& o) {
+  bool into = false;
+  for_capture_streams(c, [&](FakeStream& o) {
+    into |= o.capture_into;
     o.capture_status = 0;
     o.capture = nullptr;
     o.capture_origin = false;
+    o.capture_into = false;
     o.frontier.clear();
   });
   for (auto& [e, ev] : gpu().events)
     if (ev.capture == c) ev.capture = nullptr;
-  destroy_graph_locked(c);
+  if (!into) destroy_graph_locked(c);  // a capture into the program's graph leaves it
 }
 // A call that may not run during a capture (a synchronization) invalidates it. Lock held.
 CUresult invalidate_capture_locked(FakeStream* st) {
@@ -1489,7 +1493,12 @@ uint64_t object_value_locked(CUcontext c) {
 }
 CUresult f_tex_create(CUtexObject* t, const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* d,
                       const CUDA_RESOURCE_VIEW_DESC* view) {
-  if (!t || !d || view) return CUDA_ERROR_INVALID_VALUE;
+  if (!t || !d) return CUDA_ERROR_INVALID_VALUE;
+  // A view: of an array or mipmapped array, its levels in order (the executor samples the whole resource).
+  if (view && (!r || (r->resType != CU_RESOURCE_TYPE_ARRAY && r->resType != CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) ||
+               view->firstMipmapLevel > view->lastMipmapLevel || view->firstLayer > view->lastLayer ||
+               (r->resType == CU_RESOURCE_TYPE_ARRAY && view->lastMipmapLevel != 0)))
+    return CUDA_ERROR_INVALID_VALUE;
   for (int m : d->addressMode)
     if (m < 0 || m > 3) return CUDA_ERROR_INVALID_VALUE;
   if (d->filterMode < 0 || d->filterMode > 1) return CUDA_ERROR_INVALID_VALUE;
@@ -2103,6 +2112,48 @@ CUresult f_p2p_attribute(int* v, int attr, CUdevice src, CUdevice dst) {
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
+// CUDA 12-13 device queries, with an H100's kind of answers (device_ext.cc's calls).
+CUresult f_texture_1d_width(size_t* w, int format, unsigned channels, CUdevice dev) {
+  if (dev < 0 || dev > 1) return CUDA_ERROR_INVALID_DEVICE;
+  const bool known = (format >= 0x01 && format <= 0x03) || (format >= 0x08 && format <= 0x0a) || format == 0x10 ||
+                     format == 0x20;
+  if (!w || !known || (channels != 1 && channels != 2 && channels != 4)) return CUDA_ERROR_INVALID_VALUE;
+  *w = size_t{1} << 28;  // cudaDevAttrMaxTexture1DLinearWidth
+  return CUDA_SUCCESS;
+}
+// Integer operations: 32- and 64-bit scalars, signed and unsigned; float operations: 32-bit.
+CUresult atomic_caps(unsigned* caps, const int* ops, unsigned count, bool p2p) {
+  if (!caps || !ops || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    if (ops[i] < 0 || ops[i] > 12) return CUDA_ERROR_INVALID_VALUE;
+    caps[i] = ops[i] >= 10 ? (1u << 3 | 1u << 4) : (1u << 0 | 1u << 1 | 1u << 3 | 1u << 4);  // cudaAtomicCapability*
+    if (p2p && ops[i] >= 10) caps[i] = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_host_atomic_caps(unsigned* caps, const int* ops, unsigned count, CUdevice dev) {
+  if (dev < 0 || dev > 1) return CUDA_ERROR_INVALID_DEVICE;
+  return atomic_caps(caps, ops, count, false);
+}
+CUresult f_p2p_atomic_caps(unsigned* caps, const int* ops, unsigned count, CUdevice src, CUdevice dst) {
+  if (src < 0 || src > 1 || dst < 0 || dst > 1 || src == dst) return CUDA_ERROR_INVALID_DEVICE;
+  return atomic_caps(caps, ops, count, true);
+}
+CUresult f_reset_persisting_l2() {
+  std::lock_guard l(gpu().mu);
+  return t_ctx && gpu().contexts.contains(t_ctx) ? CUDA_SUCCESS : CUresult{201};
+}
+CUresult f_flush_rdma(int target, int scope) {
+  if (target != 0 || (scope != 100 && scope != 200)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult f_cluster_size(int* size, CUfunction f, const CUlaunchConfig* c) {
+  std::lock_guard l(gpu().mu);
+  if (!function_of(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!size || !c) return CUDA_ERROR_INVALID_VALUE;
+  *size = 8;  // the portable cluster size limit
+  return CUDA_SUCCESS;
+}
 // Each side as its own context's device reaches it. Lock held.
 CUresult peer_copy_locked(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n) {
   if (!ctx_state().contains(dc) || !ctx_state().contains(sc)) return 201;
@@ -2147,6 +2198,32 @@ CUresult f_begin_capture(CUstream s, int mode) {
   st->frontier.clear();
   return CUDA_SUCCESS;
 }
+// Into an existing graph, after `deps` of its nodes (plain edges only: the executor has no ports).
+CUresult f_begin_capture_to_graph(CUstream s, CUgraph graph, const CUgraphNode* deps, const CUgraphEdgeData* edges,
+                                  size_t count, int mode) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (mode < 0 || mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == nullptr || s == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;
+  if (!g.graphs.contains(graph) || (count && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUgraphNode> frontier;
+  for (size_t i = 0; i < count; ++i) {
+    auto n = g.nodes.find(deps[i]);
+    if (n == g.nodes.end() || n->second.graph != graph) return CUDA_ERROR_INVALID_VALUE;
+    if (edges && (edges[i].from_port || edges[i].to_port || edges[i].type)) return CUDA_ERROR_NOT_SUPPORTED;
+    frontier.push_back(deps[i]);
+  }
+  st->capture_status = 1;
+  st->capture = graph;
+  st->capture_origin = true;
+  st->capture_into = true;
+  st->capture_id = ++g.next_capture_id;
+  st->frontier = std::move(frontier);
+  return CUDA_SUCCESS;
+}
 // The nodes `from` reaches going up its dependencies (itself included). Lock held.
 void ancestors_locked(CUgraphNode from, std::set<CUgraphNode>* out) {
   if (!out->insert(from).second) return;
@@ -2163,6 +2240,7 @@ CUresult f_end_capture(CUstream s, CUgraph* out) {
   if (!st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;
   if (!st->capture_origin) return 903;  // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
   const CUgraph graph = st->capture;
+  const bool into = st->capture_into;
   CUresult r = st->capture_status == 2 ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
   // Every stream that joined must have been joined back: its last work before the origin's.
   std::set<CUgraphNode> joined;
@@ -2174,12 +2252,13 @@ CUresult f_end_capture(CUstream s, CUgraph* out) {
     o.capture_status = 0;
     o.capture = nullptr;
     o.capture_origin = false;
+    o.capture_into = false;
     o.frontier.clear();
   });
   for (auto& [e, ev] : g.events)
     if (ev.capture == graph) ev.capture = nullptr;
   if (r != CUDA_SUCCESS) {
-    destroy_graph_locked(graph);
+    if (!into) destroy_graph_locked(graph);  // the program's own graph stays
     return r;
   }
   *out = graph;
@@ -3073,6 +3152,12 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags = f_occupancy_flags;
   api.cuOccupancyAvailableDynamicSMemPerBlock = f_occupancy_shared;
   api.cuOccupancyMaxActiveClusters = f_occupancy_clusters;
+  api.cuOccupancyMaxPotentialClusterSize = f_cluster_size;
+  api.cuDeviceGetTexture1DLinearMaxWidth = f_texture_1d_width;
+  api.cuDeviceGetHostAtomicCapabilities = f_host_atomic_caps;
+  api.cuDeviceGetP2PAtomicCapabilities = f_p2p_atomic_caps;
+  api.cuCtxResetPersistingL2Cache = f_reset_persisting_l2;
+  api.cuFlushGPUDirectRDMAWrites = f_flush_rdma;
   api.cuArray3DCreate_v2 = f_array_create;
   api.cuArrayDestroy = f_array_destroy;
   api.cuMipmappedArrayCreate = f_mipmap_create;
@@ -3096,6 +3181,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemcpyPeer = f_memcpy_peer;
   api.cuMemcpyPeerAsync = f_memcpy_peer_async;
   api.cuStreamBeginCapture_v2 = f_begin_capture;
+  api.cuStreamBeginCaptureToGraph = f_begin_capture_to_graph;
   api.cuStreamEndCapture = f_end_capture;
   api.cuStreamIsCapturing = f_is_capturing;
   api.cuStreamGetCaptureInfo_v3 = f_capture_info;

@@ -322,3 +322,111 @@ TEST_F(GuestDevice, PeerAccessToAResetDeviceEnds) {
 }
 
 }  // namespace
+
+// The device queries CUDA 12-13 added and the small context calls (calls.def 0x1c00): the host
+// driver's answers (the executor's: an H100's kind), the runtime's argument checks here.
+TEST_F(GuestDevice, Cuda13DeviceQueriesAnswerFromTheHostDriver) {
+  // 1D linear textures: per element format.
+  size_t width = 0;
+  const cudaChannelFormatDesc f4 = cudaCreateChannelDesc(32, 32, 32, 32, cudaChannelFormatKindFloat);
+  ASSERT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, &f4, 0), cudaSuccess);
+  EXPECT_EQ(width, size_t{1} << 28);
+  const cudaChannelFormatDesc bad = cudaCreateChannelDesc(32, 16, 0, 0, cudaChannelFormatKindFloat);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, &bad, 0), cudaErrorInvalidChannelDescriptor);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, &f4, 7), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(nullptr, &f4, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetTexture1DLinearMaxWidth(&width, nullptr, 0), cudaErrorInvalidValue);
+
+  // Atomic capabilities: one mask per operation, more operations than one call carries.
+  std::vector<cudaAtomicOperation> ops;
+  for (int i = 0; i < 70; ++i) ops.push_back(static_cast<cudaAtomicOperation>(i % 13));
+  std::vector<unsigned> caps(ops.size(), 0xdead);
+  ASSERT_EQ(cudaDeviceGetHostAtomicCapabilities(caps.data(), ops.data(), static_cast<unsigned>(ops.size()), 0),
+            cudaSuccess);
+  EXPECT_NE(caps[0] & cudaAtomicCapabilityScalar32, 0u);                // integer add
+  EXPECT_EQ(caps[69], caps[69 - 13]);                                   // past the first piece
+  EXPECT_EQ(caps[10] & cudaAtomicCapabilitySigned, 0u);                 // float add
+  ASSERT_EQ(cudaDeviceGetP2PAtomicCapabilities(caps.data(), ops.data(), 13, 0, 1), cudaSuccess);
+  EXPECT_NE(caps[9], 0u);
+  EXPECT_EQ(cudaDeviceGetP2PAtomicCapabilities(caps.data(), ops.data(), 13, 1, 1), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceGetP2PAtomicCapabilities(caps.data(), ops.data(), 13, 0, 5), cudaErrorInvalidDevice);
+  const cudaAtomicOperation unknown = static_cast<cudaAtomicOperation>(99);
+  EXPECT_EQ(cudaDeviceGetHostAtomicCapabilities(caps.data(), &unknown, 1, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetHostAtomicCapabilities(caps.data(), ops.data(), 0, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceGetHostAtomicCapabilities(nullptr, ops.data(), 1, 0), cudaErrorInvalidValue);
+
+  // The persisting L2 reset (queued) and the RDMA flush.
+  EXPECT_EQ(cudaCtxResetPersistingL2Cache(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                               cudaFlushGPUDirectRDMAWritesToOwner),
+            cudaSuccess);
+  EXPECT_EQ(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                               static_cast<cudaFlushGPUDirectRDMAWritesScope>(7)),
+            cudaErrorInvalidValue);
+
+  // The largest cluster for a configuration of a kernel.
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(16);
+  config.blockDim = dim3(128);
+  int size = 0;
+  ASSERT_EQ(cudaOccupancyMaxPotentialClusterSize(&size, reinterpret_cast<const void*>(&add_one_stub), &config),
+            cudaSuccess);
+  EXPECT_EQ(size, 8);
+  EXPECT_EQ(cudaOccupancyMaxPotentialClusterSize(nullptr, reinterpret_cast<const void*>(&add_one_stub), &config),
+            cudaErrorInvalidValue);
+  // No kernel: an invalid handle, as NVIDIA's 13.0 runtime answers the function queries (function.cc).
+  EXPECT_EQ(cudaOccupancyMaxPotentialClusterSize(&size, reinterpret_cast<const void*>(&queued_frames), &config),
+            cudaErrorInvalidResourceHandle);
+  (void)last_error();
+}
+
+// Texture objects through a resource view (calls.def 0x1c06): of a mipmapped array, the view
+// kept for cudaGetTextureObjectResourceViewDesc; the host driver checks levels and layers.
+TEST_F(GuestDevice, TextureObjectsThroughResourceViews) {
+  const cudaChannelFormatDesc f1 = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindFloat);
+  cudaMipmappedArray_t mip = nullptr;
+  ASSERT_EQ(cudaMallocMipmappedArray(&mip, &f1, cudaExtent{64, 64, 0}, 4, 0), cudaSuccess);
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeMipmappedArray;
+  res.res.mipmap.mipmap = mip;
+  cudaTextureDesc tex{};
+  tex.readMode = cudaReadModeElementType;
+  cudaResourceViewDesc view{};
+  view.width = 32;
+  view.height = 32;
+  view.firstMipmapLevel = 1;
+  view.lastMipmapLevel = 3;
+  cudaTextureObject_t t = 0;
+  ASSERT_EQ(cudaCreateTextureObject(&t, &res, &tex, &view), cudaSuccess);
+  cudaResourceViewDesc got{};
+  ASSERT_EQ(cudaGetTextureObjectResourceViewDesc(&got, t), cudaSuccess);
+  EXPECT_EQ(got.width, 32u);
+  EXPECT_EQ(got.firstMipmapLevel, 1u);
+  EXPECT_EQ(got.lastMipmapLevel, 3u);
+  EXPECT_EQ(cudaGetTextureObjectResourceViewDesc(nullptr, t), cudaErrorInvalidValue);
+  // Without a view: none to give.
+  cudaTextureObject_t plain = 0;
+  ASSERT_EQ(cudaCreateTextureObject(&plain, &res, &tex, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaGetTextureObjectResourceViewDesc(&got, plain), cudaErrorInvalidValue);
+  // Levels out of order: the driver's refusal.
+  cudaResourceViewDesc backwards = view;
+  backwards.firstMipmapLevel = 3;
+  backwards.lastMipmapLevel = 1;
+  cudaTextureObject_t bad = 0;
+  EXPECT_EQ(cudaCreateTextureObject(&bad, &res, &tex, &backwards), cudaErrorInvalidValue);
+  // Linear memory has no view.
+  void* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  cudaResourceDesc lin{};
+  lin.resType = cudaResourceTypeLinear;
+  lin.res.linear.devPtr = d;
+  lin.res.linear.desc = f1;
+  lin.res.linear.sizeInBytes = 4096;
+  EXPECT_EQ(cudaCreateTextureObject(&bad, &lin, &tex, &view), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDestroyTextureObject(t), cudaSuccess);
+  EXPECT_EQ(cudaDestroyTextureObject(plain), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaFreeMipmappedArray(mip), cudaSuccess);
+  (void)last_error();
+}

@@ -5,11 +5,13 @@
 // memory is refused). tests/cuda/mapped_memory covers the same-address path end to end.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
 
 #include "host-stub/guest_stub_env.h"
+#include "managed_advice.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vgpu_db/allocations.h"
@@ -147,6 +149,176 @@ TEST_F(GuestMappedMemory, ManagedBlocksCopyMemsetAndFree) {
   EXPECT_EQ(tst::fake_pinned_ranges(), pinned - 1);
   EXPECT_EQ(cudaFree(m), cudaErrorInvalidValue);
   ASSERT_EQ(cudaFree(d), cudaSuccess);
+  (void)last_error();
+}
+
+// cudaMemRangeGetAttribute[s] answer what cudaMemAdvise and cudaMemPrefetchAsync recorded, per
+// page, as CUDA documents (tests/cuda/managed_range checks the same against a real GPU).
+TEST_F(GuestMappedMemory, ManagedRangeAttributesFollowAdviceAndPrefetches) {
+  auto& r = remote();
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = 8 * page;
+  std::optional<vmrpc::HeapBlock> b;
+  {
+    auto lock = r.lock();
+    b = r.slot().heap().allocate(bytes);
+    ASSERT_TRUE(b);
+    ASSERT_EQ(r.call<vmcuda::api::Call::PinHeap>({b->ref()}).status, 0);
+  }
+  char* m = reinterpret_cast<char*>(b->data);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(m) % page, 0u);
+  vgpu_db::AllocationMap::process().add(
+      {reinterpret_cast<uint64_t>(m), bytes, vgpu_db::Allocation::kManaged, 0, b->offset});
+  auto& advice = vmcuda::guest::ManagedAdvice::process();
+  const size_t segments = advice.segments();
+  auto get = [&](cudaMemRangeAttribute a, const void* p, size_t n) {
+    int v = 12345;
+    EXPECT_EQ(cudaMemRangeGetAttribute(&v, sizeof v, a, p, n), cudaSuccess) << a;
+    return v;
+  };
+  char* hi = m + 4 * page;
+  const cudaMemLocation dev{cudaMemLocationTypeDevice, 0};
+  const cudaMemLocation host{cudaMemLocationTypeHost, 5};  // a host location's id is ignored
+
+  // Nothing advised yet.
+  EXPECT_EQ(get(cudaMemRangeAttributeReadMostly, m, bytes), 0);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocation, m, bytes), cudaInvalidDeviceId);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationType, m, bytes), cudaMemLocationTypeInvalid);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, m, bytes), cudaInvalidDeviceId);
+
+  // Read mostly: all pages or nothing; a byte stands for its page.
+  ASSERT_EQ(cudaMemAdvise(m, bytes, cudaMemAdviseSetReadMostly, dev), cudaSuccess);
+  ASSERT_EQ(cudaMemAdvise(m + 1, 10, cudaMemAdviseUnsetReadMostly, dev), cudaSuccess);  // the first page
+  EXPECT_EQ(get(cudaMemRangeAttributeReadMostly, m, bytes), 0);
+  EXPECT_EQ(get(cudaMemRangeAttributeReadMostly, m + page, bytes - page), 1);
+  EXPECT_EQ(get(cudaMemRangeAttributeReadMostly, m + page - 1, 2), 0);
+
+  // Preferred location: the legacy int, the type and the id.
+  ASSERT_EQ(cudaMemAdvise(m, bytes, cudaMemAdviseSetPreferredLocation, dev), cudaSuccess);
+  ASSERT_EQ(cudaMemAdvise(m, 4 * page, cudaMemAdviseSetPreferredLocation, host), cudaSuccess);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocation, m, bytes), cudaInvalidDeviceId);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocation, m, 4 * page), cudaCpuDeviceId);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationType, m, 4 * page), cudaMemLocationTypeHost);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocation, hi, 4 * page), 0);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationType, hi, 4 * page), cudaMemLocationTypeDevice);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationId, hi, 4 * page), 0);
+  ASSERT_EQ(cudaMemAdvise(m, page, cudaMemAdviseSetPreferredLocation, {cudaMemLocationTypeHostNuma, 3}),
+            cudaSuccess);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationType, m, page), cudaMemLocationTypeHostNuma);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationId, m, page), 3);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocation, m, page), cudaCpuDeviceId);
+  ASSERT_EQ(cudaMemAdvise(m, page, cudaMemAdviseSetPreferredLocation, {cudaMemLocationTypeHostNumaCurrent, 99}),
+            cudaSuccess);
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocationType, m, page), cudaMemLocationTypeHostNuma);  // resolved
+  ASSERT_EQ(cudaMemAdvise(hi, 4 * page, cudaMemAdviseUnsetPreferredLocation, {cudaMemLocationTypeDevice, 77}),
+            cudaSuccess);  // the location is ignored
+  EXPECT_EQ(get(cudaMemRangeAttributePreferredLocation, hi, 4 * page), cudaInvalidDeviceId);
+
+  // Accessed by: the devices (and the host) set for every page, the rest cudaInvalidDeviceId.
+  ASSERT_EQ(cudaMemAdvise(m, bytes, cudaMemAdviseSetAccessedBy, dev), cudaSuccess);
+  ASSERT_EQ(cudaMemAdvise(m, page, cudaMemAdviseSetAccessedBy, host), cudaSuccess);
+  int ids[3] = {7, 7, 7};
+  ASSERT_EQ(cudaMemRangeGetAttribute(ids, sizeof ids, cudaMemRangeAttributeAccessedBy, m, page), cudaSuccess);
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], cudaCpuDeviceId);
+  EXPECT_EQ(ids[2], cudaInvalidDeviceId);
+  ASSERT_EQ(cudaMemRangeGetAttribute(ids, sizeof ids, cudaMemRangeAttributeAccessedBy, m, bytes), cudaSuccess);
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], cudaInvalidDeviceId);
+  ids[1] = 7;
+  ASSERT_EQ(cudaMemRangeGetAttribute(ids, 4, cudaMemRangeAttributeAccessedBy, m, page), cudaSuccess);
+  EXPECT_EQ(ids[1], 7);  // one slot: one id, nothing written past it
+  EXPECT_EQ(cudaMemAdvise(m, page, cudaMemAdviseSetAccessedBy, {cudaMemLocationTypeHostNuma, 0}),
+            cudaErrorInvalidValue);  // a device or the host only
+  ASSERT_EQ(cudaMemAdvise(m, bytes, cudaMemAdviseUnsetAccessedBy, dev), cudaSuccess);
+  ASSERT_EQ(cudaMemRangeGetAttribute(ids, sizeof ids, cudaMemRangeAttributeAccessedBy, m, bytes), cudaSuccess);
+  EXPECT_EQ(ids[0], cudaInvalidDeviceId);
+
+  // Last prefetch location: what was asked last, per page.
+  ASSERT_EQ(cudaMemPrefetchAsync(m, bytes, dev, 0, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaMemPrefetchAsync(hi, page, host, 0, nullptr), cudaSuccess);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, m, 4 * page), 0);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocationType, m, 4 * page), cudaMemLocationTypeDevice);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocationId, m, 4 * page), 0);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, m, bytes), cudaInvalidDeviceId);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocationType, m, bytes), cudaMemLocationTypeInvalid);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, hi, page), cudaCpuDeviceId);
+
+  // Several at once; one bad size fails the call.
+  int rm = 7, last = 7;
+  cudaMemLocationType type = static_cast<cudaMemLocationType>(7);
+  void* data[3] = {&rm, &last, &type};
+  size_t sizes[3] = {4, 4, sizeof type};
+  cudaMemRangeAttribute attrs[3] = {cudaMemRangeAttributeReadMostly, cudaMemRangeAttributeLastPrefetchLocation,
+                                    cudaMemRangeAttributeLastPrefetchLocationType};
+  ASSERT_EQ(cudaMemRangeGetAttributes(data, sizes, attrs, 3, m + page, page), cudaSuccess);
+  EXPECT_EQ(rm, 1);
+  EXPECT_EQ(last, 0);
+  EXPECT_EQ(type, cudaMemLocationTypeDevice);
+  sizes[1] = 8;
+  EXPECT_EQ(cudaMemRangeGetAttributes(data, sizes, attrs, 3, m, page), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttributes(data, sizes, attrs, 0, m, page), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttributes(nullptr, sizes, attrs, 3, m, page), cudaErrorInvalidValue);
+
+  // CUDA's errors: sizes, unknown attributes, memory that is not managed, past the block.
+  int v = 0;
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 8, cudaMemRangeAttributeReadMostly, m, bytes), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 6, cudaMemRangeAttributeAccessedBy, m, bytes), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 0, cudaMemRangeAttributeAccessedBy, m, bytes), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 4, static_cast<cudaMemRangeAttribute>(9), m, bytes), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 4, static_cast<cudaMemRangeAttribute>(0), m, bytes), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(nullptr, 4, cudaMemRangeAttributeReadMostly, m, bytes), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeReadMostly, m, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeReadMostly, m, bytes + 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemRangeGetAttribute(&v, 4, cudaMemRangeAttributeReadMostly, &v, 4), cudaErrorInvalidValue);
+  EXPECT_EQ(last_error(), cudaErrorInvalidValue);
+
+  // Stream association: the whole allocation only; Single names a stream, never NULL.
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, m, 0, cudaMemAttachSingle), cudaSuccess);
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, m, bytes, cudaMemAttachHost), cudaSuccess);
+  EXPECT_EQ(cudaStreamAttachMemAsync(nullptr, m, 0, cudaMemAttachGlobal), cudaSuccess);
+  EXPECT_EQ(cudaStreamAttachMemAsync(nullptr, m, 0, cudaMemAttachSingle), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, m, page, cudaMemAttachSingle), cudaErrorInvalidValue);  // a part
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, m + page, 0, cudaMemAttachSingle), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, m, 0, 8), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamAttachMemAsync(s, &v, 0, cudaMemAttachSingle), cudaErrorInvalidValue);
+
+  // Batched prefetches: each location from its first operation on; discards change nothing here.
+  void* ptrs[3] = {m, m + page, hi};
+  size_t lens[3] = {page, page, page};
+  cudaMemLocation locs[2] = {host, dev};
+  size_t idxs[2] = {0, 2};
+  ASSERT_EQ(cudaMemPrefetchBatchAsync(ptrs, lens, 3, locs, idxs, 2, 0, s), cudaSuccess);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, m, 2 * page), cudaCpuDeviceId);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, hi, page), 0);
+  EXPECT_EQ(cudaMemPrefetchBatchAsync(ptrs, lens, 3, locs, idxs, 2, 0, nullptr), cudaErrorInvalidValue);  // legacy
+  EXPECT_EQ(cudaMemPrefetchBatchAsync(ptrs, lens, 3, locs, idxs, 2, 1, s), cudaErrorInvalidValue);        // flags
+  size_t bad_idxs[2] = {1, 2};
+  EXPECT_EQ(cudaMemPrefetchBatchAsync(ptrs, lens, 3, locs, bad_idxs, 2, 0, s), cudaErrorInvalidValue);
+  size_t late_idxs[2] = {0, 3};
+  EXPECT_EQ(cudaMemPrefetchBatchAsync(ptrs, lens, 3, locs, late_idxs, 2, 0, s), cudaErrorInvalidValue);
+  cudaMemLocation far{cudaMemLocationTypeDevice, 40};
+  EXPECT_EQ(cudaMemPrefetchBatchAsync(ptrs, lens, 1, &far, idxs, 1, 0, s), cudaErrorInvalidDevice);
+  void* outside[1] = {&v};
+  EXPECT_EQ(cudaMemPrefetchBatchAsync(outside, lens, 1, locs, idxs, 1, 0, s), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemDiscardBatchAsync(ptrs, lens, 3, 0, s), cudaSuccess);
+  EXPECT_EQ(cudaMemDiscardBatchAsync(ptrs, lens, 3, 0, cudaStreamLegacy), cudaErrorInvalidValue);
+  cudaMemLocation to_dev = dev;
+  EXPECT_EQ(cudaMemDiscardAndPrefetchBatchAsync(ptrs, lens, 3, &to_dev, idxs, 1, 0, s), cudaSuccess);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, m, 2 * page), 0);
+  EXPECT_EQ(get(cudaMemRangeAttributeLastPrefetchLocation, m, bytes), 0);  // the rest from the whole prefetch above
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  (void)last_error();
+
+  // Repeated advice does not grow the record; freeing the block drops it.
+  const size_t grown = advice.segments();
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(cudaMemAdvise(m, page, cudaMemAdviseSetReadMostly, dev), cudaSuccess);
+  EXPECT_EQ(advice.segments(), grown);
+  ASSERT_EQ(cudaFree(m), cudaSuccess);
+  EXPECT_EQ(advice.segments(), segments);
   (void)last_error();
 }
 

@@ -48,6 +48,66 @@ VMCUDA_CUDART_API cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size
                                                         cudaStream_t stream);
 VMCUDA_CUDART_API cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
                                             struct cudaMemLocation location);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int* capabilities,
+                                                                  const enum cudaAtomicOperation* operations,
+                                                                  unsigned int count, int device);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
+                                                                 const enum cudaAtomicOperation* operations,
+                                                                 unsigned int count, int srcDevice, int dstDevice);
+VMCUDA_CUDART_API cudaError_t cudaCtxResetPersistingL2Cache(void);
+VMCUDA_CUDART_API cudaError_t cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target,
+                                                                 enum cudaFlushGPUDirectRDMAWritesScope scope);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements,
+                                                                   const struct cudaChannelFormatDesc* fmtDesc,
+                                                                   int device);
+VMCUDA_CUDART_API cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* func,
+                                                                   const cudaLaunchConfig_t* launchConfig);
+VMCUDA_CUDART_API cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc* pResViewDesc,
+                                                                   cudaTextureObject_t texObject);
+VMCUDA_CUDART_API cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long* flags);
+VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                              cudaGraphInstantiateParams* instantiateParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                                   cudaGraphInstantiateParams* instantiateParams);
+VMCUDA_CUDART_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                             const cudaGraphNode_t* dependencies,
+                                                             const cudaGraphEdgeData* dependencyData,
+                                                             size_t numDependencies, enum cudaStreamCaptureMode mode);
+VMCUDA_CUDART_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                                  const cudaGraphNode_t* dependencies,
+                                                                  const cudaGraphEdgeData* dependencyData,
+                                                                  size_t numDependencies,
+                                                                  enum cudaStreamCaptureMode mode);
+VMCUDA_CUDART_API cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize, enum cudaMemRangeAttribute attribute,
+                                                       const void* devPtr, size_t count);
+VMCUDA_CUDART_API cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
+                                                        enum cudaMemRangeAttribute* attributes, size_t numAttributes,
+                                                        const void* devPtr, size_t count);
+VMCUDA_CUDART_API cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length,
+                                                       unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
+                                                            unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                                        struct cudaMemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                                        size_t numPrefetchLocs, unsigned long long flags,
+                                                        cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                                             struct cudaMemLocation* prefetchLocs,
+                                                             size_t* prefetchLocIdxs, size_t numPrefetchLocs,
+                                                             unsigned long long flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemDiscardBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                                       unsigned long long flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemDiscardBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                                            unsigned long long flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                                                  struct cudaMemLocation* prefetchLocs,
+                                                                  size_t* prefetchLocIdxs, size_t numPrefetchLocs,
+                                                                  unsigned long long flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                                                       struct cudaMemLocation* prefetchLocs,
+                                                                       size_t* prefetchLocIdxs,
+                                                                       size_t numPrefetchLocs,
+                                                                       unsigned long long flags, cudaStream_t stream);
 
 // stream-ordered allocation and memory pools (guest-lib/src/memory_pool.cc).
 VMCUDA_CUDART_API cudaError_t cudaMallocAsync(void** devPtr, size_t size, cudaStream_t hStream);
@@ -611,6 +671,22 @@ VMCUDA_CUDART_END
   X(cudaMallocManaged)                       \
   X(cudaMemAdvise)                           \
   X(cudaMemPrefetchAsync)                    \
+  X(cudaMemRangeGetAttribute)                \
+  X(cudaMemRangeGetAttributes)               \
+  X(cudaGraphInstantiateWithParams)          \
+  X(cudaGraphExecGetFlags)                   \
+  X(cudaGetTextureObjectResourceViewDesc)    \
+  X(cudaStreamBeginCaptureToGraph)           \
+  X(cudaDeviceGetHostAtomicCapabilities)     \
+  X(cudaDeviceGetP2PAtomicCapabilities)      \
+  X(cudaCtxResetPersistingL2Cache)           \
+  X(cudaDeviceFlushGPUDirectRDMAWrites)      \
+  X(cudaDeviceGetTexture1DLinearMaxWidth)    \
+  X(cudaOccupancyMaxPotentialClusterSize)    \
+  X(cudaStreamAttachMemAsync)                \
+  X(cudaMemPrefetchBatchAsync)               \
+  X(cudaMemDiscardBatchAsync)                \
+  X(cudaMemDiscardAndPrefetchBatchAsync)     \
   X(cudaLaunchKernel)                        \
   X(cudaLaunchCooperativeKernel)             \
   X(cudaLaunchKernelExC)                     \

@@ -176,7 +176,7 @@ struct cudaResourceDesc {
 };
 static_assert(sizeof(cudaResourceDesc) == 144 && offsetof(cudaResourceDesc, flags) == 136);
 struct cudaResourceViewDesc {
-  int format;  // enum cudaResourceViewFormat (views are not remoted)
+  int format;  // enum cudaResourceViewFormat (== CUresourceViewFormat)
   size_t width;
   size_t height;
   size_t depth;
@@ -310,6 +310,50 @@ enum cudaMemoryAdvise {
   cudaMemAdviseUnsetPreferredLocation = 4,
   cudaMemAdviseSetAccessedBy = 5,
   cudaMemAdviseUnsetAccessedBy = 6,
+};
+/// driver_types.h: atomic operations and capabilities (cudaDeviceGet{Host,P2P}AtomicCapabilities)
+/// and the GPUDirect RDMA flush (cudaDeviceFlushGPUDirectRDMAWrites).
+enum cudaAtomicOperation {
+  cudaAtomicOperationIntegerAdd = 0,
+  cudaAtomicOperationIntegerMin = 1,
+  cudaAtomicOperationIntegerMax = 2,
+  cudaAtomicOperationIntegerIncrement = 3,
+  cudaAtomicOperationIntegerDecrement = 4,
+  cudaAtomicOperationAnd = 5,
+  cudaAtomicOperationOr = 6,
+  cudaAtomicOperationXOR = 7,
+  cudaAtomicOperationExchange = 8,
+  cudaAtomicOperationCAS = 9,
+  cudaAtomicOperationFloatAdd = 10,
+  cudaAtomicOperationFloatMin = 11,
+  cudaAtomicOperationFloatMax = 12,
+};
+enum cudaAtomicOperationCapability {
+  cudaAtomicCapabilitySigned = 1u << 0,
+  cudaAtomicCapabilityUnsigned = 1u << 1,
+  cudaAtomicCapabilityReduction = 1u << 2,
+  cudaAtomicCapabilityScalar32 = 1u << 3,
+  cudaAtomicCapabilityScalar64 = 1u << 4,
+  cudaAtomicCapabilityScalar128 = 1u << 5,
+  cudaAtomicCapabilityVector32x4 = 1u << 6,
+};
+enum cudaFlushGPUDirectRDMAWritesScope {
+  cudaFlushGPUDirectRDMAWritesToOwner = 100,
+  cudaFlushGPUDirectRDMAWritesToAllDevices = 200,
+};
+enum cudaFlushGPUDirectRDMAWritesTarget {
+  cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+};
+/// driver_types.h: what cudaMemRangeGetAttribute[s] asks of managed memory.
+enum cudaMemRangeAttribute {
+  cudaMemRangeAttributeReadMostly = 1,
+  cudaMemRangeAttributePreferredLocation = 2,
+  cudaMemRangeAttributeAccessedBy = 3,
+  cudaMemRangeAttributeLastPrefetchLocation = 4,
+  cudaMemRangeAttributePreferredLocationType = 5,
+  cudaMemRangeAttributePreferredLocationId = 6,
+  cudaMemRangeAttributeLastPrefetchLocationType = 7,
+  cudaMemRangeAttributeLastPrefetchLocationId = 8,
 };
 
 /// driver_types.h: cudaFuncAttributes (cudaFuncGetAttributes) and cudaFuncAttribute
@@ -545,6 +589,9 @@ VMCUDA_CUDART_END
 /// driver_types.h: the device id of no device, and the occupancy flags. Macros, as NVIDIA's are.
 #ifndef cudaInvalidDeviceId
 #define cudaInvalidDeviceId ((int)-2)
+#endif
+#ifndef cudaCpuDeviceId
+#define cudaCpuDeviceId ((int)-1)
 #endif
 #ifndef cudaOccupancyDefault
 #define cudaOccupancyDefault 0x00
@@ -894,6 +941,28 @@ struct cudaGraphEdgeData {
   unsigned char reserved[5];
 };
 static_assert(sizeof(cudaGraphEdgeData) == 8);
+/// driver_types.h: cudaGraphInstantiateWithParams's parameters and results.
+enum cudaGraphInstantiateFlags {
+  cudaGraphInstantiateFlagAutoFreeOnLaunch = 1,
+  cudaGraphInstantiateFlagUpload = 2,
+  cudaGraphInstantiateFlagDeviceLaunch = 4,
+  cudaGraphInstantiateFlagUseNodePriority = 8,
+};
+typedef enum cudaGraphInstantiateResult {
+  cudaGraphInstantiateSuccess = 0,
+  cudaGraphInstantiateError = 1,
+  cudaGraphInstantiateInvalidStructure = 2,
+  cudaGraphInstantiateNodeOperationNotSupported = 3,
+  cudaGraphInstantiateMultipleDevicesNotSupported = 4,
+  cudaGraphInstantiateConditionalHandleUnused = 5,
+} cudaGraphInstantiateResult;
+typedef struct cudaGraphInstantiateParams_st {
+  unsigned long long flags;
+  cudaStream_t uploadStream;
+  cudaGraphNode_t errNode_out;
+  cudaGraphInstantiateResult result_out;
+} cudaGraphInstantiateParams;
+static_assert(sizeof(cudaGraphInstantiateParams) == 32);
 struct cudaKernelNodeParams {
   void* func;
   dim3 gridDim;

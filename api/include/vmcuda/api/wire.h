@@ -775,6 +775,40 @@ static_assert(sizeof(MemPoolExportArgs) == 16);
 struct MemPoolImportArgs { IpcHandle handle; };
 static_assert(sizeof(MemPoolImportArgs) == 64);
 
+// ---- device queries of CUDA 12-13 (calls.def 0x1c00). Devices are guest device indexes.
+// cuDeviceGetTexture1DLinearMaxWidth: a CUarray_format and 1, 2 or 4 channels.
+struct Texture1DWidthArgs { int32_t device; uint32_t format; uint32_t channels; uint32_t pad; };
+static_assert(sizeof(Texture1DWidthArgs) == 16);
+struct Texture1DWidthReply { uint64_t width; };
+static_assert(sizeof(Texture1DWidthReply) == 8);
+// cuDeviceGetHostAtomicCapabilities (dst kAtomicHost) or cuDeviceGetP2PAtomicCapabilities:
+// `count` CUatomicOperation values (uint32) follow; the reply has one capability mask each.
+inline constexpr uint32_t kMaxAtomicOperations = 64;
+inline constexpr int32_t kAtomicHost = -1;
+struct AtomicCapsArgs { int32_t src; int32_t dst; uint32_t count; uint32_t pad; };
+static_assert(sizeof(AtomicCapsArgs) == 16);
+struct AtomicCapsReply { uint32_t caps[kMaxAtomicOperations]; };
+static_assert(sizeof(AtomicCapsReply) == 256);
+// cudaStreamBeginCaptureToGraph: capture into the guest's graph `graph` after `count` of its
+// nodes (handles at the tail's start), each with its edge data (CUgraphEdgeData, 8 bytes,
+// following the handles) when `edges` is 1. The capture ends in that graph (CaptureEndArgs
+// names it).
+struct CaptureToGraphArgs { uint64_t stream; uint64_t graph; uint32_t mode; uint32_t count; uint32_t edges; uint32_t pad; };
+static_assert(sizeof(CaptureToGraphArgs) == 32);
+// A texture object of an array or mipmapped array through a resource view
+// (cudaResourceViewDesc / CUDA_RESOURCE_VIEW_DESC: its format is a CUresourceViewFormat).
+struct TextureViewArgs {
+  TextureCreateArgs tex;
+  uint32_t format;
+  uint32_t first_mipmap_level, last_mipmap_level, first_layer, last_layer;
+  uint32_t pad;
+  uint64_t width, height, depth;
+};
+static_assert(sizeof(TextureViewArgs) == 160);
+// cuFlushGPUDirectRDMAWrites: CUflushGPUDirectRDMAWritesTarget and Scope.
+struct FlushRdmaArgs { uint32_t target; uint32_t scope; };
+static_assert(sizeof(FlushRdmaArgs) == 8);
+
 }  // namespace vmcuda::api
 
 // NVIDIA's libraries at their own API (issue 12 point 3): generated from NVIDIA's headers at
