@@ -285,8 +285,9 @@ void run_input(const uint8_t* data, size_t size) {
   std::vector<uint64_t> remembered;
   for (size_t i = 0; i < kMaxCalls && !in.done(); ++i) {
     const uint8_t sel = in.take<uint8_t>();
-    const CallShape* shape = sel < kCallCount ? &kCalls[sel] : nullptr;
+    const CallShape* shape = sel != kRawCall && sel < kCallCount ? &kCalls[sel] : nullptr;
     const uint32_t call_id = shape ? shape->id : in.take<uint32_t>();
+    if (!shape) shape = call_shape(call_id);  // a call past index 254 (or none: raw bytes)
     const uint8_t mode = in.take<uint8_t>();
     const uint16_t len = in.take<uint16_t>();
     uint8_t which = 0, at = 0;
