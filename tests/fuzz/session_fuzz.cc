@@ -229,6 +229,7 @@ void suspend_and_resume(World& w, host::Session& session, Reader& in) {
   FUZZ_CHECK(w.ledger->used() == 0);  // a suspended client's share goes back to the VM
   FUZZ_CHECK(testing::fake_live_contexts() == 0);
   FUZZ_CHECK(testing::fake_vmm_mappings() == 0);
+  FUZZ_CHECK(testing::fake_live_cublaslt_objects() == 0);  // carried in the state, not held
   std::vector<std::byte> bytes = sink.take_stream()->flatten();
   bool damaged = false;
   while (!in.done() && !bytes.empty()) {
