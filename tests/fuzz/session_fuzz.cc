@@ -251,6 +251,7 @@ void suspend_and_resume(World& w, host::Session& session, Reader& in) {
     FUZZ_CHECK(w.ledger->used() == 0);
     FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
     FUZZ_CHECK(testing::fake_live_contexts() == 0);
+    FUZZ_CHECK(testing::fake_live_cublaslt_objects() == 0);
   }
 }
 
