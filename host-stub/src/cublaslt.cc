@@ -5,18 +5,23 @@
 // pointers among them checked to be the client's memory), the heuristic query and the matmul.
 // A guest cuBLAS handle is a cuBLASLt handle too: NVIDIA's cublasHandle_t is one (PyTorch
 // casts it), so the host passes the real cuBLAS handle. The algorithm calls (ids, init, check,
-// capabilities, config) pass the algorithm's 64 bytes as they came. Not carried by a suspend yet.
+// capabilities, config) pass the algorithm's 64 bytes as they came. A suspend carries the
+// objects: each one's creation arguments and the attributes set on it are kept
+// (CublasLtObject) and saved, and a resume makes the object again and sets them again
+// (cublaslt_recreate, restore_cublaslt_attributes).
 #include "session.h"
 #include "vmrpc/log.h"
 
 #ifdef VMCUDA_WITH_CUBLAS
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "cublas.h"
@@ -26,16 +31,13 @@
 
 namespace vmcuda::host {
 
-std::string Session::cublaslt_blocks_suspend() const {
-  const size_t n = vol_.count(ObjectKind::CublasLt);
-  if (n == 0) return {};
-  return "the client holds " + std::to_string(n) +
-         " cuBLASLt handles or descriptors, which a suspend cannot carry yet; destroy them (cublasLtDestroy, "
-         "cublasLt*Destroy) and suspend again";
-}
-
 #ifndef VMCUDA_WITH_CUBLAS
 CUresult Session::cublaslt_release(CublasLtObject&) { return CUDA_SUCCESS; }
+bool Session::cublaslt_recreate(CublasLtObject&, uint64_t, std::string* why) {
+  *why = "the state has cuBLASLt objects, and this vmcuda-stub was built without cuBLAS";
+  return false;
+}
+bool Session::restore_cublaslt_attributes(std::string*) { return true; }
 #else
 
 // The entry points of libcublasLt.so.13 the calls use (generated list; ABI types).
@@ -113,6 +115,41 @@ struct AttrBuf {
   uint64_t words[api::kLtMaxAttributeBytes / 8]{};
   void* data() { return words; }
 };
+
+std::string hex(uint64_t v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+const char* what_name(What what) {
+  switch (what) {
+    case What::kHandle: return "cuBLASLt handle";
+    case What::kMatmulDesc: return "matmul descriptor";
+    case What::kLayout: return "matrix layout";
+    case What::kPreference: return "matmul preference";
+  }
+  return "cuBLASLt object";
+}
+
+// An attribute the library took: kept for a resume (the last value, moved to the end), and for
+// a matmul descriptor what alpha, beta and the pointer checks follow from.
+void note_attribute(CublasLtObject& o, int32_t attr, std::span<const std::byte> value) {
+  std::erase_if(o.attributes, [&](const auto& a) { return a.first == attr; });
+  o.attributes.emplace_back(attr, std::vector<std::byte>(value.begin(), value.end()));
+  if (o.what != What::kMatmulDesc) return;
+  if (api::lt_desc_attribute_is_pointer(attr) && value.size() == sizeof(uint64_t)) {
+    uint64_t p;
+    std::memcpy(&p, value.data(), sizeof p);
+    o.pointers[attr] = p;
+  }
+  int32_t v;
+  if (value.size() == sizeof v) {
+    std::memcpy(&v, value.data(), sizeof v);
+    if (attr == api::kLtDescScaleType) o.scale_type = v;
+    if (attr == api::kLtDescPointerMode) o.pointer_mode = v;
+  }
+}
 
 }  // namespace
 
@@ -196,6 +233,8 @@ int32_t Session::on_cublasLtCreate(const api::cublasLtCreate_Args& a, api::Empty
 
 int32_t Session::on_cublasLtMatmulDescCreate(const api::cublasLtMatmulDescCreate_Args& a, api::Empty&, Request&) {
   VMCUDA_LT_CREATE(cublasLtMatmulDescCreate, matmulDesc, What::kMatmulDesc, a.computeType, a.scaleType);
+  o.compute_type = a.computeType;
+  o.data_type = a.scaleType;
   o.scale_type = a.scaleType;
   vol_.add(ObjectKind::CublasLt, current_, a.matmulDesc, vol_.context(current_)->id, std::move(o));
   return CUBLAS_STATUS_SUCCESS;
@@ -203,6 +242,10 @@ int32_t Session::on_cublasLtMatmulDescCreate(const api::cublasLtMatmulDescCreate
 
 int32_t Session::on_cublasLtMatrixLayoutCreate(const api::cublasLtMatrixLayoutCreate_Args& a, api::Empty&, Request&) {
   VMCUDA_LT_CREATE(cublasLtMatrixLayoutCreate, matLayout, What::kLayout, a.type, a.rows, a.cols, a.ld);
+  o.data_type = a.type;
+  o.rows = a.rows;
+  o.cols = a.cols;
+  o.ld = a.ld;
   vol_.add(ObjectKind::CublasLt, current_, a.matLayout, vol_.context(current_)->id, std::move(o));
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -240,6 +283,87 @@ int32_t Session::on_cublasLtMatmulPreferenceDestroy(const api::cublasLtMatmulPre
 }
 #undef VMCUDA_LT_DESTROY
 
+// ---- a resume (suspend.cc)
+
+bool Session::cublaslt_recreate(CublasLtObject& o, uint64_t guest, std::string* why) {
+  int32_t status = CUBLAS_STATUS_SUCCESS;
+  const CublasLtApi* lib = cublaslt_library(&status);
+  if (!lib) {
+    *why = std::string("the state has a ") + what_name(o.what) + " (" + hex(guest) +
+           "), and this host has no usable libcublasLt.so.13 (install CUDA 13's cuBLAS, package libcublas-13-0)";
+    return false;
+  }
+  // Attributes (and so what follows from them) come back with restore_cublaslt_attributes.
+  o.scale_type = o.data_type;
+  o.pointer_mode = 0;
+  o.pointers.clear();
+  void* made = nullptr;
+  int st = CUBLAS_STATUS_SUCCESS;
+  switch (o.what) {
+    case What::kHandle: st = lib->cublasLtCreate(&made); break;
+    case What::kMatmulDesc: st = lib->cublasLtMatmulDescCreate(&made, o.compute_type, o.data_type); break;
+    case What::kLayout: st = lib->cublasLtMatrixLayoutCreate(&made, o.data_type, o.rows, o.cols, o.ld); break;
+    case What::kPreference: st = lib->cublasLtMatmulPreferenceCreate(&made); break;
+  }
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    *why = std::string("making ") + what_name(o.what) + " " + hex(guest) +
+           " again failed (cuBLASLt status " + std::to_string(st) + ")";
+    return false;
+  }
+  o.ptr = made;
+  return true;
+}
+
+bool Session::restore_cublaslt_attributes(std::string* why) {
+  for (const auto& [guest, id] : vol_.of(ObjectKind::CublasLt)) {
+    Object& obj = *vol_.get(id);
+    CublasLtObject& o = obj.as<CublasLtObject>();
+    const auto saved = std::move(o.attributes);
+    o.attributes.clear();
+    make_current(obj.device);
+    for (const auto& [attr, value] : saved) {
+      const std::string which = std::string(what_name(o.what)) + " " + hex(guest) + "'s attribute " +
+                                std::to_string(attr);
+      // As the guest's set is checked (on_cublasLt*SetAttribute): an attribute vmcuda forwards,
+      // a device pointer the client's memory.
+      const bool known = o.what == What::kMatmulDesc ? api::lt_desc_attribute_forwarded(attr)
+                         : o.what == What::kLayout   ? api::lt_layout_attribute_forwarded(attr)
+                         : o.what == What::kPreference ? api::lt_preference_attribute_forwarded(attr)
+                                                       : false;
+      if (!known || value.empty() || value.size() > api::kLtMaxAttributeBytes) {
+        *why = which + " is not one vmcuda sets";
+        return false;
+      }
+      if (o.what == What::kMatmulDesc && api::lt_desc_attribute_is_pointer(attr)) {
+        uint64_t p = 0;
+        if (value.size() == sizeof p) std::memcpy(&p, value.data(), sizeof p);
+        if (value.size() != sizeof p || (p && !owns_range(p, 1))) {
+          *why = which + " is not a pointer to the client's device memory";
+          return false;
+        }
+      }
+      AttrBuf buf;
+      std::memcpy(buf.data(), value.data(), value.size());
+      int st = CUBLAS_STATUS_NOT_SUPPORTED;
+      switch (o.what) {
+        case What::kMatmulDesc: st = cublaslt_->cublasLtMatmulDescSetAttribute(o.ptr, attr, buf.data(), value.size()); break;
+        case What::kLayout: st = cublaslt_->cublasLtMatrixLayoutSetAttribute(o.ptr, attr, buf.data(), value.size()); break;
+        case What::kPreference:
+          st = cublaslt_->cublasLtMatmulPreferenceSetAttribute(o.ptr, attr, buf.data(), value.size());
+          break;
+        case What::kHandle: break;  // never (not known above)
+      }
+      if (st != CUBLAS_STATUS_SUCCESS) {
+        *why = "setting " + which + " again failed (cuBLASLt status " + std::to_string(st) + ")";
+        return false;
+      }
+      note_attribute(o, attr, value);
+    }
+  }
+  make_current(current_);
+  return true;
+}
+
 // ---- attributes: the value's bytes follow the Args (set) or come back in the reply (get).
 
 #define VMCUDA_LT_SET(call, field, what_)                                                               \
@@ -262,25 +386,24 @@ int32_t Session::on_cublasLtMatmulDescSetAttribute(const api::cublasLtMatmulDesc
       return bad(log_tag_, "cublasLtMatmulDescSetAttribute", "a pointer attribute is not the client's device memory");
   }
   const int st = lib->cublasLtMatmulDescSetAttribute(o->ptr, a.attr, buf.data(), a.sizeInBytes);
-  if (st != CUBLAS_STATUS_SUCCESS) return st;
-  if (pointer) o->pointers[a.attr] = buf.words[0];
-  int32_t v;
-  std::memcpy(&v, buf.data(), sizeof v);
-  if (a.sizeInBytes == sizeof v && a.attr == api::kLtDescScaleType) o->scale_type = v;
-  if (a.sizeInBytes == sizeof v && a.attr == api::kLtDescPointerMode) o->pointer_mode = v;
+  if (st == CUBLAS_STATUS_SUCCESS) note_attribute(*o, a.attr, req.tail);
   return st;
 }
 
 int32_t Session::on_cublasLtMatrixLayoutSetAttribute(const api::cublasLtMatrixLayoutSetAttribute_Args& a, api::Empty&,
                                                      Request& req) {
   VMCUDA_LT_SET(cublasLtMatrixLayoutSetAttribute, matLayout, What::kLayout);
-  return lib->cublasLtMatrixLayoutSetAttribute(o->ptr, a.attr, buf.data(), a.sizeInBytes);
+  const int st = lib->cublasLtMatrixLayoutSetAttribute(o->ptr, a.attr, buf.data(), a.sizeInBytes);
+  if (st == CUBLAS_STATUS_SUCCESS) note_attribute(*o, a.attr, req.tail);
+  return st;
 }
 
 int32_t Session::on_cublasLtMatmulPreferenceSetAttribute(const api::cublasLtMatmulPreferenceSetAttribute_Args& a,
                                                          api::Empty&, Request& req) {
   VMCUDA_LT_SET(cublasLtMatmulPreferenceSetAttribute, pref, What::kPreference);
-  return lib->cublasLtMatmulPreferenceSetAttribute(o->ptr, a.attr, buf.data(), a.sizeInBytes);
+  const int st = lib->cublasLtMatmulPreferenceSetAttribute(o->ptr, a.attr, buf.data(), a.sizeInBytes);
+  if (st == CUBLAS_STATUS_SUCCESS) note_attribute(*o, a.attr, req.tail);
+  return st;
 }
 #undef VMCUDA_LT_SET
 

@@ -7,7 +7,10 @@
 // until they close (natively undefined; here the bytes stay valid). Events: the driver's
 // own IPC event handle behind a token; with every client in one process (`--isolation
 // thread`) the exporter's CUevent itself, shared (ipc_registry.h IpcSharedEvent).
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "ipc_registry.h"
 #include "session.h"
@@ -311,18 +314,42 @@ void Session::ipc_forget_event(uint64_t handle) {
   ipc_event_exports_.erase(it);
 }
 
+// A suspend gives the client's device memory and events back to the driver and makes them
+// anew at the resume: memory shared with another program of the VM would have to be given
+// back and made again under that program's mappings, in step with it, which is not done yet.
+// So it is refused, naming the first handle of each kind and why.
 std::string Session::ipc_blocks_suspend() const {
-  size_t events = 0;
+  std::vector<std::string> held;
+  auto hexs = [](uint64_t v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  auto more = [](size_t n) { return n > 1 ? " (and " + std::to_string(n - 1) + " more)" : std::string(); };
+  if (!ipc_exports_.empty())
+    held.push_back("allocation " + hexs(ipc_exports_.begin()->first) + more(ipc_exports_.size()) +
+                   " exported with cudaIpcGetMemHandle (other programs may map its memory, which a suspend "
+                   "would free and make anew under them)");
+  if (const auto& open = vol_.of(ObjectKind::IpcMemory); !open.empty())
+    held.push_back("another program's memory opened at " + hexs(open.begin()->first) + more(open.size()) +
+                   " with cudaIpcOpenMemHandle or cudaMemPoolImportPointer (it belongs to that program, whose "
+                   "suspend would free it under this one)");
+  std::vector<uint64_t> events;
   for (const auto& [h, id] : vol_.of(ObjectKind::Event))
-    if (vol_.get(id)->as<EventObject>().flags & CU_EVENT_INTERPROCESS) ++events;
-  const size_t open = vol_.count(ObjectKind::IpcMemory), exported = ipc_exports_.size(),
-               pools = ipc_pool_exports_.size();
-  if (!open && !exported && !events && !pools) return {};
-  return "the program shares GPU memory or events with other programs of the VM (cudaIpc*, cudaMemPoolExport*: " +
-         std::to_string(exported) + " allocations exported, " + std::to_string(open) + " opened, " +
-         std::to_string(events) + " interprocess events, " + std::to_string(pools) +
-         " memory pools exported), which a suspend does not carry yet; suspend the VM "
-         "when they are closed, or end the program";
+    if (vol_.get(id)->as<EventObject>().flags & CU_EVENT_INTERPROCESS) events.push_back(h);
+  if (!events.empty())
+    held.push_back("interprocess event " + hexs(events.front()) + more(events.size()) +
+                   " (cudaEventInterprocess: shared through the driver's IPC event handle, which a resume "
+                   "cannot make again behind the handle other programs hold)");
+  if (!ipc_pool_exports_.empty())
+    held.push_back("memory pool " + hexs(ipc_pool_exports_.begin()->first) + more(ipc_pool_exports_.size()) +
+                   " exported with cudaMemPoolExportToShareableHandle");
+  if (held.empty()) return {};
+  std::string why = "the program shares GPU memory or events with other programs of the VM, which a suspend does "
+                    "not carry yet: ";
+  for (size_t i = 0; i < held.size(); ++i) why += (i ? "; " : "") + held[i];
+  return why + ". Suspend the VM once they are closed (cudaIpcCloseMemHandle, cudaEventDestroy, "
+               "cudaMemPoolDestroy, cudaFree), or end the program";
 }
 
 }  // namespace vmcuda::host

@@ -208,13 +208,24 @@ struct CublasHandleObject {
 };
 
 // A cuBLASLt handle, matmul descriptor, matrix layout or preference of the real library, and
-// what the guest set on it (cublaslt.cc). Not carried by a suspend (refused while any exists).
+// what the guest made it with and set on it (cublaslt.cc): a suspend saves that, and a resume
+// makes the object again and sets its attributes again, in the order they were last set.
 struct CublasLtObject {
   enum What : int32_t { kHandle, kMatmulDesc, kLayout, kPreference };
   void* ptr = nullptr;  // the library's cublasLtHandle_t / descriptor
   What what = kHandle;
-  int32_t scale_type = 0;    // matmul descriptors: CUBLASLT_MATMUL_DESC_SCALE_TYPE
-  int32_t pointer_mode = 0;  // and CUBLASLT_MATMUL_DESC_POINTER_MODE, as set
+  // Its creation's arguments: matmul descriptors (compute_type, data_type: the scale type),
+  // layouts (data_type, rows, cols, ld).
+  int32_t compute_type = 0;
+  int32_t data_type = 0;
+  uint64_t rows = 0, cols = 0;
+  int64_t ld = 0;
+  // Every attribute the guest set, its value's bytes as last set, oldest first (a set again
+  // moves it to the end).
+  std::vector<std::pair<int32_t, std::vector<std::byte>>> attributes;
+  // Matmul descriptors, from the above (cublaslt.cc note_attribute): what alpha and beta are.
+  int32_t scale_type = 0;    // CUBLASLT_MATMUL_DESC_SCALE_TYPE
+  int32_t pointer_mode = 0;  // CUBLASLT_MATMUL_DESC_POINTER_MODE
   std::map<int32_t, uint64_t> pointers;  // device pointer attributes set (bias, aux, scales), checked at each matmul
 };
 

@@ -278,8 +278,12 @@ class Session : public vmrpc::SlotService {
   const struct CublasLtApi* cublaslt_library(int32_t* status);
   const struct CublasLtApi* cublaslt_ = nullptr;
   CUresult cublaslt_release(CublasLtObject& o);
-  // Why a suspend is refused now (empty: it is not): cuBLASLt objects are not carried yet.
-  std::string cublaslt_blocks_suspend() const;
+  // A resume (suspend.cc): the library's object for `o` made again from its creation's
+  // arguments, in the current context; then, once every object is back (the device memory
+  // its pointer attributes name too), each object's attributes set again, checked as the
+  // guest's sets are. False and why (naming the object) when that cannot be done.
+  bool cublaslt_recreate(CublasLtObject& o, uint64_t guest, std::string* why);
+  bool restore_cublaslt_attributes(std::string* why);
   // The real cublasLtHandle_t a guest handle names: a cuBLASLt handle, or a cuBLAS handle (as
   // NVIDIA's, a cublasHandle_t is a cublasLtHandle_t); its device in *device. nullptr if none.
   void* cublaslt_handle(uint64_t guest, int* device);

@@ -14,8 +14,9 @@
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
 // limits, peer access, arrays, the guest's VMM reservations, physical allocations and
-// mappings (at the same addresses, offsets and access), behind the same guest handles, and
-// texture and surface objects with their old values (arrays.cc). A resume that fails releases what it
+// mappings (at the same addresses, offsets and access), cuBLAS and cuBLASLt objects, behind
+// the same guest handles, and texture and surface objects with their old values (arrays.cc).
+// A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
 #include <algorithm>
 #include <bit>
@@ -37,6 +38,7 @@
 #include "arrays.h"
 #include "session.h"
 #include "state_stream.h"
+#include "vmcuda/api/cublaslt_abi.h"
 #include "vmrpc/log.h"
 
 namespace vmcuda::host {
@@ -57,13 +59,16 @@ enum RecordType : uint32_t {
 // 2: events carry their time before the suspend; 3: streams carry the attributes set on them;
 // 4: graphs, their nodes and executable graphs (graph_state.h); 5: virtual memory objects
 // (reservations, physical allocations with their bytes, mappings with their access) and the
-// header's last physical allocation handle; 6: cuFFT plans (the calls that made each)
-constexpr uint32_t kClientStateVersion = 6;
+// header's last physical allocation handle; 6: cuFFT plans (the calls that made each);
+// 7: cuBLASLt objects with their attributes
+constexpr uint32_t kClientStateVersion = 7;
 // A saved mapping's access list names each of the client's devices at most once; a saved
 // allocation's references are what a program could hold (cuMemRetainAllocationHandle).
 constexpr uint32_t kMaxSavedVmmRefs = 1u << 30;
 // CUstreamAttrID has 5 stream attributes: a saved stream names at most that many.
 constexpr uint32_t kMaxSavedStreamAttributes = 5;
+// cublasLt.h (13.0) has fewer than 40 attributes of any one kind of object.
+constexpr uint32_t kMaxSavedLtAttributes = 64;
 
 std::span<const std::byte> as_bytes(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 
@@ -416,8 +421,6 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
-  // cuBLASLt's handles and descriptors are not carried yet (cublaslt.cc): refused while any exists.
-  if (const std::string t = cublaslt_blocks_suspend(); !t.empty()) return fail(t);
   // cuRAND generators are not carried (nvlib.cc): refused while any exists.
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
@@ -641,8 +644,22 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       }
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
-      case ObjectKind::CublasLt:
-        break;  // never: refused while any exists (cublaslt_blocks_suspend)
+      case ObjectKind::CublasLt: {
+        // What made it and every attribute set on it (cublaslt.cc): a resume makes it again.
+        const auto& l = o.as<CublasLtObject>();
+        w.put_i32(l.what);
+        w.put_i32(l.compute_type);
+        w.put_i32(l.data_type);
+        w.put_u64(l.rows);
+        w.put_u64(l.cols);
+        w.put_u64(static_cast<uint64_t>(l.ld));
+        w.put_u32(static_cast<uint32_t>(l.attributes.size()));
+        for (const auto& [attr, value] : l.attributes) {
+          w.put_i32(attr);
+          w.put_bytes(std::span<const std::byte>(value));
+        }
+        break;
+      }
       case ObjectKind::CufftPlan: {
         // The calls that made it and its settings (cufft.cc): a resume replays them.
         const auto& p = o.as<CufftPlanObject>();
@@ -868,8 +885,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     uint32_t version = 0, slot = 0, owner = 0, count = 0;
     r.get_u32(&version);
     if (r.ok() && version != kClientStateVersion)
-      return fail("client state version " + std::to_string(version) + "; this vmcuda-stub reads version " +
-                  std::to_string(kClientStateVersion));
+      return fail("client state version " + std::to_string(version) + " (written by " +
+                  (version < kClientStateVersion ? "an older" : "a newer or another") +
+                  " vmcuda-stub); this vmcuda-stub reads version " + std::to_string(kClientStateVersion) +
+                  " only: restore it with the vmcuda-stub that saved it");
     r.get_u32(&slot);
     r.get_u32(&owner);
     r.get_u32(&count);
@@ -978,7 +997,6 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
-    if (s.kind == ObjectKind::CublasLt) return bad("cuBLASLt objects are not carried by a suspend");
     if (s.kind == ObjectKind::CurandGenerator) return bad("cuRAND generators are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
@@ -1311,8 +1329,41 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       }
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
-      case ObjectKind::CublasLt:
-        return bad("cuBLASLt objects are not carried by a suspend");
+      case ObjectKind::CublasLt: {
+        // Its creation's arguments and attributes are the library's to check when the resume
+        // makes and sets them; here what it is and that its attributes are few, sized, once.
+        CublasLtObject l;
+        int32_t what = -1;
+        uint64_t ld = 0;
+        uint32_t count = 0;
+        r.get_i32(&what);
+        r.get_i32(&l.compute_type);
+        r.get_i32(&l.data_type);
+        r.get_u64(&l.rows);
+        r.get_u64(&l.cols);
+        r.get_u64(&ld);
+        r.get_u32(&count);
+        if (!r.ok()) break;
+        if (what < CublasLtObject::kHandle || what > CublasLtObject::kPreference) return bad("an unknown cuBLASLt object");
+        l.what = static_cast<CublasLtObject::What>(what);
+        l.ld = static_cast<int64_t>(ld);
+        if (s.handle < api::kFirstGuestHandle) return bad("a handle the guest cannot have made");
+        if (count > kMaxSavedLtAttributes || (l.what == CublasLtObject::kHandle && count != 0))
+          return bad("too many attributes");
+        for (uint32_t i = 0; r.ok() && i < count; ++i) {
+          int32_t attr = 0;
+          std::vector<std::byte> value;
+          r.get_i32(&attr);
+          r.get_bytes(&value, api::kLtMaxAttributeBytes);
+          if (!r.ok()) break;
+          if (value.empty()) return bad("attribute " + std::to_string(attr) + " without a value");
+          for (const auto& [a, v] : l.attributes)
+            if (a == attr) return bad("attribute " + std::to_string(attr) + " twice");
+          l.attributes.emplace_back(attr, std::move(value));
+        }
+        s.data = std::move(l);
+        break;
+      }
       case ObjectKind::CufftPlan: {
         CufftPlanObject p;
         uint32_t n = 0;
@@ -1652,6 +1703,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         if (!cublas_recreate(std::get<CublasHandleObject>(data), s.device, &w)) return fail(w);
         break;
       }
+      case ObjectKind::CublasLt: {
+        // Made again from its creation's arguments; its attributes once every object (and the
+        // memory its pointer attributes name) is back (restore_cublaslt_attributes).
+        std::string w;
+        if (!cublaslt_recreate(std::get<CublasLtObject>(data), s.handle, &w)) return fail(w);
+        break;
+      }
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The same descriptor, charged to the VM again, then its texels back.
@@ -1777,6 +1835,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   if (!recreate_texture_objects(std::move(textures), new_id, &err)) return fail(err);
   if (!restore_cublas_settings(&err)) return fail(err);
   if (!restore_cufft_settings(&err)) return fail(err);
+  if (!restore_cublaslt_attributes(&err)) return fail(err);
   allocated_ = allocated;
   // Module variables' bytes.
   while (h.type == kGlobalData) {

@@ -229,6 +229,7 @@ void suspend_and_resume(World& w, host::Session& session, Reader& in) {
   FUZZ_CHECK(w.ledger->used() == 0);  // a suspended client's share goes back to the VM
   FUZZ_CHECK(testing::fake_live_contexts() == 0);
   FUZZ_CHECK(testing::fake_vmm_mappings() == 0);
+  FUZZ_CHECK(testing::fake_live_cublaslt_objects() == 0);  // carried in the state, not held
   std::vector<std::byte> bytes = sink.take_stream()->flatten();
   bool damaged = false;
   while (!in.done() && !bytes.empty()) {
@@ -250,6 +251,7 @@ void suspend_and_resume(World& w, host::Session& session, Reader& in) {
     FUZZ_CHECK(w.ledger->used() == 0);
     FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
     FUZZ_CHECK(testing::fake_live_contexts() == 0);
+    FUZZ_CHECK(testing::fake_live_cublaslt_objects() == 0);
   }
 }
 
@@ -285,8 +287,9 @@ void run_input(const uint8_t* data, size_t size) {
   std::vector<uint64_t> remembered;
   for (size_t i = 0; i < kMaxCalls && !in.done(); ++i) {
     const uint8_t sel = in.take<uint8_t>();
-    const CallShape* shape = sel < kCallCount ? &kCalls[sel] : nullptr;
+    const CallShape* shape = sel != kRawCall && sel < kCallCount ? &kCalls[sel] : nullptr;
     const uint32_t call_id = shape ? shape->id : in.take<uint32_t>();
+    if (!shape) shape = call_shape(call_id);  // a call past index 254 (or none: raw bytes)
     const uint8_t mode = in.take<uint8_t>();
     const uint16_t len = in.take<uint16_t>();
     uint8_t which = 0, at = 0;

@@ -7,7 +7,9 @@
 //   u8   heap_writes  then that many of:
 //          u32 offset (modulo the heap's size), u16 len, len bytes (clipped at the heap's end)
 //   then calls, up to kMaxCalls, each:
-//   u8   call         index into kCalls (calls.def order); >= kCallCount: a u32 raw call id follows
+//   u8   call         index into kCalls (calls.def order) below kRawCall; kRawCall (255): a u32
+//                     call id follows (the calls past index 254: cuBLAS's and cuBLASLt's; or an
+//                     id that is no call, its arguments then `len` raw bytes)
 //   u8   mode         bit 0: `len` is the whole argument size (a raw length, any value);
 //                     else the arguments are the call's Args struct plus `len` tail bytes
 //                     bit 1: patch: one u64 of the arguments is a value an earlier call
@@ -48,6 +50,7 @@ inline constexpr uint8_t kModePatch = 1u << 1;
 inline constexpr size_t kMaxCalls = 64;
 inline constexpr size_t kMaxRemembered = 16;
 inline constexpr uint32_t kMaxReplyExtra = 1u << 16;
+inline constexpr uint8_t kRawCall = 255;
 
 struct CallShape {
   uint32_t id;
@@ -69,11 +72,16 @@ inline constexpr CallShape kCalls[] = {
 };
 inline constexpr size_t kCallCount = sizeof kCalls / sizeof kCalls[0];
 
-// Index of `id` in kCalls (kCallCount if none).
+// The call `id` names (nullptr if none).
+inline const CallShape* call_shape(uint32_t id) {
+  for (const CallShape& s : kCalls)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+// Index of `id` in kCalls, or kRawCall (past index 254, or no call: the id follows).
 inline uint8_t call_index(api::Call c) {
-  for (size_t i = 0; i < kCallCount; ++i)
-    if (kCalls[i].id == static_cast<uint32_t>(c)) return static_cast<uint8_t>(i);
-  return static_cast<uint8_t>(kCallCount);
+  const CallShape* s = call_shape(static_cast<uint32_t>(c));
+  return s && s - kCalls < kRawCall ? static_cast<uint8_t>(s - kCalls) : kRawCall;
 }
 
 // Writes inputs in this format (the seed writer; tests).
@@ -95,6 +103,7 @@ class InputWriter {
   void call(api::Call c, const A& args, const void* tail = nullptr, uint16_t tail_len = 0, uint16_t reply_extra = 0,
             int patch_which = -1, uint8_t patch_at = 0) {
     put(call_index(c));
+    if (call_index(c) == kRawCall) put(static_cast<uint32_t>(c));
     put<uint8_t>(patch_which >= 0 ? kModePatch : 0);
     put(tail_len);
     if (patch_which >= 0) put(static_cast<uint8_t>(patch_which)), put(patch_at);

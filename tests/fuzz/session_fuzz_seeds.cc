@@ -372,6 +372,34 @@ void image_cache(uint8_t flags, const char* name) {
   save(name, w);
 }
 
+#ifdef VMCUDA_WITH_CUBLAS
+// cuBLASLt objects (host-stub/src/cublaslt.cc) with attributes set, one of them twice and one a
+// device pointer (the bias, patched in from Malloc), as a suspend carries them.
+void cublaslt(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  w.call(Call::Handshake, api::Empty{});        // rem 0
+  w.call(Call::Malloc, api::MallocArgs{4096});  // rem 1
+  constexpr uint64_t kLt = 0x100, kDesc = 0x110, kLayout = 0x120, kPref = 0x130;
+  const int32_t trans = 1, epilogue = 4 /* BIAS */, no_trans = 0;
+  const uint64_t rows = 2, workspace = 1 << 20, bias = 0;
+  w.call(Call::cublasLtCreate, api::cublasLtCreate_Args{kLt});
+  w.call(Call::cublasLtMatmulDescCreate, api::cublasLtMatmulDescCreate_Args{kDesc, 68, 0});
+  w.call(Call::cublasLtMatmulDescSetAttribute, api::cublasLtMatmulDescSetAttribute_Args{kDesc, 4, 3}, &trans, 4);
+  w.call(Call::cublasLtMatmulDescSetAttribute, api::cublasLtMatmulDescSetAttribute_Args{kDesc, 4, 7}, &epilogue, 4);
+  w.call(Call::cublasLtMatmulDescSetAttribute, api::cublasLtMatmulDescSetAttribute_Args{kDesc, 8, 8}, &bias, 8, 0,
+         1, sizeof(api::cublasLtMatmulDescSetAttribute_Args));
+  w.call(Call::cublasLtMatmulDescSetAttribute, api::cublasLtMatmulDescSetAttribute_Args{kDesc, 4, 3}, &no_trans, 4);
+  api::cublasLtMatrixLayoutCreate_Args l{};
+  l.matLayout = kLayout, l.rows = 3, l.cols = 2, l.ld = 3;
+  w.call(Call::cublasLtMatrixLayoutCreate, l);
+  w.call(Call::cublasLtMatrixLayoutSetAttribute, api::cublasLtMatrixLayoutSetAttribute_Args{kLayout, 8, 2}, &rows, 8);
+  w.call(Call::cublasLtMatmulPreferenceCreate, api::cublasLtMatmulPreferenceCreate_Args{kPref});
+  w.call(Call::cublasLtMatmulPreferenceSetAttribute, api::cublasLtMatmulPreferenceSetAttribute_Args{kPref, 8, 1},
+         &workspace, 8);
+  save(name, w);
+}
+#endif
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -403,6 +431,10 @@ int main(int argc, char** argv) {
   arrays(fuzz::kFlagSuspend, "arrays-suspend");
   graphs(fuzz::kFlagSuspend, "graphs-suspend");  // graphs carried (graph_state.cc)
   vmm_held(fuzz::kFlagSuspend, "vmm-held-suspend");  // VMM objects carried (suspend.cc)
+#ifdef VMCUDA_WITH_CUBLAS
+  cublaslt(0, "cublaslt");
+  cublaslt(fuzz::kFlagSuspend, "cublaslt-suspend");  // cuBLASLt objects carried (cublaslt.cc)
+#endif
   // Another client of the VM holds most of its quota: the session's allocations meet it.
   memory(fuzz::kFlagNeighbor, "memory-neighbor-24", 24);
   memory(fuzz::kFlagNeighbor | fuzz::kFlagSuspend, "memory-neighbor-30-suspend", 30);

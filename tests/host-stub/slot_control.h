@@ -61,10 +61,10 @@ inline void release(Stub& s) {
   s.endpoint.release_slot(slot.connection_id, slot.slot);
 }
 
-// The records of state file `from` copied to `to`, each object record's payload through
-// `edit` (which may change it).
+// The records of state file `from` copied to `to`, each object record's payload (or each
+// record of type `type`: 1 the client's header) through `edit` (which may change it).
 inline void rewrite_state(const std::string& from, const std::string& to,
-                   const std::function<void(std::vector<std::byte>&)>& edit) {
+                   const std::function<void(std::vector<std::byte>&)>& edit, uint32_t type = 3 /* kObjectRecord */) {
   state::FileSource in(from);
   state::FileSink out(to);
   state::RecordHeader h{};
@@ -73,7 +73,7 @@ inline void rewrite_state(const std::string& from, const std::string& to,
   while (in.next(&h, &why)) {
     if (!h.is_blob()) {
       ASSERT_TRUE(in.read_payload(&payload, &why)) << why;
-      if (h.type == 3 /* kObjectRecord */) edit(payload);
+      if (h.type == type) edit(payload);
       ASSERT_TRUE(out.put_record(h.type, h.id, payload)) << out.error();
       continue;
     }

@@ -2,7 +2,8 @@
 // the test executor's fake libcublasLt.so.13 (tests/executor/fake_cublas.cc): descriptors and
 // their attributes, the heuristic's algorithm bytes coming back and going to the matmul
 // unchanged, a cuBLAS handle used as the cuBLASLt handle (PyTorch's way), the bias epilogue,
-// hostile arguments and teardown.
+// hostile arguments, teardown, and the objects carried across a suspend or a save (with
+// forged state records refused).
 #include <chrono>
 #include <thread>
 
@@ -335,34 +336,166 @@ TEST_F(CublasLtTest, HostileArguments) {
   EXPECT_EQ(c.call<api::Call::cublasLtDestroy>({blas}), kNotInitialized);  // a cuBLAS handle is destroyed as one
 }
 
-TEST_F(CublasLtTest, SuspendIsRefusedWhileObjectsExist) {
+// A descriptor, layouts and a preference whose attributes differ from what they were made
+// with (one set twice: its last value counts), used for a matmul, then the client suspended
+// (the library's objects released) and resumed, or saved and restored: the same guest handles
+// name objects with the same attributes, and the same matmul (the heuristic's algorithm kept
+// by the guest) gives the same result.
+struct CublasLtSuspendTest : CublasLtTest {
+  uint64_t a = 0, b = 0, cm = 0, bias = 0;
+  std::vector<std::byte> algo;
+  uint64_t before = 0;  // the fake's live cuBLASLt objects of other tests
+  void SetUp() override {
+    before = tst::fake_live_cublaslt_objects();
+    CublasLtTest::SetUp();
+    a = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 0, 2, 0, 1, 1}), cm = floats({0, 0, 0, 0});
+    bias = floats({100, 200});
+    ASSERT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, kDescTransA, int32_t{1}), 0);
+    ASSERT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, kDescEpilogue, int32_t{4}), 0);  // BIAS
+    ASSERT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, kDescBias, bias), 0);
+    ASSERT_EQ(set<api::Call::cublasLtMatmulDescSetAttribute>(desc, kDescTransA, int32_t{0}), 0);  // set again
+    // A made 3x2 with ld 3, then made 2x3 with ld 2 by its attributes.
+    ASSERT_EQ(c.call<api::Call::cublasLtMatrixLayoutDestroy>({la}), 0);
+    ASSERT_EQ(layout(la, 3, 2), 0);
+    ASSERT_EQ(set<api::Call::cublasLtMatrixLayoutSetAttribute>(la, kLayoutRows, uint64_t{2}), 0);
+    ASSERT_EQ(set<api::Call::cublasLtMatrixLayoutSetAttribute>(la, kLayoutRows + 1, uint64_t{3}), 0);
+    ASSERT_EQ(set<api::Call::cublasLtMatrixLayoutSetAttribute>(la, kLayoutLd, int64_t{2}), 0);
+    ASSERT_EQ(set<api::Call::cublasLtMatmulPreferenceSetAttribute>(pref, kPrefMaxWorkspace, uint64_t{1} << 20), 0);
+    algo = heuristic(lt);
+    ASSERT_EQ(algo.size(), api::kLtHeuristicResultBytes);
+  }
+  // D = A B + bias through the heuristic's algorithm (`handle`: the cuBLASLt or cuBLAS one).
+  std::vector<float> run(uint64_t handle) {
+    const std::vector<float> zeros(4);
+    EXPECT_EQ(c.call<api::Call::CopyToDeviceInline>({cm}, nullptr, std::as_bytes(std::span(zeros))), 0);
+    auto m = matmul(handle, a, b, cm, 1.0f, 0.0f);
+    std::memcpy(m.algo, algo.data(), api::kLtAlgoBytes);
+    m.has_algo = 1;
+    EXPECT_EQ(c.call<api::Call::cublasLtMatmul>(m), 0);
+    return get(cm, 4);
+  }
+  template <api::Call C, class T>
+  T attribute(uint64_t h, int32_t attr) {
+    typename api::CallTraits<C>::Args g{};
+    std::memcpy(static_cast<void*>(&g), &h, sizeof h);
+    g.attr = attr;
+    g.sizeInBytes = sizeof(T);
+    typename api::CallTraits<C>::Reply r{};
+    std::vector<std::byte> extra;
+    EXPECT_EQ(c.call<C>(g, &r, {}, &extra, sizeof(T)), 0);
+    T v{};
+    if (extra.size() == sizeof v) std::memcpy(&v, extra.data(), sizeof v);
+    return v;
+  }
+  void expect_attributes() {
+    EXPECT_EQ((attribute<api::Call::cublasLtMatmulDescGetAttribute, int32_t>(desc, kDescTransA)), 0);
+    EXPECT_EQ((attribute<api::Call::cublasLtMatmulDescGetAttribute, int32_t>(desc, kDescEpilogue)), 4);
+    EXPECT_EQ((attribute<api::Call::cublasLtMatmulDescGetAttribute, uint64_t>(desc, kDescBias)), bias);
+    EXPECT_EQ((attribute<api::Call::cublasLtMatrixLayoutGetAttribute, uint64_t>(la, kLayoutRows)), 2u);
+    EXPECT_EQ((attribute<api::Call::cublasLtMatrixLayoutGetAttribute, int64_t>(la, kLayoutLd)), 2);
+    EXPECT_EQ((attribute<api::Call::cublasLtMatmulPreferenceGetAttribute, uint64_t>(pref, kPrefMaxWorkspace)), 1u << 20);
+  }
+  static constexpr int32_t kLayoutLd = 4;
+  const std::vector<float> expected{111, 214, 108, 210};  // A B + bias
+};
+
+TEST_F(CublasLtSuspendTest, ObjectsComeBackWithTheirAttributesAfterAResume) {
   namespace cc = slot_control::cc;
-  ASSERT_TRUE(slot_control::hold(stub));
-  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("cuBLASLt"), std::string::npos) << r.error;
-  slot_control::release(stub);
-  // The client runs on; once its objects are destroyed, the suspend goes ahead.
-  for (uint64_t h : {la, lb, lc}) ASSERT_EQ(c.call<api::Call::cublasLtMatrixLayoutDestroy>({h}), 0);
+  ASSERT_EQ(run(lt), expected);
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(tst::fake_live_cublaslt_objects(), before);  // released with the client's GPU state
+    r = slot_control::control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    EXPECT_EQ(tst::fake_live_cublaslt_objects(), before + 6);  // handle, descriptor, 3 layouts, preference
+    expect_attributes();
+    EXPECT_EQ(run(lt), expected);
+    EXPECT_EQ(run(blas), expected);  // the cuBLAS handle is a cuBLASLt handle still
+    EXPECT_EQ(heuristic(lt), algo);
+  }
+  // Destroyed after the resume: gone, and the handles are free again.
   ASSERT_EQ(c.call<api::Call::cublasLtMatmulDescDestroy>({desc}), 0);
-  ASSERT_EQ(c.call<api::Call::cublasLtMatmulPreferenceDestroy>({pref}), 0);
-  ASSERT_EQ(c.call<api::Call::cublasLtDestroy>({lt}), 0);
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulDescCreate>({desc, 68, 0}), 0);
+}
+
+TEST_F(CublasLtSuspendTest, SavedToAFileAndRestored) {
+  namespace cc = slot_control::cc;
+  const std::string path = ::testing::TempDir() + "vmcuda-cublaslt-test.state";
+  state::remove_state_file(path);
   ASSERT_TRUE(slot_control::hold(stub));
-  r = slot_control::control(stub, cc::Op::kSuspend);
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
   ASSERT_TRUE(r.ok) << r.error;
-  r = slot_control::control(stub, cc::Op::kResume);
+  EXPECT_EQ(tst::fake_live_cublaslt_objects(), before);
+  r = slot_control::control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
-  // The cuBLAS handle came back, and is a cuBLASLt handle still.
-  ASSERT_EQ(c.call<api::Call::cublasLtMatmulDescCreate>({desc + 1, 68, 0}), 0);
-  ASSERT_EQ(layout(la + 1, 2, 3), 0);
-  ASSERT_EQ(layout(lb + 1, 3, 2), 0);
-  ASSERT_EQ(layout(lc + 1, 2, 2), 0);
-  const uint64_t a = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 0, 2, 0, 1, 1}), cm = floats({1, 1, 1, 1});
-  api::cublasLtMatmul_Args m = matmul(blas, a, b, cm, 2.0f, 1.0f);
-  m.computeDesc = desc + 1, m.Adesc = la + 1, m.Bdesc = lb + 1, m.Cdesc = m.Ddesc = lc + 1;
-  ASSERT_EQ(c.call<api::Call::cublasLtMatmul>(m), 0);
-  EXPECT_EQ(get(cm, 4), (std::vector<float>{23, 29, 17, 21}));
+  expect_attributes();
+  EXPECT_EQ(run(lt), expected);
+  state::remove_state_file(path);
+}
+
+// Forged cuBLASLt records in a state file: each refused with a message naming what is wrong,
+// nothing of the library's left made, the client still suspended; the good file restores.
+TEST_F(CublasLtSuspendTest, HostileRecordsInAStateFileAreRefused) {
+  namespace cc = slot_control::cc;
+  const std::string path = ::testing::TempDir() + "vmcuda-cublaslt-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-cublaslt-bad.state";
+  state::remove_state_file(path);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // An object record: kind (1 byte), id, parent, device (4), handle; then for cuBLASLt: what
+  // (i32), compute type, data type (i32 each), rows, cols, ld (u64 each), the attributes'
+  // count (u32), each attribute (i32, then its value: a u32 length and the bytes). The
+  // descriptor's attributes, oldest first: epilogue (4 bytes), bias (8), transA (4).
+  constexpr size_t kHandle = 21, kWhat = 29, kCount = 65, kFirst = 69, kSecond = 81, kSecondValue = 89;
+  const auto lt_kind = static_cast<std::byte>(ObjectKind::CublasLt);
+  auto is = [&](const std::vector<std::byte>& p, uint64_t handle) {
+    uint64_t h;
+    std::memcpy(&h, p.data() + kHandle, 8);
+    return p[0] == lt_kind && h == handle;
+  };
+  auto i32_at = [](std::vector<std::byte>& p, size_t at, int32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"an unknown kind of object", [&](auto& p) { if (is(p, pref)) i32_at(p, kWhat, 9); }, "unknown cuBLASLt object"},
+      {"a handle the guest cannot make", [&](auto& p) { if (is(p, lt)) std::memset(p.data() + kHandle, 0, 8); },
+       "cannot have made"},
+      {"a handle with attributes", [&](auto& p) { if (is(p, lt)) i32_at(p, kCount, 1); }, "too many attributes"},
+      {"too many attributes", [&](auto& p) { if (is(p, desc)) i32_at(p, kCount, 100000); }, "too many attributes"},
+      {"an attribute twice", [&](auto& p) { if (is(p, desc)) i32_at(p, kSecond, kDescEpilogue); }, "attribute 7 twice"},
+      {"an attribute vmcuda does not forward", [&](auto& p) { if (is(p, desc)) i32_at(p, kFirst, 38); },
+       "attribute 38 is not one vmcuda sets"},
+      {"a bias that is not the client's memory",
+       [&](auto& p) { if (is(p, desc)) { const uint64_t v = 0xdead0000; std::memcpy(p.data() + kSecondValue, &v, 8); } },
+       "not a pointer to the client's device memory"},
+      {"an attribute the library refuses", [&](auto& p) { if (is(p, la)) i32_at(p, kFirst, 7); },  // the fake knows 0-6
+       "attribute 7 again failed (cuBLASLt status 7)"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
+    r = slot_control::control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_live_cublaslt_objects(), before);
+  }
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  expect_attributes();
+  EXPECT_EQ(run(lt), expected);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 TEST(CublasLtTeardown, TheClientsObjectsGoWithIt) {

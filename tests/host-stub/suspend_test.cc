@@ -775,6 +775,44 @@ TEST(Suspend, SaveToAFileAndRestoreFromIt) {
   state::remove_state_file(bad);
 }
 
+// A state written by another vmcuda-stub's format (an older or a newer client state version)
+// is refused with both versions named; the client stays suspended, the file restores later.
+TEST(Suspend, AStateOfAnotherVersionIsRefusedNamingBoth) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-version.state";
+  const std::string bad = path + ".other";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  Workload w;
+  w.build(c);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  uint32_t ours = 0;
+  ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, [&](auto& p) { std::memcpy(&ours, p.data(), 4); }, 1));
+  ASSERT_GE(ours, 6u);
+  for (const uint32_t v : {ours - 1, ours + 1}) {
+    SCOPED_TRACE(v);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, [&](auto& p) { std::memcpy(p.data(), &v, 4); }, 1));
+    r = control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("client state version " + std::to_string(v) +
+                           (v < ours ? " (written by an older" : " (written by a newer")),
+              std::string::npos)
+        << r.error;
+    EXPECT_NE(r.error.find("reads version " + std::to_string(ours) + " only"), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  }
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(c.get(w.small, 1024), iota(1024, 2));
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
 TEST(Suspend, StatusCountsTheClientsMemory) {
   Stub stub;
   Client c(stub);
