@@ -140,4 +140,8 @@ void forget_module(const vgpu_db::Module* m) noexcept {
   }
 }
 
+// Without the driver API's areas (in-process tests of the runtime alone) there are no driver
+// functions; libcuda.so.1 links driver_module.cc's definition, which takes precedence.
+__attribute__((weak)) const void* driver_function_of_handle(uint64_t, const HostKernel**) noexcept { return nullptr; }
+
 }  // namespace vmcuda::guest
