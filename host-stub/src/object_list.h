@@ -58,8 +58,9 @@ enum class ObjectKind : uint8_t {
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
   CublasLt,          // handle: guest cuBLASLt handle or descriptor (parent: the context; host-stub/src/cublaslt.cc)
+  Cudnn,             // handle: guest cuDNN handle or backend descriptor (parent: the context; host-stub/src/cudnn.cc)
 };
-inline constexpr unsigned kObjectKinds = 26;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 27;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -215,6 +216,16 @@ struct CublasLtObject {
   std::map<int32_t, uint64_t> pointers;  // device pointer attributes set (bias, aux, scales), checked at each matmul
 };
 
+// A cuDNN handle or backend descriptor of the real library (cudnn.cc). Not carried by a suspend
+// (refused while any exists).
+struct CudnnObject {
+  void* ptr = nullptr;   // the library's cudnnHandle_t / cudnnBackendDescriptor_t
+  bool handle = false;   // a cudnnHandle_t (else a descriptor)
+  int32_t type = 0;      // descriptors: cudnnBackendDescriptorType_t
+  uint64_t stream = 0;   // handles: the guest stream set (0: the default stream)
+  std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
+};
+
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,
 // cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
@@ -250,7 +261,8 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 ManagedVarObject, StreamObject, EventObject, HostRegistrationObject, LimitObject,
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
-                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject>;
+                                VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject,
+                                CudnnObject>;
 
 struct Object {
   ObjectId id = 0;

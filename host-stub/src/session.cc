@@ -303,6 +303,8 @@ CUresult Session::release(Object& o, Release how) {
       return cublas_release(o.as<CublasHandleObject>());
     case ObjectKind::CublasLt:
       return cublaslt_release(o.as<CublasLtObject>());
+    case ObjectKind::Cudnn:
+      return cudnn_release(o.as<CudnnObject>());
     case ObjectKind::VmmReservation:
       if (arena_) arena_->free_guest(o.handle, o.as<VmmReservationObject>().bytes);
       return CUDA_SUCCESS;

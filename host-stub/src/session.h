@@ -274,6 +274,12 @@ class Session : public vmrpc::SlotService {
   // The real cublasLtHandle_t a guest handle names: a cuBLASLt handle, or a cuBLAS handle (as
   // NVIDIA's, a cublasHandle_t is a cublasLtHandle_t); its device in *device. nullptr if none.
   void* cublaslt_handle(uint64_t guest, int* device);
+  // ---- cuDNN (cudnn.cc): the host's libcudnn.so.9, loaded at the first cuDNN call.
+  const struct CudnnApi* cudnn_library(int32_t* status);
+  const struct CudnnApi* cudnn_ = nullptr;
+  CUresult cudnn_release(CudnnObject& o);
+  // Why a suspend is refused now (empty: it is not): cuDNN objects are not carried yet.
+  std::string cudnn_blocks_suspend() const;
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

@@ -714,11 +714,13 @@ int g_lt_library_token;
 void* fake_open_library(const char* soname, std::string* why) {
   if (std::string(soname) == "libcublas.so.13") return &g_library_token;
   if (std::string(soname) == "libcublasLt.so.13") return &g_lt_library_token;
+  if (std::string(soname) == "libcudnn.so.9") return fake_cudnn_library();
   if (why) *why = std::string(soname) + ": the test executor has no such library";
   return nullptr;
 }
 
 void* fake_library_symbol(void* library, const char* name) {
+  if (library == fake_cudnn_library()) return fake_cudnn_symbol(library, name);
   static const std::map<std::string, void*> none;
   const auto& t = library == &g_library_token ? table() : library == &g_lt_library_token ? lt_table() : none;
   auto it = t.find(name);

@@ -132,4 +132,11 @@ struct FakeCublasSettings {
 };
 FakeCublasSettings fake_cublas_last_settings();
 
+// "libcudnn.so.9" (fake_cudnn.cc): handles and the backend API for graphs of fp32 pointwise
+// operations (ADD, MUL, RELU_FWD, IDENTITY), run on the CPU; heuristics offer engine 0. The
+// live handles and descriptors of the fake library:
+void* fake_cudnn_library();
+void* fake_cudnn_symbol(void* library, const char* name);
+uint64_t fake_live_cudnn_objects();
+
 }  // namespace vmcuda::testing

@@ -783,3 +783,7 @@ static_assert(sizeof(MemPoolImportArgs) == 64);
 #include "vmcuda/api/cublas_wire.h"
 #include "vmcuda/api/cublasLt_wire.h"
 #endif
+// cuDNN (scripts/gen-cudnn.py).
+#ifdef VMCUDA_WITH_CUDNN
+#include "vmcuda/api/cudnn_wire.h"
+#endif
