@@ -17,6 +17,10 @@ if(TARGET vmcuda_cublas)
   set(vmcuda_cublas_files $<TARGET_FILE:vmcuda_cublas> ${CMAKE_BINARY_DIR}/guest-lib/libcublas.so
                           $<TARGET_FILE:vmcuda_cublaslt> ${CMAKE_BINARY_DIR}/guest-lib/libcublasLt.so)
 endif()
+# vmcuda's libcudnn.so.9 likewise (where built: cuDNN 9's headers were found).
+if(TARGET vmcuda_cudnn)
+  list(APPEND vmcuda_cublas_files $<TARGET_FILE:vmcuda_cudnn> ${CMAKE_BINARY_DIR}/guest-lib/libcudnn.so)
+endif()
 
 # ---- host
 install(TARGETS vmcuda-stub vmcudactl RUNTIME DESTINATION bin COMPONENT host)

@@ -2,16 +2,25 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace vmcuda::host {
 
 namespace {
-// VMCUDA_HOST_LIBDIR (a folder, e.g. a Python wheel's nvidia/cublas/lib) first, then the
-// loader's path, then the CUDA toolkit's own folder, which the loader is often not told about.
+// VMCUDA_HOST_LIBDIR (folders separated by ':', e.g. Python wheels' nvidia/cublas/lib and
+// nvidia/cufft/lib) first, then the loader's path, then the CUDA toolkit's own folder, which
+// the loader is often not told about.
 void* open_host_library(const char* soname, std::string* why) {
-  if (const char* dir = std::getenv("VMCUDA_HOST_LIBDIR"); dir && *dir)
-    if (void* lib = ::dlopen((std::string(dir) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+  if (const char* dirs = std::getenv("VMCUDA_HOST_LIBDIR"); dirs && *dirs) {
+    const std::string all = dirs;
+    for (size_t at = 0; at <= all.size();) {
+      const size_t end = std::min(all.find(':', at), all.size());
+      if (end > at)
+        if (void* lib = ::dlopen((all.substr(at, end - at) + "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+      at = end + 1;
+    }
+  }
   void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
   if (lib) return lib;
   const std::string first = ::dlerror();
