@@ -101,13 +101,14 @@ def fields(fn, base, name, depth, role, enums):
 
 
 def status_names(text):
-    """cudnnStatus_t's current names and values (the deprecated aliases left out)."""
+    """cudnnStatus_t's names and values: the current names, and a deprecated one only where its
+    value is its own (CUDNN_STATUS_INVALID_VALUE, 2001; NVIDIA's library names it), not an alias."""
     body = re.search(r"typedef enum \{(.*?)\}\s*cudnnStatus_t\s*;", strip(text), re.S).group(1)
-    names = []
+    names = {}
     for m in re.finditer(r"(CUDNN_STATUS_\w+)\s*(CUDNN_DEPRECATED_ENUM)?\s*=\s*(\d+)", body):
-        if not m.group(2):
-            names.append((int(m.group(3)), m.group(1)))
-    return names
+        if not m.group(2) or int(m.group(3)) not in names:
+            names[int(m.group(3))] = m.group(1)
+    return sorted(names.items())
 
 
 def main():
@@ -226,7 +227,7 @@ namespace vmcuda::api {{
 """)
     status_text = "\n".join(f"X({v}, \"{nm}\")" for v, nm in names)
     write(os.path.join(o.out, "cudnn_status_names.inc"), f"""// {note}
-// cudnnStatus_t's names (cudnn_graph.h, deprecated aliases left out): X(value, name).
+// cudnnStatus_t's names (cudnn_graph.h; deprecated aliases of another value left out): X(value, name).
 {status_text}
 """)
     write(os.path.join(o.out, "cudnn_table.cc"), f"""// {note}
