@@ -7,6 +7,10 @@
 // pack's, which PyTorch makes at every convolution), GetAttribute and the versions wait.
 // Attribute elements travel as cudnn_abi.h sizes them: descriptors and handles as their wire
 // handles, device pointers as they are.
+// TODO(remoting): the legacy API (tensor/filter/convolution descriptors, batch normalization,
+// RNNs, CTC loss) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
+// (CUDNN_STATUS_NOT_SUPPORTED, logged once); by-value tensors in a variant pack (a host pointer)
+// are refused by the host; CUDNN_TYPE_HANDLE attributes cannot be read back.
 #include <algorithm>
 #include <atomic>
 #include <cstring>

@@ -4,6 +4,8 @@
 // elements translated (descriptors and handles: the guest's handles to the library's; device
 // pointers checked to be the client's memory, and again at each execution) and the execution,
 // counted as a launch. Not carried by a suspend yet (refused while any object exists).
+// TODO(remoting): a by-value tensor's data pointer in a variant pack is a host pointer of the
+// guest's (cuDNN's attention scale): refused as memory that is not the client's.
 #include "session.h"
 #include "vmrpc/log.h"
 

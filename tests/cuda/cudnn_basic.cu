@@ -94,6 +94,26 @@ int main() {
   std::printf("status names: %s %s %s\n", cudnnGetErrorString(CUDNN_STATUS_SUCCESS),
               cudnnGetErrorString(CUDNN_STATUS_BAD_PARAM), cudnnGetErrorString(CUDNN_STATUS_NOT_SUPPORTED));
 
+  // The library's own answers to arguments it refuses (as NVIDIA's cuDNN 9 gives them).
+  {
+    int64_t one = 1;
+    cudaStream_t none;
+    int v;
+    std::printf("refused: create %s, destroy NULL %s, set stream %s, get stream %s, property %s\n",
+                cudnnGetErrorString(cudnnCreate(nullptr)), cudnnGetErrorString(cudnnDestroy(nullptr)),
+                cudnnGetErrorString(cudnnSetStream(nullptr, nullptr)), cudnnGetErrorString(cudnnGetStream(nullptr, &none)),
+                cudnnGetErrorString(cudnnGetProperty(PATCH_LEVEL, nullptr)));
+    std::printf("refused: set on NULL %s, finalize NULL %s, destroy NULL %s, get property 3 %s\n",
+                cudnnGetErrorString(cudnnBackendSetAttribute(nullptr, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &one)),
+                cudnnGetErrorString(cudnnBackendFinalize(nullptr)), cudnnGetErrorString(cudnnBackendDestroyDescriptor(nullptr)),
+                cudnnGetErrorString(cudnnGetProperty(libraryPropertyType(3), &v)));
+    cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    std::printf("refused: no elements %s, a negative count %s\n",
+                cudnnGetErrorString(cudnnBackendSetAttribute(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, nullptr)),
+                cudnnGetErrorString(cudnnBackendSetAttribute(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, -1, &one)));
+    DNN(cudnnBackendDestroyDescriptor(d));
+  }
+
   cudnnHandle_t handle;
   DNN(cudnnCreate(&handle));
   cudaStream_t stream, got = nullptr;
