@@ -65,6 +65,9 @@ CUBLASLT=$BUILD/guest-lib/libcublasLt.so.13
 CUBLAS_ADDS=()
 [ -f "$CUBLAS" ] && CUBLAS_ADDS+=(--add "$CUBLAS:/opt/vmcuda/lib/libcublas.so.13")
 [ -f "$CUBLASLT" ] && CUBLAS_ADDS+=(--add "$CUBLASLT:/opt/vmcuda/lib/libcublasLt.so.13")
+# vmcuda's libcudnn.so.9 likewise (guest-lib/README.md "cuDNN"; NVIDIA's never goes in).
+CUDNN=$BUILD/guest-lib/libcudnn.so.9
+[ -f "$CUDNN" ] && CUBLAS_ADDS+=(--add "$CUDNN:/opt/vmcuda/lib/libcudnn.so.9")
 
 if [ ${#PROGS[@]} -eq 0 ]; then
     for p in "$REPO"/tests/cuda/bin/*; do [ -f "$p" ] && [ -x "$p" ] && PROGS+=("$p"); done
@@ -102,7 +105,8 @@ inputs_hash() {
     {
         echo "kernel $KVER"
         for f in "${BASH_SOURCE[0]}" "$HERE/build-initramfs.sh" "$HERE/cuda-guest.sh" "$HERE/find-ivshmem.sh" \
-                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" $([ -f "$CUBLAS" ] && echo "$CUBLAS") $([ -f "$CUBLASLT" ] && echo "$CUBLASLT"); do
+                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" $([ -f "$CUBLAS" ] && echo "$CUBLAS") $([ -f "$CUBLASLT" ] && echo "$CUBLASLT") \
+                 $([ -f "$CUDNN" ] && echo "$CUDNN"); do
             echo "$(basename "$f") $(sha256sum < "$f")"
         done
         for a in "${ADDS[@]}"; do
@@ -159,6 +163,7 @@ rc=0
     --skip-lib libcuda.so.1 \
     --skip-lib libcublas.so.13 \
     --skip-lib libcublasLt.so.13 \
+    --skip-lib libcudnn.so.9 \
     --modules "$MOD" 2> "$BLOG" || rc=$?
 grep -v 'is dynamically linked; copying its libraries too' "$BLOG" | sed 's/^/  /' >&2 || true
 [ "$rc" = 0 ] || die "build-initramfs.sh failed"
