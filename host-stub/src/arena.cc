@@ -542,13 +542,31 @@ bool DeviceArena::adopt(const Layout& l, std::string* why) {
   return true;
 }
 
+bool DeviceArena::adopt_guest(uint64_t va, uint64_t bytes, std::string* why) {
+  if (!released_) return *why = "the arena holds memory", false;
+  auto it = va_free_.upper_bound(va);
+  if (bytes == 0 || it == va_free_.begin() || (--it, va - it->first >= it->second) ||
+      bytes > it->second - (va - it->first)) {
+    *why = "device memory layout: a virtual address reservation at " + hex(va) + " of " + std::to_string(bytes) +
+           " bytes lies outside arena " + std::to_string(index_) + " or overlaps its memory or another reservation";
+    return false;
+  }
+  const uint64_t start = it->first, size = it->second;
+  va_free_.erase(it);
+  if (va > start) va_free_.emplace(start, va - start);
+  if (start + size > va + bytes) va_free_.emplace(va + bytes, start + size - va - bytes);
+  return true;
+}
+
 CUresult DeviceArena::restore_memory(std::string* why) {
   if (!released_) return CUDA_SUCCESS;
   if (index_ < 0) {
     if (why) *why = "no device arena index";
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  const bool any = !mappings_.empty();
+  // Memory, or the guest's reservations (holes in the free list).
+  const bool any = !mappings_.empty() || va_free_.size() != 1 || va_free_.begin()->first != base() ||
+                   va_free_.begin()->second != bytes();
   if (any && !reserved_) {
     // reserve() resets the free list: keep the adopted one.
     const auto free = va_free_;

@@ -74,7 +74,7 @@ class DeviceArena {
 
   // ---- the guest's own virtual memory management (vmm.cc): ranges of this arena's VA the
   // guest reserved (cuMemAddressReserve) and physical memory it created (cuMemCreate), which
-  // it maps into them itself. A suspend is refused while any exists (Session::vmm_block_suspend).
+  // it maps into them itself. A suspend carries them (suspend.cc; adopt_guest at the resume).
   // `bytes` of VA (a multiple of `device`'s granularity) at a multiple of `alignment` (0 or a
   // power of two; at least the granularity), at `hint` when that range is free (a hint, as
   // CUDA's: elsewhere otherwise; an unaligned one is CUDA_ERROR_INVALID_VALUE, as the driver
@@ -136,8 +136,13 @@ class DeviceArena {
   // when it is not one this arena could have made (outside the range, overlapping,
   // blocks outside their mapping, an index in use).
   bool adopt(const Layout& layout, std::string* why);
-  // Reserves the range at its base again and recreates every mapping on its device with
-  // the access it had; on failure gives back what it made (still released) and says why.
+  // After adopt(), before restore_memory(): a guest reservation of the saved state, taken
+  // out of the free VA again. False and `why` when [va, va + bytes) is not wholly free
+  // (outside the arena, overlapping the arena's memory or another reservation).
+  bool adopt_guest(uint64_t va, uint64_t bytes, std::string* why);
+  // Reserves the range at its base again (when anything lies in it: memory or guest
+  // reservations) and recreates every mapping on its device with the access it had; on
+  // failure gives back what it made (still released) and says why.
   CUresult restore_memory(std::string* why);
 
   // Device memory is charged before the driver maps it (`delta` > 0: may refuse, then the

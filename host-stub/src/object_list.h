@@ -229,7 +229,7 @@ struct CudnnObject {
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,
 // cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
-// driver's. Not carried by a suspend (refused while any exists: vmm_block_suspend).
+// driver's. Carried by a suspend (suspend.cc): each allocation's bytes once, whatever maps it.
 struct VmmReservationObject {
   uint64_t bytes = 0;
 };

@@ -343,8 +343,11 @@ class Session : public vmrpc::SlotService {
   HostFuncGate* persistent_gate_at(api::HostFuncEntry* entry, uint32_t* slot_state, const std::atomic<bool>* stop);
 
   // ---- virtual memory management (vmm.cc).
-  // Why a suspend is refused now (empty: it is not): VMM objects are not carried yet.
-  std::string vmm_block_suspend() const;
+  // A suspend's or resume's copies of a physical allocation (a VmmAllocation entry with its
+  // driver handle): mapped whole at free VA of the arena, read-write for its device; `va`
+  // for vmm_unmap_whole, which takes it away again (0: nothing to do).
+  CUresult vmm_map_whole(const Object& alloc, uint64_t* va, std::string* why);
+  void vmm_unmap_whole(uint64_t va, uint64_t bytes);
   // A physical allocation the guest holds a reference to, by its handle, or nullptr.
   Object* vmm_allocation(uint64_t handle);
   // The mappings that cover [ptr, ptr + bytes) exactly (whole, no gap); false when none do.

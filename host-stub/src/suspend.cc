@@ -4,7 +4,8 @@
 // suspend(): everything of the client is drained, then written to a state stream (host
 // memory or a state file): a header (the devices it used and where it stood), the arena's
 // layout, every VOL entry parents first (what recreating it needs, module images
-// included), each arena mapping's bytes and each module variable's bytes. Only once all
+// included), each arena mapping's bytes, each module variable's bytes, each array's texels
+// and each VMM physical allocation's bytes (once, whatever maps it). Only once all
 // of that is written are the driver objects, the device memory and the contexts released:
 // a suspend that fails leaves the client running as before.
 //
@@ -12,8 +13,9 @@
 // checked) and recreates the client: contexts on its devices (the same GPUs, or others of
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
-// limits, peer access, arrays, behind the same guest handles, and texture and surface
-// objects with their old values (arrays.cc). A resume that fails releases what it
+// limits, peer access, arrays, the guest's VMM reservations, physical allocations and
+// mappings (at the same addresses, offsets and access), behind the same guest handles, and
+// texture and surface objects with their old values (arrays.cc). A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
 #include <algorithm>
 #include <bit>
@@ -50,10 +52,16 @@ enum RecordType : uint32_t {
   kGlobalData = 5,   // id = the variable's device pointer
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
   kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
+  kVmmData = 8,      // blob, id = a physical allocation's (VmmAllocation) object id: its bytes
 };
 // 2: events carry their time before the suspend; 3: streams carry the attributes set on them;
-// 4: graphs, their nodes and executable graphs (graph_state.h)
-constexpr uint32_t kClientStateVersion = 4;
+// 4: graphs, their nodes and executable graphs (graph_state.h); 5: virtual memory objects
+// (reservations, physical allocations with their bytes, mappings with their access) and the
+// header's last physical allocation handle
+constexpr uint32_t kClientStateVersion = 5;
+// A saved mapping's access list names each of the client's devices at most once; a saved
+// allocation's references are what a program could hold (cuMemRetainAllocationHandle).
+constexpr uint32_t kMaxSavedVmmRefs = 1u << 30;
 // CUstreamAttrID has 5 stream attributes: a saved stream names at most that many.
 constexpr uint32_t kMaxSavedStreamAttributes = 5;
 
@@ -406,8 +414,6 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Texture and surface objects are carried with their values (arrays.cc), unless what one
   // reads is gone: refused then, before anything is touched.
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
-  // Virtual memory objects are not carried yet (vmm.cc): refused, never saved wrong.
-  if (const std::string v = vmm_block_suspend(); !v.empty()) return fail(v);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
   // cuBLASLt's handles and descriptors are not carried yet (cublaslt.cc): refused while any exists.
@@ -450,7 +456,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     for (size_t d = 0; d < devices_.size(); ++d) w.put_string(device_model(static_cast<int>(d)));
     w.put_i32(current_);
     w.put_u64(allocated_);
-    for (ObjectKind k : {ObjectKind::Module, ObjectKind::Function, ObjectKind::ManagedVar}) w.put_u64(vol_.last_handle(k));
+    for (ObjectKind k : {ObjectKind::Module, ObjectKind::Function, ObjectKind::ManagedVar, ObjectKind::VmmAllocation})
+      w.put_u64(vol_.last_handle(k));
     if (!out.put_record(kClientHeader, info_.slot, w.bytes())) return fail(out.error());
   }
   // The arena's layout, devices as guest indexes.
@@ -613,10 +620,25 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_u64(c.workspace_bytes);
         break;
       }
-      case ObjectKind::VmmReservation:
-      case ObjectKind::VmmAllocation:
-      case ObjectKind::VmmMapping:
-        break;  // never: refused while any exists (vmm_block_suspend)
+      case ObjectKind::VmmReservation:  // its first address is the handle
+        w.put_u64(o.as<VmmReservationObject>().bytes);
+        break;
+      case ObjectKind::VmmAllocation:  // its bytes follow as a blob of their own (kVmmData)
+        w.put_u64(o.as<VmmAllocationObject>().bytes);
+        w.put_u32(o.as<VmmAllocationObject>().refs);
+        break;
+      case ObjectKind::VmmMapping: {  // its reservation is its parent
+        const auto& m = o.as<VmmMappingObject>();
+        w.put_u64(m.bytes);
+        w.put_u64(m.offset);
+        w.put_u64(m.allocation);
+        w.put_u32(static_cast<uint32_t>(m.access.size()));
+        for (const auto& [d, flags] : m.access) {
+          w.put_i32(d);
+          w.put_u32(flags);
+        }
+        break;
+      }
       case ObjectKind::IpcMemory:
         break;  // never: refused while open (ipc_blocks_suspend)
       case ObjectKind::CublasLt:
@@ -719,6 +741,35 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       }
       if (!out.put_blob(kArrayData, o->id, texels)) return fail(out.error());
     }
+  // Each physical allocation's bytes once (however many times, or whether at all, the guest
+  // mapped it), through a whole mapping of its own.
+  uint64_t vmm_bytes = 0;
+  for (const auto& [handle, id] : vol_.of(ObjectKind::VmmAllocation)) {
+    const Object* a = vol_.get(id);
+    const uint64_t bytes = a->as<VmmAllocationObject>().bytes;
+    make_current(a->device);
+    std::string err;
+    uint64_t va = 0;
+    if (vmm_map_whole(*a, &va, &err) != CUDA_SUCCESS) return fail(err);
+    struct Unmap {
+      Session* s;
+      uint64_t va, bytes;
+      ~Unmap() { s->vmm_unmap_whole(va, bytes); }
+    } unmap{this, va, bytes};
+    if (!out.begin_blob(kVmmData, a->id, bytes)) return fail(out.error());
+    for (uint64_t off = 0; off < bytes;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes - off, state::kChunkBytes));
+      std::span<std::byte> buf = out.acquire(n);
+      if (buf.size() < n) return fail(out.error());
+      if (CUresult e = api_.cuMemcpyDtoH_v2(buf.data(), va + off, n); e != CUDA_SUCCESS)
+        return fail("copying physical allocation " + std::to_string(handle) + " failed: " + describe(api_, e));
+      if (!out.commit(buf.first(n))) return fail(out.error());
+      off += n;
+    }
+    if (!out.end_blob()) return fail(out.error());
+    vmm_bytes += bytes;
+  }
+  memory_bytes += vmm_bytes;
   if (!out.put_record(kClientEnd, info_.slot, {})) return fail(out.error());
   if (std::string err; !out.finish(&err)) return fail(err);
   copier.drop();
@@ -733,6 +784,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     // process with --isolation thread).
     std::lock_guard l(context_layout_mu());
     const std::vector<AddressRange> mapped = current_mappings();
+    vmm_unmap_all();  // the guest's mappings before their allocations and reservations go
     vol_.walk_children_first([&](Object& o) {
       if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
     });
@@ -768,6 +820,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (why) *why = w;
     VMRPC_LOG(kWarn, "stub", log_tag_ + ": resume failed, the client stays suspended: " + w);
     // Give back whatever was made; the arena's layout goes too (the stream has it).
+    vmm_unmap_all();
     vol_.walk_children_first([&](Object& o) {
       if (o.kind != ObjectKind::Context) release(o, Release::kSuspend);
     });
@@ -797,7 +850,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   // Header.
   if (!next(kClientHeader) || !in.read_payload(&payload, &err)) return fail(err.empty() ? "no client state" : err);
   int current = 0;
-  uint64_t allocated = 0, last_handles[3] = {};
+  uint64_t allocated = 0, last_handles[4] = {};
   {
     state::ByteReader r(payload);
     uint32_t version = 0, slot = 0, owner = 0, count = 0;
@@ -912,8 +965,6 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
-    if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
-      return bad("virtual memory objects are not carried by a suspend");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
     if (s.kind == ObjectKind::CublasLt) return bad("cuBLASLt objects are not carried by a suspend");
     if (s.kind == ObjectKind::Cudnn) return bad("cuDNN objects are not carried by a suspend");
@@ -930,7 +981,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     switch (s.kind) {
       case ObjectKind::Context:
       case ObjectKind::HostRegistration:
+      case ObjectKind::VmmReservation:  // VA is process-wide
         if (parent) return bad("has a parent");
+        break;
+      case ObjectKind::VmmMapping:  // in its reservation, which any device's call made
+        if (!parent || parent->kind != ObjectKind::VmmReservation) return bad("wrong parent");
         break;
       case ObjectKind::Array:  // a mipmapped array's level: under it (checked with its record)
         if (parent && parent->kind == ObjectKind::MipmappedArray) want = ObjectKind::MipmappedArray;
@@ -1201,10 +1256,47 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = c;
         break;
       }
-      case ObjectKind::VmmReservation:  // refused above; listed so that a new kind is a compile warning here
-      case ObjectKind::VmmAllocation:
-      case ObjectKind::VmmMapping:
-        return bad("virtual memory objects are not carried by a suspend");
+      // Their sizes and places (granularity, inside the arena and their reservation, no
+      // overlap, inside their allocation) once every record is read: check_vmm below.
+      case ObjectKind::VmmReservation: {
+        VmmReservationObject v;
+        r.get_u64(&v.bytes);
+        s.data = v;
+        break;
+      }
+      case ObjectKind::VmmAllocation: {
+        VmmAllocationObject v;
+        r.get_u64(&v.bytes);
+        r.get_u32(&v.refs);
+        if (r.ok() && v.refs > kMaxSavedVmmRefs) return bad("more references than a program can hold");
+        if (r.ok() && (s.handle == 0 || s.handle > last_handles[3])) return bad("a handle beyond the saved counter");
+        v.maps = 0;  // counted from the mappings below
+        s.data = v;
+        break;
+      }
+      case ObjectKind::VmmMapping: {
+        VmmMappingObject m;
+        uint32_t count = 0;
+        r.get_u64(&m.bytes);
+        r.get_u64(&m.offset);
+        r.get_u64(&m.allocation);  // the saved id: resolved by check_vmm
+        r.get_u32(&count);
+        if (r.ok() && count > devices_.size()) return bad("an access list longer than the client's devices");
+        for (uint32_t i = 0; r.ok() && i < count; ++i) {
+          int32_t d = 0;
+          uint32_t flags = 0;
+          r.get_i32(&d);
+          r.get_u32(&flags);
+          if (!r.ok()) break;
+          if (!valid_device(d)) return bad("access for device " + std::to_string(d));
+          if (flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+              flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            return bad("unknown access flags " + std::to_string(flags));
+          if (!m.access.emplace(d, flags).second) return bad("access for one device twice");
+        }
+        s.data = std::move(m);
+        break;
+      }
       case ObjectKind::IpcMemory:
         return bad("IPC memory is not carried by a suspend");
       case ObjectKind::CublasLt:
@@ -1246,6 +1338,68 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       make_current(static_cast<int>(d));
       break;
     }
+  // Virtual memory objects, checked as a whole before anything of them is made: sizes and
+  // places in whole granules of their device, reservations inside the arena clear of its
+  // memory and of each other (taken out of its free VA now, before the arena is reserved
+  // again), mappings inside their reservation and their allocation without overlapping, and
+  // every allocation referenced or mapped.
+  std::map<uint64_t, size_t> vmm_maps;  // saved allocation id -> its mappings
+  {
+    std::map<int, uint64_t> granularity;
+    auto gran = [&](int device, uint64_t* g) {
+      if (auto it = granularity.find(device); it != granularity.end()) return *g = it->second, true;
+      if (arena_->granularity_of(devices_[device], g) != CUDA_SUCCESS || *g == 0) return false;
+      granularity[device] = *g;
+      return true;
+    };
+    auto bad_vmm = [&](const Saved& s, const std::string& w) {
+      return fail("bad " + std::string(kind_name(s.kind)) + " record at " + hex(s.handle) + ": " + w);
+    };
+    std::map<uint64_t, const Saved*> mappings;  // by VA
+    for (const Saved& s : saved) {
+      uint64_t g = 0;
+      if (s.kind != ObjectKind::VmmReservation && s.kind != ObjectKind::VmmAllocation && s.kind != ObjectKind::VmmMapping)
+        continue;
+      if (!gran(s.device, &g)) return bad_vmm(s, "no allocation granularity for device " + std::to_string(s.device));
+      if (s.kind == ObjectKind::VmmReservation) {
+        const uint64_t bytes = std::get<VmmReservationObject>(s.data).bytes;
+        if (bytes == 0 || bytes % g || s.handle % g)
+          return bad_vmm(s, std::to_string(bytes) + " bytes, not whole granules of " + std::to_string(g));
+        if (!arena_->adopt_guest(s.handle, bytes, &err)) return fail(err);
+      } else if (s.kind == ObjectKind::VmmAllocation) {
+        const uint64_t bytes = std::get<VmmAllocationObject>(s.data).bytes;
+        if (bytes == 0 || bytes % g)
+          return bad_vmm(s, std::to_string(bytes) + " bytes, not whole granules of " + std::to_string(g));
+      } else {
+        const auto& m = std::get<VmmMappingObject>(s.data);
+        const auto a = saved_by_id.find(m.allocation);
+        if (a == saved_by_id.end() || saved[a->second].kind != ObjectKind::VmmAllocation)
+          return bad_vmm(s, "it maps no physical allocation of the state");
+        const Saved& alloc = saved[a->second];
+        if (alloc.device != s.device) return bad_vmm(s, "not on its physical allocation's device");
+        const uint64_t abytes = std::get<VmmAllocationObject>(alloc.data).bytes;
+        if (m.bytes == 0 || m.bytes % g || m.offset % g || s.handle % g)
+          return bad_vmm(s, "address, size or offset not whole granules of " + std::to_string(g));
+        if (m.offset > abytes || m.bytes > abytes - m.offset)
+          return bad_vmm(s, "offset " + std::to_string(m.offset) + " and " + std::to_string(m.bytes) +
+                                " bytes run past its physical allocation of " + std::to_string(abytes));
+        const Saved& res = saved[saved_by_id.at(s.parent)];
+        const uint64_t rbytes = std::get<VmmReservationObject>(res.data).bytes;
+        if (s.handle < res.handle || s.handle - res.handle >= rbytes || m.bytes > rbytes - (s.handle - res.handle))
+          return bad_vmm(s, "it lies outside its reservation");
+        const auto placed = mappings.emplace(s.handle, &s);
+        const auto at = placed.first, next = std::next(placed.first);
+        const bool over_prev = at != mappings.begin() && s.handle - std::prev(at)->first <
+                                                             std::get<VmmMappingObject>(std::prev(at)->second->data).bytes;
+        if (!placed.second || over_prev || (next != mappings.end() && next->first - s.handle < m.bytes))
+          return bad_vmm(s, "it overlaps another mapping");
+        ++vmm_maps[m.allocation];
+      }
+    }
+    for (const Saved& s : saved)
+      if (s.kind == ObjectKind::VmmAllocation && std::get<VmmAllocationObject>(s.data).refs == 0 && !vmm_maps[s.id])
+        return bad_vmm(s, "neither referenced nor mapped (it would have been freed)");
+  }
   // Device memory: the arena at its addresses, then the mappings' blobs, in order.
   uint64_t memory_bytes = 0;
   auto restore_memory = [&]() -> bool {
@@ -1327,8 +1481,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       textures.push_back({s.kind, s.device, s.handle, s.data});
       continue;
     }
-    // Graphs last (below): their nodes use objects made after them.
+    // Graphs last (below): their nodes use objects made after them; virtual memory once the
+    // arena is back (below).
     if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec) continue;
+    if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
+      continue;
     const ObjectId parent = s.parent ? new_id.at(s.parent) : 0;
     if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
     if (s.device >= 0) make_current(s.device);
@@ -1496,6 +1653,49 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   } else {
     if (!restore_memory() || !recreate_objects()) return false;
   }
+  // Virtual memory (checked above): the reservations at their addresses (the arena is
+  // reserved again), the physical allocations with their references (their bytes follow,
+  // kVmmData), the mappings at their offsets with their access. Before the graphs and
+  // texture objects, which may name mapped memory. Kind by kind: a reservation made before
+  // the context came first in the walk, with its mappings.
+  for (ObjectKind kind : {ObjectKind::VmmReservation, ObjectKind::VmmAllocation, ObjectKind::VmmMapping})
+  for (const Saved& s : saved) {
+    if (s.kind != kind) continue;
+    if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
+    make_current(s.device);
+    ObjectData data = s.data;
+    if (s.kind == ObjectKind::VmmAllocation) {
+      auto& v = std::get<VmmAllocationObject>(data);
+      if (CUresult e = arena_->create_guest_physical(devices_[s.device], v.bytes, &v.handle); e != CUDA_SUCCESS)
+        return fail("cannot recreate physical allocation " + std::to_string(s.handle) + " of " +
+                    std::to_string(v.bytes >> 20) + " MiB on device " + std::to_string(s.device) + ": " +
+                    (e == CUDA_ERROR_OUT_OF_MEMORY ? "over the VM's device memory quota or the GPU's memory"
+                                                   : describe(api_, e)));
+    } else if (s.kind == ObjectKind::VmmMapping) {
+      auto& m = std::get<VmmMappingObject>(data);
+      Object* alloc = vol_.get(new_id.at(m.allocation));
+      auto& av = alloc->as<VmmAllocationObject>();
+      if (CUresult e = api_.cuMemMap(s.handle, m.bytes, m.offset, av.handle, 0); e != CUDA_SUCCESS)
+        return fail("cannot map physical allocation " + std::to_string(alloc->handle) + " at " + hex(s.handle) +
+                    " again: " + describe(api_, e));
+      ++av.maps;
+      m.allocation = alloc->id;
+      m.mapped = true;
+      const auto access = m.access;
+      vol_.add(s.kind, s.device, s.handle, new_id.at(s.parent), std::move(data));  // unmapped by fail() from here
+      for (const auto& [d, flags] : access) {
+        const CUmemAccessDesc desc{{CU_MEM_LOCATION_TYPE_DEVICE, devices_[d]}, static_cast<CUmemAccess_flags>(flags)};
+        if (CUresult e = api_.cuMemSetAccess(s.handle, std::get<VmmMappingObject>(s.data).bytes, &desc, 1);
+            e != CUDA_SUCCESS)
+          return fail("setting the access of device " + std::to_string(d) + " to the mapping at " + hex(s.handle) +
+                      " failed: " + describe(api_, e));
+      }
+      new_id[s.id] = vol_.find(s.kind, s.handle)->id;
+      continue;
+    }
+    new_id[s.id] = vol_.add(s.kind, s.device, s.handle, s.parent ? new_id.at(s.parent) : 0, std::move(data)).id;
+  }
+  make_current(current_);
   // Graphs, built again node by node (graph_state.cc), their nodes' handles, and executable
   // graphs instantiated from their mirrors.
   {
@@ -1593,6 +1793,47 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     for (const auto& [handle, id] : vol_.of(k)) arrays += vol_.get(id)->as<ArrayObject>().level < 0;
   if (filled.size() != arrays)
     return fail("the state lacks the contents of " + std::to_string(arrays - filled.size()) + " array(s)");
+  // Physical allocations' bytes, each once, through a whole mapping of its own.
+  std::set<ObjectId> vmm_filled;
+  while (h.type == kVmmData) {
+    auto it = new_id.find(h.id);
+    Object* o = it == new_id.end() ? nullptr : vol_.get(it->second);
+    if (!o || o->kind != ObjectKind::VmmAllocation || !h.is_blob() || !vmm_filled.insert(o->id).second)
+      return fail("record " + std::to_string(h.index) + " is the contents of no physical allocation of the state (or of one twice)");
+    const uint64_t bytes = o->as<VmmAllocationObject>().bytes;
+    if (h.payload_bytes != bytes) return fail("a physical allocation's contents of the wrong size");
+    make_current(o->device);
+    uint64_t va = 0;
+    if (vmm_map_whole(*o, &va, &err) != CUDA_SUCCESS) return fail(err);
+    // The copy's mapping goes before fail() releases the rest (the arena's range with it).
+    auto give_up = [&](const std::string& w) {
+      vmm_unmap_whole(va, bytes);
+      return fail(w);
+    };
+    for (uint64_t off = 0;;) {
+      std::span<const std::byte> chunk;
+      if (!in.read_chunk_view(&chunk, &err)) return give_up(err);
+      if (chunk.empty()) {
+        if (off != bytes) return give_up("the contents of physical allocation " + std::to_string(o->handle) + " are too short");
+        break;
+      }
+      if (chunk.size() > bytes - off)
+        return give_up("the contents of physical allocation " + std::to_string(o->handle) + " are too long");
+      if (CUresult e = api_.cuMemcpyHtoD_v2(va + off, chunk.data(), chunk.size()); e != CUDA_SUCCESS)
+        return give_up("writing physical allocation " + std::to_string(o->handle) + " failed: " + describe(api_, e));
+      off += chunk.size();
+    }
+    // The last pageable copy may still be in flight: its fault is this allocation's.
+    if (CUresult e = api_.cuCtxSynchronize(); e != CUDA_SUCCESS)
+      return give_up("writing physical allocation " + std::to_string(o->handle) + " failed: " + describe(api_, e));
+    vmm_unmap_whole(va, bytes);
+    memory_bytes += bytes;
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
+  make_current(current_);
+  if (vmm_filled.size() != vol_.count(ObjectKind::VmmAllocation))
+    return fail("the state lacks the contents of " + std::to_string(vol_.count(ObjectKind::VmmAllocation) - vmm_filled.size()) +
+                " physical allocation(s)");
   if (h.type != kClientEnd) return fail("record " + std::to_string(h.index) + " is not the end of the client's state");
   // Peer access last: both contexts exist now.
   for (const Saved& s : saved) {
@@ -1612,6 +1853,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   vol_.set_last_handle(ObjectKind::Module, last_handles[0]);
   vol_.set_last_handle(ObjectKind::Function, last_handles[1]);
   vol_.set_last_handle(ObjectKind::ManagedVar, last_handles[2]);
+  vol_.set_last_handle(ObjectKind::VmmAllocation, last_handles[3]);  // each kept handle was checked against it
   // Arrays' handles: past the highest kept (a freed one's handle may come again; the guest
   // forgot it when it freed it).
   for (ObjectKind k : {ObjectKind::Array, ObjectKind::MipmappedArray})

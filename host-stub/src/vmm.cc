@@ -7,8 +7,9 @@
 // address it sees is its own and could keep its value across a resume; its physical
 // allocations are host-made handles charged to the VM's quota as the driver maps them. Mapped
 // ranges are the client's device memory for every other call (ObjectList::find_range).
-// Suspend is refused while any VMM object exists (vmm_block_suspend): carrying them is a
-// TODO(remoting).
+// A suspend carries them (suspend.cc): reservations re-taken at the same addresses of the
+// re-created arena, each physical allocation's bytes saved once through a whole mapping of
+// its own (vmm_map_whole), mappings and access applied again, references kept.
 #include <iterator>
 
 #include "session.h"
@@ -23,13 +24,45 @@ bool valid_access_flags(uint32_t f) {
 }
 }  // namespace
 
-std::string Session::vmm_block_suspend() const {
-  const size_t n = vol_.count(ObjectKind::VmmReservation) + vol_.count(ObjectKind::VmmAllocation);
-  if (n == 0) return {};
-  return "the client holds " + std::to_string(n) +
-         " virtual memory objects (cuMemAddressReserve/cuMemCreate, e.g. PyTorch's expandable segments), which a "
-         "suspend cannot carry yet; free them (or run without PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) "
-         "and suspend again";
+// The guest's own mappings of an allocation may be partial, twice, read-only or none: a
+// suspend's and a resume's copies go through a whole mapping at free VA of the arena,
+// read-write for the allocation's device (whose context is current).
+CUresult Session::vmm_map_whole(const Object& alloc, uint64_t* va, std::string* why) {
+  const auto& v = alloc.as<VmmAllocationObject>();
+  const int device = devices_[alloc.device];
+  *va = 0;
+  uint64_t at = 0;
+  std::string w;
+  CUresult e = arena_ ? arena_->reserve_guest(device, v.bytes, 0, 0, &at, &w) : CUDA_ERROR_OUT_OF_MEMORY;
+  if (e != CUDA_SUCCESS) {
+    *why = "no room in the client's address range to copy physical allocation " + std::to_string(alloc.handle) +
+           (w.empty() ? "" : ": " + w) + " (" + describe(api_, e) + ")";
+    return e;
+  }
+  e = api_.cuMemMap(at, v.bytes, 0, v.handle, 0);
+  if (e == CUDA_SUCCESS) {
+    const CUmemAccessDesc d{{CU_MEM_LOCATION_TYPE_DEVICE, device}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    e = api_.cuMemSetAccess(at, v.bytes, &d, 1);
+    if (e != CUDA_SUCCESS) api_.cuMemUnmap(at, v.bytes);
+  }
+  if (e != CUDA_SUCCESS) {
+    arena_->free_guest(at, v.bytes);
+    *why = "mapping physical allocation " + std::to_string(alloc.handle) + " (" + std::to_string(v.bytes >> 20) +
+           " MiB) to copy it failed: " + describe(api_, e);
+    return e;
+  }
+  *va = at;
+  return CUDA_SUCCESS;
+}
+
+void Session::vmm_unmap_whole(uint64_t va, uint64_t bytes) {
+  if (!va) return;
+  // A copy from pageable memory returns once its bytes are staged, before the DMA lands, and
+  // cuMemUnmap does not wait for it: unmapping at once faulted the copy on the H100 (the next
+  // call answered CUDA_ERROR_LAUNCH_FAILED).
+  api_.cuCtxSynchronize();
+  api_.cuMemUnmap(va, bytes);
+  if (arena_) arena_->free_guest(va, bytes);
 }
 
 Object* Session::vmm_allocation(uint64_t handle) {

@@ -25,11 +25,10 @@ if [ ${#programs[@]} -eq 0 ]; then
     # multi_gpu needs a stub with two devices (run_cuda_test.sh, scripts/gpu-multi-check.sh).
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
-    # driver_vmm, ipc and ipc_pool: a suspend is refused while a program holds virtual memory
-    # objects (host-stub/src/vmm.cc) or IPC memory, events or pools (host-stub/src/ipc.cc),
-    # leaving it running; cublaslt_basic: likewise while it holds cuBLASLt handles
-    # (host-stub/src/cublaslt.cc).
-    case "$n" in fault|multi_gpu|driver_vmm|ipc|ipc_pool|cublaslt_basic) continue ;; esac
+    # ipc and ipc_pool: a suspend is refused while a program holds IPC memory, events or pools
+    # (host-stub/src/ipc.cc), leaving it running; cublaslt_basic: likewise while it holds
+    # cuBLASLt handles (host-stub/src/cublaslt.cc). Virtual memory objects are carried.
+    case "$n" in fault|multi_gpu|ipc|ipc_pool|cublaslt_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi

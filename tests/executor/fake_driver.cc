@@ -145,9 +145,9 @@ struct FakeShm {
 };
 class FakeBytes {
  public:
-  std::byte* data() { return shm_ ? static_cast<std::byte*>(shm_->addr) : own_.data(); }
-  const std::byte* data() const { return shm_ ? static_cast<const std::byte*>(shm_->addr) : own_.data(); }
-  size_t size() const { return shm_ ? shm_->bytes : own_.size(); }
+  std::byte* data() { return shm_ ? static_cast<std::byte*>(shm_->addr) + off_ : own_.data(); }
+  const std::byte* data() const { return shm_ ? static_cast<const std::byte*>(shm_->addr) + off_ : own_.data(); }
+  size_t size() const { return shm_ ? (len_ ? len_ : shm_->bytes) : own_.size(); }
   void resize(size_t n) { own_.resize(n); }
   void assign(size_t n, std::byte v) { own_.assign(n, v); }
   std::byte* begin() { return data(); }
@@ -157,25 +157,38 @@ class FakeBytes {
   void share(std::shared_ptr<FakeShm> shm) {
     shm_ = std::move(shm);
     own_ = {};
+    off_ = len_ = 0;
+  }
+  // `len` bytes of `shm` from `off` (a second mapping of VMM memory, or one at an offset).
+  void view(std::shared_ptr<FakeShm> shm, size_t off, size_t len) {
+    share(std::move(shm));
+    off_ = off;
+    len_ = len;
   }
 
  private:
   std::vector<std::byte> own_;
   std::shared_ptr<FakeShm> shm_;
+  size_t off_ = 0, len_ = 0;
 };
-// VMM physical memory (cuMemCreate) and its mappings (cuMemMap). The fake maps a handle
-// at one VA at a time (the arena never maps one twice).
+// VMM physical memory (cuMemCreate) and its mappings (cuMemMap). Its first whole mapping
+// holds its bytes (mapped_at); any other mapping (a second one, or part of it at an offset,
+// as a guest's cuMemMap may make) is a view of them, which first moves them into a memfd as
+// an export does.
 struct FakePhys {
   uint64_t bytes;
   int device;
-  FakeBytes data;  // while unmapped
+  FakeBytes data;  // while not mapped whole
   bool exportable = false;  // made with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
   uint64_t mapped_at = 0;
-  bool released = false;        // cuMemRelease while mapped: freed at the unmap
+  unsigned views = 0;           // mappings that are views
+  bool released = false;        // cuMemRelease while mapped: freed at the last unmap
 };
 struct FakeMap {
   uint64_t handle;
   unsigned access = 0;  // bit d: device d may read and write (cuMemSetAccess)
+  uint64_t bytes = 0;
+  bool view = false;
 };
 // CUDA arrays (cuArray3DCreate; a mipmapped array's levels are arrays of it), texture and
 // surface objects: descriptors as the driver keeps them, texels in host memory, row after
@@ -701,6 +714,28 @@ std::shared_ptr<FakeShm> map_shm(int fd, size_t bytes) {
   shm->bytes = bytes;
   return shm;
 }
+// The bytes of `ph` (`bytes`, where they are now) moved into a memfd that importers and
+// views map too, unless they are there already.
+bool share_phys(const FakePhys& ph, FakeBytes& bytes) {
+  if (bytes.shm()) return true;
+  const int fd = ::memfd_create("vmcuda-fake-vmm", MFD_CLOEXEC);
+  if (fd < 0) return false;
+  const uint64_t header[3] = {kFakeShmMagic, static_cast<uint64_t>(ph.device), ph.bytes};
+  if (::ftruncate(fd, static_cast<off_t>(kFakeShmHeader + ph.bytes)) != 0 ||
+      ::pwrite(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
+    ::close(fd);
+    return false;
+  }
+  auto shm = map_shm(fd, ph.bytes);
+  if (!shm) {
+    ::close(fd);
+    return false;
+  }
+  shm->fd = fd;
+  std::memcpy(shm->addr, bytes.data(), ph.bytes);
+  bytes.share(std::move(shm));
+  return true;
+}
 CUresult f_mem_export(void* out, CUmemGenericAllocationHandle h, CUmemAllocationHandleType type,
                       unsigned long long flags) {
   auto& g = gpu();
@@ -711,25 +746,7 @@ CUresult f_mem_export(void* out, CUmemGenericAllocationHandle h, CUmemAllocation
   FakePhys& ph = it->second;
   if (!ph.exportable) return CUDA_ERROR_INVALID_VALUE;  // not made with that handle type
   FakeBytes& bytes = ph.mapped_at ? g.mem.at(ph.mapped_at) : ph.data;
-  if (!bytes.shm()) {
-    // First export: the bytes move into a memfd that importers map too.
-    const int fd = ::memfd_create("vmcuda-fake-vmm", MFD_CLOEXEC);
-    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    const uint64_t header[3] = {kFakeShmMagic, static_cast<uint64_t>(ph.device), ph.bytes};
-    if (::ftruncate(fd, static_cast<off_t>(kFakeShmHeader + ph.bytes)) != 0 ||
-        ::pwrite(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
-      ::close(fd);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    auto shm = map_shm(fd, ph.bytes);
-    if (!shm) {
-      ::close(fd);
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    shm->fd = fd;
-    std::memcpy(shm->addr, bytes.data(), ph.bytes);
-    bytes.share(std::move(shm));
-  }
+  if (!share_phys(ph, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   const int copy = ::fcntl(bytes.shm()->fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) return CUDA_ERROR_OUT_OF_MEMORY;
   *static_cast<int*>(out) = copy;
@@ -760,7 +777,7 @@ CUresult f_mem_release(CUmemGenericAllocationHandle h) {
   std::lock_guard l(g.mu);
   auto it = g.phys.find(h);
   if (it == g.phys.end() || it->second.released) return CUDA_ERROR_INVALID_VALUE;
-  if (it->second.mapped_at)
+  if (it->second.mapped_at || it->second.views)
     it->second.released = true;
   else
     g.phys.erase(it);
@@ -773,8 +790,9 @@ CUresult f_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllo
   auto it = g.phys.find(h);
   if (it == g.phys.end() || it->second.released) return CUDA_ERROR_INVALID_HANDLE;
   FakePhys& ph = it->second;
-  if (flags || ptr % kVmmGranularity || offset) return CUDA_ERROR_INVALID_VALUE;
-  if (size != ph.bytes || ph.mapped_at) return CUDA_ERROR_NOT_SUPPORTED;  // whole, once: the fake's limit
+  if (flags || ptr % kVmmGranularity || offset % kVmmGranularity || size == 0 || size % kVmmGranularity)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (offset > ph.bytes || size > ph.bytes - offset) return CUDA_ERROR_INVALID_VALUE;
   // Inside one reservation, over nothing mapped.
   auto r = g.reservations.upper_bound(ptr);
   if (r == g.reservations.begin()) return CUDA_ERROR_INVALID_VALUE;
@@ -783,10 +801,20 @@ CUresult f_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllo
   if (auto m = g.mem.lower_bound(ptr); m != g.mem.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
   if (auto m = g.mem.lower_bound(ptr); m != g.mem.begin() && std::prev(m)->first + std::prev(m)->second.size() > ptr)
     return CUDA_ERROR_INVALID_VALUE;
-  g.mem[ptr] = std::move(ph.data);
-  ph.data = {};
-  ph.mapped_at = ptr;
-  g.maps[ptr] = FakeMap{h, 0};
+  if (offset == 0 && size == ph.bytes && !ph.mapped_at) {
+    g.mem[ptr] = std::move(ph.data);
+    ph.data = {};
+    ph.mapped_at = ptr;
+    g.maps[ptr] = FakeMap{h, 0, size, false};
+    return CUDA_SUCCESS;
+  }
+  FakeBytes& bytes = ph.mapped_at ? g.mem.at(ph.mapped_at) : ph.data;
+  if (!share_phys(ph, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+  FakeBytes v;
+  v.view(bytes.shm(), offset, size);
+  g.mem[ptr] = std::move(v);
+  ++ph.views;
+  g.maps[ptr] = FakeMap{h, 0, size, true};
   return CUDA_SUCCESS;
 }
 CUresult f_mem_unmap(CUdeviceptr ptr, size_t size) {
@@ -797,18 +825,19 @@ CUresult f_mem_unmap(CUdeviceptr ptr, size_t size) {
   if (first == g.maps.end()) return CUDA_ERROR_INVALID_VALUE;
   auto last = first;
   uint64_t end = ptr;
-  for (; last != g.maps.end() && last->first == end && end - ptr < size; ++last) end += g.phys.at(last->second.handle).bytes;
+  for (; last != g.maps.end() && last->first == end && end - ptr < size; ++last) end += last->second.bytes;
   if (end - ptr != size) return CUDA_ERROR_INVALID_VALUE;
   for (auto m = first; m != last;) {
     auto ph = g.phys.find(m->second.handle);
     auto data = g.mem.find(m->first);
-    if (ph->second.released) {
-      g.phys.erase(ph);
+    if (m->second.view) {
+      --ph->second.views;
     } else {
       ph->second.data = std::move(data->second);
       ph->second.mapped_at = 0;
     }
     g.mem.erase(data);
+    if (ph->second.released && !ph->second.mapped_at && !ph->second.views) g.phys.erase(ph);
     m = g.maps.erase(m);
   }
   return CUDA_SUCCESS;
@@ -829,7 +858,7 @@ CUresult f_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* d
   if (first == g.maps.end()) return CUDA_ERROR_INVALID_VALUE;
   auto last = first;
   uint64_t end = ptr;
-  for (; last != g.maps.end() && last->first == end && end - ptr < size; ++last) end += g.phys.at(last->second.handle).bytes;
+  for (; last != g.maps.end() && last->first == end && end - ptr < size; ++last) end += last->second.bytes;
   if (end - ptr != size) return CUDA_ERROR_INVALID_VALUE;
   for (auto m = first; m != last; ++m)
     for (size_t i = 0; i < count; ++i) {

@@ -332,6 +332,27 @@ void vmm(uint8_t flags, const char* name) {
   save(name, w);
 }
 
+// Virtual memory objects left in place for a suspend (suspend.cc carries them): an
+// allocation mapped in two reservations (read-write, read-only) and referenced twice, and
+// one never mapped.
+void vmm_held(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  constexpr uint64_t kG = 2ull << 20;
+  const int32_t data[4] = {5, 6, 7, 8};
+  w.call(Call::VmmGranularity, api::VmmGranularityArgs{0, 1});                  // rem 0
+  w.call(Call::VmmAddressReserve, api::VmmReserveArgs{8 * kG, 0, 0, 0});       // rem 1
+  w.call(Call::VmmAddressReserve, api::VmmReserveArgs{4 * kG, 0, 0, 0});       // rem 2
+  w.call(Call::VmmCreate, api::VmmCreateArgs{kG, 0, 0});                       // rem 3: handle 1
+  w.call(Call::VmmCreate, api::VmmCreateArgs{kG, 0, 0});                       // rem 4: handle 2
+  w.call(Call::VmmMap, api::VmmMapArgs{0, kG, 0, 1, 0}, nullptr, 0, 0, 1, 0);  // rem 5 (device)
+  w.call(Call::VmmSetAccess, api::VmmAccessArgs{0, kG, 0, 3}, nullptr, 0, 0, 1, 0);
+  w.call(Call::VmmMap, api::VmmMapArgs{0, kG, 0, 1, 0}, nullptr, 0, 0, 2, 0);  // rem 6
+  w.call(Call::VmmSetAccess, api::VmmAccessArgs{0, kG, 0, 1}, nullptr, 0, 0, 2, 0);
+  w.call(Call::CopyToDeviceInline, api::CopyToDeviceInlineArgs{0}, data, sizeof data, 0, 1, 0);
+  w.call(Call::VmmRetainHandle, api::PtrArgs{0}, nullptr, 0, 0, 1, 0);
+  save(name, w);
+}
+
 // The image cache (calls.def 0x1330): a load that stores the image, then names by hash and
 // size (one unknown hash, a size beyond the limit, none), and a load again.
 void image_cache(uint8_t flags, const char* name) {
@@ -381,6 +402,7 @@ int main(int argc, char** argv) {
   streams_events(fuzz::kFlagSuspend, "streams-events-suspend");
   arrays(fuzz::kFlagSuspend, "arrays-suspend");
   graphs(fuzz::kFlagSuspend, "graphs-suspend");  // graphs carried (graph_state.cc)
+  vmm_held(fuzz::kFlagSuspend, "vmm-held-suspend");  // VMM objects carried (suspend.cc)
   // Another client of the VM holds most of its quota: the session's allocations meet it.
   memory(fuzz::kFlagNeighbor, "memory-neighbor-24", 24);
   memory(fuzz::kFlagNeighbor | fuzz::kFlagSuspend, "memory-neighbor-30-suspend", 30);

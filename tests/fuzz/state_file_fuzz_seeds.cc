@@ -77,6 +77,39 @@ int main(int argc, char** argv) {
     s.put_record(4, 3, pattern(3));
     save("blobs", s);
   }
+  {
+    // A client's virtual memory records as suspend.cc writes them (object records, type 3:
+    // a reservation, a physical allocation, a mapping with its access list), then the
+    // allocation's bytes as a blob of their own (kVmmData, type 8) and the client's end.
+    MemorySink s(small);
+    auto object = [](uint8_t kind, uint64_t id, uint64_t parent, uint64_t handle) {
+      ByteWriter w;
+      w.put_u8(kind);
+      w.put_u64(id);
+      w.put_u64(parent);
+      w.put_i32(0);
+      w.put_u64(handle);
+      return w;
+    };
+    ByteWriter res = object(21, 2, 0, 0x500000200000ull);
+    res.put_u64(8ull << 21);
+    s.put_record(3, 2, res.bytes());
+    ByteWriter alloc = object(22, 3, 1, 1);
+    alloc.put_u64(1ull << 21);
+    alloc.put_u32(2);
+    s.put_record(3, 3, alloc.bytes());
+    ByteWriter map = object(23, 4, 2, 0x500000200000ull);
+    map.put_u64(1ull << 21);
+    map.put_u64(0);
+    map.put_u64(3);
+    map.put_u32(1);
+    map.put_i32(0);
+    map.put_u32(3);
+    s.put_record(3, 4, map.bytes());
+    s.put_blob(8, 3, pattern(700));
+    s.put_record(6, 0, {});
+    save("vmm", s);
+  }
   // Striped sets: FileSink's files, packed as the fuzzer reads them.
   for (unsigned stripes : {1u, 3u}) {
     char templ[] = "/tmp/state_file_fuzz_seeds.XXXXXX";

@@ -995,3 +995,332 @@ TEST(Suspend, ADamagedChunkInHostMemoryIsRefusedAndTheClientStaysSuspended) {
 
 }  // namespace
 }  // namespace vmcuda::host::test
+
+namespace vmcuda::host::test {
+namespace {
+
+// Virtual memory objects (host-stub/src/vmm.cc) across a suspend: reservations at the same
+// addresses, physical allocations with their bytes (each once, mapped twice, in part or not
+// at all), mappings with their offsets and access, references as the guest left them.
+constexpr uint64_t kG = 2ull << 20;  // the executor's granularity
+struct VmmWorkload {
+  uint64_t base = 0, base2 = 0;  // reservations of 16 and 4 granules
+  uint64_t a = 0, b = 0, unmapped = 0;  // 2, 4 and 1 granules
+  uint64_t block = 0;  // a cudaMalloc block beside them (the arena's own memory)
+  std::vector<std::byte> pa, pb, pc;
+
+  uint64_t reserve(Client& c, uint64_t bytes) {
+    api::PtrReply r{};
+    EXPECT_EQ(c.call<api::Call::VmmAddressReserve>({bytes, 0, 0, 0}, &r), 0);
+    return r.ptr;
+  }
+  uint64_t create(Client& c, uint64_t bytes) {
+    api::VmmValueReply r{};
+    EXPECT_EQ(c.call<api::Call::VmmCreate>({bytes, 0, 0}, &r), 0);
+    return r.value;
+  }
+  int32_t map(Client& c, uint64_t ptr, uint64_t bytes, uint64_t handle, uint64_t offset = 0) {
+    api::VmmValueReply r{};
+    return c.call<api::Call::VmmMap>({ptr, bytes, offset, handle, 0}, &r);
+  }
+  int32_t access(Client& c, uint64_t ptr, uint64_t bytes, uint32_t flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+    return c.call<api::Call::VmmSetAccess>({ptr, bytes, 0, flags});
+  }
+  uint64_t get_access(Client& c, uint64_t ptr) {
+    api::VmmValueReply r{};
+    EXPECT_EQ(c.call<api::Call::VmmGetAccess>({ptr, 0, 0, 0}, &r), 0);
+    return r.value;
+  }
+
+  void build(Client& c) {
+    block = c.malloc(4096);
+    c.put(block, iota(16, 500));
+    base = reserve(c, 16 * kG);
+    base2 = reserve(c, 4 * kG);
+    a = create(c, 2 * kG);
+    b = create(c, 4 * kG);
+    unmapped = create(c, kG);
+    ASSERT_NE(base, 0u);
+    ASSERT_NE(base2, 0u);
+    // a: mapped whole twice (the same bytes at two addresses); b: its middle two granules
+    // only, read-only, its reference dropped (the mapping keeps it); unmapped: written
+    // through a mapping that is gone again.
+    ASSERT_EQ(map(c, base, 2 * kG, a), 0);
+    ASSERT_EQ(map(c, base + 4 * kG, 2 * kG, a), 0);
+    ASSERT_EQ(map(c, base2, 2 * kG, b, kG), 0);
+    ASSERT_EQ(access(c, base, 2 * kG), 0);
+    ASSERT_EQ(access(c, base + 4 * kG, 2 * kG), 0);
+    ASSERT_EQ(access(c, base2, 2 * kG), 0);
+    ASSERT_EQ(map(c, base + 10 * kG, kG, unmapped), 0);
+    ASSERT_EQ(access(c, base + 10 * kG, kG), 0);
+    pa = pattern(2 * kG, 1);
+    pb = pattern(2 * kG, 2);
+    pc = pattern(kG, 3);
+    ASSERT_NO_FATAL_FAILURE(put_bytes(c, base, pa));
+    ASSERT_NO_FATAL_FAILURE(put_bytes(c, base2, pb));
+    ASSERT_NO_FATAL_FAILURE(put_bytes(c, base + 10 * kG, pc));
+    ASSERT_EQ(c.call<api::Call::VmmUnmap>({base + 10 * kG, kG}), 0);
+    ASSERT_EQ(access(c, base2, 2 * kG, CU_MEM_ACCESS_FLAGS_PROT_READ), 0);
+    // a: a second reference (cuMemRetainAllocationHandle); b: none left.
+    api::VmmValueReply ret{};
+    ASSERT_EQ(c.call<api::Call::VmmRetainHandle>({base + 4 * kG + 64}, &ret), 0);
+    ASSERT_EQ(ret.value, a);
+    ASSERT_EQ(c.call<api::Call::VmmRelease>({b}), 0);
+  }
+
+  void check(Client& c) {
+    EXPECT_EQ(c.get(block, 16), iota(16, 500));
+    // Every byte, at both of a's addresses, and b's middle at its mapping.
+    EXPECT_TRUE(get_bytes(c, base, 2 * kG) == pa);
+    EXPECT_TRUE(get_bytes(c, base + 4 * kG, 2 * kG) == pa);
+    EXPECT_TRUE(get_bytes(c, base2, 2 * kG) == pb);
+    // One physical allocation still: a write through one address shows at the other.
+    c.put(base + 100, {42});
+    EXPECT_EQ(c.get(base + 4 * kG + 100, 1), std::vector<int>{42});
+    c.put(base + 100, {0});
+    std::memcpy(pa.data() + 100, std::vector<int>{0}.data(), 4);
+    // Access as the guest set it.
+    EXPECT_EQ(get_access(c, base), static_cast<uint64_t>(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+    EXPECT_EQ(get_access(c, base2), static_cast<uint64_t>(CU_MEM_ACCESS_FLAGS_PROT_READ));
+    // Properties, and nothing mapped where nothing was.
+    api::VmmPropertiesReply pr{};
+    ASSERT_EQ(c.call<api::Call::VmmProperties>({a}, &pr), 0);
+    EXPECT_EQ(pr.bytes, 2 * kG);
+    ASSERT_EQ(c.call<api::Call::VmmProperties>({unmapped}, &pr), 0);
+    EXPECT_EQ(pr.bytes, kG);
+    EXPECT_EQ(c.call<api::Call::VmmProperties>({b}, &pr), CUDA_ERROR_INVALID_VALUE);  // no reference left
+    int32_t st = 0;
+    c.get(base + 2 * kG, 1, &st);
+    EXPECT_EQ(st, CUDA_ERROR_INVALID_VALUE);
+  }
+};
+
+TEST(SuspendVmm, ReservationsAllocationsAndMappingsComeBackAtTheSameAddressesWithTheirBytes) {
+  Stub stub;
+  Client c(stub);
+  VmmWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  EXPECT_EQ(tst::fake_vmm_mappings(), 4u);  // a twice, b, and the arena's chunk
+
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  // Each physical allocation once (7 granules), not each mapping, and the arena's chunk.
+  EXPECT_GT(r.state_bytes, 7 * kG + kArenaChunkBytes);
+  EXPECT_LT(r.state_bytes, 8 * kG + kArenaChunkBytes);
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+  r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_vmm_mappings(), 4u);
+  release(stub);
+  ASSERT_NO_FATAL_FAILURE(w.check(c));
+
+  // The unmapped allocation kept its bytes; a's two references and the handle counter too.
+  ASSERT_EQ(w.map(c, w.base + 10 * kG, kG, w.unmapped), 0);
+  ASSERT_EQ(w.access(c, w.base + 10 * kG, kG), 0);
+  EXPECT_TRUE(get_bytes(c, w.base + 10 * kG, kG) == w.pc);
+  const uint64_t d = w.create(c, kG);
+  EXPECT_GT(d, std::max({w.a, w.b, w.unmapped}));
+  EXPECT_EQ(c.call<api::Call::VmmRelease>({d}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmRelease>({w.a}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmRelease>({w.a}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmRelease>({w.a}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_TRUE(get_bytes(c, w.base, 2 * kG) == w.pa);  // the mappings keep it
+
+  // A second cycle, then everything goes as the guest frees it.
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_TRUE(get_bytes(c, w.base + 4 * kG, 2 * kG) == w.pa);
+  EXPECT_TRUE(get_bytes(c, w.base + 10 * kG, kG) == w.pc);
+  EXPECT_EQ(c.call<api::Call::VmmUnmap>({w.base, 2 * kG}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmUnmap>({w.base + 4 * kG, 2 * kG}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmUnmap>({w.base + 10 * kG, kG}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmUnmap>({w.base2, 2 * kG}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmRelease>({w.unmapped}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmAddressFree>({w.base, 16 * kG}), 0);
+  EXPECT_EQ(c.call<api::Call::VmmAddressFree>({w.base2, 4 * kG}), 0);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 1u);  // the arena's chunk alone
+  EXPECT_EQ(tst::fake_allocated_bytes(), kArenaChunkBytes);
+}
+
+TEST(SuspendVmm, SaveToAFileAndRestoreFromIt) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-vmm." + std::to_string(::getpid()) + ".state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  VmmWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  ASSERT_NO_FATAL_FAILURE(w.check(c));
+  state::remove_state_file(path);
+}
+
+// A forged state file: every malformed virtual memory record is refused with the reason,
+// nothing stays on the GPU, and the good file still restores.
+TEST(SuspendVmm, MalformedVirtualMemoryRecordsAreRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-vmm-good." + std::to_string(::getpid()) + ".state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-suspend-vmm-bad." + std::to_string(::getpid()) + ".state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  VmmWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // An object record: kind (1 byte), id, parent, device (4), handle, then the kind's fields:
+  // a reservation's size; an allocation's size and references; a mapping's size, offset,
+  // allocation id, then its access list (a count, then device and flags).
+  constexpr size_t kHandle = 21, kField = 29;
+  const auto res = static_cast<std::byte>(ObjectKind::VmmReservation), alloc = static_cast<std::byte>(ObjectKind::VmmAllocation),
+             mapping = static_cast<std::byte>(ObjectKind::VmmMapping);
+  auto u64_at = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+  auto u64_of = [](const std::vector<std::byte>& p, size_t at) {
+    uint64_t v;
+    std::memcpy(&v, p.data() + at, 8);
+    return v;
+  };
+  auto is = [&](const std::vector<std::byte>& p, std::byte kind, uint64_t handle) {
+    return p[0] == kind && u64_of(p, kHandle) == handle;
+  };
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"a reservation of no whole granules", [&](auto& p) { if (is(p, res, w.base2)) u64_at(p, kField, 4 * kG + 4096); },
+       "not whole granules"},
+      {"a reservation outside the arena", [&](auto& p) { if (is(p, res, w.base2)) u64_at(p, kHandle, 64 * kG); },
+       "outside arena"},
+      {"two reservations overlapping", [&](auto& p) { if (is(p, res, w.base2)) u64_at(p, kHandle, w.base + 8 * kG); },
+       "overlaps"},
+      {"a reservation over the arena's memory",
+       [&](auto& p) { if (is(p, res, w.base2)) u64_at(p, kHandle, w.block / kG * kG); }, "overlaps its memory"},
+      {"an allocation of no whole granules", [&](auto& p) { if (is(p, alloc, w.unmapped)) u64_at(p, kField, kG + 512); },
+       "not whole granules"},
+      {"an allocation neither referenced nor mapped",
+       [&](auto& p) { if (is(p, alloc, w.unmapped)) std::memset(p.data() + kField + 8, 0, 4); }, "neither referenced nor mapped"},
+      {"an allocation handle beyond the counter", [&](auto& p) { if (is(p, alloc, w.unmapped)) u64_at(p, kHandle, 1000); },
+       "beyond the saved counter"},
+      {"mappings overlapping", [&](auto& p) { if (is(p, mapping, w.base + 4 * kG)) u64_at(p, kHandle, w.base + kG); },
+       "overlaps another mapping"},
+      {"a mapping outside its reservation",
+       [&](auto& p) { if (is(p, mapping, w.base + 4 * kG)) u64_at(p, kHandle, w.base + 15 * kG); }, "outside its reservation"},
+      {"a mapping in another reservation", [&](auto& p) { if (is(p, mapping, w.base2)) u64_at(p, kHandle, w.base + 12 * kG); },
+       "outside its reservation"},
+      {"a mapping of no whole granules", [&](auto& p) { if (is(p, mapping, w.base2)) u64_at(p, kField, 2 * kG - 4096); },
+       "not whole granules"},
+      {"a mapping past its allocation", [&](auto& p) { if (is(p, mapping, w.base2)) u64_at(p, kField + 8, 3 * kG); },
+       "run past its physical allocation"},
+      {"a mapping of no allocation", [&](auto& p) { if (is(p, mapping, w.base2)) u64_at(p, kField + 16, 999999); },
+       "maps no physical allocation"},
+      {"a mapping of a reservation's id", [&](auto& p) {
+         if (is(p, mapping, w.base2)) std::memcpy(p.data() + kField + 16, p.data() + 9, 8);  // its parent's id
+       },
+       "maps no physical allocation"},
+      {"unknown access flags",
+       [&](auto& p) { if (is(p, mapping, w.base2)) std::memset(p.data() + kField + 28 + 4, 7, 1); }, "unknown access flags"},
+      {"access for a device the client does not have",
+       [&](auto& p) { if (is(p, mapping, w.base2)) std::memset(p.data() + kField + 28, 5, 1); }, "access for device 5"},
+      {"an access list cut short", [&](auto& p) { if (is(p, mapping, w.base2)) p.resize(p.size() - 2); }, "virtual memory mapping"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
+    r = control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+    EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+    EXPECT_EQ(tst::fake_live_reservations(), 0u);
+  }
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  ASSERT_NO_FATAL_FAILURE(w.check(c));
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
+// Failure injection: a mapping the driver refuses at the resume, and a copy that fails
+// during the suspend.
+int g_maps_left = 0;
+decltype(DriverApi::cuMemMap) g_real_map = nullptr;
+CUresult map_then_fail(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long f) {
+  if (g_maps_left-- <= 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  return g_real_map(p, n, off, h, f);
+}
+
+TEST(SuspendVmm, AResumeThatCannotMapStaysSuspendedAndCanBeRetried) {
+  Stub stub;
+  Client c(stub);
+  VmmWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  // The arena's chunk maps, then the first of the guest's mappings; the second fails.
+  for (int passes : {0, 1, 2, 3, 4}) {
+    SCOPED_TRACE(passes);
+    g_real_map = stub.api.cuMemMap;
+    g_maps_left = passes;
+    stub.api.cuMemMap = &map_then_fail;
+    cc::Reply r = control(stub, cc::Op::kResume);
+    stub.api.cuMemMap = g_real_map;
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(r.status.suspended);
+    if (passes == 2) {
+      EXPECT_NE(r.error.find("cannot map physical allocation"), std::string::npos) << r.error;
+    }
+    if (passes == 4) {  // the copy's own mapping
+      EXPECT_NE(r.error.find("to copy it failed"), std::string::npos) << r.error;
+    }
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+    EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
+    EXPECT_EQ(tst::fake_live_reservations(), 0u);
+  }
+  cc::Reply r = control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  ASSERT_NO_FATAL_FAILURE(w.check(c));
+}
+
+TEST(SuspendVmm, ACopyThatFailsDuringTheSuspendLeavesTheClientRunning) {
+  Stub stub;
+  Client c(stub);
+  VmmWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  ASSERT_TRUE(hold(stub));
+  // Physical allocations are copied with cuMemcpyDtoH (the arena's memory through the ring).
+  cc::Reply r = control_with_failing(stub, stub.api.cuMemcpyDtoH_v2, &failing_dtoh, CUDA_ERROR_MAP_FAILED,
+                                     cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("physical allocation"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  EXPECT_EQ(tst::fake_vmm_mappings(), 4u);  // the copy's own mapping went again
+  release(stub);
+  ASSERT_NO_FATAL_FAILURE(w.check(c));
+  // And it suspends once the driver works.
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  ASSERT_NO_FATAL_FAILURE(w.check(c));
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test
