@@ -10,17 +10,16 @@
 # Files that name installed paths are written at install time, for the prefix given then.
 include(GNUInstallDirs)
 
-# vmcuda's libcublas.so.13 and libcublasLt.so.13 (where they are built: guest-lib/CMakeLists.txt), beside libcudart.so.13
-# in both library folders, so that the loader finds it as it finds NVIDIA's.
+# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcurand.so.10 and libcudnn.so.9
+# (where they are built: guest-lib/CMakeLists.txt), beside libcudart.so.13 in both library
+# folders, so that the loader finds them as it finds NVIDIA's.
 set(vmcuda_cublas_files "")
-if(TARGET vmcuda_cublas)
-  set(vmcuda_cublas_files $<TARGET_FILE:vmcuda_cublas> ${CMAKE_BINARY_DIR}/guest-lib/libcublas.so
-                          $<TARGET_FILE:vmcuda_cublaslt> ${CMAKE_BINARY_DIR}/guest-lib/libcublasLt.so)
-endif()
-# vmcuda's libcudnn.so.9 likewise (where built: cuDNN 9's headers were found).
-if(TARGET vmcuda_cudnn)
-  list(APPEND vmcuda_cublas_files $<TARGET_FILE:vmcuda_cudnn> ${CMAKE_BINARY_DIR}/guest-lib/libcudnn.so)
-endif()
+foreach(lib cublas cublasLt cufft curand cudnn)
+  string(TOLOWER ${lib} target)
+  if(TARGET vmcuda_${target})
+    list(APPEND vmcuda_cublas_files $<TARGET_FILE:vmcuda_${target}> ${CMAKE_BINARY_DIR}/guest-lib/lib${lib}.so)
+  endif()
+endforeach()
 
 # ---- host
 install(TARGETS vmcuda-stub vmcudactl RUNTIME DESTINATION bin COMPONENT host)

@@ -45,6 +45,9 @@ INT64 = {"int64_t", "long long int", "long long"}
 POINTEE_BYTES = {
     "float": 4, "double": 8, "__half": 2, "__nv_bfloat16": 2, "cuComplex": 8, "cuDoubleComplex": 16,
     "int": 4, "int64_t": 8, "size_t": 8,
+    # cuBLASLt's semi-opaque structs, copied as bytes (cublasLt.h: 8 x uint64_t; the
+    # heuristic result: the algorithm, workspaceSize, state, wavesCount, reserved[4]).
+    "cublasLtMatmulAlgo_t": 64, "cublasLtMatmulHeuristicResult_t": 96,
 }
 SCALAR_BYTES = 16  # the largest scalar (cuDoubleComplex): a scalar field's size on the wire
 
@@ -159,12 +162,16 @@ class Param:
             return
         # Roles of hand-written calls: bytes:P (the pointee's P bytes follow the Args struct),
         # outbytes:P (up to P bytes come back in the reply's trailing bytes), struct:N (N bytes
-        # copied into the Args, with has_NAME saying whether the pointer was NULL).
+        # copied into the Args, with has_NAME saying whether the pointer was NULL), inout:N (N
+        # bytes copied into the Args and N bytes back in the Reply: a struct changed in place).
         if role and role.split(":")[0] in ("bytes", "outbytes"):
             self.kind, self.size_param, self.wire = role.split(":")[0], role.split(":", 1)[1], None
             return
         if role and role.startswith("struct:"):
             self.kind, self.bytes, self.wire = "struct", int(role.split(":", 1)[1]), "uint8_t"
+            return
+        if role and role.startswith("inout:"):
+            self.kind, self.bytes, self.wire = "inout", int(role.split(":", 1)[1]), "uint8_t"
             return
         if role is None and name in ("alpha", "beta"):
             role = "scalar"
@@ -195,6 +202,8 @@ class Param:
             return []
         if self.kind == "struct":
             return [("uint8_t", f"{self.name}[{self.bytes}]", self.bytes), ("uint32_t", f"has_{self.name}", 4)]
+        if self.kind == "inout":
+            return [("uint8_t", f"{self.name}[{self.bytes}]", self.bytes)]
         size = 4 if self.wire in ("int32_t", "float") else 8
         return [(self.wire, self.name, size)]
 
@@ -203,6 +212,8 @@ class Param:
         # mode device) has no reply, and a Reply struct would make the dispatcher refuse it.
         if self.kind == "out":
             return [("uint8_t", f"{self.name}[{max(8, self.bytes)}]", max(8, self.bytes))]
+        if self.kind == "inout":
+            return [("uint8_t", f"{self.name}[{self.bytes}]", self.bytes)]
         return []
 
 
@@ -314,7 +325,7 @@ def main():
             wire.append(s)
         else:
             reply_t = "Empty"
-        waits = any(p.kind in ("out", "outbytes") for p in params) or waits_hand
+        waits = any(p.kind in ("out", "outbytes", "inout") for p in params) or waits_hand
         flags = "0" if waits else "kQueued"
         # Generated routines run kernels on the handle's stream, and so does a hand-written call
         # marked `launches`: kLaunches, and the handler counts the launch (Session::count_launch).

@@ -18,7 +18,14 @@ steps=$("$py" "$top/tests/torch/torch_steps.py" --list)
 run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
   local o="$1" e="$2"; shift 2
   : >"$o"; : >"$e"
-  for s in $steps; do
+  run_each "$o" "$e" "$steps" "$@"
+  # PyTorch's expandable segments (the driver's virtual memory calls: cuMemAddressReserve,
+  # cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease) instead of cudaMalloc.
+  run_each "$o" "$e" expandable_segments "$@" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+}
+run_each() { # OUTFILE ERRFILE STEPS [env...]
+  local o="$1" e="$2" list="$3"; shift 3
+  for s in $list; do
     env "$@" timeout "${TORCH_TIMEOUT:-120}" "$py" "$top/tests/torch/torch_steps.py" --step "$s" >>"$o" 2>>"$e"
     local rc=$?
     grep -q "^STEP $s:" "$o" || echo "STEP $s: FAIL the process ended with rc $rc" >>"$o"
@@ -26,9 +33,18 @@ run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
 }
 run_steps "$out/native.txt" "$out/native.err"
 sock=/tmp/vmcuda-torch-check.sock
-# The stub's NVIDIA libcublas.so.13: the one PyTorch's wheel brings (nvidia-cublas), unless set.
+# The stub's NVIDIA libcublas.so.13, libcufft.so.12 and libcurand.so.10: those PyTorch's wheels
+# bring (nvidia-cublas, nvidia-cufft, nvidia-curand; VMCUDA_HOST_LIBDIR takes several folders), unless set.
 if [ -z "${VMCUDA_HOST_LIBDIR:-}" ]; then
-  VMCUDA_HOST_LIBDIR="$("$py" -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
+  VMCUDA_HOST_LIBDIR="$("$py" -c '
+import importlib, os
+dirs = []
+for m in ("nvidia.cublas", "nvidia.cufft", "nvidia.curand"):
+    try:
+        dirs.append(os.path.join(list(importlib.import_module(m).__path__)[0], "lib"))
+    except Exception:
+        pass
+print(":".join(dirs))' 2>/dev/null || true)"
   export VMCUDA_HOST_LIBDIR
 fi
 # VMCUDA_REMOTE_CUDNN=1: the stub's NVIDIA libcudnn.so.9 is the wheel's (nvidia-cudnn), added to
@@ -47,7 +63,12 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 # runs NVIDIA's copies on vmcuda's libcuda instead.
 preload=""
 [ "${VMCUDA_REMOTE_CUBLAS:-1}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
-  preload="$carry/lib/libcublasLt.so.13:$carry/lib/libcublas.so.13"  # one word: run_steps passes it to env
+  preload="$carry/lib/libcublasLt.so.13:$carry/lib/libcublas.so.13"
+# VMCUDA_REMOTE_CUFFT=1 / VMCUDA_REMOTE_CURAND=1: the same for vmcuda's libcufft.so.12 and
+# libcurand.so.10 (the fft step needs it: NVIDIA's cuFFT cannot run on vmcuda's libcuda.so.1).
+# The list is one word (':'-separated): run_steps passes it to env.
+[ "${VMCUDA_REMOTE_CUFFT:-0}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload:}$carry/lib/libcufft.so.12"
+[ "${VMCUDA_REMOTE_CURAND:-0}" = 1 ] && [ -e "$carry/lib/libcurand.so.10" ] && preload="${preload:+$preload:}$carry/lib/libcurand.so.10"
 # VMCUDA_REMOTE_CUDNN=1: vmcuda's libcudnn.so.9 too (PyTorch's convolutions; NVIDIA's cuDNN cannot
 # run on vmcuda's libcuda.so.1).
 [ "${VMCUDA_REMOTE_CUDNN:-0}" = 1 ] && [ -e "$carry/lib/libcudnn.so.9" ] && preload="${preload:+$preload:}$carry/lib/libcudnn.so.9"

@@ -132,6 +132,7 @@ VMCUDA_CUBLAS_API int cublasDestroy_v2(cublasHandle_t handle) {
   api::cublasDestroy_v2_Args a{};
   a.handle = h->wire;
   delete h;
+  vmcuda::guest::cublaslt::forget_handle(a.handle);  // it may have been a cuBLASLt handle too
   return queue<api::Call::cublasDestroy_v2>(a);
 }
 

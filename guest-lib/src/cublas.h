@@ -95,3 +95,9 @@ int wait(const typename api::CallTraits<C>::Args& a, typename api::CallTraits<C>
 }
 
 }  // namespace vmcuda::guest::cublas
+
+namespace vmcuda::guest::cublaslt {
+// Forgets the heuristic answers given for handle `wire` (cublaslt.cc): a cuBLAS handle is a
+// cuBLASLt handle too, and its destruction drops them as cublasLtDestroy's does.
+void forget_handle(uint64_t wire) noexcept;
+}  // namespace vmcuda::guest::cublaslt

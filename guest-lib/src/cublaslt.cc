@@ -5,11 +5,24 @@
 // attribute settings and destruction are queued, as the matmul is; the heuristic query and the
 // attribute getters wait for the host. A cuBLAS handle of vmcuda's libcublas.so.13 is also a
 // cuBLASLt handle (PyTorch casts its cublasHandle_t), as NVIDIA's is.
+//
+// The heuristic's answers are cached here: PyTorch makes new descriptors, layouts and a
+// preference for every GEMM and asks the same question for every GEMM of a shape. So the key is
+// what the objects say, not which objects they are: the handle, each object's creation
+// arguments and every attribute set on it (in order of attribute number, the last value of
+// each), and the requested count. Changing an attribute changes the key (a new round trip);
+// destroying a handle drops its answers; destroyed descriptors leave answers that a
+// descriptor saying the same things finds again (the library's answer depends on nothing else).
+// The algorithm calls (ids, init, check, capabilities, config) all wait: cublasLtMatmulAlgo_t's
+// layout is not documented, so even its config is read and written by the host's library.
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "cublas.h"
 #include "stream_event.h"
@@ -30,6 +43,10 @@ struct Object {
   // _POINTER_MODE), as the app set them.
   std::atomic<int32_t> scale_type{0};
   std::atomic<int32_t> pointer_mode{0};
+  // What the object says, for the heuristic cache's key (under the registry's lock): its
+  // creation arguments and the last value set for each attribute.
+  std::string created;
+  std::map<int32_t, std::string> attributes;
 };
 
 struct Registry {
@@ -40,6 +57,24 @@ Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: calls may come from atexit handlers
   return *r;
 }
+
+template <class T>
+void append(std::string* s, const T& v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// The heuristic's answers (the results' bytes as the host's library wrote them), by question.
+struct HeuristicCache {
+  static constexpr size_t kMaxEntries = 4096;  // beyond this, the cache starts over
+  std::mutex mu;
+  std::unordered_map<std::string, std::string> answers;
+};
+HeuristicCache& heuristic_cache() {
+  static HeuristicCache* c = new HeuristicCache;  // never destroyed, as the registry
+  return *c;
+}
+
+
 
 // The live object of kind `k` the app's value names, or nullptr.
 Object* find(const void* app, Kind k) {
@@ -98,13 +133,14 @@ int wait_for(const typename api::CallTraits<C>::Args& a, typename api::CallTrait
 // A new object of kind k: its wire handle in the Args' `field`, the creation queued (or, for a
 // call that is not queued, waited for), the object registered only if that went well.
 template <api::Call C, class A>
-int create(void** out, Kind k, A a, uint64_t A::*field) {
+int create(void** out, Kind k, A a, uint64_t A::*field, std::string created = {}) {
   if (!out) return kInvalidValue;
   int status;
   Remote* r = remote(&status);
   if (!r) return status;
   auto o = std::make_unique<Object>();
   o->kind = k;
+  o->created = std::move(created);
   o->wire = vmcuda::guest::handles::next();
   a.*field = o->wire;
   {
@@ -137,6 +173,7 @@ int destroy(const void* app, Kind k, uint64_t A::*field) {
     a.*field = it->second->wire;
     registry().live.erase(it);
   }
+  if (k == Kind::kHandle) forget_handle(a.*field);
   return queue_tail<C>(a, {});
 }
 
@@ -153,6 +190,11 @@ int set_attribute(const void* app, Kind k, uint64_t A::*field, int32_t attr, con
       if (!api::lt_pointer_mode_valid(v)) return kInvalidValue;
       o->pointer_mode = v;
     }
+  }
+  {
+    std::lock_guard l(registry().mu);
+    std::string& v = o->attributes[attr];
+    v.assign(static_cast<const char*>(buf), bytes);
   }
   A a{};
   a.*field = o->wire;
@@ -181,6 +223,17 @@ int get_attribute(const void* app, Kind k, uint64_t A::*field, int32_t attr, voi
 }
 
 }  // namespace
+
+// The answers given for handle `wire` (its key's first 8 bytes) go.
+void forget_handle(uint64_t wire) noexcept {
+  HeuristicCache& c = heuristic_cache();
+  std::lock_guard l(c.mu);
+  std::erase_if(c.answers, [&](const auto& e) {
+    uint64_t w;
+    std::memcpy(&w, e.first.data(), sizeof w);
+    return w == wire;
+  });
+}
 }  // namespace vmcuda::guest::cublaslt
 
 using namespace vmcuda::guest::cublaslt;
@@ -206,8 +259,11 @@ VMCUDA_CUBLASLT_API int cublasLtMatmulDescCreate(void** desc, int compute_type, 
   api::cublasLtMatmulDescCreate_Args a{};
   a.computeType = compute_type;
   a.scaleType = scale_type;
-  const int s = create<api::Call::cublasLtMatmulDescCreate>(desc, Kind::kMatmulDesc, a,
-                                                            &api::cublasLtMatmulDescCreate_Args::matmulDesc);
+  std::string created;
+  append(&created, compute_type);
+  append(&created, scale_type);
+  const int s = create<api::Call::cublasLtMatmulDescCreate>(
+      desc, Kind::kMatmulDesc, a, &api::cublasLtMatmulDescCreate_Args::matmulDesc, std::move(created));
   if (s == kSuccess) find(*desc, Kind::kMatmulDesc)->scale_type = scale_type;
   return s;
 }
@@ -232,8 +288,14 @@ VMCUDA_CUBLASLT_API int cublasLtMatrixLayoutCreate(void** layout, int type, uint
   a.rows = rows;
   a.cols = cols;
   a.ld = ld;
+  std::string created;
+  append(&created, type);
+  append(&created, rows);
+  append(&created, cols);
+  append(&created, ld);
   return create<api::Call::cublasLtMatrixLayoutCreate>(layout, Kind::kLayout, a,
-                                                       &api::cublasLtMatrixLayoutCreate_Args::matLayout);
+                                                       &api::cublasLtMatrixLayoutCreate_Args::matLayout,
+                                                       std::move(created));
 }
 VMCUDA_CUBLASLT_API int cublasLtMatrixLayoutDestroy(void* layout) {
   return destroy<api::Call::cublasLtMatrixLayoutDestroy>(layout, Kind::kLayout,
@@ -283,6 +345,35 @@ VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoGetHeuristic(void* handle, void* op, v
   if (int s = desc_wire(pref, Kind::kPreference, &a.preference)) return s;
   if (requested <= 0 || !results || !returned) return kInvalidValue;
   a.requestedAlgoCount = std::min(requested, api::kLtMaxHeuristicResults);
+  // The question (see the top of this file): the handle, the count, what each object says.
+  std::string key;
+  append(&key, a.lightHandle);
+  append(&key, a.requestedAlgoCount);
+  {
+    std::lock_guard l(registry().mu);
+    for (const void* app : {op, adesc, bdesc, cdesc, ddesc, pref}) {
+      auto it = registry().live.find(app);
+      if (it == registry().live.end()) return kInvalidValue;  // destroyed meanwhile
+      const Object& o = *it->second;
+      append(&key, static_cast<uint32_t>(o.created.size()));
+      key += o.created;
+      append(&key, static_cast<uint32_t>(o.attributes.size()));
+      for (const auto& [attr, value] : o.attributes) {
+        append(&key, attr);
+        append(&key, static_cast<uint32_t>(value.size()));
+        key += value;
+      }
+    }
+  }
+  HeuristicCache& cache = heuristic_cache();
+  {
+    std::lock_guard l(cache.mu);
+    if (auto it = cache.answers.find(key); it != cache.answers.end()) {
+      std::memcpy(results, it->second.data(), it->second.size());
+      *returned = static_cast<int>(it->second.size() / api::kLtHeuristicResultBytes);
+      return kSuccess;
+    }
+  }
   api::cublasLtMatmulAlgoGetHeuristic_Reply reply{};
   const size_t capacity = size_t(a.requestedAlgoCount) * api::kLtHeuristicResultBytes;
   size_t got = 0;
@@ -290,6 +381,10 @@ VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoGetHeuristic(void* handle, void* op, v
   int n;
   std::memcpy(&n, reply.returnAlgoCount, sizeof n);
   *returned = std::clamp<int>(n, 0, static_cast<int>(got / api::kLtHeuristicResultBytes));
+  std::lock_guard l(cache.mu);
+  if (cache.answers.size() >= HeuristicCache::kMaxEntries) cache.answers.clear();
+  cache.answers[std::move(key)].assign(static_cast<const char*>(results),
+                                       size_t(*returned) * api::kLtHeuristicResultBytes);
   return kSuccess;
 }
 
@@ -331,6 +426,104 @@ VMCUDA_CUBLASLT_API int cublasLtMatmul(void* handle, void* op, const void* alpha
   a.workspaceSizeInBytes = workspace_bytes;
   if (vmcuda::guest::stream_wire_handle(stream, false, &a.stream) != cudaSuccess) return kInvalidValue;
   return queue_tail<api::Call::cublasLtMatmul>(a, {});
+}
+
+// ---- algorithms: each a round trip (the host's library reads and writes the 64 bytes)
+
+VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoGetIds(void* handle, int compute, int scale, int atype, int btype, int ctype,
+                                                int dtype, int requested, int* ids, int* returned) {
+  api::cublasLtMatmulAlgoGetIds_Args a{};
+  if (int s = handle_wire(handle, &a.lightHandle)) return s;
+  if (requested <= 0 || !ids || !returned) return kInvalidValue;
+  a.computeType = compute, a.scaleType = scale, a.Atype = atype, a.Btype = btype, a.Ctype = ctype, a.Dtype = dtype;
+  a.requestedAlgoCount = std::min(requested, api::kLtMaxAlgoIds);
+  api::cublasLtMatmulAlgoGetIds_Reply reply{};
+  size_t got = 0;
+  if (int s = wait_for<api::Call::cublasLtMatmulAlgoGetIds>(a, &reply, ids, size_t(a.requestedAlgoCount) * sizeof(int),
+                                                            &got))
+    return s;
+  int n;
+  std::memcpy(&n, reply.returnAlgoCount, sizeof n);
+  *returned = std::clamp<int>(n, 0, static_cast<int>(got / sizeof(int)));
+  return kSuccess;
+}
+
+VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoInit(void* handle, int compute, int scale, int atype, int btype, int ctype,
+                                              int dtype, int id, void* algo) {
+  api::cublasLtMatmulAlgoInit_Args a{};
+  if (int s = handle_wire(handle, &a.lightHandle)) return s;
+  if (!algo) return kInvalidValue;
+  a.computeType = compute, a.scaleType = scale, a.Atype = atype, a.Btype = btype, a.Ctype = ctype, a.Dtype = dtype;
+  a.algoId = id;
+  api::cublasLtMatmulAlgoInit_Reply reply{};
+  if (int s = wait_for<api::Call::cublasLtMatmulAlgoInit>(a, &reply, nullptr, 0, nullptr)) return s;
+  std::memcpy(algo, reply.algo, api::kLtAlgoBytes);
+  return kSuccess;
+}
+
+VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoCheck(void* handle, void* op, void* adesc, void* bdesc, void* cdesc,
+                                               void* ddesc, const void* algo, void* result) {
+  api::cublasLtMatmulAlgoCheck_Args a{};
+  if (int s = handle_wire(handle, &a.lightHandle)) return s;
+  if (int s = desc_wire(op, Kind::kMatmulDesc, &a.operationDesc)) return s;
+  for (auto [app, field] : {std::pair{adesc, &a.Adesc}, {bdesc, &a.Bdesc}, {cdesc, &a.Cdesc}, {ddesc, &a.Ddesc}})
+    if (int s = desc_wire(app, Kind::kLayout, field)) return s;
+  if (!algo || !result) return kInvalidValue;
+  std::memcpy(a.algo, algo, api::kLtAlgoBytes);  // may point into *result: read before it is written
+  a.has_algo = 1;
+  api::cublasLtMatmulAlgoCheck_Reply reply{};
+  if (int s = wait_for<api::Call::cublasLtMatmulAlgoCheck>(a, &reply, nullptr, 0, nullptr)) return s;
+  // "algo field is never updated": the rest of the result is the host's answer.
+  std::memcpy(static_cast<std::byte*>(result) + api::kLtAlgoBytes, reply.result + api::kLtAlgoBytes,
+              api::kLtHeuristicResultBytes - api::kLtAlgoBytes);
+  return kSuccess;
+}
+
+namespace {
+// The capability and config getters: a size query (bytes 0) needs `written`, a read needs buf.
+template <api::Call C>
+int algo_get(const void* algo, int attr, void* buf, size_t bytes, size_t* written, size_t limit) {
+  if (!algo || (bytes == 0 && !written) || (bytes != 0 && !buf)) return kInvalidValue;
+  if (bytes > limit) bytes = limit;  // no attribute is this large: the host's library answers the size it has
+  typename api::CallTraits<C>::Args a{};
+  std::memcpy(a.algo, algo, api::kLtAlgoBytes);
+  a.has_algo = 1;
+  a.attr = attr;
+  a.sizeInBytes = bytes;
+  typename api::CallTraits<C>::Reply reply{};
+  size_t got = 0;
+  if (int s = wait_for<C>(a, &reply, buf, bytes, &got)) return s;
+  if (written) std::memcpy(written, reply.sizeWritten, sizeof *written);
+  return kSuccess;
+}
+}  // namespace
+
+VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoCapGetAttribute(const void* algo, int attr, void* buf, size_t bytes,
+                                                         size_t* written) {
+  return algo_get<api::Call::cublasLtMatmulAlgoCapGetAttribute>(algo, attr, buf, bytes, written,
+                                                                api::kLtMaxCapabilityBytes);
+}
+
+VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoConfigGetAttribute(const void* algo, int attr, void* buf, size_t bytes,
+                                                            size_t* written) {
+  return algo_get<api::Call::cublasLtMatmulAlgoConfigGetAttribute>(algo, attr, buf, bytes, written,
+                                                                   api::kLtMaxAttributeBytes);
+}
+
+VMCUDA_CUBLASLT_API int cublasLtMatmulAlgoConfigSetAttribute(void* algo, int attr, const void* buf, size_t bytes) {
+  if (!algo || !buf || bytes == 0 || bytes > api::kLtMaxAttributeBytes) return kInvalidValue;
+  api::cublasLtMatmulAlgoConfigSetAttribute_Args a{};
+  std::memcpy(a.algo, algo, api::kLtAlgoBytes);
+  a.attr = attr;
+  a.sizeInBytes = bytes;
+  int status;
+  vmcuda::guest::Remote* r = remote(&status);
+  if (!r) return status;
+  auto lock = r->lock();
+  const auto res = r->call<api::Call::cublasLtMatmulAlgoConfigSetAttribute>(a, bytes_of(buf, bytes));
+  if (res.status != 0) return status_of(res.status, "cublasLtMatmulAlgoConfigSetAttribute");
+  std::memcpy(algo, res.reply.algo, api::kLtAlgoBytes);
+  return kSuccess;
 }
 
 // ---- answered here

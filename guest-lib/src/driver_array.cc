@@ -183,8 +183,16 @@ CUstream per_thread(CUstream s) { return s ? s : reinterpret_cast<CUstream>(cuda
 namespace vmcuda::guest {
 
 CUresult copy_3d_driver(const CUDA_MEMCPY3D_st* c, bool async, CUstream s) {
-  if (!c) return cu::kInvalidValue;
   cudaMemcpy3DParms p{};
+  if (CUresult e = runtime_copy(c, &p)) return e;
+  KeepRuntimeLastError keep;
+  return to_cu_result(async ? cudaMemcpy3DAsync(&p, s) : cudaMemcpy3D(&p));
+}
+
+CUresult runtime_copy(const CUDA_MEMCPY3D_st* c, cudaMemcpy3DParms* out) {
+  if (!c) return cu::kInvalidValue;
+  cudaMemcpy3DParms& p = *out;
+  p = cudaMemcpy3DParms{};
   size_t src_elem = 0, dst_elem = 0;
   if (CUresult e = side_3d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcXInBytes, c->srcY,
                            c->srcZ, c->srcLOD, c->srcPitch, c->srcHeight, *c, &p.srcArray, &p.srcPtr, &p.srcPos,
@@ -199,8 +207,38 @@ CUresult copy_3d_driver(const CUDA_MEMCPY3D_st* c, bool async, CUstream s) {
   if (elem && c->WidthInBytes % elem) return cu::kInvalidValue;
   p.extent = cudaExtent{elem ? c->WidthInBytes / elem : c->WidthInBytes, c->Height, c->Depth};
   p.kind = kind_of(c->srcMemoryType, c->dstMemoryType);
-  KeepRuntimeLastError keep;
-  return to_cu_result(async ? cudaMemcpy3DAsync(&p, s) : cudaMemcpy3D(&p));
+  return cu::kSuccess;
+}
+
+void driver_copy(const cudaMemcpy3DParms& p, int src_type, int dst_type, CUDA_MEMCPY3D_st* c) {
+  *c = CUDA_MEMCPY3D_st{};
+  const size_t src_elem = p.srcArray ? array_element_bytes(reinterpret_cast<CUarray>(p.srcArray)) : 0;
+  const size_t dst_elem = p.dstArray ? array_element_bytes(reinterpret_cast<CUarray>(p.dstArray)) : 0;
+  const size_t elem = src_elem ? src_elem : dst_elem ? dst_elem : 1;
+  auto side = [&](cudaArray_t array, const cudaPitchedPtr& ptr, const cudaPos& pos, size_t array_elem, int type,
+                  int* mem_type, const void** host, CUdeviceptr* device, CUarray* arr, size_t* x, size_t* y, size_t* z,
+                  size_t* pitch, size_t* height) {
+    *y = pos.y, *z = pos.z;
+    if (array) {
+      *mem_type = kMemArray;
+      *arr = reinterpret_cast<CUarray>(array);
+      *x = pos.x * array_elem;
+      return;
+    }
+    *mem_type = type;
+    if (type == kMemHost) *host = ptr.ptr;
+    else *device = reinterpret_cast<CUdeviceptr>(ptr.ptr);
+    *x = pos.x, *pitch = ptr.pitch, *height = ptr.ysize;
+  };
+  const void* dst_host = nullptr;
+  side(p.srcArray, p.srcPtr, p.srcPos, src_elem, src_type, &c->srcMemoryType, &c->srcHost, &c->srcDevice,
+       &c->srcArray, &c->srcXInBytes, &c->srcY, &c->srcZ, &c->srcPitch, &c->srcHeight);
+  side(p.dstArray, p.dstPtr, p.dstPos, dst_elem, dst_type, &c->dstMemoryType, &dst_host, &c->dstDevice, &c->dstArray,
+       &c->dstXInBytes, &c->dstY, &c->dstZ, &c->dstPitch, &c->dstHeight);
+  c->dstHost = const_cast<void*>(dst_host);
+  c->WidthInBytes = p.extent.width * elem;
+  c->Height = p.extent.height;
+  c->Depth = p.extent.depth;
 }
 
 }  // namespace vmcuda::guest

@@ -3,14 +3,19 @@
 // CUgraphExec are the runtime's cudaGraph_t, cudaGraphNode_t and cudaGraphExec_t, as a
 // CUstream is a cudaStream_t, so NVIDIA's own runtime (which frameworks load) and vmcuda's
 // share them. The enums (capture mode and status, node types, update results) have the same
-// values in both APIs. Kernel and memcpy nodes built through the driver API
-// (CUDA_KERNEL_NODE_PARAMS names a CUfunction; CUDA_MEMCPY3D a context) are not offered
-// yet: their stubs return CUDA_ERROR_NOT_SUPPORTED and say so once; captured launches and
-// copies are.
+// values in both APIs. Kernel, memcpy and memset nodes built through the driver API are
+// translated: CUDA_KERNEL_NODE_PARAMS names a CUfunction or CUkernel (the runtime's graphs
+// take driver objects as NVIDIA's do, graph_kernel_object), CUDA_MEMCPY3D is the driver's copy
+// (driver_array.cc translates it, as for cuMemcpy3D), and their contexts must be the current
+// one (the one whose memory and modules vmcuda knows on that thread).
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
+#include "driver_array.h"
 #include "driver_state.h"
 #include "log.h"
 #include "vmcuda/cudart_api.h"
@@ -22,6 +27,64 @@ using namespace vmcuda::guest;
 namespace {
 
 cudaStream_t rt(CUstream s) { return reinterpret_cast<cudaStream_t>(s); }
+
+// cuda.h's CUDA_KERNEL_NODE_PARAMS_v2 (and _v3, the same; _v1 is its first ten fields).
+struct DriverKernelParams {
+  CUfunction func;
+  unsigned grid[3], block[3], shared_bytes;
+  void** params;
+  void** extra;
+  CUkernel kern;  // used when func is NULL
+  CUcontext ctx;  // ignored when func is set; NULL: the current context
+};
+static_assert(sizeof(DriverKernelParams) == 72 && offsetof(DriverKernelParams, extra) == 48);
+constexpr size_t kKernelParamsV1Bytes = offsetof(DriverKernelParams, kern);
+// cuda.h's CUDA_MEMCPY_NODE_PARAMS (cuGraphAddNode's memcpy).
+struct DriverMemcpyNodeParams {
+  int flags, reserved;
+  CUcontext ctx;
+  CUDA_MEMCPY3D_st copy;
+};
+static_assert(sizeof(DriverMemcpyNodeParams) == 216);
+// cuda.h's CUDA_MEMSET_NODE_PARAMS_v2: the runtime's cudaMemsetParams and the node's context.
+struct DriverMemsetParams {
+  cudaMemsetParams params;
+  CUcontext ctx;
+};
+static_assert(sizeof(DriverMemsetParams) == 48);
+
+// A node's context: NULL or the current one (CUDA_ERROR_INVALID_CONTEXT otherwise).
+CUresult check_context(CUcontext ctx) {
+  CUcontext current = nullptr;
+  if (CUresult e = vmcuda::guest::enter_context_call(&current)) return e;
+  return ctx && ctx != current ? vmcuda::cu::kInvalidContext : vmcuda::cu::kSuccess;
+}
+
+// The driver's kernel node parameters as the runtime's (`bytes`: the struct version's size).
+CUresult runtime_kernel(const DriverKernelParams* d, size_t bytes, cudaKernelNodeParams* k) {
+  if (!d) return vmcuda::cu::kInvalidValue;
+  DriverKernelParams p{};
+  std::memcpy(&p, d, bytes);
+  const void* func = p.func ? static_cast<const void*>(p.func) : static_cast<const void*>(p.kern);
+  if (!func) return vmcuda::cu::kInvalidValue;
+  if (!p.func)
+    if (CUresult e = check_context(p.ctx)) return e;
+  *k = cudaKernelNodeParams{const_cast<void*>(func), dim3(p.grid[0], p.grid[1], p.grid[2]),
+                            dim3(p.block[0], p.block[1], p.block[2]), p.shared_bytes, p.params, p.extra};
+  return vmcuda::cu::kSuccess;
+}
+
+// The memory types each driver-made memcpy node was given, for its getter (the runtime keeps
+// pointers and a direction only). A node made by the runtime answers CU_MEMORYTYPE_UNIFIED.
+std::mutex g_copy_types_mu;
+std::map<cudaGraphNode_t, std::pair<int, int>>& copy_types() {
+  static auto* m = new std::map<cudaGraphNode_t, std::pair<int, int>>;  // entry points may run at exit
+  return *m;
+}
+void remember_copy_types(cudaGraphNode_t node, const CUDA_MEMCPY3D_st& c) {
+  std::lock_guard l(g_copy_types_mu);
+  copy_types()[node] = {c.srcMemoryType, c.dstMemoryType};
+}
 
 // CU_STREAM_CAPTURE_MODE_GLOBAL: what the first cuStreamBeginCapture (no mode argument) did.
 constexpr auto kGlobalMode = cudaStreamCaptureModeGlobal;
@@ -167,8 +230,7 @@ CU_API CUresult cuGraphExecUpdate_v2(cudaGraphExec_t exec, cudaGraph_t graph, cu
 // ---- nodes after their creation (graph_nodes.cc), where the driver's parameters are the
 // runtime's: memset (CUdeviceptr for a pointer), host, event and child graph nodes,
 // relations, edges, enabling, kernel node attributes (CUlaunchAttributeValue ==
-// cudaLaunchAttributeValue). Kernel and memcpy node parameters (a CUfunction, a
-// CUDA_MEMCPY3D) are not offered yet (801).
+// cudaLaunchAttributeValue). Kernel and memcpy node parameters: below, translated.
 CU_API CUresult cuGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* p) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaGraphMemsetNodeGetParams(node, p));
 }
@@ -271,10 +333,129 @@ CU_API CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long* id) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetId_ptsz(rt(s), id));
 }
 
-// Conditional nodes and cuGraphAddNode. CUgraphNodeParams has cudaGraphNodeParams' layout;
-// the kinds whose driver parameters differ from the runtime's (a kernel's CUfunction, a
-// memcpy's or memset's context) are not offered here yet (801); conditional, empty, event,
-// host and child graph nodes are (a conditional node's context: the current one).
+// ---- kernel and memcpy nodes of the driver API
+CU_API CUresult cuGraphAddKernelNode_v2(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
+                                        size_t n, const DriverKernelParams* params) {
+  VMCUDA_ENTER(enter_context_call());
+  cudaKernelNodeParams k;
+  VMCUDA_ENTER(runtime_kernel(params, sizeof *params, &k));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphAddKernelNode(node, graph, deps, n, &k));
+}
+CU_API CUresult cuGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
+                                     const DriverKernelParams* params) {  // CUDA_KERNEL_NODE_PARAMS_v1
+  VMCUDA_ENTER(enter_context_call());
+  cudaKernelNodeParams k;
+  VMCUDA_ENTER(runtime_kernel(params, kKernelParamsV1Bytes, &k));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphAddKernelNode(node, graph, deps, n, &k));
+}
+CU_API CUresult cuGraphKernelNodeSetParams_v2(cudaGraphNode_t node, const DriverKernelParams* params) {
+  VMCUDA_ENTER(enter_context_call());
+  cudaKernelNodeParams k;
+  VMCUDA_ENTER(runtime_kernel(params, sizeof *params, &k));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphKernelNodeSetParams(node, &k));
+}
+CU_API CUresult cuGraphKernelNodeSetParams(cudaGraphNode_t node, const DriverKernelParams* params) {
+  VMCUDA_ENTER(enter_context_call());
+  cudaKernelNodeParams k;
+  VMCUDA_ENTER(runtime_kernel(params, kKernelParamsV1Bytes, &k));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphKernelNodeSetParams(node, &k));
+}
+CU_API CUresult cuGraphExecKernelNodeSetParams_v2(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                                  const DriverKernelParams* params) {
+  VMCUDA_ENTER(enter_context_call());
+  cudaKernelNodeParams k;
+  VMCUDA_ENTER(runtime_kernel(params, sizeof *params, &k));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphExecKernelNodeSetParams(exec, node, &k));
+}
+CU_API CUresult cuGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                               const DriverKernelParams* params) {
+  VMCUDA_ENTER(enter_context_call());
+  cudaKernelNodeParams k;
+  VMCUDA_ENTER(runtime_kernel(params, kKernelParamsV1Bytes, &k));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphExecKernelNodeSetParams(exec, node, &k));
+}
+namespace {
+// The node's kernel parameters in the driver's terms (`bytes`: the caller's struct version).
+// The kernel is a CUfunction (a registered <<<>>> kernel's node answers its host stub, which
+// cuLaunchKernel and these calls accept as well); the parameter pointers stay valid until the
+// node's next get, as the runtime's.
+CUresult kernel_params(cudaGraphNode_t node, DriverKernelParams* out, size_t bytes) {
+  CUcontext current = nullptr;
+  VMCUDA_ENTER(enter_context_call(&current));
+  if (!out) return vmcuda::cu::kInvalidValue;
+  cudaKernelNodeParams k{};
+  {
+    KeepRuntimeLastError keep;
+    VMCUDA_ENTER(to_cu_result(cudaGraphKernelNodeGetParams(node, &k)));
+  }
+  DriverKernelParams d{};
+  d.func = static_cast<CUfunction>(k.func);
+  d.grid[0] = k.gridDim.x, d.grid[1] = k.gridDim.y, d.grid[2] = k.gridDim.z;
+  d.block[0] = k.blockDim.x, d.block[1] = k.blockDim.y, d.block[2] = k.blockDim.z;
+  d.shared_bytes = k.sharedMemBytes;
+  d.params = k.kernelParams;
+  d.extra = k.extra;
+  d.ctx = current;
+  std::memcpy(out, &d, bytes);
+  return vmcuda::cu::kSuccess;
+}
+}  // namespace
+CU_API CUresult cuGraphKernelNodeGetParams_v2(cudaGraphNode_t node, DriverKernelParams* params) {
+  return kernel_params(node, params, sizeof *params);
+}
+CU_API CUresult cuGraphKernelNodeGetParams(cudaGraphNode_t node, DriverKernelParams* params) {
+  return kernel_params(node, params, kKernelParamsV1Bytes);
+}
+
+CU_API CUresult cuGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
+                                     const CUDA_MEMCPY3D_st* copy, CUcontext ctx) {
+  VMCUDA_ENTER(check_context(ctx));
+  cudaMemcpy3DParms p;
+  VMCUDA_ENTER(runtime_copy(copy, &p));
+  KeepRuntimeLastError keep;
+  VMCUDA_ENTER(to_cu_result(cudaGraphAddMemcpyNode(node, graph, deps, n, &p)));
+  remember_copy_types(*node, *copy);
+  return vmcuda::cu::kSuccess;
+}
+CU_API CUresult cuGraphMemcpyNodeSetParams(cudaGraphNode_t node, const CUDA_MEMCPY3D_st* copy) {
+  VMCUDA_ENTER(enter_context_call());
+  cudaMemcpy3DParms p;
+  VMCUDA_ENTER(runtime_copy(copy, &p));
+  KeepRuntimeLastError keep;
+  VMCUDA_ENTER(to_cu_result(cudaGraphMemcpyNodeSetParams(node, &p)));
+  remember_copy_types(node, *copy);
+  return vmcuda::cu::kSuccess;
+}
+CU_API CUresult cuGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                               const CUDA_MEMCPY3D_st* copy, CUcontext ctx) {
+  VMCUDA_ENTER(check_context(ctx));
+  cudaMemcpy3DParms p;
+  VMCUDA_ENTER(runtime_copy(copy, &p));
+  VMCUDA_DRIVER_RUNTIME(cudaGraphExecMemcpyNodeSetParams(exec, node, &p));
+}
+CU_API CUresult cuGraphMemcpyNodeGetParams(cudaGraphNode_t node, CUDA_MEMCPY3D_st* copy) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!copy) return vmcuda::cu::kInvalidValue;
+  cudaMemcpy3DParms p{};
+  {
+    KeepRuntimeLastError keep;
+    VMCUDA_ENTER(to_cu_result(cudaGraphMemcpyNodeGetParams(node, &p)));
+  }
+  constexpr int kUnified = 4;  // CU_MEMORYTYPE_UNIFIED: any pointer
+  std::pair<int, int> types{kUnified, kUnified};
+  {
+    std::lock_guard l(g_copy_types_mu);
+    if (auto it = copy_types().find(node); it != copy_types().end()) types = it->second;
+  }
+  driver_copy(p, types.first, types.second, copy);
+  return vmcuda::cu::kSuccess;
+}
+
+// Conditional nodes and cuGraphAddNode. CUgraphNodeParams has cudaGraphNodeParams' layout
+// (type, then the kind's parameters at offset 16); where a kind's driver parameters differ from
+// the runtime's (a kernel's CUfunction or CUkernel and context, a memcpy's CUDA_MEMCPY3D and
+// context, a memset's context) they are translated. Conditional, empty, event, host and child
+// graph nodes pass as they are (a conditional node's context: the current one).
 CU_API CUresult cuGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle, cudaGraph_t graph, CUcontext ctx,
                                                unsigned default_value, unsigned flags) {
   CUcontext current = nullptr;
@@ -283,36 +464,92 @@ CU_API CUresult cuGraphConditionalHandleCreate(cudaGraphConditionalHandle* handl
   VMCUDA_DRIVER_IN_CONTEXT(cudaGraphConditionalHandleCreate(handle, graph, default_value, flags));
 }
 namespace {
-CUresult add_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
-                  size_t n, cudaGraphNodeParams* params) {
+// The driver's node parameters as the runtime's, in *out (for kernel, memcpy and memset nodes a
+// translation; the other kinds are copied). *copy: the memcpy's driver form, else nullptr.
+CUresult runtime_node_params(const cudaGraphNodeParams* params, cudaGraphNodeParams* out,
+                             const CUDA_MEMCPY3D_st** copy) {
   CUcontext current = nullptr;
   if (CUresult e = enter_context_call(&current)) return e;
   if (!params) return vmcuda::cu::kInvalidValue;
+  *copy = nullptr;
+  std::memcpy(static_cast<void*>(out), params, sizeof *out);
+  const std::byte* body = reinterpret_cast<const std::byte*>(params) + offsetof(cudaGraphNodeParams, kernel);
   switch (params->type) {
+    case cudaGraphNodeTypeKernel: {
+      DriverKernelParams d;
+      std::memcpy(&d, body, sizeof d);
+      cudaKernelNodeParams k;
+      if (CUresult e = runtime_kernel(&d, sizeof d, &k)) return e;
+      std::memset(static_cast<void*>(out->reserved1), 0, sizeof(out->reserved1));
+      out->kernel = cudaKernelNodeParamsV2{k.func, k.gridDim, k.blockDim, k.sharedMemBytes, k.kernelParams, k.extra};
+      return vmcuda::cu::kSuccess;
+    }
+    case cudaGraphNodeTypeMemcpy: {
+      const auto* d = reinterpret_cast<const DriverMemcpyNodeParams*>(body);
+      if (d->flags || d->reserved) return vmcuda::cu::kInvalidValue;  // "must be zero"
+      if (d->ctx && d->ctx != current) return vmcuda::cu::kInvalidContext;
+      std::memset(static_cast<void*>(out->reserved1), 0, sizeof(out->reserved1));
+      if (CUresult e = runtime_copy(&d->copy, &out->memcpy.copyParams)) return e;
+      *copy = &d->copy;
+      return vmcuda::cu::kSuccess;
+    }
+    case cudaGraphNodeTypeMemset: {
+      const auto* d = reinterpret_cast<const DriverMemsetParams*>(body);
+      if (d->ctx && d->ctx != current) return vmcuda::cu::kInvalidContext;
+      std::memset(static_cast<void*>(out->reserved1), 0, sizeof(out->reserved1));
+      out->memset = cudaMemsetParamsV2{d->params.dst, d->params.pitch, d->params.value, d->params.elementSize,
+                                       d->params.width, d->params.height};
+      return vmcuda::cu::kSuccess;
+    }
     case cudaGraphNodeTypeConditional: {
       // CUDA_CONDITIONAL_NODE_PARAMS: the runtime's fields, then the node's context.
       CUcontext ctx = nullptr;
       std::memcpy(&ctx, reinterpret_cast<const std::byte*>(&params->conditional) + sizeof(cudaConditionalNodeParams),
                   sizeof ctx);
       if (ctx && ctx != current) return vmcuda::cu::kInvalidContext;
-      break;
+      return vmcuda::cu::kSuccess;
     }
     case cudaGraphNodeTypeEmpty:
     case cudaGraphNodeTypeWaitEvent:
     case cudaGraphNodeTypeEventRecord:
     case cudaGraphNodeTypeHost:
     case cudaGraphNodeTypeGraph:
-      break;
+      return vmcuda::cu::kSuccess;
     default: {
       static std::atomic<bool> said{false};
       if (!said.exchange(true))
-        VMCUDA_LOG(kWarn, "api", "cuGraphAddNode of node type %d is not supported yet; it returns "
+        VMCUDA_LOG(kWarn, "api", "cuGraphAddNode/cuGraphNodeSetParams of node type %d is not supported yet; it returns "
                                  "CUDA_ERROR_NOT_SUPPORTED (801): use the node type's own cuGraphAdd*Node",
                    static_cast<int>(params->type));
       return vmcuda::cu::kNotSupported;
     }
   }
-  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphAddNode(node, graph, deps, edges, n, params));
+}
+// Room for one cudaGraphNodeParams (its union's members have constructors: no default one).
+struct NodeParams {
+  alignas(cudaGraphNodeParams) unsigned char bytes[sizeof(cudaGraphNodeParams)]{};
+  cudaGraphNodeParams* get() { return reinterpret_cast<cudaGraphNodeParams*>(bytes); }
+};
+CUresult add_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
+                  size_t n, cudaGraphNodeParams* params) {
+  NodeParams storage;
+  cudaGraphNodeParams& p = *storage.get();
+  const CUDA_MEMCPY3D_st* copy = nullptr;
+  VMCUDA_ENTER(runtime_node_params(params, &p, &copy));
+  KeepRuntimeLastError keep;
+  VMCUDA_ENTER(to_cu_result(cudaGraphAddNode(node, graph, deps, edges, n, &p)));
+  if (copy) remember_copy_types(*node, *copy);
+  return vmcuda::cu::kSuccess;
+}
+CUresult set_node_params(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeParams* params) {
+  NodeParams storage;
+  cudaGraphNodeParams& p = *storage.get();
+  const CUDA_MEMCPY3D_st* copy = nullptr;
+  VMCUDA_ENTER(runtime_node_params(params, &p, &copy));
+  KeepRuntimeLastError keep;
+  VMCUDA_ENTER(to_cu_result(exec ? cudaGraphExecNodeSetParams(exec, node, &p) : cudaGraphNodeSetParams(node, &p)));
+  if (copy && !exec) remember_copy_types(node, *copy);
+  return vmcuda::cu::kSuccess;
 }
 }  // namespace
 CU_API CUresult cuGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
@@ -322,4 +559,14 @@ CU_API CUresult cuGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const c
 CU_API CUresult cuGraphAddNode_v2(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps,
                                   const cudaGraphEdgeData* edges, size_t n, cudaGraphNodeParams* params) {
   return add_node(node, graph, deps, edges, n, params);
+}
+CU_API CUresult cuGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* params) {
+  return set_node_params(nullptr, node, params);
+}
+CU_API CUresult cuGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeParams* params) {
+  if (!exec) {
+    VMCUDA_ENTER(enter_context_call());
+    return vmcuda::cu::kInvalidValue;
+  }
+  return set_node_params(exec, node, params);
 }

@@ -308,6 +308,21 @@ cudaError_t vmcuda::guest::driver_kernel(const void* f, HostKernel** out) noexce
   return r ? static_cast<cudaError_t>(*r) : cudaErrorInvalidDeviceFunction;
 }
 
+// The live CUfunction on the calling thread's device whose host handle is `handle` (a graph
+// kernel node made through the driver API), or nullptr. Functions of several modules may
+// share a handle only if the host reused one, which it does not while they are loaded.
+const void* vmcuda::guest::driver_function_of_handle(uint64_t handle, const HostKernel** k) noexcept {
+  auto& o = objects();
+  std::lock_guard l(o.mu);
+  const int device = Remote::thread_device();
+  for (const auto& m : o.all_modules) {
+    if (!live(o.modules, m.get()) || m->device != device) continue;
+    for (const auto& [name, f] : m->functions)
+      if (f->kernel.handle == handle && live(o.functions, f.get())) return *k = &f->kernel, f.get();
+  }
+  return nullptr;
+}
+
 namespace {
 
 CUresult function_attributes(Remote& r, HostKernel& k) {

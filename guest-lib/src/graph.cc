@@ -412,20 +412,18 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph, const cudaGraphNode_t* pDependencies,
                                    size_t numDependencies, const cudaKernelNodeParams* p) {
   if (!p) return record(cudaErrorInvalidValue);
-  if (p->extra) {
-    VMCUDA_LOG(kWarn, "graph", "a kernel node with `extra` parameters is not supported yet (801); use kernelParams");
-    return record(cudaErrorNotSupported);
-  }
   thread_local std::vector<std::byte> packed;
   uint64_t function = 0;
   // Packed first (the node's tail follows its dependencies): under the lock add_node takes.
   cudaError_t e;
   Remote* r = enter(&e);
   if (!r) return e;
+  HostKernel* k = nullptr;
+  if (cudaError_t ke = graph_kernel_object(p->func, &k)) return record(ke);
   {
     auto lock = r->lock();
-    if (cudaError_t pe = pack_kernel(*r, p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams,
-                                     &function, &packed))
+    if (cudaError_t pe = pack_kernel(*r, k, p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams,
+                                     p->extra, &function, &packed))
       return record(pe);
   }
   return add_node<api::Call::GraphAddKernelNode>(
@@ -632,12 +630,13 @@ cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGra
   Remote* r = enter(&e);
   if (!r) return e;
   if (!hGraphExec || !node || !p) return record(cudaErrorInvalidValue);
-  if (p->extra) return record(cudaErrorNotSupported);
   thread_local std::vector<std::byte> packed;
   uint64_t function = 0;
+  HostKernel* k = nullptr;
+  if (cudaError_t ke = graph_kernel_object(p->func, &k)) return record(ke);
   auto lock = r->lock();
-  if (cudaError_t pe = pack_kernel(*r, p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams, &function,
-                                   &packed))
+  if (cudaError_t pe = pack_kernel(*r, k, p->func, p->gridDim, p->blockDim, p->sharedMemBytes, p->kernelParams, p->extra,
+                                   &function, &packed))
     return record(pe);
   const api::GraphExecKernelArgs a{wire(hGraphExec),
                                    wire(node),

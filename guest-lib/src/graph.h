@@ -10,6 +10,7 @@
 #include "vmrpc/wire.h"
 
 namespace vmcuda::guest {
+struct HostKernel;  // host_objects.h
 
 /// The Remote for a graph call that needs the device, or nullptr and the error to return
 /// (recorded).
@@ -48,9 +49,15 @@ cudaError_t persistent_host_entry(Remote& r, cudaHostFn_t fn, void* data, vmrpc:
 /// graph host node's, as the host names it); false when it is none of this process's.
 bool persistent_host_function(Remote& r, uint64_t entry_offset, cudaHostFn_t* fn, void** data);
 
+/// A kernel node's kernel given as a driver object (CUfunction, CUkernel, cudaKernel_t): its
+/// HostKernel in *k (nullptr for a registered kernel's host stub). Call without the client's
+/// lock (a CUkernel's module may load).
+cudaError_t graph_kernel_object(const void* func, HostKernel** k);
 /// A kernel launch's configuration checked and its arguments packed as a launch's
-/// (launch.cc): the host's function handle and the packed parameters.
-cudaError_t pack_kernel(Remote& r, const void* func, dim3 grid, dim3 block, size_t shared, void** args,
-                        uint64_t* function, std::vector<std::byte>* packed);
+/// (launch.cc): the host's function handle and the packed parameters. `k`: what
+/// graph_kernel_object found (else `func` is a registered kernel); `extra` is cuLaunchKernel's
+/// (nullptr: `args`). Precondition: r's lock held.
+cudaError_t pack_kernel(Remote& r, HostKernel* k, const void* func, dim3 grid, dim3 block, size_t shared, void** args,
+                        void** extra, uint64_t* function, std::vector<std::byte>* packed);
 
 }  // namespace vmcuda::guest

@@ -98,16 +98,13 @@ cudaError_t set_params(Remote& r, uint64_t exec, cudaGraphNode_t node, const api
 
 // ---- each kind's parameters to and from the wire
 
-cudaError_t kernel_to_wire(Remote& r, const cudaKernelNodeParams* k, api::GraphNodeParams* p,
+// `object`: graph_kernel_object's answer for k->func (found before the lock was taken).
+cudaError_t kernel_to_wire(Remote& r, HostKernel* object, const cudaKernelNodeParams* k, api::GraphNodeParams* p,
                            std::vector<std::byte>* packed) {
   if (!k) return cudaErrorInvalidValue;
-  if (k->extra) {
-    VMCUDA_LOG(kWarn, "graph", "a kernel node with `extra` parameters is not supported yet (801); use kernelParams");
-    return cudaErrorNotSupported;
-  }
   uint64_t function = 0;
-  if (cudaError_t e = pack_kernel(r, k->func, k->gridDim, k->blockDim, k->sharedMemBytes, k->kernelParams, &function,
-                                  packed))
+  if (cudaError_t e = pack_kernel(r, object, k->func, k->gridDim, k->blockDim, k->sharedMemBytes, k->kernelParams,
+                                  k->extra, &function, packed))
     return e;
   p->type = api::kGraphNodeKernel;
   p->object = function;
@@ -267,10 +264,13 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodePar
   if (p.type != api::kGraphNodeKernel) return record(cudaErrorInvalidValue);
   const HostKernel* k = nullptr;
   const void* func = kernel_of_handle(p.object, &k);
+  // A kernel of the driver API: its CUfunction (a CUkernel's node answers the CUfunction it
+  // resolved to on this device).
+  if (!func) func = driver_function_of_handle(p.object, &k);
   if (!func) {
-    // A kernel of the driver API (cuModuleGetFunction, cudaLibraryGetKernel) or another device's.
-    VMCUDA_LOG(kWarn, "graph", "cudaGraphKernelNodeGetParams of a kernel node whose kernel is not a registered "
-                               "<<<>>> kernel is not supported yet (801)");
+    // Another device's kernel, or one whose module was unloaded.
+    VMCUDA_LOG(kWarn, "graph", "cudaGraphKernelNodeGetParams of a kernel node whose kernel is neither a registered "
+                               "kernel nor a loaded CUfunction of this device is not supported yet (801)");
     return record(cudaErrorNotSupported);
   }
   std::lock_guard l(g_params_mu);
@@ -291,8 +291,11 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodePar
 }
 
 cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const cudaKernelNodeParams* pNodeParams) {
+  HostKernel* object = nullptr;
+  if (pNodeParams)
+    if (cudaError_t e = graph_kernel_object(pNodeParams->func, &object)) return record(e);
   return set_node(0, node, [&](Remote& r, api::GraphNodeParams* p, std::vector<std::byte>* tail) {
-    return kernel_to_wire(r, pNodeParams, p, tail);
+    return kernel_to_wire(r, object, pNodeParams, p, tail);
   });
 }
 

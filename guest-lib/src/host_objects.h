@@ -55,6 +55,9 @@ cudaError_t driver_kernel(const void* func, HostKernel** out) noexcept;
 /// The registered kernel whose host handle on the calling thread's device is `handle` (what
 /// a graph's kernel node names): its host stub and its HostKernel; nullptr when none.
 const void* kernel_of_handle(uint64_t handle, const HostKernel** k) noexcept;
+/// The same for the driver API's kernels: the live CUfunction whose host handle that is
+/// (driver_module.cc); nullptr when none.
+const void* driver_function_of_handle(uint64_t handle, const HostKernel** k) noexcept;
 
 /// Preconditions for the three below: r's lock held. Each is per the calling thread's
 /// device (Remote::thread_device), and a round trip only the first time.

@@ -285,18 +285,50 @@ cudaError_t translate_attributes(const cudaLaunchConfig_t& config, std::vector<a
 }  // namespace vmcuda::guest
 
 namespace vmcuda::guest {
-// A graph's kernel node (graph.cc): the launch's checks and packing, nothing queued.
-cudaError_t pack_kernel(Remote& r, const void* func, dim3 grid, dim3 block, size_t shared, void** args,
-                        uint64_t* function, std::vector<std::byte>* packed) {
-  const vgpu_db::Function* f = find_kernel(func);
-  if (!f) return cudaErrorInvalidDeviceFunction;
+// A graph kernel node's kernel that is a driver object (a CUfunction, CUkernel or
+// cudaKernel_t), resolved before the client's lock is taken (a CUkernel's module may be
+// loaded on the way); *k stays nullptr for a registered kernel's host stub.
+cudaError_t graph_kernel_object(const void* func, HostKernel** k) {
+  *k = nullptr;
+  if (!func) return cudaErrorInvalidDeviceFunction;
+  if (find_kernel(func)) return cudaSuccess;
+  return driver_kernel(func, k);
+}
+
+// A graph's kernel node (graph.cc): the launch's checks and packing, nothing queued. `func`
+// is a registered kernel's host stub, or `k` the driver object graph_kernel_object found;
+// the arguments are `args` (a pointer per parameter) or `extra`'s packed buffer
+// (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE/_END), as cuLaunchKernel takes them.
+cudaError_t pack_kernel(Remote& r, HostKernel* k, const void* func, dim3 grid, dim3 block, size_t shared, void** args,
+                        void** extra, uint64_t* function, std::vector<std::byte>* packed) {
+  const vgpu_db::Function* f = k ? nullptr : find_kernel(func);
+  if (!k && !f) return cudaErrorInvalidDeviceFunction;
   if (cudaError_t c = check_launch_configuration(r, grid, block)) return c;
-  HostKernel* k = nullptr;
-  if (cudaError_t ke = host_kernel(r, *f, &k)) return ke;
-  if (!k->params.empty() && !args) return cudaErrorInvalidValue;
+  if (!k)
+    if (cudaError_t ke = host_kernel(r, *f, &k)) return ke;
+  static void* const kEnd = nullptr;
+  static void* const kBufferPointer = reinterpret_cast<void*>(1);
+  static void* const kBufferSize = reinterpret_cast<void*>(2);
+  const void* buffer = nullptr;
+  size_t buffer_bytes = 0;
+  bool have_size = false;
+  for (void** e = extra; e && *e != kEnd; e += 2) {
+    if (*e == kBufferPointer) buffer = e[1];
+    else if (*e == kBufferSize) have_size = true, buffer_bytes = e[1] ? *static_cast<size_t*>(e[1]) : 0;
+    else return cudaErrorInvalidValue;  // an option the driver does not know
+  }
+  if ((args && buffer) || (buffer && !have_size)) return cudaErrorInvalidValue;
+  if (buffer && buffer_bytes > k->arg_bytes) return cudaErrorLaunchOutOfResources;  // as cuLaunchKernel
+  if (!k->params.empty() && !args && !buffer) return cudaErrorInvalidValue;
   packed->assign(k->arg_bytes, std::byte{0});
-  for (size_t i = 0; i < k->params.size(); ++i)
-    std::memcpy(packed->data() + k->params[i].offset, args[i], k->params[i].size);
+  if (buffer) {
+    std::memcpy(packed->data(), buffer, buffer_bytes);
+  } else {
+    for (size_t i = 0; i < k->params.size(); ++i) {
+      if (!args[i]) return cudaErrorInvalidValue;
+      std::memcpy(packed->data() + k->params[i].offset, args[i], k->params[i].size);
+    }
+  }
   (void)shared;  // the host's driver checks it against the kernel when the graph is instantiated
   *function = k->handle;
   return cudaSuccess;

@@ -15,10 +15,16 @@ namespace {
 std::mutex g_index_mu;
 std::vector<bool> g_index_used(kArenaMaxIndex, false);
 
+// Whether arena i may be used at all (arena.h: kArenaAvoidBegin).
+bool usable_index(unsigned i) {
+  const uint64_t begin = kArenaBase + uint64_t{i} * kArenaStride;
+  return begin + kArenaStride <= kArenaAvoidBegin || begin >= kArenaAvoidEnd;
+}
+
 int claim_index() {
   std::lock_guard l(g_index_mu);
   for (unsigned i = 0; i < kArenaMaxIndex; ++i)
-    if (!g_index_used[i]) {
+    if (usable_index(i) && !g_index_used[i]) {
       g_index_used[i] = true;
       return static_cast<int>(i);
     }
@@ -27,7 +33,7 @@ int claim_index() {
 
 // Claims exactly `i` (a restore keeps its arena's addresses); false when it is taken.
 bool claim_exact_index(int i) {
-  if (i < 0 || static_cast<unsigned>(i) >= kArenaMaxIndex) return false;
+  if (i < 0 || static_cast<unsigned>(i) >= kArenaMaxIndex || !usable_index(static_cast<unsigned>(i))) return false;
   std::lock_guard l(g_index_mu);
   if (g_index_used[static_cast<unsigned>(i)]) return false;
   g_index_used[static_cast<unsigned>(i)] = true;

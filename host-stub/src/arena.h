@@ -31,6 +31,12 @@ namespace vmcuda::host {
 inline constexpr uint64_t kArenaBase = 0x500000000000ull;
 inline constexpr uint64_t kArenaStride = 256ull << 30;  // 256 GiB of VA per client
 inline constexpr unsigned kArenaMaxIndex = 128;
+// Where Linux puts PIE programs and their heap (ELF_ET_DYN_BASE, 0x555555554000, plus up to
+// 1 TiB of randomisation, the heap above): the stub's own, a new stub's after a restore and
+// the guest program's (which reserves its client's range too) may lie anywhere in it, so no
+// arena does. On the H100 a thread-mode stub with 22 clients found arena 21
+// (0x554000000000) in its own heap.
+inline constexpr uint64_t kArenaAvoidBegin = 0x550000000000ull, kArenaAvoidEnd = 0x570000000000ull;
 inline constexpr uint64_t kArenaOwnMappingMin = 1ull << 20;  // own physical memory from 1 MiB
 inline constexpr uint64_t kArenaChunkBytes = 2ull << 20;     // small allocations share these
 inline constexpr uint64_t kArenaAlign = 512;  // cudaMalloc on the H200: small blocks 512 bytes apart, pitched bases 512-aligned

@@ -88,18 +88,28 @@ const CublasApi* Session::cublas_library(int32_t* status) {
   return cublas_;
 }
 
-// NVIDIA's cuBLAS documentation (cublasSetWorkspace) sizes a handle's workspace by architecture:
-// 32 MiB for Hopper (compute capability 9.0) and later, 4 MiB before. The library allocates its
-// own of that order with cudaMalloc, outside the client's arena, so the VM is charged that
-// much per handle; VMCUDA_CUBLAS_WORKSPACE_BYTES sets another figure (bench/cublas_cost_probe.cu
-// measures the real one on a GPU).
+// What a handle costs on the device, allocated by the library with cudaMalloc outside the
+// client's arena. From Hopper (compute capability 9.0) on, measured on an H100 (driver 580,
+// bench/cublas_cost_probe.cu): a second handle with its first SGEMM took 64 MiB (NVIDIA
+// documents a 32 MiB cuBLAS workspace; cuBLASLt's comes with it). Before: NVIDIA's documented
+// 4 MiB (cublasSetWorkspace), not measured here. VMCUDA_CUBLAS_WORKSPACE_BYTES sets another.
 uint64_t Session::cublas_workspace_cost(int device) const {
   if (limits_.cublas_workspace_bytes >= 0) return static_cast<uint64_t>(limits_.cublas_workspace_bytes);
   int major = 0;
   if (static_cast<size_t>(device) >= devices_.size() ||
       api_.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, devices_[device]) != CUDA_SUCCESS)
     major = 9;  // unknown: the larger size
-  return major >= 9 ? 32ull << 20 : 4ull << 20;
+  return major >= 9 ? 64ull << 20 : 4ull << 20;
+}
+
+// The libraries' own host memory, once per worker (its first cuBLAS or cuBLASLt handle): they
+// stay loaded until the worker ends, as the charge does.
+bool Session::charge_blas_host() {
+  if (blas_host_charged_ || !limits_.blas_host_bytes) return true;
+  if (!charge_host(limits_.blas_host_bytes, "NVIDIA's cuBLAS and cuBLASLt in a worker (VMCUDA_BLAS_HOST_BYTES)"))
+    return false;
+  blas_host_charged_ = true;
+  return true;
 }
 
 CUresult Session::cublas_release(CublasHandleObject& h) {
@@ -243,6 +253,7 @@ int32_t CublasScope::missing() {
 int32_t Session::on_cublasCreate_v2(const api::cublasCreate_v2_Args& a, api::Empty&, Request&) {
   if (a.handle < api::kFirstGuestHandle || vol_.find(ObjectKind::CublasHandle, a.handle))
     return guest_fault("cublasCreate_v2: a handle that is not new");
+  if (!charge_blas_host()) return CUBLAS_STATUS_ALLOC_FAILED;
   int32_t status = CUBLAS_STATUS_SUCCESS;
   const CublasApi* lib = cublas_library(&status);
   if (!lib) return status;

@@ -4,7 +4,8 @@
 // at their creation (destroyed with the client), their attributes (values as bytes; the device
 // pointers among them checked to be the client's memory), the heuristic query and the matmul.
 // A guest cuBLAS handle is a cuBLASLt handle too: NVIDIA's cublasHandle_t is one (PyTorch
-// casts it), so the host passes the real cuBLAS handle. Not carried by a suspend yet.
+// casts it), so the host passes the real cuBLAS handle. The algorithm calls (ids, init, check,
+// capabilities, config) pass the algorithm's 64 bytes as they came. Not carried by a suspend yet.
 #include "session.h"
 #include "vmrpc/log.h"
 
@@ -172,6 +173,7 @@ CublasLtObject* lt_object(ObjectList& vol, uint64_t guest, What what) {
 int32_t Session::on_cublasLtCreate(const api::cublasLtCreate_Args& a, api::Empty&, Request&) {
   if (a.lightHandle < api::kFirstGuestHandle || vol_.find(ObjectKind::CublasLt, a.lightHandle))
     return guest_fault("cublasLtCreate: a handle that is not new");
+  if (!charge_blas_host()) return CUBLAS_STATUS_ALLOC_FAILED;
   VMCUDA_LT_LIBRARY();
   void* h = nullptr;
   if (int st = lib->cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS) return st;
@@ -387,6 +389,135 @@ int32_t Session::on_cublasLtMatmul(const api::cublasLtMatmul_Args& a, api::Empty
                                      reinterpret_cast<void*>(a.D), layouts[3]->ptr, a.has_algo ? algo : nullptr,
                                      reinterpret_cast<void*>(a.workspace), a.workspaceSizeInBytes, stream);
   make_current(current_);
+  return st;
+}
+// ---- algorithms (0x2110-): ids, init and check with the handle's device current; the
+// capability and config calls work on the algorithm's 64 bytes alone (no handle: the library
+// reads and writes only those bytes), so no context is made current for them.
+
+namespace {
+// An algorithm's bytes, aligned for the library (the wire's are bytes at any offset).
+struct AlgoBuf {
+  uint64_t words[api::kLtAlgoBytes / 8]{};
+  explicit AlgoBuf(const uint8_t (&bytes)[api::kLtAlgoBytes]) { std::memcpy(words, bytes, sizeof words); }
+};
+}  // namespace
+
+int32_t Session::on_cublasLtMatmulAlgoGetIds(const api::cublasLtMatmulAlgoGetIds_Args& a,
+                                             api::cublasLtMatmulAlgoGetIds_Reply& r, Request& req) {
+  int device = -1;
+  void* handle = cublaslt_handle(a.lightHandle, &device);
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const int n = a.requestedAlgoCount;
+  if (n <= 0 || n > api::kLtMaxAlgoIds || req.extra.size() < size_t(n) * sizeof(int32_t))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  VMCUDA_LT_LIBRARY();
+  if (!lib->cublasLtMatmulAlgoGetIds) return CUBLAS_STATUS_NOT_SUPPORTED;
+  std::vector<int32_t> ids(size_t(n), 0);
+  int returned = 0;
+  make_current(device);
+  const int st = lib->cublasLtMatmulAlgoGetIds(handle, a.computeType, a.scaleType, a.Atype, a.Btype, a.Ctype,
+                                               a.Dtype, n, ids.data(), &returned);
+  make_current(current_);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  returned = std::clamp(returned, 0, n);
+  std::memcpy(req.extra.data(), ids.data(), size_t(returned) * sizeof(int32_t));
+  req.extra_bytes = static_cast<uint32_t>(size_t(returned) * sizeof(int32_t));
+  std::memcpy(r.returnAlgoCount, &returned, sizeof returned);
+  return st;
+}
+
+int32_t Session::on_cublasLtMatmulAlgoInit(const api::cublasLtMatmulAlgoInit_Args& a,
+                                           api::cublasLtMatmulAlgoInit_Reply& r, Request&) {
+  int device = -1;
+  void* handle = cublaslt_handle(a.lightHandle, &device);
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  VMCUDA_LT_LIBRARY();
+  if (!lib->cublasLtMatmulAlgoInit) return CUBLAS_STATUS_NOT_SUPPORTED;
+  uint64_t algo[api::kLtAlgoBytes / 8]{};
+  make_current(device);
+  const int st = lib->cublasLtMatmulAlgoInit(handle, a.computeType, a.scaleType, a.Atype, a.Btype, a.Ctype, a.Dtype,
+                                             a.algoId, algo);
+  make_current(current_);
+  if (st == CUBLAS_STATUS_SUCCESS) std::memcpy(r.algo, algo, sizeof algo);
+  return st;
+}
+
+int32_t Session::on_cublasLtMatmulAlgoCheck(const api::cublasLtMatmulAlgoCheck_Args& a,
+                                            api::cublasLtMatmulAlgoCheck_Reply& r, Request&) {
+  int device = -1;
+  void* handle = cublaslt_handle(a.lightHandle, &device);
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  CublasLtObject* op = lt_object(vol_, a.operationDesc, What::kMatmulDesc);
+  CublasLtObject* layouts[4] = {lt_object(vol_, a.Adesc, What::kLayout), lt_object(vol_, a.Bdesc, What::kLayout),
+                                lt_object(vol_, a.Cdesc, What::kLayout), lt_object(vol_, a.Ddesc, What::kLayout)};
+  if (!op || !layouts[0] || !layouts[1] || !layouts[2] || !layouts[3] || !a.has_algo)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  VMCUDA_LT_LIBRARY();
+  if (!lib->cublasLtMatmulAlgoCheck) return CUBLAS_STATUS_NOT_SUPPORTED;
+  AlgoBuf algo(a.algo);
+  uint64_t result[api::kLtHeuristicResultBytes / 8]{};
+  make_current(device);
+  const int st = lib->cublasLtMatmulAlgoCheck(handle, op->ptr, layouts[0]->ptr, layouts[1]->ptr, layouts[2]->ptr,
+                                              layouts[3]->ptr, algo.words, result);
+  make_current(current_);
+  if (st == CUBLAS_STATUS_SUCCESS) std::memcpy(r.result, result, sizeof result);
+  return st;
+}
+
+int32_t Session::on_cublasLtMatmulAlgoCapGetAttribute(const api::cublasLtMatmulAlgoCapGetAttribute_Args& a,
+                                                      api::cublasLtMatmulAlgoCapGetAttribute_Reply& r,
+                                                      Request& req) {
+  if (!a.has_algo || a.sizeInBytes > api::kLtMaxCapabilityBytes || a.sizeInBytes > req.extra.size())
+    return CUBLAS_STATUS_INVALID_VALUE;
+  VMCUDA_LT_LIBRARY();
+  if (!lib->cublasLtMatmulAlgoCapGetAttribute) return CUBLAS_STATUS_NOT_SUPPORTED;
+  AlgoBuf algo(a.algo);
+  std::vector<uint64_t> buf(api::kLtMaxCapabilityBytes / 8, 0);
+  size_t written = 0;
+  const int st =
+      lib->cublasLtMatmulAlgoCapGetAttribute(algo.words, a.attr, a.sizeInBytes ? buf.data() : nullptr, a.sizeInBytes,
+                                             &written);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  const size_t n = std::min<size_t>(written, a.sizeInBytes);
+  std::memcpy(req.extra.data(), buf.data(), n);
+  req.extra_bytes = static_cast<uint32_t>(n);
+  std::memcpy(r.sizeWritten, &written, sizeof written);
+  return st;
+}
+
+int32_t Session::on_cublasLtMatmulAlgoConfigSetAttribute(const api::cublasLtMatmulAlgoConfigSetAttribute_Args& a,
+                                                         api::cublasLtMatmulAlgoConfigSetAttribute_Reply& r,
+                                                         Request& req) {
+  if (req.tail.size() != a.sizeInBytes || a.sizeInBytes == 0 || a.sizeInBytes > api::kLtMaxAttributeBytes)
+    return guest_fault("cublasLtMatmulAlgoConfigSetAttribute: the value's bytes do not match its size");
+  VMCUDA_LT_LIBRARY();
+  if (!lib->cublasLtMatmulAlgoConfigSetAttribute) return CUBLAS_STATUS_NOT_SUPPORTED;
+  AlgoBuf algo(a.algo);
+  AttrBuf buf;
+  std::memcpy(buf.data(), req.tail.data(), a.sizeInBytes);
+  const int st = lib->cublasLtMatmulAlgoConfigSetAttribute(algo.words, a.attr, buf.data(), a.sizeInBytes);
+  if (st == CUBLAS_STATUS_SUCCESS) std::memcpy(r.algo, algo.words, sizeof algo.words);
+  return st;
+}
+
+int32_t Session::on_cublasLtMatmulAlgoConfigGetAttribute(const api::cublasLtMatmulAlgoConfigGetAttribute_Args& a,
+                                                         api::cublasLtMatmulAlgoConfigGetAttribute_Reply& r,
+                                                         Request& req) {
+  if (!a.has_algo || a.sizeInBytes > api::kLtMaxAttributeBytes || a.sizeInBytes > req.extra.size())
+    return CUBLAS_STATUS_INVALID_VALUE;
+  VMCUDA_LT_LIBRARY();
+  if (!lib->cublasLtMatmulAlgoConfigGetAttribute) return CUBLAS_STATUS_NOT_SUPPORTED;
+  AlgoBuf algo(a.algo);
+  AttrBuf buf;
+  size_t written = 0;
+  const int st = lib->cublasLtMatmulAlgoConfigGetAttribute(algo.words, a.attr, a.sizeInBytes ? buf.data() : nullptr,
+                                                           a.sizeInBytes, &written);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  const size_t n = std::min<size_t>(written, a.sizeInBytes);
+  std::memcpy(req.extra.data(), buf.data(), n);
+  req.extra_bytes = static_cast<uint32_t>(n);
+  std::memcpy(r.sizeWritten, &written, sizeof written);
   return st;
 }
 #undef VMCUDA_LT_LIBRARY

@@ -395,18 +395,18 @@ int32_t Session::on_GraphAddConditionalNode(const api::GraphConditionalNodeArgs&
       return CUDA_ERROR_INVALID_VALUE;
   std::vector<CUgraphNode> deps;
   if (CUresult e = graph_nodes(*graph, req.tail, a.dep_count, &deps); e) return e;
-  std::vector<CUgraph> out(a.size);
   CUgraphNodeParams p{};
   p.type = api::kGraphNodeConditional;
-  p.conditional = CUDA_CONDITIONAL_NODE_PARAMS{a.handle, static_cast<int>(a.type), a.size, out.data(),
+  // phGraph_out is the driver's output: it points it at the bodies, an array the node owns.
+  p.conditional = CUDA_CONDITIONAL_NODE_PARAMS{a.handle, static_cast<int>(a.type), a.size, nullptr,
                                                contexts_[graph->device]};
   CUgraphNode n = nullptr;
   const CUresult e =
       api_.cuGraphAddNode_v2(&n, graph->as<GraphObject>().graph, deps.data(), nullptr, deps.size(), &p);
   if (e != CUDA_SUCCESS) return e;
   const ObjectId node = vol_.add(ObjectKind::GraphNode, graph->device, a.node, graph->id, GraphNodeObject{n}).id;
-  for (size_t i = 0; i < out.size(); ++i)
-    vol_.add(ObjectKind::Graph, graph->device, bodies[i], node, GraphObject{out[i], true});
+  for (size_t i = 0; i < bodies.size(); ++i)
+    vol_.add(ObjectKind::Graph, graph->device, bodies[i], node, GraphObject{p.conditional.phGraph_out[i], true});
   return CUDA_SUCCESS;
 }
 

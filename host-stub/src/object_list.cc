@@ -26,6 +26,8 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::TexObject: return "texture object";
     case ObjectKind::SurfObject: return "surface object";
     case ObjectKind::CublasHandle: return "cuBLAS handle";
+    case ObjectKind::CufftPlan: return "cuFFT plan";
+    case ObjectKind::CurandGenerator: return "cuRAND generator";
     case ObjectKind::VmmReservation: return "virtual address reservation";
     case ObjectKind::VmmAllocation: return "physical allocation";
     case ObjectKind::VmmMapping: return "virtual memory mapping";

@@ -58,9 +58,11 @@ enum class ObjectKind : uint8_t {
   VmmMapping,        // handle: its first address (cuMemMap); parent: its reservation
   IpcMemory,         // handle: the pointer cudaIpcOpenMemHandle returned (another client's memory)
   CublasLt,          // handle: guest cuBLASLt handle or descriptor (parent: the context; host-stub/src/cublaslt.cc)
+  CufftPlan,         // handle: guest cuFFT plan handle (parent: the context; host-stub/src/cufft.cc)
+  CurandGenerator,   // handle: guest cuRAND generator handle (parent: the context; host-stub/src/curand.cc)
   Cudnn,             // handle: guest cuDNN handle or backend descriptor (parent: the context; host-stub/src/cudnn.cc)
 };
-inline constexpr unsigned kObjectKinds = 27;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 29;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -216,6 +218,24 @@ struct CublasLtObject {
   std::map<int32_t, uint64_t> pointers;  // device pointer attributes set (bias, aux, scales), checked at each matmul
 };
 
+// A cuFFT plan (cufftHandle) and a cuRAND generator (curandGenerator_t) of the real libraries,
+// with the guest stream each was given (0: the default stream). A plan keeps the calls that
+// made it (cufft.cc: a resume replays them, then sets its work area and stream again); a
+// generator is not carried by a suspend (refused while any exists: nvlib_block_suspend).
+struct CufftPlanObject {
+  int plan = -1;
+  uint64_t stream = 0;
+  uint64_t work_area = 0;  // the client's device memory (0: the library's own)
+  // (call number, its wire arguments) in the order they ran; `overflow`: more than the log
+  // keeps (a suspend is refused).
+  std::vector<std::pair<uint32_t, std::vector<std::byte>>> made_by;
+  bool overflow = false;
+};
+struct CurandGeneratorObject {
+  void* generator = nullptr;
+  uint64_t stream = 0;
+};
+
 // A cuDNN handle or backend descriptor of the real library (cudnn.cc). Not carried by a suspend
 // (refused while any exists).
 struct CudnnObject {
@@ -262,7 +282,7 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
                                 VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject,
-                                CudnnObject>;
+                                CufftPlanObject, CurandGeneratorObject, CudnnObject>;
 
 struct Object {
   ObjectId id = 0;

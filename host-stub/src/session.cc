@@ -17,7 +17,8 @@ using vmrpc::wire::ChannelStatus;
 
 Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int> devices,
                  const vmrpc::SlotInfo& info)
-    : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr) {
+    : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr),
+      per_thread_streams_(devices_.size(), nullptr) {
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
   if (limits_.ledger) account_ = limits_.ledger->open_account();
@@ -127,6 +128,7 @@ bool Session::ensure_context() {
       return false;
     }
     contexts_[current_] = ctx;
+    per_thread_streams_[static_cast<size_t>(current_)] = nullptr;  // made again in this context at its first use
     if (watchdog_) watchdog_->add_context(ctx);
     if (Object* o = vol_.context(current_))
       o->as<ContextObject>().ctx = ctx;  // a resume recreating it
@@ -203,6 +205,7 @@ CUresult Session::release(Object& o, Release how) {
       contexts_[o.device] = nullptr;
       if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
       if (static_cast<size_t>(o.device) < resume_marks_.size()) resume_marks_[o.device] = nullptr;  // went with it
+      per_thread_streams_[static_cast<size_t>(o.device)] = nullptr;                                     // as did this
       bound_ = -1;
       return e;
     }
@@ -303,6 +306,10 @@ CUresult Session::release(Object& o, Release how) {
       return cublas_release(o.as<CublasHandleObject>());
     case ObjectKind::CublasLt:
       return cublaslt_release(o.as<CublasLtObject>());
+    case ObjectKind::CufftPlan:
+      return cufft_release(o.as<CufftPlanObject>());
+    case ObjectKind::CurandGenerator:
+      return curand_release(o.as<CurandGeneratorObject>());
     case ObjectKind::Cudnn:
       return cudnn_release(o.as<CudnnObject>());
     case ObjectKind::VmmReservation:
@@ -333,6 +340,7 @@ void Session::release_all(Release how) {
   vol_.clear();
   for (CUcontext& c : contexts_) c = nullptr;
   resume_marks_.clear();  // they went with their contexts
+  for (CUstream& s : per_thread_streams_) s = nullptr;  // so did these
   managed_streams_.clear();
   managed_dirty_.clear();
   allocated_ = 0;

@@ -81,6 +81,9 @@ struct StubLimits {
   // its resident memory, mostly the CUDA driver's), charged to the VM's host memory bound with
   // the program's first context; 0: none (clients that are threads of the stub).
   uint64_t worker_host_bytes = 0;
+  // Host memory NVIDIA's cuBLAS and cuBLASLt add to a worker once loaded (VMCUDA_BLAS_HOST_BYTES),
+  // charged with its first handle of either; 0: none (clients that are threads of the stub).
+  uint64_t blas_host_bytes = 0;
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -255,6 +258,8 @@ class Session : public vmrpc::SlotService {
   bool charge_host(uint64_t bytes, const char* what);
   uint32_t host_refusals_ = 0;
   bool worker_charged_ = false;  // this worker process's own host cost (StubLimits::worker_host_bytes)
+  bool blas_host_charged_ = false;  // the BLAS libraries' host cost in this worker (StubLimits::blas_host_bytes)
+  bool charge_blas_host();        // cublas.cc: false when the VM's host memory bound has no room
   // Destroys a handle of the real library (teardown); the handle's context is current.
   CUresult cublas_release(CublasHandleObject& h);
   // A resume (suspend.cc): a new handle of the library for `h` with its pointer and math
@@ -274,6 +279,22 @@ class Session : public vmrpc::SlotService {
   // The real cublasLtHandle_t a guest handle names: a cuBLASLt handle, or a cuBLAS handle (as
   // NVIDIA's, a cublasHandle_t is a cublasLtHandle_t); its device in *device. nullptr if none.
   void* cublaslt_handle(uint64_t guest, int* device);
+  // ---- cuFFT and cuRAND (cufft.cc, curand.cc; the generated handlers use NvlibScope, nvlib.h).
+  template <class Traits>
+  friend class NvlibScope;
+  // Destroys a plan / generator of the real library (teardown); its context is current.
+  CUresult cufft_release(CufftPlanObject& p);
+  CUresult curand_release(CurandGeneratorObject& g);
+  // Why a suspend is refused now (empty: it is not): generators are not carried yet, nor a plan
+  // whose log of calls overflowed.
+  std::string nvlib_block_suspend() const;
+  // A resume: the plan made again by replaying the calls that made it, in the current context;
+  // then, once every object is back, each plan's work area and stream. False and why when the
+  // library or a call fails.
+  bool cufft_recreate(CufftPlanObject& p, std::string* why);
+  // Whether a state file's recorded call is one that makes or configures a plan, of its size.
+  static bool cufft_replayable_call(uint32_t call, size_t bytes);
+  bool restore_cufft_settings(std::string* why);
   // ---- cuDNN (cudnn.cc): the host's libcudnn.so.9, loaded at the first cuDNN call.
   const struct CudnnApi* cudnn_library(int32_t* status);
   const struct CudnnApi* cudnn_ = nullptr;
@@ -487,6 +508,9 @@ class Session : public vmrpc::SlotService {
   // The Context entries' driver handles per guest device, for the hot path (make_current):
   // set and cleared only with those entries.
   std::vector<CUcontext> contexts_;
+  // Per device, the stream that stands for the guest's per-thread default stream, made at
+  // its first use (resolve_stream). Goes with its context.
+  mutable std::vector<CUstream> per_thread_streams_;
   // Per device, an event recorded as the client came back from a suspend: GPU time 0 for the
   // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
   std::vector<CUevent> resume_marks_;

@@ -98,14 +98,20 @@ CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device)
       *stream = CU_STREAM_LEGACY;
       *device = current_;
       return CUDA_SUCCESS;
-    case api::kStreamPerThread:
-      // TODO(streams): one per-thread default stream per guest thread. All of a client's
-      // calls run on its slot's service thread, so CU_STREAM_PER_THREAD is one stream per
-      // guest process: ordered like the guest's threads' streams together (more ordering
-      // than CUDA gives, never less).
-      *stream = CU_STREAM_PER_THREAD;
+    case api::kStreamPerThread: {
+      // One stream of the client's own per device, never the driver's CU_STREAM_PER_THREAD:
+      // that one is the calling host thread's, and a client's calls run on two threads (its
+      // service thread, and the GPU's working thread for work that only issues), so a copy
+      // could overtake a kernel before it on the "same" stream. Blocking, as a per-thread
+      // default stream is against the legacy one (flags 0). One per guest process, not per guest
+      // thread: more ordering than CUDA gives, never less.
       *device = current_;
+      CUstream& s = per_thread_streams_[static_cast<size_t>(current_)];
+      if (!s)
+        if (CUresult e = api_.cuStreamCreateWithPriority(&s, 0, 0); e != CUDA_SUCCESS) return s = nullptr, e;
+      *stream = s;
       return CUDA_SUCCESS;
+    }
     default: {
       const Object* o = vol_.find(ObjectKind::Stream, handle);
       if (!o) return CUDA_ERROR_INVALID_HANDLE;

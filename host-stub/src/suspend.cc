@@ -57,8 +57,8 @@ enum RecordType : uint32_t {
 // 2: events carry their time before the suspend; 3: streams carry the attributes set on them;
 // 4: graphs, their nodes and executable graphs (graph_state.h); 5: virtual memory objects
 // (reservations, physical allocations with their bytes, mappings with their access) and the
-// header's last physical allocation handle
-constexpr uint32_t kClientStateVersion = 5;
+// header's last physical allocation handle; 6: cuFFT plans (the calls that made each)
+constexpr uint32_t kClientStateVersion = 6;
 // A saved mapping's access list names each of the client's devices at most once; a saved
 // allocation's references are what a program could hold (cuMemRetainAllocationHandle).
 constexpr uint32_t kMaxSavedVmmRefs = 1u << 30;
@@ -418,6 +418,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
   // cuBLASLt's handles and descriptors are not carried yet (cublaslt.cc): refused while any exists.
   if (const std::string t = cublaslt_blocks_suspend(); !t.empty()) return fail(t);
+  // cuRAND generators are not carried (nvlib.cc): refused while any exists.
+  if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // cuDNN's handles and descriptors are not carried yet (cudnn.cc): refused while any exists.
   if (const std::string t = cudnn_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
@@ -643,6 +645,20 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;  // never: refused while open (ipc_blocks_suspend)
       case ObjectKind::CublasLt:
         break;  // never: refused while any exists (cublaslt_blocks_suspend)
+      case ObjectKind::CufftPlan: {
+        // The calls that made it and its settings (cufft.cc): a resume replays them.
+        const auto& p = o.as<CufftPlanObject>();
+        w.put_u64(p.stream);
+        w.put_u64(p.work_area);
+        w.put_u32(static_cast<uint32_t>(p.made_by.size()));
+        for (const auto& [call, args] : p.made_by) {
+          w.put_u32(call);
+          w.put_bytes(args);
+        }
+        break;
+      }
+      case ObjectKind::CurandGenerator:
+        break;  // never: refused while any exists (nvlib_block_suspend)
       case ObjectKind::Cudnn:
         break;  // never: refused while any exists (cudnn_blocks_suspend)
       case ObjectKind::Array:
@@ -967,6 +983,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
     if (s.kind == ObjectKind::CublasLt) return bad("cuBLASLt objects are not carried by a suspend");
+    if (s.kind == ObjectKind::CurandGenerator) return bad("cuRAND generators are not carried by a suspend");
     if (s.kind == ObjectKind::Cudnn) return bad("cuDNN objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
@@ -1301,6 +1318,28 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return bad("IPC memory is not carried by a suspend");
       case ObjectKind::CublasLt:
         return bad("cuBLASLt objects are not carried by a suspend");
+      case ObjectKind::CufftPlan: {
+        CufftPlanObject p;
+        uint32_t n = 0;
+        r.get_u64(&p.stream);
+        r.get_u64(&p.work_area);
+        r.get_u32(&n);
+        // What the guest could have made: its own handles, a short log of calls cuFFT replays.
+        if (r.ok() && (s.handle < api::kFirstGuestHandle || (p.stream && p.stream < api::kFirstGuestHandle) || n > 16))
+          return bad("bad plan");
+        for (uint32_t i = 0; r.ok() && i < n; ++i) {
+          uint32_t call = 0;
+          std::vector<std::byte> args;
+          r.get_u32(&call);
+          r.get_bytes(&args, 4096);
+          if (r.ok() && !cufft_replayable_call(call, args.size())) return bad("a call that does not make a plan");
+          p.made_by.emplace_back(call, std::move(args));
+        }
+        s.data = std::move(p);
+        break;
+      }
+      case ObjectKind::CurandGenerator:
+        return bad("cuRAND generators are not carried by a suspend");
       case ObjectKind::Cudnn:
         return bad("cuDNN objects are not carried by a suspend");
     }
@@ -1606,6 +1645,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         e = api_.cuCtxSetCacheConfig(std::get<CacheConfigObject>(data).value);
         what = "setting the cache configuration";
         break;
+      case ObjectKind::CufftPlan: {
+        // The plan made again by the calls that made it; its stream and work area once every
+        // object is back (restore_cufft_settings).
+        std::string w;
+        if (!cufft_recreate(std::get<CufftPlanObject>(data), &w)) return fail(w);
+        break;
+      }
       case ObjectKind::CublasHandle: {
         // A new handle of the library with the same pointer and math modes; its stream and
         // workspace once every object is back (restore_cublas_settings).
@@ -1737,6 +1783,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   }
   if (!recreate_texture_objects(std::move(textures), new_id, &err)) return fail(err);
   if (!restore_cublas_settings(&err)) return fail(err);
+  if (!restore_cufft_settings(&err)) return fail(err);
   allocated_ = allocated;
   // Module variables' bytes.
   while (h.type == kGlobalData) {

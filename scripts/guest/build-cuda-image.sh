@@ -58,16 +58,16 @@ CUDART=$BUILD/guest-lib/libcudart.so.13
 # libcudart.so.13 forwards to libcuda.so.1, which holds both APIs (guest-lib/README.md).
 LIBCUDA=$BUILD/guest-lib/libcuda.so.1
 [ -f "$LIBCUDA" ] || die "no $LIBCUDA: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
-# vmcuda's libcublas.so.13 and libcublasLt.so.13 where they are built (guest-lib/README.md
-# "cuBLAS", "cuBLASLt"); NVIDIA's (hundreds of MB) never go into the image.
-CUBLAS=$BUILD/guest-lib/libcublas.so.13
-CUBLASLT=$BUILD/guest-lib/libcublasLt.so.13
+# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcurand.so.10 and libcudnn.so.9
+# where they are built (guest-lib/README.md "cuBLAS", "cuBLASLt", "cuFFT and cuRAND", "cuDNN");
+# NVIDIA's (hundreds of MB) never go into the image.
+NVLIBS=() NVSKIPS=()
+for l in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcurand.so.10 libcudnn.so.9; do
+    [ -f "$BUILD/guest-lib/$l" ] && NVLIBS+=("$BUILD/guest-lib/$l")
+    NVSKIPS+=(--skip-lib "$l")  # never NVIDIA's copy as a program's dependency (libcufft: ~280 MB)
+done
 CUBLAS_ADDS=()
-[ -f "$CUBLAS" ] && CUBLAS_ADDS+=(--add "$CUBLAS:/opt/vmcuda/lib/libcublas.so.13")
-[ -f "$CUBLASLT" ] && CUBLAS_ADDS+=(--add "$CUBLASLT:/opt/vmcuda/lib/libcublasLt.so.13")
-# vmcuda's libcudnn.so.9 likewise (guest-lib/README.md "cuDNN"; NVIDIA's never goes in).
-CUDNN=$BUILD/guest-lib/libcudnn.so.9
-[ -f "$CUDNN" ] && CUBLAS_ADDS+=(--add "$CUDNN:/opt/vmcuda/lib/libcudnn.so.9")
+for f in "${NVLIBS[@]}"; do CUBLAS_ADDS+=(--add "$f:/opt/vmcuda/lib/$(basename "$f")"); done
 
 if [ ${#PROGS[@]} -eq 0 ]; then
     for p in "$REPO"/tests/cuda/bin/*; do [ -f "$p" ] && [ -x "$p" ] && PROGS+=("$p"); done
@@ -105,8 +105,7 @@ inputs_hash() {
     {
         echo "kernel $KVER"
         for f in "${BASH_SOURCE[0]}" "$HERE/build-initramfs.sh" "$HERE/cuda-guest.sh" "$HERE/find-ivshmem.sh" \
-                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" $([ -f "$CUBLAS" ] && echo "$CUBLAS") $([ -f "$CUBLASLT" ] && echo "$CUBLASLT") \
-                 $([ -f "$CUDNN" ] && echo "$CUDNN"); do
+                 "${MODSRC[@]}" "$CUDART" "$LIBCUDA" "${NVLIBS[@]}"; do
             echo "$(basename "$f") $(sha256sum < "$f")"
         done
         for a in "${ADDS[@]}"; do
@@ -161,9 +160,7 @@ rc=0
     "${ADDS[@]}" "${CUBLAS_ADDS[@]}" \
     --skip-lib libcudart.so.13 \
     --skip-lib libcuda.so.1 \
-    --skip-lib libcublas.so.13 \
-    --skip-lib libcublasLt.so.13 \
-    --skip-lib libcudnn.so.9 \
+    "${NVSKIPS[@]}" \
     --modules "$MOD" 2> "$BLOG" || rc=$?
 grep -v 'is dynamically linked; copying its libraries too' "$BLOG" | sed 's/^/  /' >&2 || true
 [ "$rc" = 0 ] || die "build-initramfs.sh failed"

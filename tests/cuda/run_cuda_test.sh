@@ -29,7 +29,11 @@ fi
 if [ ! -f "$expected" ]; then
   echo "no native reference $expected: capture it on the GPU machine (scripts/gpu-check.sh)"; exit 1
 fi
-if ! diff -u "$expected" "$out/actual"; then
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_only.sh"  # comparable: [GPU only] lines
+comparable "$expected" "$stub" >"$out/expected"
+comparable "$out/actual" "$stub" >"$out/actual.cmp"
+expected="$out/expected"
+if ! diff -u "$expected" "$out/actual.cmp"; then
   echo "--- $name: output differs from the native run (above: - native, + vmcuda)"; exit 1
 fi
 echo "--- $name: identical to the native run"

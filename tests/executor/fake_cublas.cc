@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -389,7 +390,7 @@ const std::map<std::string, void*>& table() {
   return t;
 }
 
-int g_library_token;
+int g_library_token, g_cufft_token, g_curand_token;
 
 // ---- cuBLASLt ("libcublasLt.so.13"): handles (a cuBLAS handle is one too, as NVIDIA's),
 // matmul descriptors, layouts and preferences with the attributes the fake reads, a heuristic
@@ -608,14 +609,28 @@ int lt_problem(void* desc, void* a, void* b, void* c, void* d, LtProblem* p) {
   return kSuccess;
 }
 
+// The algorithm calls. The fake's cublasLtMatmulAlgo_t: word 0 kFakeAlgo, word 1 the id,
+// then the config attributes it keeps (tile id, split-k count, stages id).
+struct FakeAlgo {
+  uint64_t marker = kFakeAlgo, id = 0;
+  uint32_t tile = 0;
+  int32_t splitk = 1;
+  uint32_t stages = 0;
+  uint8_t rest[36]{};
+};
+static_assert(sizeof(FakeAlgo) == 64);
+std::atomic<uint64_t> g_heuristic_calls{0};
+
 int f_heuristic(void* h, void* desc, void* a, void* b, void* c, void* d, void* pref, int requested, void* results,
                 int* returned) {
+  g_heuristic_calls.fetch_add(1, std::memory_order_relaxed);
   if (!lt_handle_ok(h)) return kNotInitialized;
   if (!lt_live<LtPref>(pref) || requested <= 0 || !results || !returned) return kInvalidValue;
   LtProblem p;
   if (int s = lt_problem(desc, a, b, c, d, &p)) return s;
   uint8_t r[96] = {};
-  std::memcpy(r, &kFakeAlgo, 8);  // algo.data[0]; workspaceSize 0, state success
+  const FakeAlgo algo;  // id 0, split-k 1; workspaceSize 0, state success
+  std::memcpy(r, &algo, sizeof algo);
   const float waves = 1.0f;
   std::memcpy(r + 76, &waves, 4);
   std::memcpy(results, r, sizeof r);
@@ -685,6 +700,96 @@ int f_lt_matmul(void* h, void* desc, const void* alpha, const void* A, void* ade
   return status;
 }
 
+constexpr uint32_t kFakeTiles[] = {15, 18, 20};  // CUBLASLT_MATMUL_TILE_* the fake claims
+
+bool fake_types(int compute, int scale, int a, int b, int c, int d) {
+  return fp32_compute(compute) && scale == kR32F && type_bytes(a) && type_bytes(b) && type_bytes(c) && c == d;
+}
+int f_algo_get_ids(void* h, int compute, int scale, int a, int b, int c, int d, int requested, int* ids, int* returned) {
+  if (!lt_handle_ok(h)) return kNotInitialized;
+  if (requested <= 0 || !ids || !returned) return kInvalidValue;
+  int n = 0;
+  if (fake_types(compute, scale, a, b, c, d))
+    for (int id : {0, 1})
+      if (n < requested) ids[n++] = id;
+  *returned = n;
+  return kSuccess;
+}
+int f_algo_init(void* h, int compute, int scale, int a, int b, int c, int d, int id, void* algo) {
+  if (!lt_handle_ok(h)) return kNotInitialized;
+  if (!algo || id < 0 || id > 1) return kInvalidValue;
+  if (!fake_types(compute, scale, a, b, c, d)) return kNotSupported;
+  FakeAlgo f;
+  f.id = uint64_t(id);
+  std::memcpy(algo, &f, sizeof f);
+  return kSuccess;
+}
+const FakeAlgo* fake_algo(const void* algo) {
+  static thread_local FakeAlgo f;
+  if (!algo) return nullptr;
+  std::memcpy(&f, algo, sizeof f);
+  return f.marker == kFakeAlgo && f.id <= 1 ? &f : nullptr;
+}
+int f_algo_check(void* h, void* desc, void* a, void* b, void* c, void* d, const void* algo, void* result) {
+  if (!lt_handle_ok(h)) return kNotInitialized;
+  LtProblem p;
+  if (int s = lt_problem(desc, a, b, c, d, &p)) return s;
+  const FakeAlgo* f = fake_algo(algo);
+  if (!f || !result) return kInvalidValue;
+  if (f->splitk < 1 || f->splitk > p.k) return kNotSupported;
+  uint8_t r[96];
+  std::memcpy(r, result, sizeof r);  // the algo field is never updated
+  const uint64_t workspace = f->splitk > 1 ? uint64_t(p.m) * p.n * 4 * f->splitk : 0;
+  const int32_t state = kSuccess;
+  const float waves = 0.5f * float(f->id + 1);
+  std::memcpy(r + 64, &workspace, 8);
+  std::memcpy(r + 72, &state, 4);
+  std::memcpy(r + 76, &waves, 4);
+  std::memcpy(result, r, sizeof r);
+  return kSuccess;
+}
+int f_algo_cap(const void* algo, int attr, void* buf, size_t bytes, size_t* written) {
+  const FakeAlgo* f = fake_algo(algo);
+  if (!f) return kInvalidValue;
+  if (attr == 6) {  // CUBLASLT_ALGO_CAP_TILE_IDS: an array; size 0 asks its size
+    if (bytes == 0) {
+      if (!written) return kInvalidValue;
+      *written = sizeof kFakeTiles;
+      return kSuccess;
+    }
+    if (!buf) return kInvalidValue;
+    const size_t n = std::min(bytes, sizeof kFakeTiles) / 4 * 4;
+    std::memcpy(buf, kFakeTiles, n);
+    if (written) *written = n;
+    return kSuccess;
+  }
+  if (attr == 0) return get(int32_t{1}, buf, bytes, written);  // SPLITK_SUPPORT
+  if (attr == 16) return get(uint32_t{16}, buf, bytes, written);  // MIN_ALIGNMENT_A_BYTES
+  return kInvalidValue;
+}
+int f_algo_config_set(void* algo, int attr, const void* buf, size_t bytes) {
+  FakeAlgo f;
+  if (!fake_algo(algo)) return kInvalidValue;
+  std::memcpy(&f, algo, sizeof f);
+  int s = kInvalidValue;  // CUBLASLT_ALGO_CONFIG_ID is read-only
+  if (attr == 1) s = put(&f.tile, buf, bytes);
+  if (attr == 2) s = put(&f.splitk, buf, bytes);
+  if (attr == 6) s = put(&f.stages, buf, bytes);
+  if (s == kSuccess) std::memcpy(algo, &f, sizeof f);
+  return s;
+}
+int f_algo_config_get(const void* algo, int attr, void* buf, size_t bytes, size_t* written) {
+  const FakeAlgo* f = fake_algo(algo);
+  if (!f) return kInvalidValue;
+  switch (attr) {
+    case 0: return get(int32_t(f->id), buf, bytes, written);
+    case 1: return get(f->tile, buf, bytes, written);
+    case 2: return get(f->splitk, buf, bytes, written);
+    case 6: return get(f->stages, buf, bytes, written);
+  }
+  return kInvalidValue;
+}
+
 const std::map<std::string, void*>& lt_table() {
   static const std::map<std::string, void*> t = {
       {"cublasLtCreate", reinterpret_cast<void*>(f_lt_create)},
@@ -703,6 +808,12 @@ const std::map<std::string, void*>& lt_table() {
       {"cublasLtMatmulPreferenceGetAttribute", reinterpret_cast<void*>(f_pref_get)},
       {"cublasLtMatmulAlgoGetHeuristic", reinterpret_cast<void*>(f_heuristic)},
       {"cublasLtMatmul", reinterpret_cast<void*>(f_lt_matmul)},
+      {"cublasLtMatmulAlgoGetIds", reinterpret_cast<void*>(f_algo_get_ids)},
+      {"cublasLtMatmulAlgoInit", reinterpret_cast<void*>(f_algo_init)},
+      {"cublasLtMatmulAlgoCheck", reinterpret_cast<void*>(f_algo_check)},
+      {"cublasLtMatmulAlgoCapGetAttribute", reinterpret_cast<void*>(f_algo_cap)},
+      {"cublasLtMatmulAlgoConfigSetAttribute", reinterpret_cast<void*>(f_algo_config_set)},
+      {"cublasLtMatmulAlgoConfigGetAttribute", reinterpret_cast<void*>(f_algo_config_get)},
   };
   return t;
 }
@@ -713,6 +824,8 @@ int g_lt_library_token;
 
 void* fake_open_library(const char* soname, std::string* why) {
   if (std::string(soname) == "libcublas.so.13") return &g_library_token;
+  if (std::string(soname) == "libcufft.so.12") return &g_cufft_token;
+  if (std::string(soname) == "libcurand.so.10") return &g_curand_token;
   if (std::string(soname) == "libcublasLt.so.13") return &g_lt_library_token;
   if (std::string(soname) == "libcudnn.so.9") return fake_cudnn_library();
   if (why) *why = std::string(soname) + ": the test executor has no such library";
@@ -720,6 +833,8 @@ void* fake_open_library(const char* soname, std::string* why) {
 }
 
 void* fake_library_symbol(void* library, const char* name) {
+  if (library == &g_cufft_token) return fake_cufft_symbol(name);
+  if (library == &g_curand_token) return fake_curand_symbol(name);
   if (library == fake_cudnn_library()) return fake_cudnn_symbol(library, name);
   static const std::map<std::string, void*> none;
   const auto& t = library == &g_library_token ? table() : library == &g_lt_library_token ? lt_table() : none;
@@ -731,6 +846,8 @@ uint64_t fake_live_cublaslt_objects() {
   std::lock_guard l(g_mu);
   return g_lt_live.size();
 }
+
+uint64_t fake_cublaslt_heuristic_calls() { return g_heuristic_calls.load(); }
 
 uint64_t fake_live_cublas_handles() {
   std::lock_guard l(g_mu);

@@ -2758,8 +2758,8 @@ CUresult f_add_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, co
                     CUgraphNodeParams* p) {
   if (!p || data) return CUDA_ERROR_INVALID_VALUE;
   if (p->type != 13) return CUDA_ERROR_NOT_SUPPORTED;
-  const CUDA_CONDITIONAL_NODE_PARAMS& c = p->conditional;
-  if (!fake_conditional_known(c.handle) || c.type < 0 || c.type > 2 || c.size == 0 || !c.phGraph_out ||
+  CUDA_CONDITIONAL_NODE_PARAMS& c = p->conditional;
+  if (!fake_conditional_known(c.handle) || c.type < 0 || c.type > 2 || c.size == 0 ||
       (c.type == 0 && c.size > 2) || (c.type == 1 && c.size != 1))
     return CUDA_ERROR_INVALID_VALUE;
   auto& g = gpu();
@@ -2778,7 +2778,9 @@ CUresult f_add_node(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, co
     for (CUgraph b : bodies) destroy_graph_locked(b);
     return e;
   }
-  for (size_t i = 0; i < bodies.size(); ++i) c.phGraph_out[i] = bodies[i];
+  // As the driver: phGraph_out is an output, pointed at an array the node owns (what the
+  // caller's pointer held is ignored; on the H100 a stub that read its own array got none).
+  c.phGraph_out = g.nodes[*out].bodies.data();
   return CUDA_SUCCESS;
 }
 CUresult f_stream_get_id(CUstream stream, unsigned long long* id) {

@@ -121,8 +121,11 @@ uint64_t fake_live_cublas_handles();
 // "libcublasLt.so.13" (fake_cublas.cc): handles (a fake cuBLAS handle is one too), matmul
 // descriptors, layouts and preferences, a heuristic answering one algorithm, and
 // cublasLtMatmul for fp32/bf16 column-major matrices with fp32 compute and the DEFAULT, RELU,
-// BIAS and RELU_BIAS epilogues. The live handles and descriptors of the fake library:
+// BIAS and RELU_BIAS epilogues; the algorithm calls (ids 0 and 1 for fp32, their config and
+// capabilities: the fake's own layout of the 64 bytes). The live handles and descriptors of
+// the fake library, and how many heuristic queries reached it:
 uint64_t fake_live_cublaslt_objects();
+uint64_t fake_cublaslt_heuristic_calls();
 // The last cuBLAS handle's settings as the fake library was given them.
 struct FakeCublasSettings {
   void* stream = nullptr;
@@ -131,6 +134,21 @@ struct FakeCublasSettings {
   uint64_t workspace = 0, workspace_bytes = 0;
 };
 FakeCublasSettings fake_cublas_last_settings();
+
+// "libcufft.so.12" (fake_cufft.cc): 1D C2C/R2C/C2R plans by a naive DFT on the CPU; and
+// "libcurand.so.10" (fake_curand.cc): deterministic fake generators (not NVIDIA's sequences).
+void* fake_cufft_symbol(const char* name);
+void* fake_curand_symbol(const char* name);
+uint64_t fake_live_cufft_plans();
+uint64_t fake_live_curand_generators();
+struct FakeCufftPlan {
+  bool live = false;
+  int nx = 0, type = 0, batch = 0;
+  void* stream = nullptr;
+  uint64_t work_area = 0;
+  int auto_allocation = 1;
+};
+FakeCufftPlan fake_cufft_newest_plan();  // the plan made last (the library's own numbering)
 
 // "libcudnn.so.9" (fake_cudnn.cc): handles and the backend API for graphs of fp32 pointwise
 // operations (ADD, MUL, RELU_FWD, IDENTITY), run on the CPU; heuristics offer engine 0. The

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <vector>
 
+#include "arena.h"
 #include "driver_api.h"
 #include "vmcuda/api/remote.h"
 #include "vmrpc/client.h"
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
   std::printf("arena [0x%llx, +0x%llx): 0x%llx 0x%llx 0x%llx\n", (unsigned long long)hs.reply.arena_base,
               (unsigned long long)hs.reply.arena_bytes, (unsigned long long)d[0], (unsigned long long)d[1],
               (unsigned long long)d[2]);
-  CHECK(hs.reply.arena_base == 0x500000000000ull && d[0] == hs.reply.arena_base && d[1] == d[0] + bytes &&
+  CHECK(hs.reply.arena_base == vmcuda::host::kArenaBase && d[0] == hs.reply.arena_base && d[1] == d[0] + bytes &&
             d[2] == d[1] + bytes,
         "arena pointers");
   auto ha = slot->heap().allocate(bytes), hb = slot->heap().allocate(bytes), hc = slot->heap().allocate(bytes);

@@ -118,7 +118,7 @@ TEST(DriverLocal, ProcAddressMatchesEveryRowOfTheTable) {
 
 TEST(DriverLocal, UnsupportedStubsAnswer801) {
   using Any = CUresult (*)();
-  for (const char* name : {"cuGraphAddKernelNode_v2", "cuArrayGetPlane", "cuArrayGetSparseProperties",
+  for (const char* name : {"cuGraphAddBatchMemOpNode", "cuArrayGetPlane", "cuArrayGetSparseProperties",
                            "cuMipmappedArrayGetSparseProperties"}) {
     auto f = fn<Any>(name);
     ASSERT_NE(f, nullptr) << name;
@@ -126,7 +126,7 @@ TEST(DriverLocal, UnsupportedStubsAnswer801) {
     EXPECT_EQ(f(), kNotSupported) << name;  // logged once, answered always
   }
   // The stub cuGetProcAddress hands out is the same function.
-  auto a = lookup("cuGraphAddKernelNode", 13000, 0);
+  auto a = lookup("cuGraphAddBatchMemOpNode", 13000, 0);
   ASSERT_NE(a.pfn, nullptr);
   EXPECT_EQ(reinterpret_cast<CUresult (*)()>(a.pfn)(), kNotSupported);
 }

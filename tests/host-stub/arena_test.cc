@@ -153,6 +153,31 @@ TEST_F(ArenaTest, EachArenaOfTheProcessHasItsOwnIndexAndRange) {
   EXPECT_EQ(third.index(), 0);
 }
 
+// No arena lies where Linux puts PIE programs and their heap (the stub's, a restoring stub's,
+// the guest program's): claiming every index skips that window, and a state naming an arena
+// there cannot claim it.
+TEST_F(ArenaTest, NoArenaLiesWhereProgramsAndTheirHeapGo) {
+  std::vector<std::unique_ptr<DeviceArena>> all;
+  for (;;) {
+    auto a = std::make_unique<DeviceArena>(api, nullptr);
+    if (a->index() < 0) break;
+    all.push_back(std::move(a));
+  }
+  ASSERT_GT(all.size(), 100u);
+  for (const auto& a : all) {
+    const uint64_t end = a->base() + a->bytes();
+    EXPECT_TRUE(end <= kArenaAvoidBegin || a->base() >= kArenaAvoidEnd) << "arena " << a->index();
+  }
+  EXPECT_LT(all.size() + 1, size_t{kArenaMaxIndex});  // this fixture's arena, and the window
+  DeviceArena::Layout l;
+  l.index = static_cast<int>((0x555555554000ull - kArenaBase) / kArenaStride);
+  all.pop_back();
+  DeviceArena spare(api, nullptr);
+  std::string why;
+  EXPECT_FALSE(spare.adopt(l, &why));
+  EXPECT_NE(why.find("out of range"), std::string::npos) << why;
+}
+
 TEST_F(ArenaTest, AMovedReservationIsRefusedClearly) {
   tst::fake_move_reservations(true);  // the driver places it elsewhere
   uint64_t p = 0;

@@ -148,6 +148,142 @@ TEST_F(CublasLtTest, DevicePointerModeTakesScalarsFromDeviceMemory) {
   EXPECT_EQ(c.call<api::Call::cublasLtMatmul>(m), kInvalidValue);
 }
 
+// The algorithm calls (0x2110-): ids, init, check, capabilities and config on the algorithm's
+// 64 bytes as the fake library lays them out, and a matmul through an algorithm made this way.
+TEST_F(CublasLtTest, AlgorithmCalls) {
+  // Ids for fp32 (COMPUTE_32F, R_32F everywhere): the fake's two; room for one gives one.
+  api::cublasLtMatmulAlgoGetIds_Args ids{};
+  ids.lightHandle = lt;
+  ids.computeType = 68;
+  ids.requestedAlgoCount = 8;
+  api::cublasLtMatmulAlgoGetIds_Reply idr{};
+  std::vector<std::byte> extra;
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoGetIds>(ids, &idr, {}, &extra, 8 * 4), 0);
+  int n;
+  std::memcpy(&n, idr.returnAlgoCount, sizeof n);
+  ASSERT_EQ(n, 2);
+  ASSERT_EQ(extra.size(), 8u);
+  int32_t got_ids[2];
+  std::memcpy(got_ids, extra.data(), 8);
+  EXPECT_EQ(got_ids[0], 0);
+  EXPECT_EQ(got_ids[1], 1);
+  ids.requestedAlgoCount = 1;
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoGetIds>(ids, &idr, {}, &extra, 4), 0);
+  std::memcpy(&n, idr.returnAlgoCount, sizeof n);
+  EXPECT_EQ(n, 1);
+  // Through the cuBLAS handle too (PyTorch's way); unknown handle.
+  ids.lightHandle = blas;
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoGetIds>(ids, &idr, {}, &extra, 4), 0);
+  ids.lightHandle = 0x8ff0;
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoGetIds>(ids, &idr, {}, &extra, 4), kNotInitialized);
+
+  // Init id 1; an id the library does not know.
+  api::cublasLtMatmulAlgoInit_Args in{};
+  in.lightHandle = lt;
+  in.computeType = 68;
+  in.algoId = 1;
+  api::cublasLtMatmulAlgoInit_Reply algo{};
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoInit>(in, &algo), 0);
+  in.algoId = 7;
+  api::cublasLtMatmulAlgoInit_Reply unused{};
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoInit>(in, &unused), kInvalidValue);
+
+  // Config: the id reads back; split-k set (the algorithm's bytes change and come back), read back.
+  auto config_get = [&](const uint8_t (&bytes)[64], int32_t attr, int32_t* value) {
+    api::cublasLtMatmulAlgoConfigGetAttribute_Args g{};
+    std::memcpy(g.algo, bytes, 64);
+    g.has_algo = 1;
+    g.attr = attr;
+    g.sizeInBytes = 4;
+    api::cublasLtMatmulAlgoConfigGetAttribute_Reply r{};
+    std::vector<std::byte> v;
+    const int32_t s = c.call<api::Call::cublasLtMatmulAlgoConfigGetAttribute>(g, &r, {}, &v, 4);
+    if (s == 0 && v.size() == 4) std::memcpy(value, v.data(), 4);
+    return s;
+  };
+  int32_t value = -1;
+  ASSERT_EQ(config_get(algo.algo, 0, &value), 0);  // CUBLASLT_ALGO_CONFIG_ID
+  EXPECT_EQ(value, 1);
+  api::cublasLtMatmulAlgoConfigSetAttribute_Args cs{};
+  std::memcpy(cs.algo, algo.algo, 64);
+  cs.attr = 2;  // CUBLASLT_ALGO_CONFIG_SPLITK_NUM
+  cs.sizeInBytes = 4;
+  const int32_t splitk = 3;
+  api::cublasLtMatmulAlgoConfigSetAttribute_Reply changed{};
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoConfigSetAttribute>(cs, &changed,
+                                                                    std::as_bytes(std::span(&splitk, 1))), 0);
+  EXPECT_NE(std::memcmp(changed.algo, algo.algo, 64), 0);
+  ASSERT_EQ(config_get(changed.algo, 2, &value), 0);
+  EXPECT_EQ(value, 3);
+  cs.attr = 0;  // read-only: the library refuses it
+  api::cublasLtMatmulAlgoConfigSetAttribute_Reply refused{};
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoConfigSetAttribute>(cs, &refused,
+                                                                    std::as_bytes(std::span(&splitk, 1))),
+            kInvalidValue);
+
+  // Capabilities: an array's size, then the array; a scalar.
+  api::cublasLtMatmulAlgoCapGetAttribute_Args cap{};
+  std::memcpy(cap.algo, algo.algo, 64);
+  cap.has_algo = 1;
+  cap.attr = 6;  // CUBLASLT_ALGO_CAP_TILE_IDS
+  api::cublasLtMatmulAlgoCapGetAttribute_Reply cr{};
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoCapGetAttribute>(cap, &cr, {}, &extra, 0), 0);
+  uint64_t written;
+  std::memcpy(&written, cr.sizeWritten, 8);
+  EXPECT_EQ(written, 12u);
+  cap.sizeInBytes = 64;
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoCapGetAttribute>(cap, &cr, {}, &extra, 64), 0);
+  ASSERT_EQ(extra.size(), 12u);
+  uint32_t tiles[3];
+  std::memcpy(tiles, extra.data(), 12);
+  EXPECT_EQ(tiles[0], 15u);
+  EXPECT_EQ(tiles[2], 20u);
+
+  // Check: with split-k 3 the fake asks for workspace; the problem's k is 3.
+  api::cublasLtMatmulAlgoCheck_Args ck{};
+  ck.lightHandle = lt, ck.operationDesc = desc, ck.Adesc = la, ck.Bdesc = lb, ck.Cdesc = lc, ck.Ddesc = lc;
+  std::memcpy(ck.algo, changed.algo, 64);
+  ck.has_algo = 1;
+  api::cublasLtMatmulAlgoCheck_Reply result{};
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmulAlgoCheck>(ck, &result), 0);
+  uint64_t workspace;
+  std::memcpy(&workspace, result.result + 64, 8);
+  EXPECT_EQ(workspace, 2u * 2 * 4 * 3);
+  ck.Adesc = desc;  // a matmul descriptor where a layout belongs
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoCheck>(ck, &result), kInvalidValue);
+
+  // The matmul through the algorithm Init made.
+  const uint64_t a = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 0, 2, 0, 1, 1}), cm = floats({1, 1, 1, 1});
+  auto m = matmul(lt, a, b, cm, 2.0f, 1.0f);
+  std::memcpy(m.algo, algo.algo, 64);
+  m.has_algo = 1;
+  ASSERT_EQ(c.call<api::Call::cublasLtMatmul>(m), 0);
+  EXPECT_EQ(get(cm, 4), (std::vector<float>{23, 29, 17, 21}));
+
+  // Hostile: sizes beyond the limits, a value whose bytes do not match its size, no algorithm.
+  ids.lightHandle = lt;
+  ids.requestedAlgoCount = api::kLtMaxAlgoIds + 1;
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoGetIds>(ids, &idr, {}, &extra, 0), kInvalidValue);
+  ids.requestedAlgoCount = 4;  // room for fewer ids than asked
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoGetIds>(ids, &idr, {}, &extra, 4), kInvalidValue);
+  cap.sizeInBytes = api::kLtMaxCapabilityBytes + 1;
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoCapGetAttribute>(cap, &cr, {}, &extra, 8192), kInvalidValue);
+  cap.sizeInBytes = 64;  // more than the reply has room for
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoCapGetAttribute>(cap, &cr, {}, &extra, 8), kInvalidValue);
+  cap.has_algo = 0;
+  EXPECT_EQ(c.call<api::Call::cublasLtMatmulAlgoCapGetAttribute>(cap, &cr, {}, &extra, 64), kInvalidValue);
+  cs.attr = 2;
+  cs.sizeInBytes = 8;
+  EXPECT_LT(c.call<api::Call::cublasLtMatmulAlgoConfigSetAttribute>(cs, &refused,
+                                                                    std::as_bytes(std::span(&splitk, 1))), 0);
+  // Bytes the library does not recognize as an algorithm.
+  uint8_t garbage[64];
+  std::memset(garbage, 0x5a, sizeof garbage);
+  EXPECT_EQ(config_get(garbage, 0, &value), kInvalidValue);
+  // The stub keeps serving.
+  ASSERT_EQ(config_get(algo.algo, 0, &value), 0);
+}
+
 TEST_F(CublasLtTest, HostileArguments) {
   const uint64_t a = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 0, 2, 0, 1, 1}), cm = floats({1, 1, 1, 1});
   // Handles and descriptors never made, or of another kind.

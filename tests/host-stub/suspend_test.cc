@@ -588,6 +588,75 @@ TEST(Suspend, ATextureWhoseArrayIsFreedRefusesTheSuspendAndTheClientRunsOn) {
   EXPECT_EQ(array_get(c, keep.handle, 8, 8), iota(64, 9));
 }
 
+#if defined(VMCUDA_WITH_CUFFT) && defined(VMCUDA_WITH_CURAND)
+std::vector<float> fetch_floats(Client& c, uint64_t p, size_t n) {
+  std::vector<std::byte> extra;
+  EXPECT_EQ(c.call<api::Call::CopyFromDeviceInline>({p, n * 4}, nullptr, {}, &extra, uint32_t(n * 4)), 0);
+  std::vector<float> v(n);
+  std::memcpy(v.data(), extra.data(), std::min(extra.size(), n * 4));
+  return v;
+}
+
+TEST(Suspend, CufftPlansComeBackMadeByTheSameCallsWithTheirSettings) {
+  Stub stub;
+  Client c(stub);
+  constexpr int kC2C = 0x29, kR2C = 0x2a;
+  // One plan made at once, one in steps with its own work area and stream.
+  ASSERT_EQ(c.call<api::Call::cufftPlan1d>({0x7000, 4, kC2C, 1}), 0);
+  ASSERT_EQ(c.call<api::Call::cufftCreate>({0x7010}), 0);
+  ASSERT_EQ(c.call<api::Call::cufftSetAutoAllocation>({0x7010, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::cufftMakePlan1d>({0x7010, 8, kR2C, 1}), 0);
+  const uint64_t area = c.malloc(64);
+  ASSERT_EQ(c.call<api::Call::cufftSetWorkArea>({0x7010, area}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({0x9000, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::cufftSetStream>({0x7010, 0x9000}), 0);
+  const std::vector<float> x = {1, 2, 3, 4, 0, 0, 0, 0};
+  const uint64_t in = c.malloc(32), out = c.malloc(40), cin = c.malloc(32), cout = c.malloc(32);
+  ASSERT_EQ(c.call<api::Call::CopyToDeviceInline>({in}, nullptr, std::as_bytes(std::span(x))), 0);
+  ASSERT_EQ(c.call<api::Call::CopyToDeviceInline>({cin}, nullptr, std::as_bytes(std::span(x))), 0);
+
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(tst::fake_live_cufft_plans(), 0u);  // released with the client's GPU state
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  EXPECT_EQ(tst::fake_live_cufft_plans(), 2u);
+  const auto made = tst::fake_cufft_newest_plan();  // made again in the same order: the stepwise one last
+  EXPECT_EQ(made.nx, 8);
+  EXPECT_EQ(made.type, kR2C);
+  EXPECT_EQ(made.auto_allocation, 0);
+  EXPECT_EQ(made.work_area, area);
+  EXPECT_NE(made.stream, nullptr);
+  // Both transform as before.
+  ASSERT_EQ(c.call<api::Call::cufftExecR2C>({0x7010, in, out}), 0);
+  EXPECT_NEAR(fetch_floats(c, out, 10)[0], 10, 1e-5);
+  ASSERT_EQ(c.call<api::Call::cufftExecC2C>({0x7000, cin, cout, -1}), 0);
+  // As complex values the input is 1+2i, 3+4i, 0, 0: bin 0 is their sum, 4+6i.
+  EXPECT_NEAR(fetch_floats(c, cout, 8)[0], 4, 1e-5);
+  EXPECT_NEAR(fetch_floats(c, cout, 8)[1], 6, 1e-5);
+}
+
+TEST(Suspend, CurandGeneratorsRefuseTheSuspendUntilDestroyed) {
+  Stub stub;
+  Client c(stub);
+  ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({0x7010, 101}), 0);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("1 cuRAND generators"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
+  release(stub);
+  // The client runs on; once it destroyed the generator, the suspend goes ahead.
+  ASSERT_EQ(c.call<api::Call::curandDestroyGenerator>({0x7010}), 0);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+}
+#endif
+
 TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
   const std::string path = ::testing::TempDir() + "vmcuda-suspend-tex-good.state";
   const std::string bad = ::testing::TempDir() + "vmcuda-suspend-tex-bad.state";

@@ -138,6 +138,42 @@ def main():
         return f"{f(x).double().sum().item():.6e}"
     step("torch_compile", compiled)
 
+    def expandable():
+        # Run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (gpu-torch-check.sh does; not
+        # in --list): the caching allocator grows one segment per pool with the driver's virtual
+        # memory calls (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess; cuMemUnmap and
+        # cuMemRelease as it shrinks). Tensors of growing sizes are made, filled, some freed, the
+        # cache emptied (unmapping), then a matmul; the digest and what the allocator says it did.
+        import os
+        if "expandable_segments:True" not in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+            raise RuntimeError("run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+        g = torch.Generator(device="cuda").manual_seed(6)
+        kept, h = [], hashlib.sha256()
+        for i in range(1, 25):
+            t = torch.full((i * 256 * 1024,), float(i), device="cuda")  # 1 MiB .. 24 MiB of float32
+            t += torch.rand(t.shape, device="cuda", generator=g)
+            h.update(digest(t).encode())
+            if i % 3 == 0:
+                kept.append(t)
+            del t
+        torch.cuda.empty_cache()  # unmaps what no tensor holds
+        small = [torch.arange(i, device="cuda", dtype=torch.float32) for i in range(1, 200)]
+        h.update(digest(torch.cat(small)).encode())
+        a = torch.randn(1024, 1024, device="cuda", generator=g)
+        b = torch.randn(1024, 1024, device="cuda", generator=g)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        h.update(f"{(a @ b).double().sum().item():.6e}".encode())
+        h.update(digest(torch.cat([k[:1024] for k in kept])).encode())
+        segments = torch.cuda.memory._snapshot()["segments"]
+        expandable_on = bool(segments) and all(s.get("is_expandable", False) for s in segments)
+        del kept, small, a, b
+        torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+        return f"{h.hexdigest()[:16]} expandable={expandable_on} segments={len(segments)}"
+    import os
+    if ONLY == "expandable_segments" or "expandable_segments:True" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        step("expandable_segments", expandable)  # a run of every step without the setting skips it
+
 
 if __name__ == "__main__":
     if "--list" in sys.argv:

@@ -113,13 +113,19 @@ VMRPC_KNOB(kContextBytes, "VMCUDA_CONTEXT_BYTES", 524ll << 20,
 
 VMRPC_KNOB(kCublasWorkspaceBytes, "VMCUDA_CUBLAS_WORKSPACE_BYTES", -1,
            "device memory each cuBLAS handle's own workspace takes, charged to the VM's quota while the handle "
-           "lives; -1: NVIDIA's size for the GPU (32 MiB from Hopper on, 4 MiB before: bench/cublas_cost_probe.cu "
-           "measures it); 0: none");
+           "lives; -1: the size for the GPU (64 MiB from Hopper on, measured on an H100 by bench/cublas_cost_probe.cu: "
+           "a second handle with a SGEMM took 64 MiB; 4 MiB before, NVIDIA's documented workspace); 0: none");
 
-VMRPC_KNOB(kWorkerHostBytes, "VMCUDA_WORKER_HOST_BYTES", 256ll << 20,
+VMRPC_KNOB(kWorkerHostBytes, "VMCUDA_WORKER_HOST_BYTES", 160ll << 20,
            "host memory a worker process (--isolation process) costs besides what its program pins, charged to the "
-           "VM's host memory bound (--host-memory-quota-mib) with the program's first context (an estimate of its "
-           "resident memory with the CUDA driver loaded: bench/context_cost_probe.cu measures it); 0: none");
+           "VM's host memory bound (--host-memory-quota-mib) with the program's first context (measured on an H100, "
+           "driver 580: a worker's peak resident memory 141 MiB running vector_add, 114 MiB running graphs); 0: none");
+
+VMRPC_KNOB(kBlasHostBytes, "VMCUDA_BLAS_HOST_BYTES", 352ll << 20,
+           "host memory NVIDIA's cuBLAS and cuBLASLt add to a worker process (--isolation process) once loaded, "
+           "charged to the VM's host memory bound with the worker's first cuBLAS or cuBLASLt handle (measured on an "
+           "H100, driver 580: a worker's peak resident memory 489 MiB running cublas_basic, 494 MiB cublaslt_basic, "
+           "141 MiB without the libraries); 0: none");
 
 #undef VMRPC_KNOB
 

@@ -18,6 +18,11 @@ inline constexpr size_t kLtHeuristicResultBytes = 96;
 inline constexpr int kLtMaxHeuristicResults = 64;
 // An attribute value crosses as bytes: at most this many (cuBLASLt's are 4 or 8 bytes).
 inline constexpr size_t kLtMaxAttributeBytes = 256;
+// An algorithm capability may be an array (CUBLASLT_ALGO_CAP_TILE_IDS, _STAGES_IDS: uint32_t
+// per tile or stage; CUDA 13 knows fewer than 200 of each): at most this many bytes cross.
+inline constexpr size_t kLtMaxCapabilityBytes = 4096;
+// cublasLtMatmulAlgoGetIds: at most this many ids per call (CUDA 13 has a few dozen).
+inline constexpr int kLtMaxAlgoIds = 1024;
 
 // cublasLtMatmulDescAttributes_t values the remoting looks at.
 inline constexpr int32_t kLtDescScaleType = 1, kLtDescPointerMode = 2;

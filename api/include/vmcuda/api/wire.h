@@ -783,6 +783,13 @@ static_assert(sizeof(MemPoolImportArgs) == 64);
 #include "vmcuda/api/cublas_wire.h"
 #include "vmcuda/api/cublasLt_wire.h"
 #endif
+// cuFFT and cuRAND (scripts/gen-nvlib.py).
+#ifdef VMCUDA_WITH_CUFFT
+#include "vmcuda/api/cufft_wire.h"
+#endif
+#ifdef VMCUDA_WITH_CURAND
+#include "vmcuda/api/curand_wire.h"
+#endif
 // cuDNN (scripts/gen-cudnn.py).
 #ifdef VMCUDA_WITH_CUDNN
 #include "vmcuda/api/cudnn_wire.h"
