@@ -10,11 +10,11 @@
 # Files that name installed paths are written at install time, for the prefix given then.
 include(GNUInstallDirs)
 
-# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12 and libcurand.so.10 (where they are
-# built: guest-lib/CMakeLists.txt), beside libcudart.so.13 in both library folders, so that the
-# loader finds them as it finds NVIDIA's.
+# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcurand.so.10 and libcudnn.so.9
+# (where they are built: guest-lib/CMakeLists.txt), beside libcudart.so.13 in both library
+# folders, so that the loader finds them as it finds NVIDIA's.
 set(vmcuda_cublas_files "")
-foreach(lib cublas cublasLt cufft curand)
+foreach(lib cublas cublasLt cufft curand cudnn)
   string(TOLOWER ${lib} target)
   if(TARGET vmcuda_${target})
     list(APPEND vmcuda_cublas_files $<TARGET_FILE:vmcuda_${target}> ${CMAKE_BINARY_DIR}/guest-lib/lib${lib}.so)

@@ -45,11 +45,13 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
     extra+=(-I"$gen")
   fi
   case "$name" in driver_*) extra+=(-L"$(dirname "$nvcc")/../lib64/stubs" -lcuda) ;; esac
-  # cublas_*, cublaslt_*, cufft_*, curand_* programs use those libraries (vmcuda's through
-  # vmcuda-run, NVIDIA's natively; cuBLASLt's with cuBLAS).
+  # cublas_*, cublaslt_*, cufft_*, curand_*, cudnn_* programs use those libraries (vmcuda's
+  # through vmcuda-run, NVIDIA's natively; cuBLASLt's with cuBLAS; cuDNN 9's libcudnn.so.9 from
+  # the toolkit's lib folder here, a wheel's natively).
   case "$name" in
     cublas_*) extra+=(-lcublas) ;; cublaslt_*) extra+=(-lcublasLt -lcublas) ;;
     cufft_*) extra+=(-lcufft) ;; curand_*) extra+=(-lcurand) ;;
+    cudnn_*) extra+=(-L"$(dirname "$nvcc")/../lib" -lcudnn) ;;
   esac
   # per_thread_* programs use the per-thread default stream (the _ptds/_ptsz entry points).
   case "$name" in per_thread_*) extra+=(--default-stream per-thread) ;; esac

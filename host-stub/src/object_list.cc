@@ -33,6 +33,7 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::VmmMapping: return "virtual memory mapping";
     case ObjectKind::IpcMemory: return "IPC memory";
     case ObjectKind::CublasLt: return "cuBLASLt handle or descriptor";
+    case ObjectKind::Cudnn: return "cuDNN handle or descriptor";
   }
   return "unknown";
 }

@@ -60,8 +60,9 @@ enum class ObjectKind : uint8_t {
   CublasLt,          // handle: guest cuBLASLt handle or descriptor (parent: the context; host-stub/src/cublaslt.cc)
   CufftPlan,         // handle: guest cuFFT plan handle (parent: the context; host-stub/src/cufft.cc)
   CurandGenerator,   // handle: guest cuRAND generator handle (parent: the context; host-stub/src/curand.cc)
+  Cudnn,             // handle: guest cuDNN handle or backend descriptor (parent: the context; host-stub/src/cudnn.cc)
 };
-inline constexpr unsigned kObjectKinds = 28;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 29;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -247,6 +248,16 @@ struct CurandGeneratorObject {
   uint64_t stream = 0;
 };
 
+// A cuDNN handle or backend descriptor of the real library (cudnn.cc). Not carried by a suspend
+// (refused while any exists).
+struct CudnnObject {
+  void* ptr = nullptr;   // the library's cudnnHandle_t / cudnnBackendDescriptor_t
+  bool handle = false;   // a cudnnHandle_t (else a descriptor)
+  int32_t type = 0;      // descriptors: cudnnBackendDescriptorType_t
+  uint64_t stream = 0;   // handles: the guest stream set (0: the default stream)
+  std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
+};
+
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,
 // cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
@@ -283,7 +294,7 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
                                 VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject,
-                                CufftPlanObject, CurandGeneratorObject>;
+                                CufftPlanObject, CurandGeneratorObject, CudnnObject>;
 
 struct Object {
   ObjectId id = 0;

@@ -310,6 +310,8 @@ CUresult Session::release(Object& o, Release how) {
       return cufft_release(o.as<CufftPlanObject>());
     case ObjectKind::CurandGenerator:
       return curand_release(o.as<CurandGeneratorObject>());
+    case ObjectKind::Cudnn:
+      return cudnn_release(o.as<CudnnObject>());
     case ObjectKind::VmmReservation:
       if (arena_) arena_->free_guest(o.handle, o.as<VmmReservationObject>().bytes);
       return CUDA_SUCCESS;

@@ -303,6 +303,12 @@ class Session : public vmrpc::SlotService {
   // Whether a state file's recorded call is one that makes or configures a plan, of its size.
   static bool cufft_replayable_call(uint32_t call, size_t bytes);
   bool restore_cufft_settings(std::string* why);
+  // ---- cuDNN (cudnn.cc): the host's libcudnn.so.9, loaded at the first cuDNN call.
+  const struct CudnnApi* cudnn_library(int32_t* status);
+  const struct CudnnApi* cudnn_ = nullptr;
+  CUresult cudnn_release(CudnnObject& o);
+  // Why a suspend is refused now (empty: it is not): cuDNN objects are not carried yet.
+  std::string cudnn_blocks_suspend() const;
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

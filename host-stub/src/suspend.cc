@@ -423,6 +423,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
   // cuRAND generators are not carried (nvlib.cc): refused while any exists.
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
+  // cuDNN's handles and descriptors are not carried yet (cudnn.cc): refused while any exists.
+  if (const std::string t = cudnn_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -674,6 +676,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       }
       case ObjectKind::CurandGenerator:
         break;  // never: refused while any exists (nvlib_block_suspend)
+      case ObjectKind::Cudnn:
+        break;  // never: refused while any exists (cudnn_blocks_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -998,6 +1002,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
     if (s.kind == ObjectKind::CurandGenerator) return bad("cuRAND generators are not carried by a suspend");
+    if (s.kind == ObjectKind::Cudnn) return bad("cuDNN objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1386,6 +1391,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       }
       case ObjectKind::CurandGenerator:
         return bad("cuRAND generators are not carried by a suspend");
+      case ObjectKind::Cudnn:
+        return bad("cuDNN objects are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());

@@ -58,12 +58,13 @@ CUDART=$BUILD/guest-lib/libcudart.so.13
 # libcudart.so.13 forwards to libcuda.so.1, which holds both APIs (guest-lib/README.md).
 LIBCUDA=$BUILD/guest-lib/libcuda.so.1
 [ -f "$LIBCUDA" ] || die "no $LIBCUDA: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
-# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12 and libcurand.so.10 where they
-# are built (guest-lib/README.md "cuBLAS", "cuBLASLt", "cuFFT and cuRAND"); NVIDIA's (hundreds
-# of MB) never go into the image.
-NVLIBS=()
-for l in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcurand.so.10; do
+# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcurand.so.10 and libcudnn.so.9
+# where they are built (guest-lib/README.md "cuBLAS", "cuBLASLt", "cuFFT and cuRAND", "cuDNN");
+# NVIDIA's (hundreds of MB) never go into the image.
+NVLIBS=() NVSKIPS=()
+for l in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcurand.so.10 libcudnn.so.9; do
     [ -f "$BUILD/guest-lib/$l" ] && NVLIBS+=("$BUILD/guest-lib/$l")
+    NVSKIPS+=(--skip-lib "$l")  # never NVIDIA's copy as a program's dependency (libcufft: ~280 MB)
 done
 CUBLAS_ADDS=()
 for f in "${NVLIBS[@]}"; do CUBLAS_ADDS+=(--add "$f:/opt/vmcuda/lib/$(basename "$f")"); done
@@ -159,8 +160,7 @@ rc=0
     "${ADDS[@]}" "${CUBLAS_ADDS[@]}" \
     --skip-lib libcudart.so.13 \
     --skip-lib libcuda.so.1 \
-    --skip-lib libcublas.so.13 \
-    --skip-lib libcublasLt.so.13 \
+    "${NVSKIPS[@]}" \
     --modules "$MOD" 2> "$BLOG" || rc=$?
 grep -v 'is dynamically linked; copying its libraries too' "$BLOG" | sed 's/^/  /' >&2 || true
 [ "$rc" = 0 ] || die "build-initramfs.sh failed"

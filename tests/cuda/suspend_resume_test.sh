@@ -27,9 +27,10 @@ if [ ${#programs[@]} -eq 0 ]; then
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
     # ipc and ipc_pool: a suspend is refused while a program holds IPC memory, events or pools
-    # (host-stub/src/ipc.cc), leaving it running. Virtual memory objects and cuBLASLt objects
+    # (host-stub/src/ipc.cc), leaving it running; cudnn_basic likewise while it holds cuDNN
+    # handles or descriptors (host-stub/src/cudnn.cc). Virtual memory objects and cuBLASLt objects
     # (host-stub/src/cublaslt.cc) are carried.
-    case "$n" in fault|multi_gpu|ipc|ipc_pool) continue ;; esac
+    case "$n" in fault|multi_gpu|ipc|ipc_pool|cudnn_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi

@@ -827,6 +827,7 @@ void* fake_open_library(const char* soname, std::string* why) {
   if (std::string(soname) == "libcufft.so.12") return &g_cufft_token;
   if (std::string(soname) == "libcurand.so.10") return &g_curand_token;
   if (std::string(soname) == "libcublasLt.so.13") return &g_lt_library_token;
+  if (std::string(soname) == "libcudnn.so.9") return fake_cudnn_library();
   if (why) *why = std::string(soname) + ": the test executor has no such library";
   return nullptr;
 }
@@ -834,6 +835,7 @@ void* fake_open_library(const char* soname, std::string* why) {
 void* fake_library_symbol(void* library, const char* name) {
   if (library == &g_cufft_token) return fake_cufft_symbol(name);
   if (library == &g_curand_token) return fake_curand_symbol(name);
+  if (library == fake_cudnn_library()) return fake_cudnn_symbol(library, name);
   static const std::map<std::string, void*> none;
   const auto& t = library == &g_library_token ? table() : library == &g_lt_library_token ? lt_table() : none;
   auto it = t.find(name);

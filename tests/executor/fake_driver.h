@@ -150,4 +150,11 @@ struct FakeCufftPlan {
 };
 FakeCufftPlan fake_cufft_newest_plan();  // the plan made last (the library's own numbering)
 
+// "libcudnn.so.9" (fake_cudnn.cc): handles and the backend API for graphs of fp32 pointwise
+// operations (ADD, MUL, RELU_FWD, IDENTITY), run on the CPU; heuristics offer engine 0. The
+// live handles and descriptors of the fake library:
+void* fake_cudnn_library();
+void* fake_cudnn_symbol(void* library, const char* name);
+uint64_t fake_live_cudnn_objects();
+
 }  // namespace vmcuda::testing

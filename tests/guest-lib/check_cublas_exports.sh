@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks vmcuda's libcublas.so.13 (or libcublasLt.so.13: the soname is the export list's name)
+# Checks vmcuda's libcublas.so.13 (or libcublasLt.so.13, libcudnn.so.9: the soname is the export list's name)
 # against NVIDIA's, as the dynamic linker sees it: its SONAME; every defined function is one of
 # the checked-in export list (exports/SONAME.exports) and all of them are there, each with the
 # version node SONAME that programs' imports name; where NVIDIA's library is installed, its list

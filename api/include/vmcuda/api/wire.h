@@ -824,3 +824,7 @@ static_assert(sizeof(FlushRdmaArgs) == 8);
 #ifdef VMCUDA_WITH_CURAND
 #include "vmcuda/api/curand_wire.h"
 #endif
+// cuDNN (scripts/gen-cudnn.py).
+#ifdef VMCUDA_WITH_CUDNN
+#include "vmcuda/api/cudnn_wire.h"
+#endif

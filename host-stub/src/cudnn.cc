@@ -1,0 +1,357 @@
+// cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls), all hand-written here: the
+// host's libcudnn.so.9 (loaded at the first call), handles and backend descriptors as VOL entries
+// under the context that was current at their creation (destroyed with the client), attribute
+// elements translated (descriptors and handles: the guest's handles to the library's; device
+// pointers checked to be the client's memory, and again at each execution) and the execution,
+// counted as a launch. Not carried by a suspend yet (refused while any object exists).
+// TODO(remoting): a by-value tensor's data pointer in a variant pack is a host pointer of the
+// guest's (cuDNN's attention scale): refused as memory that is not the client's.
+#include "session.h"
+#include "vmrpc/log.h"
+
+#ifdef VMCUDA_WITH_CUDNN
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cudnn_host_api.h"
+#include "vmcuda/api/cudnn_abi.h"
+#endif
+
+namespace vmcuda::host {
+
+std::string Session::cudnn_blocks_suspend() const {
+  const size_t n = vol_.count(ObjectKind::Cudnn);
+  if (n == 0) return {};
+  return "the client holds " + std::to_string(n) +
+         " cuDNN handles or backend descriptors, which a suspend cannot carry yet; destroy them (cudnnDestroy, "
+         "cudnnBackendDestroyDescriptor; PyTorch keeps its cuDNN handle and plan cache for the process's life) and "
+         "suspend again";
+}
+
+#ifndef VMCUDA_WITH_CUDNN
+CUresult Session::cudnn_release(CudnnObject&) { return CUDA_SUCCESS; }
+#else
+
+// The entry points of libcudnn.so.9 the calls use (generated list; ABI types).
+struct CudnnApi {
+#define VMCUDA_CUDNN_DECLARE(name, type) std::type_identity_t<type> name = nullptr;
+  VMCUDA_CUDNN_FUNCTIONS(VMCUDA_CUDNN_DECLARE)
+#undef VMCUDA_CUDNN_DECLARE
+};
+
+namespace {
+
+using api::kCudnnBadParam;
+using api::kCudnnBadParamNullPointer;
+using api::kCudnnNotSupported;
+using api::kCudnnSuccess;
+
+const CudnnApi* load(const DriverApi& driver) {
+  static std::mutex mu;
+  static std::map<const DriverApi*, std::unique_ptr<CudnnApi>> loaded;
+  std::lock_guard l(mu);
+  auto [it, fresh] = loaded.try_emplace(&driver);
+  if (fresh) {
+    std::string w;
+    void* lib = driver.open_library ? driver.open_library("libcudnn.so.9", &w) : nullptr;
+    if (lib && driver.library_symbol(lib, "__vmcuda_cudnn_table")) {
+      lib = nullptr;
+      w = "the libcudnn.so.9 found is vmcuda's guest library: remove vmcuda's library folder from vmcuda-stub's "
+          "LD_LIBRARY_PATH";
+    }
+    if (lib) {
+      auto api = std::make_unique<CudnnApi>();
+#define VMCUDA_CUDNN_LOAD(name, type) \
+  api->name = reinterpret_cast<std::type_identity_t<type>>(driver.library_symbol(lib, #name));
+      VMCUDA_CUDNN_FUNCTIONS(VMCUDA_CUDNN_LOAD)
+#undef VMCUDA_CUDNN_LOAD
+      if (api->cudnnCreate && api->cudnnDestroy && api->cudnnBackendCreateDescriptor &&
+          api->cudnnBackendDestroyDescriptor && api->cudnnBackendSetAttribute && api->cudnnBackendExecute)
+        it->second = std::move(api);
+      else
+        w = "it lacks cudnnCreate or the backend API";
+    }
+    if (it->second) {
+      VMRPC_LOG(kInfo, "stub", "loaded libcudnn.so.9 for the guests' cuDNN calls");
+    } else {
+      VMRPC_LOG(kWarn, "stub", "cannot load libcudnn.so.9 (" + w + "): guests' cuDNN calls answer "
+                               "CUDNN_STATUS_NOT_INITIALIZED; install cuDNN 9 for CUDA 13 on this host (package "
+                               "libcudnn9-cuda-13, or a wheel's nvidia/cudnn/lib in VMCUDA_HOST_LIBDIR)");
+    }
+  }
+  return it->second.get();
+}
+
+std::atomic<uint32_t> g_complaints{0};
+
+int32_t bad(const std::string& tag, const char* call, const char* what) {
+  if (g_complaints.fetch_add(1, std::memory_order_relaxed) < 8)
+    VMRPC_LOG(kWarn, "stub", tag + ": " + call + ": " + what + "; the call answers CUDNN_STATUS_BAD_PARAM");
+  return kCudnnBadParam;
+}
+
+CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr) {
+  Object* o = vol.find(ObjectKind::Cudnn, guest);
+  if (!o || o->as<CudnnObject>().handle != handle) return nullptr;
+  if (device) *device = o->device;
+  return &o->as<CudnnObject>();
+}
+
+// Elements in the library's form: at most kCudnnMaxAttributeBytes, 8-byte aligned.
+struct Elements {
+  std::vector<uint64_t> words;
+  void* data() { return words.empty() ? nullptr : words.data(); }
+};
+
+}  // namespace
+
+const CudnnApi* Session::cudnn_library(int32_t* status) {
+  if (!cudnn_) cudnn_ = load(api_);
+  if (!cudnn_) *status = api::kCudnnNotInitialized;
+  return cudnn_;
+}
+
+CUresult Session::cudnn_release(CudnnObject& o) {
+  if (o.ptr && cudnn_) {
+    if (o.handle) cudnn_->cudnnDestroy(o.ptr);
+    else cudnn_->cudnnBackendDestroyDescriptor(o.ptr);
+  }
+  o.ptr = nullptr;
+  return CUDA_SUCCESS;  // a cuDNN status is no CUresult: teardown goes on either way
+}
+
+#define VMCUDA_CUDNN_LIBRARY()                           \
+  int32_t status_ = kCudnnSuccess;                       \
+  const CudnnApi* lib = cudnn_library(&status_);         \
+  if (!lib) return status_;
+
+// ---- the handle
+
+int32_t Session::on_cudnnCreate(const api::cudnnCreate_Args& a, api::Empty&, Request&) {
+  if (a.handle < api::kFirstGuestHandle || vol_.find(ObjectKind::Cudnn, a.handle))
+    return guest_fault("cudnnCreate: a handle that is not new");
+  VMCUDA_CUDNN_LIBRARY();
+  void* h = nullptr;
+  if (int st = lib->cudnnCreate(&h); st != kCudnnSuccess) return st;
+  CudnnObject o;
+  o.ptr = h;
+  o.handle = true;
+  vol_.add(ObjectKind::Cudnn, current_, a.handle, vol_.context(current_)->id, std::move(o));
+  return kCudnnSuccess;
+}
+
+int32_t Session::on_cudnnDestroy(const api::cudnnDestroy_Args& a, api::Empty&, Request&) {
+  Object* obj = vol_.find(ObjectKind::Cudnn, a.handle);
+  if (!obj || !obj->as<CudnnObject>().handle) return kCudnnBadParam;
+  make_current(obj->device);
+  cudnn_release(obj->as<CudnnObject>());
+  make_current(current_);
+  vol_.remove(obj->id);
+  return kCudnnSuccess;
+}
+
+int32_t Session::on_cudnnSetStream(const api::cudnnSetStream_Args& a, api::Empty&, Request&) {
+  int device = -1;
+  CudnnObject* h = cudnn_object(vol_, a.handle, true, &device);
+  if (!h) return kCudnnBadParam;
+  CUstream stream = nullptr;
+  int stream_device = -1;
+  if (resolve_stream(a.streamId, &stream, &stream_device) != CUDA_SUCCESS) return kCudnnBadParam;
+  if (a.streamId >= api::kFirstGuestHandle && stream_device != device) return api::kCudnnBadParam;
+  VMCUDA_CUDNN_LIBRARY();
+  if (!lib->cudnnSetStream) return kCudnnNotSupported;
+  make_current(device);
+  const int st = lib->cudnnSetStream(h->ptr, stream);
+  make_current(current_);
+  if (st == kCudnnSuccess) h->stream = a.streamId;
+  return st;
+}
+
+// ---- versions and the last error
+
+int32_t Session::on_cudnnGetVersion(const api::Empty&, api::cudnnGetVersion_Reply& r, Request&) {
+  VMCUDA_CUDNN_LIBRARY();
+  const size_t v = lib->cudnnGetVersion ? lib->cudnnGetVersion() : 0;
+  std::memcpy(r.ret, &v, sizeof v);
+  return v ? kCudnnSuccess : kCudnnNotSupported;
+}
+
+int32_t Session::on_cudnnGetCudartVersion(const api::Empty&, api::cudnnGetCudartVersion_Reply& r, Request&) {
+  VMCUDA_CUDNN_LIBRARY();
+  const size_t v = lib->cudnnGetCudartVersion ? lib->cudnnGetCudartVersion() : 0;
+  std::memcpy(r.ret, &v, sizeof v);
+  return v ? kCudnnSuccess : kCudnnNotSupported;
+}
+
+int32_t Session::on_cudnnGetLastErrorString(const api::cudnnGetLastErrorString_Args& a, api::Empty&, Request& req) {
+  VMCUDA_CUDNN_LIBRARY();
+  const size_t n = std::min<size_t>({a.max_size, req.extra.size(), 4096});
+  if (n == 0 || !lib->cudnnGetLastErrorString) return kCudnnSuccess;
+  std::vector<char> msg(n, '\0');
+  lib->cudnnGetLastErrorString(msg.data(), n);
+  msg[n - 1] = '\0';
+  const size_t len = std::strlen(msg.data()) + 1;
+  std::memcpy(req.extra.data(), msg.data(), len);
+  req.extra_bytes = static_cast<uint32_t>(len);
+  return kCudnnSuccess;
+}
+
+// ---- backend descriptors
+
+int32_t Session::on_cudnnBackendCreateDescriptor(const api::cudnnBackendCreateDescriptor_Args& a, api::Empty&,
+                                                 Request&) {
+  if (a.descriptor < api::kFirstGuestHandle || vol_.find(ObjectKind::Cudnn, a.descriptor))
+    return guest_fault("cudnnBackendCreateDescriptor: a handle that is not new");
+  VMCUDA_CUDNN_LIBRARY();
+  void* d = nullptr;
+  if (int st = lib->cudnnBackendCreateDescriptor(a.descriptorType, &d); st != kCudnnSuccess) return st;
+  CudnnObject o;
+  o.ptr = d;
+  o.type = a.descriptorType;
+  vol_.add(ObjectKind::Cudnn, current_, a.descriptor, vol_.context(current_)->id, std::move(o));
+  return kCudnnSuccess;
+}
+
+int32_t Session::on_cudnnBackendDestroyDescriptor(const api::cudnnBackendDestroyDescriptor_Args& a, api::Empty&,
+                                                  Request&) {
+  Object* obj = vol_.find(ObjectKind::Cudnn, a.descriptor);
+  if (!obj || obj->as<CudnnObject>().handle) return kCudnnBadParam;
+  cudnn_release(obj->as<CudnnObject>());
+  vol_.remove(obj->id);
+  return kCudnnSuccess;
+}
+
+int32_t Session::on_cudnnBackendInitialize(const api::cudnnBackendInitialize_Args& a, api::Empty&, Request&) {
+  CudnnObject* d = cudnn_object(vol_, a.descriptor, false);
+  if (!d) return kCudnnBadParam;
+  VMCUDA_CUDNN_LIBRARY();
+  return lib->cudnnBackendInitialize ? lib->cudnnBackendInitialize(d->ptr) : kCudnnNotSupported;
+}
+
+int32_t Session::on_cudnnBackendFinalize(const api::cudnnBackendFinalize_Args& a, api::Empty&, Request&) {
+  int device = -1;
+  CudnnObject* d = cudnn_object(vol_, a.descriptor, false, &device);
+  if (!d) return kCudnnBadParam;
+  VMCUDA_CUDNN_LIBRARY();
+  if (!lib->cudnnBackendFinalize) return kCudnnNotSupported;
+  // An execution plan compiles its kernels here: in the context of the descriptor's device.
+  make_current(device);
+  const int st = lib->cudnnBackendFinalize(d->ptr);
+  make_current(current_);
+  return st;
+}
+
+int32_t Session::on_cudnnBackendSetAttribute(const api::cudnnBackendSetAttribute_Args& a, api::Empty&, Request& req) {
+  static constexpr const char* kCall = "cudnnBackendSetAttribute";
+  CudnnObject* d = cudnn_object(vol_, a.descriptor, false);
+  if (!d) return kCudnnBadParam;
+  const size_t size = api::cudnn_element_bytes(a.attributeType);
+  if (size == 0) return kCudnnNotSupported;
+  if (a.elementCount < 0 || size_t(a.elementCount) > api::kCudnnMaxAttributeBytes / size ||
+      req.tail.size() != size * size_t(a.elementCount))
+    return guest_fault("cudnnBackendSetAttribute: the elements' bytes do not match their count");
+  Elements e;
+  e.words.resize((req.tail.size() + 7) / 8 + 1);  // never empty: the library refuses NULL
+  std::memcpy(e.words.data(), req.tail.data(), req.tail.size());
+  const size_t n = size_t(a.elementCount);
+  if (a.attributeType == api::kCudnnTypeBackendDescriptor || a.attributeType == api::kCudnnTypeHandle) {
+    const bool handles = a.attributeType == api::kCudnnTypeHandle;
+    for (size_t i = 0; i < n; ++i) {
+      CudnnObject* o = cudnn_object(vol_, e.words[i], handles);
+      if (!o) return bad(log_tag_, kCall, handles ? "an element is not the client's cuDNN handle"
+                                                  : "an element is not the client's backend descriptor");
+      e.words[i] = reinterpret_cast<uint64_t>(o->ptr);
+    }
+  } else if (a.attributeType == api::kCudnnTypeVoidPtr) {
+    // Device pointers (a variant pack's data pointers, workspace, intermediates): the client's
+    // memory, checked again at each execution (it may be freed meanwhile).
+    for (size_t i = 0; i < n; ++i)
+      if (e.words[i] && !owns_range(e.words[i], 1))
+        return bad(log_tag_, kCall, "a pointer element is not the client's device memory");
+    d->pointers[a.attributeName].assign(e.words.begin(), e.words.begin() + n);
+  }
+  VMCUDA_CUDNN_LIBRARY();
+  return lib->cudnnBackendSetAttribute(d->ptr, a.attributeName, a.attributeType, a.elementCount, e.data());
+}
+
+int32_t Session::on_cudnnBackendGetAttribute(const api::cudnnBackendGetAttribute_Args& a,
+                                             api::cudnnBackendGetAttribute_Reply& r, Request& req) {
+  static constexpr const char* kCall = "cudnnBackendGetAttribute";
+  int device = -1;
+  CudnnObject* d = cudnn_object(vol_, a.descriptor, false, &device);
+  if (!d) return kCudnnBadParam;
+  const size_t size = api::cudnn_element_bytes(a.attributeType);
+  if (size == 0 || a.attributeType == api::kCudnnTypeHandle) return kCudnnNotSupported;
+  if (a.requestedElementCount < 0 || size_t(a.requestedElementCount) > api::kCudnnMaxAttributeBytes / size)
+    return guest_fault("cudnnBackendGetAttribute: a count out of range");
+  const size_t n = size_t(a.requestedElementCount);
+  const bool descriptors = a.attributeType == api::kCudnnTypeBackendDescriptor;
+  Elements e;
+  if (descriptors) {
+    // The guest's descriptors that the library fills (the app made them, as the API requires).
+    if (req.tail.size() != (n ? 8 * n : 0)) return guest_fault("cudnnBackendGetAttribute: descriptor elements");
+    e.words.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t guest;
+      std::memcpy(&guest, req.tail.data() + 8 * i, 8);
+      CudnnObject* o = cudnn_object(vol_, guest, false);
+      if (!o) return bad(log_tag_, kCall, "an element is not the client's backend descriptor");
+      e.words[i] = reinterpret_cast<uint64_t>(o->ptr);
+    }
+  } else {
+    if (!req.tail.empty() || req.extra.size() < size * n) return guest_fault("cudnnBackendGetAttribute: room");
+    e.words.resize((size * n + 7) / 8);
+  }
+  VMCUDA_CUDNN_LIBRARY();
+  if (!lib->cudnnBackendGetAttribute) return kCudnnNotSupported;
+  int64_t count = 0;
+  make_current(device);
+  const int st = lib->cudnnBackendGetAttribute(d->ptr, a.attributeName, a.attributeType, a.requestedElementCount,
+                                               &count, n ? e.data() : nullptr);
+  make_current(current_);
+  if (st != kCudnnSuccess) return st;
+  std::memcpy(r.elementCount, &count, sizeof count);
+  if (!descriptors && n) {
+    const size_t bytes = size * std::min<size_t>(n, size_t(std::max<int64_t>(count, 0)));
+    std::memcpy(req.extra.data(), e.words.data(), bytes);
+    req.extra_bytes = static_cast<uint32_t>(bytes);
+  }
+  return st;
+}
+
+int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, api::Empty&, Request& req) {
+  static constexpr const char* kCall = "cudnnBackendExecute";
+  int device = -1;
+  CudnnObject* h = cudnn_object(vol_, a.handle, true, &device);
+  CudnnObject* plan = cudnn_object(vol_, a.executionPlan, false);
+  CudnnObject* pack = cudnn_object(vol_, a.variantPack, false);
+  if (!h || !plan || !pack) return kCudnnBadParam;
+  for (const auto& [attr, pointers] : pack->pointers)
+    for (uint64_t p : pointers)
+      if (p && !owns_range(p, 1)) return bad(log_tag_, kCall, "a variant pack's pointer is no longer the client's memory");
+  VMCUDA_CUDNN_LIBRARY();
+  // A stream the app destroyed while the handle still names it: the library would use a freed
+  // stream. Natively undefined; here the handle falls back to the default stream.
+  if (h->stream && !vol_.find(ObjectKind::Stream, h->stream)) {
+    if (lib->cudnnSetStream) lib->cudnnSetStream(h->ptr, nullptr);
+    h->stream = 0;
+  }
+  CUstream stream = nullptr;
+  int stream_device = -1;
+  if (h->stream) resolve_stream(h->stream, &stream, &stream_device);
+  make_current(device);
+  count_launch(device, stream, req.ctx);  // kLaunches: fair sharing, the kernel time limit
+  const int st = lib->cudnnBackendExecute(h->ptr, plan->ptr, pack->ptr);
+  make_current(current_);
+  return st;
+}
+#undef VMCUDA_CUDNN_LIBRARY
+
+#endif  // VMCUDA_WITH_CUDNN
+
+}  // namespace vmcuda::host

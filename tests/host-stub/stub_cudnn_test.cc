@@ -1,0 +1,235 @@
+// cuDNN calls (calls.def 0x2600-; api/libs/cudnn.calls) through the wire to the stub on the test
+// executor's fake libcudnn.so.9 (tests/executor/fake_cudnn.cc): a pointwise graph built,
+// planned through the heuristics (configurations the guest made, filled by the library) and
+// executed on the client's memory; hostile arguments; a suspend refused while cuDNN objects
+// exist; teardown.
+#include <chrono>
+#include <cstring>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "host-stub/slot_control.h"
+#include "stub_fixture.h"
+#include "vmcuda/api/cudnn_abi.h"
+
+namespace vmcuda::host::test {
+namespace {
+
+// cudnn_graph.h values the tests use.
+constexpr int32_t kTHandle = 0, kTDataType = 1, kTBool = 2, kTInt64 = 3, kTVoidPtr = 6, kTHeurMode = 8,
+                  kTPointwiseMode = 14, kTDescriptor = 15;
+constexpr int32_t kPointwise = 0, kEngineCfg = 3, kEngineHeur = 4, kPlan = 5, kOpPointwise = 13, kOpGraph = 15,
+                  kVariantPack = 16, kTensor = 17;
+constexpr int32_t kPwMode = 0, kHeurMode = 200, kHeurGraph = 201, kHeurResults = 202, kPlanHandle = 400,
+                  kPlanCfg = 401, kOpPwDesc = 750, kOpPwX = 751, kOpPwB = 752, kOpPwY = 753, kGraphHandle = 800,
+                  kGraphOps = 801, kTAlign = 900, kTDtype = 901, kTDims = 902, kTStrides = 903, kTUid = 906,
+                  kTVirtual = 907, kVpUids = 1000, kVpPointers = 1001;
+
+struct CudnnTest : ::testing::Test {
+  Stub stub;
+  Client c{stub};
+  uint64_t handle = 0x9000, next = 0x9100;
+
+  void SetUp() override { ASSERT_EQ(c.call<api::Call::cudnnCreate>({handle}), 0); }
+
+  uint64_t make(int32_t type) {
+    const uint64_t d = next++;
+    api::cudnnBackendCreateDescriptor_Args a{};
+    a.descriptor = d;
+    a.descriptorType = type;
+    EXPECT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>(a), 0);
+    return d;
+  }
+  template <class T>
+  int32_t set(uint64_t d, int32_t name, int32_t type, std::vector<T> v) {
+    api::cudnnBackendSetAttribute_Args a{};
+    a.descriptor = d;
+    a.attributeName = name;
+    a.attributeType = type;
+    a.elementCount = static_cast<int64_t>(v.size());
+    return c.call<api::Call::cudnnBackendSetAttribute>(a, nullptr, std::as_bytes(std::span(v)));
+  }
+  int32_t finalize(uint64_t d) { return c.call<api::Call::cudnnBackendFinalize>({d}); }
+  uint64_t tensor(int64_t uid, std::vector<int64_t> dims, bool is_virtual) {
+    std::vector<int64_t> strides(dims.size());
+    int64_t s = 1;
+    for (size_t i = dims.size(); i-- > 0;) strides[i] = s, s *= dims[i];
+    const uint64_t t = make(kTensor);
+    EXPECT_EQ(set<int32_t>(t, kTDtype, kTDataType, {0}), 0);
+    EXPECT_EQ(set(t, kTDims, kTInt64, dims), 0);
+    EXPECT_EQ(set(t, kTStrides, kTInt64, strides), 0);
+    EXPECT_EQ(set<int64_t>(t, kTUid, kTInt64, {uid}), 0);
+    EXPECT_EQ(set<int64_t>(t, kTAlign, kTInt64, {16}), 0);
+    EXPECT_EQ(set<uint8_t>(t, kTVirtual, kTBool, {is_virtual}), 0);
+    EXPECT_EQ(finalize(t), 0);
+    return t;
+  }
+  uint64_t op(int32_t mode, uint64_t x, uint64_t b, uint64_t y) {
+    const uint64_t pw = make(kPointwise);
+    EXPECT_EQ(set<int32_t>(pw, kPwMode, kTPointwiseMode, {mode}), 0);
+    EXPECT_EQ(finalize(pw), 0);
+    const uint64_t o = make(kOpPointwise);
+    EXPECT_EQ(set<uint64_t>(o, kOpPwDesc, kTDescriptor, {pw}), 0);
+    EXPECT_EQ(set<uint64_t>(o, kOpPwX, kTDescriptor, {x}), 0);
+    if (b) {
+      EXPECT_EQ(set<uint64_t>(o, kOpPwB, kTDescriptor, {b}), 0);
+    }
+    EXPECT_EQ(set<uint64_t>(o, kOpPwY, kTDescriptor, {y}), 0);
+    EXPECT_EQ(finalize(o), 0);
+    return o;
+  }
+  int32_t get(uint64_t d, int32_t name, int32_t type, int64_t requested, int64_t* count,
+              std::span<const std::byte> tail = {}, std::vector<std::byte>* extra = nullptr, uint32_t room = 0) {
+    api::cudnnBackendGetAttribute_Args a{};
+    a.descriptor = d;
+    a.attributeName = name;
+    a.attributeType = type;
+    a.requestedElementCount = requested;
+    api::cudnnBackendGetAttribute_Reply r{};
+    const int32_t s = c.call<api::Call::cudnnBackendGetAttribute>(a, &r, tail, extra, room);
+    if (count) std::memcpy(count, r.elementCount, 8);
+    return s;
+  }
+  uint64_t floats(const std::vector<float>& v) {
+    const uint64_t p = c.malloc(v.size() * 4);
+    EXPECT_EQ(c.call<api::Call::CopyToDeviceInline>({p}, nullptr, std::as_bytes(std::span(v))), 0);
+    return p;
+  }
+  std::vector<float> read(uint64_t p, size_t n) {
+    std::vector<std::byte> extra;
+    EXPECT_EQ(c.call<api::Call::CopyFromDeviceInline>({p, n * 4}, nullptr, {}, &extra, uint32_t(n * 4)), 0);
+    std::vector<float> v(n);
+    std::memcpy(v.data(), extra.data(), std::min(extra.size(), n * 4));
+    return v;
+  }
+
+  // Y = relu(X + B) over 1x2x1x3 tensors (B 1x2x1x1): the graph, its plan through the heuristics.
+  uint64_t graph = 0, plan = 0;
+  void build() {
+    const uint64_t x = tensor(1, {1, 2, 1, 3}, false), b = tensor(2, {1, 2, 1, 1}, false),
+                   t = tensor(3, {1, 2, 1, 3}, true), y = tensor(4, {1, 2, 1, 3}, false);
+    const uint64_t ops[2] = {op(0, x, b, t), op(100, t, 0, y)};  // ADD, RELU_FWD
+    graph = make(kOpGraph);
+    ASSERT_EQ(set<uint64_t>(graph, kGraphOps, kTDescriptor, {ops[0], ops[1]}), 0);
+    ASSERT_EQ(set<uint64_t>(graph, kGraphHandle, kTHandle, {handle}), 0);
+    ASSERT_EQ(finalize(graph), 0);
+    const uint64_t heur = make(kEngineHeur);
+    ASSERT_EQ(set<uint64_t>(heur, kHeurGraph, kTDescriptor, {graph}), 0);
+    ASSERT_EQ(set<int32_t>(heur, kHeurMode, kTHeurMode, {3}), 0);
+    ASSERT_EQ(finalize(heur), 0);
+    int64_t n = 0;
+    ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 0, &n), 0);
+    ASSERT_EQ(n, 1);
+    const uint64_t cfg = make(kEngineCfg);
+    ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 1, &n, std::as_bytes(std::span(&cfg, 1))), 0);
+    plan = make(kPlan);
+    ASSERT_EQ(set<uint64_t>(plan, kPlanHandle, kTHandle, {handle}), 0);
+    ASSERT_EQ(set<uint64_t>(plan, kPlanCfg, kTDescriptor, {cfg}), 0);
+    ASSERT_EQ(finalize(plan), 0);
+  }
+  uint64_t pack(std::vector<uint64_t> pointers) {
+    const uint64_t v = make(kVariantPack);
+    EXPECT_EQ(set<int64_t>(v, kVpUids, kTInt64, {1, 2, 4}), 0);
+    EXPECT_EQ(set(v, kVpPointers, kTVoidPtr, pointers), 0);
+    EXPECT_EQ(finalize(v), 0);
+    return v;
+  }
+};
+
+TEST_F(CudnnTest, PointwiseGraphRunsOnTheClientsMemory) {
+  build();
+  const uint64_t x = floats({-1, 0, 2, 3, -5, 1}), b = floats({0.5f, 1}), y = floats({9, 9, 9, 9, 9, 9});
+  EXPECT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, pack({x, b, y})}), 0);
+  EXPECT_EQ(read(y, 6), (std::vector<float>{0, 0.5f, 2.5f, 4, 0, 2}));
+  int64_t n = 0;  // the library's answer to a plain attribute comes back
+  std::vector<std::byte> extra;
+  ASSERT_EQ(get(x - x + 0x9100, kTDims, kTInt64, 4, &n, {}, &extra, 32), 0);  // the first tensor made
+  ASSERT_EQ(n, 4);
+  ASSERT_EQ(extra.size(), 32u);
+  int64_t dims[4];
+  std::memcpy(dims, extra.data(), 32);
+  EXPECT_EQ(dims[3], 3);
+}
+
+TEST_F(CudnnTest, HostileArguments) {
+  build();
+  const uint64_t x = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 1}), y = floats({0, 0, 0, 0, 0, 0});
+  const uint64_t t = make(kTensor);
+  // Elements whose bytes do not match their count: refused as the guest's fault.
+  api::cudnnBackendSetAttribute_Args a{};
+  a.descriptor = t, a.attributeName = kTDims, a.attributeType = kTInt64, a.elementCount = 4;
+  const std::byte eight[8]{};
+  EXPECT_LT(c.call<api::Call::cudnnBackendSetAttribute>(a, nullptr, eight), 0);
+  a.elementCount = -1;
+  EXPECT_LT(c.call<api::Call::cudnnBackendSetAttribute>(a, nullptr, {}), 0);
+  // A type vmcuda does not know; descriptors and handles that are none of the client's (or of
+  // the other kind); a pointer that is not the client's memory.
+  EXPECT_EQ(set<int32_t>(t, kTDims, 99, {1}), api::kCudnnNotSupported);
+  EXPECT_EQ(set<uint64_t>(t, kOpPwX, kTDescriptor, {0xdead}), api::kCudnnBadParam);
+  EXPECT_EQ(set<uint64_t>(t, kOpPwX, kTDescriptor, {handle}), api::kCudnnBadParam);
+  EXPECT_EQ(set<uint64_t>(t, kGraphHandle, kTHandle, {t}), api::kCudnnBadParam);
+  const uint64_t v = make(kVariantPack);
+  EXPECT_EQ(set<uint64_t>(v, kVpPointers, kTVoidPtr, {x, 0xdead0000, y}), api::kCudnnBadParam);
+  // Reads: a count beyond what one call carries; room smaller than asked; descriptors short.
+  int64_t n = 0;
+  EXPECT_LT(get(graph, kTDims, kTInt64, int64_t(api::kCudnnMaxAttributeBytes), &n), 0);
+  EXPECT_LT(get(graph, kTDims, kTInt64, 4, &n, {}, nullptr, 8), 0);
+  EXPECT_LT(get(graph, kGraphOps, kTDescriptor, 2, &n, std::as_bytes(std::span(&v, 1))), 0);
+  // Handles that are not new.
+  EXPECT_LT(c.call<api::Call::cudnnCreate>({handle}), 0);
+  EXPECT_LT(c.call<api::Call::cudnnBackendCreateDescriptor>({t, kTensor}), 0);
+  // Execution with memory freed after the variant pack was made: refused, not run.
+  const uint64_t gone = floats({0, 0, 0, 0, 0, 0});
+  const uint64_t p = pack({x, b, gone});
+  ASSERT_EQ(c.call<api::Call::Free>({gone}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, p}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendExecute>({plan, plan, p}), api::kCudnnBadParam);  // no handle
+  // The stub keeps serving.
+  EXPECT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, pack({x, b, y})}), 0);
+  EXPECT_EQ(read(y, 6), (std::vector<float>{2, 3, 4, 5, 6, 7}));
+  // Destroyed: gone.
+  EXPECT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({plan}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({plan}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({handle}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroy>({handle}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroy>({handle}), api::kCudnnBadParam);
+}
+
+TEST_F(CudnnTest, SuspendIsRefusedWhileObjectsExist) {
+  namespace cc = slot_control::cc;
+  const uint64_t d = make(kTensor);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("cuDNN"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  // The client runs on; once its objects are destroyed, the suspend goes ahead.
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({d}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroy>({handle}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnCreate>({handle + 1}), 0);
+}
+
+TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
+  Stub stub;
+  const uint64_t before = tst::fake_live_cudnn_objects();
+  {
+    Client c{stub};
+    ASSERT_EQ(c.call<api::Call::cudnnCreate>({0x9000}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>({0x9010, kTensor}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>({0x9020, kOpGraph}), 0);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 3);
+  }
+  for (int i = 0; i < 200 && tst::fake_live_cudnn_objects() != before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(tst::fake_live_cudnn_objects(), before);
+}
+
+}  // namespace
+}  // namespace vmcuda::host::test
