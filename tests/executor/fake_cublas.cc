@@ -158,7 +158,8 @@ bool fp32_compute(int compute) {
 
 // ---- the entry points (NVIDIA's signatures, ABI types)
 
-int f_create(void** out) {
+int f_create(void* out_) {  // void*: as f_lt_create
+  auto** out = static_cast<void**>(out_);
   if (!out) return kInvalidValue;
   auto* h = new Handle;
   std::lock_guard l(g_mu);
@@ -479,9 +480,12 @@ int get_other(const std::map<int, std::vector<uint8_t>>& m, int attr, void* buf,
   return kSuccess;
 }
 
-int f_lt_create(void** out) { return lt_create<LtHandle>(out); }
+// Out-handles are void* as in the host's generated table (cublasLt_host_api.h): a call through
+// another function type is undefined (UBSan's -fsanitize=function in the session fuzzer).
+int f_lt_create(void* out) { return lt_create<LtHandle>(static_cast<void**>(out)); }
 int f_lt_destroy(void* p) { return lt_live<LtHandle>(p) ? lt_destroy<LtHandle>(p) : kNotInitialized; }
-int f_desc_create(void** out, int compute, int scale) {
+int f_desc_create(void* out_, int compute, int scale) {
+  auto** out = static_cast<void**>(out_);
   LtDesc d;
   d.compute = compute;
   d.scale = scale;
@@ -523,7 +527,8 @@ int f_desc_get(void* p, int attr, void* buf, size_t bytes, size_t* written) {
   }
   return get_other(d->other, attr, buf, bytes, written);
 }
-int f_layout_create(void** out, int type, unsigned long long rows, unsigned long long cols, long long ld) {
+int f_layout_create(void* out_, int type, unsigned long long rows, unsigned long long cols, long long ld) {
+  auto** out = static_cast<void**>(out_);
   if (!out) return kInvalidValue;
   auto* t = new LtLayout;
   t->type = type;
@@ -564,7 +569,7 @@ int f_layout_get(void* p, int attr, void* buf, size_t bytes, size_t* written) {
   }
   return kInvalidValue;
 }
-int f_pref_create(void** out) { return lt_create<LtPref>(out); }
+int f_pref_create(void* out) { return lt_create<LtPref>(static_cast<void**>(out)); }
 int f_pref_destroy(void* p) { return lt_destroy<LtPref>(p); }
 int f_pref_set(void* p, int attr, const void* buf, size_t bytes) {
   LtPref* t = lt_live<LtPref>(p);
