@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CUDA runtime benchmark (bench/cuda/runtime_bench.cu), the graph, texture and
-# driver-API launch benchmarks (bench/cuda/) natively and through vmcuda, in one run on the GPU machine,
+# The CUDA runtime benchmark (bench/cuda/runtime_bench.cu), the graph, texture, managed-memory
+# atomics and driver-API launch benchmarks (bench/cuda/) natively and through vmcuda, in one run on the GPU machine,
 # side by side. Build here first (scripts/gpu-check.sh builds .carry/gpu and
 # this script's binary), then on the GPU machine: scripts/gpu-bench.sh --run OUT
 set -euo pipefail
@@ -11,8 +11,9 @@ if [ "${1:-}" != "--run" ]; then
   # runtime_bench: the runtime's call costs; graph_bench: 1- and 100-node graph launch rates,
   # a captured stream of 1,000 kernels replayed, and the same work launched directly;
   # texture_bench: texture fetch and surface write kernel times, which must equal native (the
-  # kernels run natively). Issue 11, point 5.
-  for b in runtime_bench graph_bench texture_bench; do
+  # kernels run natively); managed_atomics_bench: CPU and GPU atomics on the same managed
+  # memory at once (and the GPU's alone). Issue 11, point 5.
+  for b in runtime_bench graph_bench texture_bench managed_atomics_bench; do
     /usr/local/cuda/bin/nvcc -cudart shared -O2 -gencode arch=compute_90,code=sm_90 -o "$carry/$b" \
       "$top/bench/cuda/$b.cu"
   done
@@ -28,7 +29,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
 : >"$out/bench.native"
 : >"$out/bench.vmcuda"
-for b in runtime_bench graph_bench texture_bench driver_launch_bench; do
+for b in runtime_bench graph_bench texture_bench managed_atomics_bench driver_launch_bench; do
   [ -x "$carry/$b" ] || continue
   "$carry/$b" "$@" >>"$out/bench.native"
   VMCUDA_LIBDIR="$carry/lib" VMCUDA_SOCKET=/tmp/vmcuda-bench.sock "$carry/vmcuda-run" -- "$carry/$b" "$@" \

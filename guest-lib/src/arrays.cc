@@ -859,3 +859,47 @@ cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc* pResDesc, 
   *pResDesc = it->second.first;
   return cudaSuccess;
 }
+
+// ---------------------------------------------------------------- sparse and deferred-mapping queries
+
+// vmcuda makes only dense arrays (cudaArraySparse and cudaArrayDeferredMapping are refused at
+// creation: an array is memory of the VM's arena, never mapped by the program), so these
+// answer as CUDA answers for a dense array: cudaErrorInvalidValue ("not allocated with flag
+// cudaArraySparse / cudaArrayDeferredMapping"), after the handle and arguments are checked.
+// Nor is there a multi-planar format (NV12 is refused), so no array has planes.
+namespace {
+enum class Kind { kArray, kMipmap };
+cudaError_t dense_query(const void* out, const void* handle, Kind kind, const int* device) {
+  cudaError_t err;
+  g::Remote* r = g::device_call(&err);
+  if (!r) return err;
+  if (!out) return record(cudaErrorInvalidValue);
+  if (device && (*device < 0 || static_cast<size_t>(*device) >= r->devices().size()))
+    return record(cudaErrorInvalidDevice);
+  auto& reg = g::registry();
+  std::lock_guard l(reg.mu);
+  const uint64_t h = g::handle_of(handle);
+  const bool known = kind == Kind::kArray ? reg.arrays.contains(h) : reg.mipmaps.contains(h);
+  if (!known) return record(cudaErrorInvalidResourceHandle);
+  return record(cudaErrorInvalidValue);
+}
+}  // namespace
+
+cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties* sparseProperties, cudaArray_t array) {
+  return dense_query(sparseProperties, array, Kind::kArray, nullptr);
+}
+cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties* sparseProperties,
+                                                  cudaMipmappedArray_t mipmap) {
+  return dense_query(sparseProperties, mipmap, Kind::kMipmap, nullptr);
+}
+cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements* memoryRequirements, cudaArray_t array,
+                                           int device) {
+  return dense_query(memoryRequirements, array, Kind::kArray, &device);
+}
+cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements* memoryRequirements,
+                                                    cudaMipmappedArray_t mipmap, int device) {
+  return dense_query(memoryRequirements, mipmap, Kind::kMipmap, &device);
+}
+cudaError_t cudaArrayGetPlane(cudaArray_t* pPlaneArray, cudaArray_t hArray, unsigned int) {
+  return dense_query(pPlaneArray, hArray, Kind::kArray, nullptr);
+}

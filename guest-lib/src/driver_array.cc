@@ -342,6 +342,27 @@ CU_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray m) {
   VMCUDA_DRIVER_RUNTIME(cudaFreeMipmappedArray(reinterpret_cast<cudaMipmappedArray_t>(m)));
 }
 
+// Sparse, deferred-mapping and multi-planar arrays are never made (arrays.cc): these answer
+// CUDA_ERROR_INVALID_VALUE for every array, as the runtime's forms do. CUDA_ARRAY_SPARSE_PROPERTIES
+// and CUDA_ARRAY_MEMORY_REQUIREMENTS are the runtime's structs, field for field.
+CU_API CUresult cuArrayGetSparseProperties(cudaArraySparseProperties* out, CUarray a) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaArrayGetSparseProperties(out, rt(a)));
+}
+CU_API CUresult cuMipmappedArrayGetSparseProperties(cudaArraySparseProperties* out, CUmipmappedArray m) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMipmappedArrayGetSparseProperties(out, reinterpret_cast<cudaMipmappedArray_t>(m)));
+}
+CU_API CUresult cuArrayGetMemoryRequirements(cudaArrayMemoryRequirements* out, CUarray a, CUdevice dev) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaArrayGetMemoryRequirements(out, rt(a), dev));
+}
+CU_API CUresult cuMipmappedArrayGetMemoryRequirements(cudaArrayMemoryRequirements* out, CUmipmappedArray m,
+                                                      CUdevice dev) {
+  VMCUDA_DRIVER_IN_CONTEXT(
+      cudaMipmappedArrayGetMemoryRequirements(out, reinterpret_cast<cudaMipmappedArray_t>(m), dev));
+}
+CU_API CUresult cuArrayGetPlane(CUarray* plane, CUarray a, unsigned idx) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaArrayGetPlane(reinterpret_cast<cudaArray_t*>(plane), rt(a), idx));
+}
+
 // ------------------------------------------------------------------ copies naming arrays
 // cuMemcpy?toA / Ato?: a byte offset into the array, rows one after the other (the runtime's
 // cudaMemcpyToArray and kin take the offset as a column and a row).

@@ -139,6 +139,23 @@ CU_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, cudaStreamCaptureStat
                                                const cudaGraphEdgeData** edges, size_t* num_deps) {
   VMCUDA_DRIVER_IN_CONTEXT(cudaStreamGetCaptureInfo_ptsz(rt(s), status, id, graph, deps, edges, num_deps));
 }
+// The capture's next dependencies (v2: with edge data), as the runtime's.
+CU_API CUresult cuStreamUpdateCaptureDependencies(CUstream s, cudaGraphNode_t* deps, size_t count, unsigned flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamUpdateCaptureDependencies(rt(s), deps, nullptr, count, flags));
+}
+CU_API CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream s, cudaGraphNode_t* deps, size_t count,
+                                                       unsigned flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamUpdateCaptureDependencies_ptsz(rt(s), deps, nullptr, count, flags));
+}
+CU_API CUresult cuStreamUpdateCaptureDependencies_v2(CUstream s, cudaGraphNode_t* deps,
+                                                     const cudaGraphEdgeData* edges, size_t count, unsigned flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamUpdateCaptureDependencies(rt(s), deps, edges, count, flags));
+}
+CU_API CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream s, cudaGraphNode_t* deps,
+                                                          const cudaGraphEdgeData* edges, size_t count,
+                                                          unsigned flags) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaStreamUpdateCaptureDependencies_ptsz(rt(s), deps, edges, count, flags));
+}
 // Needs no context, as natively (a thread's mode).
 CU_API CUresult cuThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
   KeepRuntimeLastError keep;

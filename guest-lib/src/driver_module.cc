@@ -607,6 +607,74 @@ CU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary l
   return cuModuleGetGlobal_v2(dptr, bytes, m, name);
 }
 
+namespace {
+// The names of the kernels of `library` (its module on the current context's device, loaded
+// there now if it was not: the host's driver lists them).
+CUresult library_kernel_names(CUlibrary library, std::vector<std::string>* names) {
+  if (CUresult e = enter_context_call()) return e;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.libraries, library)) return cu::kInvalidHandle;
+  }
+  KeepRuntimeLastError keep;
+  CUmod_st* m = nullptr;
+  if (CUresult e = library_module(*library, &m)) return e;
+  cudaError_t re;
+  Remote* r = Remote::get(&re);
+  if (!r) return to_cu_result(re);
+  auto lock = r->lock();
+  uint32_t room = 4096;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int saved = Remote::thread_device();
+    Remote::thread_device() = m->device;
+    auto res = r->call<api::Call::ModuleKernelNames>({m->host}, {}, room);
+    Remote::thread_device() = saved;
+    if (res.status != 0) return to_cu_result(static_cast<cudaError_t>(res.status));
+    if (res.reply.bytes > room) {  // more names than the room asked for: once more with enough
+      if (res.reply.bytes > api::kMaxKernelNameBytes) return cu::kUnknown;
+      room = res.reply.bytes;
+      continue;
+    }
+    if (res.extra.size() != res.reply.bytes) return cu::kUnknown;  // a host bug
+    names->clear();
+    const char* p = reinterpret_cast<const char*>(res.extra.data());
+    const char* end = p + res.extra.size();
+    while (p < end) {
+      const char* nul = static_cast<const char*>(std::memchr(p, '\0', end - p));
+      if (!nul) return cu::kUnknown;
+      names->emplace_back(p, nul);
+      p = nul + 1;
+    }
+    if (names->size() != res.reply.count) return cu::kUnknown;
+    return cu::kSuccess;
+  }
+  return cu::kUnknown;
+}
+}  // namespace
+
+CU_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!count) return cu::kInvalidValue;
+  std::vector<std::string> names;
+  if (CUresult e = library_kernel_names(lib, &names)) return e;
+  *count = static_cast<unsigned>(names.size());
+  return cu::kSuccess;
+}
+
+// At most numKernels of the library's kernels, as cuLibraryGetKernel makes them (the same
+// handle for a name each time).
+CU_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib) {
+  if (CUresult e = enter_driver_call()) return e;
+  if (!kernels || numKernels == 0) return cu::kInvalidValue;
+  std::vector<std::string> names;
+  if (CUresult e = library_kernel_names(lib, &names)) return e;
+  const size_t n = std::min<size_t>(names.size(), numKernels);
+  for (size_t i = 0; i < n; ++i)
+    if (CUresult e = cuLibraryGetKernel(&kernels[i], lib, names[i].c_str())) return e;
+  return cu::kSuccess;
+}
+
 CU_API CUresult cuKernelGetFunction(CUfunction* out, CUkernel kernel) {
   if (CUresult e = enter_context_call()) return e;
   if (!out) return cu::kInvalidValue;

@@ -18,6 +18,7 @@
 // would escape the VM's quota.
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -193,6 +194,13 @@ std::map<uint64_t, uint64_t>& captures_into() {
   return *m;
 }
 
+// Captures whose graph this process was given while they were open (capture_graph):
+// capture id -> the graph's handle, which cudaStreamEndCapture then answers. r's lock held.
+std::map<unsigned long long, uint64_t>& given_capture_graphs() {
+  static auto* m = new std::map<unsigned long long, uint64_t>;
+  return *m;
+}
+
 cudaError_t begin_capture_to_graph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t* deps,
                                    const cudaGraphEdgeData* edges, size_t count, cudaStreamCaptureMode mode,
                                    bool per_thread) {
@@ -235,13 +243,33 @@ cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread
   uint64_t s;
   if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
   auto lock = r->lock();
-  // A capture into the program's graph ends in it; else in a new graph.
+  // A capture into the program's graph ends in it; one whose graph this process was given
+  // (cudaStreamGetCaptureInfo) ends in that; else in a new graph.
   const auto into = captures_into().find(s);
-  const uint64_t h = into != captures_into().end() ? into->second : handles::next();
+  auto given = given_capture_graphs().end();
+  if (into == captures_into().end() && !given_capture_graphs().empty()) {
+    const auto info = r->call<api::Call::StreamCaptureInfo>({s});
+    if (info.status == 0 && info.reply.status != cudaStreamCaptureStatusNone)
+      given = given_capture_graphs().find(info.reply.id);
+  }
+  const uint64_t h = given != given_capture_graphs().end() ? given->second
+                     : into != captures_into().end()       ? into->second
+                                                           : handles::next();
   const auto res = r->call<api::Call::StreamEndCapture>({s, h});
   const auto status = static_cast<cudaError_t>(res.status);
   const bool ended = status == cudaSuccess || status == cudaErrorStreamCaptureInvalidated ||
                      status == cudaErrorStreamCaptureUnjoined;
+  if (given != given_capture_graphs().end()) {
+    if (!ended) return record(status);
+    given_capture_graphs().erase(given);
+    if (g_open_captures.load() > 0) g_open_captures.fetch_sub(1);
+    if (status != cudaSuccess) {
+      forget(&Registry::graphs, h);  // the driver dropped it with the capture
+      return record(status);
+    }
+    *graph = reinterpret_cast<cudaGraph_t>(h);
+    return cudaSuccess;
+  }
   if (into != captures_into().end()) {
     if (ended) captures_into().erase(into);
     if (ended && g_open_captures.load() > 0) g_open_captures.fetch_sub(1);
@@ -258,6 +286,79 @@ cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread
   remember(&Registry::graphs, h);
   *graph = reinterpret_cast<cudaGraph_t>(h);
   return cudaSuccess;
+}
+
+// What cudaStreamGetCaptureInfo gives of a capture in progress: its graph (a handle of this
+// process from then on, the graph the capture ends in) and the nodes the stream's next work
+// will depend on (host-made handles of that graph's nodes) with their edge data. The arrays
+// stay valid until the next call about the stream (kept per stream here). r's lock held.
+cudaError_t capture_graph(Remote& r, uint64_t s, cudaGraph_t* graph, const cudaGraphNode_t** deps,
+                          const cudaGraphEdgeData** edges, size_t* count) {
+  struct Deps {
+    std::vector<cudaGraphNode_t> nodes;
+    std::vector<cudaGraphEdgeData> edges;
+  };
+  static auto* kept = new std::map<uint64_t, Deps>;  // by stream
+  uint32_t capacity = 64;
+  for (;;) {
+    const uint64_t proposed = handles::next();
+    const size_t entry = sizeof(uint64_t) + sizeof(cudaGraphEdgeData);
+    const auto res = r.call<api::Call::StreamCaptureGraph>({s, proposed, capacity, 0}, {},
+                                                           static_cast<uint32_t>(capacity * entry));
+    if (res.status) return static_cast<cudaError_t>(res.status);
+    const api::CaptureGraphReply& rep = res.reply;
+    if (rep.status != cudaStreamCaptureStatusActive) return cudaErrorStreamCaptureInvalidated;  // ended meanwhile
+    if (rep.graph == proposed) {
+      given_capture_graphs()[rep.id] = proposed;
+      remember(&Registry::graphs, proposed);
+    }
+    if (rep.count > capacity && rep.count <= api::kMaxGraphDeps) {
+      capacity = static_cast<uint32_t>(rep.count);
+      continue;  // more dependencies than asked for: once more with room for them all
+    }
+    const size_t n = std::min<uint64_t>(rep.count, capacity);
+    const size_t want = n * (sizeof(uint64_t) + (rep.edges ? sizeof(cudaGraphEdgeData) : 0));
+    if (rep.count > capacity || res.extra.size() != want || rep.edges > 1) return cudaErrorUnknown;  // a host bug
+    if (rep.edges && !edges) return cudaErrorLossyQuery;  // edge data that the caller would lose
+    Deps& d = (*kept)[s];
+    d.nodes.resize(n);
+    d.edges.assign(n, cudaGraphEdgeData{});
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t h;
+      std::memcpy(&h, res.extra.data() + i * sizeof h, sizeof h);
+      d.nodes[i] = reinterpret_cast<cudaGraphNode_t>(h);
+    }
+    if (rep.edges) std::memcpy(d.edges.data(), res.extra.data() + n * sizeof(uint64_t), n * sizeof(cudaGraphEdgeData));
+    if (graph) *graph = reinterpret_cast<cudaGraph_t>(rep.graph);
+    if (deps) *deps = n ? d.nodes.data() : nullptr;
+    if (edges) *edges = n ? d.edges.data() : nullptr;
+    if (count) *count = n;
+    return cudaSuccess;
+  }
+}
+
+cudaError_t update_capture_deps(cudaStream_t stream, cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
+                                size_t count, unsigned flags, bool per_thread) {
+  cudaError_t e;
+  Remote* r = enter(&e);
+  if (!r) return e;
+  uint64_t s;
+  if (cudaError_t se = stream_wire_handle(stream, per_thread, &s)) return record(se);
+  // cudaStreamAddCaptureDependencies (0) or cudaStreamSetCaptureDependencies (1).
+  if (flags > 1 || (count && !deps) || count > api::kMaxGraphDeps) return record(cudaErrorInvalidValue);
+  bool plain = true;
+  for (size_t i = 0; edges && i < count; ++i)
+    plain = plain && edges[i].from_port == 0 && edges[i].to_port == 0 && edges[i].type == 0;
+  thread_local std::vector<std::byte> tail;
+  tail.resize(count * sizeof(uint64_t) + (plain ? 0 : count * sizeof(cudaGraphEdgeData)));
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t h = wire(deps[i]);
+    std::memcpy(tail.data() + i * sizeof h, &h, sizeof h);
+  }
+  if (!plain) std::memcpy(tail.data() + count * sizeof(uint64_t), edges, count * sizeof(cudaGraphEdgeData));
+  auto lock = r->lock();
+  const api::CaptureDepsArgs a{s, static_cast<uint32_t>(count), flags, plain ? 0u : 1u, 0};
+  return record(static_cast<cudaError_t>(r->call<api::Call::StreamUpdateCaptureDeps>(a, tail).status));
 }
 
 cudaError_t capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, unsigned long long* id,
@@ -286,15 +387,8 @@ cudaError_t capture_info(cudaStream_t stream, cudaStreamCaptureStatus* status, u
   if (res.status) return record(static_cast<cudaError_t>(res.status));
   *status = static_cast<cudaStreamCaptureStatus>(res.reply.status);
   if (id) *id = res.reply.id;
-  if (res.reply.status != cudaStreamCaptureStatusNone && (graph || deps || edges || count)) {
-    // The graph being captured and the capture's dependencies would name host objects this
-    // process has no handles for (cudaStreamUpdateCaptureDependencies is not offered either).
-    static std::atomic<bool> said{false};
-    if (!said.exchange(true))
-      VMCUDA_LOG(kWarn, "graph", "cudaStreamGetCaptureInfo's graph and dependencies of a capture in progress are not "
-                                 "supported yet (801); its status and id are");
-    return record(cudaErrorNotSupported);
-  }
+  if (res.reply.status == cudaStreamCaptureStatusActive && (graph || deps || edges || count))
+    return record(capture_graph(*r, s, graph, deps, edges, count));
   if (graph) *graph = nullptr;
   if (deps) *deps = nullptr;
   if (edges) *edges = nullptr;
@@ -391,6 +485,16 @@ cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMo
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) { return end_capture(stream, pGraph, false); }
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* pGraph) {
   return end_capture(stream, pGraph, true);
+}
+cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* dependencies,
+                                                const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                                unsigned int flags) {
+  return update_capture_deps(stream, dependencies, dependencyData, numDependencies, flags, false);
+}
+cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t* dependencies,
+                                                     const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                                     unsigned int flags) {
+  return update_capture_deps(stream, dependencies, dependencyData, numDependencies, flags, true);
 }
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
   return capture_info(stream, pCaptureStatus, nullptr, nullptr, nullptr, nullptr, nullptr, false);

@@ -1,5 +1,6 @@
 // Library management (CUDA 12's context-independent loading): cudaLibraryLoadData,
-// LoadFromFile, GetKernel, GetGlobal, Unload and cudaKernelSetAttributeForDevice. A
+// LoadFromFile, GetKernel, GetGlobal, Unload, GetKernelCount, EnumerateKernels and
+// cudaKernelSetAttributeForDevice. A
 // cudaLibrary_t is the driver API's CUlibrary and a cudaKernel_t its CUkernel (as natively),
 // so these are the driver's calls (driver_module.cc: the image is kept in the guest and
 // loaded as a module on each device at its first use there), with the runtime's errors
@@ -20,6 +21,8 @@ CUresult cuLibraryUnload(CUlibrary);
 CUresult cuLibraryGetKernel(CUkernel*, CUlibrary, const char*);
 CUresult cuLibraryGetGlobal(CUdeviceptr*, size_t*, CUlibrary, const char*);
 CUresult cuKernelSetAttribute(int, int, CUkernel, CUdevice);
+CUresult cuLibraryGetKernelCount(unsigned int*, CUlibrary);
+CUresult cuLibraryEnumerateKernels(CUkernel*, unsigned int, CUlibrary);
 }
 
 namespace g = vmcuda::guest;
@@ -80,4 +83,14 @@ cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t libra
 cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device) {
   if (cudaError_t e = enter()) return e;
   return runtime_error(cuKernelSetAttribute(static_cast<int>(attr), value, kernel, device));
+}
+
+// The library's kernels, as the host's driver lists them in its module on the current device.
+cudaError_t cudaLibraryGetKernelCount(unsigned int* count, cudaLibrary_t lib) {
+  if (cudaError_t e = enter()) return e;
+  return runtime_error(cuLibraryGetKernelCount(count, lib));
+}
+cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t* kernels, unsigned int numKernels, cudaLibrary_t lib) {
+  if (cudaError_t e = enter()) return e;
+  return runtime_error(cuLibraryEnumerateKernels(kernels, numKernels, lib));
 }

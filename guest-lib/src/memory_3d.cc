@@ -13,7 +13,9 @@
 // does nothing.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <optional>
+#include <vector>
 
 #include "arrays.h"
 #include "host_pointers.h"
@@ -91,11 +93,46 @@ cudaError_t copy_3d_array(const cudaMemcpy3DParms& p, std::optional<uint64_t> st
                     stream);
 }
 
-cudaError_t copy_3d(const cudaMemcpy3DParms* p, std::optional<uint64_t> stream, [[maybe_unused]] const char* name) {
+// Between two devices (cudaMemcpy3DPeer): the devices of each side.
+struct Peer {
+  int dst_device, src_device;
+};
+
+// `rows` rows of `width` bytes from one device to another, each a queued peer copy (the
+// host's cuMemcpyPeer[Async]), or one when both sides' rows follow one another.
+cudaError_t peer_rows(const Peer& peer, std::byte* dst, uint64_t dpitch, const std::byte* src, uint64_t spitch,
+                      uint64_t width, uint64_t rows, std::optional<uint64_t> stream) {
+  cudaError_t err;
+  Remote* r = Remote::get(&err);
+  if (!r) return err;
+  auto lock = r->lock();
+  const bool packed = dpitch == width && spitch == width;
+  const uint64_t calls = packed ? 1 : rows, bytes = packed ? width * rows : width;
+  for (uint64_t i = 0; i < calls; ++i) {
+    const uint64_t d = addr(dst + i * dpitch), s = addr(src + i * spitch);
+    const cudaError_t e =
+        stream ? r->enqueue<api::Call::MemcpyPeerAsync>({d, s, bytes, peer.dst_device, peer.src_device, *stream})
+               : r->enqueue<api::Call::MemcpyPeer>({d, s, bytes, peer.dst_device, peer.src_device});
+    if (e) return e;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t copy_3d(const cudaMemcpy3DParms* p, std::optional<uint64_t> stream, [[maybe_unused]] const char* name,
+                    std::optional<Peer> peer = std::nullopt) {
   if (!p) return cudaErrorInvalidValue;
   // One source and one destination each (the API's rule), then arrays: not remoted yet.
   if ((p->srcArray && p->srcPtr.ptr) || (p->dstArray && p->dstPtr.ptr)) return cudaErrorInvalidValue;
-  if (p->srcArray || p->dstArray) return copy_3d_array(*p, stream);
+  if (p->srcArray || p->dstArray) {
+    if (peer) {
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        VMCUDA_LOG(kWarn, "memory", "cudaMemcpy3DPeer of a CUDA array between two devices is not supported; it returns "
+                                    "cudaErrorNotSupported (801): copy through device memory of one of them");
+      return cudaErrorNotSupported;
+    }
+    return copy_3d_array(*p, stream);
+  }
   const cudaExtent& e = p->extent;
   if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
   cudaMemcpyKind kind = p->kind;
@@ -124,6 +161,15 @@ cudaError_t copy_3d(const cudaMemcpy3DParms* p, std::optional<uint64_t> stream, 
     return cudaErrorInvalidValue;
   if ((kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice) && !is_device(src.base, src.span))
     return cudaErrorInvalidValue;
+  if (peer) {
+    if (whole_slices(e, sp) && whole_slices(e, dp))
+      return peer_rows(*peer, dst.base, dst.pitch, src.base, src.pitch, e.width, e.height * e.depth, stream);
+    for (uint64_t z = 0; z < e.depth; ++z)
+      if (cudaError_t r = peer_rows(*peer, dst.base + z * dst.slice, dst.pitch, src.base + z * src.slice, src.pitch,
+                                    e.width, e.height, stream))
+        return r;
+    return cudaSuccess;
+  }
   if (whole_slices(e, sp) && whole_slices(e, dp))
     return copy_2d(dst.base, dst.pitch, src.base, src.pitch, e.width, e.height * e.depth, kind, stream);
   for (uint64_t z = 0; z < e.depth; ++z)
@@ -224,4 +270,124 @@ cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t st
 }
 cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
   return copy_3d_async(p, stream, true);
+}
+
+// ---------------------------------------------------------------- 3D peer copies
+
+// cudaMemcpy3DPeer[Async]: a 3D copy of device memory (or arrays) named with their devices.
+// One device (the usual single-GPU case): cudaMemcpy3D[Async] of device memory. Two devices:
+// the region's rows as peer copies (queued, ordered as cudaMemcpyPeer's); arrays between two
+// devices are not offered (801). A device that is not one of the VM's: cudaErrorInvalidDevice.
+namespace {
+cudaError_t copy_3d_peer(const cudaMemcpy3DPeerParms* p, cudaStream_t stream, bool async, bool per_thread) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  std::optional<uint64_t> s;
+  if (async)
+    if (cudaError_t e = g::wire_stream(stream, per_thread, &s)) return record(e);
+  if (!p) return record(cudaErrorInvalidValue);
+  cudaError_t err;
+  g::Remote* r = g::Remote::get(&err);
+  if (!r) return record(err);
+  const auto valid = [&](int d) { return d >= 0 && static_cast<size_t>(d) < r->devices().size(); };
+  if (!valid(p->srcDevice) || !valid(p->dstDevice)) return record(cudaErrorInvalidDevice);
+  const cudaMemcpy3DParms q{p->srcArray, p->srcPos, p->srcPtr, p->dstArray, p->dstPos, p->dstPtr, p->extent,
+                            cudaMemcpyDeviceToDevice};
+  std::optional<g::Peer> peer;
+  if (p->srcDevice != p->dstDevice) peer = g::Peer{p->dstDevice, p->srcDevice};
+  return record(g::copy_3d(&q, s, "cudaMemcpy3DPeer", peer));
+}
+}  // namespace
+
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms* p) { return copy_3d_peer(p, nullptr, false, false); }
+cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p) {
+  return vmcuda::guest::finish_on_per_thread_stream(cudaMemcpy3DPeerAsync(p, cudaStreamPerThread));
+}
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
+  return copy_3d_peer(p, stream, true, false);
+}
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
+  return copy_3d_peer(p, stream, true, true);
+}
+
+// ---------------------------------------------------------------- batched 3D copies
+
+// cudaMemcpy3DBatchAsync (CUDA 12.8): every operation is checked first as CUDA documents
+// (flags 0, not the legacy stream, a valid source access order and copy flags, no zero extent,
+// a row length and layer height 0 or at least the extent's, arrays of one element size), so a
+// bad batch copies nothing; then each is a cudaMemcpy3DAsync on the stream (pointer to pointer
+// in bytes, else in elements of the array). A pageable host operand is read or written before
+// the call returns (as cudaMemcpy3DAsync moves it), which every access order allows.
+namespace {
+bool operand_ok(const cudaMemcpy3DOperand& o, const cudaExtent& e, uint64_t* elem) {
+  if (o.type == cudaMemcpyOperandTypePointer) {
+    *elem = 0;
+    return o.op.ptr.ptr && (o.op.ptr.rowLength == 0 || o.op.ptr.rowLength >= e.width) &&
+           (o.op.ptr.layerHeight == 0 || o.op.ptr.layerHeight >= e.height);
+  }
+  if (o.type == cudaMemcpyOperandTypeArray) {
+    *elem = vmcuda::guest::array_element_bytes(o.op.array.array);
+    return *elem != 0;
+  }
+  return false;
+}
+
+// One side of the 3D copy: `elem` the bytes of an element (1 between pointers).
+void side(const cudaMemcpy3DOperand& o, const cudaExtent& e, uint64_t elem, cudaArray_t* array, cudaPos* pos,
+          cudaPitchedPtr* ptr) {
+  if (o.type == cudaMemcpyOperandTypeArray) {
+    *array = o.op.array.array;
+    *pos = {o.op.array.offset.x, o.op.array.offset.y, o.op.array.offset.z};
+    *ptr = {};
+    return;
+  }
+  const uint64_t row = o.op.ptr.rowLength ? o.op.ptr.rowLength : e.width;
+  *array = nullptr;
+  *pos = {0, 0, 0};
+  *ptr = {o.op.ptr.ptr, row * elem, e.width * elem, o.op.ptr.layerHeight ? o.op.ptr.layerHeight : e.height};
+}
+
+cudaError_t copy_3d_batch(size_t count, const cudaMemcpy3DBatchOp* ops, unsigned long long flags, cudaStream_t stream,
+                          bool per_thread) {
+  namespace g = vmcuda::guest;
+  if (cudaError_t e = g::enter_device_call()) return e;
+  if (count == 0 || !ops || flags != 0) return record(cudaErrorInvalidValue);
+  if ((stream == nullptr && !per_thread) || stream == cudaStreamLegacy) return record(cudaErrorInvalidValue);
+  std::optional<uint64_t> s;
+  if (cudaError_t e = g::wire_stream(stream, per_thread, &s)) return record(e);
+  std::vector<cudaMemcpy3DParms> copies(count);
+  for (size_t i = 0; i < count; ++i) {
+    const cudaMemcpy3DBatchOp& op = ops[i];
+    uint32_t order;
+    std::memcpy(&order, &op.srcAccessOrder, sizeof order);  // any value an app put there
+    if (order < cudaMemcpySrcAccessOrderStream || order > cudaMemcpySrcAccessOrderAny ||
+        (op.flags & ~unsigned{cudaMemcpyFlagPreferOverlapWithCompute}))
+      return record(cudaErrorInvalidValue);
+    const cudaExtent& e = op.extent;
+    if (e.width == 0 || e.height == 0 || e.depth == 0) return record(cudaErrorInvalidValue);
+    uint64_t se = 0, de = 0;
+    if (!operand_ok(op.src, e, &se) || !operand_ok(op.dst, e, &de)) return record(cudaErrorInvalidValue);
+    if (se && de && se != de) return record(cudaErrorInvalidValue);  // two arrays of other element sizes
+    const uint64_t elem = se ? se : de ? de : 1;
+    if (e.width > ~0ull / elem) return record(cudaErrorInvalidValue);
+    cudaMemcpy3DParms& q = copies[i];
+    q = {};
+    side(op.src, e, se ? 1 : elem, &q.srcArray, &q.srcPos, &q.srcPtr);
+    side(op.dst, e, de ? 1 : elem, &q.dstArray, &q.dstPos, &q.dstPtr);
+    q.extent = e;
+    q.kind = cudaMemcpyDefault;
+  }
+  for (const cudaMemcpy3DParms& q : copies)
+    if (cudaError_t e = g::copy_3d(&q, s, "cudaMemcpy3DBatchAsync")) return record(e);
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp* opList, unsigned long long flags,
+                                   cudaStream_t stream) {
+  return copy_3d_batch(numOps, opList, flags, stream, false);
+}
+cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp* opList, unsigned long long flags,
+                                        cudaStream_t stream) {
+  return copy_3d_batch(numOps, opList, flags, stream, true);
 }

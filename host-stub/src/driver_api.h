@@ -568,7 +568,12 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuDeviceGetP2PAtomicCapabilities, CUresult (*)(unsigned*, const int*, unsigned, CUdevice, CUdevice)) \
   X(cuCtxResetPersistingL2Cache, CUresult (*)())                                                      \
   X(cuFlushGPUDirectRDMAWrites, CUresult (*)(int, int))                                               \
-  X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))
+  X(cuOccupancyMaxPotentialClusterSize, CUresult (*)(int*, CUfunction, const CUlaunchConfig*))          \
+  X(cuStreamUpdateCaptureDependencies_v2, CUresult (*)(CUstream, CUgraphNode*, const CUgraphEdgeData*, size_t, \
+                                                       unsigned))                                          \
+  X(cuModuleGetFunctionCount, CUresult (*)(unsigned*, CUmodule))                                       \
+  X(cuModuleEnumerateFunctions, CUresult (*)(CUfunction*, unsigned, CUmodule))                         \
+  X(cuFuncGetName, CUresult (*)(const char**, CUfunction))
 
 struct DriverApi {
 #define VMCUDA_DECLARE(name, type) std::type_identity_t<type> name = nullptr;

@@ -136,14 +136,39 @@ int32_t Session::on_StreamEndCapture(const api::CaptureEndArgs& a, api::Empty&, 
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   // A capture into an existing graph ends in that graph (the guest names it), else in a new one.
   const auto into = capture_into_.find(a.stream);
-  if (into != capture_into_.end() ? a.graph != into->second
-                                  : a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph))
+  // A capture whose graph the guest was given (runtime_ext.cc) ends in it, under that handle.
+  auto given = capture_graphs_.end();
+  if (into == capture_into_.end() && !capture_graphs_.empty()) {
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    if (on_device(device, [&] { return api_.cuStreamGetCaptureInfo_v3(s, &status, &id, nullptr, nullptr, nullptr, nullptr); }) ==
+            CUDA_SUCCESS &&
+        status != CU_STREAM_CAPTURE_STATUS_NONE)
+      given = capture_graphs_.find(id);
+  }
+  if (given != capture_graphs_.end() ? a.graph != given->second
+      : into != capture_into_.end()  ? a.graph != into->second
+                                     : a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph))
     return CUDA_ERROR_INVALID_VALUE;
   CUgraph g = nullptr;
   const CUresult e = on_device(device, [&] { return api_.cuStreamEndCapture(s, &g); });
   // The capture ended unless the stream was not capturing (or is not its origin).
   const bool ended = e == CUDA_SUCCESS || e == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || e == CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
   if (captures_open_ && ended) --captures_open_;
+  if (given != capture_graphs_.end()) {
+    if (!ended) return e;
+    const uint64_t handle = given->second;
+    capture_graphs_.erase(given);
+    Object* o = vol_.find(ObjectKind::Graph, handle);
+    if (e == CUDA_SUCCESS && o && o->as<GraphObject>().graph == g) {
+      o->as<GraphObject>().borrowed = false;  // the program's graph from now on
+      return e;
+    }
+    // The driver dropped the graph with the capture: its entry goes (borrowed: nothing destroyed).
+    if (o) destroy_entry(ObjectKind::Graph, handle, CUDA_SUCCESS);
+    if (e == CUDA_SUCCESS && g) vol_.add(ObjectKind::Graph, device, handle, vol_.context(device)->id, GraphObject{g});
+    return e;
+  }
   if (into != capture_into_.end()) {
     if (ended) capture_into_.erase(into);
     return e;

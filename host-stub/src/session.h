@@ -316,6 +316,12 @@ class Session : public vmrpc::SlotService {
   uint32_t captures_open_ = 0;
   // Captures into an existing graph (StreamBeginCaptureToGraph): guest stream -> guest graph.
   std::map<uint64_t, uint64_t> capture_into_;
+  // Captures whose graph the guest was given while they were open (cudaStreamGetCaptureInfo,
+  // runtime_ext.cc): capture id -> the graph's guest handle, an entry borrowed from the driver
+  // until the capture ends in it (cudaStreamEndCapture gives the program that graph).
+  std::map<unsigned long long, uint64_t> capture_graphs_;
+  // The graph entry of a driver graph, or nullptr.
+  Object* graph_entry(CUgraph g);
   // CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (logged once) when `s` is capturing: `what`'s
   // host bytes are the call's own (inline, or staging the guest reuses), which a graph
   // could not read at its launches. Costs nothing while no capture is open.

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <cctype>
 #include <tuple>
 #include <vector>
 
@@ -123,6 +125,9 @@ struct FakeModule {
   CUcontext ctx;
   std::map<std::string, uint64_t> globals;  // name -> device address
   uint64_t data = 0;                        // its slot in the module heap
+  // Its kernels (cuModuleGetFunctionCount / EnumerateFunctions): the executor's kernels whose
+  // code the image names (an ELF section ".text.NAME" or a PTX ".entry NAME").
+  std::vector<const FakeKernel*> kernels;
 };
 constexpr uint64_t kModuleHeap = 0x7e0000000000ull, kModuleSlot = 1ull << 20;
 // A kernel of a loaded module (cuModuleGetFunction): the CPU kernel and its settable
@@ -926,6 +931,41 @@ CUresult f_memset(CUdeviceptr d, unsigned char v, size_t n) {
   std::memset(p, v, n);
   return CUDA_SUCCESS;
 }
+// The executor's kernels an image names (FakeModule::kernels): a fatbin's bytes (its header
+// says how many), or a text image's up to its NUL.
+std::vector<const FakeKernel*> kernels_named_in(const void* image, bool fatbin) {
+  const auto* b = static_cast<const char*>(image);
+  size_t n;
+  if (fatbin) {
+    uint16_t header;
+    uint64_t fat;
+    std::memcpy(&header, b + 6, 2);
+    std::memcpy(&fat, b + 8, 8);
+    n = header + fat;
+  } else {
+    n = std::strlen(b);
+  }
+  const std::string_view bytes(b, n);
+  std::vector<const FakeKernel*> out;
+  for (const FakeKernel& k : all_fake_kernels()) {
+    for (const std::string& mark : {std::string(".text.") + k.name, std::string(".entry ") + k.name}) {
+      bool found = false;
+      for (size_t at = bytes.find(mark); at != std::string_view::npos; at = bytes.find(mark, at + 1)) {
+        const size_t end = at + mark.size();
+        const char next = end < bytes.size() ? bytes[end] : '\0';
+        if (!std::isalnum(static_cast<unsigned char>(next)) && next != '_' && next != '$') {
+          found = true;
+          break;
+        }
+      }
+      if (found) {
+        out.push_back(&k);
+        break;
+      }
+    }
+  }
+  return out;
+}
 CUresult f_mod_load(CUmodule* m, const void* image) {
   // The executor's own test images, or real fatbins (nvcc's, as the CUDA test programs ship them).
   uint32_t magic;
@@ -946,7 +986,7 @@ CUresult f_mod_load(CUmodule* m, const void* image) {
   for (const auto& [h, mod] : gpu().modules) taken.insert(mod.data);
   uint64_t data = kModuleHeap;
   while (taken.contains(data)) data += kModuleSlot;
-  gpu().modules[*m] = FakeModule{t_ctx, {}, data};
+  gpu().modules[*m] = FakeModule{t_ctx, {}, data, kernels_named_in(image, magic == 0xBA55ED50u)};
   return CUDA_SUCCESS;
 }
 CUresult f_mod_unload(CUmodule m) {
@@ -981,6 +1021,35 @@ CUresult f_get_function(CUfunction* f, CUmodule m, const char* name) {
   fn.attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = std::max(0, dev_attr(8, 49152) - k->shared_bytes);
   fn.attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
   g.functions[*f] = fn;
+  return CUDA_SUCCESS;
+}
+CUresult f_function_count(unsigned* count, CUmodule m) {
+  std::lock_guard l(gpu().mu);
+  auto it = gpu().modules.find(m);
+  if (it == gpu().modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = static_cast<unsigned>(it->second.kernels.size());
+  return CUDA_SUCCESS;
+}
+CUresult f_get_function(CUfunction* f, CUmodule m, const char* name);
+CUresult f_enumerate_functions(CUfunction* fns, unsigned n, CUmodule m) {
+  std::vector<const FakeKernel*> kernels;
+  {
+    std::lock_guard l(gpu().mu);
+    auto it = gpu().modules.find(m);
+    if (it == gpu().modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+    if (!fns) return CUDA_ERROR_INVALID_VALUE;
+    kernels = it->second.kernels;
+  }
+  for (size_t i = 0; i < kernels.size() && i < n; ++i)
+    if (CUresult e = f_get_function(&fns[i], m, kernels[i]->name); e != CUDA_SUCCESS) return e;
+  return CUDA_SUCCESS;
+}
+CUresult f_func_name(const char** name, CUfunction f) {
+  std::lock_guard l(gpu().mu);
+  const FakeFunction* fn = function_of(f);
+  if (!name || !fn) return CUDA_ERROR_INVALID_VALUE;
+  *name = fn->kernel->name;
   return CUDA_SUCCESS;
 }
 CUresult f_param_info(CUfunction f, size_t i, size_t* off, size_t* size) {
@@ -1712,6 +1781,9 @@ CUresult f_stream_wait_event(CUstream s, CUevent e, unsigned flags) {
       st->capture = ev.capture;
       st->capture_origin = false;
       st->frontier = ev.capture_nodes;
+      for_capture_streams(ev.capture, [&](FakeStream& o) {  // the capture's id, as its origin's
+        if (o.capture_origin) st->capture_id = o.capture_id;
+      });
     } else if (st->capture == ev.capture) {
       for (CUgraphNode n : ev.capture_nodes)
         if (std::find(st->frontier.begin(), st->frontier.end(), n) == st->frontier.end()) st->frontier.push_back(n);
@@ -2284,6 +2356,28 @@ CUresult f_capture_info(CUstream s, int* status, unsigned long long* id, CUgraph
   if (deps) *deps = st->frontier.data();
   if (edges) *edges = nullptr;
   if (count) *count = st->frontier.size();
+  return CUDA_SUCCESS;
+}
+// flags: CU_STREAM_ADD_CAPTURE_DEPENDENCIES (0) or CU_STREAM_SET_CAPTURE_DEPENDENCIES (1); the
+// nodes must be of the capture's graph (plain edges only: the executor has no ports).
+CUresult f_update_capture_deps(CUstream s, CUgraphNode* deps, const CUgraphEdgeData* edges, size_t count,
+                               unsigned flags) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  FakeStream* st = stream_for_work(s);
+  if (!st) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags > 1 || (count && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  if (!st->capture_status) return CUDA_ERROR_ILLEGAL_STATE;
+  if (st->capture_status == 2) return 901;  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+  for (size_t i = 0; i < count; ++i) {
+    auto n = g.nodes.find(deps[i]);
+    if (n == g.nodes.end() || n->second.graph != st->capture) return CUDA_ERROR_INVALID_VALUE;
+    if (edges && (edges[i].from_port || edges[i].to_port || edges[i].type)) return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (flags == 1) st->frontier.clear();
+  for (size_t i = 0; i < count; ++i)
+    if (std::find(st->frontier.begin(), st->frontier.end(), deps[i]) == st->frontier.end())
+      st->frontier.push_back(deps[i]);
   return CUDA_SUCCESS;
 }
 CUresult f_exchange_capture_mode(int* mode) {
@@ -3099,6 +3193,10 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuModuleUnload = f_mod_unload;
   api.cuModuleGetFunction = f_get_function;
   api.cuFuncGetParamInfo = f_param_info;
+  api.cuModuleGetFunctionCount = f_function_count;
+  api.cuModuleEnumerateFunctions = f_enumerate_functions;
+  api.cuFuncGetName = f_func_name;
+  api.cuStreamUpdateCaptureDependencies_v2 = f_update_capture_deps;
   api.cuLaunchKernel = f_launch;
   api.cuLaunchCooperativeKernel = f_launch_cooperative;
   api.cuLaunchKernelEx = f_launch_ex;

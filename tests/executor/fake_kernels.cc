@@ -696,6 +696,8 @@ bool device_printf(const FakeLaunch& launch, const char* format, ...) {
   return true;
 }
 
+std::span<const FakeKernel> all_fake_kernels() { return kKernels; }
+
 const FakeKernel* find_fake_kernel(const char* name) {
   for (const auto& k : kKernels)
     if (std::strcmp(k.name, name) == 0) return &k;

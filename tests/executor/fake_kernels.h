@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,8 @@ struct FakeKernel {
 
 // The kernel named `name`, or nullptr.
 const FakeKernel* find_fake_kernel(const char* name);
+// Every kernel the executor knows.
+std::span<const FakeKernel> all_fake_kernels();
 
 // A module variable of the test programs: every module the executor loads has each of
 // these (storage made on first use), with its initial bytes (zeros where `init` is

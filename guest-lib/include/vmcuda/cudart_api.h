@@ -366,6 +366,35 @@ VMCUDA_CUDART_API cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const
                                                         const size_t* sizes, size_t count,
                                                         struct cudaMemcpyAttributes* attrs, size_t* attrsIdxs,
                                                         size_t numAttrs, cudaStream_t stream);
+// rt3 (calls.def 0x1d00): 3D peer and batched 3D copies, array queries, library kernel
+// enumeration, capture dependencies.
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms* p);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp* opList,
+                                                     unsigned long long flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp* opList,
+                                                          unsigned long long flags, cudaStream_t stream);
+VMCUDA_CUDART_API cudaError_t cudaArrayGetPlane(cudaArray_t* pPlaneArray, cudaArray_t hArray, unsigned int planeIdx);
+VMCUDA_CUDART_API cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements* memoryRequirements,
+                                                             cudaArray_t array, int device);
+VMCUDA_CUDART_API cudaError_t cudaMipmappedArrayGetMemoryRequirements(
+    struct cudaArrayMemoryRequirements* memoryRequirements, cudaMipmappedArray_t mipmap, int device);
+VMCUDA_CUDART_API cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties* sparseProperties,
+                                                           cudaArray_t array);
+VMCUDA_CUDART_API cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties* sparseProperties,
+                                                                    cudaMipmappedArray_t mipmap);
+VMCUDA_CUDART_API cudaError_t cudaLibraryGetKernelCount(unsigned int* count, cudaLibrary_t lib);
+VMCUDA_CUDART_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t* kernels, unsigned int numKernels,
+                                                          cudaLibrary_t lib);
+VMCUDA_CUDART_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* dependencies,
+                                                                  const struct cudaGraphEdgeData* dependencyData,
+                                                                  size_t numDependencies, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream,
+                                                                       cudaGraphNode_t* dependencies,
+                                                                       const struct cudaGraphEdgeData* dependencyData,
+                                                                       size_t numDependencies, unsigned int flags);
 // The per-thread default stream's synchronous forms (nvcc --default-stream per-thread; not
 // declared by cuda_runtime_api.h without its renaming) and the array copies' async forms.
 VMCUDA_CUDART_API cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
@@ -651,6 +680,17 @@ VMCUDA_CUDART_END
   X(cudaMemGetMemPool)                       \
   X(cudaMemSetMemPool)                       \
   X(cudaMemcpyBatchAsync)                    \
+  X(cudaMemcpy3DPeer)                        \
+  X(cudaMemcpy3DPeerAsync)                   \
+  X(cudaMemcpy3DBatchAsync)                  \
+  X(cudaArrayGetPlane)                       \
+  X(cudaArrayGetMemoryRequirements)          \
+  X(cudaMipmappedArrayGetMemoryRequirements) \
+  X(cudaArrayGetSparseProperties)            \
+  X(cudaMipmappedArrayGetSparseProperties)   \
+  X(cudaLibraryGetKernelCount)               \
+  X(cudaLibraryEnumerateKernels)             \
+  X(cudaStreamUpdateCaptureDependencies)     \
   X(cudaGetErrorString)                      \
   X(cudaGetErrorName)                        \
   X(cudaGetLastError)                        \

@@ -138,6 +138,38 @@ struct cudaMemcpy3DParms {
 };
 static_assert(sizeof(cudaMemcpy3DParms) == 160 && offsetof(cudaMemcpy3DParms, dstArray) == 64 &&
               offsetof(cudaMemcpy3DParms, extent) == 128 && offsetof(cudaMemcpy3DParms, kind) == 152);
+struct cudaMemcpy3DPeerParms {
+  cudaArray_t srcArray;
+  struct cudaPos srcPos;
+  struct cudaPitchedPtr srcPtr;
+  int srcDevice;
+  cudaArray_t dstArray;
+  struct cudaPos dstPos;
+  struct cudaPitchedPtr dstPtr;
+  int dstDevice;
+  struct cudaExtent extent;
+};
+static_assert(sizeof(cudaMemcpy3DPeerParms) == 168 && offsetof(cudaMemcpy3DPeerParms, dstArray) == 72 &&
+              offsetof(cudaMemcpy3DPeerParms, extent) == 144);
+// Sparse arrays and arrays of deferred mapping (driver_types.h): never made by vmcuda.
+struct cudaArraySparseProperties {
+  struct {
+    unsigned int width;
+    unsigned int height;
+    unsigned int depth;
+  } tileExtent;
+  unsigned int miptailFirstLevel;
+  unsigned long long miptailSize;
+  unsigned int flags;
+  unsigned int reserved[4];
+};
+static_assert(sizeof(cudaArraySparseProperties) == 48);
+struct cudaArrayMemoryRequirements {
+  size_t size;
+  size_t alignment;
+  unsigned int reserved[4];
+};
+static_assert(sizeof(cudaArrayMemoryRequirements) == 32);
 
 /// driver_types.h, texture_types.h, surface_types.h: resources, texture and surface objects
 /// (arrays.cc).
@@ -445,6 +477,41 @@ struct cudaMemcpyAttributes {
   unsigned int flags;
 };
 static_assert(sizeof(cudaMemcpyAttributes) == 24);
+// cudaMemcpy3DBatchAsync's operations (CUDA 12.8).
+enum cudaMemcpy3DOperandType {
+  cudaMemcpyOperandTypePointer = 0x1,
+  cudaMemcpyOperandTypeArray = 0x2,
+  cudaMemcpyOperandTypeMax = 0x7FFFFFFF
+};
+struct cudaOffset3D {
+  size_t x;
+  size_t y;
+  size_t z;
+};
+struct cudaMemcpy3DOperand {
+  enum cudaMemcpy3DOperandType type;
+  union {
+    struct {
+      void* ptr;
+      size_t rowLength;
+      size_t layerHeight;
+      struct cudaMemLocation locHint;
+    } ptr;
+    struct {
+      cudaArray_t array;
+      struct cudaOffset3D offset;
+    } array;
+  } op;
+};
+static_assert(sizeof(cudaMemcpy3DOperand) == 40 && offsetof(cudaMemcpy3DOperand, op) == 8);
+struct cudaMemcpy3DBatchOp {
+  struct cudaMemcpy3DOperand src;
+  struct cudaMemcpy3DOperand dst;
+  struct cudaExtent extent;
+  enum cudaMemcpySrcAccessOrder srcAccessOrder;
+  unsigned int flags;
+};
+static_assert(sizeof(cudaMemcpy3DBatchOp) == 112 && offsetof(cudaMemcpy3DBatchOp, srcAccessOrder) == 104);
 
 /// cudaGetDriverEntryPoint's answer (driver_types.h; == CUdriverProcAddressQueryResult).
 enum cudaDriverEntryPointQueryResult {

@@ -809,6 +809,26 @@ static_assert(sizeof(TextureViewArgs) == 160);
 struct FlushRdmaArgs { uint32_t target; uint32_t scope; };
 static_assert(sizeof(FlushRdmaArgs) == 8);
 
+// ---- rt3 (calls.def 0x1d00)
+// cudaStreamGetCaptureInfo's graph and dependencies of a capture in progress: the graph gets
+// the guest's handle `graph` unless it has one (a capture into the program's graph, or one
+// asked before); the reply's trailing bytes are min(count, capacity) node handles, then (when
+// `edges` is 1) as many CUgraphEdgeData (8 bytes each).
+struct CaptureGraphArgs { uint64_t stream; uint64_t graph; uint32_t capacity; uint32_t pad; };
+static_assert(sizeof(CaptureGraphArgs) == 24);
+struct CaptureGraphReply { uint32_t status; uint32_t edges; uint64_t id; uint64_t graph; uint64_t count; };
+static_assert(sizeof(CaptureGraphReply) == 32);
+// cudaStreamUpdateCaptureDependencies: `count` node handles of the capture's graph at the
+// tail's start, then (edges 1) their CUgraphEdgeData; flags cudaStreamAdd/SetCaptureDependencies.
+struct CaptureDepsArgs { uint64_t stream; uint32_t count; uint32_t flags; uint32_t edges; uint32_t pad; };
+static_assert(sizeof(CaptureDepsArgs) == 24);
+// cuLibraryGetKernelCount / EnumerateKernels: the kernels of a host module, as `count` names
+// (each NUL-terminated) in the reply's trailing bytes, `bytes` long; 0 trailing bytes when
+// they do not fit the reply area (ask again with `bytes`).
+struct KernelNamesReply { uint32_t count; uint32_t bytes; };
+static_assert(sizeof(KernelNamesReply) == 8);
+inline constexpr uint32_t kMaxKernelNameBytes = 1u << 20;  // a module's names, all together
+
 }  // namespace vmcuda::api
 
 // NVIDIA's libraries at their own API (issue 12 point 3): generated from NVIDIA's headers at
