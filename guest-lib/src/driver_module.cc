@@ -666,7 +666,7 @@ CU_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
 // handle for a name each time).
 CU_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels, CUlibrary lib) {
   if (CUresult e = enter_driver_call()) return e;
-  if (!kernels || numKernels == 0) return cu::kInvalidValue;
+  if (!kernels) return cu::kInvalidValue;
   std::vector<std::string> names;
   if (CUresult e = library_kernel_names(lib, &names)) return e;
   const size_t n = std::min<size_t>(names.size(), numKernels);

@@ -211,7 +211,7 @@ TEST_F(GuestRuntimeExt, Memcpy3DBatchAsync) {
   ASSERT_EQ(cudaMemset(dev, 0, W * H * D), cudaSuccess);
   cudaArray_t arr;
   const cudaChannelFormatDesc desc = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
-  ASSERT_EQ(cudaMalloc3DArray(&arr, &desc, extent(W, H, D)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc3DArray(&arr, &desc, extent(W, H, D), 0), cudaSuccess);
   void* back = nullptr;
   ASSERT_EQ(cudaMalloc(&back, W * H * D), cudaSuccess);
 
@@ -276,9 +276,9 @@ TEST_F(GuestRuntimeExt, Memcpy3DBatchAsync) {
 TEST_F(GuestRuntimeExt, ArrayQueriesOfDenseArrays) {
   cudaArray_t arr;
   const cudaChannelFormatDesc desc = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindFloat);
-  ASSERT_EQ(cudaMallocArray(&arr, &desc, 16, 16), cudaSuccess);
+  ASSERT_EQ(cudaMallocArray(&arr, &desc, 16, 16, 0), cudaSuccess);
   cudaMipmappedArray_t mip;
-  ASSERT_EQ(cudaMallocMipmappedArray(&mip, &desc, extent(16, 16, 0), 3), cudaSuccess);
+  ASSERT_EQ(cudaMallocMipmappedArray(&mip, &desc, extent(16, 16, 0), 3, 0), cudaSuccess);
   cudaArraySparseProperties sp{};
   cudaArrayMemoryRequirements mr{};
   EXPECT_EQ(cudaArrayGetSparseProperties(&sp, arr), cudaErrorInvalidValue);
