@@ -290,7 +290,7 @@ TEST_F(GuestRuntimeExt, ArrayQueriesOfDenseArrays) {
   EXPECT_EQ(cudaArrayGetPlane(&plane, arr, 0), cudaErrorInvalidValue);
   EXPECT_EQ(cudaArrayGetSparseProperties(nullptr, arr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaArrayGetSparseProperties(&sp, reinterpret_cast<cudaArray_t>(&sp)), cudaErrorInvalidResourceHandle);
-  EXPECT_EQ(cudaMipmappedArrayGetMemoryRequirements(&mr, reinterpret_cast<cudaMipmappedArray_t>(arr), 0),
+  EXPECT_EQ(cudaMipmappedArrayGetMemoryRequirements(&mr, reinterpret_cast<cudaMipmappedArray_t>(&mr), 0),
             cudaErrorInvalidResourceHandle);
   // Sparse arrays are not made at all.
   cudaArray_t sparse;
