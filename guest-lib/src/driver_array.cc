@@ -457,6 +457,35 @@ CU_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D_st* c, CUstream s) {
   return copy_3d_driver(c, true, per_thread(s));
 }
 
+// cuMemcpy3DPeer[Async]: CUDA_MEMCPY3D_PEER is CUDA_MEMCPY3D with the source's and the
+// destination's contexts where CUDA_MEMCPY3D has reserved0 and reserved1 (NULL: the current
+// one). Contexts of one device: cuMemcpy3D; of two: the runtime's cudaMemcpy3DPeer.
+extern "C" CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx);
+namespace {
+CUresult copy_3d_peer_driver(const CUDA_MEMCPY3D_st* c, bool async, CUstream s) {
+  VMCUDA_ENTER(enter_context_call());
+  if (!c) return cu::kInvalidValue;
+  CUdevice src_dev = 0, dst_dev = 0;
+  VMCUDA_ENTER(cuCtxGetDevice_v2(&src_dev, static_cast<CUcontext>(c->reserved0)));
+  VMCUDA_ENTER(cuCtxGetDevice_v2(&dst_dev, static_cast<CUcontext>(c->reserved1)));
+  CUDA_MEMCPY3D_st plain = *c;
+  plain.reserved0 = plain.reserved1 = nullptr;
+  if (src_dev == dst_dev) return copy_3d_driver(&plain, async, s);
+  cudaMemcpy3DParms p{};
+  VMCUDA_ENTER(runtime_copy(&plain, &p));
+  const cudaMemcpy3DPeerParms q{p.srcArray, p.srcPos, p.srcPtr, src_dev, p.dstArray, p.dstPos, p.dstPtr, dst_dev,
+                                p.extent};
+  KeepRuntimeLastError keep;
+  return to_cu_result(async ? cudaMemcpy3DPeerAsync(&q, s) : cudaMemcpy3DPeer(&q));
+}
+}  // namespace
+CU_API CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_st* c) { return copy_3d_peer_driver(c, false, nullptr); }
+CU_API CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_st* c) { return copy_3d_peer_driver(c, false, nullptr); }
+CU_API CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_st* c, CUstream s) { return copy_3d_peer_driver(c, true, s); }
+CU_API CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_st* c, CUstream s) {
+  return copy_3d_peer_driver(c, true, per_thread(s));
+}
+
 // ------------------------------------------------------------------ texture and surface objects
 
 namespace {

@@ -1,11 +1,12 @@
-// cuLibraryGetKernelCount / cuLibraryEnumerateKernels (calls.def 0x1d02, ModuleKernelNames): the
-// built libcuda.so.1, loaded with dlopen, against vmcuda-stub in this process on the test
-// executor, whose modules hold the executor's kernels their image names.
+// cuLibraryGetKernelCount / cuLibraryEnumerateKernels (calls.def 0x1d02, ModuleKernelNames) and
+// cuMemcpy3DPeer: the built libcuda.so.1, loaded with dlopen, against vmcuda-stub in this process
+// on the test executor, whose modules hold the executor's kernels their image names.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,61 @@ TEST(GuestLibraryKernels, CountAndEnumerate) {
   EXPECT_EQ(enumerate(one, 1, &count), 400);
   ASSERT_EQ(fn<Result (*)(Handle)>("cuLibraryUnload")(lib), 0);
   EXPECT_EQ(count_of(&count, lib), 400);
+
+  // cuMemcpy3DPeer between contexts of one device (NULL: the current one): a 3D copy.
+  struct Memcpy3DPeer {  // cuda.h's CUDA_MEMCPY3D_PEER
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    int srcMemoryType;
+    const void* srcHost;
+    unsigned long long srcDevice;
+    void* srcArray;
+    Handle srcContext;
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    int dstMemoryType;
+    void* dstHost;
+    unsigned long long dstDevice;
+    void* dstArray;
+    Handle dstContext;
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+  };
+  static_assert(sizeof(Memcpy3DPeer) == 200);
+  auto alloc = fn<Result (*)(unsigned long long*, size_t)>("cuMemAlloc_v2");
+  auto htod = fn<Result (*)(unsigned long long, const void*, size_t)>("cuMemcpyHtoD_v2");
+  auto dtoh = fn<Result (*)(void*, unsigned long long, size_t)>("cuMemcpyDtoH_v2");
+  auto peer = fn<Result (*)(const Memcpy3DPeer*)>("cuMemcpy3DPeer");
+  unsigned long long a = 0, b = 0;
+  ASSERT_EQ(alloc(&a, 64), 0);
+  ASSERT_EQ(alloc(&b, 64), 0);
+  unsigned char in[64], out[64];
+  for (int i = 0; i < 64; ++i) in[i] = static_cast<unsigned char>(i);
+  ASSERT_EQ(htod(a, in, 64), 0);
+  std::memset(out, 0, sizeof out);
+  ASSERT_EQ(htod(b, out, 64), 0);
+  Memcpy3DPeer p{};
+  p.srcMemoryType = p.dstMemoryType = 2;  // CU_MEMORYTYPE_DEVICE
+  p.srcDevice = a;
+  p.dstDevice = b;
+  p.srcXInBytes = 2;
+  p.srcY = 1;
+  p.srcPitch = p.dstPitch = 8;
+  p.srcHeight = p.dstHeight = 4;
+  p.srcContext = primary;
+  p.WidthInBytes = 4;
+  p.Height = 2;
+  p.Depth = 2;
+  ASSERT_EQ(peer(&p), 0);
+  ASSERT_EQ(dtoh(out, b, 64), 0);
+  for (int z = 0; z < 2; ++z)
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 8; ++x) {
+        const int want = y < 2 && x < 4 ? in[z * 32 + (y + 1) * 8 + x + 2] : 0;
+        EXPECT_EQ(out[z * 32 + y * 8 + x], want) << x << "," << y << "," << z;
+      }
+  p.dstContext = &count;  // not a context
+  EXPECT_EQ(peer(&p), 201);  // CUDA_ERROR_INVALID_CONTEXT
+  EXPECT_EQ(peer(nullptr), 1);
 
   // An image without kernels: none.
   const std::string empty = std::string(tst::kFakeModuleMagic) + "\n";
