@@ -486,6 +486,53 @@ CU_API CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_st* c, CUstream s) 
   return copy_3d_peer_driver(c, true, per_thread(s));
 }
 
+// Batched copies (CUDA 12.8): the runtime's (same structs: CUmemcpyAttributes is
+// cudaMemcpyAttributes, CUDA_MEMCPY3D_BATCH_OP cudaMemcpy3DBatchOp, a CUdeviceptr a pointer).
+// The 12.8 forms' failIdx: the whole batch is checked before any copy, so a failure is never one
+// copy's: ~0, as CUDA says for an error not specific to a copy.
+namespace {
+CUresult fail_index(CUresult e, size_t* fail_idx) {
+  if (e != cu::kSuccess && fail_idx) *fail_idx = ~size_t{0};
+  return e;
+}
+}  // namespace
+CU_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                      cudaMemcpyAttributes* attrs, size_t* idxs, size_t n, CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemcpyBatchAsync(reinterpret_cast<void* const*>(dsts),
+                                                reinterpret_cast<const void* const*>(srcs), sizes, count, attrs,
+                                                idxs, n, s));
+}
+CU_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                           cudaMemcpyAttributes* attrs, size_t* idxs, size_t n, CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemcpyBatchAsync_ptsz(reinterpret_cast<void* const*>(dsts),
+                                                     reinterpret_cast<const void* const*>(srcs), sizes, count, attrs,
+                                                     idxs, n, s));
+}
+CU_API CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                   cudaMemcpyAttributes* attrs, size_t* idxs, size_t n, size_t* fail_idx, CUstream s) {
+  return fail_index(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, count, attrs, idxs, n, s), fail_idx);
+}
+CU_API CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                                        cudaMemcpyAttributes* attrs, size_t* idxs, size_t n, size_t* fail_idx,
+                                        CUstream s) {
+  return fail_index(cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, count, attrs, idxs, n, s), fail_idx);
+}
+CU_API CUresult cuMemcpy3DBatchAsync_v2(size_t n, cudaMemcpy3DBatchOp* ops, unsigned long long flags, CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemcpy3DBatchAsync(n, ops, flags, s));
+}
+CU_API CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t n, cudaMemcpy3DBatchOp* ops, unsigned long long flags,
+                                             CUstream s) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaMemcpy3DBatchAsync_ptsz(n, ops, flags, s));
+}
+CU_API CUresult cuMemcpy3DBatchAsync(size_t n, cudaMemcpy3DBatchOp* ops, size_t* fail_idx, unsigned long long flags,
+                                     CUstream s) {
+  return fail_index(cuMemcpy3DBatchAsync_v2(n, ops, flags, s), fail_idx);
+}
+CU_API CUresult cuMemcpy3DBatchAsync_ptsz(size_t n, cudaMemcpy3DBatchOp* ops, size_t* fail_idx,
+                                          unsigned long long flags, CUstream s) {
+  return fail_index(cuMemcpy3DBatchAsync_v2_ptsz(n, ops, flags, s), fail_idx);
+}
+
 // ------------------------------------------------------------------ texture and surface objects
 
 namespace {

@@ -1,5 +1,5 @@
-// cuLibraryGetKernelCount / cuLibraryEnumerateKernels (calls.def 0x1d02, ModuleKernelNames) and
-// cuMemcpy3DPeer: the built libcuda.so.1, loaded with dlopen, against vmcuda-stub in this process
+// cuLibraryGetKernelCount / cuLibraryEnumerateKernels (calls.def 0x1d02, ModuleKernelNames),
+// cuMemcpy3DPeer and cuMemcpyBatchAsync: the built libcuda.so.1, loaded with dlopen, against vmcuda-stub in this process
 // on the test executor, whose modules hold the executor's kernels their image names.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -118,6 +118,29 @@ TEST(GuestLibraryKernels, CountAndEnumerate) {
         const int want = y < 2 && x < 4 ? in[z * 32 + (y + 1) * 8 + x + 2] : 0;
         EXPECT_EQ(out[z * 32 + y * 8 + x], want) << x << "," << y << "," << z;
       }
+  // Batched copies through the driver: a -> b whole, then b's first 8 bytes -> a's last 8.
+  Handle stream = nullptr;
+  ASSERT_EQ(fn<Result (*)(Handle*, unsigned)>("cuStreamCreate")(&stream, 1), 0);
+  struct Attr {  // CUmemcpyAttributes
+    int order;
+    int src_loc[2], dst_loc[2];
+    unsigned flags;
+  } attr{1 /* stream order */, {}, {}, 0};
+  static_assert(sizeof(Attr) == 24);
+  unsigned long long dsts[] = {b, a + 56}, srcs[] = {a, b};
+  size_t sizes[] = {64, 8}, idx = 0, fail = 5;
+  auto batch = fn<Result (*)(unsigned long long*, unsigned long long*, size_t*, size_t, Attr*, size_t*, size_t,
+                             size_t*, Handle)>("cuMemcpyBatchAsync");
+  ASSERT_EQ(batch(dsts, srcs, sizes, 1, &attr, &idx, 1, &fail, stream), 0);
+  ASSERT_EQ(batch(dsts + 1, srcs + 1, sizes + 1, 1, &attr, &idx, 1, &fail, stream), 0);
+  EXPECT_EQ(fail, 5u);  // untouched on success
+  ASSERT_EQ(fn<Result (*)(Handle)>("cuStreamSynchronize")(stream), 0);
+  ASSERT_EQ(dtoh(out, a, 64), 0);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], i < 56 ? in[i] : in[i - 56]) << i;
+  EXPECT_EQ(batch(dsts, srcs, sizes, 1, &attr, &idx, 1, &fail, nullptr), 1);  // the legacy stream
+  EXPECT_EQ(fail, ~size_t{0});
+  ASSERT_EQ(fn<Result (*)(Handle)>("cuStreamDestroy_v2")(stream), 0);
+
   p.dstContext = &count;  // not a context
   EXPECT_EQ(peer(&p), 201);  // CUDA_ERROR_INVALID_CONTEXT
   EXPECT_EQ(peer(nullptr), 1);
