@@ -16,7 +16,8 @@ namespace {
 
 using vmcuda::guest::Remote;
 
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new vmcuda::host::test::GuestStubEnvironment({0}));
+// Two devices, for 3D peer copies between them.
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new vmcuda::host::test::GuestStubEnvironment({0, 1}));
 
 class GuestRuntimeExt : public ::testing::Test {
  protected:
@@ -186,7 +187,7 @@ TEST_F(GuestRuntimeExt, Memcpy3DPeerOnOneDevice) {
   EXPECT_EQ(read_back(b.ptr, 1)[0], src[16 + 4]);
   // Errors: no parameters, a device that is not one of the VM's, host memory.
   EXPECT_EQ(cudaMemcpy3DPeer(nullptr), cudaErrorInvalidValue);
-  p.dstDevice = 1;
+  p.dstDevice = 2;
   EXPECT_EQ(cudaMemcpy3DPeer(&p), cudaErrorInvalidDevice);
   p.dstDevice = -1;
   EXPECT_EQ(cudaMemcpy3DPeerAsync(&p, s), cudaErrorInvalidDevice);
@@ -196,6 +197,71 @@ TEST_F(GuestRuntimeExt, Memcpy3DPeerOnOneDevice) {
   ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
   ASSERT_EQ(cudaFree(a.ptr), cudaSuccess);
   ASSERT_EQ(cudaFree(b.ptr), cudaSuccess);
+}
+
+// Between two devices: the region's rows as peer copies (queued, synchronous form and async).
+TEST_F(GuestRuntimeExt, Memcpy3DPeerBetweenTwoDevices) {
+  const cudaExtent whole = extent(16, 4, 2);
+  cudaPitchedPtr a, b;
+  ASSERT_EQ(cudaMalloc3D(&a, whole), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMalloc3D(&b, whole), cudaSuccess);
+  ASSERT_EQ(cudaMemset3D(b, 0, whole), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::vector<unsigned char> src(16 * 4 * 2), got(src.size());
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(200 - i);
+  cudaMemcpy3DParms up{};
+  up.srcPtr = pitched(src.data(), 16, 16, 4);
+  up.dstPtr = a;
+  up.extent = whole;
+  up.kind = cudaMemcpyHostToDevice;
+  ASSERT_EQ(cudaMemcpy3D(&up), cudaSuccess);
+  cudaMemcpy3DPeerParms p{};
+  p.srcPtr = a;
+  p.srcPos = pos(1, 0, 0);
+  p.srcDevice = 0;
+  p.dstPtr = b;
+  p.dstPos = pos(0, 1, 1);
+  p.dstDevice = 1;
+  p.extent = extent(10, 3, 1);
+  ASSERT_EQ(cudaMemcpy3DPeer(&p), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy3DParms down{};
+  down.srcPtr = b;
+  down.dstPtr = pitched(got.data(), 16, 16, 4);
+  down.extent = whole;
+  down.kind = cudaMemcpyDeviceToHost;
+  ASSERT_EQ(cudaMemcpy3D(&down), cudaSuccess);
+  for (size_t z = 0; z < 2; ++z)
+    for (size_t y = 0; y < 4; ++y)
+      for (size_t x = 0; x < 16; ++x) {
+        const bool in = z == 1 && y >= 1 && x < 10;
+        EXPECT_EQ(got[z * 64 + y * 16 + x], in ? src[(y - 1) * 16 + x + 1] : 0) << x << "," << y << "," << z;
+      }
+  // Async on a stream of device 1: the whole volume.
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  p.srcPos = pos(0, 0, 0);
+  p.dstPos = pos(0, 0, 0);
+  p.extent = whole;
+  ASSERT_EQ(cudaMemcpy3DPeerAsync(&p, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy3D(&down), cudaSuccess);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], src[i]) << i;
+  // Arrays between two devices are not offered.
+  cudaArray_t arr;
+  const cudaChannelFormatDesc desc = cudaCreateChannelDesc(8, 0, 0, 0, cudaChannelFormatKindUnsigned);
+  ASSERT_EQ(cudaMallocArray(&arr, &desc, 16, 4, 0), cudaSuccess);
+  p.dstPtr = {};
+  p.dstArray = arr;
+  p.extent = extent(16, 4, 1);
+  EXPECT_EQ(cudaMemcpy3DPeer(&p), cudaErrorNotSupported);
+  ASSERT_EQ(cudaFreeArray(arr), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  ASSERT_EQ(cudaFree(b.ptr), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaFree(a.ptr), cudaSuccess);
 }
 
 // A batch of 3D copies: pageable host memory to device memory with a row length, device to an
