@@ -61,8 +61,10 @@ enum class ObjectKind : uint8_t {
   CufftPlan,         // handle: guest cuFFT plan handle (parent: the context; host-stub/src/cufft.cc)
   CurandGenerator,   // handle: guest cuRAND generator handle (parent: the context; host-stub/src/curand.cc)
   Cudnn,             // handle: guest cuDNN handle or backend descriptor (parent: the context; host-stub/src/cudnn.cc)
+  Cusparse,          // handle: guest cuSPARSE handle or descriptor (parent: the context; host-stub/src/cusparse.cc)
+  Cusolver,          // handle: guest cuSOLVER handle or parameters (parent: the context; host-stub/src/cusolver.cc)
 };
-inline constexpr unsigned kObjectKinds = 29;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 31;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -258,6 +260,16 @@ struct CudnnObject {
   std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
 };
 
+// A cuSPARSE or cuSOLVER object of the real library (nvobj.h): a handle (type 0) or a
+// descriptor / parameters object (the library's other types, api/libs/LIB.calls). Not carried
+// by a suspend (refused while any exists).
+struct NvobjObject {
+  void* ptr = nullptr;       // the library's object
+  int32_t type = 0;          // 0: the handle
+  int32_t pointer_mode = 0;  // handles: cuSPARSE's pointer mode (1: scalars are device pointers)
+  uint64_t stream = 0;       // handles: the guest stream set (0: the default stream)
+};
+
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,
 // cuMemRetainAllocationHandle; cuMemRelease drops one) or a mapping of it exists, as the
@@ -294,7 +306,7 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
                                 VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject,
-                                CufftPlanObject, CurandGeneratorObject, CudnnObject>;
+                                CufftPlanObject, CurandGeneratorObject, CudnnObject, NvobjObject>;
 
 struct Object {
   ObjectId id = 0;

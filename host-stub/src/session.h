@@ -85,6 +85,9 @@ struct StubLimits {
   // Host memory NVIDIA's cuBLAS and cuBLASLt add to a worker once loaded (VMCUDA_BLAS_HOST_BYTES),
   // charged with its first handle of either; 0: none (clients that are threads of the stub).
   uint64_t blas_host_bytes = 0;
+  // The same for NVIDIA's cuSPARSE and cuSOLVER (VMCUDA_SPARSE_HOST_BYTES, VMCUDA_SOLVER_HOST_BYTES;
+  // guesses), charged with the first handle of each.
+  uint64_t sparse_host_bytes = 0, solver_host_bytes = 0;
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -309,6 +312,19 @@ class Session : public vmrpc::SlotService {
   CUresult cudnn_release(CudnnObject& o);
   // Why a suspend is refused now (empty: it is not): cuDNN objects are not carried yet.
   std::string cudnn_blocks_suspend() const;
+  // ---- cuSPARSE and cuSOLVER (cusparse.cc, cusolver.cc; the generated handlers use
+  // NvobjScope, nvobj.h). Destroys an object of the real library (teardown).
+  template <class Traits>
+  friend class NvobjScope;
+  friend struct CusparseTraits;
+  friend struct CusolverTraits;
+  CUresult cusparse_release(NvobjObject& o);
+  CUresult cusolver_release(NvobjObject& o);
+  bool sparse_host_charged_ = false, solver_host_charged_ = false;  // StubLimits::sparse/solver_host_bytes
+  bool charge_sparse_host();  // cusparse.cc, cusolver.cc: false when the VM's host memory bound has no room
+  bool charge_solver_host();
+  // Why a suspend is refused now (empty: it is not): their objects are not carried yet.
+  std::string nvobj_blocks_suspend() const;
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

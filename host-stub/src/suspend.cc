@@ -425,6 +425,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // cuDNN's handles and descriptors are not carried yet (cudnn.cc): refused while any exists.
   if (const std::string t = cudnn_blocks_suspend(); !t.empty()) return fail(t);
+  // Nor cuSPARSE's and cuSOLVER's (nvobj.cc).
+  if (const std::string t = nvobj_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -678,6 +680,9 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;  // never: refused while any exists (nvlib_block_suspend)
       case ObjectKind::Cudnn:
         break;  // never: refused while any exists (cudnn_blocks_suspend)
+      case ObjectKind::Cusparse:
+      case ObjectKind::Cusolver:
+        break;  // never: refused while any exists (nvobj_blocks_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -1003,6 +1008,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
     if (s.kind == ObjectKind::CurandGenerator) return bad("cuRAND generators are not carried by a suspend");
     if (s.kind == ObjectKind::Cudnn) return bad("cuDNN objects are not carried by a suspend");
+    if (s.kind == ObjectKind::Cusparse || s.kind == ObjectKind::Cusolver)
+      return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1393,6 +1400,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         return bad("cuRAND generators are not carried by a suspend");
       case ObjectKind::Cudnn:
         return bad("cuDNN objects are not carried by a suspend");
+      case ObjectKind::Cusparse:
+      case ObjectKind::Cusolver:
+        return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
