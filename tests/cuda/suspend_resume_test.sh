@@ -28,9 +28,10 @@ if [ ${#programs[@]} -eq 0 ]; then
     # only a suspend that lands while a stream capture is open is refused (below).
     # ipc and ipc_pool: a suspend is refused while a program holds IPC memory, events or pools
     # (host-stub/src/ipc.cc), leaving it running; cudnn_basic likewise while it holds cuDNN
-    # handles or descriptors (host-stub/src/cudnn.cc). Virtual memory objects and cuBLASLt objects
-    # (host-stub/src/cublaslt.cc) are carried.
-    case "$n" in fault|multi_gpu|ipc|ipc_pool|cudnn_basic) continue ;; esac
+    # handles or descriptors (host-stub/src/cudnn.cc), cusparse_cg and cusolver_basic while they
+    # hold cuSPARSE/cuSOLVER objects (host-stub/src/nvobj.cc). Virtual memory objects and cuBLASLt
+    # objects (host-stub/src/cublaslt.cc) are carried.
+    case "$n" in fault|multi_gpu|ipc|ipc_pool|cudnn_basic|cusparse_cg|cusolver_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
