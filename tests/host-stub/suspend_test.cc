@@ -657,6 +657,27 @@ TEST(Suspend, CurandGeneratorsRefuseTheSuspendUntilDestroyed) {
 }
 #endif
 
+#if defined(VMCUDA_WITH_CUSPARSE) && defined(VMCUDA_WITH_CUSOLVER)
+TEST(Suspend, CusparseAndCusolverObjectsRefuseTheSuspendUntilDestroyed) {
+  Stub stub;
+  Client c(stub);
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({0x7010}), 0);
+  ASSERT_EQ(c.call<api::Call::cusolverDnCreateParams>({0x7020}), 0);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("1 cuSPARSE handles or descriptors and 1 cuSOLVER"), std::string::npos) << r.error;
+  release(stub);
+  ASSERT_EQ(c.call<api::Call::cusparseDestroy>({0x7010}), 0);
+  ASSERT_EQ(c.call<api::Call::cusolverDnDestroyParams>({0x7020}), 0);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+}
+#endif
+
 TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
   const std::string path = ::testing::TempDir() + "vmcuda-suspend-tex-good.state";
   const std::string bad = ::testing::TempDir() + "vmcuda-suspend-tex-bad.state";
