@@ -159,8 +159,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     exports = [l.strip() for l in open(exports_path) if l.strip() and not l.startswith("#")]
     calls, local = read_calls(calls_path, lib["area"])
     note = header_note(headers + [calls_path, exports_path]).replace("gen-cublas.py", "gen-nvlib.py")
-    Lib, NS, n_exports = lib["Lib"], libname, len(exports)
-    ns_status, ns_value = lib["not_supported"]
+    Lib, NS = lib["Lib"], libname
 
     wire, defs, host_api, host_cc, guest_cc, replays = [], [], [], [], [], []
     for number, name, flags, roles in calls:
@@ -309,22 +308,10 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         g.append("}")
         guest_cc.append("\n".join(g))
 
-    # ---- guest stubs for every other export, the table, the forwarders, the map
     implemented = {c[1] for c in calls} | set(local)
     missing = implemented - set(exports)
     if missing:
         sys.exit(f"gen-nvlib.py: not exported by NVIDIA's {lib['soname']}: {sorted(missing)}")
-    stubs, decls, refs, fwd, mapn = [], [], [], [], []
-    for i, name in enumerate(exports):
-        if name in implemented:
-            decls.append(f"extern \"C\" void {name}(void);")
-        else:
-            stubs.append(f"extern \"C\" __attribute__((weak)) int {name}(void) {{ static std::atomic<bool> logged{{false}}; "
-                         f"vmcuda::guest::{NS}::unsupported(\"{name}\", logged); return {ns_value}; }}")
-        refs.append(f"    reinterpret_cast<void (*)(void)>(&{name}),")
-        fwd.append(f"VMCUDA_FORWARD({name}, {i})")
-        mapn.append(f"    {name};")
-
     nl = "\n"
     d = os.path.join(out, NS)
     write(os.path.join(d, f"vmcuda/api/{NS}_wire.h"), f"""// {note}
@@ -403,10 +390,31 @@ namespace api = vmcuda::api;
 
 {(nl + nl).join(guest_cc)}
 """)
+    write_library(d, NS, lib["soname"], note, exports, implemented, lib["not_supported"], version)
+
+
+def write_library(d, NS, soname, note, exports, implemented, not_supported, version):
+    """The guest library's side of the remoting (gen-nvlib.py's and gen-nvobj.py's): in folder d,
+    NS_table.cc (a weak stub logging once for each export not in `implemented`, the table
+    vmcuda's library forwards to), NS_forward.c (the IFUNC forwarders) and libNS.map (NVIDIA's
+    version node, named as the soname)."""
+    ns_status, ns_value = not_supported
+    n_exports = len(exports)
+    stubs, decls, refs, fwd, mapn = [], [], [], [], []
+    for i, name in enumerate(exports):
+        if name in implemented:
+            decls.append(f"extern \"C\" void {name}(void);")
+        else:
+            stubs.append(f"extern \"C\" __attribute__((weak)) int {name}(void) {{ static std::atomic<bool> logged{{false}}; "
+                         f"vmcuda::guest::{NS}::unsupported(\"{name}\", logged); return {ns_value}; }}")
+        refs.append(f"    reinterpret_cast<void (*)(void)>(&{name}),")
+        fwd.append(f"VMCUDA_FORWARD({name}, {i})")
+        mapn.append(f"    {name};")
+    nl = "\n"
     write(os.path.join(d, f"{NS}_table.cc"), f"""// {note}
-// A weak stub for each export of NVIDIA's {lib['soname']} that is neither generated ({NS}_guest.cc)
+// A weak stub for each export of NVIDIA's {soname} that is neither generated ({NS}_guest.cc)
 // nor hand-written (guest-lib/src/{NS}.cc), each answering {ns_status} ({ns_value}) and logging
-// its name once, and the table vmcuda's {lib['soname']} forwards to.
+// its name once, and the table vmcuda's {soname} forwards to.
 #include <atomic>
 
 #include "{NS}.h"
@@ -427,7 +435,7 @@ extern "C" __attribute__((visibility("default"))) void (*const __vmcuda_{NS}_tab
 extern "C" __attribute__((visibility("default"))) const unsigned __vmcuda_{NS}_table_size = {n_exports};
 """)
     write(os.path.join(d, f"{NS}_forward.c"), f"""/* {note}
-   Each export of vmcuda's {lib['soname']} is an IFUNC bound to its implementation in
+   Each export of vmcuda's {soname} is an IFUNC bound to its implementation in
    libcuda.so.1 (__vmcuda_{NS}_table, same order; libcuda.so.1 is its DT_NEEDED). */
 extern void (*const __vmcuda_{NS}_table[])(void);
 extern const unsigned __vmcuda_{NS}_table_size;
@@ -445,8 +453,8 @@ static void (*entry(unsigned i))(void) {{
 {nl.join(fwd)}
 """)
     write(os.path.join(d, f"lib{NS}.map"), f"""/* {note}
-   NVIDIA's {lib['soname']} gives every export the version node {lib['soname']}. */
-{lib['soname']} {{
+   NVIDIA's {soname} gives every export the version node {soname}. */
+{soname} {{
   global:
 {nl.join(mapn)}
   local:

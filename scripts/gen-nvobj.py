@@ -152,8 +152,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     exports = [l.strip() for l in open(exports_path) if l.strip() and not l.startswith("#")]
     calls, local = read_calls(calls_path, lib["area"])
     note = header_note(headers + [calls_path, exports_path]).replace("gen-cublas.py", "gen-nvobj.py")
-    Lib, NS, n_exports = lib["Lib"], libname, len(exports)
-    ns_status, ns_value = lib["not_supported"]
+    Lib, NS = lib["Lib"], libname
 
     wire, defs, host_api, host_cc, guest_cc, destroys = [], [], [], [], [], {}
     for number, name, flags, roles in calls:
@@ -308,21 +307,10 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         g.append("}")
         guest_cc.append("\n".join(g))
 
-    # ---- guest stubs for every other export, the table, the forwarders, the map
     implemented = {c[1] for c in calls} | set(local)
     missing = implemented - set(exports)
     if missing:
         sys.exit(f"gen-nvobj.py: not exported by NVIDIA's {lib['soname']}: {sorted(missing)}")
-    stubs, decls, refs, fwd, mapn = [], [], [], [], []
-    for i, name in enumerate(exports):
-        if name in implemented:
-            decls.append(f"extern \"C\" void {name}(void);")
-        else:
-            stubs.append(f"extern \"C\" __attribute__((weak)) int {name}(void) {{ static std::atomic<bool> logged{{false}}; "
-                         f"vmcuda::guest::{NS}::unsupported(\"{name}\", logged); return {ns_value}; }}")
-        refs.append(f"    reinterpret_cast<void (*)(void)>(&{name}),")
-        fwd.append(f"VMCUDA_FORWARD({name}, {i})")
-        mapn.append(f"    {name};")
     n_types = len(lib["names"])
     missing_destroy = [lib["names"][t] for t in range(n_types) if t not in destroys]
     if missing_destroy:
@@ -389,56 +377,8 @@ namespace api = vmcuda::api;
 
 {(nl + nl).join(guest_cc)}
 """)
-    write(os.path.join(d, f"{NS}_table.cc"), f"""// {note}
-// A weak stub for each export of NVIDIA's {lib['soname']} that is neither generated ({NS}_guest.cc)
-// nor hand-written (guest-lib/src/{NS}.cc), each answering {ns_status} ({ns_value}) and logging
-// its name once, and the table vmcuda's {lib['soname']} forwards to.
-#include <atomic>
-
-#include "{NS}.h"
-
-#pragma GCC diagnostic ignored "-Wmissing-attributes"
-
-namespace vmcuda::guest::{NS} {{
-const int kVersion[3] = {{{version.get('MAJOR', 0)}, {version.get('MINOR', 0)}, {version.get('PATCH', 0)}}};
-}}
-
-// Any argument list: the caller reads only the return register.
-{nl.join(stubs)}
-
-{nl.join(decls)}
-extern "C" __attribute__((visibility("default"))) void (*const __vmcuda_{NS}_table[])(void) = {{
-{nl.join(refs)}
-}};
-extern "C" __attribute__((visibility("default"))) const unsigned __vmcuda_{NS}_table_size = {n_exports};
-""")
-    write(os.path.join(d, f"{NS}_forward.c"), f"""/* {note}
-   Each export of vmcuda's {lib['soname']} is an IFUNC bound to its implementation in
-   libcuda.so.1 (__vmcuda_{NS}_table, same order; libcuda.so.1 is its DT_NEEDED). */
-extern void (*const __vmcuda_{NS}_table[])(void);
-extern const unsigned __vmcuda_{NS}_table_size;
-
-/* A libcuda.so.1 of another vmcuda build with a different list: refuse, rather than call the
-   wrong function. {n_exports} exports here. */
-static void (*entry(unsigned i))(void) {{
-  if (__vmcuda_{NS}_table_size != {n_exports}) __builtin_trap();
-  return __vmcuda_{NS}_table[i];
-}}
-#define VMCUDA_FORWARD(name, i) \\
-  static void (*resolve_##name(void))(void) {{ return entry(i); }} \\
-  void name(void) __attribute__((ifunc("resolve_" #name)));
-
-{nl.join(fwd)}
-""")
-    write(os.path.join(d, f"lib{NS}.map"), f"""/* {note}
-   NVIDIA's {lib['soname']} gives every export the version node {lib['soname']}. */
-{lib['soname']} {{
-  global:
-{nl.join(mapn)}
-  local:
-    *;
-}};
-""")
+    # the guest library: stubs, the table, the forwarders, the version script (as gen-nvlib.py's)
+    _nvlib.write_library(d, NS, lib["soname"], note, exports, implemented, lib["not_supported"], version)
 
 
 def main():
