@@ -10,6 +10,8 @@
 // guest's (cuDNN's attention scale): refused as memory that is not the client's.
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 #include <vector>
 
 #include "session.h"
@@ -176,9 +178,11 @@ void record(CudnnObject& d, uint64_t* seq, CudnnStep step) {
   d.steps.push_back(std::move(step));
 }
 
-CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr) {
+// The client's handle or descriptor `guest` (a retired one only for `retired_ok`: a resume).
+CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr,
+                          bool retired_ok = false) {
   Object* o = vol.find(ObjectKind::Cudnn, guest);
-  if (!o || o->as<CudnnObject>().handle != handle) return nullptr;
+  if (!o || o->as<CudnnObject>().handle != handle || (o->as<CudnnObject>().retired && !retired_ok)) return nullptr;
   if (device) *device = o->device;
   return &o->as<CudnnObject>();
 }
@@ -301,9 +305,11 @@ int32_t Session::on_cudnnBackendCreateDescriptor(const api::cudnnBackendCreateDe
 int32_t Session::on_cudnnBackendDestroyDescriptor(const api::cudnnBackendDestroyDescriptor_Args& a, api::Empty&,
                                                   Request&) {
   Object* obj = vol_.find(ObjectKind::Cudnn, a.descriptor);
-  if (!obj || obj->as<CudnnObject>().handle) return kCudnnBadParam;
+  if (!obj || obj->as<CudnnObject>().handle || obj->as<CudnnObject>().retired) return kCudnnBadParam;
   cudnn_release(obj->as<CudnnObject>());
-  vol_.remove(obj->id);
+  // Nothing is made from a variant pack (the common case: one per execution).
+  if (obj->as<CudnnObject>().type == api::kCudnnVariantPackDescriptor) vol_.remove(obj->id);
+  else cudnn_retire(obj->id);
   return kCudnnSuccess;
 }
 
@@ -447,6 +453,62 @@ int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, 
 }
 #undef VMCUDA_CUDNN_LIBRARY
 
+void Session::cudnn_retire(ObjectId id) {
+  Object* obj = vol_.get(id);
+  const uint64_t guest = obj->handle;
+  const int device = obj->device;
+  const ObjectId parent = obj->parent;
+  CudnnObject d = std::move(obj->as<CudnnObject>());
+  vol_.remove(id);
+  d.ptr = nullptr;
+  d.pointers.clear();
+  d.retired = true;
+  uint64_t key;
+  do key = kCudnnRetiredHandle | cudnn_retired_++;
+  while (vol_.find(ObjectKind::Cudnn, key));
+  // What names it names the retired one now (the guest may make a new descriptor behind its handle).
+  for (const auto& [h, other] : vol_.of(ObjectKind::Cudnn))
+    for (CudnnStep& step : vol_.get(other)->as<CudnnObject>().steps) {
+      bool handles = false;
+      const std::vector<uint64_t> refs = step_references(step, &handles);
+      for (size_t i = 0; i < refs.size(); ++i)
+        if (!handles && refs[i] == guest) std::memcpy(step.elements.data() + 8 * i, &key, 8);
+    }
+  vol_.add(ObjectKind::Cudnn, device, key, parent, std::move(d));
+  cudnn_collect();
+}
+
+void Session::cudnn_collect() {
+  // What each descriptor needs: what its attributes name, the descriptor it was filled from,
+  // and (for that one) the descriptors it filled.
+  std::map<uint64_t, std::vector<uint64_t>> needs;
+  std::vector<uint64_t> todo;
+  for (const auto& [h, id] : vol_.of(ObjectKind::Cudnn)) {
+    const CudnnObject& d = vol_.get(id)->as<CudnnObject>();
+    if (!d.retired) todo.push_back(h);
+    for (const CudnnStep& step : d.steps) {
+      bool handles = false;
+      for (uint64_t ref : step_references(step, &handles)) {
+        if (handles) continue;
+        needs[h].push_back(ref);
+        // A descriptor filled from another needs it; the other's replay fills it (so needs it) too.
+        if (step.op == CudnnStep::kFill) needs[ref].push_back(h);
+      }
+    }
+  }
+  std::set<uint64_t> kept(todo.begin(), todo.end());
+  while (!todo.empty()) {
+    const uint64_t h = todo.back();
+    todo.pop_back();
+    for (uint64_t n : needs[h])
+      if (kept.insert(n).second) todo.push_back(n);
+  }
+  std::vector<ObjectId> gone;
+  for (const auto& [h, id] : vol_.of(ObjectKind::Cudnn))
+    if (vol_.get(id)->as<CudnnObject>().retired && !kept.contains(h)) gone.push_back(id);
+  for (ObjectId id : gone) vol_.remove(id);
+}
+
 bool Session::cudnn_recreate(CudnnObject& o, std::string* why) {
   int32_t status = kCudnnSuccess;
   const CudnnApi* lib = cudnn_library(&status);
@@ -497,7 +559,7 @@ bool Session::restore_cudnn(std::string* why) {
     std::vector<uint64_t> words((step.elements.size() + 7) / 8 + 1);  // never empty: the library refuses NULL
     std::memcpy(words.data(), step.elements.data(), step.elements.size());
     for (size_t i = 0; i < refs.size(); ++i) {
-      CudnnObject* r = cudnn_object(vol_, refs[i], want_handles);
+      CudnnObject* r = cudnn_object(vol_, refs[i], want_handles, nullptr, true);
       if (!r) return fail("a step names a cuDNN object that is not in the state");
       words[i] = reinterpret_cast<uint64_t>(r->ptr);
     }
@@ -527,6 +589,12 @@ bool Session::restore_cudnn(std::string* why) {
                   ") answered cudnnStatus_t " + std::to_string(st));
     cudnn_seq_ = std::max(cudnn_seq_, step.seq + 1);
   }
+  // Retired descriptors served their purpose: destroyed, as the program destroyed them.
+  for (const auto& [guest, id] : handles)
+    if (CudnnObject& d = vol_.get(id)->as<CudnnObject>(); d.retired) {
+      make_current(vol_.get(id)->device);
+      cudnn_release(d);
+    }
   // Each handle's stream, now that every stream is back.
   for (const auto& [guest, id] : handles) {
     Object& obj = *vol_.get(id);

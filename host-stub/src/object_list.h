@@ -289,7 +289,12 @@ struct CudnnObject {
   std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
   std::vector<CudnnStep> steps;  // descriptors: what a resume replays
   bool overflow = false;         // more steps than kCudnnMaxSteps (a suspend is refused)
+  // A descriptor the program destroyed that descriptors it keeps were made from (a plan's
+  // heuristics): its steps stay, behind a handle of its own (kCudnnRetiredHandle), for a resume
+  // to make it again, replay them and destroy it; no library object meanwhile.
+  bool retired = false;
 };
+inline constexpr uint64_t kCudnnRetiredHandle = uint64_t{1} << 63;  // | a count
 
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
 // allocation; an allocation lives while the guest holds a reference (cuMemCreate,

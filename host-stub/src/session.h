@@ -320,6 +320,11 @@ class Session : public vmrpc::SlotService {
   const struct CudnnApi* cudnn_ = nullptr;
   CUresult cudnn_release(CudnnObject& o);
   uint64_t cudnn_seq_ = 0;  // the next CudnnStep::seq
+  uint64_t cudnn_retired_ = 0;  // the next retired descriptor's handle (| kCudnnRetiredHandle)
+  // A descriptor the program destroyed: kept as a retired one (CudnnObject::retired) for the
+  // descriptors made from it; then every retired one no kept descriptor needs is dropped.
+  void cudnn_retire(ObjectId id);
+  void cudnn_collect();
   // Why a suspend is refused now (empty: it is not): a descriptor with more steps than are
   // recorded, or whose attributes name an object the program destroyed.
   std::string cudnn_blocks_suspend() const;

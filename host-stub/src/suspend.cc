@@ -693,7 +693,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
       case ObjectKind::Cudnn: {
         // What it is and the steps that made it (cudnn.cc): a resume makes it and replays them.
         const auto& d = o.as<CudnnObject>();
-        w.put_u8(d.handle ? 1 : 0);
+        w.put_u8(d.retired ? 2 : d.handle ? 1 : 0);  // a descriptor, a handle, a retired descriptor
         w.put_i32(d.type);
         w.put_u64(d.stream);
         w.put_u32(static_cast<uint32_t>(d.steps.size()));
@@ -1454,8 +1454,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         r.get_u64(&d.stream);
         r.get_u32(&n);
         if (!r.ok()) break;
-        d.handle = handle != 0;
-        if (handle > 1 || s.handle < api::kFirstGuestHandle) return bad("bad cuDNN object");
+        d.handle = handle == 1;
+        d.retired = handle == 2;
+        if (handle > 2 || s.handle < api::kFirstGuestHandle || d.retired != ((s.handle & kCudnnRetiredHandle) != 0))
+          return bad("bad cuDNN object");
         if (d.handle ? (d.type != 0 || n != 0 || (d.stream && d.stream < api::kFirstGuestHandle))
                      : (d.type < 0 || d.type >= api::kCudnnDescriptorTypes || d.stream != 0))
           return bad(d.handle ? "a cuDNN handle with a descriptor's data" : "a descriptor of an unknown type");

@@ -108,7 +108,7 @@ struct CudnnTest : ::testing::Test {
   }
 
   // Y = relu(X + B) over 1x2x1x3 tensors (B 1x2x1x1): the graph, its plan through the heuristics.
-  uint64_t graph = 0, plan = 0;
+  uint64_t graph = 0, plan = 0, heur = 0, cfg = 0;
   void build() {
     const uint64_t x = tensor(1, {1, 2, 1, 3}, false), b = tensor(2, {1, 2, 1, 1}, false),
                    t = tensor(3, {1, 2, 1, 3}, true), y = tensor(4, {1, 2, 1, 3}, false);
@@ -117,14 +117,14 @@ struct CudnnTest : ::testing::Test {
     ASSERT_EQ(set<uint64_t>(graph, kGraphOps, kTDescriptor, {ops[0], ops[1]}), 0);
     ASSERT_EQ(set<uint64_t>(graph, kGraphHandle, kTHandle, {handle}), 0);
     ASSERT_EQ(finalize(graph), 0);
-    const uint64_t heur = make(kEngineHeur);
+    heur = make(kEngineHeur);
     ASSERT_EQ(set<uint64_t>(heur, kHeurGraph, kTDescriptor, {graph}), 0);
     ASSERT_EQ(set<int32_t>(heur, kHeurMode, kTHeurMode, {3}), 0);
     ASSERT_EQ(finalize(heur), 0);
     int64_t n = 0;
     ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 0, &n), 0);
     ASSERT_EQ(n, 1);
-    const uint64_t cfg = make(kEngineCfg);
+    cfg = make(kEngineCfg);
     ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 1, &n, std::as_bytes(std::span(&cfg, 1))), 0);
     plan = make(kPlan);
     ASSERT_EQ(set<uint64_t>(plan, kPlanHandle, kTHandle, {handle}), 0);
@@ -244,25 +244,49 @@ TEST_F(CudnnTest, APointwiseGraphExecutesTheSameAfterSuspendAndResume) {
   state::remove_state_file(path);
 }
 
-// A descriptor made from one the program destroyed since cannot be made again: the suspend is
-// refused, saying so, and the client runs on.
-TEST_F(CudnnTest, ADescriptorMadeFromADestroyedOneRefusesTheSuspend) {
-  const uint64_t x = tensor(1, {1, 2, 1, 3}, false), y = tensor(4, {1, 2, 1, 3}, false);
-  const uint64_t pw = make(kPointwise);
-  ASSERT_EQ(set<int32_t>(pw, kPwMode, kTPointwiseMode, {100}), 0);
-  ASSERT_EQ(finalize(pw), 0);
-  const uint64_t o = make(kOpPointwise);
-  ASSERT_EQ(set<uint64_t>(o, kOpPwDesc, kTDescriptor, {pw}), 0);
-  ASSERT_EQ(set<uint64_t>(o, kOpPwX, kTDescriptor, {x}), 0);
-  ASSERT_EQ(set<uint64_t>(o, kOpPwY, kTDescriptor, {y}), 0);
-  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({pw}), 0);
+uint64_t objects(Stub& stub) { return slot_control::control(stub, cc::Op::kStatus).status.objects; }
+
+// PyTorch (cudnn_frontend) destroys the heuristics, and may destroy the engine configuration,
+// once the plan is made: they are kept as retired descriptors (their steps) while the plan
+// lives, made again by a resume to make the plan from, and dropped with the plan.
+TEST_F(CudnnTest, DescriptorsDestroyedAfterAPlanWasMadeFromThemAreCarriedForIt) {
+  build();
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({heur}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({cfg}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({cfg}), api::kCudnnBadParam);  // gone for the guest
+  EXPECT_EQ(finalize(cfg), api::kCudnnBadParam);
+  const uint64_t x = floats({-1, 0, 2, 3, -5, 1}), b = floats({0.5f, 1}), y = floats({9, 9, 9, 9, 9, 9});
+  const std::vector<float> want{0, 0.5f, 2.5f, 4, 0, 2};
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, pack({x, b, y})}), 0);
+  EXPECT_EQ(read(y, 6), want);
+  // The guest may make new descriptors behind the handles it destroyed.
+  api::cudnnBackendCreateDescriptor_Args a{};
+  a.descriptor = heur, a.descriptorType = kTensor;
+  ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>(a), 0);
+  // Without the plan nothing needs them: they go with it.
+  const uint64_t with_plan = objects(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({plan}), 0);
+  EXPECT_EQ(objects(stub), with_plan - 3);  // the plan, the configuration, the heuristics
+}
+
+// A cuDNN handle the program destroyed while its descriptors still name it cannot be carried:
+// the suspend is refused, saying so, and the client runs on.
+TEST_F(CudnnTest, AHandleDestroyedWhileDescriptorsNameItRefusesTheSuspend) {
+  build();
+  ASSERT_EQ(c.call<api::Call::cudnnDestroy>({handle}), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("destroyed"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("from a handle the program has destroyed"), std::string::npos) << r.error;
   EXPECT_FALSE(r.status.suspended);
   slot_control::release(stub);
-  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({o}), 0);
+  for (uint64_t d : {plan, graph, heur, cfg}) ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({d}), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   r = slot_control::control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
