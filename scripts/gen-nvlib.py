@@ -210,7 +210,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             b.append(f"  if (!scope_.fresh(a.{h.name})) return guest_fault(\"{name}: a handle that is not new\");")
             b.append(f"  {lib['native']} made_{{}};")
         call_args = []
-        replay_lines, replay_args = [], []
+        replay_lines, replay_args, scratch = [], [], "0"
         for p in params:
             if p.kind == "handle":
                 replay_args.append("*plan_")
@@ -226,10 +226,17 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 replay_lines.append(f"      if (a.{p.name}_given && !{Lib}Scope::host_array(a.{p.name}, a.{p.count}, {p.name}_))"
                                     f" return {Lib}Traits::kInvalidSize;")
                 replay_args.append(f"a.{p.name}_given ? {p.name}_ : nullptr")
+            elif p.kind == "dev" and p.count and "replay" in flags:
+                # An output a replay only needs for the object's sake (a generator's numbers):
+                # written into the resume's scratch buffer, of {NS}_replay_scratch bytes.
+                if scratch != "0":
+                    sys.exit(f"gen-nvlib.py: {name}: one device output at most in a replayed call")
+                replay_args.append("scratch_")
+                scratch = f"uint64_t(a.{p.count}) > UINT64_MAX / {p.elem} ? UINT64_MAX : uint64_t(a.{p.count}) * {p.elem}"
             elif "replay" in flags:
                 sys.exit(f"gen-nvlib.py: {name}: a {p.kind} parameter cannot be replayed")
         if "replay" in flags:
-            replays.append((name, args_t, h is not None and h.kind == "newhandle", replay_lines, replay_args))
+            replays.append((name, args_t, h is not None and h.kind == "newhandle", replay_lines, replay_args, scratch))
         for p in params:
             if p.kind == "handle":
                 call_args.append("scope_.native()")
@@ -337,7 +344,16 @@ namespace vmcuda::api {{
 {(' ' + chr(92) + nl).join(host_api)}
 """)
     cases = []
-    for name, args_t, makes, lines, args in replays:
+    scratches = []
+    for name, args_t, makes, lines, args, scratch in replays:
+        if scratch != "0":
+            scratches.append("\n".join([
+                f"    case static_cast<uint32_t>(api::Call::{name}): {{",
+                f"      api::{args_t} a;",
+                "      if (bytes.size() != sizeof a) return 0;",
+                "      std::memcpy(&a, bytes.data(), sizeof a);",
+                f"      return {scratch};",
+                "    }"]))
         cases.append("\n".join([
             f"    case static_cast<uint32_t>(api::Call::{name}): {{",
             f"      api::{args_t} a;",
@@ -361,7 +377,15 @@ bool {NS}_replayable(uint32_t call, size_t bytes) {{
   }}
   return false;
 }}
-int {NS}_replay(const {Lib}Api& lib, {lib['native']}* plan_, uint32_t call, std::span<const std::byte> bytes) {{
+// The device bytes a recorded call writes when replayed (into scratch_ of {NS}_replay).
+uint64_t {NS}_replay_scratch(uint32_t call, [[maybe_unused]] std::span<const std::byte> bytes) {{
+  switch (call) {{
+{nl.join(scratches)}
+  }}
+  return 0;
+}}
+int {NS}_replay(const {Lib}Api& lib, {lib['native']}* plan_, uint32_t call, std::span<const std::byte> bytes,
+                [[maybe_unused]] void* scratch_) {{
   switch (call) {{
 {nl.join(cases)}
   }}
