@@ -78,7 +78,7 @@ CUresult Session::ipc_export_memory(const Object& o, const IpcToken* reuse, IpcT
   rec.offset = ex.offset;
   rec.bytes = o.as<AllocationObject>().bytes;
   if (reuse) {
-    if (!limits_.ipc->republish(*reuse, rec, owned.get())) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!limits_.ipc->republish(*reuse, rec, owned.get())) return CUDA_ERROR_INVALID_HANDLE;  // the table refused it
     *token = *reuse;
   } else if (!limits_.ipc->publish(rec, owned.get(), token)) {
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -193,7 +193,7 @@ CUresult Session::ipc_export_event(const Object& ev, const IpcToken* reuse, IpcT
       shared->context = keeper;
       owned.shared = shared;
     }
-    if (!put(shared)) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!put(shared)) return reuse ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_NOT_SUPPORTED;
     ipc_event_exports_[ev.handle] = *token;
     return CUDA_SUCCESS;
   }
@@ -201,7 +201,7 @@ CUresult Session::ipc_export_event(const Object& ev, const IpcToken* reuse, IpcT
   if (CUresult err = on_device(ev.device, [&] { return api_.cuIpcGetEventHandle(&rec.event, e); });
       err != CUDA_SUCCESS)
     return err;
-  if (!put(nullptr)) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!put(nullptr)) return reuse ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_NOT_SUPPORTED;
   ipc_event_exports_[ev.handle] = *token;
   return CUDA_SUCCESS;
 }

@@ -29,7 +29,7 @@ void random_bytes(void* p, size_t n) {
 
 // One message of the worker <-> stub protocol (a request or its answer).
 struct Message {
-  enum Op : uint32_t { kPublish = 1, kLookup, kRevoke, kAnswer, kPark, kRepublish };
+  enum Op : uint32_t { kPublish = 1, kLookup, kRevoke, kAnswer, kPark, kRepublish, kKnown };
   uint32_t op = 0;
   uint32_t ok = 0;  // answers: 1 found / done
   IpcToken token{};
@@ -103,6 +103,7 @@ class LocalChannel : public IpcChannel {
     if (fd >= 0 && !copy) return false;
     return registry_->republish(token, rec, std::move(copy), std::move(local));
   }
+  bool known(const IpcToken& token) override { return registry_->known(token); }
 
  private:
   std::shared_ptr<IpcRegistry> registry_;
@@ -156,6 +157,14 @@ class WorkerChannel : public IpcChannel {
     Message a;
     vmrpc::UniqueFd none;
     return ask(m, fd, &a, &none) && a.ok;
+  }
+  bool known(const IpcToken& token) override {
+    Message m;
+    m.op = Message::kKnown;
+    m.token = token;
+    Message a;
+    vmrpc::UniqueFd none;
+    return ask(m, -1, &a, &none) && a.ok;
   }
 
  private:
@@ -238,6 +247,11 @@ void IpcRegistry::revoke_owner(uint64_t owner) {
   });
 }
 
+bool IpcRegistry::known(const IpcToken& token) const {
+  std::lock_guard l(mu_);
+  return entries_.contains(token);
+}
+
 size_t IpcRegistry::size() const {
   std::lock_guard l(mu_);
   return entries_.size();
@@ -279,6 +293,9 @@ void serve_ipc_worker(std::shared_ptr<IpcRegistry> registry, vmrpc::UniqueFd soc
       case Message::kPark:
         registry->park(m.token, m.rec.owner);
         a.ok = 1;
+        break;
+      case Message::kKnown:
+        a.ok = registry->known(m.token) ? 1 : 0;
         break;
       case Message::kRepublish:
         if ((m.rec.kind == IpcRecord::kMemory) == static_cast<bool>(fd) && m.rec.owner &&

@@ -76,6 +76,8 @@ class IpcRegistry {
   // Forgets everything `owner` exported.
   void revoke_owner(uint64_t owner);
   size_t size() const;
+  // Whether `token` names an export, live or parked (a suspend checks its imports with it).
+  bool known(const IpcToken& token) const;
 
  private:
   struct Entry {
@@ -100,6 +102,7 @@ class IpcChannel {
   // IpcRegistry::park and republish (`local`: in-process channels only).
   virtual void park(const IpcToken& token, uint64_t owner) = 0;
   virtual bool republish(const IpcToken& token, const IpcRecord& rec, int fd, std::shared_ptr<void> local = nullptr) = 0;
+  virtual bool known(const IpcToken& token) = 0;
   // Whether every client of the table is in this process (`--isolation thread`): exports may
   // then carry an in-process object, which an importer gets back from lookup_local.
   virtual bool in_process() const { return false; }

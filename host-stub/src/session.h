@@ -259,7 +259,8 @@ class Session : public vmrpc::SlotService {
   // At the end of a client (a suspended one keeps its parked tokens until then).
   void ipc_forget_all();
   // Exports `alloc` (an Allocation) or `event` (an interprocess Event): under a new token,
-  // or under `*reuse` again (a resume). CUDA_ERROR_NOT_SUPPORTED when the table refuses.
+  // or under `*reuse` again (a resume). The table refusing: CUDA_ERROR_NOT_SUPPORTED, or
+  // CUDA_ERROR_INVALID_HANDLE for `*reuse` (it names another client's live export).
   CUresult ipc_export_memory(const Object& alloc, const std::array<uint8_t, 16>* reuse,
                              std::array<uint8_t, 16>* token);
   CUresult ipc_export_event(const Object& event, const std::array<uint8_t, 16>* reuse,

@@ -442,7 +442,27 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
   // IPC with other programs of the VM (ipc.cc) is carried: exports keep their tokens
   // (parked in the VM's table while suspended), imports are saved as where they are mapped
-  // and which token they came from; the exporter's memory is saved once, with its own.
+  // and which token they came from; the exporter's memory is saved once, with its own. An
+  // import whose exporter freed it or ended (natively still readable) has nobody to make it
+  // again at the resume: refused, naming it, before anything is touched.
+  if (limits_.ipc) {
+    std::vector<std::string> orphans;
+    // (One not mapped or opened again since a resume, whose exporter did not come back, is
+    // carried as it was: suspended again, it waits for its exporter.)
+    for (const auto& [ptr, id] : vol_.of(ObjectKind::IpcMemory))
+      if (const auto& m = vol_.get(id)->as<IpcMemoryObject>(); m.mapped && !limits_.ipc->known(m.token))
+        orphans.push_back("memory opened at " + hex(ptr));
+    for (const auto& [handle, id] : vol_.of(ObjectKind::Event))
+      if (const auto& e = vol_.get(id)->as<EventObject>(); e.imported && e.event && !limits_.ipc->known(e.ipc_token))
+        orphans.push_back("interprocess event " + hex(handle));
+    if (!orphans.empty()) {
+      std::string list;
+      for (const auto& o : orphans) list += (list.empty() ? "" : ", ") + o;
+      return fail("the program holds another program's " + list +
+                  ", which that program freed, destroyed or ended with: a resume could not make it again. "
+                  "Suspend once it is closed (cudaIpcCloseMemHandle, cudaEventDestroy); nothing was changed");
+    }
+  }
   // cuRAND generators are not carried (nvlib.cc): refused while any exists.
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // cuDNN's handles and descriptors are not carried yet (cudnn.cc): refused while any exists.
@@ -2162,16 +2182,18 @@ bool Session::ipc_republish(std::span<const std::byte> payload, std::string* why
         rec.kind = IpcRecord::kPool;
         rec.host_device = devices_[e.device];
         rec.owner = ipc_owner_;
-        if (!limits_.ipc->republish(e.token, rec, -1)) res = CUDA_ERROR_NOT_SUPPORTED;
+        if (!limits_.ipc->republish(e.token, rec, -1)) res = CUDA_ERROR_INVALID_HANDLE;
         else ipc_pool_exports_[e.what] = PoolExport{e.token, e.device};
         break;
       }
     }
     if (res != CUDA_SUCCESS) {
       *why = what + " cannot be shared again under its handle: " +
-             (res == CUDA_ERROR_NOT_SUPPORTED ? std::string("the VM's table refused it (its handle names another "
-                                                            "program's export: a state of another VM or a forged one)")
-                                              : describe(api_, res));
+             (res == CUDA_ERROR_INVALID_HANDLE ? std::string("the VM's table refused it (its handle names another "
+                                                             "program's export: a state of another VM or a forged one)")
+              : res == CUDA_ERROR_NOT_SUPPORTED ? std::string("the GPU or driver does not share memory by POSIX file "
+                                                             "descriptor here")
+                                                : describe(api_, res));
       return false;
     }
   }
