@@ -14,14 +14,15 @@ export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || { echo "no PyTorch here"; exit 0; }
 # Each step in its own process: one that kills its process (a crash in a library) does not
 # hide the others.
-steps=$("$py" "$top/tests/torch/torch_steps.py" --list)
+# TORCH_STEPS="a b": only those steps (default: all, then expandable segments).
+steps=${TORCH_STEPS:-$("$py" "$top/tests/torch/torch_steps.py" --list)}
 run_steps() { # OUTFILE ERRFILE [env...]: every step, one process each
   local o="$1" e="$2"; shift 2
   : >"$o"; : >"$e"
   run_each "$o" "$e" "$steps" "$@"
   # PyTorch's expandable segments (the driver's virtual memory calls: cuMemAddressReserve,
   # cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease) instead of cudaMalloc.
-  run_each "$o" "$e" expandable_segments "$@" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+  [ -n "${TORCH_STEPS:-}" ] || run_each "$o" "$e" expandable_segments "$@" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 }
 run_each() { # OUTFILE ERRFILE STEPS [env...]
   local o="$1" e="$2" list="$3"; shift 3

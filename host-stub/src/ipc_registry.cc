@@ -4,7 +4,9 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstring>
+#include <string>
 #include <set>
 #include <vector>
 
@@ -197,7 +199,11 @@ bool IpcRegistry::lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd*
   fd->reset();
   if (it->second.fd) {
     fd->reset(::fcntl(it->second.fd.get(), F_DUPFD_CLOEXEC, 0));
-    if (!*fd) return false;
+    if (!*fd) {
+      VMRPC_LOG(kWarn, "ipc", std::string("cannot pass an IPC memory handle on: ") + std::strerror(errno) +
+                                  (errno == EMFILE ? " (the stub's open-file limit, LimitNOFILE=, is too low)" : ""));
+      return false;
+    }
   }
   return true;
 }

@@ -2,6 +2,7 @@
 // local transport), runs each client's CUDA calls on the driver in its own context.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -319,7 +320,20 @@ std::string seconds_text(double s) {
 }
 }  // namespace
 
+// The soft limit on open files raised to the hard one. The CUDA driver holds a dozen or more
+// descriptors per context, and with `--isolation thread` every client's contexts, regions and
+// IPC descriptors share this one process: at the usual soft limit of 1024, some 35 programs
+// made the driver and the IPC table fail with EMFILE (H100, 2026-11-27). The stub waits with
+// epoll and io_uring, never select(), so descriptors above 1024 are safe.
+static void raise_open_file_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  r.rlim_cur = r.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &r);
+}
+
 int stub_main(int argc, char** argv, const DriverApi* preset) {
+  raise_open_file_limit();
   // A worker (started by the stub itself for one client slot) gets the stub's own options
   // followed by the worker's (vmrpc/worker.h).
   const bool worker = vmrpc::is_worker_invocation(argc, argv);
