@@ -4,6 +4,7 @@
 # saved to a directory and restored from it: each must print exactly what it prints natively.
 # While suspended, the stub must hold no device memory for the VM (vmcudactl status).
 #   suspend_resume_test.sh STUB VMCUDACTL LIBDIR BINDIR EXPECTED_DIR [PROGRAMS...]
+# SUSPEND_TEST_STUB_ARGS: more options for the stub (e.g. "--isolation thread").
 # CI: the test stub (executor); the GPU machine: the real vmcuda-stub (scripts/gpu-check.sh).
 set -euo pipefail
 stub="$1" ctl="$2" libdir="$3" bindir="$4" expected="$5"
@@ -12,7 +13,8 @@ shift 5
 work="$(mktemp -d)"
 sock="$work/vm1.sock"
 export VMCUDA_RUN_DIR="$work"
-"$stub" --socket "$sock" 2>"$work/stub.log" &
+# shellcheck disable=SC2086  # word-split on purpose: several options
+"$stub" --socket "$sock" ${SUSPEND_TEST_STUB_ARGS:-} 2>"$work/stub.log" &
 stub_pid=$!
 trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 200); do [ -S "$sock" ] && [ -S "$work/vm1.ctl" ] && break; sleep 0.05; done
