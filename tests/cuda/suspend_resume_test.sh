@@ -29,11 +29,12 @@ if [ ${#programs[@]} -eq 0 ]; then
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
     # ipc and ipc_pool (two processes of the VM sharing memory, an event, a pool) are carried:
-    # both clients are suspended and resumed together (host-stub/src/ipc.cc). cudnn_basic: a
-    # suspend is refused while it holds cuDNN handles or descriptors (host-stub/src/cudnn.cc),
-    # leaving it running. Virtual memory objects and cuBLASLt objects
-    # (host-stub/src/cublaslt.cc) are carried.
-    case "$n" in fault|multi_gpu|cudnn_basic) continue ;; esac
+    # both clients are suspended and resumed together (host-stub/src/ipc.cc). cusparse_cg and
+    # cusolver_basic: a suspend is refused while they hold cuSPARSE/cuSOLVER objects
+    # (host-stub/src/nvobj.cc), leaving them running. Virtual memory objects, cuBLASLt objects
+    # (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc) and cuDNN handles and
+    # descriptors (cudnn.cc) are carried.
+    case "$n" in fault|multi_gpu|cusparse_cg|cusolver_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
@@ -61,13 +62,13 @@ for p in "${programs[@]}"; do
         echo "$p: resume failed:"; cat "$work/ctl.out"; status=1
         kill $app 2>/dev/null; break  # held for good: nothing more to learn from it
       fi
-    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|cuRAND generators, which a suspend does not carry" "$work/ctl.out"; then
+    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)" "$work/ctl.out"; then
       # A client that ends between the listing and the hold is fine, and so is one with a
       # stream capture open, a graph node disabled, a child node's graph held, a graph with
       # conditional handles or an executable graph whose child node was given another graph
-      # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md), or
-      # cuRAND generators (curand_basic while it holds one: refused, it runs on; cuFFT plans
-      # and IPC between the VM's programs are carried);
+      # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md);
+      # (cuFFT plans, cuRAND generators, cuDNN objects and IPC between the VM's programs are
+      # carried);
       # anything else is not (texture
       # and surface objects and graphs are carried: docs/snapshots.md).
       echo "$p: suspend failed:"; cat "$work/ctl.out"; status=1
