@@ -239,7 +239,24 @@ CUresult DeviceArena::map_import(int device, unsigned long long handle, uint64_t
   return CUDA_SUCCESS;
 }
 
-CUresult DeviceArena::unmap_import(uint64_t va) {
+CUresult DeviceArena::map_import_at(int device, unsigned long long handle, uint64_t bytes, uint64_t va) {
+  if (released_ || !reserved_) return CUDA_ERROR_ILLEGAL_STATE;
+  if (bytes == 0 || !contains(va) || va - base() > this->bytes() - bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (imports_.contains(va)) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t g = 0;
+  if (CUresult r = granularity(device, &g); r != CUDA_SUCCESS) return r;
+  if (bytes % g || va % g) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = api_.cuMemMap(va, bytes, 0, handle, 0);
+  if (r == CUDA_SUCCESS) {
+    r = apply_access(va, bytes, device);
+    if (r != CUDA_SUCCESS) api_.cuMemUnmap(va, bytes);
+  }
+  if (r != CUDA_SUCCESS) return r;
+  imports_[va] = Mapping{handle, bytes, device};
+  return CUDA_SUCCESS;
+}
+
+CUresult DeviceArena::unmap_import(uint64_t va, bool keep_va) {
   auto it = imports_.find(va);
   if (it == imports_.end()) return CUDA_ERROR_INVALID_VALUE;
   // Nothing of this client may still use it (cudaIpcCloseMemHandle waits as cudaFree does).
@@ -247,7 +264,7 @@ CUresult DeviceArena::unmap_import(uint64_t va) {
   CUresult r = api_.cuMemUnmap(va, it->second.bytes);
   const CUresult r2 = api_.cuMemRelease(it->second.handle);
   if (r == CUDA_SUCCESS) r = r2;
-  give_va(va, it->second.bytes);
+  if (!keep_va) give_va(va, it->second.bytes);
   imports_.erase(it);
   return sync != CUDA_SUCCESS ? sync : r;
 }

@@ -110,8 +110,12 @@ class DeviceArena {
   // at a fresh VA of this arena with the arena's access list; takes the handle (released at
   // unmap_import). Not charged to the VM: the exporter's mapping is.
   CUresult map_import(int device, unsigned long long handle, uint64_t bytes, uint64_t* va);
-  // Synchronizes, unmaps and releases what map_import mapped at `va`.
-  CUresult unmap_import(uint64_t va);
+  // The same at `va`, which the caller holds out of the free VA: an import's range kept by
+  // adopt_guest at a resume, or by unmap_import(keep_va) (suspend.cc, Session::ipc_attach).
+  CUresult map_import_at(int device, unsigned long long handle, uint64_t bytes, uint64_t va);
+  // Synchronizes, unmaps and releases what map_import mapped at `va`; with `keep_va` its
+  // range stays out of the free VA (mapped again by map_import_at).
+  CUresult unmap_import(uint64_t va, bool keep_va = false);
   size_t imports() const { return imports_.size(); }
 
   // ---- suspend/resume (suspend.cc). The physical memory goes and comes back; the layout

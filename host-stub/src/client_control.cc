@@ -44,7 +44,7 @@ bool decode(std::span<const std::byte> bytes, Request* r) {
   for (int& d : r->devices) rd.get_i32(&d);
   rd.expect_end();
   r->op = static_cast<Op>(op);
-  return rd.ok() && op >= 1 && op <= static_cast<uint32_t>(Op::kRestore);
+  return rd.ok() && op >= 1 && op <= static_cast<uint32_t>(Op::kIpcAttach);
 }
 
 std::vector<std::byte> encode(const Reply& r) {
@@ -423,6 +423,14 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       reply.ok = true;
       break;
     }
+    case Op::kIpcAttach:
+      if (suspended_) {
+        reply.error = "suspended";
+        break;
+      }
+      reply.ok = ipc_attach(&why);
+      if (!reply.ok) reply.error = why;
+      break;
     case Op::kResume:
     case Op::kRestore: {
       if (!suspended_ && req.op == Op::kResume) {

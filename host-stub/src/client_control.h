@@ -22,6 +22,9 @@ enum class Op : uint32_t {
   kResume,    // from where the suspend or save put the state
   kSave,      // suspend into the state file `path`
   kRestore,   // resume from the state file `path` (kept: a failed restore can be retried)
+  // After every client of the VM resumed (or a failed suspend was undone): map and open again
+  // what the client had opened of other programs' memory and events (Session::ipc_attach).
+  kIpcAttach,
 };
 
 struct Request {

@@ -52,9 +52,16 @@ int32_t Session::on_IpcGetMemHandle(const api::PtrArgs& a, api::IpcHandleReply& 
     fill_handle(&r.handle, api::kIpcMemTag, it->second);  // the same handle each time
     return CUDA_SUCCESS;
   }
+  IpcToken t;
+  if (CUresult e = ipc_export_memory(*o, nullptr, &t); e != CUDA_SUCCESS) return e;
+  fill_handle(&r.handle, api::kIpcMemTag, t);
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::ipc_export_memory(const Object& o, const IpcToken* reuse, IpcToken* token) {
   int fd = -1;
   DeviceArena::Exported ex;
-  if (CUresult e = arena_->export_fd(o->handle, &fd, &ex); e != CUDA_SUCCESS) {
+  if (CUresult e = arena_->export_fd(o.handle, &fd, &ex); e != CUDA_SUCCESS) {
     if (!said_ipc_) {
       said_ipc_ = true;
       VMRPC_LOG(kWarn, "stub", log_tag_ + ": cannot export device memory for IPC: " + describe(api_, e) +
@@ -69,11 +76,14 @@ int32_t Session::on_IpcGetMemHandle(const api::PtrArgs& a, api::IpcHandleReply& 
   rec.owner = ipc_owner_;
   rec.mapping_bytes = ex.mapping_bytes;
   rec.offset = ex.offset;
-  rec.bytes = o->as<AllocationObject>().bytes;
-  IpcToken t;
-  if (!limits_.ipc->publish(rec, owned.get(), &t)) return CUDA_ERROR_NOT_SUPPORTED;
-  ipc_exports_[o->handle] = t;
-  fill_handle(&r.handle, api::kIpcMemTag, t);
+  rec.bytes = o.as<AllocationObject>().bytes;
+  if (reuse) {
+    if (!limits_.ipc->republish(*reuse, rec, owned.get())) return CUDA_ERROR_INVALID_HANDLE;  // the table refused it
+    *token = *reuse;
+  } else if (!limits_.ipc->publish(rec, owned.get(), token)) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  ipc_exports_[o.handle] = *token;
   return CUDA_SUCCESS;
 }
 
@@ -119,7 +129,8 @@ int32_t Session::on_IpcOpenMemHandle(const api::IpcOpenMemArgs& a, api::IpcOpenM
   r.ptr = va + rec.offset;
   r.bytes = rec.bytes;
   r.device = device;
-  vol_.add(ObjectKind::IpcMemory, device, r.ptr, vol_.context(device)->id, IpcMemoryObject{t, va, rec.bytes, 1});
+  vol_.add(ObjectKind::IpcMemory, device, r.ptr, vol_.context(device)->id,
+           IpcMemoryObject{t, va, rec.bytes, 1, rec.mapping_bytes, rec.generation, true});
   publish_status();
   return CUDA_SUCCESS;
 }
@@ -143,23 +154,37 @@ int32_t Session::on_IpcGetEventHandle(const api::EventArgs& a, api::IpcHandleRep
     fill_handle(&r.handle, api::kIpcEventTag, it->second);
     return CUDA_SUCCESS;
   }
+  IpcToken t;
+  if (CUresult e = ipc_export_event(*ev, nullptr, &t); e != CUDA_SUCCESS) return e;
+  fill_handle(&r.handle, api::kIpcEventTag, t);
+  return CUDA_SUCCESS;
+}
+
+CUresult Session::ipc_export_event(const Object& ev, const IpcToken* reuse, IpcToken* token) {
   IpcRecord rec;
   rec.kind = IpcRecord::kEvent;
-  rec.host_device = devices_[ev->device];
+  rec.host_device = devices_[ev.device];
   rec.owner = ipc_owner_;
-  IpcToken t;
+  auto put = [&](const std::shared_ptr<void>& local) {
+    if (reuse) {
+      if (!limits_.ipc->republish(*reuse, rec, -1, local)) return false;
+      *token = *reuse;
+      return true;
+    }
+    return local ? limits_.ipc->publish_local(rec, -1, local, token) : limits_.ipc->publish(rec, -1, token);
+  };
   if (limits_.ipc->in_process()) {
     // Every client is in this process: importers use this very CUevent (ipc_registry.h
     // IpcSharedEvent), not the driver's IPC event, which does not work within a process.
-    EventObject& owned = vol_.get(ev->id)->as<EventObject>();
+    EventObject& owned = vol_.get(ev.id)->as<EventObject>();
     std::shared_ptr<IpcSharedEvent> shared = std::static_pointer_cast<IpcSharedEvent>(owned.shared);
     if (!shared) {
       if (ipc_keepers_.size() < devices_.size()) ipc_keepers_.resize(devices_.size());
-      auto& keeper = ipc_keepers_[ev->device];
+      auto& keeper = ipc_keepers_[ev.device];
       if (!keeper) {
         keeper = std::make_shared<IpcContextKeeper>();
         keeper->api = &api_;
-        keeper->ctx = contexts_[ev->device];
+        keeper->ctx = contexts_[ev.device];
       }
       shared = std::make_shared<IpcSharedEvent>();
       shared->api = &api_;
@@ -168,18 +193,16 @@ int32_t Session::on_IpcGetEventHandle(const api::EventArgs& a, api::IpcHandleRep
       shared->context = keeper;
       owned.shared = shared;
     }
-    if (!limits_.ipc->publish_local(rec, -1, shared, &t)) return CUDA_ERROR_NOT_SUPPORTED;
-    ipc_event_exports_[a.event] = t;
-    fill_handle(&r.handle, api::kIpcEventTag, t);
+    if (!put(shared)) return reuse ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_NOT_SUPPORTED;
+    ipc_event_exports_[ev.handle] = *token;
     return CUDA_SUCCESS;
   }
-  const CUevent e = eo.event;
-  if (CUresult err = on_device(ev->device, [&] { return api_.cuIpcGetEventHandle(&rec.event, e); });
+  const CUevent e = ev.as<EventObject>().event;
+  if (CUresult err = on_device(ev.device, [&] { return api_.cuIpcGetEventHandle(&rec.event, e); });
       err != CUDA_SUCCESS)
     return err;
-  if (!limits_.ipc->publish(rec, -1, &t)) return CUDA_ERROR_NOT_SUPPORTED;
-  ipc_event_exports_[a.event] = t;
-  fill_handle(&r.handle, api::kIpcEventTag, t);
+  if (!put(nullptr)) return reuse ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_NOT_SUPPORTED;
+  ipc_event_exports_[ev.handle] = *token;
   return CUDA_SUCCESS;
 }
 
@@ -200,6 +223,9 @@ int32_t Session::on_IpcOpenEventHandle(const api::IpcOpenEventArgs& a, api::Devi
   if (vol_.count(ObjectKind::Event) >= limits_.max_events) return CUDA_ERROR_OUT_OF_MEMORY;
   if (!context_of(device)) return ctx_error_;
   EventObject opened{nullptr, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, false};
+  opened.imported = true;
+  opened.ipc_token = t;
+  opened.ipc_generation = rec.generation;
   if (local) {
     // The exporter's own CUevent (same process): it follows the exporter's records.
     opened.event = static_cast<IpcSharedEvent*>(local.get())->event;
@@ -314,42 +340,116 @@ void Session::ipc_forget_event(uint64_t handle) {
   ipc_event_exports_.erase(it);
 }
 
-// A suspend gives the client's device memory and events back to the driver and makes them
-// anew at the resume: memory shared with another program of the VM would have to be given
-// back and made again under that program's mappings, in step with it, which is not done yet.
-// So it is refused, naming the first handle of each kind and why.
-std::string Session::ipc_blocks_suspend() const {
-  std::vector<std::string> held;
+void Session::ipc_park_export(uint64_t ptr) {
+  if (auto it = ipc_exports_.find(ptr); it != ipc_exports_.end()) limits_.ipc->park(it->second, ipc_owner_);
+}
+
+void Session::ipc_park_event(uint64_t handle) {
+  if (auto it = ipc_event_exports_.find(handle); it != ipc_event_exports_.end())
+    limits_.ipc->park(it->second, ipc_owner_);
+}
+
+void Session::ipc_forget_all() {
+  for (auto* m : {&ipc_exports_, &ipc_event_exports_}) {
+    for (const auto& [key, token] : *m) limits_.ipc->revoke(token, ipc_owner_);
+    m->clear();
+  }
+  ipc_forget_pools();
+}
+
+// Each import of other programs' memory and events, mapped or opened again where the table
+// has it anew: after a resume (not mapped yet: the exporters republished it in the same
+// resume of the VM) and in a client that ran on while its exporter was suspended and
+// resumed (a suspend of the VM that failed and was undone). The memory goes back at the
+// same address, the event behind the same handle; nothing of the client runs meanwhile
+// (its slot is held).
+bool Session::ipc_attach(std::string* why) {
   auto hexs = [](uint64_t v) {
     char b[32];
     std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
     return std::string(b);
   };
-  auto more = [](size_t n) { return n > 1 ? " (and " + std::to_string(n - 1) + " more)" : std::string(); };
-  if (!ipc_exports_.empty())
-    held.push_back("allocation " + hexs(ipc_exports_.begin()->first) + more(ipc_exports_.size()) +
-                   " exported with cudaIpcGetMemHandle (other programs may map its memory, which a suspend "
-                   "would free and make anew under them)");
-  if (const auto& open = vol_.of(ObjectKind::IpcMemory); !open.empty())
-    held.push_back("another program's memory opened at " + hexs(open.begin()->first) + more(open.size()) +
-                   " with cudaIpcOpenMemHandle or cudaMemPoolImportPointer (it belongs to that program, whose "
-                   "suspend would free it under this one)");
-  std::vector<uint64_t> events;
-  for (const auto& [h, id] : vol_.of(ObjectKind::Event))
-    if (vol_.get(id)->as<EventObject>().flags & CU_EVENT_INTERPROCESS) events.push_back(h);
-  if (!events.empty())
-    held.push_back("interprocess event " + hexs(events.front()) + more(events.size()) +
-                   " (cudaEventInterprocess: shared through the driver's IPC event handle, which a resume "
-                   "cannot make again behind the handle other programs hold)");
-  if (!ipc_pool_exports_.empty())
-    held.push_back("memory pool " + hexs(ipc_pool_exports_.begin()->first) + more(ipc_pool_exports_.size()) +
-                   " exported with cudaMemPoolExportToShareableHandle");
-  if (held.empty()) return {};
-  std::string why = "the program shares GPU memory or events with other programs of the VM, which a suspend does "
-                    "not carry yet: ";
-  for (size_t i = 0; i < held.size(); ++i) why += (i ? "; " : "") + held[i];
-  return why + ". Suspend the VM once they are closed (cudaIpcCloseMemHandle, cudaEventDestroy, "
-               "cudaMemPoolDestroy, cudaFree), or end the program";
+  auto fail = [&](const std::string& w) {
+    if (why) *why = w;
+    VMRPC_LOG(kWarn, "stub", log_tag_ + ": " + w);
+    make_current(current_);
+    return false;
+  };
+  if (suspended_) return fail("the client is suspended");
+  if (!limits_.ipc) return true;
+  for (const auto& [ptr, id] : std::map<uint64_t, ObjectId>(vol_.of(ObjectKind::IpcMemory))) {
+    Object* o = vol_.get(id);
+    IpcMemoryObject& m = o->as<IpcMemoryObject>();
+    const std::string what = "another program's memory opened at " + hexs(ptr);
+    IpcRecord rec;
+    vmrpc::UniqueFd fd;
+    if (!limits_.ipc->lookup(m.token, &rec, &fd) || rec.kind != IpcRecord::kMemory) {
+      if (m.mapped) continue;  // its exporter is suspended or gone: this client keeps its mapping
+      return fail(what + " cannot be mapped again: its handle names nothing in the VM now (its exporting "
+                         "program was not resumed with this one, ended, or the state is not this VM's)");
+    }
+    if (m.mapped && rec.generation == m.generation) continue;  // the same memory
+    if (rec.mapping_bytes != m.mapping_bytes || rec.bytes != m.bytes || rec.offset != ptr - m.va ||
+        rec.host_device != devices_[o->device])
+      return fail(what + " cannot be mapped again: its exporter's allocation is now " + std::to_string(rec.bytes) +
+                  " bytes at offset " + std::to_string(rec.offset) + " of " + std::to_string(rec.mapping_bytes) +
+                  " on GPU " + std::to_string(rec.host_device) + ", where " + std::to_string(m.bytes) + " bytes at " +
+                  std::to_string(ptr - m.va) + " of " + std::to_string(m.mapping_bytes) + " were opened");
+    if (!context_of(o->device)) return fail(what + ": no context: " + describe(api_, ctx_error_));
+    unsigned long long h = 0;
+    CUresult e = on_device(o->device, [&] {
+      return api_.cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<uintptr_t>(fd.get())),
+                                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    });
+    if (e != CUDA_SUCCESS) return fail(what + " cannot be mapped again: importing it failed: " + describe(api_, e));
+    e = on_device(o->device, [&] {
+      if (m.mapped) {
+        if (CUresult u = arena_->unmap_import(m.va, true); u != CUDA_SUCCESS) return u;
+        m.mapped = false;
+      }
+      return arena_->map_import_at(rec.host_device, h, m.mapping_bytes, m.va);
+    });
+    if (e != CUDA_SUCCESS) {
+      api_.cuMemRelease(h);
+      return fail(what + " cannot be mapped again at " + hexs(m.va) + ": " + describe(api_, e));
+    }
+    m.mapped = true;
+    m.generation = rec.generation;
+  }
+  for (const auto& [handle, id] : std::map<uint64_t, ObjectId>(vol_.of(ObjectKind::Event))) {
+    Object* o = vol_.get(id);
+    EventObject& ev = o->as<EventObject>();
+    if (!ev.imported) continue;
+    const std::string what = "interprocess event " + hexs(handle) + " (opened with cudaIpcOpenEventHandle)";
+    IpcRecord rec;
+    vmrpc::UniqueFd none;
+    std::shared_ptr<void> local;
+    const bool found = limits_.ipc->in_process() ? limits_.ipc->lookup_local(ev.ipc_token, &rec, &none, &local)
+                                                 : limits_.ipc->lookup(ev.ipc_token, &rec, &none);
+    if (!found || rec.kind != IpcRecord::kEvent) {
+      if (ev.event) continue;  // its exporter is suspended or gone: kept as it is
+      return fail(what + " cannot be opened again: its handle names nothing in the VM now (its exporting "
+                         "program was not resumed with this one, ended, or the state is not this VM's)");
+    }
+    if (ev.event && rec.generation == ev.ipc_generation) continue;
+    if (rec.host_device != devices_[o->device])
+      return fail(what + " cannot be opened again: it is on GPU " + std::to_string(rec.host_device) + " now");
+    if (!context_of(o->device)) return fail(what + ": no context: " + describe(api_, ctx_error_));
+    CUevent opened = nullptr;
+    if (local) {
+      opened = static_cast<IpcSharedEvent*>(local.get())->event;
+    } else if (CUresult e = on_device(o->device, [&] { return api_.cuIpcOpenEventHandle(&opened, rec.event); });
+               e != CUDA_SUCCESS) {
+      return fail(what + " cannot be opened again: " + describe(api_, e));
+    }
+    if (ev.shared) ev.shared.reset();  // the exporter's earlier event: its last holder destroys it
+    else if (ev.event) on_device(o->device, [&] { return api_.cuEventDestroy_v2(ev.event); });
+    ev.event = opened;
+    ev.shared = std::move(local);
+    ev.ipc_generation = rec.generation;
+  }
+  make_current(current_);
+  return true;
 }
 
 }  // namespace vmcuda::host

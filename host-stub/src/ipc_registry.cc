@@ -31,7 +31,7 @@ void random_bytes(void* p, size_t n) {
 
 // One message of the worker <-> stub protocol (a request or its answer).
 struct Message {
-  enum Op : uint32_t { kPublish = 1, kLookup, kRevoke, kAnswer };
+  enum Op : uint32_t { kPublish = 1, kLookup, kRevoke, kAnswer, kPark, kRepublish, kKnown };
   uint32_t op = 0;
   uint32_t ok = 0;  // answers: 1 found / done
   IpcToken token{};
@@ -99,6 +99,13 @@ class LocalChannel : public IpcChannel {
     return registry_->lookup(token, rec, fd, local);
   }
   void revoke(const IpcToken& token, uint64_t owner) override { registry_->revoke(token, owner); }
+  void park(const IpcToken& token, uint64_t owner) override { registry_->park(token, owner); }
+  bool republish(const IpcToken& token, const IpcRecord& rec, int fd, std::shared_ptr<void> local) override {
+    vmrpc::UniqueFd copy(fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1);
+    if (fd >= 0 && !copy) return false;
+    return registry_->republish(token, rec, std::move(copy), std::move(local));
+  }
+  bool known(const IpcToken& token) override { return registry_->known(token); }
 
  private:
   std::shared_ptr<IpcRegistry> registry_;
@@ -135,6 +142,32 @@ class WorkerChannel : public IpcChannel {
     vmrpc::UniqueFd none;
     ask(m, -1, &a, &none);
   }
+  void park(const IpcToken& token, uint64_t owner) override {
+    Message m;
+    m.op = Message::kPark;
+    m.token = token;
+    m.rec.owner = owner;
+    Message a;
+    vmrpc::UniqueFd none;
+    ask(m, -1, &a, &none);
+  }
+  bool republish(const IpcToken& token, const IpcRecord& rec, int fd, std::shared_ptr<void>) override {
+    Message m;
+    m.op = Message::kRepublish;
+    m.token = token;
+    m.rec = rec;
+    Message a;
+    vmrpc::UniqueFd none;
+    return ask(m, fd, &a, &none) && a.ok;
+  }
+  bool known(const IpcToken& token) override {
+    Message m;
+    m.op = Message::kKnown;
+    m.token = token;
+    Message a;
+    vmrpc::UniqueFd none;
+    return ask(m, -1, &a, &none) && a.ok;
+  }
 
  private:
   bool ask(const Message& m, int fd, Message* answer, vmrpc::UniqueFd* got) {
@@ -153,13 +186,14 @@ IpcToken IpcRegistry::publish(const IpcRecord& rec, vmrpc::UniqueFd fd, std::sha
   do random_bytes(t.data(), t.size());
   while (entries_.count(t));
   entries_[t] = Entry{rec, std::move(fd), std::move(local)};
+  entries_[t].rec.generation = ++generation_;
   return t;
 }
 
 bool IpcRegistry::lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd, std::shared_ptr<void>* local) const {
   std::lock_guard l(mu_);
   auto it = entries_.find(token);
-  if (it == entries_.end()) return false;
+  if (it == entries_.end() || it->second.parked) return false;
   *rec = it->second.rec;
   if (local) *local = it->second.local;
   fd->reset();
@@ -183,6 +217,32 @@ void IpcRegistry::revoke(const IpcToken& token, uint64_t owner) {
   }
 }
 
+void IpcRegistry::park(const IpcToken& token, uint64_t owner) {
+  std::shared_ptr<void> last;
+  std::lock_guard l(mu_);
+  if (auto it = entries_.find(token); it != entries_.end() && it->second.rec.owner == owner) {
+    it->second.parked = true;
+    it->second.fd.reset();  // the memory can go: nothing of the table holds it
+    last = std::move(it->second.local);
+  }
+}
+
+bool IpcRegistry::republish(const IpcToken& token, const IpcRecord& rec, vmrpc::UniqueFd fd,
+                            std::shared_ptr<void> local) {
+  std::shared_ptr<void> last;
+  std::lock_guard l(mu_);
+  auto it = entries_.find(token);
+  if (it != entries_.end() && !it->second.parked && it->second.rec.owner != rec.owner) return false;
+  Entry& e = entries_[token];
+  last = std::move(e.local);
+  e.rec = rec;
+  e.rec.generation = ++generation_;
+  e.fd = std::move(fd);
+  e.local = std::move(local);
+  e.parked = false;
+  return true;
+}
+
 void IpcRegistry::revoke_owner(uint64_t owner) {
   std::vector<std::shared_ptr<void>> last;
   std::lock_guard l(mu_);
@@ -191,6 +251,11 @@ void IpcRegistry::revoke_owner(uint64_t owner) {
     last.push_back(std::move(e.second.local));
     return true;
   });
+}
+
+bool IpcRegistry::known(const IpcToken& token) const {
+  std::lock_guard l(mu_);
+  return entries_.contains(token);
 }
 
 size_t IpcRegistry::size() const {
@@ -230,6 +295,20 @@ void serve_ipc_worker(std::shared_ptr<IpcRegistry> registry, vmrpc::UniqueFd soc
       case Message::kRevoke:
         registry->revoke(m.token, m.rec.owner);
         a.ok = 1;
+        break;
+      case Message::kPark:
+        registry->park(m.token, m.rec.owner);
+        a.ok = 1;
+        break;
+      case Message::kKnown:
+        a.ok = registry->known(m.token) ? 1 : 0;
+        break;
+      case Message::kRepublish:
+        if ((m.rec.kind == IpcRecord::kMemory) == static_cast<bool>(fd) && m.rec.owner &&
+            registry->republish(m.token, m.rec, std::move(fd))) {
+          owners.insert(m.rec.owner);
+          a.ok = 1;
+        }
         break;
       default:
         break;

@@ -13,6 +13,13 @@
 // travelling as SCM_RIGHTS. The stub serves each worker's socket on a thread of its own
 // (serve_ipc_worker) and revokes what that worker exported when the socket closes (the
 // worker ended, however).
+//
+// Suspend/resume (suspend.cc): a suspended exporter parks its tokens (the entry stays, its
+// fd and in-process object go, so the memory can be freed; nothing opens a parked token);
+// its resume publishes the memory or event made anew under the same token again
+// (republish), which bumps the entry's generation, and the importers map or open it again
+// (Session::ipc_attach). Across a save and a restore into a new stub process the tokens come
+// from the state files: republish takes a token the table does not know too.
 #pragma once
 
 #include <array>
@@ -42,8 +49,11 @@ struct IpcRecord {
   uint64_t offset = 0;         // memory: the allocation's offset in it
   uint64_t bytes = 0;          // memory: the allocation's size
   CUipcEventHandle event{};    // event: the driver's handle
+  // Bumped by each republish: an importer that mapped or opened an older generation maps
+  // or opens it again (the exporter's memory or event was made anew by a resume).
+  uint64_t generation = 0;
 };
-static_assert(sizeof(IpcRecord) == 104);
+static_assert(sizeof(IpcRecord) == 112);
 
 // The table: in the VM's stub process only. Thread-safe.
 class IpcRegistry {
@@ -56,16 +66,27 @@ class IpcRegistry {
   bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd, std::shared_ptr<void>* local = nullptr) const;
   // Forgets `token` if `owner` exported it (anyone else's revoke is ignored).
   void revoke(const IpcToken& token, uint64_t owner);
+  // Suspend: `owner`'s entry stays under `token` but holds nothing (its fd and in-process
+  // object go); lookups fail until it is republished.
+  void park(const IpcToken& token, uint64_t owner);
+  // Resume: `rec` (with `fd`, `local`) under `token` again: a parked entry, one of `owner`'s
+  // own, or a token the table does not know (a restore into a new stub process). False when
+  // the token names another client's live export (a forged or mixed-up state).
+  bool republish(const IpcToken& token, const IpcRecord& rec, vmrpc::UniqueFd fd, std::shared_ptr<void> local = nullptr);
   // Forgets everything `owner` exported.
   void revoke_owner(uint64_t owner);
   size_t size() const;
+  // Whether `token` names an export, live or parked (a suspend checks its imports with it).
+  bool known(const IpcToken& token) const;
 
  private:
   struct Entry {
     IpcRecord rec;
     vmrpc::UniqueFd fd;
     std::shared_ptr<void> local;
+    bool parked = false;
   };
+  uint64_t generation_ = 0;  // the last one given (under mu_)
   mutable std::mutex mu_;
   std::map<IpcToken, Entry> entries_;
 };
@@ -78,6 +99,10 @@ class IpcChannel {
   virtual bool publish(const IpcRecord& rec, int fd, IpcToken* token) = 0;
   virtual bool lookup(const IpcToken& token, IpcRecord* rec, vmrpc::UniqueFd* fd) = 0;
   virtual void revoke(const IpcToken& token, uint64_t owner) = 0;
+  // IpcRegistry::park and republish (`local`: in-process channels only).
+  virtual void park(const IpcToken& token, uint64_t owner) = 0;
+  virtual bool republish(const IpcToken& token, const IpcRecord& rec, int fd, std::shared_ptr<void> local = nullptr) = 0;
+  virtual bool known(const IpcToken& token) = 0;
   // Whether every client of the table is in this process (`--isolation thread`): exports may
   // then carry an in-process object, which an importer gets back from lookup_local.
   virtual bool in_process() const { return false; }

@@ -123,6 +123,11 @@ struct EventObject {
   // `--isolation thread`, an interprocess event exported or opened within the process
   // (ipc.h IpcSharedEvent): it owns `event`, which goes with its last holder.
   std::shared_ptr<void> shared;
+  // Opened with cudaIpcOpenEventHandle: the token it came from (saved: a resume opens it
+  // again, Session::ipc_attach) and the table's generation of the event it opened.
+  bool imported = false;
+  std::array<uint8_t, 16> ipc_token{};
+  uint64_t ipc_generation = 0;
 };
 // In a saved event's flags: it had been recorded (EventObject::recorded). Not a CUevent flag.
 inline constexpr uint32_t kSavedEventRecorded = 1u << 31;
@@ -331,12 +336,20 @@ struct VmmMappingObject {
 
 // Another client's memory mapped here by cudaIpcOpenMemHandle (ipc.cc): the arena's import
 // mapping at `va` (the exporter's physical memory), the allocation at handle = va + offset.
-// Not carried by a suspend (refused while any is open).
+// A suspend saves where it is and its token (not its bytes: the exporter's state has them);
+// the resume maps it again at the same address (Session::ipc_attach).
 struct IpcMemoryObject {
   std::array<uint8_t, 16> token{};
   uint64_t va = 0;
   uint64_t bytes = 0;  // the exporter's allocation
   uint32_t opens = 1;  // cudaIpcOpenMemHandle of the same handle counts; the last close unmaps
+  // The exporter's physical memory as mapped at `va` (the handle lies `handle - va` into it),
+  // and the table's generation of it (a resume of the exporter makes it anew: mapped again).
+  uint64_t mapping_bytes = 0;
+  uint64_t generation = 0;
+  // Between a resume and Session::ipc_attach (the exporter may come back later in the same
+  // resume of the VM), and while suspended: its VA is held, nothing is mapped.
+  bool mapped = true;
 };
 
 using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, FunctionObject, GlobalObject,

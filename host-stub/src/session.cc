@@ -210,7 +210,9 @@ CUresult Session::release(Object& o, Release how) {
       return e;
     }
     case ObjectKind::Allocation:
-      ipc_forget_export(o.handle);  // no new opens of it (ipc.cc)
+      // No new opens of it (ipc.cc); a suspend keeps its token for the resume to republish.
+      if (how == Release::kSuspend) ipc_park_export(o.handle);
+      else ipc_forget_export(o.handle);
       // Closing or suspending: the arena gives back its memory wholesale afterwards (close)
       // or keeps the layout for the resume (suspend). A reset frees it as cudaFree would.
       if (how == Release::kReset && arena_) {
@@ -233,7 +235,8 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::Stream:
       return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
     case ObjectKind::Event: {
-      ipc_forget_event(o.handle);
+      if (how == Release::kSuspend) ipc_park_event(o.handle);
+      else ipc_forget_event(o.handle);
       EventObject& ev = o.as<EventObject>();
       if (ev.shared) {  // shared within the process (ipc.cc): its last holder destroys it
         ev.shared.reset();
@@ -243,10 +246,11 @@ CUresult Session::release(Object& o, Release how) {
       return destroy_once(ev.event, api_.cuEventDestroy_v2);
     }
     case ObjectKind::IpcMemory: {
-      // Unmapped whichever way it goes (a suspend is refused while one is open).
+      // Unmapped whichever way it goes (a suspend saved where it was: the resume maps it
+      // again, Session::ipc_attach).
       IpcMemoryObject& m = o.as<IpcMemoryObject>();
-      const CUresult e = m.va && arena_ ? arena_->unmap_import(m.va) : CUDA_SUCCESS;
-      m.va = 0;
+      const CUresult e = m.mapped && m.va && arena_ ? arena_->unmap_import(m.va) : CUDA_SUCCESS;
+      m.mapped = false;
       return e;
     }
     case ObjectKind::HostRegistration: {  // portable: any context
@@ -415,7 +419,7 @@ void Session::close() {
   vol_.walk_children_first([&](Object& o) {
     if (o.kind != ObjectKind::Context) release(o, Release::kClose);
   });
-  if (limits_.ipc) ipc_forget_pools();
+  if (limits_.ipc) ipc_forget_all();  // with a suspended client's parked tokens
   arena_.reset();
   release_all(Release::kClose);  // the contexts
   pitches_.clear();

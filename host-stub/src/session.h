@@ -169,6 +169,12 @@ class Session : public vmrpc::SlotService {
   // The last resume failed because a module's variables came back at other addresses.
   bool module_data_moved() const { return module_data_moved_; }
   bool suspended() const { return suspended_; }
+  // After the resume of every client of the VM (exporters republished their memory, events
+  // and pools under their tokens: resume()): maps what this client had opened of other
+  // programs' memory again at the same addresses and opens their events again behind the
+  // same handles; in a client that ran on, what was made anew since it opened it (ipc.cc).
+  // False and `why` naming the handle when one cannot be (the caller suspends it again).
+  bool ipc_attach(std::string* why);
   ClientStatus status() const;
   // The status as last published (any thread; client_control's Reply encoding).
   std::vector<std::byte> snapshot() const override;
@@ -249,7 +255,19 @@ class Session : public vmrpc::SlotService {
   CUresult ipc_record_borrowed(const EventObject& e, CUstream stream, int device);
   void ipc_forget_export(uint64_t ptr);
   void ipc_forget_event(uint64_t handle);
-  std::string ipc_blocks_suspend() const;
+  // A suspend: the export's table entry stays under its token, holding nothing (ipc_registry.h).
+  void ipc_park_export(uint64_t ptr);
+  void ipc_park_event(uint64_t handle);
+  bool ipc_republish(std::span<const std::byte> state_record, std::string* why);  // suspend.cc
+  // At the end of a client (a suspended one keeps its parked tokens until then).
+  void ipc_forget_all();
+  // Exports `alloc` (an Allocation) or `event` (an interprocess Event): under a new token,
+  // or under `*reuse` again (a resume). The table refusing: CUDA_ERROR_NOT_SUPPORTED, or
+  // CUDA_ERROR_INVALID_HANDLE for `*reuse` (it names another client's live export).
+  CUresult ipc_export_memory(const Object& alloc, const std::array<uint8_t, 16>* reuse,
+                             std::array<uint8_t, 16>* token);
+  CUresult ipc_export_event(const Object& event, const std::array<uint8_t, 16>* reuse,
+                            std::array<uint8_t, 16>* token);
   // ---- graphs (graph.cc).
   // Why a suspend is refused now (empty: it is not): graphs are not carried by a suspend yet.
   std::string graphs_block_suspend() const;

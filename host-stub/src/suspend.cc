@@ -36,6 +36,7 @@
 #include "client_control.h"
 #include "module_symbols.h"
 #include "graph_state.h"
+#include "ipc_registry.h"
 #include "arrays.h"
 #include "session.h"
 #include "state_stream.h"
@@ -57,6 +58,7 @@ enum RecordType : uint32_t {
   kClientEnd = 6,    // ends one client's records (several clients may share a file)
   kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
   kVmmData = 8,      // blob, id = a physical allocation's (VmmAllocation) object id: its bytes
+  kIpcExports = 9,   // what the client exported to other programs of the VM, under which tokens
 };
 // 2: events carry their time before the suspend; 3: streams carry the attributes set on them;
 // 4: graphs, their nodes and executable graphs (graph_state.h); 5: virtual memory objects
@@ -64,8 +66,27 @@ enum RecordType : uint32_t {
 // header's last physical allocation handle; 6: cuFFT plans (the calls that made each);
 // 7: cuBLASLt objects with their attributes; 8: cuRAND generators (the steps that brought each
 // where it stands) and cuDNN handles and backend descriptors (their creation, attributes and
-// finalization)
-constexpr uint32_t kClientStateVersion = 8;
+// finalization); 9: IPC between the VM's programs (the memory and events a client opened of
+// others', with their tokens; its exports, kIpcExports)
+constexpr uint32_t kClientStateVersion = 9;
+// A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
+// device (i32: a pool's), token (16 bytes).
+constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
+enum SavedIpcExport : uint8_t { kIpcExportMemory = 1, kIpcExportEvent = 2, kIpcExportPool = 3 };
+
+void put_token(state::ByteWriter& w, const std::array<uint8_t, 16>& t) {
+  uint64_t v[2];
+  std::memcpy(v, t.data(), sizeof v);
+  w.put_u64(v[0]);
+  w.put_u64(v[1]);
+}
+bool get_token(state::ByteReader& r, std::array<uint8_t, 16>* t) {
+  uint64_t v[2] = {};
+  r.get_u64(&v[0]);
+  if (!r.get_u64(&v[1])) return false;
+  std::memcpy(t->data(), v, sizeof v);
+  return true;
+}
 // A saved mapping's access list names each of the client's devices at most once; a saved
 // allocation's references are what a program could hold (cuMemRetainAllocationHandle).
 constexpr uint32_t kMaxSavedVmmRefs = 1u << 30;
@@ -423,8 +444,29 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // Texture and surface objects are carried with their values (arrays.cc), unless what one
   // reads is gone: refused then, before anything is touched.
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
-  // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
-  if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
+  // IPC with other programs of the VM (ipc.cc) is carried: exports keep their tokens
+  // (parked in the VM's table while suspended), imports are saved as where they are mapped
+  // and which token they came from; the exporter's memory is saved once, with its own. An
+  // import whose exporter freed it or ended (natively still readable) has nobody to make it
+  // again at the resume: refused, naming it, before anything is touched.
+  if (limits_.ipc) {
+    std::vector<std::string> orphans;
+    // (One not mapped or opened again since a resume, whose exporter did not come back, is
+    // carried as it was: suspended again, it waits for its exporter.)
+    for (const auto& [ptr, id] : vol_.of(ObjectKind::IpcMemory))
+      if (const auto& m = vol_.get(id)->as<IpcMemoryObject>(); m.mapped && !limits_.ipc->known(m.token))
+        orphans.push_back("memory opened at " + hex(ptr));
+    for (const auto& [handle, id] : vol_.of(ObjectKind::Event))
+      if (const auto& e = vol_.get(id)->as<EventObject>(); e.imported && e.event && !limits_.ipc->known(e.ipc_token))
+        orphans.push_back("interprocess event " + hex(handle));
+    if (!orphans.empty()) {
+      std::string list;
+      for (const auto& o : orphans) list += (list.empty() ? "" : ", ") + o;
+      return fail("the program holds another program's " + list +
+                  ", which that program freed, destroyed or ended with: a resume could not make it again. "
+                  "Suspend once it is closed (cudaIpcCloseMemHandle, cudaEventDestroy); nothing was changed");
+    }
+  }
   // A cuFFT plan or cuRAND generator whose record overflowed (nvlib.cc): refused.
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // A cuDNN descriptor a resume could not make again (cudnn.cc): refused.
@@ -575,6 +617,9 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_u32(o.as<EventObject>().flags | (o.as<EventObject>().recorded ? kSavedEventRecorded : 0));
         const auto t = event_times.find(o.id);
         w.put_u64(std::bit_cast<uint64_t>(t == event_times.end() ? std::numeric_limits<double>::quiet_NaN() : t->second));
+        // Opened from another program (cudaIpcOpenEventHandle): the token to open again.
+        w.put_u8(o.as<EventObject>().imported ? 1 : 0);
+        put_token(w, o.as<EventObject>().ipc_token);
         break;
       }
       case ObjectKind::HostRegistration:
@@ -650,8 +695,16 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         }
         break;
       }
-      case ObjectKind::IpcMemory:
-        break;  // never: refused while open (ipc_blocks_suspend)
+      case ObjectKind::IpcMemory: {
+        // Where it is mapped and which token it came from; its bytes are its exporter's.
+        const auto& m = o.as<IpcMemoryObject>();
+        put_token(w, m.token);
+        w.put_u64(m.va);
+        w.put_u64(m.mapping_bytes);
+        w.put_u64(m.bytes);
+        w.put_u32(m.opens);
+        break;
+      }
       case ObjectKind::CublasLt: {
         // What made it and every attribute set on it (cublaslt.cc): a resume makes it again.
         const auto& l = o.as<CublasLtObject>();
@@ -837,6 +890,21 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     vmm_bytes += bytes;
   }
   memory_bytes += vmm_bytes;
+  // Its exports to other programs of the VM: the resume republishes each under its token.
+  if (!ipc_exports_.empty() || !ipc_event_exports_.empty() || !ipc_pool_exports_.empty()) {
+    state::ByteWriter w;
+    w.put_u32(static_cast<uint32_t>(ipc_exports_.size() + ipc_event_exports_.size() + ipc_pool_exports_.size()));
+    auto put = [&](uint8_t kind, uint64_t what, int32_t device, const std::array<uint8_t, 16>& token) {
+      w.put_u8(kind);
+      w.put_u64(what);
+      w.put_i32(device);
+      put_token(w, token);
+    };
+    for (const auto& [ptr, token] : ipc_exports_) put(kIpcExportMemory, ptr, 0, token);
+    for (const auto& [handle, token] : ipc_event_exports_) put(kIpcExportEvent, handle, 0, token);
+    for (const auto& [pool, e] : ipc_pool_exports_) put(kIpcExportPool, pool, e.device, e.token);
+    if (!out.put_record(kIpcExports, 0, w.bytes())) return fail(out.error());
+  }
   if (!out.put_record(kClientEnd, info_.slot, {})) return fail(out.error());
   if (std::string err; !out.finish(&err)) return fail(err);
   copier.drop();
@@ -1034,7 +1102,6 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
-    if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
     if (s.kind == ObjectKind::Cusparse || s.kind == ObjectKind::Cusolver)
       return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
@@ -1168,10 +1235,21 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         r.get_u32(&e.flags);
         e.recorded = e.flags & kSavedEventRecorded;
         e.flags &= ~kSavedEventRecorded;
-        if (r.ok() && (e.flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING))) return bad("bad flags");
+        if (r.ok() && (e.flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)))
+          return bad("bad flags");
+        // An interprocess event has no timing (CUDA's rule, as EventCreate checks).
+        if (r.ok() && (e.flags & CU_EVENT_INTERPROCESS) && !(e.flags & CU_EVENT_DISABLE_TIMING))
+          return bad("an interprocess event with timing");
         uint64_t bits = 0;
         r.get_u64(&bits);
         e.before_suspend_ms = std::bit_cast<double>(bits);
+        uint8_t imported = 0;
+        r.get_u8(&imported);
+        get_token(r, &e.ipc_token);
+        if (r.ok() && imported > 1) return bad("bad IPC mark");
+        e.imported = imported == 1;
+        if (r.ok() && e.imported && e.flags != (CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING))
+          return bad("an event opened from another program without its flags");
         // Unknown (NaN), or a time a suspend measured: never negative, never absurd.
         if (r.ok() && !std::isnan(e.before_suspend_ms) &&
             !(e.before_suspend_ms >= 0 && e.before_suspend_ms < 1e12 && e.recorded))
@@ -1366,8 +1444,23 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = std::move(m);
         break;
       }
-      case ObjectKind::IpcMemory:
-        return bad("IPC memory is not carried by a suspend");
+      case ObjectKind::IpcMemory: {
+        // Another program's memory mapped here: checked against the arena below (its range
+        // held) and against the table's record at ipc_attach (sizes, offset, GPU).
+        IpcMemoryObject m;
+        get_token(r, &m.token);
+        r.get_u64(&m.va);
+        r.get_u64(&m.mapping_bytes);
+        r.get_u64(&m.bytes);
+        r.get_u32(&m.opens);
+        m.mapped = false;
+        if (r.ok() && (m.opens == 0 || m.bytes == 0 || m.mapping_bytes == 0 || s.handle < m.va ||
+                       s.handle - m.va > m.mapping_bytes || m.bytes > m.mapping_bytes - (s.handle - m.va)))
+          return bad("memory opened at " + hex(s.handle) + " does not lie in its mapping at " + hex(m.va) + " of " +
+                     std::to_string(m.mapping_bytes) + " bytes");
+        s.data = m;
+        break;
+      }
       case ObjectKind::CublasLt: {
         // Its creation's arguments and attributes are the library's to check when the resume
         // makes and sets them; here what it is and that its attributes are few, sized, once.
@@ -1586,6 +1679,18 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     for (const Saved& s : saved)
       if (s.kind == ObjectKind::VmmAllocation && std::get<VmmAllocationObject>(s.data).refs == 0 && !vmm_maps[s.id])
         return bad_vmm(s, "neither referenced nor mapped (it would have been freed)");
+    // Other programs' memory opened here: its range held in the arena (clear of its memory
+    // and of everything above), mapped again at ipc_attach once its exporter is back.
+    for (const Saved& s : saved) {
+      if (s.kind != ObjectKind::IpcMemory) continue;
+      const auto& m = std::get<IpcMemoryObject>(s.data);
+      uint64_t g = 0;
+      if (!gran(s.device, &g)) return bad_vmm(s, "no allocation granularity for device " + std::to_string(s.device));
+      if (m.va % g || m.mapping_bytes % g)
+        return bad_vmm(s, "its mapping at " + hex(m.va) + " is not whole granules of " + std::to_string(g));
+      if (!arena_->adopt_guest(m.va, m.mapping_bytes, &err))
+        return fail("another program's memory opened at " + hex(s.handle) + ": " + err);
+    }
   }
   // Device memory: the arena at its addresses, then the mappings' blobs, in order.
   uint64_t memory_bytes = 0;
@@ -1755,6 +1860,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       }
       case ObjectKind::Event: {
         auto& ev = std::get<EventObject>(data);
+        if (ev.imported) break;  // another program's: opened again at ipc_attach
         e = api_.cuEventCreate(&ev.event, ev.flags);
         what = "creating an event";
         break;
@@ -2053,6 +2159,13 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   if (vmm_filled.size() != vol_.count(ObjectKind::VmmAllocation))
     return fail("the state lacks the contents of " + std::to_string(vol_.count(ObjectKind::VmmAllocation) - vmm_filled.size()) +
                 " physical allocation(s)");
+  // What the client exported to other programs of the VM, under the same tokens again (the
+  // importers map and open them at their ipc_attach, after every client's resume).
+  if (h.type == kIpcExports) {
+    if (!in.read_payload(&payload, &err)) return fail(err);
+    if (std::string w; !ipc_republish(payload, &w)) return fail(w);
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
   if (h.type != kClientEnd) return fail("record " + std::to_string(h.index) + " is not the end of the client's state");
   // Peer access last: both contexts exist now.
   for (const Saved& s : saved) {
@@ -2106,6 +2219,97 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   VMRPC_LOG(kInfo, "stub", log_tag_ + ": resumed: " + std::to_string(vol_.size()) + " objects, " +
                                std::to_string(memory_bytes >> 20) + " MiB of device memory in " +
                                std::to_string(static_cast<int>(secs * 1000)) + " ms (" + phases.text() + ")");
+  return true;
+}
+
+// A state's kIpcExports record (untrusted): each export checked against the client just
+// recreated, then published under its token again. The export maps are this state's from
+// here on (a failure below parks what was republished: resume's fail releases them).
+bool Session::ipc_republish(std::span<const std::byte> payload, std::string* why) {
+  auto bad = [&](const std::string& w) {
+    *why = "bad IPC export record: " + w;
+    return false;
+  };
+  state::ByteReader r(payload);
+  uint32_t n = 0;
+  r.get_u32(&n);
+  if (!r.ok() || r.remaining() != static_cast<uint64_t>(n) * kSavedIpcExportBytes)
+    return bad("its size does not match its " + std::to_string(n) + " entries");
+  if (!limits_.ipc) {
+    *why = "the client shared memory, events or pools with other programs of its VM, and this stub has no IPC "
+           "table (it runs without IPC between programs)";
+    return false;
+  }
+  struct Entry {
+    uint8_t kind;
+    uint64_t what;
+    int32_t device;
+    std::array<uint8_t, 16> token;
+  };
+  std::vector<Entry> entries(n);
+  std::set<std::array<uint8_t, 16>> tokens;
+  size_t pools = 0;
+  for (Entry& e : entries) {
+    r.get_u8(&e.kind);
+    r.get_u64(&e.what);
+    r.get_i32(&e.device);
+    get_token(r, &e.token);
+    if (!r.ok()) return bad(r.error());
+    if (!tokens.insert(e.token).second) return bad("a token twice");
+    switch (e.kind) {
+      case kIpcExportMemory: {
+        const Object* o = vol_.find(ObjectKind::Allocation, e.what);
+        if (!o) return bad("exported allocation " + hex(e.what) + " is not an allocation of the client");
+        break;
+      }
+      case kIpcExportEvent: {
+        const Object* o = vol_.find(ObjectKind::Event, e.what);
+        if (!o || !(o->as<EventObject>().flags & CU_EVENT_INTERPROCESS) || o->as<EventObject>().imported)
+          return bad("exported event " + hex(e.what) + " is not an interprocess event of the client");
+        break;
+      }
+      case kIpcExportPool:
+        if (e.what == 0 || !valid_device(e.device)) return bad("exported pool " + hex(e.what) + " on a bad device");
+        if (++pools > kMaxPoolExports) return bad("too many exported pools");
+        break;
+      default:
+        return bad("unknown kind " + std::to_string(e.kind));
+    }
+  }
+  for (const Entry& e : entries) {
+    CUresult res = CUDA_SUCCESS;
+    std::array<uint8_t, 16> token{};
+    std::string what;
+    switch (e.kind) {
+      case kIpcExportMemory:
+        what = "allocation " + hex(e.what) + " (exported with cudaIpcGetMemHandle)";
+        res = ipc_export_memory(*vol_.find(ObjectKind::Allocation, e.what), &e.token, &token);
+        break;
+      case kIpcExportEvent:
+        what = "interprocess event " + hex(e.what) + " (exported with cudaIpcGetEventHandle)";
+        res = ipc_export_event(*vol_.find(ObjectKind::Event, e.what), &e.token, &token);
+        break;
+      case kIpcExportPool: {
+        what = "memory pool " + hex(e.what) + " (exported with cudaMemPoolExportToShareableHandle)";
+        IpcRecord rec;
+        rec.kind = IpcRecord::kPool;
+        rec.host_device = devices_[e.device];
+        rec.owner = ipc_owner_;
+        if (!limits_.ipc->republish(e.token, rec, -1)) res = CUDA_ERROR_INVALID_HANDLE;
+        else ipc_pool_exports_[e.what] = PoolExport{e.token, e.device};
+        break;
+      }
+    }
+    if (res != CUDA_SUCCESS) {
+      *why = what + " cannot be shared again under its handle: " +
+             (res == CUDA_ERROR_INVALID_HANDLE ? std::string("the VM's table refused it (its handle names another "
+                                                             "program's export: a state of another VM or a forged one)")
+              : res == CUDA_ERROR_NOT_SUPPORTED ? std::string("the GPU or driver does not share memory by POSIX file "
+                                                             "descriptor here")
+                                                : describe(api_, res));
+      return false;
+    }
+  }
   return true;
 }
 

@@ -238,6 +238,23 @@ void VmControl::release_all_held() {
   held_.clear();
 }
 
+std::string VmControl::attach_ipc(const std::vector<SlotKey>& keys, std::vector<SlotKey>* failed) {
+  std::string first;
+  for (const auto& k : keys) {
+    cc::Reply r;
+    std::string err;
+    if (request(k, cc::Op::kIpcAttach, {}, &r, {}, 0, 0, &err)) continue;
+    if (first.empty()) first = err;
+    if (failed) failed->push_back(k);
+    cc::Reply again;
+    std::string e2;
+    if (!request(k, cc::Op::kSuspend, {}, &again, {}, 0, 0, &e2))
+      VMRPC_LOG(kWarn, "stub", vm_ + ": " + err + "; suspending it again failed too: " + e2 +
+                                    " (its program's next use of that memory or event fails)");
+  }
+  return first;
+}
+
 bool VmControl::suspend(const Progress& progress, std::string* why) {
   std::lock_guard l(mu_);
   return suspend_into(nullptr, progress, why);
@@ -327,6 +344,13 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
         std::string e2;
         if (!request(back, back_path.empty() ? cc::Op::kResume : cc::Op::kRestore, back_path, &ignored, {}, 0, 0,
                      &e2))
+          VMRPC_LOG(kWarn, "stub", vm_ + ": undoing a failed suspend: " + e2);
+      }
+      // Memory and events shared between them made anew by those resumes: mapped and opened
+      // again by every client (those that were not suspended mapped the memory as it was).
+      if (!suspended_.empty()) {
+        std::vector<SlotKey> all(held_.begin(), held_.end()), failed;
+        if (const std::string e2 = attach_ipc(all, &failed); !e2.empty())
           VMRPC_LOG(kWarn, "stub", vm_ + ": undoing a failed suspend: " + e2);
       }
       suspended_.clear();
@@ -466,6 +490,19 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
     }
     restored.push_back(k);
   }
+  // Second pass: what they opened of each other's memory and events (Session::ipc_attach).
+  {
+    std::vector<SlotKey> failed;
+    if (const std::string e = attach_ipc(restored, &failed); !e.empty())
+      VMRPC_LOG(kWarn, "stub", vm_ + ": " + e + "; the client stays suspended (fix the cause, then vmcudactl resume " +
+                                   vm_ + ")");
+    for (const auto& k : failed) {
+      restored.erase(std::find(restored.begin(), restored.end(), k));
+      held_.insert(k);
+      suspended_[k] = "";
+      vm_suspended_ = true;
+    }
+  }
   // A token of its own before any client runs again (services compare it before each
   // batch; it changes under them only when a saved image replaces the region).
   set_token_parked(r.connection_id, std::set<SlotKey>(restored.begin(), restored.end()));
@@ -558,6 +595,16 @@ bool VmControl::resume_from(const std::string* dir, const Progress& progress, st
     done += r.status.device_bytes;
     resumed.push_back(it->first);
     it = suspended_.erase(it);
+  }
+  // Second pass: what the resumed clients opened of each other's memory and events, now
+  // that every exporter is back under its tokens. One that cannot stays suspended.
+  {
+    std::vector<SlotKey> failed;
+    if (const std::string e = attach_ipc(resumed, &failed); !e.empty() && first_error.empty()) first_error = e;
+    for (const auto& k : failed) {
+      resumed.erase(std::find(resumed.begin(), resumed.end(), k));
+      suspended_[k] = "";  // its state in host memory now (a state file it came from is untouched)
+    }
   }
   // Moved: the clients that came back run there, and so do the programs that start now
   // (those still suspended move when they resume with the same list).

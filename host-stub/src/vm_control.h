@@ -129,6 +129,11 @@ class VmControl {
   bool check_move(const std::vector<int>& to, std::string* why) const;
   class Placement* placement_ = nullptr;
   void release_all_held();
+  // The second pass of a resume (client_control kIpcAttach): each of `keys` maps and opens
+  // again what it had opened of other programs' memory and events, once every exporter of
+  // the VM is back. One that cannot is suspended again (in host memory) and goes to
+  // `failed`; returns the first error ("" when none).
+  std::string attach_ipc(const std::vector<SlotKey>& keys, std::vector<SlotKey>* failed);
 
   vmrpc::HostEndpoint& endpoint_;
   std::string vm_;

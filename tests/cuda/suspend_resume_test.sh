@@ -4,6 +4,7 @@
 # saved to a directory and restored from it: each must print exactly what it prints natively.
 # While suspended, the stub must hold no device memory for the VM (vmcudactl status).
 #   suspend_resume_test.sh STUB VMCUDACTL LIBDIR BINDIR EXPECTED_DIR [PROGRAMS...]
+# SUSPEND_TEST_STUB_ARGS: more options for the stub (e.g. "--isolation thread").
 # CI: the test stub (executor); the GPU machine: the real vmcuda-stub (scripts/gpu-check.sh).
 set -euo pipefail
 stub="$1" ctl="$2" libdir="$3" bindir="$4" expected="$5"
@@ -12,7 +13,8 @@ shift 5
 work="$(mktemp -d)"
 sock="$work/vm1.sock"
 export VMCUDA_RUN_DIR="$work"
-"$stub" --socket "$sock" 2>"$work/stub.log" &
+# shellcheck disable=SC2086  # word-split on purpose: several options
+"$stub" --socket "$sock" ${SUSPEND_TEST_STUB_ARGS:-} 2>"$work/stub.log" &
 stub_pid=$!
 trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 200); do [ -S "$sock" ] && [ -S "$work/vm1.ctl" ] && break; sleep 0.05; done
@@ -26,12 +28,13 @@ if [ ${#programs[@]} -eq 0 ]; then
     # multi_gpu needs a stub with two devices (run_cuda_test.sh, scripts/gpu-multi-check.sh).
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
-    # ipc and ipc_pool: a suspend is refused while a program holds IPC memory, events or pools
-    # (host-stub/src/ipc.cc), leaving it running; cusparse_cg and cusolver_basic likewise while
-    # they hold cuSPARSE/cuSOLVER objects (host-stub/src/nvobj.cc). Virtual memory objects,
-    # cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc) and cuDNN
-    # handles and descriptors (cudnn.cc) are carried.
-    case "$n" in fault|multi_gpu|ipc|ipc_pool|cusparse_cg|cusolver_basic) continue ;; esac
+    # ipc and ipc_pool (two processes of the VM sharing memory, an event, a pool) are carried:
+    # both clients are suspended and resumed together (host-stub/src/ipc.cc). cusparse_cg and
+    # cusolver_basic: a suspend is refused while they hold cuSPARSE/cuSOLVER objects
+    # (host-stub/src/nvobj.cc), leaving them running. Virtual memory objects, cuBLASLt objects
+    # (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc) and cuDNN handles and
+    # descriptors (cudnn.cc) are carried.
+    case "$n" in fault|multi_gpu|cusparse_cg|cusolver_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
@@ -59,14 +62,13 @@ for p in "${programs[@]}"; do
         echo "$p: resume failed:"; cat "$work/ctl.out"; status=1
         kill $app 2>/dev/null; break  # held for good: nothing more to learn from it
       fi
-    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|shares GPU memory or events with other programs" "$work/ctl.out"; then
+    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)" "$work/ctl.out"; then
       # A client that ends between the listing and the hold is fine, and so is one with a
       # stream capture open, a graph node disabled, a child node's graph held, a graph with
       # conditional handles or an executable graph whose child node was given another graph
       # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md);
-      # (cuFFT plans, cuRAND generators and cuDNN objects are carried);
-      # IPC memory, events or pools shared with another program (ipc, ipc_pool when named:
-      # refused naming the handle, both run on);
+      # (cuFFT plans, cuRAND generators, cuDNN objects and IPC between the VM's programs are
+      # carried);
       # anything else is not (texture
       # and surface objects and graphs are carried: docs/snapshots.md).
       echo "$p: suspend failed:"; cat "$work/ctl.out"; status=1

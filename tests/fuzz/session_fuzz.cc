@@ -33,6 +33,7 @@
 
 #include "executor/fake_driver.h"
 #include "image_cache.h"
+#include "ipc_registry.h"
 #include "output.h"
 #include "session.h"
 #include "state_stream.h"
@@ -106,6 +107,7 @@ struct World {
   std::unique_ptr<host::Session> session;
   std::shared_ptr<host::VmLedger> ledger;  // the VM's: the session's and the neighbor's
   host::StubLimits limits;
+  std::shared_ptr<host::IpcRegistry> ipc_registry = std::make_shared<host::IpcRegistry>();
   vmrpc::SlotInfo neighbor_info{1, 1, 4343};
   std::unique_ptr<host::Session> neighbor;
   bool session_gpu_threads = false;
@@ -162,7 +164,9 @@ struct World {
     session.reset();
     // Every client of the VM gave its share of the quota back.
     FUZZ_CHECK(!ledger || ledger->used() == 0);
-    // close() promises the client leaves nothing in the driver.
+    // close() promises the client leaves nothing in the driver, nor in the VM's IPC table
+    // (a suspended client's parked exports too).
+    FUZZ_CHECK(ipc_registry->size() == 0);
     FUZZ_CHECK(testing::fake_allocated_bytes() == 0);
     FUZZ_CHECK(testing::fake_live_contexts() == 0);
     FUZZ_CHECK(testing::fake_live_modules() == 0);
@@ -203,6 +207,9 @@ struct World {
         return c;
       }();
       limits.image_cache = cache;
+      // The VM's IPC table, in process (`--isolation thread`): exports, and their tokens
+      // parked and republished across a suspend (host-stub/src/ipc.cc).
+      limits.ipc = host::local_ipc_channel(ipc_registry);
       session = std::make_unique<host::Session>(api, limits, std::vector<int>{0, 1}, info);
       session_gpu_threads = gpu_threads;
       inputs_in_session = 0;

@@ -353,6 +353,21 @@ void vmm_held(uint8_t flags, const char* name) {
   save(name, w);
 }
 
+// IPC exports (calls.def 0x1a00): memory (a chunk's block and a large allocation), an
+// interprocess event and a pool, which a suspend carries under their tokens (suspend.cc
+// kIpcExports, ipc.cc).
+void ipc_exports(uint8_t flags, const char* name) {
+  InputWriter w(flags);
+  w.call(Call::Malloc, api::MallocArgs{4096});     // rem 0
+  w.call(Call::Malloc, api::MallocArgs{3 << 20});  // rem 1
+  w.call(Call::IpcGetMemHandle, api::PtrArgs{0}, nullptr, 0, 0, 0, 0);
+  w.call(Call::IpcGetMemHandle, api::PtrArgs{0}, nullptr, 0, 0, 1, 0);
+  w.call(Call::EventCreate, api::EventCreateArgs{4, 0x6 /* interprocess, no timing */, 0});
+  w.call(Call::IpcGetEventHandle, api::EventArgs{4});
+  w.call(Call::MemPoolExport, api::MemPoolExportArgs{0x7f0000000100, 0, 0});
+  save(name, w);
+}
+
 // The image cache (calls.def 0x1330): a load that stores the image, then names by hash and
 // size (one unknown hash, a size beyond the limit, none), and a load again.
 void image_cache(uint8_t flags, const char* name) {
@@ -431,6 +446,8 @@ int main(int argc, char** argv) {
   arrays(fuzz::kFlagSuspend, "arrays-suspend");
   graphs(fuzz::kFlagSuspend, "graphs-suspend");  // graphs carried (graph_state.cc)
   vmm_held(fuzz::kFlagSuspend, "vmm-held-suspend");  // VMM objects carried (suspend.cc)
+  ipc_exports(0, "ipc-exports");
+  ipc_exports(fuzz::kFlagSuspend, "ipc-exports-suspend");  // IPC exports carried (ipc.cc)
 #ifdef VMCUDA_WITH_CUBLAS
   cublaslt(0, "cublaslt");
   cublaslt(fuzz::kFlagSuspend, "cublaslt-suspend");  // cuBLASLt objects carried (cublaslt.cc)

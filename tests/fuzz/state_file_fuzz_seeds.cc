@@ -110,6 +110,50 @@ int main(int argc, char** argv) {
     s.put_record(6, 0, {});
     save("vmm", s);
   }
+  {
+    // IPC between a VM's programs as suspend.cc writes it (state version 9): an importer's
+    // opened memory (object record of kind IpcMemory: token, its mapping's VA, the mapping's
+    // and the allocation's bytes, opens), an event opened from another program (flags,
+    // time, imported mark, token) and an exporter's kIpcExports record (type 9: count, then
+    // kind, what, device, token per export), then the client's end.
+    MemorySink s(small);
+    auto object = [](uint8_t kind, uint64_t id, uint64_t parent, uint64_t handle) {
+      ByteWriter w;
+      w.put_u8(kind);
+      w.put_u64(id);
+      w.put_u64(parent);
+      w.put_i32(0);
+      w.put_u64(handle);
+      return w;
+    };
+    ByteWriter mem = object(24, 2, 1, 0x508000000040ull);
+    mem.put_u64(0x0123456789abcdefull);  // token
+    mem.put_u64(0xfedcba9876543210ull);
+    mem.put_u64(0x508000000000ull);
+    mem.put_u64(2ull << 20);
+    mem.put_u64(256);
+    mem.put_u32(1);
+    s.put_record(3, 2, mem.bytes());
+    ByteWriter ev = object(8, 3, 1, 20);
+    ev.put_u32(0x6);  // CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS
+    ev.put_u64(0x7ff8000000000000ull);  // NaN: no time
+    ev.put_u8(1);
+    ev.put_u64(0x1111111111111111ull);
+    ev.put_u64(0x2222222222222222ull);
+    s.put_record(3, 3, ev.bytes());
+    ByteWriter ex;
+    ex.put_u32(3);
+    for (uint8_t kind = 1; kind <= 3; ++kind) {
+      ex.put_u8(kind);
+      ex.put_u64(kind == 1 ? 0x500000000200ull : kind == 2 ? 10 : 0x7f0000000100ull);
+      ex.put_i32(0);
+      ex.put_u64(0x3333333333333333ull * kind);
+      ex.put_u64(0x4444444444444444ull * kind);
+    }
+    s.put_record(9, 0, ex.bytes());
+    s.put_record(6, 0, {});
+    save("ipc", s);
+  }
   // Striped sets: FileSink's files, packed as the fuzzer reads them.
   for (unsigned stripes : {1u, 3u}) {
     char templ[] = "/tmp/state_file_fuzz_seeds.XXXXXX";
