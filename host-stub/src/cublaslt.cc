@@ -337,8 +337,11 @@ bool Session::restore_cublaslt_attributes(std::string* why) {
       if (o.what == What::kMatmulDesc && api::lt_desc_attribute_is_pointer(attr)) {
         uint64_t p = 0;
         if (value.size() == sizeof p) std::memcpy(&p, value.data(), sizeof p);
-        if (value.size() != sizeof p || (p && !owns_range(p, 1))) {
-          *why = which + " is not a pointer to the client's device memory";
+        // Within the client's own arena also when freed since it was set (a dangling pointer, as
+        // a native program may keep in a descriptor it does not use again): it can reach only
+        // this client's memory, and refusing it would leave a suspended client no resume.
+        if (value.size() != sizeof p || (p && !owns_range(p, 1) && !(arena_ && arena_->contains(p)))) {
+          *why = which + " is not a pointer into the client's device memory";
           return false;
         }
       }
