@@ -1,5 +1,6 @@
-// cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls), all hand-written here: the
-// host's libcudnn.so.9 (loaded at the first call), handles and backend descriptors as VOL entries
+// cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls): the handle and the backend API
+// hand-written here, the legacy API's calls generated (cudnn_host.inc, included at the end). The
+// host's libcudnn.so.9 (loaded at the first call), handles and descriptors as VOL entries
 // under the context that was current at their creation (destroyed with the client), attribute
 // elements translated (descriptors and handles: the guest's handles to the library's; device
 // pointers checked to be the client's memory, and again at each execution) and the execution,
@@ -95,9 +96,11 @@ int32_t bad(const std::string& tag, const char* call, const char* what) {
   return kCudnnBadParam;
 }
 
-CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr) {
+// The client's handle (handle), backend descriptor (legacy -1) or legacy descriptor of kind
+// `legacy` named `guest`; nullptr when it is none of these.
+CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr, int32_t legacy = -1) {
   Object* o = vol.find(ObjectKind::Cudnn, guest);
-  if (!o || o->as<CudnnObject>().handle != handle) return nullptr;
+  if (!o || o->as<CudnnObject>().handle != handle || (!handle && o->as<CudnnObject>().legacy != legacy)) return nullptr;
   if (device) *device = o->device;
   return &o->as<CudnnObject>();
 }
@@ -118,8 +121,20 @@ const CudnnApi* Session::cudnn_library(int32_t* status) {
 
 CUresult Session::cudnn_release(CudnnObject& o) {
   if (o.ptr && cudnn_) {
-    if (o.handle) cudnn_->cudnnDestroy(o.ptr);
-    else cudnn_->cudnnBackendDestroyDescriptor(o.ptr);
+    if (o.handle) {
+      cudnn_->cudnnDestroy(o.ptr);
+    } else if (o.legacy < 0) {
+      cudnn_->cudnnBackendDestroyDescriptor(o.ptr);
+    } else {
+      switch (o.legacy) {
+#define VMCUDA_CUDNN_DESTROY(tag, name) \
+  case tag:                             \
+    if (cudnn_->name) cudnn_->name(o.ptr); \
+    break;
+        VMCUDA_CUDNN_LEGACY_DESTROY(VMCUDA_CUDNN_DESTROY)
+#undef VMCUDA_CUDNN_DESTROY
+      }
+    }
   }
   o.ptr = nullptr;
   return CUDA_SUCCESS;  // a cuDNN status is no CUresult: teardown goes on either way
@@ -220,7 +235,7 @@ int32_t Session::on_cudnnBackendCreateDescriptor(const api::cudnnBackendCreateDe
 int32_t Session::on_cudnnBackendDestroyDescriptor(const api::cudnnBackendDestroyDescriptor_Args& a, api::Empty&,
                                                   Request&) {
   Object* obj = vol_.find(ObjectKind::Cudnn, a.descriptor);
-  if (!obj || obj->as<CudnnObject>().handle) return kCudnnBadParam;
+  if (!obj || obj->as<CudnnObject>().handle || obj->as<CudnnObject>().legacy >= 0) return kCudnnBadParam;
   cudnn_release(obj->as<CudnnObject>());
   vol_.remove(obj->id);
   return kCudnnSuccess;
@@ -324,6 +339,19 @@ int32_t Session::on_cudnnBackendGetAttribute(const api::cudnnBackendGetAttribute
   return st;
 }
 
+CUstream Session::cudnn_stream(CudnnObject& h) {
+  // A stream the app destroyed while the handle still names it: the library would use a freed
+  // stream. Natively undefined; here the handle falls back to the default stream.
+  if (h.stream && !vol_.find(ObjectKind::Stream, h.stream)) {
+    if (cudnn_ && cudnn_->cudnnSetStream) cudnn_->cudnnSetStream(h.ptr, nullptr);
+    h.stream = 0;
+  }
+  CUstream stream = nullptr;
+  int stream_device = -1;
+  if (h.stream) resolve_stream(h.stream, &stream, &stream_device);
+  return stream;
+}
+
 int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, api::Empty&, Request& req) {
   static constexpr const char* kCall = "cudnnBackendExecute";
   int device = -1;
@@ -335,21 +363,15 @@ int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, 
     for (uint64_t p : pointers)
       if (p && !owns_range(p, 1)) return bad(log_tag_, kCall, "a variant pack's pointer is no longer the client's memory");
   VMCUDA_CUDNN_LIBRARY();
-  // A stream the app destroyed while the handle still names it: the library would use a freed
-  // stream. Natively undefined; here the handle falls back to the default stream.
-  if (h->stream && !vol_.find(ObjectKind::Stream, h->stream)) {
-    if (lib->cudnnSetStream) lib->cudnnSetStream(h->ptr, nullptr);
-    h->stream = 0;
-  }
-  CUstream stream = nullptr;
-  int stream_device = -1;
-  if (h->stream) resolve_stream(h->stream, &stream, &stream_device);
   make_current(device);
-  count_launch(device, stream, req.ctx);  // kLaunches: fair sharing, the kernel time limit
+  count_launch(device, cudnn_stream(*h), req.ctx);  // kLaunches: fair sharing, the kernel time limit
   const int st = lib->cudnnBackendExecute(h->ptr, plan->ptr, pack->ptr);
   make_current(current_);
   return st;
 }
+// ---- the legacy API (generated: api/libs/cudnn.calls, scripts/gen-cudnn.py)
+
+#include "cudnn_host.inc"
 #undef VMCUDA_CUDNN_LIBRARY
 
 #endif  // VMCUDA_WITH_CUDNN

@@ -248,12 +248,14 @@ struct CurandGeneratorObject {
   uint64_t stream = 0;
 };
 
-// A cuDNN handle or backend descriptor of the real library (cudnn.cc). Not carried by a suspend
+// A cuDNN handle, backend descriptor or legacy descriptor (tensor, activation) of the real
+// library (cudnn.cc). Not carried by a suspend
 // (refused while any exists).
 struct CudnnObject {
   void* ptr = nullptr;   // the library's cudnnHandle_t / cudnnBackendDescriptor_t
   bool handle = false;   // a cudnnHandle_t (else a descriptor)
   int32_t type = 0;      // descriptors: cudnnBackendDescriptorType_t
+  int32_t legacy = -1;   // a legacy API descriptor: its kind (gen-cudnn.py LEGACY_DESCRIPTORS); -1: none
   uint64_t stream = 0;   // handles: the guest stream set (0: the default stream)
   std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
 };

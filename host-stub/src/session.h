@@ -307,6 +307,8 @@ class Session : public vmrpc::SlotService {
   const struct CudnnApi* cudnn_library(int32_t* status);
   const struct CudnnApi* cudnn_ = nullptr;
   CUresult cudnn_release(CudnnObject& o);
+  // The stream a cuDNN handle runs on (a stream the app destroyed meanwhile: the default stream).
+  CUstream cudnn_stream(CudnnObject& handle);
   // Why a suspend is refused now (empty: it is not): cuDNN objects are not carried yet.
   std::string cudnn_blocks_suspend() const;
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,

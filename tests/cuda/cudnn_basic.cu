@@ -1,14 +1,19 @@
 // cuDNN through vmcuda's libcudnn.so.9 (issue 12 point 3): the handle and its stream, versions,
-// error strings, and the backend (graph) API as PyTorch's cuDNN frontend drives it: tensor,
-// pointwise and operation descriptors, an operation graph Y = relu(X + B) (B broadcast per
-// channel, the sum a virtual tensor), engine heuristics whose configurations are descriptors the
-// program made (filled by the library), an execution plan, its workspace, a variant pack and
-// cudnnBackendExecute on the handle's stream. Inputs are small integers, so every output is
-// exact: the same natively, through vmcuda and on the test executor. Built with nvcc -cudart
-// shared -lcudnn (scripts/build-cuda-tests.sh).
+// error strings, arguments the library refuses, and the backend (graph) API as PyTorch's cuDNN
+// frontend drives it for a convolution: tensor, convolution and operation descriptors, an
+// operation graph Y = conv(X, W) (NCHW fp32, X 1x2x5x5, W 3x2x3x3, padding 1, stride 1), engine
+// heuristics (mode A) whose configurations are descriptors the program made (filled by the
+// library), the first configuration whose execution plan finalizes, its workspace, a variant pack
+// made for each execution and cudnnBackendExecute on the handle's stream, checked against a CPU
+// convolution. Inputs are small integers (exact in fp32 and TF32 alike), so the sums are exact:
+// the same natively, through vmcuda and on the test executor. No pointwise-only graph: NVIDIA's
+// cuDNN 9 has no engine for one (it finalizes no plan), and a fused conv+bias+relu needs runtime
+// compilation whose availability differs between machines. Built with nvcc -cudart shared
+// -lcudnn (scripts/build-cuda-tests.sh).
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -66,23 +71,24 @@ cudnnBackendDescriptor_t tensor(int64_t uid, std::vector<int64_t> dims, bool is_
   return t;
 }
 
-// The operation, and in *pw its pointwise descriptor (destroyed after the graph).
-cudnnBackendDescriptor_t pointwise_op(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x,
-                                      cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t y,
-                                      cudnnBackendDescriptor_t* pw_out) {
-  cudnnBackendDescriptor_t pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-  set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-  DNN(cudnnBackendFinalize(pw));
-  cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw);
-  set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
-  if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b);
-  set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
-  DNN(cudnnBackendFinalize(op));
-  *pw_out = pw;
-  return op;
+// A CPU cross-correlation (what cuDNN's CUDNN_CROSS_CORRELATION computes), NCHW, padding `pad`.
+std::vector<float> cpu_conv(const std::vector<float>& x, const std::vector<float>& w, int c, int h, int wd, int k,
+                            int r, int s, int pad) {
+  std::vector<float> y(size_t(k) * h * wd, 0.0f);
+  for (int ko = 0; ko < k; ++ko)
+    for (int i = 0; i < h; ++i)
+      for (int j = 0; j < wd; ++j) {
+        float sum = 0.0f;
+        for (int ci = 0; ci < c; ++ci)
+          for (int u = 0; u < r; ++u)
+            for (int v = 0; v < s; ++v) {
+              const int ii = i + u - pad, jj = j + v - pad;
+              if (ii >= 0 && ii < h && jj >= 0 && jj < wd)
+                sum += x[(size_t(ci) * h + ii) * wd + jj] * w[((size_t(ko) * c + ci) * r + u) * s + v];
+            }
+        y[(size_t(ko) * h + i) * wd + j] = sum;
+      }
+  return y;
 }
 
 }  // namespace
@@ -122,36 +128,60 @@ int main() {
   DNN(cudnnGetStream(handle, &got));
   std::printf("handle: stream %s\n", got == stream ? "kept" : "LOST");
 
-  // Y = relu(X + B): X 1x2x3x4, B 1x2x1x1 (a bias per channel).
-  const int64_t kX = 1, kB = 2, kT = 3, kY = 4;
-  cudnnBackendDescriptor_t x = tensor(kX, {1, 2, 3, 4}, false), b = tensor(kB, {1, 2, 1, 1}, false),
-                           t = tensor(kT, {1, 2, 3, 4}, true), y = tensor(kY, {1, 2, 3, 4}, false);
+  // Y = conv(X, W): X 1x2x5x5, W 3x2x3x3, padding 1, stride 1, Y 1x3x5x5.
+  const int C = 2, H = 5, Wd = 5, K = 3, R = 3, S = 3;
+  const int64_t kX = 1, kW = 2, kY = 3;
+  cudnnBackendDescriptor_t x = tensor(kX, {1, C, H, Wd}, false), w = tensor(kW, {K, C, R, S}, false),
+                           y = tensor(kY, {1, K, H, Wd}, false);
   int64_t count = 0, dims[8] = {};
   DNN(cudnnBackendGetAttribute(x, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 8, &count, dims));
   std::printf("tensor X: %lld dimensions %lld %lld %lld %lld\n", (long long)count, (long long)dims[0],
               (long long)dims[1], (long long)dims[2], (long long)dims[3]);
-  cudnnBackendDescriptor_t pws[2];
-  cudnnBackendDescriptor_t ops[2] = {pointwise_op(CUDNN_POINTWISE_ADD, x, b, t, &pws[0]),
-                                     pointwise_op(CUDNN_POINTWISE_RELU_FWD, t, nullptr, y, &pws[1])};
+
+  cudnnBackendDescriptor_t conv = make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  {
+    cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    int64_t spatial = 2, ones[2] = {1, 1}, pads[2] = {1, 1};
+    set(conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    set(conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+    set(conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+    set(conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, ones);
+    set(conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, ones);
+    set(conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+    set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads);
+    DNN(cudnnBackendFinalize(conv));
+  }
+  cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  {
+    float alpha = 1.0f, beta = 0.0f;
+    set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x);
+    set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w);
+    set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+    set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv);
+    set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+    DNN(cudnnBackendFinalize(op));
+  }
   cudnnBackendDescriptor_t graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 2, ops);
+  set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op);
   set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
   DNN(cudnnBackendFinalize(graph));
 
-  // Heuristics: the configurations come back into descriptors the program made; the first whose
-  // plan finalizes runs the graph (mode A, then the fallback list).
+  // Heuristics (mode A): the configurations come back into descriptors the program made; the
+  // first whose plan finalizes runs the graph. How many there are differs between libraries and
+  // GPUs: not printed.
   cudnnBackendDescriptor_t plan = nullptr;
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+  {
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
     cudnnBackendDescriptor_t heur = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
     set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
     set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    if (cudnnBackendFinalize(heur) != CUDNN_STATUS_SUCCESS) {
-      cudnnBackendDestroyDescriptor(heur);
-      continue;
-    }
+    DNN(cudnnBackendFinalize(heur));
     int64_t n = 0;
     DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, nullptr));
-    std::vector<cudnnBackendDescriptor_t> cfgs(size_t(n > 8 ? 8 : n));
+    std::printf("heuristics: %s\n", n > 0 ? "engine configurations offered" : "NONE");
+    std::vector<cudnnBackendDescriptor_t> cfgs(size_t(n > 16 ? 16 : n));
     for (auto& c : cfgs) c = make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     int64_t filled = 0;
     if (!cfgs.empty())
@@ -166,10 +196,9 @@ int main() {
     }
     for (auto c : cfgs) DNN(cudnnBackendDestroyDescriptor(c));
     DNN(cudnnBackendDestroyDescriptor(heur));
-    if (plan) break;
   }
   if (!plan) {
-    std::printf("no engine configuration finalized a plan for relu(X + B)\n");
+    std::printf("no engine configuration finalized a plan for conv(X, W)\n");
     return 1;
   }
   std::printf("plan: finalized\n");
@@ -178,47 +207,54 @@ int main() {
                                &workspace_bytes));
   std::printf("plan: workspace size %s\n", workspace_bytes >= 0 ? "known" : "MISSING");
 
-  std::vector<float> hx(24), hb = {-3.0f, 2.0f}, hy(24, -1.0f);
-  for (int i = 0; i < 24; ++i) hx[i] = float(i % 7) - 2.0f;
-  float *dx, *db, *dy;
+  const size_t nx = size_t(C) * H * Wd, nw = size_t(K) * C * R * S, ny = size_t(K) * H * Wd;
+  std::vector<float> hx(nx), hw(nw), hy(ny);
+  for (size_t i = 0; i < nw; ++i) hw[i] = float(int(i % 5) - 2);
+  float *dx, *dw, *dy;
   void* workspace = nullptr;
-  CUDA(cudaMalloc(&dx, 24 * sizeof(float)));
-  CUDA(cudaMalloc(&db, 2 * sizeof(float)));
-  CUDA(cudaMalloc(&dy, 24 * sizeof(float)));
+  CUDA(cudaMalloc(&dx, nx * sizeof(float)));
+  CUDA(cudaMalloc(&dw, nw * sizeof(float)));
+  CUDA(cudaMalloc(&dy, ny * sizeof(float)));
   if (workspace_bytes > 0) CUDA(cudaMalloc(&workspace, size_t(workspace_bytes)));
-  CUDA(cudaMemcpy(dx, hx.data(), 24 * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA(cudaMemcpy(db, hb.data(), 2 * sizeof(float), cudaMemcpyHostToDevice));
-  CUDA(cudaMemset(dy, 0xff, 24 * sizeof(float)));
+  CUDA(cudaMemcpy(dw, hw.data(), nw * sizeof(float), cudaMemcpyHostToDevice));
 
-  // The variant pack is made for each execution, as PyTorch does.
+  // Two executions with different inputs; the variant pack is made for each, as PyTorch does.
+  bool all_ok = true;
   for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < nx; ++i) hx[i] = float(int((i * (round + 3)) % 7) - 3);
+    CUDA(cudaMemcpyAsync(dx, hx.data(), nx * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CUDA(cudaMemsetAsync(dy, 0xff, ny * sizeof(float), stream));  // NaNs: an unwritten output shows
     cudnnBackendDescriptor_t pack = make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    int64_t uids[3] = {kX, kB, kY};
-    void* ptrs[3] = {dx, db, dy};
+    int64_t uids[3] = {kX, kW, kY};
+    void* ptrs[3] = {dx, dw, dy};
     set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
     set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
     set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
     DNN(cudnnBackendFinalize(pack));
     DNN(cudnnBackendExecute(handle, plan, pack));
     DNN(cudnnBackendDestroyDescriptor(pack));
-    if (round == 0) hb = {1.0f, -1.0f};
-    CUDA(cudaMemcpyAsync(db, hb.data(), 2 * sizeof(float), cudaMemcpyHostToDevice, stream));
+    CUDA(cudaMemcpyAsync(hy.data(), dy, ny * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA(cudaStreamSynchronize(stream));
-    CUDA(cudaMemcpy(hy.data(), dy, 24 * sizeof(float), cudaMemcpyDeviceToHost));
-    std::printf("round %d: Y =", round);
-    for (float v : hy) std::printf(" %g", v);
-    std::printf("\n");
+    const std::vector<float> ref = cpu_conv(hx, hw, C, H, Wd, K, R, S, 1);
+    double err = 0.0, sum = 0.0;
+    for (size_t i = 0; i < ny; ++i) {
+      const double d = std::fabs(double(hy[i]) - double(ref[i]));
+      err = d > err || d != d ? d : err;  // a NaN (unwritten) counts as an error
+      sum += double(hy[i]) * double((i % 11) + 1);
+    }
+    const bool ok = err < 1e-4;
+    all_ok = all_ok && ok;
+    std::printf("round %d: conv forward executed, max abs error vs the CPU < 1e-4: %s, checksum %.3f\n", round,
+                ok ? "ok" : "WRONG", sum);
   }
 
-  for (auto op : ops) DNN(cudnnBackendDestroyDescriptor(op));
-  for (auto pw : pws) DNN(cudnnBackendDestroyDescriptor(pw));
-  for (auto d : {graph, plan, x, b, t, y}) DNN(cudnnBackendDestroyDescriptor(d));
+  for (auto d : {graph, plan, op, conv, x, w, y}) DNN(cudnnBackendDestroyDescriptor(d));
   DNN(cudnnDestroy(handle));
   CUDA(cudaFree(dx));
-  CUDA(cudaFree(db));
+  CUDA(cudaFree(dw));
   CUDA(cudaFree(dy));
   if (workspace) CUDA(cudaFree(workspace));
   CUDA(cudaStreamDestroy(stream));
   std::printf("done\n");
-  return 0;
+  return all_ok ? 0 : 1;
 }
