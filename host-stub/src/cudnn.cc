@@ -29,8 +29,8 @@ std::string Session::cudnn_blocks_suspend() const {
   const size_t n = vol_.count(ObjectKind::Cudnn);
   if (n == 0) return {};
   return "the client holds " + std::to_string(n) +
-         " cuDNN handles or backend descriptors, which a suspend cannot carry yet; destroy them (cudnnDestroy, "
-         "cudnnBackendDestroyDescriptor; PyTorch keeps its cuDNN handle and plan cache for the process's life) and "
+         " cuDNN handles or descriptors, which a suspend cannot carry yet; destroy them (cudnnDestroy, "
+         "cudnnBackendDestroyDescriptor, cudnnDestroyTensorDescriptor; PyTorch keeps its cuDNN handle and plan cache for the process's life) and "
          "suspend again";
 }
 
