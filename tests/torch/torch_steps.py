@@ -32,7 +32,20 @@ def step(name, fn):
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         print(f"STEP {name}: FAIL {type(e).__name__}: {msg[:300]}", flush=True)
         traceback.print_exc(file=sys.stderr)
-    print(f"  ({name}: {time.time() - t0:.2f} s)", file=sys.stderr, flush=True)
+    print(f"  ({name}: {time.time() - t0:.2f} s; {loaded_libraries()})", file=sys.stderr, flush=True)
+
+
+def loaded_libraries():
+    """Which copy of each CUDA library the step ran on (vmcuda's, preloaded, or NVIDIA's)."""
+    import re
+    seen = {}
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            m = re.search(r"(/\S*/)(lib(?:cuda|cudart|cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver)\.so[.\d]*)$",
+                          line.strip())
+            if m:
+                seen.setdefault(m.group(2), m.group(1))
+    return " ".join(f"{lib} from {d}" for lib, d in sorted(seen.items())) or "no CUDA library loaded"
 
 
 def main():
