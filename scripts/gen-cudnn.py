@@ -233,7 +233,19 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums):
         elif p.kind == "value":
             call.append(f"a.{p.name}")
         elif p.kind == "dev":
-            h.append(f"  if (a.{p.name} && !owns_range(a.{p.name}, 1)) return bad(log_tag_, kCall, \"{p.name} is not the client's device memory\");")
+            # Its extent: the size parameter that follows it (workspace, reserve space), else the
+            # tensor descriptor before it (the library's size of that tensor).
+            i = params.index(p)
+            nxt = params[i + 1] if i + 1 < len(params) else None
+            desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag == 0), None)
+            if nxt is not None and nxt.kind == "value" and nxt.base == "size_t":
+                extent = f"std::max<uint64_t>(a.{nxt.name}, 1)"
+            elif desc is not None:
+                extent = f"tensor_bytes({desc.name}_)"
+            else:
+                extent = "1"
+            h.append(f"  if (a.{p.name} && !owns_range(a.{p.name}, {extent}))")
+            h.append(f"    return bad(log_tag_, kCall, \"{p.name} is not the client's device memory (or ends beyond it)\");")
             call.append(f"reinterpret_cast<void*>(a.{p.name})")
         elif p.kind == "scalar":
             call.append(f"const_cast<uint8_t*>(a.{p.name})")

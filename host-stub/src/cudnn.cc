@@ -371,7 +371,21 @@ int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, 
 }
 // ---- the legacy API (generated: api/libs/cudnn.calls, scripts/gen-cudnn.py)
 
+namespace {
+// The bytes a tensor of legacy descriptor `t` spans (the library's answer; 1 where it has none,
+// as for a descriptor not set yet, which the call itself then refuses): a device pointer
+// argument must be the client's memory that far.
+uint64_t tensor_bytes_of(const CudnnApi* lib, const CudnnObject* t) {
+  size_t bytes = 0;
+  if (t && lib->cudnnGetTensorSizeInBytes && lib->cudnnGetTensorSizeInBytes(t->ptr, &bytes) == kCudnnSuccess && bytes)
+    return bytes;
+  return 1;
+}
+}  // namespace
+#define tensor_bytes(t) tensor_bytes_of(lib, t)
+
 #include "cudnn_host.inc"
+#undef tensor_bytes
 #undef VMCUDA_CUDNN_LIBRARY
 
 #endif  // VMCUDA_WITH_CUDNN

@@ -366,6 +366,12 @@ TEST_F(CudnnLegacyTest, HostileArguments) {
   api::cudnnBatchNormalizationForwardInference_Args f{};
   f.handle = handle, f.mode = 1, f.xDesc = xd, f.x = 0xdead0000, f.yDesc = xd, f.y = 0xdead0000;
   EXPECT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardInference>(f), api::kCudnnBadParam);
+  // Memory of the client's that ends before the tensor does (8 floats described, 2 allocated).
+  const uint64_t small = floats({1, 2}), big = floats(std::vector<float>(8, 1));
+  f.x = small, f.y = big;
+  EXPECT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardInference>(f), api::kCudnnBadParam);
+  f.x = big, f.y = small;
+  EXPECT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardInference>(f), api::kCudnnBadParam);
   // The stub keeps serving; destroyed twice: the second is refused.
   EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
   EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), api::kCudnnBadParam);

@@ -113,6 +113,16 @@ def main():
         torch.cuda.synchronize()
         parts = [(y * y).sum(), x.grad.abs().sum(), bn.weight.grad.abs().sum(), bn.bias.grad.abs().sum(),
                  bn.running_mean.sum(), bn.running_var.sum()]
+        # PyTorch picks cuDNN's batch norm by its own rules: torch.cudnn_batch_norm (the op it
+        # dispatches to) runs it for certain, forward and backward.
+        if hasattr(torch, "cudnn_batch_norm"):
+            x2 = x.detach().clone().requires_grad_()
+            w2 = bn.weight.detach().clone().requires_grad_()
+            rm, rv = torch.zeros(6, device="cuda"), torch.ones(6, device="cuda")
+            out = torch.cudnn_batch_norm(x2, w2, bn.bias.detach(), rm, rv, True, 0.1, 1e-5)[0]
+            (out * torch.linspace(1, -1, out.numel(), device="cuda").view_as(out)).sum().backward()
+            torch.cuda.synchronize()
+            parts += [out.abs().sum(), x2.grad.abs().sum(), w2.grad.abs().sum(), rv.sum()]
         return " ".join(f"{p.double().item():.4e}" for p in parts)
     step("batchnorm", batchnorm)
 
