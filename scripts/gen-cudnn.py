@@ -115,8 +115,10 @@ class Param:
 
     def __init__(self, fn, base, name, depth, role, enums):
         self.name, self.base, self.size_param, self.bytes, self.tag = name, base, None, 0, None
+        self.filled = None  # outbytes:N:M: out parameter M says how many the library filled
         if role and role.split(":")[0] in ("bytes", "outbytes"):
-            self.kind, self.size_param = role.split(":")
+            self.kind, self.size_param, *filled = role.split(":")
+            self.filled = filled[0] if filled else None
             if base not in POINTEE_BYTES or depth != 1:
                 sys.exit(f"gen-cudnn.py: {fn}: the element size of {name} ({base}) is unknown")
             self.bytes = POINTEE_BYTES[base]
@@ -172,6 +174,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums):
     for p in params:
         if p.size_param and (p.size_param not in known or known[p.size_param].kind not in ("value", "ldesc")):
             sys.exit(f"gen-cudnn.py: {name}: {p.kind} {p.name} names no parameter {p.size_param}")
+        if p.filled and (p.filled not in known or known[p.filled].kind != "out"):
+            sys.exit(f"gen-cudnn.py: {name}: {p.name}'s filled count {p.filled} is no out parameter")
     creates = [p for p in params if p.kind == "create"]
     destroys = [p for p in params if p.kind == "destroy"]
     if len(creates) + len(destroys) > 1 or ((creates or destroys) and len(params) != 1):
@@ -352,7 +356,12 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums):
         off = "0"
         for p in obytes:
             nb = f"{p.size_param}_n * {p.bytes}"
-            g.append(f"  if ({p.name} && got_ >= {off} + {nb}) std::memcpy({p.name}, extra_.data() + {off}, {nb});")
+            copy = nb
+            if p.filled:  # as NVIDIA's: the elements past those the library filled stay as they were
+                g.append(f"  int32_t {p.name}_filled = 0;")
+                g.append(f"  std::memcpy(&{p.name}_filled, reply_.{p.filled}, 4);")
+                copy = f"std::min<size_t>({p.size_param}_n, size_t(std::max({p.name}_filled, 0))) * {p.bytes}"
+            g.append(f"  if ({p.name} && got_ >= {off} + {nb}) std::memcpy({p.name}, extra_.data() + {off}, {copy});")
             off = f"{off} + {nb}"
     else:
         g.append(f"  if (int s_ = queue<api::Call::{name}>({args_arg}, {tail_arg})) return s_;")
