@@ -45,12 +45,14 @@ for src in "$top"/tests/cuda/*.cu "$top"/tests/security/*.cu; do
     extra+=(-I"$gen")
   fi
   case "$name" in driver_*) extra+=(-L"$(dirname "$nvcc")/../lib64/stubs" -lcuda) ;; esac
-  # cublas_*, cublaslt_*, cufft_*, curand_*, cudnn_* programs use those libraries (vmcuda's
-  # through vmcuda-run, NVIDIA's natively; cuBLASLt's with cuBLAS; cuDNN 9's libcudnn.so.9 from
-  # the toolkit's lib folder here, a wheel's natively).
+  # cublas_*, cublaslt_*, cufft_*, curand_*, cusparse_*, cusolver_*, cudnn_* programs use those
+  # libraries (vmcuda's through vmcuda-run, NVIDIA's natively; cuBLASLt's with cuBLAS, cuSPARSE's
+  # and cuSOLVER's too; cuDNN 9's libcudnn.so.9 from the toolkit's lib folder here, a wheel's
+  # natively).
   case "$name" in
     cublas_*) extra+=(-lcublas) ;; cublaslt_*) extra+=(-lcublasLt -lcublas) ;;
     cufft_*) extra+=(-lcufft) ;; curand_*) extra+=(-lcurand) ;;
+    cusparse_*) extra+=(-lcusparse -lcublas) ;; cusolver_*) extra+=(-lcusolver -lcublas) ;;
     cudnn_*) extra+=(-L"$(dirname "$nvcc")/../lib" -lcudnn) ;;
   esac
   # per_thread_* programs use the per-thread default stream (the _ptds/_ptsz entry points).

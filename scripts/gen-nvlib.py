@@ -159,8 +159,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     exports = [l.strip() for l in open(exports_path) if l.strip() and not l.startswith("#")]
     calls, local = read_calls(calls_path, lib["area"])
     note = header_note(headers + [calls_path, exports_path]).replace("gen-cublas.py", "gen-nvlib.py")
-    Lib, NS, n_exports = lib["Lib"], libname, len(exports)
-    ns_status, ns_value = lib["not_supported"]
+    Lib, NS = lib["Lib"], libname
 
     wire, defs, host_api, host_cc, guest_cc, replays = [], [], [], [], [], []
     for number, name, flags, roles in calls:
@@ -211,7 +210,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             b.append(f"  if (!scope_.fresh(a.{h.name})) return guest_fault(\"{name}: a handle that is not new\");")
             b.append(f"  {lib['native']} made_{{}};")
         call_args = []
-        replay_lines, replay_args = [], []
+        replay_lines, replay_args, scratch = [], [], "0"
         for p in params:
             if p.kind == "handle":
                 replay_args.append("*plan_")
@@ -227,10 +226,17 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 replay_lines.append(f"      if (a.{p.name}_given && !{Lib}Scope::host_array(a.{p.name}, a.{p.count}, {p.name}_))"
                                     f" return {Lib}Traits::kInvalidSize;")
                 replay_args.append(f"a.{p.name}_given ? {p.name}_ : nullptr")
+            elif p.kind == "dev" and p.count and "replay" in flags:
+                # An output a replay only needs for the object's sake (a generator's numbers):
+                # written into the resume's scratch buffer, of {NS}_replay_scratch bytes.
+                if scratch != "0":
+                    sys.exit(f"gen-nvlib.py: {name}: one device output at most in a replayed call")
+                replay_args.append("scratch_")
+                scratch = f"uint64_t(a.{p.count}) > UINT64_MAX / {p.elem} ? UINT64_MAX : uint64_t(a.{p.count}) * {p.elem}"
             elif "replay" in flags:
                 sys.exit(f"gen-nvlib.py: {name}: a {p.kind} parameter cannot be replayed")
         if "replay" in flags:
-            replays.append((name, args_t, h is not None and h.kind == "newhandle", replay_lines, replay_args))
+            replays.append((name, args_t, h is not None and h.kind == "newhandle", replay_lines, replay_args, scratch))
         for p in params:
             if p.kind == "handle":
                 call_args.append("scope_.native()")
@@ -309,22 +315,10 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         g.append("}")
         guest_cc.append("\n".join(g))
 
-    # ---- guest stubs for every other export, the table, the forwarders, the map
     implemented = {c[1] for c in calls} | set(local)
     missing = implemented - set(exports)
     if missing:
         sys.exit(f"gen-nvlib.py: not exported by NVIDIA's {lib['soname']}: {sorted(missing)}")
-    stubs, decls, refs, fwd, mapn = [], [], [], [], []
-    for i, name in enumerate(exports):
-        if name in implemented:
-            decls.append(f"extern \"C\" void {name}(void);")
-        else:
-            stubs.append(f"extern \"C\" __attribute__((weak)) int {name}(void) {{ static std::atomic<bool> logged{{false}}; "
-                         f"vmcuda::guest::{NS}::unsupported(\"{name}\", logged); return {ns_value}; }}")
-        refs.append(f"    reinterpret_cast<void (*)(void)>(&{name}),")
-        fwd.append(f"VMCUDA_FORWARD({name}, {i})")
-        mapn.append(f"    {name};")
-
     nl = "\n"
     d = os.path.join(out, NS)
     write(os.path.join(d, f"vmcuda/api/{NS}_wire.h"), f"""// {note}
@@ -350,7 +344,16 @@ namespace vmcuda::api {{
 {(' ' + chr(92) + nl).join(host_api)}
 """)
     cases = []
-    for name, args_t, makes, lines, args in replays:
+    scratches = []
+    for name, args_t, makes, lines, args, scratch in replays:
+        if scratch != "0":
+            scratches.append("\n".join([
+                f"    case static_cast<uint32_t>(api::Call::{name}): {{",
+                f"      api::{args_t} a;",
+                "      if (bytes.size() != sizeof a) return 0;",
+                "      std::memcpy(&a, bytes.data(), sizeof a);",
+                f"      return {scratch};",
+                "    }"]))
         cases.append("\n".join([
             f"    case static_cast<uint32_t>(api::Call::{name}): {{",
             f"      api::{args_t} a;",
@@ -374,7 +377,15 @@ bool {NS}_replayable(uint32_t call, size_t bytes) {{
   }}
   return false;
 }}
-int {NS}_replay(const {Lib}Api& lib, {lib['native']}* plan_, uint32_t call, std::span<const std::byte> bytes) {{
+// The device bytes a recorded call writes when replayed (into scratch_ of {NS}_replay).
+uint64_t {NS}_replay_scratch(uint32_t call, [[maybe_unused]] std::span<const std::byte> bytes) {{
+  switch (call) {{
+{nl.join(scratches)}
+  }}
+  return 0;
+}}
+int {NS}_replay(const {Lib}Api& lib, {lib['native']}* plan_, uint32_t call, std::span<const std::byte> bytes,
+                [[maybe_unused]] void* scratch_) {{
   switch (call) {{
 {nl.join(cases)}
   }}
@@ -403,10 +414,31 @@ namespace api = vmcuda::api;
 
 {(nl + nl).join(guest_cc)}
 """)
+    write_library(d, NS, lib["soname"], note, exports, implemented, lib["not_supported"], version)
+
+
+def write_library(d, NS, soname, note, exports, implemented, not_supported, version):
+    """The guest library's side of the remoting (gen-nvlib.py's and gen-nvobj.py's): in folder d,
+    NS_table.cc (a weak stub logging once for each export not in `implemented`, the table
+    vmcuda's library forwards to), NS_forward.c (the IFUNC forwarders) and libNS.map (NVIDIA's
+    version node, named as the soname)."""
+    ns_status, ns_value = not_supported
+    n_exports = len(exports)
+    stubs, decls, refs, fwd, mapn = [], [], [], [], []
+    for i, name in enumerate(exports):
+        if name in implemented:
+            decls.append(f"extern \"C\" void {name}(void);")
+        else:
+            stubs.append(f"extern \"C\" __attribute__((weak)) int {name}(void) {{ static std::atomic<bool> logged{{false}}; "
+                         f"vmcuda::guest::{NS}::unsupported(\"{name}\", logged); return {ns_value}; }}")
+        refs.append(f"    reinterpret_cast<void (*)(void)>(&{name}),")
+        fwd.append(f"VMCUDA_FORWARD({name}, {i})")
+        mapn.append(f"    {name};")
+    nl = "\n"
     write(os.path.join(d, f"{NS}_table.cc"), f"""// {note}
-// A weak stub for each export of NVIDIA's {lib['soname']} that is neither generated ({NS}_guest.cc)
+// A weak stub for each export of NVIDIA's {soname} that is neither generated ({NS}_guest.cc)
 // nor hand-written (guest-lib/src/{NS}.cc), each answering {ns_status} ({ns_value}) and logging
-// its name once, and the table vmcuda's {lib['soname']} forwards to.
+// its name once, and the table vmcuda's {soname} forwards to.
 #include <atomic>
 
 #include "{NS}.h"
@@ -427,7 +459,7 @@ extern "C" __attribute__((visibility("default"))) void (*const __vmcuda_{NS}_tab
 extern "C" __attribute__((visibility("default"))) const unsigned __vmcuda_{NS}_table_size = {n_exports};
 """)
     write(os.path.join(d, f"{NS}_forward.c"), f"""/* {note}
-   Each export of vmcuda's {lib['soname']} is an IFUNC bound to its implementation in
+   Each export of vmcuda's {soname} is an IFUNC bound to its implementation in
    libcuda.so.1 (__vmcuda_{NS}_table, same order; libcuda.so.1 is its DT_NEEDED). */
 extern void (*const __vmcuda_{NS}_table[])(void);
 extern const unsigned __vmcuda_{NS}_table_size;
@@ -445,8 +477,8 @@ static void (*entry(unsigned i))(void) {{
 {nl.join(fwd)}
 """)
     write(os.path.join(d, f"lib{NS}.map"), f"""/* {note}
-   NVIDIA's {lib['soname']} gives every export the version node {lib['soname']}. */
-{lib['soname']} {{
+   NVIDIA's {soname} gives every export the version node {soname}. */
+{soname} {{
   global:
 {nl.join(mapn)}
   local:

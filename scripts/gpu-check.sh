@@ -10,7 +10,8 @@ carry="$top/.carry/gpu"
 if [ "${1:-}" != "--run" ]; then
   cmake -S "$top" -B "$top/build-gpu" -DCMAKE_BUILD_TYPE=Release -DVMCUDA_BENCH=ON >/dev/null
   cmake --build "$top/build-gpu" -j"$(nproc)" --target vmcuda-stub vmcudactl stub_gpu_check vmcuda_cudart vmcuda_nvml cuda_kill_probe \
-    state_file_bench vmcuda_cublas vmcuda_cublaslt vmcuda_cufft vmcuda_curand vmcuda_cudnn
+    state_file_bench vmcuda_cublas vmcuda_cublaslt vmcuda_cufft vmcuda_curand vmcuda_cudnn \
+    vmcuda_cusparse vmcuda_cusolver
   mkdir -p "$carry/lib" "$carry/cuda"
   cp "$top/build-gpu/host-stub/vmcuda-stub" "$top/build-gpu/host-stub/vmcuda-run" "$top/build-gpu/host-stub/vmcudactl" \
     "$top/build-gpu/tests/stub_gpu_check" "$top/build-gpu/tests/cuda_kill_probe" "$top/build-gpu/bench/state_file_bench" \
@@ -18,7 +19,8 @@ if [ "${1:-}" != "--run" ]; then
   cp -L "$top/build-gpu/guest-lib/libcudart.so.13" "$top/build-gpu/guest-lib/libcuda.so.1" \
     "$top/build-gpu/guest-lib/libnvidia-ml.so.1" "$top/build-gpu/guest-lib/libcublas.so.13" \
     "$top/build-gpu/guest-lib/libcublasLt.so.13" "$top/build-gpu/guest-lib/libcufft.so.12" \
-    "$top/build-gpu/guest-lib/libcurand.so.10" "$top/build-gpu/guest-lib/libcudnn.so.9" "$carry/lib/"
+    "$top/build-gpu/guest-lib/libcurand.so.10" "$top/build-gpu/guest-lib/libcudnn.so.9" \
+    "$top/build-gpu/guest-lib/libcusparse.so.12" "$top/build-gpu/guest-lib/libcusolver.so.12" "$carry/lib/"
   # NVML through vmcuda vs natively (plain C, dlopen: no toolkit needed).
   cc -O2 -o "$carry/nvml_query" "$top/tests/cuda/nvml_query.c" -ldl
   "$top/scripts/build-cuda-tests.sh" --check  # the checked-in binaries: the references were captured from them
@@ -73,18 +75,22 @@ if [ -z "${VMCUDA_HOST_LIBDIR:-}" ] && [ ! -e /usr/local/cuda/lib64/libcublas.so
   VMCUDA_HOST_LIBDIR="$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)"
 fi
 export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:-/usr/local/cuda/lib64}"
-# NVIDIA's libcufft.so.12, libcurand.so.10 and libcudnn.so.9 likewise (cufft_*, curand_*, cudnn_*
-# programs): a folder added where the first folder lacks them (VMCUDA_HOST_LIBDIR takes several,
-# ':'): the toolkit's lib folder (where cuDNN goes) if it has the library, else the wheel's
-# (nvidia-cufft, nvidia-curand, nvidia-cudnn).
-for m in cufft:libcufft.so.12 curand:libcurand.so.10 cudnn:libcudnn.so.9; do
+# NVIDIA's libcufft.so.12, libcurand.so.10, libcusparse.so.12, libcusolver.so.12 and libcudnn.so.9
+# likewise (cufft_*, curand_*, cusparse_*, cusolver_*, cudnn_* programs): a folder added where the
+# first folder lacks them (VMCUDA_HOST_LIBDIR takes several, ':'): the toolkit's lib folder (where
+# cuDNN goes) if it has the library, else the wheel's (nvidia-cufft, nvidia-curand,
+# nvidia-cusparse, nvidia-cusolver, nvidia-cudnn; cuSOLVER needs cuSPARSE's and nvJitLink's too,
+# which the wheel's RPATH finds).
+for m in cufft:libcufft.so.12 curand:libcurand.so.10 cusparse:libcusparse.so.12 cusolver:libcusolver.so.12 \
+         cudnn:libcudnn.so.9; do
   if [ ! -e "${VMCUDA_HOST_LIBDIR%%:*}/${m#*:}" ]; then
     d=/usr/local/cuda/lib
     [ -e "$d/${m#*:}" ] || d="$(python3 -c "import nvidia.${m%%:*}, os; print(os.path.join(list(nvidia.${m%%:*}.__path__)[0], 'lib'))" 2>/dev/null || true)"
     [ -z "$d" ] || VMCUDA_HOST_LIBDIR="$VMCUDA_HOST_LIBDIR:$d"
   fi
 done
-echo "NVIDIA's libcublas.so.13, libcufft.so.12, libcurand.so.10, libcudnn.so.9 from: $VMCUDA_HOST_LIBDIR"
+echo "NVIDIA's libcublas.so.13, libcufft.so.12, libcurand.so.10, libcusparse.so.12, libcusolver.so.12," \
+  "libcudnn.so.9 from: $VMCUDA_HOST_LIBDIR"
 # cuDNN's runtime-compiled engines (pointwise graphs) dlopen NVRTC: the toolkit's, else the wheel's
 # (nvidia-cuda-nvrtc), on the loader's path of the native runs and of the stubs vmcuda-run starts.
 if [ ! -e /usr/local/cuda/lib64/libnvrtc.so.13 ]; then

@@ -73,7 +73,8 @@ write_if_changed("${OUT}/libcuda.map" "\
    versions: neither has this one (an anonymous node). __vmcuda_cudart_table is the one private
    export, for vmcuda's libcudart.so.13 (__vmcuda_nvml_table: libnvidia-ml.so.1's; __vmcuda_cublas_table:
    libcublas.so.13's, __vmcuda_cublasLt_table: libcublasLt.so.13's, __vmcuda_cufft_table and
-   __vmcuda_curand_table: libcufft.so.12's and libcurand.so.10's, __vmcuda_cudnn_table:
+   __vmcuda_curand_table: libcufft.so.12's and libcurand.so.10's, __vmcuda_cusparse_table and
+   __vmcuda_cusolver_table: libcusparse.so.12's and libcusolver.so.12's, __vmcuda_cudnn_table:
    libcudnn.so.9's, where they are built). Everything else is local. */
 {
   global:
@@ -87,6 +88,10 @@ ${map_names}    __vmcuda_cudart_table;
     __vmcuda_cufft_table_size;
     __vmcuda_curand_table;
     __vmcuda_curand_table_size;
+    __vmcuda_cusparse_table;
+    __vmcuda_cusparse_table_size;
+    __vmcuda_cusolver_table;
+    __vmcuda_cusolver_table_size;
     __vmcuda_cublasLt_table;
     __vmcuda_cublasLt_table_size;
     __vmcuda_cudnn_table;

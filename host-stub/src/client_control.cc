@@ -145,19 +145,29 @@ void* map_slab(uint64_t bytes) {
 }
 }  // namespace
 
+// What pinning costs the VM: page-locked host memory is charged to its host memory bound
+// (Session::charge_host) while pinned, like the program's own, and refunded when unpinned.
+struct PinCharge {
+  std::function<bool(uint64_t)> charge;  // false: no room (nothing charged)
+  std::function<void(uint64_t)> refund;
+};
+
 class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
  public:
   // `pinned`: whether slabs are pinned as they are made (the stream's buffers are what the
-  // GPU copies into) or not (a suspend to host memory copies through ring() instead).
-  PinnedStaging(const DriverApi& api, uint64_t expected_bytes, bool pinned = true)
+  // GPU copies into) or not (a suspend to host memory copies through ring() instead). A slab
+  // the VM's bound has no room for stays unpinned (slower copies); a ring is not made then
+  // (ring_refused()).
+  PinnedStaging(const DriverApi& api, uint64_t expected_bytes, bool pinned = true, PinCharge charge = {})
       : api_(api),
         slab_bytes_(std::clamp<uint64_t>(expected_bytes + (expected_bytes >> 4) + (64ull << 20), 64ull << 20,
                                          1ull << 30)),
-        pinning_(pinned) {}
+        pinning_(pinned),
+        charge_(std::move(charge)) {}
   ~PinnedStaging() {
     drop_ring();
     for (auto& [start, slab] : slabs_) {
-      if (slab.pinned) api_.cuMemHostUnregister(reinterpret_cast<void*>(start));
+      if (slab.pinned) unpin(reinterpret_cast<void*>(start), slab.bytes);
       ::munmap(reinterpret_cast<void*>(start), slab.bytes);
     }
   }
@@ -172,7 +182,7 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
       if (!p) return nullptr;
       ::madvise(p, n, MADV_HUGEPAGE);  // a hint: fewer faults and pins
       Slab slab{n};
-      slab.pinned = pinning_ && api_.cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS;
+      slab.pinned = pinning_ && pin(p, n);
       pin_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       pinned_bytes_ += slab.pinned ? n : 0;
       current_ = reinterpret_cast<uint64_t>(p);
@@ -190,7 +200,7 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     if (it == slabs_.begin()) return;
     --it;
     if (--it->second.live > 0 || it->first == current_) return;
-    if (it->second.pinned) api_.cuMemHostUnregister(reinterpret_cast<void*>(it->first));
+    if (it->second.pinned) unpin(reinterpret_cast<void*>(it->first), it->second.bytes);
     ::munmap(reinterpret_cast<void*>(it->first), it->second.bytes);
     slabs_.erase(it);
   }
@@ -202,8 +212,7 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     for (auto& [start, slab] : slabs_) {
       if (slab.pinned == on) continue;
       void* p = reinterpret_cast<void*>(start);
-      slab.pinned = on ? api_.cuMemHostRegister_v2(p, slab.bytes, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS
-                       : (api_.cuMemHostUnregister(p), false);
+      slab.pinned = on ? pin(p, slab.bytes) : (unpin(p, slab.bytes), false);
     }
   }
   // A pinned ring of `bytes` for Session::suspend (empty when it cannot be pinned); it goes
@@ -215,7 +224,13 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
       void* p = map_slab(bytes);
       if (!p) return {};
       ::madvise(p, bytes, MADV_HUGEPAGE);
+      if (charge_.charge && !charge_.charge(bytes)) {
+        ring_refused_ = true;
+        ::munmap(p, bytes);
+        return {};
+      }
       if (api_.cuMemHostRegister_v2(p, bytes, CU_MEMHOSTREGISTER_PORTABLE) != CUDA_SUCCESS) {
+        if (charge_.refund) charge_.refund(bytes);
         ::munmap(p, bytes);
         return {};
       }
@@ -228,7 +243,7 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
   void drop_ring() {
     std::lock_guard l(mu_);
     if (ring_.empty()) return;
-    api_.cuMemHostUnregister(ring_.data());
+    unpin(ring_.data(), ring_.size());
     ::munmap(ring_.data(), ring_.size());
     ring_ = {};
   }
@@ -239,6 +254,11 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
     std::snprintf(b, sizeof b, "%llu MiB of staging mapped and pinned in %.0f ms",
                   static_cast<unsigned long long>(pinned_bytes_ >> 20), pin_seconds_ * 1000);
     return b;
+  }
+  // Whether ring() made none because the VM's host memory bound had no room for it.
+  bool ring_refused() {
+    std::lock_guard l(mu_);
+    return ring_refused_;
   }
   state::StagingAllocator allocator() {
     auto self = shared_from_this();
@@ -256,6 +276,19 @@ class PinnedStaging : public std::enable_shared_from_this<PinnedStaging> {
   std::map<uint64_t, Slab> slabs_;
   uint64_t current_ = 0;
   bool pinning_ = true;
+  // Pins [p, p + bytes) if the VM's bound has room; unpins and refunds (mu_ held).
+  bool pin(void* p, uint64_t bytes) {
+    if (charge_.charge && !charge_.charge(bytes)) return false;
+    if (api_.cuMemHostRegister_v2(p, bytes, CU_MEMHOSTREGISTER_PORTABLE) == CUDA_SUCCESS) return true;
+    if (charge_.refund) charge_.refund(bytes);
+    return false;
+  }
+  void unpin(void* p, uint64_t bytes) {
+    api_.cuMemHostUnregister(p);
+    if (charge_.refund) charge_.refund(bytes);
+  }
+  PinCharge charge_;
+  bool ring_refused_ = false;
   std::span<std::byte> ring_;
   double pin_seconds_ = 0;
   uint64_t pinned_bytes_ = 0;
@@ -268,6 +301,18 @@ int64_t copy_threads() {
   return threads > 0 ? threads : std::clamp<int64_t>(std::thread::hardware_concurrency(), 2, 16);
 }
 }  // namespace
+
+PinCharge Session::pin_charge() {
+  if (!account_) return {};
+  return {[this](uint64_t bytes) { return account_->charge(bytes, VmLedger::kHost); },
+          [this](uint64_t bytes) { account_->refund(bytes, VmLedger::kHost); }};
+}
+
+std::string Session::host_bound_summary() const {
+  if (!limits_.ledger) return "no bound";
+  const uint64_t limit = limits_.ledger->limit(VmLedger::kHost), used = limits_.ledger->used(VmLedger::kHost);
+  return std::to_string(limit >> 20) + " MiB, " + std::to_string((limit - std::min(limit, used)) >> 20) + " MiB left";
+}
 
 std::vector<std::byte> Session::control(std::span<const std::byte> request, const Progress& progress) {
   namespace cc = client_control;
@@ -324,7 +369,8 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       const bool to_memory = req.op == Op::kSuspend;
       const int64_t threads = copy_threads();
       const uint64_t pinned_bytes = to_memory ? 0 : opts.staging_buffers * (opts.staging_bytes + 4096);
-      auto staging = std::make_shared<PinnedStaging>(api_, to_memory ? opts.expected_bytes : pinned_bytes, !to_memory);
+      auto staging = std::make_shared<PinnedStaging>(api_, to_memory ? opts.expected_bytes : pinned_bytes, !to_memory,
+                                                     pin_charge());
       opts.allocator = staging->allocator();
       std::span<std::byte> ring;
       std::unique_ptr<state::Sink> sink;
@@ -334,7 +380,18 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
           vmrpc::knobs::kStateStripes.get() > 0 ? vmrpc::knobs::kStateStripes.get() : threads, 1, state::kMaxStripes));
       if (threads > 1) {
         opts.copy_threads = static_cast<unsigned>(threads);
-        ring = staging->ring(static_cast<size_t>(threads) * 2 * kRingSlotBytes);
+        const size_t ring_bytes = static_cast<size_t>(threads) * 2 * kRingSlotBytes;
+        ring = staging->ring(ring_bytes);
+        if (staging->ring_refused()) {
+          // Pinned host memory like the program's own: a suspend the VM's bound has no room for
+          // is refused before anything is touched.
+          reply.error = "the suspend's pinned staging ring (" + std::to_string(ring_bytes >> 20) + " MiB, " +
+                        std::to_string(threads) + " copy threads) does not fit the VM's host memory bound (" +
+                        host_bound_summary() + "); the program runs on. Raise vmcuda-stub "
+                        "--host-memory-quota-mib, or suspend with fewer copy threads (VMCUDA_SUSPEND_THREADS)";
+          VMRPC_LOG(kWarn, "stub", log_tag_ + ": suspend refused: " + reply.error);
+          break;
+        }
       }
       if (to_memory) {
         auto m = std::make_unique<state::MemorySink>(opts);
@@ -408,7 +465,8 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       // and copy them into a small pinned ring the GPU copies to the device from (the
       // suspend's ring in reverse), pinned once the contexts and modules exist.
       const int64_t threads = copy_threads();
-      auto ring_staging = std::make_shared<PinnedStaging>(api_, 0, false);
+      // (A ring the VM's host memory bound has no room for is not made: the copy goes without.)
+      auto ring_staging = std::make_shared<PinnedStaging>(api_, 0, false, pin_charge());
       ResumeCopy copy;
       copy.ring = [&] {
         const size_t slots = std::clamp<size_t>(static_cast<size_t>(threads) * 2, kResumeRingSlots, kMaxRingSlots);

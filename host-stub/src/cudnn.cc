@@ -4,10 +4,19 @@
 // under the context that was current at their creation (destroyed with the client), attribute
 // elements translated (descriptors and handles: the guest's handles to the library's; device
 // pointers checked to be the client's memory, and again at each execution) and the execution,
-// counted as a launch. Not carried by a suspend yet (refused while any object exists).
+// counted as a launch. Carried by a suspend as what made them: each descriptor's steps (its
+// attributes as set, its finalization, the descriptors filled from it), replayed by a resume in
+// the client's order behind the same guest handles (CudnnStep).
 // TODO(remoting): a by-value tensor's data pointer in a variant pack is a host pointer of the
 // guest's (cuDNN's attention scale): refused as memory that is not the client's.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
 #include "session.h"
+#include "vmcuda/api/cudnn_abi.h"
 #include "vmrpc/log.h"
 
 #ifdef VMCUDA_WITH_CUDNN
@@ -25,17 +34,76 @@
 
 namespace vmcuda::host {
 
+namespace {
+// The guest handles a step names (descriptors, or cuDNN handles: *handles), as 8-byte elements.
+std::vector<uint64_t> step_references(const CudnnStep& s, bool* handles) {
+  *handles = s.op == CudnnStep::kSet && s.type == api::kCudnnTypeHandle;
+  const bool refs = s.op == CudnnStep::kFill || (s.op == CudnnStep::kSet && (s.type == api::kCudnnTypeHandle ||
+                                                                               s.type == api::kCudnnTypeBackendDescriptor));
+  std::vector<uint64_t> v;
+  if (!refs) return v;
+  v.resize(s.elements.size() / 8);
+  std::memcpy(v.data(), s.elements.data(), v.size() * 8);
+  return v;
+}
+}  // namespace
+
 std::string Session::cudnn_blocks_suspend() const {
-  const size_t n = vol_.count(ObjectKind::Cudnn);
-  if (n == 0) return {};
-  return "the client holds " + std::to_string(n) +
-         " cuDNN handles or descriptors, which a suspend cannot carry yet; destroy them (cudnnDestroy, "
-         "cudnnBackendDestroyDescriptor, cudnnDestroyTensorDescriptor; PyTorch keeps its cuDNN handle and plan cache for the process's life) and "
-         "suspend again";
+  for (const auto& [guest, id] : vol_.of(ObjectKind::Cudnn)) {
+    const auto& o = vol_.get(id)->as<CudnnObject>();
+    if (o.legacy >= 0)
+      return "the client holds a cuDNN tensor or activation descriptor (the legacy API), which a suspend cannot "
+             "carry yet; suspend between the program's cuDNN calls (PyTorch destroys them after each call), or "
+             "destroy them (cudnnDestroyTensorDescriptor, cudnnDestroyActivationDescriptor)";
+    if (o.overflow)
+      return "a cuDNN backend descriptor was given more attributes than a suspend records (" +
+             std::to_string(kCudnnMaxSteps) + "); suspend when the program has destroyed it "
+             "(cudnnBackendDestroyDescriptor), or end the program";
+    for (const CudnnStep& step : o.steps) {
+      bool handles = false;
+      for (uint64_t ref : step_references(step, &handles)) {
+        const Object* r = vol_.find(ObjectKind::Cudnn, ref);
+        if (!r || r->as<CudnnObject>().handle != handles)
+          return std::string("a cuDNN backend descriptor was made from a ") + (handles ? "handle" : "descriptor") +
+                 " the program has destroyed since, which a resume could not make it from again; suspend when the "
+                 "program has destroyed the descriptors made from it (or keeps what they name), or end the program";
+      }
+    }
+  }
+  return {};
+}
+
+bool Session::cudnn_step_valid(const CudnnStep& s, std::string* why) {
+  auto no = [&](const char* w) { return *why = w, false; };
+  switch (s.op) {
+    case CudnnStep::kSet: {
+      const size_t size = api::cudnn_element_bytes(s.type);
+      if (size == 0) return no("an attribute of an unknown type");
+      if (s.count < 0 || size_t(s.count) > api::kCudnnMaxAttributeBytes / size ||
+          s.elements.size() != size * size_t(s.count))
+        return no("an attribute whose bytes do not match its count");
+      return true;
+    }
+    case CudnnStep::kFill:
+      if (s.type != api::kCudnnTypeBackendDescriptor || s.count < 0 ||
+          size_t(s.count) > api::kCudnnMaxAttributeBytes / 8 || s.elements.size() != 8 * size_t(s.count))
+        return no("descriptors filled from another that do not match their count");
+      return true;
+    case CudnnStep::kFinalize:
+    case CudnnStep::kInitialize:
+      if (!s.elements.empty() || s.count != 0) return no("a finalization with elements");
+      return true;
+  }
+  return no("an unknown step");
 }
 
 #ifndef VMCUDA_WITH_CUDNN
 CUresult Session::cudnn_release(CudnnObject&) { return CUDA_SUCCESS; }
+bool Session::cudnn_recreate(CudnnObject&, std::string* why) {
+  *why = "the state has cuDNN objects, and this vmcuda-stub was built without cuDNN";
+  return false;
+}
+bool Session::restore_cudnn(std::string*) { return true; }
 #else
 
 // The entry points of libcudnn.so.9 the calls use (generated list; ABI types).
@@ -96,11 +164,34 @@ int32_t bad(const std::string& tag, const char* call, const char* what) {
   return kCudnnBadParam;
 }
 
+// Notes a step the guest took on descriptor `d` (it succeeded), for a resume to replay. An
+// attribute set again, with only other attributes set since, replaces its earlier value.
+void record(CudnnObject& d, uint64_t* seq, CudnnStep step) {
+  if (d.overflow) return;
+  if (step.op == CudnnStep::kSet)
+    for (size_t i = d.steps.size(); i-- > 0 && d.steps[i].op == CudnnStep::kSet;)
+      if (d.steps[i].name == step.name) {
+        d.steps.erase(d.steps.begin() + static_cast<ptrdiff_t>(i));
+        break;
+      }
+  if (d.steps.size() >= kCudnnMaxSteps) {
+    d.overflow = true;
+    d.steps.clear();
+    return;
+  }
+  step.seq = (*seq)++;
+  d.steps.push_back(std::move(step));
+}
+
 // The client's handle (handle), backend descriptor (legacy -1) or legacy descriptor of kind
-// `legacy` named `guest`; nullptr when it is none of these.
-CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr, int32_t legacy = -1) {
+// `legacy` named `guest` (a retired one only for `retired_ok`: a resume); nullptr when it is
+// none of these.
+CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr, int32_t legacy = -1,
+                          bool retired_ok = false) {
   Object* o = vol.find(ObjectKind::Cudnn, guest);
-  if (!o || o->as<CudnnObject>().handle != handle || (!handle && o->as<CudnnObject>().legacy != legacy)) return nullptr;
+  if (!o || o->as<CudnnObject>().handle != handle || (o->as<CudnnObject>().retired && !retired_ok) ||
+      (!handle && o->as<CudnnObject>().legacy != legacy))
+    return nullptr;
   if (device) *device = o->device;
   return &o->as<CudnnObject>();
 }
@@ -235,9 +326,12 @@ int32_t Session::on_cudnnBackendCreateDescriptor(const api::cudnnBackendCreateDe
 int32_t Session::on_cudnnBackendDestroyDescriptor(const api::cudnnBackendDestroyDescriptor_Args& a, api::Empty&,
                                                   Request&) {
   Object* obj = vol_.find(ObjectKind::Cudnn, a.descriptor);
-  if (!obj || obj->as<CudnnObject>().handle || obj->as<CudnnObject>().legacy >= 0) return kCudnnBadParam;
+  if (!obj || obj->as<CudnnObject>().handle || obj->as<CudnnObject>().retired || obj->as<CudnnObject>().legacy >= 0)
+    return kCudnnBadParam;
   cudnn_release(obj->as<CudnnObject>());
-  vol_.remove(obj->id);
+  // Nothing is made from a variant pack (the common case: one per execution).
+  if (obj->as<CudnnObject>().type == api::kCudnnVariantPackDescriptor) vol_.remove(obj->id);
+  else cudnn_retire(obj->id);
   return kCudnnSuccess;
 }
 
@@ -245,7 +339,9 @@ int32_t Session::on_cudnnBackendInitialize(const api::cudnnBackendInitialize_Arg
   CudnnObject* d = cudnn_object(vol_, a.descriptor, false);
   if (!d) return kCudnnBadParam;
   VMCUDA_CUDNN_LIBRARY();
-  return lib->cudnnBackendInitialize ? lib->cudnnBackendInitialize(d->ptr) : kCudnnNotSupported;
+  const int st = lib->cudnnBackendInitialize ? lib->cudnnBackendInitialize(d->ptr) : kCudnnNotSupported;
+  if (st == kCudnnSuccess) record(*d, &cudnn_seq_, {.op = CudnnStep::kInitialize});
+  return st;
 }
 
 int32_t Session::on_cudnnBackendFinalize(const api::cudnnBackendFinalize_Args& a, api::Empty&, Request&) {
@@ -258,6 +354,7 @@ int32_t Session::on_cudnnBackendFinalize(const api::cudnnBackendFinalize_Args& a
   make_current(device);
   const int st = lib->cudnnBackendFinalize(d->ptr);
   make_current(current_);
+  if (st == kCudnnSuccess) record(*d, &cudnn_seq_, {.op = CudnnStep::kFinalize});
   return st;
 }
 
@@ -291,7 +388,12 @@ int32_t Session::on_cudnnBackendSetAttribute(const api::cudnnBackendSetAttribute
     d->pointers[a.attributeName].assign(e.words.begin(), e.words.begin() + n);
   }
   VMCUDA_CUDNN_LIBRARY();
-  return lib->cudnnBackendSetAttribute(d->ptr, a.attributeName, a.attributeType, a.elementCount, e.data());
+  const int st = lib->cudnnBackendSetAttribute(d->ptr, a.attributeName, a.attributeType, a.elementCount, e.data());
+  if (st == kCudnnSuccess)
+    record(*d, &cudnn_seq_,
+           {.op = CudnnStep::kSet, .name = a.attributeName, .type = a.attributeType, .count = a.elementCount,
+            .elements = std::vector<std::byte>(req.tail.begin(), req.tail.end())});
+  return st;
 }
 
 int32_t Session::on_cudnnBackendGetAttribute(const api::cudnnBackendGetAttribute_Args& a,
@@ -330,6 +432,12 @@ int32_t Session::on_cudnnBackendGetAttribute(const api::cudnnBackendGetAttribute
                                                &count, n ? e.data() : nullptr);
   make_current(current_);
   if (st != kCudnnSuccess) return st;
+  // The guest's descriptors the library filled (an engine configuration from the heuristics'
+  // results): a resume fills them again the same way.
+  if (descriptors && n)
+    record(*d, &cudnn_seq_,
+           {.op = CudnnStep::kFill, .name = a.attributeName, .type = a.attributeType, .count = a.requestedElementCount,
+            .elements = std::vector<std::byte>(req.tail.begin(), req.tail.end())});
   std::memcpy(r.elementCount, &count, sizeof count);
   if (!descriptors && n) {
     const size_t bytes = size * std::min<size_t>(n, size_t(std::max<int64_t>(count, 0)));
@@ -387,6 +495,163 @@ uint64_t tensor_bytes_of(const CudnnApi* lib, const CudnnObject* t) {
 #include "cudnn_host.inc"
 #undef tensor_bytes
 #undef VMCUDA_CUDNN_LIBRARY
+
+void Session::cudnn_retire(ObjectId id) {
+  Object* obj = vol_.get(id);
+  const uint64_t guest = obj->handle;
+  const int device = obj->device;
+  const ObjectId parent = obj->parent;
+  CudnnObject d = std::move(obj->as<CudnnObject>());
+  vol_.remove(id);
+  d.ptr = nullptr;
+  d.pointers.clear();
+  d.retired = true;
+  uint64_t key;
+  do key = kCudnnRetiredHandle | cudnn_retired_++;
+  while (vol_.find(ObjectKind::Cudnn, key));
+  // What names it names the retired one now (the guest may make a new descriptor behind its handle).
+  for (const auto& [h, other] : vol_.of(ObjectKind::Cudnn))
+    for (CudnnStep& step : vol_.get(other)->as<CudnnObject>().steps) {
+      bool handles = false;
+      const std::vector<uint64_t> refs = step_references(step, &handles);
+      for (size_t i = 0; i < refs.size(); ++i)
+        if (!handles && refs[i] == guest) std::memcpy(step.elements.data() + 8 * i, &key, 8);
+    }
+  vol_.add(ObjectKind::Cudnn, device, key, parent, std::move(d));
+  cudnn_collect();
+}
+
+void Session::cudnn_collect() {
+  // What each descriptor needs: what its attributes name, the descriptor it was filled from,
+  // and (for that one) the descriptors it filled.
+  std::map<uint64_t, std::vector<uint64_t>> needs;
+  std::vector<uint64_t> todo;
+  for (const auto& [h, id] : vol_.of(ObjectKind::Cudnn)) {
+    const CudnnObject& d = vol_.get(id)->as<CudnnObject>();
+    if (!d.retired) todo.push_back(h);
+    for (const CudnnStep& step : d.steps) {
+      bool handles = false;
+      for (uint64_t ref : step_references(step, &handles)) {
+        if (handles) continue;
+        needs[h].push_back(ref);
+        // A descriptor filled from another needs it; the other's replay fills it (so needs it) too.
+        if (step.op == CudnnStep::kFill) needs[ref].push_back(h);
+      }
+    }
+  }
+  std::set<uint64_t> kept(todo.begin(), todo.end());
+  while (!todo.empty()) {
+    const uint64_t h = todo.back();
+    todo.pop_back();
+    for (uint64_t n : needs[h])
+      if (kept.insert(n).second) todo.push_back(n);
+  }
+  std::vector<ObjectId> gone;
+  for (const auto& [h, id] : vol_.of(ObjectKind::Cudnn))
+    if (vol_.get(id)->as<CudnnObject>().retired && !kept.contains(h)) gone.push_back(id);
+  for (ObjectId id : gone) vol_.remove(id);
+}
+
+bool Session::cudnn_recreate(CudnnObject& o, std::string* why) {
+  int32_t status = kCudnnSuccess;
+  const CudnnApi* lib = cudnn_library(&status);
+  if (!lib) {
+    *why = "a cuDNN object cannot be made again: no usable libcudnn.so.9 on this host";
+    return false;
+  }
+  o.ptr = nullptr;
+  o.pointers.clear();  // set again with the steps (restore_cudnn)
+  const int st = o.handle ? lib->cudnnCreate(&o.ptr) : lib->cudnnBackendCreateDescriptor(o.type, &o.ptr);
+  if (st != kCudnnSuccess) {
+    o.ptr = nullptr;
+    *why = std::string("making a cuDNN ") + (o.handle ? "handle" : "descriptor of type " + std::to_string(o.type)) +
+           " again failed (cudnnStatus_t " + std::to_string(st) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool Session::restore_cudnn(std::string* why) {
+  struct At {
+    uint64_t seq;
+    ObjectId id;
+    size_t step;
+  };
+  std::vector<At> order;
+  for (const auto& [guest, id] : vol_.of(ObjectKind::Cudnn)) {
+    const auto& steps = vol_.get(id)->as<CudnnObject>().steps;
+    for (size_t i = 0; i < steps.size(); ++i) order.push_back({steps[i].seq, id, i});
+  }
+  const auto handles = vol_.of(ObjectKind::Cudnn);
+  if (handles.empty()) return true;
+  int32_t status = kCudnnSuccess;
+  const CudnnApi* lib = cudnn_library(&status);
+  if (!lib) return *why = "cuDNN objects cannot be restored: no usable libcudnn.so.9 on this host", false;
+  std::ranges::stable_sort(order, {}, &At::seq);
+  auto fail = [&](const std::string& w) {
+    make_current(current_);
+    *why = "restoring cuDNN descriptors failed: " + w;
+    return false;
+  };
+  for (const At& at : order) {
+    Object& obj = *vol_.get(at.id);
+    CudnnObject& d = obj.as<CudnnObject>();
+    const CudnnStep& step = d.steps[at.step];
+    bool want_handles = false;
+    const std::vector<uint64_t> refs = step_references(step, &want_handles);
+    std::vector<uint64_t> words((step.elements.size() + 7) / 8 + 1);  // never empty: the library refuses NULL
+    std::memcpy(words.data(), step.elements.data(), step.elements.size());
+    for (size_t i = 0; i < refs.size(); ++i) {
+      CudnnObject* r = cudnn_object(vol_, refs[i], want_handles, nullptr, -1, true);
+      if (!r) return fail("a step names a cuDNN object that is not in the state");
+      words[i] = reinterpret_cast<uint64_t>(r->ptr);
+    }
+    make_current(obj.device);
+    int st = kCudnnNotSupported;
+    switch (step.op) {
+      case CudnnStep::kSet:
+        if (step.type == api::kCudnnTypeVoidPtr)  // checked at each execution, as when set
+          d.pointers[step.name].assign(words.begin(), words.begin() + step.count);
+        st = lib->cudnnBackendSetAttribute(d.ptr, step.name, step.type, step.count, words.data());
+        break;
+      case CudnnStep::kFinalize:
+        if (lib->cudnnBackendFinalize) st = lib->cudnnBackendFinalize(d.ptr);
+        break;
+      case CudnnStep::kInitialize:
+        if (lib->cudnnBackendInitialize) st = lib->cudnnBackendInitialize(d.ptr);
+        break;
+      case CudnnStep::kFill: {
+        int64_t got = 0;
+        if (lib->cudnnBackendGetAttribute)
+          st = lib->cudnnBackendGetAttribute(d.ptr, step.name, step.type, step.count, &got, words.data());
+        break;
+      }
+    }
+    if (st != kCudnnSuccess)
+      return fail("step " + std::to_string(at.seq) + " (attribute " + std::to_string(step.name) +
+                  ") answered cudnnStatus_t " + std::to_string(st));
+    cudnn_seq_ = std::max(cudnn_seq_, step.seq + 1);
+  }
+  // Retired descriptors served their purpose: destroyed, as the program destroyed them.
+  for (const auto& [guest, id] : handles)
+    if (CudnnObject& d = vol_.get(id)->as<CudnnObject>(); d.retired) {
+      make_current(vol_.get(id)->device);
+      cudnn_release(d);
+    }
+  // Each handle's stream, now that every stream is back.
+  for (const auto& [guest, id] : handles) {
+    Object& obj = *vol_.get(id);
+    CudnnObject& h = obj.as<CudnnObject>();
+    if (!h.handle || !h.stream) continue;
+    const Object* s = vol_.find(ObjectKind::Stream, h.stream);
+    if (!s || s->device != obj.device) return fail("a cuDNN handle's stream is not in the state");
+    make_current(obj.device);
+    const int st = lib->cudnnSetStream ? lib->cudnnSetStream(h.ptr, s->as<StreamObject>().stream) : kCudnnNotSupported;
+    if (st != kCudnnSuccess) return fail("setting a handle's stream answered cudnnStatus_t " + std::to_string(st));
+  }
+  make_current(current_);
+  return true;
+}
 
 #endif  // VMCUDA_WITH_CUDNN
 

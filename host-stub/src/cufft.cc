@@ -57,7 +57,7 @@ bool Session::cufft_recreate(CufftPlanObject& p, std::string* why) {
   for (size_t i = 0; st == CUFFT_SUCCESS && i < p.made_by.size(); ++i) {
     const auto& [call, args] = p.made_by[i];
     if (i > 0 && cufft_replay_makes(call)) st = CUFFT_INVALID_VALUE;  // only the first call makes the plan
-    else st = cufft_replay(*lib, &p.plan, call, args);
+    else st = cufft_replay(*lib, &p.plan, call, args, nullptr);  // no cuFFT call writes device memory
   }
   if (st != CUFFT_SUCCESS) {
     if (p.plan >= 0) lib->cufftDestroy(p.plan);

@@ -49,6 +49,7 @@ using CufftScope = NvlibScope<CufftTraits>;
 // Generated (cufft_host.cc): replaying a recorded call on *plan (a resume).
 bool cufft_replay_makes(uint32_t call);
 bool cufft_replayable(uint32_t call, size_t bytes);
-int cufft_replay(const CufftApi& lib, int* plan, uint32_t call, std::span<const std::byte> bytes);
+uint64_t cufft_replay_scratch(uint32_t call, std::span<const std::byte> bytes);
+int cufft_replay(const CufftApi& lib, int* plan, uint32_t call, std::span<const std::byte> bytes, void* scratch);
 
 }  // namespace vmcuda::host

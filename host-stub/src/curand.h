@@ -2,6 +2,8 @@
 // of a cuRAND call uses (generated: build/generated/curand/curand_host.cc; hand-written: curand.cc).
 #pragma once
 
+#include <span>
+
 #include "curand_host_api.h"
 #include "nvlib.h"
 
@@ -34,7 +36,22 @@ struct CurandTraits {
   static void reset_stream(const CurandApi& lib, void* generator) {
     if (lib.curandSetStream) lib.curandSetStream(generator, nullptr);
   }
+  // Where a generator stands cannot be read back from cuRAND, so a resume replays what put it
+  // there (curand.cc). The log stays short: curandSetGeneratorOffset sets the position outright
+  // (curand.h), so what generated before it, and an earlier offset, are dropped; a setting set
+  // again right after itself replaces itself; a generation repeated with the same arguments
+  // counts repeats. More than kCurandMaxSteps steps is an overflow; more than
+  // kCurandMaxReplayBytes to generate again refuses the suspend too (nvlib_block_suspend).
+  static void record(CurandGeneratorObject& g, uint32_t call, std::span<const std::byte> args);
 };
 using CurandScope = NvlibScope<CurandTraits>;
+
+// Generated (curand_host.cc): replaying a recorded call on *generator (a resume), its numbers
+// written into `scratch` (curand_replay_scratch bytes).
+bool curand_replay_makes(uint32_t call);
+bool curand_replayable(uint32_t call, size_t bytes);
+uint64_t curand_replay_scratch(uint32_t call, std::span<const std::byte> bytes);
+int curand_replay(const CurandApi& lib, void** generator, uint32_t call, std::span<const std::byte> bytes,
+                  void* scratch);
 
 }  // namespace vmcuda::host

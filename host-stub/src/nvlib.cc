@@ -44,12 +44,21 @@ int32_t log_missing(const char* library, const char* call, int32_t status, const
 }
 
 std::string Session::nvlib_block_suspend() const {
-  // A generator's position in its sequence cannot be read back from cuRAND (and replaying its
-  // calls would redo all its work), so generators are not carried.
-  if (const size_t gens = vol_.count(ObjectKind::CurandGenerator))
-    return "the program holds " + std::to_string(gens) +
-           " cuRAND generators, which a suspend does not carry (cuRAND cannot say where a generator is in its "
-           "sequence); suspend when the program has destroyed them (curandDestroyGenerator), or end the program";
+  // A generator is carried as the steps that brought it where it stands (curand.h): refused
+  // when they no longer fit the log, or when replaying them would generate too much.
+  for (const auto& [guest, id] : vol_.of(ObjectKind::CurandGenerator)) {
+    const auto& g = vol_.get(id)->as<CurandGeneratorObject>();
+    if (g.overflow)
+      return "a cuRAND generator was seeded, positioned and used by more distinct calls than a suspend records "
+             "(curandSetGeneratorOffset resets the record); suspend when the program has destroyed it "
+             "(curandDestroyGenerator), or end the program";
+    if (g.replay_bytes > kCurandMaxReplayBytes)
+      return "a cuRAND generator has generated " + std::to_string(g.replay_bytes >> 20) +
+             " MiB since it was last positioned, which a resume would have to generate again (at most " +
+             std::to_string(kCurandMaxReplayBytes >> 20) +
+             " MiB; cuRAND cannot say where a generator stands); suspend after the program sets its offset "
+             "(curandSetGeneratorOffset) or destroys it, or end the program";
+  }
   for (const auto& [guest, id] : vol_.of(ObjectKind::CufftPlan))
     if (vol_.get(id)->as<CufftPlanObject>().overflow)
       return "a cuFFT plan was configured by more calls than a suspend records; suspend when the program has "

@@ -34,6 +34,8 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::IpcMemory: return "IPC memory";
     case ObjectKind::CublasLt: return "cuBLASLt handle or descriptor";
     case ObjectKind::Cudnn: return "cuDNN handle or descriptor";
+    case ObjectKind::Cusparse: return "cuSPARSE handle or descriptor";
+    case ObjectKind::Cusolver: return "cuSOLVER handle or parameters";
   }
   return "unknown";
 }

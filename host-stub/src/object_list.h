@@ -61,8 +61,10 @@ enum class ObjectKind : uint8_t {
   CufftPlan,         // handle: guest cuFFT plan handle (parent: the context; host-stub/src/cufft.cc)
   CurandGenerator,   // handle: guest cuRAND generator handle (parent: the context; host-stub/src/curand.cc)
   Cudnn,             // handle: guest cuDNN handle or backend descriptor (parent: the context; host-stub/src/cudnn.cc)
+  Cusparse,          // handle: guest cuSPARSE handle or descriptor (parent: the context; host-stub/src/cusparse.cc)
+  Cusolver,          // handle: guest cuSOLVER handle or parameters (parent: the context; host-stub/src/cusolver.cc)
 };
-inline constexpr unsigned kObjectKinds = 29;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 31;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -233,7 +235,8 @@ struct CublasLtObject {
 // A cuFFT plan (cufftHandle) and a cuRAND generator (curandGenerator_t) of the real libraries,
 // with the guest stream each was given (0: the default stream). A plan keeps the calls that
 // made it (cufft.cc: a resume replays them, then sets its work area and stream again); a
-// generator is not carried by a suspend (refused while any exists: nvlib_block_suspend).
+// generator keeps the calls that brought it where it stands in its sequence (curand.h
+// CurandTraits::record; a resume replays them into a scratch buffer, then sets its stream).
 struct CufftPlanObject {
   int plan = -1;
   uint64_t stream = 0;
@@ -243,14 +246,44 @@ struct CufftPlanObject {
   std::vector<std::pair<uint32_t, std::vector<std::byte>>> made_by;
   bool overflow = false;
 };
+// Bounds of a generator's log (curand.h CurandTraits::record): its steps, and the bytes a
+// resume generates again (2^32 floats; ~0.1 s on an H100).
+inline constexpr size_t kCurandMaxSteps = 256;
+inline constexpr uint64_t kCurandMaxReplayBytes = uint64_t{16} << 30;
+struct CurandStep {
+  uint32_t call = 0;             // api::Call
+  std::vector<std::byte> args;   // its wire arguments
+  uint64_t repeat = 1;           // the same call with the same arguments, this many times in a row
+};
 struct CurandGeneratorObject {
   void* generator = nullptr;
   uint64_t stream = 0;
+  // Its creation first, then settings and generations in the order they ran, collapsed
+  // (CurandTraits::record); `replay_bytes`: what replaying them generates; `overflow`: more
+  // steps than the log keeps (a suspend is refused).
+  std::vector<CurandStep> made_by;
+  uint64_t replay_bytes = 0;
+  bool overflow = false;
 };
 
-// A cuDNN handle, backend descriptor or legacy descriptor (tensor, activation) of the real
-// library (cudnn.cc). Not carried by a suspend
-// (refused while any exists).
+// A cuDNN handle, backend descriptor or legacy descriptor (tensor, activation; not carried by a
+// suspend: refused while one exists) of the real library (cudnn.cc), and what the guest did
+// to a descriptor (set attributes, finalized it, filled other descriptors from it), in the
+// client's order across all its descriptors: a resume makes every object again, then replays
+// those steps in that order, behind the same guest handles.
+struct CudnnStep {
+  enum Op : uint8_t { kSet = 1, kFinalize, kFill, kInitialize };
+  uint64_t seq = 0;   // the client's order of cuDNN steps (Session::cudnn_seq_)
+  uint8_t op = kSet;
+  int32_t name = 0;   // kSet, kFill: the attribute
+  int32_t type = 0;   // kSet: its cudnnBackendAttributeType_t (kFill: always a descriptor)
+  int64_t count = 0;  // kSet: elements; kFill: the count asked for
+  // kSet: the elements as the guest sent them (descriptors and handles as guest handles);
+  // kFill: the guest's descriptors the library filled (cudnnBackendGetAttribute).
+  std::vector<std::byte> elements;
+};
+// Bounds of a descriptor's steps (an attribute set again before a finalize replaces itself).
+inline constexpr size_t kCudnnMaxSteps = 1024;
 struct CudnnObject {
   void* ptr = nullptr;   // the library's cudnnHandle_t / cudnnBackendDescriptor_t
   bool handle = false;   // a cudnnHandle_t (else a descriptor)
@@ -258,6 +291,23 @@ struct CudnnObject {
   int32_t legacy = -1;   // a legacy API descriptor: its kind (gen-cudnn.py LEGACY_DESCRIPTORS); -1: none
   uint64_t stream = 0;   // handles: the guest stream set (0: the default stream)
   std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
+  std::vector<CudnnStep> steps;  // descriptors: what a resume replays
+  bool overflow = false;         // more steps than kCudnnMaxSteps (a suspend is refused)
+  // A descriptor the program destroyed that descriptors it keeps were made from (a plan's
+  // heuristics): its steps stay, behind a handle of its own (kCudnnRetiredHandle), for a resume
+  // to make it again, replay them and destroy it; no library object meanwhile.
+  bool retired = false;
+};
+inline constexpr uint64_t kCudnnRetiredHandle = uint64_t{1} << 63;  // | a count
+
+// A cuSPARSE or cuSOLVER object of the real library (nvobj.h): a handle (type 0) or a
+// descriptor / parameters object (the library's other types, api/libs/LIB.calls). Not carried
+// by a suspend (refused while any exists).
+struct NvobjObject {
+  void* ptr = nullptr;       // the library's object
+  int32_t type = 0;          // 0: the handle
+  int32_t pointer_mode = 0;  // handles: cuSPARSE's pointer mode (1: scalars are device pointers)
+  uint64_t stream = 0;       // handles: the guest stream set (0: the default stream)
 };
 
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its
@@ -296,7 +346,7 @@ using ObjectData = std::variant<ContextObject, AllocationObject, ModuleObject, F
                                 CacheConfigObject, PeerAccessObject, GraphObject, GraphNodeObject, GraphExecObject,
                                 ArrayObject, TexObject, SurfObject, CublasHandleObject, VmmReservationObject,
                                 VmmAllocationObject, VmmMappingObject, IpcMemoryObject, CublasLtObject,
-                                CufftPlanObject, CurandGeneratorObject, CudnnObject>;
+                                CufftPlanObject, CurandGeneratorObject, CudnnObject, NvobjObject>;
 
 struct Object {
   ObjectId id = 0;

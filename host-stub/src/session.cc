@@ -312,6 +312,10 @@ CUresult Session::release(Object& o, Release how) {
       return curand_release(o.as<CurandGeneratorObject>());
     case ObjectKind::Cudnn:
       return cudnn_release(o.as<CudnnObject>());
+    case ObjectKind::Cusparse:
+      return cusparse_release(o.as<NvobjObject>());
+    case ObjectKind::Cusolver:
+      return cusolver_release(o.as<NvobjObject>());
     case ObjectKind::VmmReservation:
       if (arena_) arena_->free_guest(o.handle, o.as<VmmReservationObject>().bytes);
       return CUDA_SUCCESS;

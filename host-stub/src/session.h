@@ -85,6 +85,9 @@ struct StubLimits {
   // Host memory NVIDIA's cuBLAS and cuBLASLt add to a worker once loaded (VMCUDA_BLAS_HOST_BYTES),
   // charged with its first handle of either; 0: none (clients that are threads of the stub).
   uint64_t blas_host_bytes = 0;
+  // The same for NVIDIA's cuSPARSE and cuSOLVER (VMCUDA_SPARSE_HOST_BYTES, VMCUDA_SOLVER_HOST_BYTES;
+  // guesses), charged with the first handle of each.
+  uint64_t sparse_host_bytes = 0, solver_host_bytes = 0;
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -260,6 +263,10 @@ class Session : public vmrpc::SlotService {
   // Host memory (vm_ledger.h kHost): charges `bytes` to the VM's host memory bound; false (the
   // caller answers CUDA_ERROR_OUT_OF_MEMORY), logged 8 times per client, when it has no room.
   bool charge_host(uint64_t bytes, const char* what);
+  // Charging and refunding pinned staging (client_control.cc PinnedStaging) to the VM's host
+  // memory bound; and that bound, as a user reads it.
+  struct PinCharge pin_charge();
+  std::string host_bound_summary() const;
   uint32_t host_refusals_ = 0;
   bool worker_charged_ = false;  // this worker process's own host cost (StubLimits::worker_host_bytes)
   bool blas_host_charged_ = false;  // the BLAS libraries' host cost in this worker (StubLimits::blas_host_bytes)
@@ -293,8 +300,8 @@ class Session : public vmrpc::SlotService {
   // Destroys a plan / generator of the real library (teardown); its context is current.
   CUresult cufft_release(CufftPlanObject& p);
   CUresult curand_release(CurandGeneratorObject& g);
-  // Why a suspend is refused now (empty: it is not): generators are not carried yet, nor a plan
-  // whose log of calls overflowed.
+  // Why a suspend is refused now (empty: it is not): a plan or generator whose log of calls
+  // overflowed, or a generator whose replay would generate too much.
   std::string nvlib_block_suspend() const;
   // A resume: the plan made again by replaying the calls that made it, in the current context;
   // then, once every object is back, each plan's work area and stream. False and why when the
@@ -303,14 +310,49 @@ class Session : public vmrpc::SlotService {
   // Whether a state file's recorded call is one that makes or configures a plan, of its size.
   static bool cufft_replayable_call(uint32_t call, size_t bytes);
   bool restore_cufft_settings(std::string* why);
+  // A resume: the generator made again and brought back where it stood by replaying its
+  // steps (generating into a scratch buffer), in the current context; then, once every object
+  // is back, each generator's stream. False and why when the library or a call fails.
+  bool curand_recreate(CurandGeneratorObject& g, std::string* why);
+  bool restore_curand_settings(std::string* why);
+  // Whether a state file's recorded step is one a generator replays, of its size; the device
+  // bytes replaying it writes once (UINT64_MAX: none such).
+  static uint64_t curand_step_bytes(uint32_t call, std::span<const std::byte> args);
   // ---- cuDNN (cudnn.cc): the host's libcudnn.so.9, loaded at the first cuDNN call.
   const struct CudnnApi* cudnn_library(int32_t* status);
   const struct CudnnApi* cudnn_ = nullptr;
   CUresult cudnn_release(CudnnObject& o);
   // The stream a cuDNN handle runs on (a stream the app destroyed meanwhile: the default stream).
   CUstream cudnn_stream(CudnnObject& handle);
-  // Why a suspend is refused now (empty: it is not): cuDNN objects are not carried yet.
+  uint64_t cudnn_seq_ = 0;  // the next CudnnStep::seq
+  uint64_t cudnn_retired_ = 0;  // the next retired descriptor's handle (| kCudnnRetiredHandle)
+  // A descriptor the program destroyed: kept as a retired one (CudnnObject::retired) for the
+  // descriptors made from it; then every retired one no kept descriptor needs is dropped.
+  void cudnn_retire(ObjectId id);
+  void cudnn_collect();
+  // Why a suspend is refused now (empty: it is not): a descriptor with more steps than are
+  // recorded, or whose attributes name an object the program destroyed.
   std::string cudnn_blocks_suspend() const;
+  // A resume: the handle or descriptor made again (in the current context); then, once every
+  // object is back, every descriptor's steps replayed in the client's order and each handle's
+  // stream set. False and why when the library or a step fails.
+  bool cudnn_recreate(CudnnObject& o, std::string* why);
+  bool restore_cudnn(std::string* why);
+  // Whether a state file's cuDNN step is well formed (what a resume may replay); why not.
+  static bool cudnn_step_valid(const CudnnStep& s, std::string* why);
+  // ---- cuSPARSE and cuSOLVER (cusparse.cc, cusolver.cc; the generated handlers use
+  // NvobjScope, nvobj.h). Destroys an object of the real library (teardown).
+  template <class Traits>
+  friend class NvobjScope;
+  friend struct CusparseTraits;
+  friend struct CusolverTraits;
+  CUresult cusparse_release(NvobjObject& o);
+  CUresult cusolver_release(NvobjObject& o);
+  bool sparse_host_charged_ = false, solver_host_charged_ = false;  // StubLimits::sparse/solver_host_bytes
+  bool charge_sparse_host();  // cusparse.cc, cusolver.cc: false when the VM's host memory bound has no room
+  bool charge_solver_host();
+  // Why a suspend is refused now (empty: it is not): their objects are not carried yet.
+  std::string nvobj_blocks_suspend() const;
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

@@ -14,7 +14,8 @@
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
 // limits, peer access, arrays, the guest's VMM reservations, physical allocations and
-// mappings (at the same addresses, offsets and access), cuBLAS and cuBLASLt objects, behind
+// mappings (at the same addresses, offsets and access), cuBLAS, cuBLASLt, cuFFT, cuRAND and
+// cuDNN objects, behind
 // the same guest handles, and texture and surface objects with their old values (arrays.cc).
 // A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
@@ -39,6 +40,7 @@
 #include "session.h"
 #include "state_stream.h"
 #include "vmcuda/api/cublaslt_abi.h"
+#include "vmcuda/api/cudnn_abi.h"
 #include "vmrpc/log.h"
 
 namespace vmcuda::host {
@@ -60,8 +62,10 @@ enum RecordType : uint32_t {
 // 4: graphs, their nodes and executable graphs (graph_state.h); 5: virtual memory objects
 // (reservations, physical allocations with their bytes, mappings with their access) and the
 // header's last physical allocation handle; 6: cuFFT plans (the calls that made each);
-// 7: cuBLASLt objects with their attributes
-constexpr uint32_t kClientStateVersion = 7;
+// 7: cuBLASLt objects with their attributes; 8: cuRAND generators (the steps that brought each
+// where it stands) and cuDNN handles and backend descriptors (their creation, attributes and
+// finalization)
+constexpr uint32_t kClientStateVersion = 8;
 // A saved mapping's access list names each of the client's devices at most once; a saved
 // allocation's references are what a program could hold (cuMemRetainAllocationHandle).
 constexpr uint32_t kMaxSavedVmmRefs = 1u << 30;
@@ -421,10 +425,12 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = texture_objects_block_suspend(); !t.empty()) return fail(t);
   // IPC with other programs of the VM (ipc.cc) is not carried: refused while any is open.
   if (const std::string t = ipc_blocks_suspend(); !t.empty()) return fail(t);
-  // cuRAND generators are not carried (nvlib.cc): refused while any exists.
+  // A cuFFT plan or cuRAND generator whose record overflowed (nvlib.cc): refused.
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
-  // cuDNN's handles and descriptors are not carried yet (cudnn.cc): refused while any exists.
+  // A cuDNN descriptor a resume could not make again (cudnn.cc): refused.
   if (const std::string t = cudnn_blocks_suspend(); !t.empty()) return fail(t);
+  // Nor cuSPARSE's and cuSOLVER's (nvobj.cc).
+  if (const std::string t = nvobj_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
   if (CUresult e = synchronize_all(); e != CUDA_SUCCESS)
@@ -674,10 +680,38 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         }
         break;
       }
-      case ObjectKind::CurandGenerator:
-        break;  // never: refused while any exists (nvlib_block_suspend)
-      case ObjectKind::Cudnn:
-        break;  // never: refused while any exists (cudnn_blocks_suspend)
+      case ObjectKind::CurandGenerator: {
+        // The steps that brought it where it stands (curand.h): a resume replays them.
+        const auto& g = o.as<CurandGeneratorObject>();
+        w.put_u64(g.stream);
+        w.put_u32(static_cast<uint32_t>(g.made_by.size()));
+        for (const CurandStep& step : g.made_by) {
+          w.put_u32(step.call);
+          w.put_u64(step.repeat);
+          w.put_bytes(step.args);
+        }
+        break;
+      }
+      case ObjectKind::Cudnn: {
+        // What it is and the steps that made it (cudnn.cc): a resume makes it and replays them.
+        const auto& d = o.as<CudnnObject>();
+        w.put_u8(d.retired ? 2 : d.handle ? 1 : 0);  // a descriptor, a handle, a retired descriptor
+        w.put_i32(d.type);
+        w.put_u64(d.stream);
+        w.put_u32(static_cast<uint32_t>(d.steps.size()));
+        for (const CudnnStep& step : d.steps) {
+          w.put_u64(step.seq);
+          w.put_u8(step.op);
+          w.put_i32(step.name);
+          w.put_i32(step.type);
+          w.put_u64(static_cast<uint64_t>(step.count));
+          w.put_bytes(step.elements);
+        }
+        break;
+      }
+      case ObjectKind::Cusparse:
+      case ObjectKind::Cusolver:
+        break;  // never: refused while any exists (nvobj_blocks_suspend)
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -1001,8 +1035,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
     if (s.kind == ObjectKind::IpcMemory) return bad("IPC memory is not carried by a suspend");
-    if (s.kind == ObjectKind::CurandGenerator) return bad("cuRAND generators are not carried by a suspend");
-    if (s.kind == ObjectKind::Cudnn) return bad("cuDNN objects are not carried by a suspend");
+    if (s.kind == ObjectKind::Cusparse || s.kind == ObjectKind::Cusolver)
+      return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1389,10 +1423,73 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = std::move(p);
         break;
       }
-      case ObjectKind::CurandGenerator:
-        return bad("cuRAND generators are not carried by a suspend");
-      case ObjectKind::Cudnn:
-        return bad("cuDNN objects are not carried by a suspend");
+      case ObjectKind::CurandGenerator: {
+        // What the guest could have made: its own handles, a log of at most kCurandMaxSteps
+        // steps cuRAND replays, its creation first, generating at most kCurandMaxReplayBytes.
+        CurandGeneratorObject g;
+        uint32_t n = 0;
+        r.get_u64(&g.stream);
+        r.get_u32(&n);
+        if (r.ok() && (s.handle < api::kFirstGuestHandle || (g.stream && g.stream < api::kFirstGuestHandle) ||
+                       n == 0 || n > kCurandMaxSteps))
+          return bad("bad generator");
+        for (uint32_t i = 0; r.ok() && i < n; ++i) {
+          CurandStep step;
+          r.get_u32(&step.call);
+          r.get_u64(&step.repeat);
+          r.get_bytes(&step.args, 4096);
+          if (!r.ok()) break;
+          const uint64_t bytes = curand_step_bytes(step.call, step.args);
+          if (bytes == UINT64_MAX) return bad("a step that is not a cuRAND call a generator replays");
+          if (step.repeat == 0 || (bytes && step.repeat > kCurandMaxReplayBytes / bytes))
+            return bad("a step repeated too often");
+          g.replay_bytes += bytes * step.repeat;  // each term is bounded: no overflow
+          if (g.replay_bytes > kCurandMaxReplayBytes) return bad("more to generate again than a resume does");
+          g.made_by.push_back(std::move(step));
+        }
+        s.data = std::move(g);
+        break;
+      }
+      case ObjectKind::Cudnn: {
+        // A handle, or a descriptor of a known type with at most kCudnnMaxSteps well-formed
+        // steps; what the steps name is checked when they are replayed (restore_cudnn).
+        CudnnObject d;
+        uint8_t handle = 0;
+        uint32_t n = 0;
+        r.get_u8(&handle);
+        r.get_i32(&d.type);
+        r.get_u64(&d.stream);
+        r.get_u32(&n);
+        if (!r.ok()) break;
+        d.handle = handle == 1;
+        d.retired = handle == 2;
+        if (handle > 2 || s.handle < api::kFirstGuestHandle || d.retired != ((s.handle & kCudnnRetiredHandle) != 0))
+          return bad("bad cuDNN object");
+        if (d.handle ? (d.type != 0 || n != 0 || (d.stream && d.stream < api::kFirstGuestHandle))
+                     : (d.type < 0 || d.type >= api::kCudnnDescriptorTypes || d.stream != 0))
+          return bad(d.handle ? "a cuDNN handle with a descriptor's data" : "a descriptor of an unknown type");
+        if (n > kCudnnMaxSteps) return bad("too many steps");
+        for (uint32_t i = 0; r.ok() && i < n; ++i) {
+          CudnnStep step;
+          uint64_t count = 0;
+          r.get_u64(&step.seq);
+          r.get_u8(&step.op);
+          r.get_i32(&step.name);
+          r.get_i32(&step.type);
+          r.get_u64(&count);
+          r.get_bytes(&step.elements, api::kCudnnMaxAttributeBytes);
+          if (!r.ok()) break;
+          step.count = static_cast<int64_t>(count);
+          std::string w;
+          if (!cudnn_step_valid(step, &w)) return bad(w);
+          d.steps.push_back(std::move(step));
+        }
+        s.data = std::move(d);
+        break;
+      }
+      case ObjectKind::Cusparse:
+      case ObjectKind::Cusolver:
+        return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
@@ -1703,6 +1800,20 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         if (!cufft_recreate(std::get<CufftPlanObject>(data), &w)) return fail(w);
         break;
       }
+      case ObjectKind::Cudnn: {
+        // Made again; its steps, in the client's order across descriptors, and a handle's
+        // stream once every object is back (restore_cudnn).
+        std::string w;
+        if (!cudnn_recreate(std::get<CudnnObject>(data), &w)) return fail(w);
+        break;
+      }
+      case ObjectKind::CurandGenerator: {
+        // Made again and brought back where it stood; its stream once every object is back
+        // (restore_curand_settings).
+        std::string w;
+        if (!curand_recreate(std::get<CurandGeneratorObject>(data), &w)) return fail(w);
+        break;
+      }
       case ObjectKind::CublasHandle: {
         // A new handle of the library with the same pointer and math modes; its stream and
         // workspace once every object is back (restore_cublas_settings).
@@ -1842,7 +1953,9 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   if (!recreate_texture_objects(std::move(textures), new_id, &err)) return fail(err);
   if (!restore_cublas_settings(&err)) return fail(err);
   if (!restore_cufft_settings(&err)) return fail(err);
+  if (!restore_curand_settings(&err)) return fail(err);
   if (!restore_cublaslt_attributes(&err)) return fail(err);
+  if (!restore_cudnn(&err)) return fail(err);
   allocated_ = allocated;
   // Module variables' bytes.
   while (h.type == kGlobalData) {

@@ -58,11 +58,13 @@ CUDART=$BUILD/guest-lib/libcudart.so.13
 # libcudart.so.13 forwards to libcuda.so.1, which holds both APIs (guest-lib/README.md).
 LIBCUDA=$BUILD/guest-lib/libcuda.so.1
 [ -f "$LIBCUDA" ] || die "no $LIBCUDA: build guest-lib first (cmake --build $BUILD --target vmcuda_cudart)"
-# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcurand.so.10 and libcudnn.so.9
-# where they are built (guest-lib/README.md "cuBLAS", "cuBLASLt", "cuFFT and cuRAND", "cuDNN");
+# vmcuda's libcublas.so.13, libcublasLt.so.13, libcufft.so.12, libcurand.so.10, libcusparse.so.12,
+# libcusolver.so.12 and libcudnn.so.9 where they are built (guest-lib/README.md "cuBLAS",
+# "cuBLASLt", "cuFFT and cuRAND", "cuSPARSE and cuSOLVER", "cuDNN");
 # NVIDIA's (hundreds of MB) never go into the image.
 NVLIBS=() NVSKIPS=()
-for l in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcurand.so.10 libcudnn.so.9; do
+for l in libcublas.so.13 libcublasLt.so.13 libcufft.so.12 libcurand.so.10 libcusparse.so.12 libcusolver.so.12 \
+         libcudnn.so.9; do
     [ -f "$BUILD/guest-lib/$l" ] && NVLIBS+=("$BUILD/guest-lib/$l")
     NVSKIPS+=(--skip-lib "$l")  # never NVIDIA's copy as a program's dependency (libcufft: ~280 MB)
 done

@@ -27,10 +27,11 @@ if [ ${#programs[@]} -eq 0 ]; then
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
     # only a suspend that lands while a stream capture is open is refused (below).
     # ipc and ipc_pool: a suspend is refused while a program holds IPC memory, events or pools
-    # (host-stub/src/ipc.cc), leaving it running; cudnn_basic likewise while it holds cuDNN
-    # handles or descriptors (host-stub/src/cudnn.cc). Virtual memory objects and cuBLASLt objects
-    # (host-stub/src/cublaslt.cc) are carried.
-    case "$n" in fault|multi_gpu|ipc|ipc_pool|cudnn_basic) continue ;; esac
+    # (host-stub/src/ipc.cc), leaving it running; cusparse_cg and cusolver_basic likewise while
+    # they hold cuSPARSE/cuSOLVER objects (host-stub/src/nvobj.cc). Virtual memory objects,
+    # cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc) and cuDNN
+    # handles and descriptors (cudnn.cc) are carried.
+    case "$n" in fault|multi_gpu|ipc|ipc_pool|cusparse_cg|cusolver_basic) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
@@ -58,13 +59,12 @@ for p in "${programs[@]}"; do
         echo "$p: resume failed:"; cat "$work/ctl.out"; status=1
         kill $app 2>/dev/null; break  # held for good: nothing more to learn from it
       fi
-    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|cuRAND generators, which a suspend does not carry\|shares GPU memory or events with other programs" "$work/ctl.out"; then
+    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|shares GPU memory or events with other programs" "$work/ctl.out"; then
       # A client that ends between the listing and the hold is fine, and so is one with a
       # stream capture open, a graph node disabled, a child node's graph held, a graph with
       # conditional handles or an executable graph whose child node was given another graph
-      # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md), or
-      # cuRAND generators (curand_basic while it holds one: refused, it runs on; cuFFT plans
-      # are carried);
+      # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md);
+      # (cuFFT plans, cuRAND generators and cuDNN objects are carried);
       # IPC memory, events or pools shared with another program (ipc, ipc_pool when named:
       # refused naming the handle, both run on);
       # anything else is not (texture

@@ -391,7 +391,7 @@ const std::map<std::string, void*>& table() {
   return t;
 }
 
-int g_library_token, g_cufft_token, g_curand_token;
+int g_library_token, g_cufft_token, g_curand_token, g_cusparse_token, g_cusolver_token;
 
 // ---- cuBLASLt ("libcublasLt.so.13"): handles (a cuBLAS handle is one too, as NVIDIA's),
 // matmul descriptors, layouts and preferences with the attributes the fake reads, a heuristic
@@ -831,6 +831,8 @@ void* fake_open_library(const char* soname, std::string* why) {
   if (std::string(soname) == "libcublas.so.13") return &g_library_token;
   if (std::string(soname) == "libcufft.so.12") return &g_cufft_token;
   if (std::string(soname) == "libcurand.so.10") return &g_curand_token;
+  if (std::string(soname) == "libcusparse.so.12") return &g_cusparse_token;
+  if (std::string(soname) == "libcusolver.so.12") return &g_cusolver_token;
   if (std::string(soname) == "libcublasLt.so.13") return &g_lt_library_token;
   if (std::string(soname) == "libcudnn.so.9") return fake_cudnn_library();
   if (why) *why = std::string(soname) + ": the test executor has no such library";
@@ -840,6 +842,8 @@ void* fake_open_library(const char* soname, std::string* why) {
 void* fake_library_symbol(void* library, const char* name) {
   if (library == &g_cufft_token) return fake_cufft_symbol(name);
   if (library == &g_curand_token) return fake_curand_symbol(name);
+  if (library == &g_cusparse_token) return fake_cusparse_symbol(name);
+  if (library == &g_cusolver_token) return fake_cusolver_symbol(name);
   if (library == fake_cudnn_library()) return fake_cudnn_symbol(library, name);
   static const std::map<std::string, void*> none;
   const auto& t = library == &g_library_token ? table() : library == &g_lt_library_token ? lt_table() : none;

@@ -150,6 +150,14 @@ struct FakeCufftPlan {
 };
 FakeCufftPlan fake_cufft_newest_plan();  // the plan made last (the library's own numbering)
 
+// "libcusparse.so.12" (fake_cusparse.cc): handles, CSR/COO and dense descriptors, SpMV and SpMM
+// on the CPU (fp32/fp64); "libcusolver.so.12" (fake_cusolver.cc): handles, parameters, LU,
+// Cholesky and symmetric eigenvalues on the CPU (S/D and the X forms). Their live objects:
+void* fake_cusparse_symbol(const char* name);
+void* fake_cusolver_symbol(const char* name);
+uint64_t fake_live_cusparse_objects();
+uint64_t fake_live_cusolver_objects();
+
 // "libcudnn.so.9" (fake_cudnn.cc): handles and the backend API for graphs of fp32 pointwise
 // operations (ADD, MUL, RELU_FWD, IDENTITY), run on the CPU; heuristics offer engine 0. The
 // live handles and descriptors of the fake library:

@@ -4,9 +4,11 @@
 #  1. SONAME libcuda.so.1, and no symbol versions (NVIDIA's has none);
 #  2. its defined dynamic functions are exactly the checked-in export list
 #     (exports/libcuda.so.1.exports), plus nothing but the private __vmcuda_cudart_table and
-#     __vmcuda_nvml_table (and __vmcuda_cublas_table, _cublasLt_, _cufft_, _curand_, _cudnn_)
+#     __vmcuda_nvml_table (and __vmcuda_cublas_table, _cublasLt_, _cufft_, _curand_, _cusparse_, _cusolver_,
+#     _cudnn_)
 #     pairs that vmcuda's libcudart.so.13, libnvidia-ml.so.1 (and libcublas.so.13,
-#     libcublasLt.so.13, libcufft.so.12, libcurand.so.10, libcudnn.so.9) bind to;
+#     libcublasLt.so.13, libcufft.so.12, libcurand.so.10, libcusparse.so.12, libcusolver.so.12,
+#     libcudnn.so.9) bind to;
 #  3. no cuda* (runtime) name is exported: those stay libcudart.so.13's, so a program with
 #     NVIDIA's own libcudart.so.13 is never bound to vmcuda's runtime by accident.
 # Prints how many driver exports are implemented and how many are generated stubs (a stub's
@@ -32,7 +34,7 @@ if ! cmp -s "$tmp/ours" "$tmp/nvidia"; then
   problem "exported functions differ from $(basename "$exports") (< missing here, > extra here):"
   diff "$tmp/nvidia" "$tmp/ours" | grep '^[<>]' | head -50 || true
 fi
-others="$(awk '$2 !~ /^[TWi]$/ && $3 !~ /^__vmcuda_(cudart|nvml|cublas|cublasLt|cufft|curand|cudnn)_table(_size)?$/' "$tmp/nm")"
+others="$(awk '$2 !~ /^[TWi]$/ && $3 !~ /^__vmcuda_(cudart|nvml|cublas|cublasLt|cufft|curand|cusparse|cusolver|cudnn)_table(_size)?$/' "$tmp/nm")"
 [ -z "$others" ] || { problem "unexpected exports:"; echo "$others" | head -20; }
 grep -q ' cuda' "$tmp/nm" && problem "runtime (cuda*) names exported: $(grep ' cuda' "$tmp/nm" | head -3 | tr '\n' ' ')"
 

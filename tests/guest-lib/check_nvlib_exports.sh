@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks vmcuda's libcufft.so.12 or libcurand.so.10 against NVIDIA's, as the dynamic linker sees
+# Checks vmcuda's libcufft.so.12, libcurand.so.10, libcusparse.so.12 or libcusolver.so.12 against NVIDIA's, as the dynamic linker sees
 # it (as check_cublas_exports.sh does libcublas.so.13): the SONAME; every defined function is one
 # of the checked-in export list and all of them are there, each with the version node named as
 # the soname; where NVIDIA's library is installed, its list is still the checked-in one (else run

@@ -59,4 +59,44 @@ TEST(NvlibStubs, CurandVersionsAndHostGenerators) {
   EXPECT_EQ(symbol<int (*)(void*, unsigned long long)>(lib, "curandSetPseudoRandomGeneratorSeed")(&junk, 1), 101);
 }
 
+#if defined(VMCUDA_TEST_CUSPARSE) && defined(VMCUDA_TEST_CUSOLVER)
+TEST(NvlibStubs, CusparseAnswersAndAnUnsupportedLegacyCall) {
+  void* lib = open(VMCUDA_TEST_CUSPARSE);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_STREQ(symbol<const char* (*)(int)>(lib, "cusparseGetErrorName")(3), "CUSPARSE_STATUS_INVALID_VALUE");
+  EXPECT_STREQ(symbol<const char* (*)(int)>(lib, "cusparseGetErrorString")(10), "operation not supported");
+  int major = 0;
+  ASSERT_EQ(symbol<int (*)(int, int*)>(lib, "cusparseGetProperty")(0, &major), 0);
+  EXPECT_EQ(major, 12);
+  // The legacy API: CUSPARSE_STATUS_NOT_SUPPORTED, the name logged once.
+  void* descr = nullptr;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateMatDescr")(&descr), 10);
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateMatDescr")(&descr), 10);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string line = "cusparseCreateMatDescr is not supported yet; it returns CUSPARSE_STATUS_NOT_SUPPORTED (10)";
+  ASSERT_NE(err.find(line), std::string::npos) << err;
+  EXPECT_EQ(err.find(line, err.find(line) + 1), std::string::npos) << "logged twice: " << err;
+  // Objects that were never made: refused here (a handle: not initialized; a descriptor: invalid).
+  int junk = 0, mode = 0;
+  EXPECT_EQ(symbol<int (*)(void*, int*)>(lib, "cusparseGetPointerMode")(&junk, &mode), 1);
+  EXPECT_EQ(symbol<int (*)(void*)>(lib, "cusparseDestroyDnVec")(&junk), 3);
+}
+
+TEST(NvlibStubs, CusolverVersionAndAnUnsupportedCall) {
+  void* lib = open(VMCUDA_TEST_CUSOLVER);
+  ASSERT_NE(lib, nullptr);
+  int version = 0;
+  ASSERT_EQ(symbol<int (*)(int*)>(lib, "cusolverGetVersion")(&version), 0);
+  EXPECT_GE(version, 12000);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusolverSpCreate")(nullptr), 9);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("cusolverSpCreate is not supported yet; it returns CUSOLVER_STATUS_NOT_SUPPORTED (9)"),
+            std::string::npos) << err;
+  int junk = 0;
+  EXPECT_EQ(symbol<int (*)(void*, void*)>(lib, "cusolverDnSetStream")(&junk, nullptr), 1);  // never made
+}
+#endif
+
 }  // namespace

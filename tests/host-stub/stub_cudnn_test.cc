@@ -1,10 +1,13 @@
 // cuDNN calls (calls.def 0x2600-; api/libs/cudnn.calls) through the wire to the stub on the test
 // executor's fake libcudnn.so.9 (tests/executor/fake_cudnn.cc): a pointwise graph built,
 // planned through the heuristics (configurations the guest made, filled by the library) and
-// executed on the client's memory; hostile arguments; a suspend refused while cuDNN objects
-// exist; teardown.
+// executed on the client's memory; hostile arguments; suspend and resume, save and restore
+// (and hostile state records); teardown.
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <span>
 #include <thread>
@@ -106,7 +109,7 @@ struct CudnnTest : ::testing::Test {
   }
 
   // Y = relu(X + B) over 1x2x1x3 tensors (B 1x2x1x1): the graph, its plan through the heuristics.
-  uint64_t graph = 0, plan = 0;
+  uint64_t graph = 0, plan = 0, heur = 0, cfg = 0;
   void build() {
     const uint64_t x = tensor(1, {1, 2, 1, 3}, false), b = tensor(2, {1, 2, 1, 1}, false),
                    t = tensor(3, {1, 2, 1, 3}, true), y = tensor(4, {1, 2, 1, 3}, false);
@@ -115,14 +118,14 @@ struct CudnnTest : ::testing::Test {
     ASSERT_EQ(set<uint64_t>(graph, kGraphOps, kTDescriptor, {ops[0], ops[1]}), 0);
     ASSERT_EQ(set<uint64_t>(graph, kGraphHandle, kTHandle, {handle}), 0);
     ASSERT_EQ(finalize(graph), 0);
-    const uint64_t heur = make(kEngineHeur);
+    heur = make(kEngineHeur);
     ASSERT_EQ(set<uint64_t>(heur, kHeurGraph, kTDescriptor, {graph}), 0);
     ASSERT_EQ(set<int32_t>(heur, kHeurMode, kTHeurMode, {3}), 0);
     ASSERT_EQ(finalize(heur), 0);
     int64_t n = 0;
     ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 0, &n), 0);
     ASSERT_EQ(n, 1);
-    const uint64_t cfg = make(kEngineCfg);
+    cfg = make(kEngineCfg);
     ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 1, &n, std::as_bytes(std::span(&cfg, 1))), 0);
     plan = make(kPlan);
     ASSERT_EQ(set<uint64_t>(plan, kPlanHandle, kTHandle, {handle}), 0);
@@ -197,24 +200,181 @@ TEST_F(CudnnTest, HostileArguments) {
   EXPECT_EQ(c.call<api::Call::cudnnDestroy>({handle}), api::kCudnnBadParam);
 }
 
-TEST_F(CudnnTest, SuspendIsRefusedWhileObjectsExist) {
-  namespace cc = slot_control::cc;
-  const uint64_t d = make(kTensor);
+namespace cc = slot_control::cc;
+
+// Suspend and resume (or save and restore): every handle and descriptor comes back behind the
+// same guest handle, made again from its recorded steps in the client's order (the engine
+// configuration filled from the heuristics' results among them), the plan finalized again.
+TEST_F(CudnnTest, APointwiseGraphExecutesTheSameAfterSuspendAndResume) {
+  build();
+  const uint64_t x = floats({-1, 0, 2, 3, -5, 1}), b = floats({0.5f, 1}), y = floats({9, 9, 9, 9, 9, 9});
+  const uint64_t before = pack({x, b, y});
+  const std::vector<float> want{0, 0.5f, 2.5f, 4, 0, 2};
+  ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, before}), 0);
+  ASSERT_EQ(read(y, 6), want);
+  const uint64_t stream = api::kFirstGuestHandle + 0x500;
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({stream, 1, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnSetStream>({handle, stream}), 0);
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn." + std::to_string(::getpid()) + ".state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    const uint64_t objects = tst::fake_live_cudnn_objects();
+    state::remove_state_file(path);
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_LT(tst::fake_live_cudnn_objects(), objects);  // released with the client's GPU state
+    r = slot_control::control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), objects);
+    // The variant pack made before and one made now: the same results.
+    const std::vector<float> nines(6, 9.f);
+    ASSERT_EQ(c.call<api::Call::CopyToDeviceInline>({y}, nullptr, std::as_bytes(std::span(nines))), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, before}), 0);
+    EXPECT_EQ(read(y, 6), want);
+    const uint64_t y2 = floats({7, 7, 7, 7, 7, 7});
+    ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, pack({x, b, y2})}), 0);
+    EXPECT_EQ(read(y2, 6), want);
+    // The attributes read as the library has them.
+    int64_t n = 0;
+    std::vector<std::byte> extra;
+    ASSERT_EQ(get(0x9100, kTDims, kTInt64, 4, &n, {}, &extra, 32), 0);  // the first tensor made
+    ASSERT_EQ(n, 4);
+  }
+  state::remove_state_file(path);
+}
+
+uint64_t objects(Stub& stub) { return slot_control::control(stub, cc::Op::kStatus).status.objects; }
+
+// PyTorch (cudnn_frontend) destroys the heuristics, and may destroy the engine configuration,
+// once the plan is made: they are kept as retired descriptors (their steps) while the plan
+// lives, made again by a resume to make the plan from, and dropped with the plan.
+TEST_F(CudnnTest, DescriptorsDestroyedAfterAPlanWasMadeFromThemAreCarriedForIt) {
+  build();
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({heur}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({cfg}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({cfg}), api::kCudnnBadParam);  // gone for the guest
+  EXPECT_EQ(finalize(cfg), api::kCudnnBadParam);
+  const uint64_t x = floats({-1, 0, 2, 3, -5, 1}), b = floats({0.5f, 1}), y = floats({9, 9, 9, 9, 9, 9});
+  const std::vector<float> want{0, 0.5f, 2.5f, 4, 0, 2};
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, pack({x, b, y})}), 0);
+  EXPECT_EQ(read(y, 6), want);
+  // The guest may make new descriptors behind the handles it destroyed.
+  api::cudnnBackendCreateDescriptor_Args a{};
+  a.descriptor = heur, a.descriptorType = kTensor;
+  ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>(a), 0);
+  // Without the plan nothing needs them: they go with it.
+  const uint64_t with_plan = objects(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({plan}), 0);
+  EXPECT_EQ(objects(stub), with_plan - 3);  // the plan, the configuration, the heuristics
+}
+
+// A cuDNN handle the program destroyed while its descriptors still name it cannot be carried:
+// the suspend is refused, saying so, and the client runs on.
+TEST_F(CudnnTest, AHandleDestroyedWhileDescriptorsNameItRefusesTheSuspend) {
+  build();
+  ASSERT_EQ(c.call<api::Call::cudnnDestroy>({handle}), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("cuDNN"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("from a handle the program has destroyed"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
   slot_control::release(stub);
-  // The client runs on; once its objects are destroyed, the suspend goes ahead.
-  ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({d}), 0);
-  ASSERT_EQ(c.call<api::Call::cudnnDestroy>({handle}), 0);
+  for (uint64_t d : {plan, graph, heur, cfg}) ASSERT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({d}), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   r = slot_control::control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
   r = slot_control::control(stub, cc::Op::kResume);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
-  ASSERT_EQ(c.call<api::Call::cudnnCreate>({handle + 1}), 0);
+}
+
+// cuDNN records in a state file are the guest's to forge: an unknown descriptor type or step,
+// elements that do not match their count, a reference to an object not in the state, a
+// handle with steps are refused; the client stays suspended and the good file restores.
+TEST_F(CudnnTest, HostileCudnnRecordsInAStateFileAreRefused) {
+  build();
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-good." + std::to_string(::getpid()) + ".state";
+  const std::string bad = path + ".bad";
+  state::remove_state_file(path);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // The object record: kind, id, parent, device, handle (29 bytes), then whether it is a
+  // handle (1), its type (4), stream (8), step count (4) and each step: seq (8), op (1), name
+  // (4), type (4), count (8), elements (a u32 length, the bytes).
+  constexpr size_t kIsHandle = 29, kType = 30, kCount = 42, kFirstStep = 46;
+  const auto dnn = static_cast<std::byte>(ObjectKind::Cudnn);
+  auto i32_at = [](const std::vector<std::byte>& p, size_t at) {
+    int32_t v;
+    std::memcpy(&v, p.data() + at, 4);
+    return v;
+  };
+  auto put32 = [](std::vector<std::byte>& p, size_t at, int32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  // Where the first kSet step of attribute type `type` begins (0: none).
+  auto find_set = [&](const std::vector<std::byte>& p, int32_t type) -> size_t {
+    if (p[0] != dnn || p[kIsHandle] != std::byte{0}) return 0;
+    size_t at = kFirstStep;
+    for (int32_t i = 0, n = i32_at(p, kCount); i < n && at + 29 <= p.size(); ++i) {
+      const uint32_t len = static_cast<uint32_t>(i32_at(p, at + 25));
+      if (p[at + 8] == std::byte{1} && i32_at(p, at + 13) == type) return at;
+      at += 29 + len;
+    }
+    return 0;
+  };
+  bool once = false;
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"a descriptor type beyond cuDNN's",
+       [&](auto& p) { if (p[0] == dnn && p[kIsHandle] == std::byte{0}) put32(p, kType, 99); }, "unknown type"},
+      {"a handle with steps", [&](auto& p) { if (p[0] == dnn && p[kIsHandle] == std::byte{1}) put32(p, kCount, 1); },
+       "handle with a descriptor's data"},
+      {"an unknown step",
+       [&](auto& p) { if (size_t at = find_set(p, kTInt64)) p[at + 8] = std::byte{9}; }, "unknown step"},
+      {"an attribute of an unknown type", [&](auto& p) { if (size_t at = find_set(p, kTInt64)) put32(p, at + 13, 99); },
+       "unknown type"},
+      {"elements that do not match their count",
+       [&](auto& p) { if (size_t at = find_set(p, kTInt64)) p[at + 17] = std::byte{7}; }, "do not match"},
+      {"a descriptor that is not in the state",
+       [&](auto& p) {
+         if (size_t at = find_set(p, kTDescriptor); at && !once) {
+           once = true;
+           const uint64_t none = 0xdead;
+           std::memcpy(p.data() + at + 29, &none, 8);
+         }
+       },
+       "not in the state"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    once = false;
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
+    r = slot_control::control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  }
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  const uint64_t x = floats({1, 2, 3, 4, 5, 6}), b = floats({1, 1}), y = floats({0, 0, 0, 0, 0, 0});
+  ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, pack({x, b, y})}), 0);
+  EXPECT_EQ(read(y, 6), (std::vector<float>{2, 3, 4, 5, 6, 7}));
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 // Y = conv(X, W): X 1x1x3x3, W 2x1x2x2, no padding, stride 1 (Y 1x2x2x2), through the heuristics'
@@ -376,6 +536,24 @@ TEST_F(CudnnLegacyTest, HostileArguments) {
   EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
   EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), api::kCudnnBadParam);
   EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({0}), 0);  // NULL: nothing to do
+}
+
+// Legacy descriptors are not carried yet: a suspend is refused while one exists, and goes ahead
+// once it is destroyed (PyTorch destroys them after each call).
+TEST_F(CudnnLegacyTest, ALegacyDescriptorRefusesTheSuspendUntilDestroyed) {
+  const uint64_t xd = tensor_nd({1, 2, 2, 2});
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("legacy API"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
 }
 
 TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {

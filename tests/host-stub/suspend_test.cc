@@ -263,6 +263,12 @@ TEST(Suspend, CublasWorkspacesAndPinnedMemoryAreChargedAgainAtTheResume) {
   StubLimits limits;
   limits.ledger = VmLedger::create(64 * kMiB, 8 * kMiB);
   limits.cublas_workspace_bytes = 4 * kMiB;
+  // One copy thread: no pinned ring, which an 8 MiB bound has no room for
+  // (TheSuspendsStagingRingIsChargedToTheVmsHostMemoryBound).
+  vmrpc::knobs::kSuspendCopyThreads.set(1);
+  struct Reset {
+    ~Reset() { vmrpc::knobs::kSuspendCopyThreads.set(0); }
+  } reset;
   Stub stub(limits);
   Client c(stub);
   ASSERT_EQ(c.call<api::Call::cublasCreate_v2>({api::kFirstGuestHandle + 20}), 0);
@@ -637,18 +643,207 @@ TEST(Suspend, CufftPlansComeBackMadeByTheSameCallsWithTheirSettings) {
   EXPECT_NEAR(fetch_floats(c, cout, 8)[1], 6, 1e-5);
 }
 
-TEST(Suspend, CurandGeneratorsRefuseTheSuspendUntilDestroyed) {
+// cuRAND's types (curand.h) and the fake's statuses (tests/executor/fake_curand.cc).
+constexpr int32_t kXorwow = 101, kPhilox = 161, kSobol32 = 201;
+constexpr int32_t kLengthNotMultiple = 105;
+
+template <class T>
+std::vector<T> fetch(Client& c, uint64_t p, size_t n) {
+  std::vector<std::byte> extra;
+  EXPECT_EQ(c.call<api::Call::CopyFromDeviceInline>({p, n * sizeof(T)}, nullptr, {}, &extra, uint32_t(n * sizeof(T))), 0);
+  std::vector<T> v(n);
+  std::memcpy(v.data(), extra.data(), std::min(extra.size(), n * sizeof(T)));
+  return v;
+}
+
+// Generators of each kind used, then (at `cut`) suspended and resumed, saved and restored, or
+// neither: what each generates next. The same seeds, offsets and calls either way.
+enum class Cut { kNone, kSuspend, kSave };
+struct CurandRun {
+  uint64_t philox, xorwow, sobol;
+  std::vector<float> philox_next, sobol_next;
+  std::vector<uint64_t> xorwow_next;
+
+  void run(Stub& stub, Client& c, Cut cut, const std::string& path = {}) {
+    const uint64_t buf = c.malloc(4096);
+    auto uniform = [&](uint64_t g, uint64_t n) {
+      return c.call<api::Call::curandGenerateUniform>({g, buf, n});
+    };
+    auto normal = [&](uint64_t g, uint64_t n) {
+      api::curandGenerateNormal_Args a{};
+      a.generator = g, a.outputPtr = buf, a.n = n, a.mean = 1, a.stddev = 2;
+      return c.call<api::Call::curandGenerateNormal>(a);
+    };
+    // Philox: seeded, positioned, an odd count of normals (Philox takes them), a generation
+    // repeated, the same seed again (the position stays), and a stream of its own.
+    ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({philox, kPhilox}), 0);
+    ASSERT_EQ(c.call<api::Call::curandSetPseudoRandomGeneratorSeed>({philox, 1234}), 0);
+    ASSERT_EQ(uniform(philox, 40), 0);  // dropped from the record by the offset below
+    ASSERT_EQ(c.call<api::Call::curandSetGeneratorOffset>({philox, 5}), 0);
+    ASSERT_EQ(uniform(philox, 6), 0);
+    ASSERT_EQ(normal(philox, 3), 0);
+    ASSERT_EQ(uniform(philox, 6), 0);
+    ASSERT_EQ(uniform(philox, 6), 0);
+    ASSERT_EQ(c.call<api::Call::curandSetPseudoRandomGeneratorSeed>({philox, 1234}), 0);
+    ASSERT_EQ(uniform(philox, 2), 0);
+    const uint64_t stream = philox + 0x300;  // a stream of each run's own
+    ASSERT_EQ(c.call<api::Call::StreamCreate>({stream, 1, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::curandSetStream>({philox, stream}), 0);
+    // XORWOW: an odd count of normals is refused (and so not replayed), seeds generated.
+    ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({xorwow, kXorwow}), 0);
+    ASSERT_EQ(c.call<api::Call::curandSetPseudoRandomGeneratorSeed>({xorwow, 99}), 0);
+    ASSERT_EQ(c.call<api::Call::curandGenerateSeeds>({xorwow}), 0);
+    for (int i = 0; i < 4; ++i) ASSERT_EQ(c.call<api::Call::curandGenerate>({xorwow, buf, 8}), 0);
+    ASSERT_EQ(normal(xorwow, 3), kLengthNotMultiple);
+    ASSERT_EQ(normal(xorwow, 4), 0);
+    // A quasi-random generator with its dimensions.
+    ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({sobol, kSobol32}), 0);
+    ASSERT_EQ(c.call<api::Call::curandSetQuasiRandomGeneratorDimensions>({sobol, 2}), 0);
+    ASSERT_EQ(uniform(sobol, 4), 0);
+    ASSERT_EQ(c.call<api::Call::StreamSynchronize>({0}), 0);
+
+    if (cut != Cut::kNone) {
+      ASSERT_TRUE(hold(stub));
+      cc::Reply r = control(stub, cut == Cut::kSave ? cc::Op::kSave : cc::Op::kSuspend, path);
+      ASSERT_TRUE(r.ok) << r.error;
+      EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+      r = control(stub, cut == Cut::kSave ? cc::Op::kRestore : cc::Op::kResume, path);
+      ASSERT_TRUE(r.ok) << r.error;
+      release(stub);
+    }
+
+    ASSERT_EQ(uniform(philox, 8), 0);
+    philox_next = fetch<float>(c, buf, 8);
+    ASSERT_EQ(c.call<api::Call::curandGenerateLongLong>({xorwow, buf, 4}), 0);
+    xorwow_next = fetch<uint64_t>(c, buf, 4);
+    ASSERT_EQ(uniform(sobol, 4), 0);
+    sobol_next = fetch<float>(c, buf, 4);
+    for (uint64_t g : {philox, xorwow, sobol}) ASSERT_EQ(c.call<api::Call::curandDestroyGenerator>({g}), 0);
+  }
+};
+
+TEST(Suspend, CurandGeneratorsComeBackWhereTheyStoodInTheirSequences) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-curand." + std::to_string(::getpid()) + ".state";
+  state::remove_state_file(path);
   Stub stub;
   Client c(stub);
-  ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({0x7010, 101}), 0);
+  const uint64_t base = api::kFirstGuestHandle + 0x7000;
+  CurandRun plain{base, base + 1, base + 2};
+  ASSERT_NO_FATAL_FAILURE(plain.run(stub, c, Cut::kNone));
+  for (Cut cut : {Cut::kSuspend, Cut::kSave}) {
+    SCOPED_TRACE(cut == Cut::kSave ? "save and restore" : "suspend and resume");
+    CurandRun cut_run{base + 0x10 * (int(cut) + 1), base + 0x10 * (int(cut) + 1) + 1,
+                      base + 0x10 * (int(cut) + 1) + 2};
+    ASSERT_NO_FATAL_FAILURE(cut_run.run(stub, c, cut, path));
+    EXPECT_EQ(cut_run.philox_next, plain.philox_next);
+    EXPECT_EQ(cut_run.xorwow_next, plain.xorwow_next);
+    EXPECT_EQ(cut_run.sobol_next, plain.sobol_next);
+    state::remove_state_file(path);
+  }
+  // Not the same numbers as the start of the sequence: the position really was brought back.
+  CurandRun fresh{base + 0x40, base + 0x41, base + 0x42};
+  const uint64_t buf = c.malloc(64);
+  ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({fresh.philox, kPhilox}), 0);
+  ASSERT_EQ(c.call<api::Call::curandSetPseudoRandomGeneratorSeed>({fresh.philox, 1234}), 0);
+  ASSERT_EQ(c.call<api::Call::curandGenerateUniform>({fresh.philox, buf, 8}), 0);
+  EXPECT_NE(fetch<float>(c, buf, 8), plain.philox_next);
+}
+
+TEST(Suspend, ACurandGeneratorWhoseRecordOverflowsRefusesTheSuspendUntilDestroyed) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t g = api::kFirstGuestHandle + 0x7010, buf = c.malloc(4096);
+  ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({g, kPhilox}), 0);
+  // Generations of different sizes: each one a step of its own.
+  for (uint64_t i = 0; i < kCurandMaxSteps + 4; ++i)
+    ASSERT_EQ(c.call<api::Call::curandGenerateUniform>({g, buf, 1 + i % 2}), 0);
   ASSERT_TRUE(hold(stub));
   cc::Reply r = control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("1 cuRAND generators"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("cuRAND generator"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("curandDestroyGenerator"), std::string::npos) << r.error;
   EXPECT_FALSE(r.status.suspended);
   release(stub);
   // The client runs on; once it destroyed the generator, the suspend goes ahead.
-  ASSERT_EQ(c.call<api::Call::curandDestroyGenerator>({0x7010}), 0);
+  ASSERT_EQ(c.call<api::Call::curandGenerateUniform>({g, buf, 4}), 0);
+  ASSERT_EQ(c.call<api::Call::curandDestroyGenerator>({g}), 0);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+}
+
+// A generator's record in a state file is the guest's to forge: steps that are no cuRAND
+// call, a replay beyond the bound, no creation first are refused, and the client stays
+// suspended with the file untouched.
+TEST(Suspend, AHostileCurandRecordInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-curand-good." + std::to_string(::getpid()) + ".state";
+  const std::string bad = path + ".bad";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  const uint64_t g = api::kFirstGuestHandle + 0x7020, buf = c.malloc(256);
+  ASSERT_EQ(c.call<api::Call::curandCreateGenerator>({g, kPhilox}), 0);
+  ASSERT_EQ(c.call<api::Call::curandGenerateUniform>({g, buf, 16}), 0);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // The object record: kind, id, parent, device, handle (29 bytes), then the stream (8), the
+  // step count (4) and each step: call (4), repeat (8), arguments (a u32 length, the bytes).
+  constexpr size_t kSteps = 37, kFirst = 41, kCreateArgs = 16;
+  constexpr size_t kSecond = kFirst + 4 + 8 + 4 + kCreateArgs;
+  const auto gen = static_cast<std::byte>(ObjectKind::CurandGenerator);
+  auto put32 = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  auto put64 = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"no steps", [&](auto& p) { if (p[0] == gen) put32(p, kSteps, 0); }, "bad generator"},
+      {"too many steps", [&](auto& p) { if (p[0] == gen) put32(p, kSteps, kCurandMaxSteps + 1); }, "bad generator"},
+      {"a call that is not cuRAND's", [&](auto& p) { if (p[0] == gen) put32(p, kSecond, 0x10); }, "not a cuRAND call"},
+      {"a replay of more than a resume generates",
+       [&](auto& p) { if (p[0] == gen) put64(p, kSecond + 4, 1ull << 40); }, "repeated too often"},
+      {"a repeat of 0", [&](auto& p) { if (p[0] == gen) put64(p, kSecond + 4, 0); }, "repeated too often"},
+      {"no creation first",
+       [&](auto& p) { if (p[0] == gen) put32(p, kFirst, uint32_t(api::Call::curandSetGeneratorOffset)); }, "creation"},
+      {"arguments cut short", [&](auto& p) { if (p[0] == gen) p.resize(p.size() - 4); }, "cuRAND generator"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
+    r = control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  }
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  ASSERT_EQ(c.call<api::Call::curandGenerateUniform>({g, buf, 4}), 0);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+#endif
+
+#if defined(VMCUDA_WITH_CUSPARSE) && defined(VMCUDA_WITH_CUSOLVER)
+TEST(Suspend, CusparseAndCusolverObjectsRefuseTheSuspendUntilDestroyed) {
+  Stub stub;
+  Client c(stub);
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({0x7010}), 0);
+  ASSERT_EQ(c.call<api::Call::cusolverDnCreateParams>({0x7020}), 0);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("1 cuSPARSE handles or descriptors and 1 cuSOLVER"), std::string::npos) << r.error;
+  release(stub);
+  ASSERT_EQ(c.call<api::Call::cusparseDestroy>({0x7010}), 0);
+  ASSERT_EQ(c.call<api::Call::cusolverDnDestroyParams>({0x7020}), 0);
   ASSERT_TRUE(hold(stub));
   r = control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
@@ -999,6 +1194,50 @@ struct CopyThreadsKnob {
   explicit CopyThreadsKnob(int64_t n) { vmrpc::knobs::kSuspendCopyThreads.set(n); }
   ~CopyThreadsKnob() { vmrpc::knobs::kSuspendCopyThreads.set(0); }
 };
+
+// The suspend's pinned staging ring (2 slots of 4 MiB per copy thread) is pinned host memory
+// like the program's own: charged to the VM's host memory bound while the suspend runs and
+// given back after. A suspend the bound has no room for is refused, saying so, and the client
+// runs on; with room, it goes ahead and the bound ends as it was.
+TEST(Suspend, TheSuspendsStagingRingIsChargedToTheVmsHostMemoryBound) {
+  constexpr uint64_t kMiB = 1 << 20;
+  CopyThreadsKnob knob(2);  // a 16 MiB ring
+  for (const uint64_t bound : {16 * kMiB, 17 * kMiB}) {
+    SCOPED_TRACE(std::to_string(bound >> 20) + " MiB bound");
+    StubLimits limits;
+    limits.ledger = VmLedger::create(256 * kMiB, bound);
+    Stub stub(limits);
+    Client c(stub);
+    const uint64_t p = c.malloc(4096);
+    c.put(p, iota(1024, 5));
+    auto pinned = c.slot->heap().allocate(kMiB);
+    ASSERT_TRUE(pinned);
+    ASSERT_EQ(c.call<api::Call::PinHeap>({pinned->ref()}), 0);
+    ASSERT_EQ(limits.ledger->used(VmLedger::kHost), kMiB);
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    if (bound < 17 * kMiB) {
+      // 1 MiB pinned by the program and 16 MiB of ring do not fit 16 MiB.
+      EXPECT_FALSE(r.ok);
+      EXPECT_NE(r.error.find("pinned staging ring (16 MiB"), std::string::npos) << r.error;
+      EXPECT_NE(r.error.find("host memory bound (16 MiB"), std::string::npos) << r.error;
+      EXPECT_NE(r.error.find("--host-memory-quota-mib"), std::string::npos) << r.error;
+      EXPECT_FALSE(r.status.suspended);
+      EXPECT_EQ(limits.ledger->used(VmLedger::kHost), kMiB);
+      EXPECT_EQ(tst::fake_pinned_ranges(), 1u);
+      release(stub);
+      EXPECT_EQ(c.get(p, 1024), iota(1024, 5));  // the client runs on
+      continue;
+    }
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 0u) << "the ring was not given back";
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+    EXPECT_EQ(limits.ledger->used(VmLedger::kHost), kMiB);
+    EXPECT_EQ(c.get(p, 1024), iota(1024, 5));
+  }
+}
 
 // Blocks whose sizes are no multiple of the ring's slot (4 MiB), of the chunks a suspend
 // makes through the ring (4 MiB) or a save with one copy thread makes (16 MiB: a chunk takes

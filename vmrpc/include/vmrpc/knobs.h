@@ -127,6 +127,15 @@ VMRPC_KNOB(kBlasHostBytes, "VMCUDA_BLAS_HOST_BYTES", 352ll << 20,
            "H100, driver 580: a worker's peak resident memory 489 MiB running cublas_basic, 494 MiB cublaslt_basic, "
            "141 MiB without the libraries); 0: none");
 
+VMRPC_KNOB(kSparseHostBytes, "VMCUDA_SPARSE_HOST_BYTES", 192ll << 20,
+           "host memory NVIDIA's cuSPARSE adds to a worker process (--isolation process) once loaded, charged to the "
+           "VM's host memory bound with the worker's first cuSPARSE handle (a guess, not measured yet); 0: none");
+
+VMRPC_KNOB(kSolverHostBytes, "VMCUDA_SOLVER_HOST_BYTES", 256ll << 20,
+           "host memory NVIDIA's cuSOLVER adds to a worker process (--isolation process) once loaded, besides "
+           "cuBLAS's, charged to the VM's host memory bound with the worker's first cuSOLVER handle (a guess, not "
+           "measured yet); 0: none");
+
 #undef VMRPC_KNOB
 
 }  // namespace vmrpc::knobs

@@ -824,6 +824,13 @@ static_assert(sizeof(FlushRdmaArgs) == 8);
 #ifdef VMCUDA_WITH_CURAND
 #include "vmcuda/api/curand_wire.h"
 #endif
+// cuSPARSE and cuSOLVER (scripts/gen-nvobj.py).
+#ifdef VMCUDA_WITH_CUSPARSE
+#include "vmcuda/api/cusparse_wire.h"
+#endif
+#ifdef VMCUDA_WITH_CUSOLVER
+#include "vmcuda/api/cusolver_wire.h"
+#endif
 // cuDNN (scripts/gen-cudnn.py).
 #ifdef VMCUDA_WITH_CUDNN
 #include "vmcuda/api/cudnn_wire.h"

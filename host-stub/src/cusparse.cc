@@ -1,0 +1,48 @@
+// cuSPARSE calls (calls.def 0x2400-0x24ff; api/libs/cusparse.calls): the library and the
+// objects' teardown; every handler is generated (scripts/gen-nvobj.py) on NvobjScope (nvobj.h).
+// Without the generated sources (no header at build time) only the teardown hook is built.
+#include "session.h"
+
+#ifdef VMCUDA_WITH_CUSPARSE
+#include "cusparse.h"
+#endif
+
+namespace vmcuda::host {
+
+#ifndef VMCUDA_WITH_CUSPARSE
+CUresult Session::cusparse_release(NvobjObject&) { return CUDA_SUCCESS; }
+bool Session::charge_sparse_host() { return true; }
+#else
+
+const CusparseApi* CusparseTraits::library(const DriverApi& driver) {
+  return load_nvidia_api<CusparseApi>(
+      driver, kLibrary, "__vmcuda_cusparse_table", "CUDA 13's cuSPARSE (package libcusparse-13-0)",
+      [&](void* lib, CusparseApi& api) {
+#define VMCUDA_CUSPARSE_LOAD(name, type) \
+  api.name = reinterpret_cast<std::type_identity_t<type>>(driver.library_symbol(lib, #name));
+        VMCUDA_CUSPARSE_FUNCTIONS(VMCUDA_CUSPARSE_LOAD)
+#undef VMCUDA_CUSPARSE_LOAD
+        return api.cusparseCreate && api.cusparseDestroy;
+      },
+      nullptr);
+}
+
+CUresult Session::cusparse_release(NvobjObject& o) {
+  const CusparseApi* lib = CusparseTraits::library(api_);
+  if (o.ptr && lib) cusparse_destroy(*lib, o.type, o.ptr);
+  o.ptr = nullptr;
+  return CUDA_SUCCESS;  // a library status is no CUresult: teardown goes on either way
+}
+
+// NVIDIA's cuSPARSE's own host memory, once per worker (its first handle): it stays loaded until
+// the worker ends, as the charge does.
+bool Session::charge_sparse_host() {
+  if (sparse_host_charged_ || !limits_.sparse_host_bytes) return true;
+  if (!charge_host(limits_.sparse_host_bytes, "NVIDIA's cuSPARSE in a worker (VMCUDA_SPARSE_HOST_BYTES)")) return false;
+  sparse_host_charged_ = true;
+  return true;
+}
+
+#endif  // VMCUDA_WITH_CUSPARSE
+
+}  // namespace vmcuda::host

@@ -1,0 +1,41 @@
+// cuSPARSE on the host (issue 12 point 3): the library's entry points and the traits every handler
+// of a cuSPARSE call uses (generated: build/generated/cusparse/cusparse_host.cc; helpers: nvobj.h).
+#pragma once
+
+#include "cusparse_host_api.h"
+#include "nvobj.h"
+
+namespace vmcuda::host {
+
+// cusparseStatus_t values the host answers itself.
+inline constexpr int32_t CUSPARSE_STATUS_NOT_INITIALIZED = 1, CUSPARSE_STATUS_ALLOC_FAILED = 2,
+                         CUSPARSE_STATUS_INVALID_VALUE = 3, CUSPARSE_STATUS_INTERNAL_ERROR = 7,
+                         CUSPARSE_STATUS_NOT_SUPPORTED = 10;
+
+// The entry points of libcusparse.so.12 the calls use (generated list; ABI types).
+struct CusparseApi {
+#define VMCUDA_CUSPARSE_DECLARE(name, type) std::type_identity_t<type> name = nullptr;
+  VMCUDA_CUSPARSE_FUNCTIONS(VMCUDA_CUSPARSE_DECLARE)
+#undef VMCUDA_CUSPARSE_DECLARE
+};
+
+struct CusparseTraits {
+  using Api = CusparseApi;
+  static constexpr ObjectKind kKind = ObjectKind::Cusparse;
+  static constexpr int32_t kBadHandle = CUSPARSE_STATUS_NOT_INITIALIZED, kInvalidValue = CUSPARSE_STATUS_INVALID_VALUE,
+                           kNoLibrary = CUSPARSE_STATUS_NOT_INITIALIZED, kNotSupported = CUSPARSE_STATUS_NOT_SUPPORTED,
+                           kAllocFailed = CUSPARSE_STATUS_ALLOC_FAILED;
+  static constexpr const char* kLibrary = "libcusparse.so.12";
+  static constexpr const char* kNames[] = VMCUDA_CUSPARSE_OBJECT_NAMES;
+  static const CusparseApi* library(const DriverApi& driver);
+  static void reset_stream(const CusparseApi& lib, void* handle) {
+    if (lib.cusparseSetStream) lib.cusparseSetStream(handle, nullptr);
+  }
+  static bool charge(Session& s) { return s.charge_sparse_host(); }
+};
+using CusparseScope = NvobjScope<CusparseTraits>;
+
+// Generated (cusparse_host.cc): the library's destruction of an object of `type`.
+int cusparse_destroy(const CusparseApi& lib, int type, void* o);
+
+}  // namespace vmcuda::host
