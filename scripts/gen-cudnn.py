@@ -15,6 +15,10 @@ the export list of NVIDIA's libcudnn.so.9 (guest-lib/exports/libcudnn.so.9.expor
   vmcuda/api/cudnn_calls.def  their VMCUDA_CALL lines (included in calls.def's library block)
   cudnn_host_api.h            the host's table of libcudnn.so.9 entry points (ABI types)
   cudnn_status_names.inc      cudnnStatus_t's names (cudnnGetErrorString answers them)
+  cudnn_guest.inc, cudnn_host.inc
+                              the calls not marked `hand` (the legacy API: tensor descriptors, batch
+                              normalization...): guest entry points and host handlers, included at
+                              the end of guest-lib/src/cudnn.cc and host-stub/src/cudnn.cc
   cudnn_table.cc              (libcuda.so.1) a weak stub per other export, __vmcuda_cudnn_table
   cudnn_forward.c, libcudnn.map
                               vmcuda's libcudnn.so.9: IFUNCs into that table, NVIDIA's version node
@@ -34,6 +38,12 @@ struct, write, header_note, strip = gen_cublas.struct, gen_cublas.write, gen_cub
 HEADERS = ("cudnn_graph.h", "cudnn_ops.h", "cudnn_cnn.h", "cudnn_adv.h")
 SONAME, AREA = "libcudnn.so.9", (0x2600, 0x26FF)
 HANDLE_TYPES = {"cudnnHandle_t", "cudnnBackendDescriptor_t"}
+# The legacy API's descriptors vmcuda remotes: guest-made handles as the backend's, each kind with
+# its tag (the guest and the host keep it with the object, so one kind is never taken for another).
+LEGACY_DESCRIPTORS = {"cudnnTensorDescriptor_t": 0, "cudnnActivationDescriptor_t": 1}
+# The most elements of an array parameter (bytes:N, outbytes:N) one call carries: CUDNN_DIM_MAX.
+MAX_ARRAY = 8
+DOUBLE_TYPE = 1  # cudnnDataType_t CUDNN_DATA_DOUBLE: its scalars (alpha, beta) are doubles
 INT32 = {"int", "unsigned", "libraryPropertyType", "cudnnStatus_t"}
 POINTEE_BYTES = {"int64_t": 8, "int": 4, "size_t": 8}
 # Return types of the exports: the ABI type a stub returns and its value (not supported).
@@ -69,7 +79,7 @@ def read_calls(path):
             continue
         number, name, rest = int(line[0], 16), line[1], line[2:]
         roles = dict(r.split("=", 1) for r in rest if "=" in r)
-        calls.append((number, name, "waits" in rest, "launches" in rest, roles))
+        calls.append((number, name, "waits" in rest, "launches" in rest, roles, "hand" in rest))
     numbers = [c[0] for c in calls]
     if len(set(numbers)) != len(numbers) or any(not AREA[0] <= n <= AREA[1] for n in numbers):
         sys.exit(f"gen-cudnn.py: call numbers must be unique and in {AREA[0]:#x}-{AREA[1]:#x}")
@@ -98,6 +108,270 @@ def fields(fn, base, name, depth, role, enums):
     elif depth == 1 and base in HANDLE_TYPES:  # a new guest-made handle
         return [("uint64_t", name, 8)], [], "void*", False
     sys.exit(f"gen-cudnn.py: {fn}: cannot pass {base}{'*' * depth} {name} (give it a role in cudnn.calls)")
+
+
+class Param:
+    """One parameter of a generated (not `hand`) call: its kind, wire fields and host ABI type."""
+
+    def __init__(self, fn, base, name, depth, role, enums):
+        self.name, self.base, self.size_param, self.bytes, self.tag = name, base, None, 0, None
+        self.filled = None  # outbytes:N:M: out parameter M says how many the library filled
+        if role and role.split(":")[0] in ("bytes", "outbytes"):
+            self.kind, self.size_param, *filled = role.split(":")
+            self.filled = filled[0] if filled else None
+            if base not in POINTEE_BYTES or depth != 1:
+                sys.exit(f"gen-cudnn.py: {fn}: the element size of {name} ({base}) is unknown")
+            self.bytes = POINTEE_BYTES[base]
+            self.args, self.reply, self.host = [], [], "void*"
+            return
+        if role == "out" or (role is None and depth == 1 and (base in enums) and fn.startswith("cudnnGet")):
+            if depth != 1 or (base not in POINTEE_BYTES and base not in enums):
+                sys.exit(f"gen-cudnn.py: {fn}: the size of out {name} ({base}) is unknown")
+            self.kind, self.bytes = "out", POINTEE_BYTES.get(base, 4)
+            self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
+            return
+        if role and role.startswith("scalar:"):
+            self.kind, self.size_param = "scalar", role.split(":", 1)[1]
+        elif role == "destroy":
+            self.kind = "destroy"
+        elif role:
+            sys.exit(f"gen-cudnn.py: {fn}: unknown role {role} of {name}")
+        elif depth == 0 and base == "cudnnHandle_t":
+            self.kind = "handle"
+        elif depth == 0 and base in LEGACY_DESCRIPTORS:
+            self.kind = "ldesc"
+        elif depth == 1 and base in LEGACY_DESCRIPTORS:
+            self.kind = "create"
+        elif depth == 1 and base == "void" and name.startswith(("alpha", "beta")):
+            self.kind, self.size_param = "scalar", "xDesc"  # float, or double for double data
+        elif depth == 1 and base == "void":
+            self.kind = "dev"
+        elif depth == 0 and (base in INT32 or base in enums):
+            self.kind, self.args, self.host = "value", [("int32_t", name, 4)], "int"
+        elif depth == 0 and base in ("double", "int64_t", "size_t"):
+            wire = {"double": "double", "int64_t": "int64_t", "size_t": "uint64_t"}[base]
+            self.kind, self.args = "value", [(wire, name, 8)]
+            self.host = {"double": "double", "int64_t": "long long", "size_t": "size_t"}[base]
+        else:
+            sys.exit(f"gen-cudnn.py: {fn}: cannot pass {base}{'*' * depth} {name} (give it a role in cudnn.calls)")
+        if self.kind in ("handle", "ldesc", "create", "destroy", "dev"):
+            self.args, self.host = [("uint64_t", name, 8)], "void*"
+            if base in LEGACY_DESCRIPTORS:
+                self.tag = LEGACY_DESCRIPTORS[base]
+        if self.kind == "scalar":
+            self.args, self.host = [("uint8_t", f"{name}[8]", 8)], "void*"
+        self.reply = []
+
+
+def generated_call(number, name, roles, waits_flag, launches, plist, enums):
+    """(wire structs, calls.def line, host ABI list, host handler, guest entry point) of a call
+    the generator writes both sides of."""
+    params = [Param(name, b, n, d, roles.get(n), enums) for b, n, d in plist]
+    known = {p.name: p for p in params}
+    clash = set(known) & {"a", "r", "req", "lib", "st_", "a_", "o_", "s_", "reply_", "tail_", "extra_", "device_"}
+    if clash:
+        sys.exit(f"gen-cudnn.py: {name}: parameter names {sorted(clash)} clash with the generated code's")
+    for p in params:
+        if p.size_param and (p.size_param not in known or known[p.size_param].kind not in ("value", "ldesc")):
+            sys.exit(f"gen-cudnn.py: {name}: {p.kind} {p.name} names no parameter {p.size_param}")
+        if p.filled and (p.filled not in known or known[p.filled].kind != "out"):
+            sys.exit(f"gen-cudnn.py: {name}: {p.name}'s filled count {p.filled} is no out parameter")
+    creates = [p for p in params if p.kind == "create"]
+    destroys = [p for p in params if p.kind == "destroy"]
+    if len(creates) + len(destroys) > 1 or ((creates or destroys) and len(params) != 1):
+        sys.exit(f"gen-cudnn.py: {name}: a create or destroy call takes its descriptor alone")
+    outs = [p for p in params if p.kind in ("out", "outbytes")]
+    tails = [p for p in params if p.kind == "bytes"]
+    waits = bool(outs) or waits_flag
+    wire = []
+    args_t, reply_t = "Empty", "Empty"
+    af = [f for p in params for f in p.args]
+    if af:
+        wire.append(struct(f"{name}_Args", af)[0])
+        args_t = f"{name}_Args"
+    rf = [f for p in params for f in p.reply]
+    if rf:
+        wire.append(struct(f"{name}_Reply", rf)[0])
+        reply_t = f"{name}_Reply"
+    flags = ([] if waits else ["kQueued"]) + (["kLaunches"] if launches else []) + (["kTail"] if tails else [])
+    define = f"VMCUDA_CALL({number:#06x}, {name}, {args_t}, {reply_t}, {' | '.join(flags) or '0'})"
+    host_abi = f"  X({name}, int (*)({', '.join(p.host for p in params)}))"
+    handle = next((p for p in params if p.kind == "handle"), None)
+
+    # ---- host handler (host-stub/src/cudnn.cc's helpers)
+    A = "a" if af else ""
+    R = "r" if rf else ""
+    h = [f"int32_t Session::on_{name}(const api::{args_t}& {A}, api::{reply_t}& {R}, Request& req) {{",
+         f"  [[maybe_unused]] static constexpr const char* kCall = \"{name}\";",
+         "  VMCUDA_CUDNN_LIBRARY();",
+         f"  if (!lib->{name}) return kCudnnNotSupported;"]
+    if handle:
+        h.append("  int device_ = current_;")
+    call, post = [], []
+    tail_off, extra_off = 0, 0
+    for p in params:
+        if p.kind == "handle":
+            h.append(f"  CudnnObject* {p.name}_ = cudnn_object(vol_, a.{p.name}, true, &device_);")
+            h.append(f"  if (!{p.name}_) return kCudnnBadParam;")
+            call.append(f"{p.name}_->ptr")
+        elif p.kind in ("ldesc", "destroy"):
+            h.append(f"  CudnnObject* {p.name}_ = a.{p.name} ? cudnn_object(vol_, a.{p.name}, false, nullptr, {p.tag}) : nullptr;")
+            h.append(f"  if (a.{p.name} && !{p.name}_) return bad(log_tag_, kCall, \"{p.name} is not the client's {p.base[5:-2]}\");")
+            if p.kind == "destroy":
+                h.append(f"  if (!{p.name}_) return kCudnnSuccess;  // NULL: nothing to do, as NVIDIA's")
+            call.append(f"{p.name}_ ? {p.name}_->ptr : nullptr")
+            if p.kind == "destroy":  # cudnn_release calls the library's destroy function
+                h.append(f"  cudnn_release(*{p.name}_);")
+                h.append(f"  vol_.remove(vol_.find(ObjectKind::Cudnn, a.{p.name})->id);")
+                h.append("  const int32_t st_ = kCudnnSuccess;  // as NVIDIA's: freed whatever its state")
+        elif p.kind == "create":
+            h.append(f"  if (a.{p.name} < api::kFirstGuestHandle || vol_.find(ObjectKind::Cudnn, a.{p.name}))")
+            h.append(f"    return guest_fault(\"{name}: a handle that is not new\");")
+            h.append(f"  void* {p.name}_ = nullptr;")
+            call.append(f"&{p.name}_")
+            post.append("  if (st_ != kCudnnSuccess) return st_;")
+            post.append("  CudnnObject o_;")
+            post.append(f"  o_.ptr = {p.name}_;")
+            post.append(f"  o_.legacy = {p.tag};")
+            post.append(f"  vol_.add(ObjectKind::Cudnn, current_, a.{p.name}, vol_.context(current_)->id, std::move(o_));")
+        elif p.kind == "value":
+            call.append(f"a.{p.name}")
+        elif p.kind == "dev":
+            # Its extent: the size parameter that follows it (workspace, reserve space), else the
+            # tensor descriptor before it (the library's size of that tensor).
+            i = params.index(p)
+            nxt = params[i + 1] if i + 1 < len(params) else None
+            desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag == 0), None)
+            if nxt is not None and nxt.kind == "value" and nxt.base == "size_t":
+                extent = f"std::max<uint64_t>(a.{nxt.name}, 1)"
+            elif desc is not None:
+                extent = f"tensor_bytes({desc.name}_)"
+            else:
+                extent = "1"
+            h.append(f"  if (a.{p.name} && !owns_range(a.{p.name}, {extent}))")
+            h.append(f"    return bad(log_tag_, kCall, \"{p.name} is not the client's device memory (or ends beyond it)\");")
+            call.append(f"reinterpret_cast<void*>(a.{p.name})")
+        elif p.kind == "scalar":
+            call.append(f"const_cast<uint8_t*>(a.{p.name})")
+        elif p.kind == "out":
+            call.append(f"r.{p.name}")
+        elif p.kind == "bytes":
+            n = f"a.{p.size_param}"
+            h.append(f"  if ({n} < 0 || {n} > {MAX_ARRAY} || req.tail.size() < {tail_off} + size_t({n}) * {p.bytes})")
+            h.append(f"    return guest_fault(\"{name}: {p.name}'s elements do not match {p.size_param}\");")
+            h.append(f"  const size_t {p.name}_at = {tail_off};")
+            h.append(f"  std::vector<std::byte> {p.name}_(req.tail.begin() + {p.name}_at, req.tail.begin() + {p.name}_at + size_t({n}) * {p.bytes});")
+            call.append(f"{p.name}_.data()")
+            tail_off = f"{p.name}_at + size_t({n}) * {p.bytes}"
+        elif p.kind == "outbytes":
+            n = f"a.{p.size_param}"
+            h.append(f"  if ({n} > {MAX_ARRAY}) return guest_fault(\"{name}: more than {MAX_ARRAY} {p.name} elements\");")
+            h.append(f"  const size_t {p.name}_n = size_t(std::max<int64_t>({n}, 0));")
+            h.append(f"  const size_t {p.name}_at = {extra_off};")
+            h.append(f"  if (req.extra.size() < {p.name}_at + {p.name}_n * {p.bytes}) return guest_fault(\"{name}: room for {p.name}\");")
+            h.append(f"  std::vector<std::byte> {p.name}_({p.name}_n * {p.bytes} + 8);")
+            call.append(f"{p.name}_.data()")
+            post.append(f"  std::memcpy(req.extra.data() + {p.name}_at, {p.name}_.data(), {p.name}_n * {p.bytes});")
+            extra_off = f"{p.name}_at + {p.name}_n * {p.bytes}"
+    if tails:
+        h.append(f"  if (req.tail.size() != {tail_off}) return guest_fault(\"{name}: trailing bytes\");")
+    if handle:
+        h.append("  make_current(device_);")
+    if launches:
+        h.append(f"  count_launch(device_, cudnn_stream(*{handle.name}_), req.ctx);  // kLaunches: fair sharing, the kernel time limit")
+    if not destroys:
+        h.append(f"  const int st_ = lib->{name}({', '.join(call)});")
+    if handle:
+        h.append("  make_current(current_);")
+    if [p for p in params if p.kind == "outbytes"]:
+        post.insert(0, "  if (st_ != kCudnnSuccess) return st_;")
+        post.append(f"  req.extra_bytes = static_cast<uint32_t>({extra_off});")
+    h += post
+    h.append("  return st_;")
+    h.append("}")
+    if not tails and "req.tail" not in "\n".join(h) and "req." not in "\n".join(h):
+        h[0] = h[0].replace("Request& req", "Request&")
+
+    # ---- guest entry point (guest-lib/src/cudnn.cc's helpers)
+    sig = []
+    for p in params:
+        sig.append(f"{p.host} {p.name}")
+    g = [f"VMCUDA_CUDNN_API int {name}({', '.join(sig)}) {{"]
+    if af:
+        g.append(f"  api::{args_t} a_{{}};")
+    tail_parts = []
+    after = []
+    out_sizes = {p.size_param for p in params if p.kind == "outbytes"}
+    for p in params:
+        if p.kind == "handle":
+            g.append(f"  const Object* {p.name}_ = find({p.name}, Kind::kHandle);")
+            g.append(f"  if (!{p.name}_) return kCudnnBadParam;")
+            g.append(f"  a_.{p.name} = {p.name}_->wire;")
+        elif p.kind == "ldesc":
+            g.append(f"  if (int s_ = legacy_wire({p.name}, {p.tag}, &a_.{p.name})) return s_;")
+        elif p.kind == "destroy":
+            g.append(f"  if (!{p.name}) return kCudnnSuccess;  // as NVIDIA's: nothing to do")
+            g.append(f"  if (!forget_legacy({p.name}, {p.tag}, &a_.{p.name})) return kCudnnBadParam;")
+        elif p.kind == "create":
+            g.append(f"  if (!{p.name}) return kCudnnBadParam;")
+            g.append(f"  auto o_ = new_legacy({p.tag});")
+            g.append(f"  a_.{p.name} = o_->wire;")
+            after.append(f"  *static_cast<void**>({p.name}) = adopt(std::move(o_));")
+        elif p.kind == "value" and p.name in out_sizes:
+            # The library fills at most CUDNN_DIM_MAX elements: ask for no more.
+            g.append(f"  a_.{p.name} = std::min({p.name}, {MAX_ARRAY});")
+        elif p.kind == "value":
+            g.append(f"  a_.{p.name} = {p.name};")
+        elif p.kind == "dev":
+            g.append(f"  a_.{p.name} = reinterpret_cast<uint64_t>({p.name});")
+        elif p.kind == "scalar":
+            g.append(f"  if (!{p.name}) return kCudnnBadParam;")
+            g.append(f"  std::memcpy(a_.{p.name}, {p.name}, scalar_bytes({p.size_param}));")
+        elif p.kind == "out":
+            g.append(f"  if (!{p.name}) return kCudnnBadParam;")
+        elif p.kind == "bytes":
+            n = p.size_param
+            g.append(f"  if ({n} < 0 || {n} > {MAX_ARRAY} || ({n} > 0 && !{p.name})) return kCudnnBadParam;")
+            tail_parts.append(f"{{static_cast<const std::byte*>({p.name}), size_t({n}) * {p.bytes}}}")
+        elif p.kind == "outbytes":
+            n = p.size_param
+            g.append(f"  if ({n} > 0 && !{p.name}) return kCudnnBadParam;")
+    if tails:
+        g.append(f"  const std::vector<std::byte> tail_ = concat({{{', '.join(tail_parts)}}});")
+    tail_arg = "tail_" if tails else "{}"
+    args_arg = "a_" if af else "api::Empty{}"
+    if waits:
+        obytes = [p for p in params if p.kind == "outbytes"]
+        for sp in sorted(out_sizes):
+            g.append(f"  const size_t {sp}_n = size_t(std::clamp({sp}, 0, {MAX_ARRAY}));")
+        cap = " + ".join(f"{p.size_param}_n * {p.bytes}" for p in obytes) or "0"
+        g.append(f"  api::{reply_t} reply_{{}};" if rf else "")
+        g.append(f"  std::vector<std::byte> extra_({cap});")
+        g.append(f"  size_t got_ = 0;")
+        g.append(f"  if (int s_ = wait<api::Call::{name}>({args_arg}, {'&reply_' if rf else 'nullptr'}, {tail_arg}, "
+                 f"extra_.data(), extra_.size(), &got_)) return s_;")
+        for p in params:
+            if p.kind == "out":
+                g.append(f"  std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
+        off = "0"
+        for p in obytes:
+            nb = f"{p.size_param}_n * {p.bytes}"
+            copy = nb
+            if p.filled:  # as NVIDIA's: the elements past those the library filled stay as they were
+                g.append(f"  int32_t {p.name}_filled = 0;")
+                g.append(f"  std::memcpy(&{p.name}_filled, reply_.{p.filled}, 4);")
+                copy = f"std::min<size_t>({p.size_param}_n, size_t(std::max({p.name}_filled, 0))) * {p.bytes}"
+            g.append(f"  if ({p.name} && got_ >= {off} + {nb}) std::memcpy({p.name}, extra_.data() + {off}, {copy});")
+            off = f"{off} + {nb}"
+    else:
+        g.append(f"  if (int s_ = queue<api::Call::{name}>({args_arg}, {tail_arg})) return s_;")
+    g += after
+    if params and params[0].kind == "ldesc" and params[0].tag == 0 and "dataType" in known and known["dataType"].kind == "value":
+        g.append(f"  set_data_type({params[0].name}, dataType);  // the scalars of calls on it follow it")
+    g.append("  return kCudnnSuccess;")
+    g.append("}")
+    g = [l for l in g if l]
+    return wire, define, host_abi, "\n".join(h), "\n".join(g)
 
 
 def status_names(text):
@@ -131,18 +405,32 @@ def main():
     for h in HEADERS:
         text = open(os.path.join(o.include, h)).read()
         texts[h] = text
-        enums.update(re.findall(r"typedef\s+enum\s*\w*\s*\{[^}]*\}\s*(\w+)\s*;", strip(text)))
+        enums.update(re.findall(r"typedef\s+enum\s*\w*\s*\{[^}]*\}\s*(\w+)\s*(?:CUDNN_DEPRECATED)?\s*;", strip(text)))
         protos.update(prototypes(text))
     exports = [l.strip() for l in open(o.exports_list) if l.strip() and not l.startswith("#")]
     calls = read_calls(o.calls)
     note = header_note([os.path.join(o.include, h) for h in HEADERS] + [o.calls, o.exports_list])
     note = note.replace("gen-cublas.py", "gen-cudnn.py")
 
-    wire, defs, host_api = [], [], []
-    for number, name, waits, launches, roles in calls:
+    wire, defs, host_api, host_cc, guest_cc = [], [], [], [], []
+    for number, name, waits, launches, roles, hand in calls:
         if name not in protos:
             sys.exit(f"gen-cudnn.py: {name} (cudnn.calls) is in none of {', '.join(HEADERS)}")
         ret, plist = protos[name]
+        if not hand:
+            if ret != "cudnnStatus_t":
+                sys.exit(f"gen-cudnn.py: {name}: a generated call returns a cudnnStatus_t")
+            known = {n for _, n, _ in plist}
+            for r in roles:
+                if r not in known:
+                    sys.exit(f"gen-cudnn.py: {name}: cudnn.calls names no parameter {r}")
+            w, d, ha, hc, gc = generated_call(number, name, roles, waits, launches, plist, enums)
+            wire += w
+            defs.append(d)
+            host_api.append(ha)
+            host_cc.append(hc)
+            guest_cc.append(gc)
+            continue
         known = {n for _, n, _ in plist}
         for r, role in roles.items():
             if r != "ret" and r not in known:
@@ -216,6 +504,9 @@ namespace vmcuda::api {{
 {chr(10).join(defs)}
 """)
     host_api_text = " \\\n".join(host_api)
+    destroyers = {LEGACY_DESCRIPTORS[protos[c[1]][1][0][0]]: c[1] for c in calls
+                  if not c[5] and c[4].get(protos[c[1]][1][0][1] if protos[c[1]][1] else "") == "destroy"}
+    legacy_destroy_text = " \\\n".join(f"  X({t}, {n})" for t, n in sorted(destroyers.items()))
     write(os.path.join(o.out, "cudnn_host_api.h"), f"""// {note}
 // The {SONAME} entry points the host calls (one per remoted call), with ABI types: handles,
 // descriptors and pointers void*, enums int.
@@ -224,6 +515,19 @@ namespace vmcuda::api {{
 #include <cstdint>
 #define VMCUDA_CUDNN_FUNCTIONS(X) \\
 {host_api_text}
+// The legacy descriptors' kinds (tag, destroy function): what frees one at the client's teardown.
+#define VMCUDA_CUDNN_LEGACY_DESTROY(X) \\
+{legacy_destroy_text}
+""")
+    write(os.path.join(o.out, "cudnn_host.inc"), f"""// {note}
+// The host handlers of the generated cuDNN calls (api/libs/cudnn.calls without `hand`), included
+// at the end of host-stub/src/cudnn.cc (its helpers).
+{(chr(10) + chr(10)).join(host_cc)}
+""")
+    write(os.path.join(o.out, "cudnn_guest.inc"), f"""// {note}
+// libcuda.so.1's generated cuDNN entry points (api/libs/cudnn.calls without `hand`), included at
+// the end of guest-lib/src/cudnn.cc (its helpers).
+{(chr(10) + chr(10)).join(guest_cc)}
 """)
     status_text = "\n".join(f"X({v}, \"{nm}\")" for v, nm in names)
     write(os.path.join(o.out, "cudnn_status_names.inc"), f"""// {note}

@@ -1,14 +1,18 @@
 // cuDNN in libcuda.so.1 (vmcuda's libcudnn.so.9 forwards each export here; README.md "cuDNN").
 // The calls are listed in api/libs/cudnn.calls (wire structs, exports and stubs are generated
-// by scripts/gen-cudnn.py); all are written here. The handle and the backend (graph) API's
+// by scripts/gen-cudnn.py); the handle and the backend API are written here, the legacy API's
+// calls (tensor and activation descriptors, batch normalization) are generated
+// (cudnn_guest.inc, included at the end: its helpers are this file's). The handle and the backend (graph) API's
 // descriptors are guest objects with a wire handle from the streams' counter. Creation,
 // attribute settings, destruction and cudnnBackendExecute are queued (an error the host finds
 // in them comes back with a later call); cudnnCreate, cudnnBackendFinalize (but a variant
 // pack's, which PyTorch makes at every convolution), GetAttribute and the versions wait.
 // Attribute elements travel as cudnn_abi.h sizes them: descriptors and handles as their wire
 // handles, device pointers as they are.
-// TODO(remoting): the legacy API (tensor/filter/convolution descriptors, batch normalization,
-// RNNs, CTC loss) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
+// Legacy descriptors are guest objects too (Kind::kLegacy, with their kind's tag); their
+// creation, settings and destruction and the batch normalizations are queued; Get* calls wait.
+// TODO(remoting): the rest of the legacy API (filter/convolution/dropout descriptors, RNNs, CTC
+// loss) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
 // (CUDNN_STATUS_NOT_SUPPORTED, logged once); by-value tensors in a variant pack (a host pointer)
 // are refused by the host; CUDNN_TYPE_HANDLE attributes cannot be read back.
 #include <algorithm>
@@ -47,12 +51,13 @@ using api::kCudnnBadParamNullPointer;
 using api::kCudnnNotSupported;
 using api::kCudnnSuccess;
 
-enum class Kind { kHandle, kDescriptor };
+enum class Kind { kHandle, kDescriptor, kLegacy };
 
 struct Object {
   Kind kind;
   uint64_t wire = 0;
-  int32_t type = 0;                    // descriptors: cudnnBackendDescriptorType_t
+  int32_t type = 0;                    // descriptors: cudnnBackendDescriptorType_t; legacy: its kind's tag
+  std::atomic<int32_t> data_type{0};   // legacy tensor descriptors: cudnnDataType_t as set (FLOAT first)
   std::atomic<void*> stream{nullptr};  // handles: the cudaStream_t the app set
 };
 
@@ -147,6 +152,60 @@ int to_wire(int32_t type, const void* elements, int64_t count, std::vector<std::
     std::memcpy(out->data() + i * 8, &o->wire, 8);
   }
   return kCudnnSuccess;
+}
+
+// ---- the legacy API's descriptors (the generated calls' helpers)
+
+std::unique_ptr<Object> new_legacy(int32_t tag) {
+  auto o = std::make_unique<Object>();
+  o->kind = Kind::kLegacy;
+  o->type = tag;
+  o->wire = vmcuda::guest::handles::next();
+  return o;
+}
+void* adopt(std::unique_ptr<Object> o) {
+  std::lock_guard l(registry().mu);
+  void* app = o.get();
+  registry().live.emplace(app, std::move(o));
+  return app;
+}
+const Object* find_legacy(const void* app, int32_t tag) {
+  const Object* o = find(app, Kind::kLegacy);
+  return o && o->type == tag ? o : nullptr;
+}
+// A legacy descriptor argument's wire handle (0 for NULL, which the library judges: optional
+// descriptors are NULL); a value that is none of this process's descriptors of that kind is refused.
+int legacy_wire(const void* app, int32_t tag, uint64_t* wire) {
+  *wire = 0;
+  if (!app) return kCudnnSuccess;
+  const Object* o = find_legacy(app, tag);
+  if (!o) return kCudnnBadParam;
+  *wire = o->wire;
+  return kCudnnSuccess;
+}
+// Removes the descriptor from this process's (its wire handle in *wire for the host's removal).
+bool forget_legacy(void* app, int32_t tag, uint64_t* wire) {
+  std::lock_guard l(registry().mu);
+  auto it = registry().live.find(app);
+  if (it == registry().live.end() || it->second->kind != Kind::kLegacy || it->second->type != tag) return false;
+  *wire = it->second->wire;
+  registry().live.erase(it);
+  return true;
+}
+void set_data_type(const void* tensor, int32_t data_type) {
+  if (Object* o = const_cast<Object*>(find_legacy(tensor, 0))) o->data_type = data_type;
+}
+// The size of alpha/beta scalars of calls on tensor descriptor `x`: a double where its data are
+// doubles (CUDNN_DATA_DOUBLE), else a float (cuDNN's rule for the legacy API's scaling factors).
+size_t scalar_bytes(const void* x) {
+  const Object* o = find_legacy(x, 0);
+  return o && o->data_type == 1 ? 8 : 4;
+}
+std::vector<std::byte> concat(std::initializer_list<std::span<const std::byte>> parts) {
+  std::vector<std::byte> out;
+  for (auto p : parts)
+    if (!p.empty()) out.insert(out.end(), p.begin(), p.end());
+  return out;
 }
 
 }  // namespace
@@ -410,3 +469,7 @@ VMCUDA_CUDNN_API int cudnnBackendExecute(void* handle, void* plan, void* pack) {
   a.variantPack = v->wire;
   return queue<api::Call::cudnnBackendExecute>(a);  // as a launch: its errors come with a later call
 }
+
+// ---- the legacy API (generated: api/libs/cudnn.calls, scripts/gen-cudnn.py)
+
+#include "cudnn_guest.inc"

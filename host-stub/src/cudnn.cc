@@ -1,5 +1,6 @@
-// cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls), all hand-written here: the
-// host's libcudnn.so.9 (loaded at the first call), handles and backend descriptors as VOL entries
+// cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls): the handle and the backend API
+// hand-written here, the legacy API's calls generated (cudnn_host.inc, included at the end). The
+// host's libcudnn.so.9 (loaded at the first call), handles and descriptors as VOL entries
 // under the context that was current at their creation (destroyed with the client), attribute
 // elements translated (descriptors and handles: the guest's handles to the library's; device
 // pointers checked to be the client's memory, and again at each execution) and the execution,
@@ -50,6 +51,10 @@ std::vector<uint64_t> step_references(const CudnnStep& s, bool* handles) {
 std::string Session::cudnn_blocks_suspend() const {
   for (const auto& [guest, id] : vol_.of(ObjectKind::Cudnn)) {
     const auto& o = vol_.get(id)->as<CudnnObject>();
+    if (o.legacy >= 0)
+      return "the client holds a cuDNN tensor or activation descriptor (the legacy API), which a suspend cannot "
+             "carry yet; suspend between the program's cuDNN calls (PyTorch destroys them after each call), or "
+             "destroy them (cudnnDestroyTensorDescriptor, cudnnDestroyActivationDescriptor)";
     if (o.overflow)
       return "a cuDNN backend descriptor was given more attributes than a suspend records (" +
              std::to_string(kCudnnMaxSteps) + "); suspend when the program has destroyed it "
@@ -178,11 +183,15 @@ void record(CudnnObject& d, uint64_t* seq, CudnnStep step) {
   d.steps.push_back(std::move(step));
 }
 
-// The client's handle or descriptor `guest` (a retired one only for `retired_ok`: a resume).
-CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr,
+// The client's handle (handle), backend descriptor (legacy -1) or legacy descriptor of kind
+// `legacy` named `guest` (a retired one only for `retired_ok`: a resume); nullptr when it is
+// none of these.
+CudnnObject* cudnn_object(ObjectList& vol, uint64_t guest, bool handle, int* device = nullptr, int32_t legacy = -1,
                           bool retired_ok = false) {
   Object* o = vol.find(ObjectKind::Cudnn, guest);
-  if (!o || o->as<CudnnObject>().handle != handle || (o->as<CudnnObject>().retired && !retired_ok)) return nullptr;
+  if (!o || o->as<CudnnObject>().handle != handle || (o->as<CudnnObject>().retired && !retired_ok) ||
+      (!handle && o->as<CudnnObject>().legacy != legacy))
+    return nullptr;
   if (device) *device = o->device;
   return &o->as<CudnnObject>();
 }
@@ -203,8 +212,20 @@ const CudnnApi* Session::cudnn_library(int32_t* status) {
 
 CUresult Session::cudnn_release(CudnnObject& o) {
   if (o.ptr && cudnn_) {
-    if (o.handle) cudnn_->cudnnDestroy(o.ptr);
-    else cudnn_->cudnnBackendDestroyDescriptor(o.ptr);
+    if (o.handle) {
+      cudnn_->cudnnDestroy(o.ptr);
+    } else if (o.legacy < 0) {
+      cudnn_->cudnnBackendDestroyDescriptor(o.ptr);
+    } else {
+      switch (o.legacy) {
+#define VMCUDA_CUDNN_DESTROY(tag, name) \
+  case tag:                             \
+    if (cudnn_->name) cudnn_->name(o.ptr); \
+    break;
+        VMCUDA_CUDNN_LEGACY_DESTROY(VMCUDA_CUDNN_DESTROY)
+#undef VMCUDA_CUDNN_DESTROY
+      }
+    }
   }
   o.ptr = nullptr;
   return CUDA_SUCCESS;  // a cuDNN status is no CUresult: teardown goes on either way
@@ -305,7 +326,8 @@ int32_t Session::on_cudnnBackendCreateDescriptor(const api::cudnnBackendCreateDe
 int32_t Session::on_cudnnBackendDestroyDescriptor(const api::cudnnBackendDestroyDescriptor_Args& a, api::Empty&,
                                                   Request&) {
   Object* obj = vol_.find(ObjectKind::Cudnn, a.descriptor);
-  if (!obj || obj->as<CudnnObject>().handle || obj->as<CudnnObject>().retired) return kCudnnBadParam;
+  if (!obj || obj->as<CudnnObject>().handle || obj->as<CudnnObject>().retired || obj->as<CudnnObject>().legacy >= 0)
+    return kCudnnBadParam;
   cudnn_release(obj->as<CudnnObject>());
   // Nothing is made from a variant pack (the common case: one per execution).
   if (obj->as<CudnnObject>().type == api::kCudnnVariantPackDescriptor) vol_.remove(obj->id);
@@ -425,6 +447,19 @@ int32_t Session::on_cudnnBackendGetAttribute(const api::cudnnBackendGetAttribute
   return st;
 }
 
+CUstream Session::cudnn_stream(CudnnObject& h) {
+  // A stream the app destroyed while the handle still names it: the library would use a freed
+  // stream. Natively undefined; here the handle falls back to the default stream.
+  if (h.stream && !vol_.find(ObjectKind::Stream, h.stream)) {
+    if (cudnn_ && cudnn_->cudnnSetStream) cudnn_->cudnnSetStream(h.ptr, nullptr);
+    h.stream = 0;
+  }
+  CUstream stream = nullptr;
+  int stream_device = -1;
+  if (h.stream) resolve_stream(h.stream, &stream, &stream_device);
+  return stream;
+}
+
 int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, api::Empty&, Request& req) {
   static constexpr const char* kCall = "cudnnBackendExecute";
   int device = -1;
@@ -436,21 +471,29 @@ int32_t Session::on_cudnnBackendExecute(const api::cudnnBackendExecute_Args& a, 
     for (uint64_t p : pointers)
       if (p && !owns_range(p, 1)) return bad(log_tag_, kCall, "a variant pack's pointer is no longer the client's memory");
   VMCUDA_CUDNN_LIBRARY();
-  // A stream the app destroyed while the handle still names it: the library would use a freed
-  // stream. Natively undefined; here the handle falls back to the default stream.
-  if (h->stream && !vol_.find(ObjectKind::Stream, h->stream)) {
-    if (lib->cudnnSetStream) lib->cudnnSetStream(h->ptr, nullptr);
-    h->stream = 0;
-  }
-  CUstream stream = nullptr;
-  int stream_device = -1;
-  if (h->stream) resolve_stream(h->stream, &stream, &stream_device);
   make_current(device);
-  count_launch(device, stream, req.ctx);  // kLaunches: fair sharing, the kernel time limit
+  count_launch(device, cudnn_stream(*h), req.ctx);  // kLaunches: fair sharing, the kernel time limit
   const int st = lib->cudnnBackendExecute(h->ptr, plan->ptr, pack->ptr);
   make_current(current_);
   return st;
 }
+// ---- the legacy API (generated: api/libs/cudnn.calls, scripts/gen-cudnn.py)
+
+namespace {
+// The bytes a tensor of legacy descriptor `t` spans (the library's answer; 1 where it has none,
+// as for a descriptor not set yet, which the call itself then refuses): a device pointer
+// argument must be the client's memory that far.
+uint64_t tensor_bytes_of(const CudnnApi* lib, const CudnnObject* t) {
+  size_t bytes = 0;
+  if (t && lib->cudnnGetTensorSizeInBytes && lib->cudnnGetTensorSizeInBytes(t->ptr, &bytes) == kCudnnSuccess && bytes)
+    return bytes;
+  return 1;
+}
+}  // namespace
+#define tensor_bytes(t) tensor_bytes_of(lib, t)
+
+#include "cudnn_host.inc"
+#undef tensor_bytes
 #undef VMCUDA_CUDNN_LIBRARY
 
 void Session::cudnn_retire(ObjectId id) {
@@ -559,7 +602,7 @@ bool Session::restore_cudnn(std::string* why) {
     std::vector<uint64_t> words((step.elements.size() + 7) / 8 + 1);  // never empty: the library refuses NULL
     std::memcpy(words.data(), step.elements.data(), step.elements.size());
     for (size_t i = 0; i < refs.size(); ++i) {
-      CudnnObject* r = cudnn_object(vol_, refs[i], want_handles, nullptr, true);
+      CudnnObject* r = cudnn_object(vol_, refs[i], want_handles, nullptr, -1, true);
       if (!r) return fail("a step names a cuDNN object that is not in the state");
       words[i] = reinterpret_cast<uint64_t>(r->ptr);
     }

@@ -271,7 +271,8 @@ struct CurandGeneratorObject {
   bool overflow = false;
 };
 
-// A cuDNN handle or backend descriptor of the real library (cudnn.cc), and what the guest did
+// A cuDNN handle, backend descriptor or legacy descriptor (tensor, activation; not carried by a
+// suspend: refused while one exists) of the real library (cudnn.cc), and what the guest did
 // to a descriptor (set attributes, finalized it, filled other descriptors from it), in the
 // client's order across all its descriptors: a resume makes every object again, then replays
 // those steps in that order, behind the same guest handles.
@@ -292,6 +293,7 @@ struct CudnnObject {
   void* ptr = nullptr;   // the library's cudnnHandle_t / cudnnBackendDescriptor_t
   bool handle = false;   // a cudnnHandle_t (else a descriptor)
   int32_t type = 0;      // descriptors: cudnnBackendDescriptorType_t
+  int32_t legacy = -1;   // a legacy API descriptor: its kind (gen-cudnn.py LEGACY_DESCRIPTORS); -1: none
   uint64_t stream = 0;   // handles: the guest stream set (0: the default stream)
   std::map<int32_t, std::vector<uint64_t>> pointers;  // device pointer attributes set, checked at each execution
   std::vector<CudnnStep> steps;  // descriptors: what a resume replays

@@ -340,6 +340,8 @@ class Session : public vmrpc::SlotService {
   const struct CudnnApi* cudnn_library(int32_t* status);
   const struct CudnnApi* cudnn_ = nullptr;
   CUresult cudnn_release(CudnnObject& o);
+  // The stream a cuDNN handle runs on (a stream the app destroyed meanwhile: the default stream).
+  CUstream cudnn_stream(CudnnObject& handle);
   uint64_t cudnn_seq_ = 0;  // the next CudnnStep::seq
   uint64_t cudnn_retired_ = 0;  // the next retired descriptor's handle (| kCudnnRetiredHandle)
   // A descriptor the program destroyed: kept as a retired one (CudnnObject::retired) for the

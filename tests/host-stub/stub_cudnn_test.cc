@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <cstring>
 #include <span>
@@ -376,6 +377,185 @@ TEST_F(CudnnTest, HostileCudnnRecordsInAStateFileAreRefused) {
   state::remove_state_file(bad);
 }
 
+// Y = conv(X, W): X 1x1x3x3, W 2x1x2x2, no padding, stride 1 (Y 1x2x2x2), through the heuristics'
+// configuration, on the client's memory; alpha 2 scales the result.
+TEST_F(CudnnTest, ConvolutionForwardRunsOnTheClientsMemory) {
+  constexpr int32_t kConv = 1, kOpConvFwd = 10, kTConvMode = 7, kTFloat = 4;
+  const uint64_t x = tensor(1, {1, 1, 3, 3}, false), w = tensor(2, {2, 1, 2, 2}, false), y = tensor(3, {1, 2, 2, 2}, false);
+  const uint64_t conv = make(kConv);
+  ASSERT_EQ(set<int32_t>(conv, 100, kTDataType, {0}), 0);   // COMP_TYPE float
+  ASSERT_EQ(set<int32_t>(conv, 101, kTConvMode, {1}), 0);   // CROSS_CORRELATION
+  ASSERT_EQ(set<int64_t>(conv, 106, kTInt64, {2}), 0);      // SPATIAL_DIMS
+  ASSERT_EQ(set<int64_t>(conv, 102, kTInt64, {1, 1}), 0);   // DILATIONS
+  ASSERT_EQ(set<int64_t>(conv, 103, kTInt64, {1, 1}), 0);   // FILTER_STRIDES
+  ASSERT_EQ(set<int64_t>(conv, 104, kTInt64, {0, 0}), 0);   // POST_PADDINGS
+  ASSERT_EQ(set<int64_t>(conv, 105, kTInt64, {0, 0}), 0);   // PRE_PADDINGS
+  ASSERT_EQ(finalize(conv), 0);
+  const uint64_t op = make(kOpConvFwd);
+  ASSERT_EQ(set<uint64_t>(op, 704, kTDescriptor, {x}), 0);
+  ASSERT_EQ(set<uint64_t>(op, 703, kTDescriptor, {w}), 0);
+  ASSERT_EQ(set<uint64_t>(op, 705, kTDescriptor, {y}), 0);
+  ASSERT_EQ(set<uint64_t>(op, 702, kTDescriptor, {conv}), 0);
+  ASSERT_EQ(set<float>(op, 700, kTFloat, {2.0f}), 0);
+  ASSERT_EQ(set<float>(op, 701, kTFloat, {0.0f}), 0);
+  ASSERT_EQ(finalize(op), 0);
+  graph = make(kOpGraph);
+  ASSERT_EQ(set<uint64_t>(graph, kGraphOps, kTDescriptor, {op}), 0);
+  ASSERT_EQ(set<uint64_t>(graph, kGraphHandle, kTHandle, {handle}), 0);
+  ASSERT_EQ(finalize(graph), 0);
+  const uint64_t heur = make(kEngineHeur);
+  ASSERT_EQ(set<uint64_t>(heur, kHeurGraph, kTDescriptor, {graph}), 0);
+  ASSERT_EQ(set<int32_t>(heur, kHeurMode, kTHeurMode, {0}), 0);
+  ASSERT_EQ(finalize(heur), 0);
+  int64_t n = 0;
+  const uint64_t cfg = make(kEngineCfg);
+  ASSERT_EQ(get(heur, kHeurResults, kTDescriptor, 1, &n, std::as_bytes(std::span(&cfg, 1))), 0);
+  plan = make(kPlan);
+  ASSERT_EQ(set<uint64_t>(plan, kPlanHandle, kTHandle, {handle}), 0);
+  ASSERT_EQ(set<uint64_t>(plan, kPlanCfg, kTDescriptor, {cfg}), 0);
+  ASSERT_EQ(finalize(plan), 0);
+  const uint64_t dx = floats({1, 2, 3, 4, 5, 6, 7, 8, 9}), dw = floats({1, 0, 0, 1, 0, 1, -1, 0}),
+                 dy = floats(std::vector<float>(8, 7));
+  const uint64_t v = make(kVariantPack);
+  ASSERT_EQ(set<int64_t>(v, kVpUids, kTInt64, {1, 2, 3}), 0);
+  ASSERT_EQ(set<uint64_t>(v, kVpPointers, kTVoidPtr, {dx, dw, dy}), 0);
+  ASSERT_EQ(finalize(v), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnBackendExecute>({handle, plan, v}), 0);
+  // Filter 0: x[i][j] + x[i+1][j+1]; filter 1: x[i][j+1] - x[i+1][j]; doubled.
+  EXPECT_EQ(read(dy, 8), (std::vector<float>{12, 16, 24, 28, -4, -4, -4, -4}));
+}
+
+// The legacy API: guest-made tensor descriptors, batch normalization (spatial) forward training
+// and backward through the wire, computed by the executor's fake; then hostile arguments.
+struct CudnnLegacyTest : CudnnTest {
+  uint64_t tensor_nd(std::vector<int32_t> dims) {
+    const uint64_t t = next++;
+    EXPECT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({t}), 0);
+    std::vector<int32_t> strides(dims.size());
+    int32_t s = 1;
+    for (size_t i = dims.size(); i-- > 0;) strides[i] = s, s *= dims[i];
+    std::vector<int32_t> tail = dims;
+    tail.insert(tail.end(), strides.begin(), strides.end());
+    api::cudnnSetTensorNdDescriptor_Args a{};
+    a.tensorDesc = t, a.dataType = 0, a.nbDims = int32_t(dims.size());
+    EXPECT_EQ(c.call<api::Call::cudnnSetTensorNdDescriptor>(a, nullptr, std::as_bytes(std::span(tail))), 0);
+    return t;
+  }
+};
+
+TEST_F(CudnnLegacyTest, BatchNormalizationRunsOnTheClientsMemory) {
+  const uint64_t xd = tensor_nd({2, 2, 1, 2});  // N 2, C 2, 1x2: channel 0 {1,3,5,7}, channel 1 {2,2,4,4}
+  // Read back: the dimensions and strides as set.
+  api::cudnnGetTensorNdDescriptor_Args g{};
+  g.tensorDesc = xd, g.nbDimsRequested = 4;
+  api::cudnnGetTensorNdDescriptor_Reply gr{};
+  std::vector<std::byte> extra;
+  ASSERT_EQ(c.call<api::Call::cudnnGetTensorNdDescriptor>(g, &gr, {}, &extra, 32), 0);
+  int32_t nb = 0, dims[8] = {};
+  std::memcpy(&nb, gr.nbDims, 4);
+  ASSERT_EQ(extra.size(), 32u);
+  std::memcpy(dims, extra.data(), 32);
+  EXPECT_EQ(nb, 4);
+  EXPECT_EQ(std::vector<int32_t>(dims, dims + 8), (std::vector<int32_t>{2, 2, 1, 2, 4, 2, 2, 1}));
+  const uint64_t pd = next++;
+  ASSERT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({pd}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnDeriveBNTensorDescriptor>({pd, xd, 1}), 0);  // SPATIAL
+  const uint64_t x = floats({1, 3, 2, 2, 5, 7, 4, 4}), y = floats(std::vector<float>(8, 0)),
+                 scale = floats({2, 1}), bias = floats({0, 10}), rmean = floats({0, 0}), rvar = floats({1, 1}),
+                 smean = floats({0, 0}), sinv = floats({0, 0});
+  api::cudnnBatchNormalizationForwardTraining_Args f{};
+  const float one = 1, zero = 0;
+  f.handle = handle, f.mode = 1;
+  std::memcpy(f.alpha, &one, 4);
+  std::memcpy(f.beta, &zero, 4);
+  f.xDesc = xd, f.x = x, f.yDesc = xd, f.y = y, f.bnScaleBiasMeanVarDesc = pd, f.bnScale = scale, f.bnBias = bias;
+  f.exponentialAverageFactor = 1.0, f.resultRunningMean = rmean, f.resultRunningVariance = rvar, f.epsilon = 0;
+  f.resultSaveMean = smean, f.resultSaveInvVariance = sinv;
+  ASSERT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardTraining>(f), 0);
+  // Channel 0: mean 4, variance 5 (biased; 20/3 unbiased); channel 1: mean 3, variance 1.
+  const std::vector<float> out = read(y, 8);
+  const float k = 2 / std::sqrt(5.0f);
+  const std::vector<float> want = {-3 * k, -1 * k, 9, 9, 1 * k, 3 * k, 11, 11};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(out[i], want[i], 1e-5) << i;
+  EXPECT_EQ(read(smean, 2), (std::vector<float>{4, 3}));
+  EXPECT_NEAR(read(rvar, 2)[0], 20.0f / 3, 1e-5);
+  EXPECT_NEAR(read(sinv, 2)[1], 1.0f, 1e-6);
+  // Backward with dy = 1 everywhere: dbias = 4 per channel, dscale = 0, dx = 0.
+  const uint64_t dy = floats(std::vector<float>(8, 1)), dx = floats(std::vector<float>(8, 5)),
+                 dscale = floats({9, 9}), dbias = floats({9, 9});
+  api::cudnnBatchNormalizationBackward_Args b{};
+  b.handle = handle, b.mode = 1;
+  for (auto* s : {b.alphaDataDiff, b.alphaParamDiff}) std::memcpy(s, &one, 4);
+  for (auto* s : {b.betaDataDiff, b.betaParamDiff}) std::memcpy(s, &zero, 4);
+  b.xDesc = xd, b.x = x, b.dyDesc = xd, b.dy = dy, b.dxDesc = xd, b.dx = dx, b.dBnScaleBiasDesc = pd;
+  b.bnScale = scale, b.dBnScaleResult = dscale, b.dBnBiasResult = dbias, b.epsilon = 0, b.savedMean = smean;
+  b.savedInvVariance = sinv;
+  ASSERT_EQ(c.call<api::Call::cudnnBatchNormalizationBackward>(b), 0);
+  EXPECT_EQ(read(dbias, 2), (std::vector<float>{4, 4}));
+  for (float v : read(dx, 8)) EXPECT_NEAR(v, 0, 1e-6);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({pd}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
+}
+
+TEST_F(CudnnLegacyTest, HostileArguments) {
+  const uint64_t xd = tensor_nd({1, 2, 2, 2});
+  api::cudnnSetTensorNdDescriptor_Args a{};
+  a.tensorDesc = xd, a.dataType = 0, a.nbDims = 4;
+  const int32_t four[4] = {1, 1, 1, 1};
+  EXPECT_LT(c.call<api::Call::cudnnSetTensorNdDescriptor>(a, nullptr, std::as_bytes(std::span(four))), 0);  // no strides
+  a.nbDims = 9;
+  const int32_t many[18] = {};
+  EXPECT_LT(c.call<api::Call::cudnnSetTensorNdDescriptor>(a, nullptr, std::as_bytes(std::span(many))), 0);
+  a.nbDims = -1;
+  EXPECT_LT(c.call<api::Call::cudnnSetTensorNdDescriptor>(a, nullptr, {}), 0);
+  // More elements asked back than cuDNN has dimensions; room short of what is asked.
+  api::cudnnGetTensorNdDescriptor_Args g{};
+  g.tensorDesc = xd, g.nbDimsRequested = 1000;
+  api::cudnnGetTensorNdDescriptor_Reply gr{};
+  EXPECT_LT(c.call<api::Call::cudnnGetTensorNdDescriptor>(g, &gr, {}, nullptr, 64), 0);
+  g.nbDimsRequested = 4;
+  EXPECT_LT(c.call<api::Call::cudnnGetTensorNdDescriptor>(g, &gr, {}, nullptr, 8), 0);
+  // A backend descriptor or a handle where a tensor descriptor goes, and the other way round.
+  const uint64_t backend = make(kTensor);
+  EXPECT_EQ(c.call<api::Call::cudnnDeriveBNTensorDescriptor>({backend, xd, 1}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnDeriveBNTensorDescriptor>({xd, handle, 1}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnBackendDestroyDescriptor>({xd}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyActivationDescriptor>({xd}), api::kCudnnBadParam);
+  EXPECT_LT(c.call<api::Call::cudnnCreateTensorDescriptor>({xd}), 0);  // not new
+  // Memory that is not the client's.
+  api::cudnnBatchNormalizationForwardInference_Args f{};
+  f.handle = handle, f.mode = 1, f.xDesc = xd, f.x = 0xdead0000, f.yDesc = xd, f.y = 0xdead0000;
+  EXPECT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardInference>(f), api::kCudnnBadParam);
+  // Memory of the client's that ends before the tensor does (8 floats described, 2 allocated).
+  const uint64_t small = floats({1, 2}), big = floats(std::vector<float>(8, 1));
+  f.x = small, f.y = big;
+  EXPECT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardInference>(f), api::kCudnnBadParam);
+  f.x = big, f.y = small;
+  EXPECT_EQ(c.call<api::Call::cudnnBatchNormalizationForwardInference>(f), api::kCudnnBadParam);
+  // The stub keeps serving; destroyed twice: the second is refused.
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({0}), 0);  // NULL: nothing to do
+}
+
+// Legacy descriptors are not carried yet: a suspend is refused while one exists, and goes ahead
+// once it is destroyed (PyTorch destroys them after each call).
+TEST_F(CudnnLegacyTest, ALegacyDescriptorRefusesTheSuspendUntilDestroyed) {
+  const uint64_t xd = tensor_nd({1, 2, 2, 2});
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("legacy API"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+}
+
 TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
   Stub stub;
   const uint64_t before = tst::fake_live_cudnn_objects();
@@ -384,7 +564,9 @@ TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
     ASSERT_EQ(c.call<api::Call::cudnnCreate>({0x9000}), 0);
     ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>({0x9010, kTensor}), 0);
     ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>({0x9020, kOpGraph}), 0);
-    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 3);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({0x9030}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateActivationDescriptor>({0x9040}), 0);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 5);
   }
   for (int i = 0; i < 200 && tst::fake_live_cudnn_objects() != before; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

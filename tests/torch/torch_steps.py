@@ -97,6 +97,35 @@ def main():
         return f"{torch.nn.functional.conv2d(x, w, padding=1).double().sum().item():.6e}"
     step("conv2d", conv)
 
+    def batchnorm():
+        # BatchNorm2d in train mode with cuDNN enabled: PyTorch's cuDNN batch norm (legacy API:
+        # tensor descriptors, cudnnBatchNormalizationForwardTrainingEx and BackwardEx). The sums
+        # are printed with modest precision: the reductions' order is the library's.
+        torch.backends.cudnn.enabled = True
+        g = torch.Generator(device="cuda").manual_seed(5)
+        bn = torch.nn.BatchNorm2d(6).cuda().train()
+        with torch.no_grad():
+            bn.weight.copy_(torch.rand(6, device="cuda", generator=g) + 0.5)
+            bn.bias.copy_(torch.rand(6, device="cuda", generator=g) - 0.5)
+        x = (torch.randn(4, 6, 10, 10, device="cuda", generator=g) * 2 + 1).requires_grad_()
+        y = bn(x)
+        (y * torch.linspace(-1, 1, y.numel(), device="cuda").view_as(y)).sum().backward()
+        torch.cuda.synchronize()
+        parts = [(y * y).sum(), x.grad.abs().sum(), bn.weight.grad.abs().sum(), bn.bias.grad.abs().sum(),
+                 bn.running_mean.sum(), bn.running_var.sum()]
+        # PyTorch picks cuDNN's batch norm by its own rules: torch.cudnn_batch_norm (the op it
+        # dispatches to) runs it for certain, forward and backward.
+        if hasattr(torch, "cudnn_batch_norm"):
+            x2 = x.detach().clone().requires_grad_()
+            w2 = bn.weight.detach().clone().requires_grad_()
+            rm, rv = torch.zeros(6, device="cuda"), torch.ones(6, device="cuda")
+            out = torch.cudnn_batch_norm(x2, w2, bn.bias.detach(), rm, rv, True, 0.1, 1e-5)[0]
+            (out * torch.linspace(1, -1, out.numel(), device="cuda").view_as(out)).sum().backward()
+            torch.cuda.synchronize()
+            parts += [out.abs().sum(), x2.grad.abs().sum(), w2.grad.abs().sum(), rv.sum()]
+        return " ".join(f"{p.double().item():.4e}" for p in parts)
+    step("batchnorm", batchnorm)
+
     def fft():
         x = torch.arange(4096, device="cuda", dtype=torch.float32)
         return f"{torch.fft.rfft(x).abs().double().sum().item():.6e}"
@@ -191,7 +220,7 @@ def main():
 if __name__ == "__main__":
     if "--list" in sys.argv:
         print("available device_count device_name capability mem_get_info tensors reductions random matmul_fp32 "
-              "matmul_bf16 conv2d fft linalg_solve cuda_graph train_100_steps torch_compile")
+              "matmul_bf16 conv2d batchnorm fft linalg_solve cuda_graph train_100_steps torch_compile")
         sys.exit(0)
     if "--step" in sys.argv:
         ONLY = sys.argv[sys.argv.index("--step") + 1]
