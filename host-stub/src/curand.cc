@@ -82,9 +82,18 @@ bool Session::curand_recreate(CurandGeneratorObject& g, std::string* why) {
   uint64_t scratch_bytes = 0;
   for (const CurandStep& s : g.made_by) scratch_bytes = std::max(scratch_bytes, curand_replay_scratch(s.call, s.args));
   CUdeviceptr scratch = 0;
+  const std::string scratch_what = std::to_string((scratch_bytes + (1 << 20) - 1) >> 20) +
+                                   " MiB scratch buffer that brings a cuRAND generator back to where it stood in its sequence";
+  // The VM's device memory while the replay runs (its quota bounds what a resume may take too).
+  const bool charged = scratch_bytes && account_;
+  if (charged && !account_->charge(scratch_bytes)) {
+    *why = "the VM's device memory quota has no room for the " + scratch_what +
+           " (raise --memory-quota-mib, or end another program of the VM, and resume again)";
+    return false;
+  }
   if (scratch_bytes && api_.cuMemAlloc_v2(&scratch, scratch_bytes) != CUDA_SUCCESS) {
-    *why = "no device memory for the " + std::to_string((scratch_bytes + (1 << 20) - 1) >> 20) +
-           " MiB scratch buffer that brings a cuRAND generator back to where it stood in its sequence";
+    if (charged) account_->refund(scratch_bytes);
+    *why = "no device memory for the " + scratch_what;
     return false;
   }
   int st = CURAND_STATUS_SUCCESS;
@@ -97,6 +106,7 @@ bool Session::curand_recreate(CurandGeneratorObject& g, std::string* why) {
   // The generations ran on the default stream: done before their buffer goes.
   const CUresult synced = api_.cuCtxSynchronize();
   if (scratch) api_.cuMemFree_v2(scratch);
+  if (charged) account_->refund(scratch_bytes);
   if (st != CURAND_STATUS_SUCCESS || synced != CUDA_SUCCESS) {
     if (g.generator) lib->curandDestroyGenerator(g.generator);
     g.generator = nullptr;
