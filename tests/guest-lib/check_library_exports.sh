@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Checks vmcuda's libcublas.so.13 (or libcublasLt.so.13, libcudnn.so.9: the soname is the export list's name)
-# against NVIDIA's, as the dynamic linker sees it: its SONAME; every defined function is one of
-# the checked-in export list (exports/SONAME.exports) and all of them are there, each with the
-# version node SONAME that programs' imports name; where NVIDIA's library is installed, its list
-# is still the checked-in one (else run scripts/gen-cublas.py --exports LIB > the list).
-#   check_cublas_exports.sh LIB EXPORTS_LIST [NVIDIA_LIB]
+# Checks a library vmcuda provides in NVIDIA's place (libcublas.so.13, libcublasLt.so.13,
+# libcudnn.so.9, libcufft.so.12, libcurand.so.10, libcusparse.so.12, libcusolver.so.12: the
+# soname is the export list's name) against NVIDIA's, as the dynamic linker sees it: its
+# SONAME; every defined function is one of the checked-in export list (exports/SONAME.exports)
+# and all of them are there, each with the version node SONAME that programs' imports name;
+# where NVIDIA's library is installed, its list is still the checked-in one (else regenerate
+# the list: scripts/gen-cublas.py or gen-nvlib.py --exports LIB > the list).
+#   check_library_exports.sh LIB EXPORTS_LIST [NVIDIA_LIB]
 set -euo pipefail
 lib="$1" exports="$2"
 so="$(basename "$exports" .exports)"
