@@ -10,6 +10,10 @@ stub="$1" libdir="$2" bindir="$3" expected="$4"
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_only.sh"  # comparable: [GPU only] lines
 work="$(mktemp -d)"
 sock="$work/stub.sock"
+# On the H100 (2026-11-27, eighth session) this run fails with the real driver: with some 40
+# programs in one process, the driver placed other clients' own allocations where the next
+# arenas lie ("the driver placed device arena 2 at 0x7f... instead of 0x510000000000"), those
+# clients got no device memory, and a later fault poisoned every context. Process mode passes.
 # Some 35 programs (with the children of ipc and ipc_pool) of one user connect at once: more
 # than a user's default share of connections and rate (VMRPC_MAX_CONNECTIONS_PER_USER, VMRPC_CONNECT_RATE).
 VMRPC_MAX_CONNECTIONS_PER_USER=0 VMRPC_CONNECT_RATE=0 VMRPC_LOG=2 "$stub" --socket "$sock" --isolation thread --gpu-thread on 2>"$work/stub.log" &
@@ -54,5 +58,5 @@ for name in "${names[@]}"; do
   fi
 done
 kill -0 $stub_pid || { echo "the stub died"; cat "$work/stub.log"; exit 1; }
-[ $status = 0 ] || { echo "the stub's warnings:"; grep -E "warning|error" "$work/stub.log" | tail -n 40; }
+[ $status = 0 ] || { echo "the stub's first warnings (the first is the cause):"; grep -E "warning|error" "$work/stub.log" | head -n 30; }
 exit $status

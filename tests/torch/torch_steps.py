@@ -44,8 +44,10 @@ def loaded_libraries():
             m = re.search(r"(/\S*/)(lib(?:cuda|cudart|cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver)\.so[.\d]*)$",
                           line.strip())
             if m:
-                seen.setdefault(m.group(2), m.group(1))
-    return " ".join(f"{lib} from {d}" for lib, d in sorted(seen.items())) or "no CUDA library loaded"
+                dirs = seen.setdefault(m.group(2), [])
+                if m.group(1) not in dirs:
+                    dirs.append(m.group(1))  # a copy loaded by path beside the preloaded one shows too
+    return " ".join(f"{lib} from {' and '.join(d)}" for lib, d in sorted(seen.items())) or "no CUDA library loaded"
 
 
 def main():
