@@ -437,6 +437,20 @@ TEST_F(CublasLtSuspendTest, SavedToAFileAndRestored) {
   state::remove_state_file(path);
 }
 
+// The bias freed after it was set (a native program may leave a descriptor pointing at memory
+// it freed and not use it again): the suspended client still resumes, its pointer kept.
+TEST_F(CublasLtSuspendTest, ABiasFreedAfterItWasSetStillResumes) {
+  namespace cc = slot_control::cc;
+  ASSERT_EQ(c.call<api::Call::Free>({bias}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ((attribute<api::Call::cublasLtMatmulDescGetAttribute, uint64_t>(desc, kDescBias)), bias);
+}
+
 // Forged cuBLASLt records in a state file: each refused with a message naming what is wrong,
 // nothing of the library's left made, the client still suspended; the good file restores.
 TEST_F(CublasLtSuspendTest, HostileRecordsInAStateFileAreRefused) {
@@ -475,7 +489,7 @@ TEST_F(CublasLtSuspendTest, HostileRecordsInAStateFileAreRefused) {
        "attribute 38 is not one vmcuda sets"},
       {"a bias that is not the client's memory",
        [&](auto& p) { if (is(p, desc)) { const uint64_t v = 0xdead0000; std::memcpy(p.data() + kSecondValue, &v, 8); } },
-       "not a pointer to the client's device memory"},
+       "not a pointer into the client's device memory"},
       {"an attribute the library refuses", [&](auto& p) { if (is(p, la)) i32_at(p, kFirst, 7); },  // the fake knows 0-6
        "attribute 7 again failed (cuBLASLt status 7)"},
   };
