@@ -57,6 +57,10 @@ for name in "${names[@]}"; do
     status=1
   fi
 done
-kill -0 $stub_pid || { echo "the stub died"; cat "$work/stub.log"; exit 1; }
+if ! kill -0 $stub_pid 2>/dev/null; then
+  rc=0; wait $stub_pid || rc=$?
+  echo "the stub died (exit $rc; above 128: signal $((rc > 128 ? rc - 128 : 0))); the end of its log:"
+  tail -n 80 "$work/stub.log"; exit 1
+fi
 [ $status = 0 ] || { echo "the stub's first warnings (the first is the cause):"; grep -E "warning|error" "$work/stub.log" | head -n 30; }
 exit $status
