@@ -508,8 +508,10 @@ CUresult DeviceArena::release_memory() {
     if (r != CUDA_SUCCESS && first == CUDA_SUCCESS) first = r;
     m.handle = 0;
   }
-  if (reserved_) api_.cuMemAddressFree(base(), bytes());
-  reserved_ = false;
+  if (reserved_ && !keep_range_) {
+    api_.cuMemAddressFree(base(), bytes());
+    reserved_ = false;
+  }
   if (meter_) meter_(-static_cast<int64_t>(physical_bytes_));
   physical_bytes_ = 0;
   released_ = true;
@@ -527,6 +529,10 @@ bool DeviceArena::adopt(const Layout& l, std::string* why) {
       return fail("arena " + std::to_string(l.index) + " (device addresses from " +
                   hex(kArenaBase + static_cast<uint64_t>(std::max(l.index, 0)) * kArenaStride) +
                   ") is in use by another client of this stub, or out of range");
+    if (reserved_) {  // a range kept while released (keep_range_while_released): not this one
+      api_.cuMemAddressFree(base(), bytes());
+      reserved_ = false;
+    }
     release_index(index_);
     index_ = l.index;
   }
@@ -584,7 +590,7 @@ bool DeviceArena::adopt(const Layout& l, std::string* why) {
     at = va + m.bytes;
   }
   if (at < base() + bytes()) va_free_.emplace(at, base() + bytes() - at);
-  reserved_ = false;
+  // reserved_ stays as it is: a range kept while released is the layout's (same index).
   released_ = true;
   physical_bytes_ = 0;
   return true;

@@ -162,6 +162,12 @@ class DeviceArena {
   // VM's ledger (vm_ledger.h) counts what the driver really maps.
   using Meter = std::function<bool(int64_t delta)>;
   void set_meter(Meter meter) { meter_ = std::move(meter); }
+  // release_memory() keeps the address range reserved (no memory in it) for restore_memory().
+  // For clients that share the process (--isolation thread): the driver puts other contexts'
+  // own allocations next to the ranges reserved so far, so a range given back while its client
+  // is suspended was taken before its resume (H100, 2026-11-27: "the driver placed device
+  // arena 1 at 0x510000000000 instead of 0x508000000000").
+  void keep_range_while_released(bool keep) { keep_range_ = keep; }
   // Introspection (tests, logs).
   uint64_t physical_bytes() const { return physical_bytes_; }  // created with cuMemCreate
   size_t live_allocations() const { return blocks_.size(); }
@@ -211,6 +217,7 @@ class DeviceArena {
   std::map<int, bool> posix_fd_;               // per device: exportable as a POSIX fd
   uint64_t physical_bytes_ = 0;
   Meter meter_;
+  bool keep_range_ = false;
   bool released_ = false;  // release_memory() ran, restore_memory() not yet
 };
 

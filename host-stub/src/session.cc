@@ -36,6 +36,7 @@ Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int
 
 std::unique_ptr<DeviceArena> Session::make_arena() {
   auto arena = std::make_unique<DeviceArena>(api_, [this] { return synchronize_all(); });
+  arena->keep_range_while_released(limits_.shared_process);
   if (limits_.ledger)
     arena->set_meter([this](int64_t delta) {
       if (!account_) return false;  // more clients than the ledger has entries

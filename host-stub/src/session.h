@@ -64,6 +64,9 @@ struct StubLimits {
   // Issue non-blocking work through one working thread per GPU (gpu_worker.h): for clients
   // that are threads of one process (--isolation thread).
   bool gpu_threads = false;
+  // Every client is a thread of this one process (--isolation thread): a suspended client's
+  // arena keeps its address range reserved (arena.h keep_range_while_released).
+  bool shared_process = false;
   uint32_t max_host_funcs = 1u << 16;      // host functions queued and not yet run, per client
   // The kernel time limit (vmcuda-stub --kernel-time-limit; kernel_watchdog.h): a client
   // whose oldest outstanding GPU work is older than this is ended by on_kernel_timeout

@@ -514,6 +514,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   // Every log line names the VM (and says whether a worker wrote it).
   vmrpc::log::set_origin("vmcuda-stub " + vm_name + (worker ? " worker" : ""));
   limits.gpu_threads = gpu_thread == "on" || (gpu_thread == "auto" && isolation == "thread");
+  limits.shared_process = isolation == "thread";
   limits.context_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kContextBytes.get()));
   limits.cublas_workspace_bytes = vmrpc::knobs::kCublasWorkspaceBytes.get();
   // A worker process's own host memory is the VM's; clients that are threads of this process

@@ -209,6 +209,34 @@ TEST_F(ArenaTest, AFreshArenaWhoseRangeIsTakenMovesToTheNextIndex) {
   EXPECT_EQ(api.cuMemAddressFree(other, kArenaChunkBytes), CUDA_SUCCESS);
 }
 
+TEST_F(ArenaTest, ASharedProcessArenaKeepsItsRangeWhileReleased) {
+  // --isolation thread: what the driver places while the client is suspended must not land in
+  // its range, so the range stays reserved (no memory in it) until the resume.
+  arena->keep_range_while_released(true);
+  const uint64_t p = alloc(3 * kMiB);
+  const DeviceArena::Layout saved = arena->layout();
+  ASSERT_EQ(arena->release_memory(), CUDA_SUCCESS);
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  EXPECT_EQ(tst::fake_live_reservations(), 1u);
+  CUdeviceptr other = 0;  // another context's own allocation goes elsewhere
+  ASSERT_EQ(api.cuMemAddressReserve(&other, kArenaChunkBytes, 0, kArenaBase, 0), CUDA_SUCCESS);
+  EXPECT_FALSE(arena->contains(other));
+  std::string why;
+  ASSERT_TRUE(arena->adopt(saved, &why)) << why;
+  ASSERT_EQ(arena->restore_memory(&why), CUDA_SUCCESS) << why;
+  EXPECT_EQ(tst::fake_live_reservations(), 2u);
+  EXPECT_EQ(arena->free(p), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemAddressFree(other, kArenaChunkBytes), CUDA_SUCCESS);
+  arena.reset();
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+}
+
+TEST_F(ArenaTest, AReleasedArenaGivesItsRangeBackByDefault) {
+  alloc(100);
+  ASSERT_EQ(arena->release_memory(), CUDA_SUCCESS);
+  EXPECT_EQ(tst::fake_live_reservations(), 0u);
+}
+
 TEST_F(ArenaTest, PeerAccessAppliesToCurrentAndLaterMappings) {
   const uint64_t a = alloc(100), b = alloc(3 * kMiB), c = alloc(100, 1);
   EXPECT_EQ(tst::fake_vmm_access(a), 1u);  // its own device only
