@@ -10,7 +10,8 @@ Inputs: NVIDIA's headers, the export list of NVIDIA's library (guest-lib/exports
   vmcuda/api/LIB_wire.h     one Args and one Reply struct per remoted call (api namespace)
   vmcuda/api/LIB_calls.def  their VMCUDA_CALL lines (included in calls.def's generated block)
   LIB_host_api.h            the host's table of the real library's entry points (ABI types)
-  LIB_host.cc               Session::on_<name> for each generated call, and LIB_destroy
+  LIB_host.cc               Session::on_<name> for each generated call, LIB_destroy, and what a
+                            resume needs: LibTraits::step_info and LibTraits::replay
   LIB_guest.cc              (libcuda.so.1) each generated entry point
   LIB_table.cc              a weak stub for every other export, and __vmcuda_LIB_table
   LIB_forward.c, libLIB.map vmcuda's libLIB.so.N: IFUNCs into that table, NVIDIA's version node
@@ -18,8 +19,13 @@ Inputs: NVIDIA's headers, the export list of NVIDIA's library (guest-lib/exports
 Objects (the library's handle and descriptor types, `objects` below) are guest handles on the
 wire; every object a call names is looked up in the client's object list by its type. Only plain
 values, objects, one stream, device pointers, host outputs, scalars (host value or device
-pointer by the handle's pointer mode) and host work areas are accepted: an annotated function
-with a parameter the script cannot classify is an error.
+pointer by the handle's pointer mode), host sizes read and written (inout), small host inputs
+(hostin) and host work areas are accepted: an annotated function with a parameter the script
+cannot classify is an error.
+
+Suspend/resume (host-stub/src/nvobj.cc): a `replay` or `replace` call's handler records its wire
+arguments on the object it makes, else on on=PARAM, else on its first object (NvobjStep); a
+resume runs the recorded steps again through the same handlers, in the client's order.
 """
 import argparse
 import importlib.util
