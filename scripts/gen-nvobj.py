@@ -10,7 +10,8 @@ Inputs: NVIDIA's headers, the export list of NVIDIA's library (guest-lib/exports
   vmcuda/api/LIB_wire.h     one Args and one Reply struct per remoted call (api namespace)
   vmcuda/api/LIB_calls.def  their VMCUDA_CALL lines (included in calls.def's generated block)
   LIB_host_api.h            the host's table of the real library's entry points (ABI types)
-  LIB_host.cc               Session::on_<name> for each generated call, and LIB_destroy
+  LIB_host.cc               Session::on_<name> for each generated call, LIB_destroy, and what a
+                            resume needs: LibTraits::step_info and LibTraits::replay
   LIB_guest.cc              (libcuda.so.1) each generated entry point
   LIB_table.cc              a weak stub for every other export, and __vmcuda_LIB_table
   LIB_forward.c, libLIB.map vmcuda's libLIB.so.N: IFUNCs into that table, NVIDIA's version node
@@ -18,8 +19,13 @@ Inputs: NVIDIA's headers, the export list of NVIDIA's library (guest-lib/exports
 Objects (the library's handle and descriptor types, `objects` below) are guest handles on the
 wire; every object a call names is looked up in the client's object list by its type. Only plain
 values, objects, one stream, device pointers, host outputs, scalars (host value or device
-pointer by the handle's pointer mode) and host work areas are accepted: an annotated function
-with a parameter the script cannot classify is an error.
+pointer by the handle's pointer mode), host sizes read and written (inout), small host inputs
+(hostin) and host work areas are accepted: an annotated function with a parameter the script
+cannot classify is an error.
+
+Suspend/resume (host-stub/src/nvobj.cc): a `replay` or `replace` call's handler records its wire
+arguments on the object it makes, else on on=PARAM, else on its first object (NvobjStep); a
+resume runs the recorded steps again through the same handlers, in the client's order.
 """
 import argparse
 import importlib.util
@@ -41,22 +47,25 @@ strip, struct, header_note, write = _cublas.strip, _cublas.struct, _cublas.heade
 prototypes, read_calls = _nvlib.prototypes, _nvlib.read_calls
 
 # objects: C type -> object type (0 is the handle: its device's context runs the call, it keeps
-# the stream and pointer mode); names: each object type in words (log lines).
+# the stream and pointer mode); names: each object type in words (log lines). New types go at
+# the end (a state file names them by number).
 LIBS = {
     "cusparse": dict(
         headers=["cusparse.h"], enum_headers=["cusparse.h", "library_types.h"], macro="CUSPARSEAPI",
         soname="libcusparse.so.12", area=(0x2400, 0x24FF), version="CUSPARSE_VER", Lib="Cusparse",
         objects={"cusparseHandle_t": 0, "cusparseSpMatDescr_t": 1, "cusparseConstSpMatDescr_t": 1,
                  "cusparseDnVecDescr_t": 2, "cusparseConstDnVecDescr_t": 2, "cusparseDnMatDescr_t": 3,
-                 "cusparseConstDnMatDescr_t": 3, "cusparseSpVecDescr_t": 4, "cusparseConstSpVecDescr_t": 4},
+                 "cusparseConstDnMatDescr_t": 3, "cusparseSpVecDescr_t": 4, "cusparseConstSpVecDescr_t": 4,
+                 "cusparseSpSVDescr_t": 5, "cusparseSpGEMMDescr_t": 6},
         names=["handle", "sparse matrix descriptor", "dense vector descriptor", "dense matrix descriptor",
-               "sparse vector descriptor"],
+               "sparse vector descriptor", "SpSV descriptor", "SpGEMM descriptor"],
         not_supported=("CUSPARSE_STATUS_NOT_SUPPORTED", 10)),
     "cusolver": dict(
         headers=["cusolverDn.h", "cusolver_common.h"],
         enum_headers=["cusolverDn.h", "cusolver_common.h", "cublas_api.h", "library_types.h"], macro="CUSOLVERAPI",
         soname="libcusolver.so.12", area=(0x2500, 0x25FF), version="CUSOLVER_VER", Lib="Cusolver",
-        objects={"cusolverDnHandle_t": 0, "cusolverDnParams_t": 1}, names=["handle", "parameters object"],
+        objects={"cusolverDnHandle_t": 0, "cusolverDnParams_t": 1, "syevjInfo_t": 2, "gesvdjInfo_t": 3},
+        names=["handle", "parameters object", "syevj information object", "gesvdj information object"],
         not_supported=("CUSOLVER_STATUS_NOT_SUPPORTED", 9)),
 }
 
@@ -70,6 +79,7 @@ VALUES = {
 }
 OUT_TYPES = {"int": "int", "int64_t": "int64_t", "size_t": "size_t", "long long": "long long"}  # host outputs
 HOSTBUF_MAX = 1 << 30  # a host work area the host makes for a call: at most 1 GiB
+HOSTIN_MAX = 16  # the bytes of a host input (hostin:SIZE) the wire carries
 
 
 def enums(include, headers):
@@ -107,7 +117,16 @@ class Param:
             return
         role = role or "dev"
         self.guest = "void*"
-        if role == "out":
+        if role == "inout":  # a host size the library reads and writes (SpGEMM's bufferSize1/2)
+            if depth != 1 or base not in OUT_TYPES:
+                sys.exit(f"gen-nvobj.py: {fn}: inout {name} must point to an integer")
+            t = OUT_TYPES[base]
+            self.kind, self.wire, self.host, self.guest, self.cast = "inout", "uint64_t", t + "*", t + "*", "static_cast"
+        elif role.startswith("hostin:"):  # up to HOSTIN_MAX bytes the library reads (an attribute's value)
+            if depth != 1 or base != "void":
+                sys.exit(f"gen-nvobj.py: {fn}: hostin {name} must be a void*")
+            self.kind, self.count, self.host = "hostin", role[7:], "void*"
+        elif role == "out":
             if depth == 2 and base == "void":  # a device pointer the library holds
                 self.kind, self.host, self.guest, self.cast = "out", "void**", "void**", "reinterpret_cast"
             elif depth == 1 and (base in OUT_TYPES or base in enum_names):
@@ -132,13 +151,15 @@ class Param:
     def arg_fields(self):
         if self.kind in ("out", "hostbuf"):
             return []
+        if self.kind == "hostin":
+            return [("uint64_t", f"{self.name}[{HOSTIN_MAX // 8}]", HOSTIN_MAX)]
         if self.kind == "scalar":  # the value's bytes (up to a double complex), or the device pointer
             return [("uint64_t", f"{self.name}[2]", 16), ("uint64_t", f"{self.name}_ptr", 8)]
         size = 4 if self.wire in ("int32_t", "uint32_t", "float") else 8
         return [(self.wire, self.name, size)]
 
     def reply_fields(self):
-        return [("uint64_t", self.name, 8)] if self.kind == "out" else []
+        return [("uint64_t", self.name, 8)] if self.kind in ("out", "inout") else []
 
 
 def generate(libname, lib, include, calls_path, exports_path, out):
@@ -154,12 +175,14 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     note = header_note(headers + [calls_path, exports_path]).replace("gen-cublas.py", "gen-nvobj.py")
     Lib, NS = lib["Lib"], libname
 
-    wire, defs, host_api, host_cc, guest_cc, destroys = [], [], [], [], [], {}
+    wire, defs, host_api, host_cc, guest_cc, destroys, replays = [], [], [], [], [], {}, []
     for number, name, flags, roles in calls:
         if name not in protos:
             sys.exit(f"gen-nvobj.py: {name} ({calls_path}) is not in {lib['headers']}")
         hand = "hand" in flags
         check = roles.pop("check", None)
+        on = roles.pop("on", None)
+        replay = "replay" in flags or "replace" in flags
         ret, plist = protos[name]
         params = [Param(lib, enum_names, name, b, n, d, roles.get(n)) for b, n, d in plist]
         known = {p.name for p in params}
@@ -181,6 +204,26 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         if any(p.kind == "scalar" for p in params) and not handle:
             sys.exit(f"gen-nvobj.py: {name}: a scalar needs the handle (its pointer mode)")
         destroy = "destroy" in flags
+        # What a resume replays (replay/replace): recorded on the object the call makes, else
+        # on=PARAM, else its first object.
+        target = None
+        if replay:
+            if hand or destroy:
+                sys.exit(f"gen-nvobj.py: {name}: a hand-written or destroy call is not replayed")
+            if news:
+                target = news[0]
+            elif on:
+                target = next((p for p in objs if p.name == on), None)
+                if target is None:
+                    sys.exit(f"gen-nvobj.py: {name}: on={on} names no object parameter")
+            elif objs:
+                target = objs[0]
+            else:
+                sys.exit(f"gen-nvobj.py: {name}: a replayed call names an object")
+            if any(p.kind in ("hostbuf",) for p in params):
+                sys.exit(f"gen-nvobj.py: {name}: a call with a host work area is not replayed")
+        elif on:
+            sys.exit(f"gen-nvobj.py: {name}: on= without replay")
         if destroy:
             if len(objs) != 1:
                 sys.exit(f"gen-nvobj.py: {name}: a destroy call names one object")
@@ -194,7 +237,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             wire.append(s)
         else:
             reply_t = "Empty"
-        waits = "wait" in flags or bool(news) or any(p.kind in ("out", "hostbuf") for p in params)
+        waits = "wait" in flags or bool(news) or any(p.kind in ("out", "inout", "hostbuf") for p in params)
         defs.append(f"VMCUDA_CALL({number:#06x}, {name}, {args_t}, {reply_t}, {'0' if waits else 'kQueued'})")
         host_api.append(f"  X({name}, int (*)({', '.join(p.host for p in params)}))")
         if hand:
@@ -240,9 +283,17 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             elif p.kind == "out":
                 b.append(f"  {p.host[:-1]} {p.name}_{{}};")
                 call_args.append(f"&{p.name}_")
+            elif p.kind == "inout":
+                b.append(f"  {p.host[:-1]} {p.name}_ = static_cast<{p.host[:-1]}>(a.{p.name});")
+                call_args.append(f"&{p.name}_")
+            elif p.kind == "hostin":
+                b.append(f"  if (a.{p.count} > sizeof a.{p.name}) return scope_.bad_pointer(\"{p.name}\");")
+                b.append(f"  uint64_t {p.name}_[{HOSTIN_MAX // 8}];")
+                b.append(f"  std::memcpy({p.name}_, a.{p.name}, sizeof {p.name}_);")
+                call_args.append(f"{p.name}_")
         b.append(f"  const int st_ = scope_.lib->{name}({', '.join(call_args)});")
         for p in params:
-            if p.kind == "out":
+            if p.kind in ("out", "inout"):
                 conv = "reinterpret_cast<uintptr_t>" if p.host == "void**" else "static_cast<uint64_t>"
                 b.append(f"  r.{p.name} = {conv}({p.name}_);")
         for p in news:
@@ -252,6 +303,12 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         if "pointermode" in flags:
             mode = next(p for p in params if p.kind == "value")
             b.append(f"  if (st_ == 0) scope_.set_pointer_mode(a.{mode.name});")
+        if replay:  # what a resume replays, in the client's order (NvobjStep)
+            b.append(f"  if (st_ == 0) scope_.record(api::Call::{name}, a, a.{target.name}, {'true' if 'replace' in flags else 'false'});")
+            devs = [f"a.{p.name}" for p in params if p.kind == "dev"] + \
+                   [f"a.{p.name}_ptr" for p in params if p.kind == "scalar"]
+            replays.append((name, args_t, reply_t, target, [p for p in objs if p is not target],
+                            streams[0] if streams else None, news[0].type if news else -1, devs))
         if destroy:
             b.append(f"  scope_.remove();  // gone from the guest whatever the library answers")
         b.append("  return st_;")
@@ -266,8 +323,10 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         for p in news:
             g.append(f"  if (!{p.name}) return kInvalidValue;")
         for p in params:
-            if p.kind == "out":
+            if p.kind in ("out", "inout"):
                 g.append(f"  if (!{p.name}) return kInvalidValue;")
+            if p.kind == "hostin":
+                g.append(f"  if (!{p.name} || {p.count} > {HOSTIN_MAX}) return kInvalidValue;")
             if p.kind == "scalar":  # host mode: the value is read here (NULL is the library's invalid value)
                 g.append(f"  if (!{handle.name}_->pointer_mode && !{p.name}) return kInvalidValue;")
         if check:  # check=EXPR: the library's own argument check, a status (0: good), made before queuing
@@ -281,6 +340,10 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 g.append(f"  a_.{p.name} = {p.name}_->wire;")
             elif p.kind == "value":
                 g.append(f"  a_.{p.name} = {p.name};")
+            elif p.kind == "inout":
+                g.append(f"  a_.{p.name} = static_cast<uint64_t>(*{p.name});")
+            elif p.kind == "hostin":
+                g.append(f"  std::memcpy(a_.{p.name}, {p.name}, {p.count});")
             elif p.kind == "dev":
                 g.append(f"  a_.{p.name} = device_pointer({p.name});")
             elif p.kind == "stream":
@@ -294,7 +357,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             g.append(f"  api::{reply_t} reply_{{}};")
             g.append(f"  const int s_ = wait<api::Call::{name}>(a_, &reply_);")
             for p in params:
-                if p.kind == "out":
+                if p.kind in ("out", "inout"):
                     g.append(f"  if (s_ == kSuccess) *{p.name} = {p.cast}<{p.host[:-1]}>(reply_.{p.name});")
             for p in news:
                 g.append(f"  if (s_ == kSuccess) publish(std::move({p.name}_), {p.name});")
@@ -345,9 +408,36 @@ namespace vmcuda::api {{
 #define VMCUDA_{NS.upper()}_OBJECT_NAMES {{{', '.join(f'"{n}"' for n in lib['names'])}}}
 """)
     cases = "\n".join(f"    case {t}: return lib.{n} ? lib.{n}(o) : 0;" for t, n in sorted(destroys.items()))
+    # A resume's replay of the recorded steps (NvobjStep): what each names, and the call again
+    # through its handler (which checks it as it checks the guest's).
+    info_cases, replay_cases = [], []
+    for name, args_t, reply_t, target, others, stream, makes, devs in replays:
+        lines = [f"    case static_cast<uint32_t>(api::Call::{name}): {{",
+                 f"      api::{args_t} a;",
+                 "      if (bytes.size() != sizeof a) return false;",
+                 "      std::memcpy(&a, bytes.data(), sizeof a);",
+                 f"      out->target = a.{target.name};",
+                 f"      out->makes = {makes};"]
+        if stream:
+            lines.append(f"      out->stream = a.{stream.name};")
+        for o in others:
+            lines.append(f"      out->others.push_back(a.{o.name});")
+        for ptr in devs:
+            lines.append(f"      out->memory.push_back({ptr});")
+        lines += ["      return true;", "    }"]
+        info_cases.append("\n".join(lines))
+        replay_cases.append("\n".join([
+            f"    case static_cast<uint32_t>(api::Call::{name}): {{",
+            f"      api::{args_t} a;",
+            f"      if (bytes.size() != sizeof a) return kInvalidValue;",
+            "      std::memcpy(&a, bytes.data(), sizeof a);",
+            f"      api::{reply_t} r{{}};",
+            f"      return s.on_{name}(a, r, req);",
+            "    }"]))
     write(os.path.join(d, f"{NS}_host.cc"), f"""// {note}
 // The host handlers of the generated {NS} calls (hand-written helpers: host-stub/src/{NS}.h).
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "{NS}.h"
@@ -355,6 +445,26 @@ namespace vmcuda::api {{
 namespace vmcuda::host {{
 
 {(nl + nl).join(host_cc)}
+
+// A recorded step's objects (false: no call a resume replays, or bytes of another size).
+bool {Lib}Traits::step_info(uint32_t call, std::span<const std::byte> bytes, NvobjStepInfo* out) {{
+  *out = NvobjStepInfo{{}};
+  switch (call) {{
+{nl.join(info_cases)}
+  }}
+  return false;
+}}
+
+// A resume: the recorded call made again through its handler; the library's status.
+int32_t {Lib}Traits::replay(Session& s, uint32_t call, std::span<const std::byte> bytes) {{
+  vmrpc::RegionView none;
+  const vmrpc::CallContext ctx{{s.info_, none}};
+  Request req{{{{}}, {{}}, 0, ctx}};
+  switch (call) {{
+{nl.join(replay_cases)}
+  }}
+  return kInvalidValue;
+}}
 
 // The object `o` of type `type` destroyed by the library (the client's teardown).
 int {NS}_destroy(const {Lib}Api& lib, int type, void* o) {{

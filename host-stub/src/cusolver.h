@@ -2,6 +2,8 @@
 // of a cuSOLVER call uses (generated: build/generated/cusolver/cusolver_host.cc; helpers: nvobj.h).
 #pragma once
 
+#include <span>
+
 #include "cusolver_host_api.h"
 #include "nvobj.h"
 
@@ -32,6 +34,10 @@ struct CusolverTraits {
     if (lib.cusolverDnSetStream) lib.cusolverDnSetStream(handle, nullptr);
   }
   static bool charge(Session& s) { return s.charge_solver_host(); }
+  static constexpr int kTypes = VMCUDA_CUSOLVER_OBJECT_TYPES;
+  // Generated (cusolver_host.cc): what a recorded step names; the step run again (a resume).
+  static bool step_info(uint32_t call, std::span<const std::byte> bytes, NvobjStepInfo* out);
+  static int32_t replay(Session& s, uint32_t call, std::span<const std::byte> bytes);
 };
 using CusolverScope = NvobjScope<CusolverTraits>;
 

@@ -2,6 +2,8 @@
 // of a cuSPARSE call uses (generated: build/generated/cusparse/cusparse_host.cc; helpers: nvobj.h).
 #pragma once
 
+#include <span>
+
 #include "cusparse_host_api.h"
 #include "nvobj.h"
 
@@ -32,6 +34,10 @@ struct CusparseTraits {
     if (lib.cusparseSetStream) lib.cusparseSetStream(handle, nullptr);
   }
   static bool charge(Session& s) { return s.charge_sparse_host(); }
+  static constexpr int kTypes = VMCUDA_CUSPARSE_OBJECT_TYPES;
+  // Generated (cusparse_host.cc): what a recorded step names; the step run again (a resume).
+  static bool step_info(uint32_t call, std::span<const std::byte> bytes, NvobjStepInfo* out);
+  static int32_t replay(Session& s, uint32_t call, std::span<const std::byte> bytes);
 };
 using CusparseScope = NvobjScope<CusparseTraits>;
 

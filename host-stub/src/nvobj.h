@@ -9,13 +9,15 @@
 // Traits (one struct per library, in LIB.h): Api, kKind, the statuses kBadHandle (no such
 // handle), kInvalidValue, kNoLibrary, kNotSupported, kAllocFailed, kLibrary (its soname),
 // kNames (each object type in words), static const Api* library(const DriverApi&),
-// reset_stream(const Api&, void* handle), and charge(Session&) (the library's host memory, once).
+// reset_stream(const Api&, void* handle), charge(Session&) (the library's host memory, once), and
+// generated: step_info (what a recorded step names) and replay (a step run again at a resume).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "nvlib.h"
@@ -134,6 +136,27 @@ class NvobjScope {
     d.ptr = made;
     d.type = type;
     s_.vol_.add(Traits::kKind, s_.current_, guest, s_.vol_.context(s_.current_)->id, std::move(d));
+  }
+  // A call a resume replays (api/libs/LIB.calls: replay, replace), recorded on the object `on`
+  // in the client's order; `replace`: it replaces the object's earlier step of the same call
+  // (a setter). Beyond kNvobjMaxSteps the object cannot be carried (a suspend says so).
+  template <class Args>
+  void record(api::Call call, const Args& a, uint64_t on, bool replace) {
+    static_assert(sizeof(Args) <= kNvobjMaxStepBytes && std::is_trivially_copyable_v<Args>);
+    Object* o = s_.vol_.find(Traits::kKind, on);
+    if (!o) return;
+    NvobjObject& d = o->as<NvobjObject>();
+    const auto number = static_cast<uint32_t>(call);
+    if (replace) std::erase_if(d.steps, [&](const NvobjStep& x) { return x.call == number; });
+    if (d.overflow) return;
+    if (d.steps.size() >= kNvobjMaxSteps) {
+      d.overflow = true;
+      d.steps.clear();
+      return;
+    }
+    NvobjStep step{.seq = s_.nvobj_seq_++, .call = number, .args = std::vector<std::byte>(sizeof a)};
+    std::memcpy(step.args.data(), &a, sizeof a);
+    d.steps.push_back(std::move(step));
   }
   // The object this call destroyed (the first one named): gone from the client.
   void remove() {

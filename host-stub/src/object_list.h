@@ -305,14 +305,40 @@ struct CudnnObject {
 };
 inline constexpr uint64_t kCudnnRetiredHandle = uint64_t{1} << 63;  // | a count
 
+// One call a resume replays to bring a cuSPARSE or cuSOLVER object back (api/libs/LIB.calls:
+// `replay` and `replace` calls): its place in the client's order across the library's
+// objects, its number and its wire arguments (guest handles and device pointers keep their
+// values across a resume, so the same arguments make the same object).
+struct NvobjStep {
+  uint64_t seq = 0;
+  uint32_t call = 0;
+  std::vector<std::byte> args;
+};
+// What a recorded step names (generated: LibTraits::step_info): the object it is recorded on,
+// the type it makes (-1: none; the object's creation), the stream it sets (0: none), the other
+// objects and the device memory (pointers, 0: none) it names: these must still be the
+// client's for a resume to replay it.
+struct NvobjStepInfo {
+  uint64_t target = 0;
+  int makes = -1;
+  uint64_t stream = 0;
+  std::vector<uint64_t> others;
+  std::vector<uint64_t> memory;
+};
+inline constexpr size_t kNvobjMaxSteps = 64;  // per object; beyond: a suspend is refused
+inline constexpr size_t kNvobjMaxStepBytes = 1024;  // the largest wire arguments of a recorded call
+
 // A cuSPARSE or cuSOLVER object of the real library (nvobj.h): a handle (type 0) or a
-// descriptor / parameters object (the library's other types, api/libs/LIB.calls). Not carried
-// by a suspend (refused while any exists).
+// descriptor / parameters object (the library's other types, api/libs/LIB.calls). Carried by
+// a suspend as the calls that made and set it (steps: its creation first), replayed in the
+// client's order at the resume once memory is back (nvobj.cc).
 struct NvobjObject {
   void* ptr = nullptr;       // the library's object
   int32_t type = 0;          // 0: the handle
   int32_t pointer_mode = 0;  // handles: cuSPARSE's pointer mode (1: scalars are device pointers)
   uint64_t stream = 0;       // handles: the guest stream set (0: the default stream)
+  std::vector<NvobjStep> steps;
+  bool overflow = false;     // more steps than kNvobjMaxSteps (a suspend is refused)
 };
 
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its

@@ -377,8 +377,15 @@ class Session : public vmrpc::SlotService {
   bool sparse_host_charged_ = false, solver_host_charged_ = false;  // StubLimits::sparse/solver_host_bytes
   bool charge_sparse_host();  // cusparse.cc, cusolver.cc: false when the VM's host memory bound has no room
   bool charge_solver_host();
-  // Why a suspend is refused now (empty: it is not): their objects are not carried yet.
+  // Why a suspend is refused now (empty: it is not): an object with more steps than are
+  // recorded, or whose steps name an object the program destroyed (nvobj.cc).
   std::string nvobj_blocks_suspend() const;
+  uint64_t nvobj_seq_ = 0;  // the next NvobjStep::seq
+  // A recorded step of a library's object (kind Cusparse or Cusolver): what it names (false:
+  // no step a resume replays); the step run again through its handler (the library's status).
+  static bool nvobj_step_info(ObjectKind kind, uint32_t call, std::span<const std::byte> args, NvobjStepInfo* out);
+  static int nvobj_types(ObjectKind kind);  // the library's object types (0: not built in)
+  int32_t nvobj_replay(ObjectKind kind, uint32_t call, std::span<const std::byte> args);
   // Captures this client began (StreamBeginCapture) and has not ended: while any is open,
   // nothing is handed to the GPU's working thread (captured work is issued in order on this
   // thread, where the capture began) and copies whose host bytes do not outlive the call are

@@ -14,8 +14,8 @@
 // the same model), the arena at the same addresses (every device pointer keeps its
 // value), memory contents, modules, functions, variables, streams, events, registrations,
 // limits, peer access, arrays, the guest's VMM reservations, physical allocations and
-// mappings (at the same addresses, offsets and access), cuBLAS, cuBLASLt, cuFFT, cuRAND and
-// cuDNN objects, behind
+// mappings (at the same addresses, offsets and access), cuBLAS, cuBLASLt, cuFFT, cuRAND,
+// cuDNN, cuSPARSE and cuSOLVER objects, behind
 // the same guest handles, and texture and surface objects with their old values (arrays.cc).
 // A resume that fails releases what it
 // made and stays suspended; the stream is left as it was, for a retry.
@@ -68,7 +68,8 @@ enum RecordType : uint32_t {
 // where it stands) and cuDNN handles and backend descriptors (their creation, attributes and
 // finalization); 9: IPC between the VM's programs (the memory and events a client opened of
 // others', with their tokens; its exports, kIpcExports)
-constexpr uint32_t kClientStateVersion = 9;
+// 10: cuSPARSE and cuSOLVER objects (the calls that made and set each, NvobjStep)
+constexpr uint32_t kClientStateVersion = 10;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
@@ -471,7 +472,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   if (const std::string t = nvlib_block_suspend(); !t.empty()) return fail(t);
   // A cuDNN descriptor a resume could not make again (cudnn.cc): refused.
   if (const std::string t = cudnn_blocks_suspend(); !t.empty()) return fail(t);
-  // Nor cuSPARSE's and cuSOLVER's (nvobj.cc).
+  // Nor a cuSPARSE or cuSOLVER object whose recorded calls a resume could not replay (nvobj.cc).
   if (const std::string t = nvobj_blocks_suspend(); !t.empty()) return fail(t);
   // Quiesce: what was handed to the GPU's working thread, then every stream of every device.
   drain_posted(nullptr);
@@ -763,8 +764,28 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;
       }
       case ObjectKind::Cusparse:
-      case ObjectKind::Cusolver:
-        break;  // never: refused while any exists (nvobj_blocks_suspend)
+      case ObjectKind::Cusolver: {
+        // The calls that made and set it (nvobj.cc): a resume replays them in the client's
+        // order. A stream the program destroyed since it set it is left out: the handle runs
+        // on the default stream then (NvobjScope::object), as it will after the resume.
+        const auto& d = o.as<NvobjObject>();
+        std::vector<const NvobjStep*> steps;
+        for (const NvobjStep& step : d.steps) {
+          NvobjStepInfo info;
+          if (nvobj_step_info(o.kind, step.call, step.args, &info) && info.stream >= api::kFirstGuestHandle &&
+              !vol_.find(ObjectKind::Stream, info.stream))
+            continue;
+          steps.push_back(&step);
+        }
+        w.put_i32(d.type);
+        w.put_u32(static_cast<uint32_t>(steps.size()));
+        for (const NvobjStep* step : steps) {
+          w.put_u64(step->seq);
+          w.put_u32(step->call);
+          w.put_bytes(step->args);
+        }
+        break;
+      }
       case ObjectKind::Array:
       case ObjectKind::MipmappedArray: {
         // The descriptor (the texels follow as a blob of their own, kArrayData).
@@ -1102,8 +1123,6 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     };
     if (!r.ok()) return bad(r.error());
     if (kind < static_cast<uint8_t>(ObjectKind::Context) || kind >= kObjectKinds) return bad("unknown kind");
-    if (s.kind == ObjectKind::Cusparse || s.kind == ObjectKind::Cusolver)
-      return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
     if (s.kind == ObjectKind::HostRegistration ? device != -1 : !valid_device(device)) return bad("bad device");
     if (saved_by_id.contains(s.id) || s.id == 0) return bad("duplicate id");
     // Parents come first; each kind has its own parent kind.
@@ -1581,8 +1600,37 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         break;
       }
       case ObjectKind::Cusparse:
-      case ObjectKind::Cusolver:
-        return bad("cuSPARSE and cuSOLVER objects are not carried by a suspend");
+      case ObjectKind::Cusolver: {
+        // An object of a known type, its creation (of that type, for this handle) first, then
+        // at most kNvobjMaxSteps - 1 calls recorded on it, each a call the library's objects
+        // replay with arguments of its size, in the client's order. What the steps name is
+        // checked when they are replayed: through the handlers, as the guest's calls are.
+        NvobjObject d;
+        uint32_t n = 0;
+        r.get_i32(&d.type);
+        r.get_u32(&n);
+        if (!r.ok()) break;
+        if (s.handle < api::kFirstGuestHandle || d.type < 0 || d.type >= nvobj_types(s.kind))
+          return bad("an object of an unknown type (or of a library this vmcuda-stub was built without)");
+        if (n == 0 || n > kNvobjMaxSteps) return bad("no creation or too many steps");
+        for (uint32_t i = 0; r.ok() && i < n; ++i) {
+          NvobjStep step;
+          r.get_u64(&step.seq);
+          r.get_u32(&step.call);
+          r.get_bytes(&step.args, kNvobjMaxStepBytes);
+          if (!r.ok()) break;
+          NvobjStepInfo info;
+          if (!nvobj_step_info(s.kind, step.call, step.args, &info))
+            return bad("a step that is not a call the library's objects replay");
+          if (info.target != s.handle) return bad("a step recorded on another object");
+          if (i == 0 ? info.makes != d.type : info.makes >= 0)
+            return bad("not the object's creation first (and only first)");
+          if (i > 0 && step.seq <= d.steps.back().seq) return bad("steps out of order");
+          d.steps.push_back(std::move(step));
+        }
+        s.data = std::move(d);
+        break;
+      }
     }
     r.expect_end();
     if (!r.ok()) return bad(r.error());
@@ -1778,6 +1826,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (s.kind == ObjectKind::Graph || s.kind == ObjectKind::GraphNode || s.kind == ObjectKind::GraphExec) continue;
     if (s.kind == ObjectKind::VmmReservation || s.kind == ObjectKind::VmmAllocation || s.kind == ObjectKind::VmmMapping)
       continue;
+    // cuSPARSE and cuSOLVER objects: their steps replayed once memory is back (below).
+    if (s.kind == ObjectKind::Cusparse || s.kind == ObjectKind::Cusolver) continue;
     const ObjectId parent = s.parent ? new_id.at(s.parent) : 0;
     if (vol_.find(s.kind, s.handle)) return fail("two " + std::string(kind_name(s.kind)) + "s with handle " + hex(s.handle));
     if (s.device >= 0) make_current(s.device);
@@ -2181,6 +2231,49 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       return fail("enabling peer access from device " + std::to_string(s.device) + " to " + std::to_string(peer) +
                   " failed: " + describe(api_, e));
     vol_.add(ObjectKind::PeerAccess, s.device, s.handle, vol_.context(s.device)->id, PeerAccessObject{});
+  }
+  // cuSPARSE and cuSOLVER objects: every recorded step, in the client's order across them, run
+  // again through its handler (which checks it as a guest's call and records it anew), now that
+  // device memory is back (an analysis reads the matrix); then each context waits for what
+  // they ran.
+  {
+    struct At {
+      uint64_t seq;
+      const Saved* s;
+      const NvobjStep* step;
+    };
+    std::vector<At> order;
+    std::set<std::pair<ObjectKind, uint64_t>> handles;
+    for (const Saved& s : saved) {
+      if (s.kind != ObjectKind::Cusparse && s.kind != ObjectKind::Cusolver) continue;
+      if (!handles.insert({s.kind, s.handle}).second) return fail("two cuSPARSE or cuSOLVER objects with handle " + hex(s.handle));
+      for (const NvobjStep& step : std::get<NvobjObject>(s.data).steps) order.push_back({step.seq, &s, &step});
+    }
+    std::ranges::sort(order, {}, &At::seq);
+    std::set<int> ran_on;
+    const int current = current_;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const At& at = order[i];
+      if (i > 0 && at.seq == order[i - 1].seq) return fail("two cuSPARSE or cuSOLVER steps in the same place");
+      // Made in its device's context (the handlers use the current one); set in its handle's.
+      current_ = at.s->device;
+      make_current(at.s->device);
+      ran_on.insert(at.s->device);
+      const int32_t st = nvobj_replay(at.s->kind, at.step->call, at.step->args);
+      if (st != 0) {
+        current_ = current;
+        return fail(std::string("replaying ") + api::call_name(at.step->call) + " for the " +
+                    (at.s->kind == ObjectKind::Cusparse ? "cuSPARSE" : "cuSOLVER") + " object " + hex(at.s->handle) +
+                    " failed with status " + std::to_string(st));
+      }
+    }
+    current_ = current;
+    for (int d : ran_on) {
+      make_current(d);
+      if (CUresult e = api_.cuCtxSynchronize(); e != CUDA_SUCCESS)
+        return fail("replaying the cuSPARSE and cuSOLVER calls on device " + std::to_string(d) + " failed: " + describe(api_, e));
+    }
+    make_current(current_);
   }
   vol_.set_last_handle(ObjectKind::Module, last_handles[0]);
   vol_.set_last_handle(ObjectKind::Function, last_handles[1]);

@@ -1,5 +1,5 @@
 // A fake libcusolver.so.12 for the test executor (fake_driver.h): handles, parameter objects,
-// and dense LU (getrf/getrs with partial pivoting), Cholesky (potrf/potrs) and the symmetric
+// syevj/gesvdj information objects (their settings; syevj honours sorting and sweeps), and dense LU (getrf/getrs with partial pivoting), Cholesky (potrf/potrs) and the symmetric
 // eigenvalue solver (syevd, by Jacobi rotations), fp32 and fp64, column-major, in the legacy
 // (S/D) and the 64-bit generic (X) forms, computed on the CPU over the fake device memory. info
 // is written to device memory as the library does. A FAKE: what the tests need; other entry
@@ -24,8 +24,11 @@ constexpr int kSuccess = 0, kNotInitialized = 1, kInvalidValue = 3, kExecutionFa
 constexpr int kR32F = 0, kR64F = 1, kLower = 0, kUpper = 1;
 
 struct Object {
-  int kind = 0;  // 0 handle, 1 parameters
+  int kind = 0;  // 0 handle, 1 parameters, 2 syevj information, 3 gesvdj information
   void* stream = nullptr;
+  // information objects: what cusolverDnX{syevj,gesvdj}Set* set (NVIDIA's defaults)
+  double tolerance = 0;
+  int max_sweeps = 100, sort = 1;
 };
 std::mutex g_mu;
 std::set<Object*> g_live;
@@ -69,6 +72,31 @@ int f_set_stream(void* h, void* s) {
   return kSuccess;
 }
 int f_set_adv_options(void* p, int, int) { return params_ok(p) ? kSuccess : kInvalidValue; }
+int f_create_syevj_info(void** p) { return make(p, 2); }
+int f_destroy_syevj_info(void* p) { return destroy(p, 2); }
+int f_create_gesvdj_info(void** p) { return make(p, 3); }
+int f_destroy_gesvdj_info(void* p) { return destroy(p, 3); }
+template <int Kind>
+int f_info_tolerance(void* p, double t) {
+  std::lock_guard l(g_mu);
+  if (!live(p, Kind) || t < 0) return kInvalidValue;
+  static_cast<Object*>(p)->tolerance = t;
+  return kSuccess;
+}
+template <int Kind>
+int f_info_sweeps(void* p, int n) {
+  std::lock_guard l(g_mu);
+  if (!live(p, Kind) || n <= 0) return kInvalidValue;
+  static_cast<Object*>(p)->max_sweeps = n;
+  return kSuccess;
+}
+template <int Kind>
+int f_info_sort(void* p, int sort) {
+  std::lock_guard l(g_mu);
+  if (!live(p, Kind)) return kInvalidValue;
+  static_cast<Object*>(p)->sort = sort != 0;
+  return kSuccess;
+}
 
 // A column-major matrix of the fake device memory as doubles, and back.
 struct Mat {
@@ -267,7 +295,10 @@ int potrs(int uplo, int64_t n, int64_t nrhs, const void* a, int64_t lda, int typ
 }
 
 // ---- symmetric eigenvalues (cyclic Jacobi), ascending; eigenvectors into A when asked
-int syevd(int jobz, int uplo, int64_t n, void* a, int64_t lda, int type, void* w, int wtype, void* info) {
+// sort: eigenvalues ascending (else in the order the rotations leave them: syevj's sort_eig 0);
+// sweeps: at most that many (syevj's max_sweeps).
+int syevd(int jobz, int uplo, int64_t n, void* a, int64_t lda, int type, void* w, int wtype, void* info,
+          bool sort = true, int sweeps = 100) {
   if (n < 0 || lda < std::max<int64_t>(1, n) || (jobz != 0 && jobz != 1) || (uplo != kLower && uplo != kUpper))
     return kInvalidValue;
   return on_device([&](const FakeDeviceAt& at) {
@@ -282,7 +313,7 @@ int syevd(int jobz, int uplo, int64_t n, void* a, int64_t lda, int type, void* w
         s[i + j * n] = stored ? A.get(i, j) : A.get(j, i);
       }
     }
-    for (int sweep = 0; sweep < 100; ++sweep) {
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
       double off = 0;
       for (int64_t p = 0; p < n; ++p)
         for (int64_t q = p + 1; q < n; ++q) off += s[p + q * n] * s[p + q * n];
@@ -313,7 +344,8 @@ int syevd(int jobz, int uplo, int64_t n, void* a, int64_t lda, int type, void* w
     }
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x + x * n] < s[y + y * n]; });
+    if (sort)
+      std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x + x * n] < s[y + y * n]; });
     for (int64_t i = 0; i < n; ++i) {
       W.set(i, 0, s[order[i] + order[i] * n]);
       if (jobz == 1)
@@ -365,6 +397,27 @@ int syevd_bs(void* h, int jobz, int uplo, int n, void*, int lda, void*, int* lwo
 template <int T>
 int syevd_(void* h, int jobz, int uplo, int n, void* a, int lda, void* w, void*, int, void* info) {
   return handle_ok(h) ? syevd(jobz, uplo, n, a, lda, T, w, T, info) : kNotInitialized;
+}
+
+// syevj: syevd's Jacobi rotations, with the information object's sorting and sweeps.
+template <int T>
+int syevj_bs(void* h, int jobz, int uplo, int n, void* a, int lda, void* w, int* lwork, void* p) {
+  {
+    std::lock_guard l(g_mu);
+    if (!live(p, 2)) return live(h, 0) ? kInvalidValue : kNotInitialized;
+  }
+  return syevd_bs<T>(h, jobz, uplo, n, a, lda, w, lwork);
+}
+template <int T>
+int syevj_(void* h, int jobz, int uplo, int n, void* a, int lda, void* w, void*, int, void* info, void* p) {
+  if (!handle_ok(h)) return kNotInitialized;
+  Object o;
+  {
+    std::lock_guard l(g_mu);
+    if (!live(p, 2)) return kInvalidValue;
+    o = *static_cast<Object*>(p);
+  }
+  return syevd(jobz, uplo, n, a, lda, T, w, T, info, o.sort != 0, o.max_sweeps);
 }
 
 // ---- the 64-bit generic API: the data type must be the compute type (the fake's limit)
@@ -427,6 +480,20 @@ void* fake_cusolver_symbol(const char* name) {
       {"cusolverDnCreateParams", reinterpret_cast<void*>(f_create_params)},
       {"cusolverDnDestroyParams", reinterpret_cast<void*>(f_destroy_params)},
       {"cusolverDnSetAdvOptions", reinterpret_cast<void*>(f_set_adv_options)},
+      {"cusolverDnCreateSyevjInfo", reinterpret_cast<void*>(f_create_syevj_info)},
+      {"cusolverDnDestroySyevjInfo", reinterpret_cast<void*>(f_destroy_syevj_info)},
+      {"cusolverDnXsyevjSetTolerance", reinterpret_cast<void*>(f_info_tolerance<2>)},
+      {"cusolverDnXsyevjSetMaxSweeps", reinterpret_cast<void*>(f_info_sweeps<2>)},
+      {"cusolverDnXsyevjSetSortEig", reinterpret_cast<void*>(f_info_sort<2>)},
+      {"cusolverDnSsyevj_bufferSize", reinterpret_cast<void*>(syevj_bs<kR32F>)},
+      {"cusolverDnDsyevj_bufferSize", reinterpret_cast<void*>(syevj_bs<kR64F>)},
+      {"cusolverDnSsyevj", reinterpret_cast<void*>(syevj_<kR32F>)},
+      {"cusolverDnDsyevj", reinterpret_cast<void*>(syevj_<kR64F>)},
+      {"cusolverDnCreateGesvdjInfo", reinterpret_cast<void*>(f_create_gesvdj_info)},
+      {"cusolverDnDestroyGesvdjInfo", reinterpret_cast<void*>(f_destroy_gesvdj_info)},
+      {"cusolverDnXgesvdjSetTolerance", reinterpret_cast<void*>(f_info_tolerance<3>)},
+      {"cusolverDnXgesvdjSetMaxSweeps", reinterpret_cast<void*>(f_info_sweeps<3>)},
+      {"cusolverDnXgesvdjSetSortEig", reinterpret_cast<void*>(f_info_sort<3>)},
       {"cusolverDnSgetrf_bufferSize", reinterpret_cast<void*>(getrf_bs<kR32F>)},
       {"cusolverDnDgetrf_bufferSize", reinterpret_cast<void*>(getrf_bs<kR64F>)},
       {"cusolverDnSgetrf", reinterpret_cast<void*>(getrf_<kR32F>)},

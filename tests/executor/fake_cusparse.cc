@@ -1,7 +1,8 @@
 // A fake libcusparse.so.12 for the test executor (fake_driver.h): handles (stream, pointer mode,
 // version), the generic API's CSR/COO sparse matrices and dense vectors/matrices (the getters and
-// setters vmcuda remotes) and SpMV/SpMM computed on the CPU over the fake device memory for fp32
-// and fp64 values with 32- or 64-bit indices. A FAKE: only what the tests need; other entry
+// setters vmcuda remotes) and SpMV/SpMM, SpSV (CSR triangular solve, after an analysis) and
+// SpGEMM (CSR x CSR, the product kept in its descriptor from compute to copy) computed on the
+// CPU over the fake device memory for fp32 and fp64 values with 32- or 64-bit indices. A FAKE: only what the tests need; other entry
 // points are missing (the stub answers CUSPARSE_STATUS_NOT_SUPPORTED). Memory no allocation holds
 // is CUSPARSE_STATUS_EXECUTION_FAILED (a GPU would fault).
 #include <cstdint>
@@ -20,8 +21,13 @@ namespace {
 constexpr int kSuccess = 0, kNotInitialized = 1, kInvalidValue = 3, kExecutionFailed = 6, kNotSupported = 10;
 constexpr int kR32F = 0, kR64F = 1, kIdx32 = 2, kIdx64 = 3, kCsr = 1, kCoo = 3, kOrderCol = 1, kOrderRow = 2;
 
+struct Entry {
+  int64_t r, c;
+  double v;
+};
+
 struct Object {
-  int kind = 0;  // 0 handle, 1 sparse matrix, 2 dense vector, 3 dense matrix
+  int kind = 0;  // 0 handle, 1 sparse matrix, 2 dense vector, 3 dense matrix, 5 SpSV, 6 SpGEMM
   // handle
   void* stream = nullptr;
   int pointer_mode = 0;
@@ -34,6 +40,14 @@ struct Object {
   int order = 0;
   void* values = nullptr;
   int value_type = 0;
+  // sparse matrix attributes (cusparseSpMatSetAttribute): fill mode (0 lower, 1 upper), diag
+  // type (0 non-unit, 1 unit)
+  int fill = 0, diag = 0;
+  // SpSV: analysed (for which matrix); SpGEMM: work estimated, the product computed (kept here
+  // as the library keeps it in its descriptor and buffers, until copied into C)
+  bool analysed = false, estimated = false, computed = false;
+  void* analysed_for = nullptr;
+  std::vector<Entry> product;
 };
 std::mutex g_mu;
 std::set<Object*> g_live;
@@ -194,10 +208,6 @@ int64_t index_at(const std::byte* p, int64_t i, int t) {
 
 // The (row, column, value) entries of a sparse matrix in the fake device memory; false when its
 // memory is not there or an index is out of range.
-struct Entry {
-  int64_t r, c;
-  double v;
-};
 bool entries(const Object& a, const FakeDeviceAt& at, std::vector<Entry>* out) {
   const std::byte* val = at(reinterpret_cast<uint64_t>(a.values), a.nnz * vbytes(a.value_type));
   const std::byte* ind = at(reinterpret_cast<uint64_t>(a.indices), a.nnz * ibytes(a.index_type));
@@ -327,6 +337,209 @@ int f_spmm(void* hp, int opA, int opB, const void* alpha, void* ap, void* bp, co
   return status;
 }
 
+// ---- attributes, SpSV (triangular solve), SpGEMM (sparse x sparse), CSR only
+
+int f_spmat_set_attribute(void* p, int attribute, void* data, size_t bytes) {
+  return with(p, 1, [&](Object& o) {
+    int v;
+    if (!data || bytes != sizeof v || attribute < 0 || attribute > 1) return kInvalidValue;
+    std::memcpy(&v, data, sizeof v);
+    if (v != 0 && v != 1) return kInvalidValue;
+    (attribute == 0 ? o.fill : o.diag) = v;
+    return kSuccess;
+  });
+}
+int f_spsv_create(void** out) {
+  Object o;
+  o.kind = 5;
+  return make(out, o);
+}
+int f_spsv_destroy(void* p) { return destroy(p, 5); }
+int f_spgemm_create(void** out) {
+  Object o;
+  o.kind = 6;
+  return make(out, o);
+}
+int f_spgemm_destroy(void* p) { return destroy(p, 6); }
+
+// op(A) square, CSR, x and y of its size.
+bool spsv_args(Object* a, Object* x, Object* y, int op, int ct) {
+  return a && x && y && op == 0 && value_ok(ct) && a->format == kCsr && a->rows == a->cols && x->size == a->rows &&
+         y->size == a->rows;
+}
+int f_spsv_buffer(void* h, int op, const void*, void* a, void* x, void* y, int ct, int, void* d, size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(h, 0)) return kNotInitialized;
+  if (!spsv_args(live(a, 1), live(x, 2), live(y, 2), op, ct) || !live(d, 5) || !size) return kInvalidValue;
+  *size = 256;
+  return kSuccess;
+}
+// The analysis checks the structure (every row has its diagonal) and marks the buffer, as the
+// library fills it; a solve needs both.
+int f_spsv_analysis(void* hp, int op, const void*, void* ap, void* xp, void* yp, int ct, int, void* dp, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  Object *a = live(ap, 1), *d = live(dp, 5);
+  if (!spsv_args(a, live(xp, 2), live(yp, 2), op, ct) || !d || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    std::vector<Entry> es;
+    std::byte* mark = at(reinterpret_cast<uint64_t>(buf), 8);
+    if (!mark || !entries(*a, at, &es)) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<bool> diagonal(a->rows, false);
+    for (const Entry& e : es) diagonal[e.r] = diagonal[e.r] || e.r == e.c;
+    for (int64_t r = 0; r < a->rows && a->diag == 0; ++r)
+      if (!diagonal[r]) status = kInvalidValue;
+    const uint64_t magic = 0x5350535641u;  // "SPSVA"
+    std::memcpy(mark, &magic, 8);
+  });
+  if (status == kSuccess) {
+    d->analysed = true;
+    d->analysed_for = ap;
+  }
+  return status;
+}
+int f_spsv_solve(void* hp, int op, const void* alpha, void* ap, void* xp, void* yp, int ct, int, void* dp) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object *a = live(ap, 1), *x = live(xp, 2), *y = live(yp, 2), *d = live(dp, 5);
+  if (!spsv_args(a, x, y, op, ct) || !d) return kInvalidValue;
+  if (!d->analysed || d->analysed_for != ap) return kInvalidValue;  // no analysis of this matrix
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    double al;
+    std::vector<Entry> es;
+    const std::byte* xv = at(reinterpret_cast<uint64_t>(x->values), x->size * vbytes(x->value_type));
+    std::byte* yv = at(reinterpret_cast<uint64_t>(y->values), y->size * vbytes(y->value_type));
+    if (!scalar(*h, alpha, ct, at, &al)) {
+      status = h->pointer_mode ? kExecutionFailed : kInvalidValue;
+      return;
+    }
+    if ((x->size && !xv) || (y->size && !yv) || !entries(*a, at, &es)) {
+      status = kExecutionFailed;
+      return;
+    }
+    // Forward (lower) or backward (upper) substitution over the triangle the fill mode names.
+    const int64_t n = a->rows;
+    std::vector<std::vector<Entry>> rows(n);
+    for (const Entry& e : es)
+      if (a->fill == 0 ? e.c <= e.r : e.c >= e.r) rows[e.r].push_back(e);
+    std::vector<double> out(n, 0.0);
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t r = a->fill == 0 ? k : n - 1 - k;
+      double sum = al * load(xv, r, x->value_type), diagonal = 1.0;
+      for (const Entry& e : rows[r]) {
+        if (e.c == r) diagonal = a->diag == 1 ? 1.0 : e.v;
+        else sum -= e.v * out[e.c];
+      }
+      out[r] = sum / diagonal;
+    }
+    for (int64_t i = 0; i < n; ++i) store(yv, i, y->value_type, out[i]);
+  });
+  return status;
+}
+
+bool spgemm_args(Object* a, Object* b, Object* c, int opA, int opB, int ct) {
+  return a && b && c && opA == 0 && opB == 0 && value_ok(ct) && a->format == kCsr && b->format == kCsr &&
+         c->format == kCsr && a->cols == b->rows && c->rows == a->rows && c->cols == b->cols;
+}
+// A first call (no buffer) answers the size; the second fills the buffer (the fake: a mark).
+int f_spgemm_estimate(void* hp, int opA, int opB, const void*, void* ap, void* bp, const void*, void* cp, int ct, int,
+                      void* dp, size_t* size, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  Object* d = live(dp, 6);
+  if (!spgemm_args(live(ap, 1), live(bp, 1), live(cp, 1), opA, opB, ct) || !d || !size) return kInvalidValue;
+  if (!buf) {
+    *size = 96;
+    return kSuccess;
+  }
+  if (*size < 96) return kInvalidValue;
+  d->estimated = true;
+  return kSuccess;
+}
+// The product, into the descriptor (the library keeps it in its buffers); C's size becomes its
+// number of entries.
+int f_spgemm_compute(void* hp, int opA, int opB, const void* alpha, void* ap, void* bp, const void*, void* cp, int ct,
+                     int, void* dp, size_t* size, void* buf) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object *a = live(ap, 1), *b = live(bp, 1), *c = live(cp, 1), *d = live(dp, 6);
+  if (!spgemm_args(a, b, c, opA, opB, ct) || !d || !size) return kInvalidValue;
+  if (!d->estimated) return kInvalidValue;  // no work estimation first
+  if (!buf) {
+    *size = 160;
+    return kSuccess;
+  }
+  if (*size < 160) return kInvalidValue;
+  int status = kSuccess;
+  std::map<std::pair<int64_t, int64_t>, double> sum;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    double al;
+    std::vector<Entry> ea, eb;
+    if (!scalar(*h, alpha, ct, at, &al)) {
+      status = h->pointer_mode ? kExecutionFailed : kInvalidValue;
+      return;
+    }
+    if (!entries(*a, at, &ea) || !entries(*b, at, &eb)) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<std::vector<Entry>> brows(b->rows);
+    for (const Entry& e : eb) brows[e.r].push_back(e);
+    for (const Entry& x : ea)
+      for (const Entry& y : brows[x.c]) sum[{x.r, y.c}] += al * x.v * y.v;
+  });
+  if (status != kSuccess) return status;
+  d->product.clear();
+  for (const auto& [rc, v] : sum) d->product.push_back({rc.first, rc.second, v});
+  d->computed = true;
+  c->nnz = static_cast<int64_t>(d->product.size());
+  return kSuccess;
+}
+int f_spgemm_copy(void* hp, int opA, int opB, const void*, void* ap, void* bp, const void*, void* cp, int ct, int,
+                  void* dp) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  Object *c = live(cp, 1), *d = live(dp, 6);
+  if (!spgemm_args(live(ap, 1), live(bp, 1), c, opA, opB, ct) || !d) return kInvalidValue;
+  if (!d->computed || c->nnz != static_cast<int64_t>(d->product.size())) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const int64_t nnz = c->nnz;
+    std::byte* off = at(reinterpret_cast<uint64_t>(c->offsets), (c->rows + 1) * ibytes(c->index_type));
+    std::byte* ind = at(reinterpret_cast<uint64_t>(c->indices), nnz * ibytes(c->index_type));
+    std::byte* val = at(reinterpret_cast<uint64_t>(c->values), nnz * vbytes(c->value_type));
+    if (!off || (nnz && (!ind || !val))) {
+      status = kExecutionFailed;
+      return;
+    }
+    auto put_index = [&](std::byte* p, int64_t i, int64_t v) {
+      if (c->index_type == kIdx32) {
+        const int32_t w = static_cast<int32_t>(v);
+        std::memcpy(p + 4 * i, &w, 4);
+      } else {
+        std::memcpy(p + 8 * i, &v, 8);
+      }
+    };
+    int64_t k = 0;
+    for (int64_t r = 0; r < c->rows; ++r) {
+      put_index(off, r, k + c->base);
+      for (; k < nnz && d->product[k].r == r; ++k) {
+        put_index(ind, k, d->product[k].c + c->base);
+        store(val, k, c->value_type, d->product[k].v);
+      }
+    }
+    put_index(off, c->rows, nnz + c->base);
+  });
+  return status;
+}
+
 }  // namespace
 
 void* fake_cusparse_symbol(const char* name) {
@@ -348,7 +561,6 @@ void* fake_cusparse_symbol(const char* name) {
       {"cusparseDestroyDnVec", reinterpret_cast<void*>(f_destroy_dnvec)},
       {"cusparseDestroyDnMat", reinterpret_cast<void*>(f_destroy_dnmat)},
       {"cusparseCsrSetPointers", reinterpret_cast<void*>(f_csr_set_pointers)},
-      {"cusparseSpMatGetSize", reinterpret_cast<void*>(f_spmat_get_size)},
       {"cusparseSpMatGetFormat", reinterpret_cast<void*>(f_spmat_get_format)},
       {"cusparseDnVecGet", reinterpret_cast<void*>(f_dnvec_get)},
       {"cusparseDnVecGetValues", reinterpret_cast<void*>(f_dnvec_get_values)},
@@ -358,6 +570,18 @@ void* fake_cusparse_symbol(const char* name) {
       {"cusparseSpMV", reinterpret_cast<void*>(f_spmv)},
       {"cusparseSpMM_bufferSize", reinterpret_cast<void*>(f_spmm_buffer)},
       {"cusparseSpMM", reinterpret_cast<void*>(f_spmm)},
+      {"cusparseSpMatSetAttribute", reinterpret_cast<void*>(f_spmat_set_attribute)},
+      {"cusparseSpSV_createDescr", reinterpret_cast<void*>(f_spsv_create)},
+      {"cusparseSpSV_destroyDescr", reinterpret_cast<void*>(f_spsv_destroy)},
+      {"cusparseSpSV_bufferSize", reinterpret_cast<void*>(f_spsv_buffer)},
+      {"cusparseSpSV_analysis", reinterpret_cast<void*>(f_spsv_analysis)},
+      {"cusparseSpSV_solve", reinterpret_cast<void*>(f_spsv_solve)},
+      {"cusparseSpGEMM_createDescr", reinterpret_cast<void*>(f_spgemm_create)},
+      {"cusparseSpGEMM_destroyDescr", reinterpret_cast<void*>(f_spgemm_destroy)},
+      {"cusparseSpGEMM_workEstimation", reinterpret_cast<void*>(f_spgemm_estimate)},
+      {"cusparseSpGEMM_compute", reinterpret_cast<void*>(f_spgemm_compute)},
+      {"cusparseSpGEMM_copy", reinterpret_cast<void*>(f_spgemm_copy)},
+      {"cusparseSpMatGetSize", reinterpret_cast<void*>(f_spmat_get_size)},
   };
   auto it = t.find(name);
   return it == t.end() ? nullptr : it->second;

@@ -154,6 +154,35 @@ int main(int argc, char** argv) {
     s.put_record(6, 0, {});
     save("ipc", s);
   }
+  {
+    // A cuSPARSE handle as suspend.cc writes it (state version 10): an object record of kind
+    // Cusparse (29) with its type (0: the handle) and its steps (seq, call number, the call's
+    // wire arguments): cusparseCreate (0x2400) and cusparseSetPointerMode (0x2404).
+    MemorySink s(small);
+    ByteWriter h;
+    h.put_u8(29);
+    h.put_u64(2);
+    h.put_u64(1);
+    h.put_i32(0);
+    h.put_u64(0x7000);
+    h.put_i32(0);
+    h.put_u32(2);
+    h.put_u64(0);
+    h.put_u32(0x2400);
+    ByteWriter create;
+    create.put_u64(0x7000);
+    h.put_bytes(create.bytes());
+    h.put_u64(1);
+    h.put_u32(0x2404);
+    ByteWriter mode;
+    mode.put_u64(0x7000);
+    mode.put_i32(1);
+    mode.put_u32(0);
+    h.put_bytes(mode.bytes());
+    s.put_record(3, 2, h.bytes());
+    s.put_record(6, 0, {});
+    save("cusparse", s);
+  }
   // Striped sets: FileSink's files, packed as the fuzzer reads them.
   for (unsigned stripes : {1u, 3u}) {
     char templ[] = "/tmp/state_file_fuzz_seeds.XXXXXX";

@@ -9,6 +9,7 @@
 #include <bit>
 #include <functional>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -832,23 +833,250 @@ TEST(Suspend, AHostileCurandRecordInAStateFileIsRefused) {
 #endif
 
 #if defined(VMCUDA_WITH_CUSPARSE) && defined(VMCUDA_WITH_CUSOLVER)
-TEST(Suspend, CusparseAndCusolverObjectsRefuseTheSuspendUntilDestroyed) {
+// cuSPARSE and cuSOLVER objects (host-stub/src/nvobj.cc): carried as the calls that made and
+// set them, replayed in the client's order once memory is back. The fake (tests/executor/
+// fake_cusparse.cc) keeps an SpSV analysis and an SpGEMM product in the descriptor, as the
+// library does: a solve or copy after the resume works only if they were replayed.
+struct SparseWork {
+  static constexpr int kR32F = 0, kR64F = 1, kIdx32 = 2;
+  static constexpr uint64_t h = 0x7100, A = 0x7110, x = 0x7120, y = 0x7130, sv = 0x7140, B = 0x7150, C = 0x7160,
+                            gm = 0x7170, sh = 0x7180, sp = 0x7190, sj = 0x71a0, stream = 0x9100;
+  uint64_t xp = 0, yp = 0, cvals = 0;
+  template <class T>
+  static uint64_t upload(Client& c, const std::vector<T>& v) {
+    const uint64_t p = c.malloc(v.size() * sizeof(T));
+    EXPECT_EQ(c.call<api::Call::CopyToDeviceInline>({p}, nullptr, std::as_bytes(std::span(v))), 0);
+    return p;
+  }
+  template <class T>
+  static std::vector<T> get(Client& c, uint64_t p, size_t n) {
+    std::vector<std::byte> extra;
+    EXPECT_EQ(c.call<api::Call::CopyFromDeviceInline>({p, n * sizeof(T)}, nullptr, {}, &extra, uint32_t(n * sizeof(T))),
+              0);
+    std::vector<T> v(n);
+    std::memcpy(v.data(), extra.data(), std::min(extra.size(), n * sizeof(T)));
+    return v;
+  }
+  static void scalar(uint64_t (&to)[2], float v) { std::memcpy(to, &v, 4); }
+  static uint64_t csr(Client& c, uint64_t guest, std::vector<int> off, std::vector<int> ind, std::vector<float> val) {
+    api::cusparseCreateCsr_Args a{};
+    a.spMatDescr = guest, a.rows = int64_t(off.size() - 1), a.cols = a.rows, a.nnz = int64_t(ind.size());
+    a.csrRowOffsets = upload(c, off), a.csrColInd = upload(c, ind), a.csrValues = upload(c, val);
+    a.csrRowOffsetsType = a.csrColIndType = kIdx32, a.valueType = kR32F;
+    EXPECT_EQ(c.call<api::Call::cusparseCreateCsr>(a), 0);
+    return guest;
+  }
+  // Up to the SpSV analysis and the SpGEMM compute, the handle on a stream of its own.
+  void build(Client& c) {
+    ASSERT_EQ(c.call<api::Call::StreamCreate>({stream, 0, 0}), 0);
+    ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+    ASSERT_EQ(c.call<api::Call::cusparseSetStream>({h, stream}), 0);
+    // A = [[2,0,0],[1,3,0],[4,0,5]] with an upper entry the lower fill mode leaves out.
+    csr(c, A, {0, 2, 4, 6}, {0, 2, 0, 1, 0, 2}, {2, 9, 1, 3, 4, 5});
+    api::cusparseSpMatSetAttribute_Args fill{};
+    fill.spMatDescr = A, fill.attribute = 0, fill.dataSize = 4;  // CUSPARSE_SPMAT_FILL_MODE: lower (0)
+    ASSERT_EQ(c.call<api::Call::cusparseSpMatSetAttribute>(fill), 0);
+    xp = upload(c, std::vector<float>{2, 7, 13}), yp = upload(c, std::vector<float>{0, 0, 0});
+    for (auto [guest, p] : {std::pair{x, xp}, std::pair{y, yp}}) {
+      api::cusparseCreateDnVec_Args v{};
+      v.dnVecDescr = guest, v.size = 3, v.values = p, v.valueType = kR32F;
+      ASSERT_EQ(c.call<api::Call::cusparseCreateDnVec>(v), 0);
+    }
+    ASSERT_EQ(c.call<api::Call::cusparseSpSV_createDescr>({sv}), 0);
+    api::cusparseSpSV_analysis_Args an{};
+    an.handle = h, an.matA = A, an.vecX = x, an.vecY = y, an.computeType = kR32F, an.spsvDescr = sv;
+    an.externalBuffer = c.malloc(256);
+    scalar(an.alpha, 1);
+    ASSERT_EQ(c.call<api::Call::cusparseSpSV_analysis>(an), 0);
+    // SpGEMM: C = A B with B = the identity scaled by 2; C's arrays come after the compute.
+    csr(c, B, {0, 1, 2, 3}, {0, 1, 2}, {2, 2, 2});
+    api::cusparseCreateCsr_Args cc{};
+    cc.spMatDescr = C, cc.rows = 3, cc.cols = 3, cc.csrRowOffsetsType = cc.csrColIndType = kIdx32, cc.valueType = kR32F;
+    ASSERT_EQ(c.call<api::Call::cusparseCreateCsr>(cc), 0);
+    ASSERT_EQ(c.call<api::Call::cusparseSpGEMM_createDescr>({gm}), 0);
+    api::cusparseSpGEMM_workEstimation_Args we{};
+    we.handle = h, we.matA = A, we.matB = B, we.matC = C, we.computeType = kR32F, we.spgemmDescr = gm;
+    scalar(we.alpha, 1), scalar(we.beta, 0);
+    api::cusparseSpGEMM_workEstimation_Reply wr{};
+    ASSERT_EQ(c.call<api::Call::cusparseSpGEMM_workEstimation>(we, &wr), 0);
+    we.bufferSize1 = wr.bufferSize1, we.externalBuffer1 = c.malloc(wr.bufferSize1);
+    ASSERT_EQ(c.call<api::Call::cusparseSpGEMM_workEstimation>(we, &wr), 0);
+    api::cusparseSpGEMM_compute_Args co{};
+    co.handle = h, co.matA = A, co.matB = B, co.matC = C, co.computeType = kR32F, co.spgemmDescr = gm;
+    scalar(co.alpha, 1), scalar(co.beta, 0);
+    api::cusparseSpGEMM_compute_Reply cr{};
+    ASSERT_EQ(c.call<api::Call::cusparseSpGEMM_compute>(co, &cr), 0);
+    co.bufferSize2 = cr.bufferSize2, co.externalBuffer2 = c.malloc(cr.bufferSize2);
+    ASSERT_EQ(c.call<api::Call::cusparseSpGEMM_compute>(co, &cr), 0);
+    // cuSOLVER: a handle on the stream and a parameters object with an option set.
+    ASSERT_EQ(c.call<api::Call::cusolverDnCreate>({sh}), 0);
+    ASSERT_EQ(c.call<api::Call::cusolverDnSetStream>({sh, stream}), 0);
+    ASSERT_EQ(c.call<api::Call::cusolverDnCreateParams>({sp}), 0);
+    ASSERT_EQ(c.call<api::Call::cusolverDnSetAdvOptions>({sp, 0 /* CUSOLVERDN_GETRF */, 0 /* ALG_0 */}), 0);
+    // A syevj information object that leaves the eigenvalues unsorted.
+    ASSERT_EQ(c.call<api::Call::cusolverDnCreateSyevjInfo>({sj}), 0);
+    ASSERT_EQ(c.call<api::Call::cusolverDnXsyevjSetTolerance>({sj, 1e-10}), 0);
+    ASSERT_EQ(c.call<api::Call::cusolverDnXsyevjSetSortEig>({sj, 0}), 0);
+  }
+  // The solve and the product's copy (what needs the replayed analysis and compute).
+  void finish(Client& c) {
+    api::cusparseSpSV_solve_Args so{};
+    so.handle = h, so.matA = A, so.vecX = x, so.vecY = y, so.computeType = kR32F, so.spsvDescr = sv;
+    scalar(so.alpha, 1);
+    ASSERT_EQ(c.call<api::Call::cusparseSpSV_solve>(so), 0);
+    EXPECT_EQ(get<float>(c, yp, 3), (std::vector<float>{1, 2, 1.8f}));  // 2y0=2, y0+3y1=7, 4y0+5y2=13
+    api::cusparseSpMatGetSize_Reply sz{};
+    ASSERT_EQ(c.call<api::Call::cusparseSpMatGetSize>({C}, &sz), 0);
+    ASSERT_EQ(sz.nnz, 6u);  // A's entries (the upper one too: SpGEMM takes the whole matrix)
+    api::cusparseCsrSetPointers_Args sp{};
+    sp.spMatDescr = C, sp.csrRowOffsets = c.malloc(16), sp.csrColInd = c.malloc(24), sp.csrValues = cvals = c.malloc(24);
+    ASSERT_EQ(c.call<api::Call::cusparseCsrSetPointers>(sp), 0);
+    api::cusparseSpGEMM_copy_Args cp{};
+    cp.handle = h, cp.matA = A, cp.matB = B, cp.matC = C, cp.computeType = kR32F, cp.spgemmDescr = gm;
+    scalar(cp.alpha, 1), scalar(cp.beta, 0);
+    ASSERT_EQ(c.call<api::Call::cusparseSpGEMM_copy>(cp), 0);
+    EXPECT_EQ(get<float>(c, cvals, 6), (std::vector<float>{4, 18, 2, 6, 8, 10}));
+    EXPECT_EQ(get<int>(c, sp.csrRowOffsets, 4), (std::vector<int>{0, 2, 4, 6}));
+    // [[3,1],[1,1]]: eigenvalues 2 +- sqrt(2), the larger first as one rotation leaves them
+    // (sorted only if the information object's setting was lost).
+    const uint64_t a = upload(c, std::vector<double>{3, 1, 1, 1}), wv = upload(c, std::vector<double>{0, 0});
+    api::cusolverDnDsyevj_Args ej{};
+    ej.handle = sh, ej.jobz = 0, ej.uplo = 0, ej.n = 2, ej.A = a, ej.lda = 2, ej.W = wv, ej.work = c.malloc(64);
+    ej.lwork = 4, ej.info = upload(c, std::vector<int>{-1}), ej.params = sj;
+    ASSERT_EQ(c.call<api::Call::cusolverDnDsyevj>(ej), 0);
+    const std::vector<double> w = get<double>(c, wv, 2);
+    EXPECT_NEAR(w[0], 2 + std::sqrt(2.0), 1e-9);
+    EXPECT_NEAR(w[1], 2 - std::sqrt(2.0), 1e-9);
+  }
+};
+
+TEST(Suspend, CusparseAndCusolverObjectsComeBackByTheirCallsInTheClientsOrder) {
+  // Uninterrupted, suspended and resumed, saved and restored: the same results.
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-sparse." + std::to_string(::getpid()) + ".state";
+  for (int cut : {0, 1, 2}) {
+    SCOPED_TRACE(cut);
+    Stub stub;
+    Client c(stub);
+    SparseWork w;
+    ASSERT_NO_FATAL_FAILURE(w.build(c));
+    if (cut) {
+      ASSERT_TRUE(hold(stub));
+      cc::Reply r = control(stub, cut == 1 ? cc::Op::kSuspend : cc::Op::kSave, cut == 1 ? std::string() : path);
+      ASSERT_TRUE(r.ok) << r.error;
+      EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);  // released with the client's GPU state
+      EXPECT_EQ(tst::fake_live_cusolver_objects(), 0u);
+      r = control(stub, cut == 1 ? cc::Op::kResume : cc::Op::kRestore, cut == 1 ? std::string() : path);
+      ASSERT_TRUE(r.ok) << r.error;
+      release(stub);
+      EXPECT_EQ(tst::fake_live_cusparse_objects(), 8u);  // h, A, x, y, sv, B, C, gm
+      EXPECT_EQ(tst::fake_live_cusolver_objects(), 3u);
+    }
+    ASSERT_NO_FATAL_FAILURE(w.finish(c));
+    // A second suspend carries them again (the replay recorded them anew).
+    ASSERT_TRUE(hold(stub));
+    ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+    ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+    release(stub);
+    api::cusparseSpMatGetSize_Reply sz{};
+    ASSERT_EQ(c.call<api::Call::cusparseSpMatGetSize>({w.C}, &sz), 0);
+    EXPECT_EQ(sz.nnz, 6u);
+    state::remove_state_file(path);
+  }
+}
+
+TEST(Suspend, ASparseStepNamingADestroyedObjectRefusesTheSuspendUntilItGoes) {
   Stub stub;
   Client c(stub);
-  ASSERT_EQ(c.call<api::Call::cusparseCreate>({0x7010}), 0);
-  ASSERT_EQ(c.call<api::Call::cusolverDnCreateParams>({0x7020}), 0);
+  SparseWork w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  // The analysis named x: without it the descriptor cannot be made again.
+  ASSERT_EQ(c.call<api::Call::cusparseDestroyDnVec>({w.x}), 0);
   ASSERT_TRUE(hold(stub));
   cc::Reply r = control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("1 cuSPARSE handles or descriptors and 1 cuSOLVER"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("cusparseSpSV_analysis"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("destroyed"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
   release(stub);
-  ASSERT_EQ(c.call<api::Call::cusparseDestroy>({0x7010}), 0);
-  ASSERT_EQ(c.call<api::Call::cusolverDnDestroyParams>({0x7020}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseSpSV_destroyDescr>({w.sv}), 0);
   ASSERT_TRUE(hold(stub));
   r = control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
   release(stub);
+  // Setters replace their earlier record: a stream set a thousand times is one step.
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(c.call<api::Call::cusparseSetStream>({w.h, i % 2 ? w.stream : 0}), 0);
+  // A stream the program destroyed after setting it: the handle runs on the default one.
+  ASSERT_EQ(c.call<api::Call::StreamDestroy>({w.stream}), 0);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+}
+
+// An object's record in a state file is the guest's to forge: an unknown type, no steps or too
+// many, a step that is no call the objects replay, recorded on another object, out of order,
+// are refused, and the client stays suspended with the file untouched.
+TEST(Suspend, AHostileCusparseRecordInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-sparse-good." + std::to_string(::getpid()) + ".state";
+  const std::string bad = path + ".bad";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  const uint64_t h = 0x7200;
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseSetPointerMode>({h, 1}), 0);
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // The object record: kind, id, parent, device, handle (29 bytes), then the type (4), the step
+  // count (4) and each step: seq (8), call (4), arguments (a u32 length, the bytes).
+  constexpr size_t kType = 29, kSteps = 33, kFirst = 37, kCreateArgs = 8;
+  constexpr size_t kSecond = kFirst + 8 + 4 + 4 + kCreateArgs;
+  const auto sparse = static_cast<std::byte>(ObjectKind::Cusparse);
+  auto put32 = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  auto put64 = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"an unknown type", [&](auto& p) { if (p[0] == sparse) put32(p, kType, 99); }, "unknown type"},
+      {"a negative type", [&](auto& p) { if (p[0] == sparse) put32(p, kType, uint32_t(-1)); }, "unknown type"},
+      {"no steps", [&](auto& p) { if (p[0] == sparse) put32(p, kSteps, 0); }, "too many steps"},
+      {"too many steps", [&](auto& p) { if (p[0] == sparse) put32(p, kSteps, kNvobjMaxSteps + 1); }, "too many steps"},
+      {"a call that is not cuSPARSE's", [&](auto& p) { if (p[0] == sparse) put32(p, kFirst + 8, 0x10); }, "not a call"},
+      {"a call of the wrong size",
+       [&](auto& p) { if (p[0] == sparse) put32(p, kFirst + 8, uint32_t(api::Call::cusparseSetPointerMode)); }, "not a call"},
+      {"the creation of another object", [&](auto& p) { if (p[0] == sparse) put64(p, kFirst + 16, 0x7300); }, "another object"},
+      {"a descriptor's creation for a handle",
+       [&](auto& p) { if (p[0] == sparse) put32(p, kFirst + 8, uint32_t(api::Call::cusparseSpSV_createDescr)); }, "creation"},
+      {"steps out of order", [&](auto& p) { if (p[0] == sparse) put64(p, kSecond, 0); }, "out of order"},
+      {"a cuSOLVER record of a cuSPARSE type",
+       [&](auto& p) { if (p[0] == sparse) p[0] = static_cast<std::byte>(ObjectKind::Cusolver); }, "not a call"},
+      {"arguments cut short", [&](auto& p) { if (p[0] == sparse) p.resize(p.size() - 4); }, "cuSPARSE handle"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
+    r = control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
+  }
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  // Made again with its pointer mode: a device scalar that is not the client's is refused.
+  api::cusparseSpMV_Args m{};
+  m.handle = h, m.alpha_ptr = 0x10;
+  EXPECT_NE(c.call<api::Call::cusparseSpMV>(m), 0);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 #endif
 
