@@ -142,7 +142,7 @@ TEST_F(GuestGraphMemory, ParameterChecks) {
   EXPECT_EQ(cudaGraphAddMemAllocNode(&n, g, &forged, 1, &p), cudaErrorInvalidValue);  // the host refuses the node
   // The failed node's memory went back: nothing reserved.
   EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 0u);
-  int* plain;
+  void* plain;
   ASSERT_EQ(cudaMalloc(&plain, 64), cudaSuccess);
   EXPECT_EQ(cudaGraphAddMemFreeNode(&n, g, nullptr, 0, plain), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGraphAddMemFreeNode(&n, g, nullptr, 0, reinterpret_cast<void*>(0x1234)), cudaErrorInvalidValue);
@@ -289,7 +289,7 @@ TEST_F(GuestGraphMemory, CapturedAllocAndFree) {
   EXPECT_EQ(t, cudaGraphNodeTypeMemAlloc);
   cudaGraphNode_t after;
   size_t n = 1;
-  ASSERT_EQ(cudaGraphNodeGetDependentNodes(root, &after, &n), cudaSuccess);
+  ASSERT_EQ(cudaGraphNodeGetDependentNodes(root, &after, nullptr, &n), cudaSuccess);
   ASSERT_EQ(n, 1u);
   ASSERT_EQ(cudaGraphNodeGetType(after, &t), cudaSuccess);
   EXPECT_EQ(t, cudaGraphNodeTypeMemset);
