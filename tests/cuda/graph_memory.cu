@@ -3,10 +3,12 @@
 // replayed; graph memory freed outside its graph (cudaFree, cudaFreeAsync) and with
 // cudaGraphInstantiateFlagAutoFreeOnLaunch; the nodes' parameters; the graph memory
 // attributes (only what is the same on every driver: no reserved sizes, which follow the
-// driver's granularity); the documented misuse errors. Output is deterministic: it is
+// driver's granularity); the documented misuse errors; the driver API's forms, reached through
+// cudaGetDriverEntryPointByVersion (no -lcuda). Output is deterministic: it is
 // compared with the native run's (tests/cuda/expected/graph_memory.out).
 #include <cstdio>
 #include <cstdlib>
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #define CHECK(call)                                                                                     \
@@ -276,6 +278,65 @@ int main() {
   cudaGetLastError();
   printf("trim device 99: %s\n", cudaGetErrorName(cudaDeviceGraphMemTrim(99)));
   cudaGetLastError();
+
+  // ---- 6. the driver API's forms.
+  {
+    void* fn[6] = {};
+    const char* names[6] = {"cuGraphAddMemAllocNode", "cuGraphAddMemFreeNode", "cuGraphMemAllocNodeGetParams",
+                            "cuGraphMemFreeNodeGetParams", "cuDeviceGetGraphMemAttribute", "cuDeviceGraphMemTrim"};
+    for (int i = 0; i < 6; ++i) {
+      cudaDriverEntryPointQueryResult q;
+      CHECK(cudaGetDriverEntryPointByVersion(names[i], &fn[i], 12000, cudaEnableDefault, &q));
+      if (q != cudaDriverEntryPointSuccess || !fn[i]) printf("FAIL: no %s\n", names[i]);
+    }
+    auto add_alloc = reinterpret_cast<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                                                   CUDA_MEM_ALLOC_NODE_PARAMS*)>(fn[0]);
+    auto add_free = reinterpret_cast<CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, CUdeviceptr)>(fn[1]);
+    auto alloc_params_of = reinterpret_cast<CUresult (*)(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS*)>(fn[2]);
+    auto free_params_of = reinterpret_cast<CUresult (*)(CUgraphNode, CUdeviceptr*)>(fn[3]);
+    auto get_attr = reinterpret_cast<CUresult (*)(CUdevice, CUgraphMem_attribute, void*)>(fn[4]);
+    auto trim = reinterpret_cast<CUresult (*)(CUdevice)>(fn[5]);
+    cudaGraph_t g;
+    CHECK(cudaGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS p{};
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = 0;
+    p.bytesize = kBytes;
+    CUgraphNode alloc, freed;
+    CUresult r1 = add_alloc(&alloc, reinterpret_cast<CUgraph>(g), nullptr, 0, &p);
+    int* d = reinterpret_cast<int*>(p.dptr);
+    cudaMemsetParams ms{};
+    ms.dst = d;
+    ms.elementSize = 4;
+    ms.width = N;
+    ms.height = 1;
+    cudaGraphNode_t set;
+    CHECK(cudaGraphAddMemsetNode(&set, g, reinterpret_cast<cudaGraphNode_t*>(&alloc), 1, &ms));
+    int four = 4;
+    cudaGraphNode_t add = kernel_node(g, set, g_add, &d, &four, &n);
+    cudaGraphNode_t copy;
+    CHECK(cudaGraphAddMemcpyNode1D(&copy, g, &add, 1, host, d, kBytes, cudaMemcpyDeviceToHost));
+    CUresult r2 = add_free(&freed, reinterpret_cast<CUgraph>(g), reinterpret_cast<CUgraphNode*>(&copy), 1, p.dptr);
+    CUDA_MEM_ALLOC_NODE_PARAMS got{};
+    CUresult r3 = alloc_params_of(alloc, &got);
+    CUdeviceptr fp = 0;
+    CUresult r4 = free_params_of(freed, &fp);
+    printf("driver: add alloc %d, add free %d, params %d/%d, bytesize %zu, same address %s/%s\n", (int)r1, (int)r2,
+           (int)r3, (int)r4, got.bytesize, got.dptr == p.dptr ? "yes" : "no", fp == p.dptr ? "yes" : "no");
+    cudaGraphExec_t x;
+    CHECK(cudaGraphInstantiate(&x, g, 0));
+    for (int j = 0; j < N; ++j) host[j] = -1;
+    CHECK(cudaGraphLaunch(x, s));
+    CHECK(cudaStreamSynchronize(s));
+    printf("driver-built graph: %s\n", all_equal(host, 4, "driver graph") ? "correct" : "WRONG");
+    CHECK(cudaGraphExecDestroy(x));
+    CHECK(cudaGraphDestroy(g));
+    cuuint64_t used = ~0ull;
+    CUresult r5 = trim(0);
+    CUresult r6 = get_attr(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used);
+    printf("driver: trim %d, used after trim %d %llu\n", (int)r5, (int)r6, (unsigned long long)used);
+  }
 
   CHECK(cudaFreeHost(host));
   CHECK(cudaStreamDestroy(s));
