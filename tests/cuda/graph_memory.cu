@@ -186,6 +186,17 @@ int main() {
     CHECK(cudaFreeAsync(d, s));
     CHECK(cudaStreamSynchronize(s));
     printf("relaunch after cudaFree, then cudaFreeAsync: %s\n", all_equal(host, 7, "relaunch") ? "correct" : "WRONG");
+    // Live between a launch and a free, 100 times (a suspend may land anywhere in it).
+    bool ok = true;
+    for (int i = 0; i < 100; ++i) {
+      CHECK(cudaGraphLaunch(x, s));
+      CHECK(cudaStreamSynchronize(s));
+      for (int j = 0; j < N; ++j) host[j] = -1;
+      CHECK(cudaMemcpy(host, d, kBytes, cudaMemcpyDeviceToHost));
+      ok = ok && all_equal(host, 7, "live loop");
+      CHECK(i % 2 ? cudaFree(d) : cudaFreeAsync(d, s));
+    }
+    printf("launch, read, free: 100 times %s\n", ok ? "correct" : "WRONG");
     CHECK(cudaGraphExecDestroy(x));
     CHECK(cudaGraphDestroy(g));
   }
@@ -247,13 +258,13 @@ int main() {
     cudaGraphExec_t x;
     CHECK(cudaGraphInstantiate(&x, g, 0));
     bool ok = true;
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 100; ++i) {
       for (int j = 0; j < N; ++j) host[j] = -1;
       CHECK(cudaGraphLaunch(x, s));
       CHECK(cudaStreamSynchronize(s));
       ok = ok && all_equal(host, 9, "captured graph");
     }
-    printf("captured graph: 3 replays %s\n", ok ? "correct" : "WRONG");
+    printf("captured graph: 100 replays %s\n", ok ? "correct" : "WRONG");
     CHECK(cudaGraphExecDestroy(x));
     CHECK(cudaGraphDestroy(g));
   }
