@@ -4,7 +4,8 @@
 // Capture is the host driver's own: cudaStreamBeginCapture/EndCapture/IsCapturing/
 // GetCaptureInfo are round trips on the real stream, and everything this library queues on
 // a capturing stream (launches, async copies of device or pinned memory, memsets, event
-// records and waits, host functions) is captured there, in order, with CUDA's errors. What
+// records and waits, host functions) is captured there, in order, with CUDA's errors
+// (cudaMallocAsync/cudaFreeAsync become graph memory nodes: graph_memory.cc). What
 // cannot be captured through vmcuda: copies of pageable host memory (the host sees only a
 // staging copy that does not outlive the call): cudaErrorNotSupported (801), from the host
 // at the next synchronizing call (docs/running.md).
