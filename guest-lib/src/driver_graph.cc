@@ -548,6 +548,8 @@ CUresult runtime_node_params(const cudaGraphNodeParams* params, cudaGraphNodePar
       if (ctx && ctx != current) return vmcuda::cu::kInvalidContext;
       return vmcuda::cu::kSuccess;
     }
+    case cudaGraphNodeTypeMemAlloc:  // CUDA_MEM_ALLOC_NODE_PARAMS_v2: the runtime's layout
+    case cudaGraphNodeTypeMemFree:   // CUDA_MEM_FREE_NODE_PARAMS: a CUdeviceptr
     case cudaGraphNodeTypeEmpty:
     case cudaGraphNodeTypeWaitEvent:
     case cudaGraphNodeTypeEventRecord:
@@ -578,6 +580,7 @@ CUresult add_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_
   KeepRuntimeLastError keep;
   VMCUDA_ENTER(to_cu_result(cudaGraphAddNode(node, graph, deps, edges, n, &p)));
   if (copy) remember_copy_types(*node, *copy);
+  if (p.type == cudaGraphNodeTypeMemAlloc) params->alloc.dptr = p.alloc.dptr;  // out
   return vmcuda::cu::kSuccess;
 }
 CUresult set_node_params(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeParams* params) {
@@ -608,4 +611,29 @@ CU_API CUresult cuGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t n
     return vmcuda::cu::kInvalidValue;
   }
   return set_node_params(exec, node, params);
+}
+
+// ---- graph memory (graph_memory.cc): CUDA_MEM_ALLOC_NODE_PARAMS is the runtime's
+// cudaMemAllocNodeParams (CUmemPoolProps, CUmemAccessDesc, a CUdeviceptr: the same layouts), a
+// CUdevice is the runtime's device ordinal.
+CU_API CUresult cuGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
+                                       cudaMemAllocNodeParams* params) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphAddMemAllocNode(node, graph, deps, n, params));
+}
+CU_API CUresult cuGraphAddMemFreeNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, size_t n,
+                                      CUdeviceptr dptr) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphAddMemFreeNode(node, graph, deps, n, reinterpret_cast<void*>(dptr)));
+}
+CU_API CUresult cuGraphMemAllocNodeGetParams(cudaGraphNode_t node, cudaMemAllocNodeParams* params) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphMemAllocNodeGetParams(node, params));
+}
+CU_API CUresult cuGraphMemFreeNodeGetParams(cudaGraphNode_t node, CUdeviceptr* dptr) {
+  VMCUDA_DRIVER_IN_CONTEXT(cudaGraphMemFreeNodeGetParams(node, dptr));
+}
+CU_API CUresult cuDeviceGraphMemTrim(CUdevice device) { VMCUDA_DRIVER_CALL(cudaDeviceGraphMemTrim(device)); }
+CU_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, cudaGraphMemAttributeType attr, void* value) {
+  VMCUDA_DRIVER_CALL(cudaDeviceGetGraphMemAttribute(device, attr, value));
+}
+CU_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, cudaGraphMemAttributeType attr, void* value) {
+  VMCUDA_DRIVER_CALL(cudaDeviceSetGraphMemAttribute(device, attr, value));
 }

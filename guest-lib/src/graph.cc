@@ -4,7 +4,8 @@
 // Capture is the host driver's own: cudaStreamBeginCapture/EndCapture/IsCapturing/
 // GetCaptureInfo are round trips on the real stream, and everything this library queues on
 // a capturing stream (launches, async copies of device or pinned memory, memsets, event
-// records and waits, host functions) is captured there, in order, with CUDA's errors. What
+// records and waits, host functions) is captured there, in order, with CUDA's errors
+// (cudaMallocAsync/cudaFreeAsync become graph memory nodes: graph_memory.cc). What
 // cannot be captured through vmcuda: copies of pageable host memory (the host sees only a
 // staging copy that does not outlive the call): cudaErrorNotSupported (801), from the host
 // at the next synchronizing call (docs/running.md).
@@ -14,8 +15,8 @@
 // from the host when listed. Building a graph is a round trip per call (CUDA reports its
 // errors at once); a launch is one queued call (cudaGraphLaunch: kQueued | kIssues).
 // Host nodes run their function here, at every launch (host_func.cc's persistent entries).
-// Graph memory nodes (cudaGraphAddMemAllocNode) return cudaErrorNotSupported: their memory
-// would escape the VM's quota.
+// Graph memory nodes (cudaGraphAddMemAllocNode, captured cudaMallocAsync) are graph_memory.cc's:
+// empty nodes on the host, their memory the client's arena.
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -265,6 +266,7 @@ cudaError_t end_capture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread
     if (g_open_captures.load() > 0) g_open_captures.fetch_sub(1);
     if (status != cudaSuccess) {
       forget(&Registry::graphs, h);  // the driver dropped it with the capture
+      graph_memory_graph_destroyed(*r, h);
       return record(status);
     }
     *graph = reinterpret_cast<cudaGraph_t>(h);
@@ -406,9 +408,13 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   auto lock = r->lock();
   // One queued call, whatever the graph holds: its error comes with the next synchronizing call.
   if (upload) return record(r->enqueue<api::Call::GraphUpload>({wire(exec), s}));
+  thread_local std::vector<uint64_t> release;
+  if (cudaError_t me = graph_memory_launch(wire(exec), &release)) return record(me);
   user_objects_launched(wire(exec), s);
   host_entries_launched(wire(exec), s);
-  return record(r->enqueue<api::Call::GraphLaunch>({wire(exec), s}));
+  const cudaError_t le = r->enqueue<api::Call::GraphLaunch>({wire(exec), s});
+  graph_memory_release(*r, release);  // memory its free nodes freed that nothing holds now
+  return record(le);
 }
 
 cudaError_t list_nodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count, bool roots) {
@@ -448,6 +454,7 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
     return record(cudaErrorNotSupported);
   }
   if (flags & kUpload) return record(cudaErrorInvalidValue);  // only cudaGraphInstantiateWithParams takes it
+  if (cudaError_t me = graph_memory_instantiate_check(wire(graph))) return record(me);
   const uint64_t h = handles::next();
   host_entries_shared();  // before: the exec copies the graph's host node entries
   auto lock = r->lock();
@@ -455,12 +462,26 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long l
   if (res.status) return record(static_cast<cudaError_t>(res.status));
   remember(&Registry::execs, h);
   set_exec_flags(h, flags);
+  graph_memory_instantiated(wire(graph), h, flags);
   user_objects_instantiated(wire(graph), h);
   *out = reinterpret_cast<cudaGraphExec_t>(h);
   return cudaSuccess;
 }
 
 }  // namespace
+
+cudaError_t capture_dependencies(Remote& r, uint64_t stream, cudaGraph_t* graph, const cudaGraphNode_t** deps,
+                                 size_t* count) {
+  const cudaGraphEdgeData* edges = nullptr;
+  if (cudaError_t e = capture_graph(r, stream, graph, deps, &edges, count)) return e;
+  for (size_t i = 0; edges && i < *count; ++i)
+    if (edges[i].from_port || edges[i].to_port || edges[i].type) {
+      VMCUDA_LOG(kWarn, "graph", "stream-ordered allocation after a capture edge with ports or a type is not "
+                                 "supported (801)");
+      return cudaErrorNotSupported;
+    }
+  return cudaSuccess;
+}
 
 bool stream_capturing(Remote& r, uint64_t stream) {
   if (g_open_captures.load(std::memory_order_relaxed) == 0) return false;
@@ -556,7 +577,9 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   if (!graph || !forget(&Registry::graphs, wire(graph))) return record(cudaErrorInvalidValue);
   user_objects_graph_destroyed(wire(graph));
   auto lock = r->lock();
-  return record(r->enqueue<api::Call::GraphDestroy>({wire(graph), 0, 0}));
+  const cudaError_t de = r->enqueue<api::Call::GraphDestroy>({wire(graph), 0, 0});
+  graph_memory_graph_destroyed(*r, wire(graph));  // after: the host's graph goes first
+  return record(de);
 }
 
 cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) {
@@ -564,6 +587,8 @@ cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) 
   Remote* r = enter(&e);
   if (!r) return e;
   if (!pGraphClone || !originalGraph) return record(cudaErrorInvalidValue);
+  // "The graph cannot be cloned" when it holds memory nodes.
+  if (graph_memory_in(wire(originalGraph))) return record(cudaErrorNotSupported);
   const uint64_t h = handles::next();
   host_entries_shared();
   auto lock = r->lock();
@@ -680,24 +705,14 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t 
                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph) {
   if (!childGraph) return record(cudaErrorInvalidValue);
+  // A graph with memory nodes is a child only if it moves into the parent (refused: graph_nodes.cc).
+  if (graph_memory_in(wire(childGraph))) return record(cudaErrorNotSupported);
   host_entries_shared();  // the node's copy shares the child's host node entries
   const cudaError_t e = plain_node(pGraphNode, graph, pDependencies, numDependencies, api::kGraphNodeChild, wire(childGraph));
   // The node's copy of the child holds the child's user object references, as long as the
   // graph holding the node does.
   if (e == cudaSuccess) user_objects_graph_copied(wire(childGraph), wire(graph));
   return e;
-}
-
-// Graph memory nodes allocate device memory outside the client's arena, which the VM's
-// quota could not count: refused (docs/running.md).
-cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t*, cudaGraph_t, const cudaGraphNode_t*, size_t,
-                                     cudaMemAllocNodeParams*) {
-  if (cudaError_t e = enter_device_call()) return e;
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    VMCUDA_LOG(kWarn, "graph", "cudaGraphAddMemAllocNode is not supported: graph memory would escape the VM's "
-                               "memory quota; it returns cudaErrorNotSupported (801)");
-  return record(cudaErrorNotSupported);
 }
 
 cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
@@ -738,6 +753,7 @@ cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* pType)
   Remote* r = enter(&e);
   if (!r) return e;
   if (!node || !pType) return record(cudaErrorInvalidValue);
+  if (uint32_t t; graph_memory_node(wire(node), &t)) return *pType = static_cast<cudaGraphNodeType>(t), cudaSuccess;
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphNodeGetType>({wire(node)});
   if (res.status) return record(static_cast<cudaError_t>(res.status));
@@ -848,6 +864,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   {
     auto lock = r->lock();
     de = r->enqueue<api::Call::GraphExecDestroy>({wire(graphExec)});
+    graph_memory_exec_destroyed(*r, wire(graphExec));
   }
   user_objects_exec_destroyed(wire(graphExec));  // after its launches' work (host functions queued after them)
   host_entries_exec_destroyed(wire(graphExec));  // likewise
@@ -883,6 +900,10 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, 
   Remote* r = enter(&e);
   if (!r) return e;
   if (!hGraphExec || !hGraph || !resultInfo) return record(cudaErrorInvalidValue);
+  if (!graph_memory_update_allowed(wire(hGraphExec), wire(hGraph))) {
+    *resultInfo = cudaGraphExecUpdateResultInfo{cudaGraphExecUpdateErrorNotSupported, nullptr, nullptr};
+    return record(cudaErrorGraphExecUpdateFailure);
+  }
   host_entries_shared();
   auto lock = r->lock();
   const auto res = r->call<api::Call::GraphExecUpdate>({wire(hGraphExec), wire(hGraph)});

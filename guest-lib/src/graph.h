@@ -75,4 +75,34 @@ cudaError_t graph_kernel_object(const void* func, HostKernel** k);
 cudaError_t pack_kernel(Remote& r, HostKernel* k, const void* func, dim3 grid, dim3 block, size_t shared, void** args,
                         void** extra, uint64_t* function, std::vector<std::byte>* packed);
 
+/// A capture's graph and the nodes the stream's next work depends on (cudaStreamGetCaptureInfo's
+/// answer; the graph is this process's from then on). Precondition: r's lock held.
+cudaError_t capture_dependencies(Remote& r, uint64_t stream, cudaGraph_t* graph, const cudaGraphNode_t** deps,
+                                 size_t* count);
+
+/// Graph memory (graph_memory.cc): alloc and free nodes are empty nodes on the host, their
+/// memory the client's arena; what CUDA's graph allocator decides is decided there. Each costs
+/// a look-up while the process has none.
+bool graph_memory_in(uint64_t graph);                    // the graph holds memory nodes
+bool graph_memory_node(uint64_t node, uint32_t* type);   // a memory node: its cudaGraphNodeType
+cudaError_t graph_memory_instantiate_check(uint64_t graph);  // one executable graph at a time
+void graph_memory_instantiated(uint64_t graph, uint64_t exec, unsigned long long flags);
+/// cudaGraphExecUpdate(exec, graph): memory nodes are not updated (the host's graphs hold empty
+/// nodes for them): only from the graph `exec` came from, or between graphs without any.
+bool graph_memory_update_allowed(uint64_t exec, uint64_t graph);
+/// A launch of `exec`: cudaErrorInvalidValue when it would allocate a live allocation again;
+/// else the allocations it makes live and frees, and in *release those to give back after it.
+cudaError_t graph_memory_launch(uint64_t exec, std::vector<uint64_t>* release);
+/// Preconditions for these three: r's lock held.
+void graph_memory_release(Remote& r, const std::vector<uint64_t>& release);
+void graph_memory_exec_destroyed(Remote& r, uint64_t exec);
+void graph_memory_graph_destroyed(Remote& r, uint64_t graph);
+/// cudaFree/cudaFreeAsync of `ptr` outside a capture: true when it is graph memory (*e the
+/// answer). Takes r's lock when it gives memory back.
+bool graph_memory_free(Remote& r, uint64_t ptr, cudaError_t* e);
+/// cudaMallocAsync / cudaFreeAsync on a capturing stream (wire handle): an alloc or free node
+/// of the capture. The free: true when `ptr` is graph memory (*e the answer). r's lock held.
+cudaError_t graph_memory_capture_alloc(Remote& r, uint64_t stream, int device, size_t size, void** ptr);
+bool graph_memory_capture_free(Remote& r, uint64_t stream, uint64_t ptr, cudaError_t* e);
+
 }  // namespace vmcuda::guest

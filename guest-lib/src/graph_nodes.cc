@@ -741,6 +741,7 @@ cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t
     for (size_t i = 0; i < numDependencies; ++i)
       if (edgeData[i].from_port || edgeData[i].to_port || edgeData[i].type)
         return record(cudaErrorInvalidValue);  // vmcuda makes no such edge: there is none to remove
+  if (graph_memory_in(wire(graph))) return record(cudaErrorNotSupported);  // its edges cannot be deleted
   std::vector<std::byte> tail(2 * numDependencies * sizeof(uint64_t));
   for (size_t i = 0; i < numDependencies; ++i) {
     const uint64_t f = wire(from[i]), t = wire(to[i]);
@@ -757,6 +758,8 @@ cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
   Remote* r = graph_enter(&e);
   if (!r) return e;
   if (!node) return record(cudaErrorInvalidValue);
+  // "Nodes and edges of the graph cannot be deleted" once it holds memory nodes.
+  if (uint32_t t; graph_memory_node(wire(node), &t)) return record(cudaErrorNotSupported);
   auto lock = r->lock();
   const cudaError_t de = static_cast<cudaError_t>(r->call<api::Call::GraphDestroyNode>({wire(node)}).status);
   if (de == cudaSuccess) {
@@ -932,9 +935,15 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph, con
       return cudaGraphAddEventRecordNode(pGraphNode, graph, deps, n, p->eventRecord.event);
     case cudaGraphNodeTypeConditional:
       return add_conditional(pGraphNode, graph, deps, n, p->conditional);
-    case cudaGraphNodeTypeMemAlloc:
+    case cudaGraphNodeTypeMemAlloc: {
+      cudaMemAllocNodeParams a{p->alloc.poolProps, p->alloc.accessDescs, p->alloc.accessDescCount, p->alloc.bytesize,
+                               nullptr};
+      const cudaError_t e = cudaGraphAddMemAllocNode(pGraphNode, graph, deps, n, &a);
+      if (e == cudaSuccess) p->alloc.dptr = a.dptr;  // out, as cudaGraphAddMemAllocNode's
+      return e;
+    }
     case cudaGraphNodeTypeMemFree:
-      return cudaGraphAddMemAllocNode(pGraphNode, graph, deps, n, nullptr);  // 801: graph memory (quota)
+      return cudaGraphAddMemFreeNode(pGraphNode, graph, deps, n, p->free.dptr);
     case cudaGraphNodeTypeExtSemaphoreSignal:
     case cudaGraphNodeTypeExtSemaphoreWait:
       return refused_node("an external semaphore node (never in a VM)");

@@ -26,6 +26,7 @@
 #include "managed_advice.h"
 #include "parallel_copy.h"
 #include "entry.h"
+#include "graph.h"
 #include "runtime_state.h"
 #include "stream_event.h"
 #include "vgpu_db/allocations.h"
@@ -233,6 +234,8 @@ cudaError_t cudaFree(void* devPtr) {
   if (auto a = AllocationMap::process().find(addr(devPtr));
       a && a->base == addr(devPtr) && (a->flags & Allocation::kVmmMapping))
     return record(cudaErrorInvalidValue);
+  // Graph memory (graph_memory.cc): freed outside its graph, its address kept while a graph holds it.
+  if (cudaError_t g; vmcuda::guest::graph_memory_free(*r, addr(devPtr), &g)) return record(g);
   if (!AllocationMap::process().remove(addr(devPtr), Allocation::kDevice)) return record(cudaErrorInvalidValue);
   auto lock = r->lock();
   return record(r->enqueue<api::Call::Free>({addr(devPtr)}));

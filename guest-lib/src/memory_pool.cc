@@ -31,8 +31,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "log.h"
 #include "entry.h"
+#include "graph.h"
+#include "log.h"
 #include "runtime_state.h"
 #include "stream_event.h"
 #include "vgpu_db/allocations.h"
@@ -169,6 +170,14 @@ cudaError_t malloc_async(void** ptr, size_t size, cudaMemPool_t pool, cudaStream
   if (cudaError_t s = stream_device(stream, per_thread, &device)) return record(s);
   // A zero size succeeds with NULL, as NVIDIA's runtime answers on the H200.
   if (size == 0) return *ptr = nullptr, cudaSuccess;
+  // On a capturing stream: an alloc node of the capture's graph (graph_memory.cc).
+  uint64_t s;
+  if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &s)) return record(se);
+  {
+    auto lock = r->lock();
+    if (vmcuda::guest::stream_capturing(*r, s))
+      return record(vmcuda::guest::graph_memory_capture_alloc(*r, s, device, size, ptr));
+  }
   uint64_t handle = reinterpret_cast<uint64_t>(pool);
   if (!pool) {
     auto& reg = registry();
@@ -189,6 +198,15 @@ cudaError_t free_async(void* ptr, cudaStream_t stream, bool per_thread) {
   // nothing to do (as on the H200), an unknown pointer the invalid value the header lists.
   if (!ptr) return cudaSuccess;
   if (cudaError_t f; vmcuda::guest::release_pool_import(ptr, &f)) return record(f);
+  // Graph memory: a free node of a capture, or freed outside its graph (graph_memory.cc).
+  uint64_t s;
+  if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &s)) return record(se);
+  {
+    auto lock = r->lock();
+    if (cudaError_t f; vmcuda::guest::stream_capturing(*r, s) && vmcuda::guest::graph_memory_capture_free(*r, s, a, &f))
+      return record(f);
+  }
+  if (cudaError_t g; vmcuda::guest::graph_memory_free(*r, a, &g)) return record(g);
   if (!AllocationMap::process().remove(a, Allocation::kDevice)) return record(cudaErrorInvalidValue);
   {
     auto& reg = registry();

@@ -23,9 +23,10 @@
 // of the VOL (Graph under the context, its GraphNodes under it, GraphExec under the context;
 // teardown destroys them with the client). Kernel nodes carry packed parameters checked as a
 // launch's; memcpy nodes reach only the client's device memory and its pinned shared-heap
-// memory; host nodes are persistent gates. Graph memory nodes (cudaGraphAddMemAllocNode) are
-// not offered: the guest refuses them (801; docs/running.md), as their memory would escape
-// the VM's quota.
+// memory; host nodes are persistent gates. Graph memory nodes (cudaGraphAddMemAllocNode, a
+// captured cudaMallocAsync) are empty nodes here: their memory is the client's arena (the
+// guest's Malloc when the node is made), so the quota counts it, and which allocation is live
+// is the guest's to decide (guest-lib/src/graph_memory.cc).
 //
 // A suspend carries graphs and executable graphs (graph_state.cc): each graph is described by
 // walking it with the driver and built again at the resume, behind the same handles. An
@@ -619,8 +620,9 @@ int32_t Session::on_GraphInstantiate(const api::GraphInstantiateArgs& a, api::Em
   const Object* graph = vol_.find(ObjectKind::Graph, a.graph);
   if (!graph) return CUDA_ERROR_INVALID_VALUE;
   if (a.exec < api::kFirstGuestHandle || vol_.find(ObjectKind::GraphExec, a.exec)) return CUDA_ERROR_INVALID_VALUE;
-  // Auto-free and device launch concern graph memory nodes and device-side launches, which
-  // vmcuda does not offer; upload needs a stream (cudaGraphInstantiateWithParams).
+  // Auto-free concerns graph memory, which the guest keeps (the host's graph holds empty
+  // nodes: the flag changes nothing here); device launch is not offered; upload needs a
+  // stream (cudaGraphInstantiateWithParams).
   constexpr uint64_t kUseNodePriority = 8;
   if (a.flags & ~(uint64_t{1} | kUseNodePriority)) return CUDA_ERROR_INVALID_VALUE;
   CUgraphExec x = nullptr;

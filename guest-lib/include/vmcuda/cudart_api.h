@@ -544,6 +544,14 @@ VMCUDA_CUDART_API cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraph
 VMCUDA_CUDART_API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
                                                        const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                                        struct cudaMemAllocNodeParams* nodeParams);
+VMCUDA_CUDART_API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                      const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                                      void* dptr);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams* params_out);
+VMCUDA_CUDART_API cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void* dptr_out);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGraphMemTrim(int device);
+VMCUDA_CUDART_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void* value);
+VMCUDA_CUDART_API cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void* value);
 VMCUDA_CUDART_API cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from,
                                                        const cudaGraphNode_t* to, const struct cudaGraphEdgeData* edgeData,
                                                        size_t numDependencies);

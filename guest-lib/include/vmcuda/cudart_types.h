@@ -1056,7 +1056,31 @@ struct cudaHostNodeParams {
   cudaHostFn_t fn;
   void* userData;
 };
-struct cudaMemAllocNodeParams;  // graph memory nodes: refused (graph.cc)
+/// Graph memory nodes (graph_memory.cc).
+struct cudaMemAllocNodeParams {
+  struct cudaMemPoolProps poolProps;
+  const struct cudaMemAccessDesc* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  void* dptr;  // out
+};
+static_assert(sizeof(cudaMemAllocNodeParams) == 120 && offsetof(cudaMemAllocNodeParams, dptr) == 112);
+struct cudaMemAllocNodeParamsV2 {
+  struct cudaMemPoolProps poolProps;
+  const struct cudaMemAccessDesc* accessDescs;
+  size_t accessDescCount;
+  size_t bytesize;
+  void* dptr;
+};
+struct cudaMemFreeNodeParams {
+  void* dptr;
+};
+enum cudaGraphMemAttributeType {
+  cudaGraphMemAttrUsedMemCurrent = 0x0,
+  cudaGraphMemAttrUsedMemHigh = 0x1,
+  cudaGraphMemAttrReservedMemCurrent = 0x2,
+  cudaGraphMemAttrReservedMemHigh = 0x3,
+};
 /// cudaGraphAddNode's parameters (graph_nodes.cc), CUDA 12.3's layout: a type, then a union
 /// of each kind's parameters (232 bytes).
 typedef unsigned long long cudaGraphConditionalHandle;
@@ -1117,11 +1141,14 @@ struct cudaGraphNodeParams {
     struct cudaEventWaitNodeParams eventWait;
     struct cudaEventRecordNodeParams eventRecord;
     struct cudaConditionalNodeParams conditional;
+    struct cudaMemAllocNodeParamsV2 alloc;
+    struct cudaMemFreeNodeParams free;
   };
   long long reserved2;
 };
 static_assert(sizeof(cudaGraphNodeParams) == 256 && offsetof(cudaGraphNodeParams, kernel) == 16 &&
-              sizeof(cudaMemcpyNodeParams) == 176 && sizeof(cudaConditionalNodeParams) == 24);
+              sizeof(cudaMemcpyNodeParams) == 176 && sizeof(cudaConditionalNodeParams) == 24 &&
+              offsetof(cudaGraphNodeParams, alloc) == 16);
 /// User objects (user_objects.cc).
 typedef struct CUuserObject_st* cudaUserObject_t;
 enum cudaUserObjectFlags { cudaUserObjectNoDestructorSync = 0x1 };
