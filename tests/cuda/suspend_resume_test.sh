@@ -32,8 +32,9 @@ if [ ${#programs[@]} -eq 0 ]; then
     # both clients are suspended and resumed together (host-stub/src/ipc.cc). cusparse_cg and
     # cusolver_basic: a suspend is refused while they hold cuSPARSE/cuSOLVER objects
     # (host-stub/src/nvobj.cc), leaving them running. Virtual memory objects, cuBLASLt objects
-    # (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc) and cuDNN handles and
-    # descriptors (cudnn.cc) are carried.
+    # (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc) and cuDNN handles, backend
+    # descriptors and legacy descriptors (tensor, filter, convolution, activation, pooling,
+    # dropout with its states: cudnn.cc; cudnn_basic, cudnn_legacy) are carried.
     # stream_attributes: on the test executor a suspend that lands between its
     # cudaStreamCopyAttributes from the per-thread stream and the read-back loses the copied
     # syncPolicy (-1 instead of 3; found 2026-11-27, not fixed yet; identical on the H100).
