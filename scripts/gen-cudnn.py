@@ -40,12 +40,17 @@ SONAME, AREA = "libcudnn.so.9", (0x2600, 0x26FF)
 HANDLE_TYPES = {"cudnnHandle_t", "cudnnBackendDescriptor_t"}
 # The legacy API's descriptors vmcuda remotes: guest-made handles as the backend's, each kind with
 # its tag (the guest and the host keep it with the object, so one kind is never taken for another).
-LEGACY_DESCRIPTORS = {"cudnnTensorDescriptor_t": 0, "cudnnActivationDescriptor_t": 1}
+LEGACY_DESCRIPTORS = {"cudnnTensorDescriptor_t": 0, "cudnnActivationDescriptor_t": 1, "cudnnFilterDescriptor_t": 2,
+                      "cudnnConvolutionDescriptor_t": 3, "cudnnPoolingDescriptor_t": 4, "cudnnDropoutDescriptor_t": 5}
+TENSOR_TAG, FILTER_TAG = 0, 2
 # The most elements of an array parameter (bytes:N, outbytes:N) one call carries: CUDNN_DIM_MAX.
 MAX_ARRAY = 8
 DOUBLE_TYPE = 1  # cudnnDataType_t CUDNN_DATA_DOUBLE: its scalars (alpha, beta) are doubles
 INT32 = {"int", "unsigned", "libraryPropertyType", "cudnnStatus_t"}
-POINTEE_BYTES = {"int64_t": 8, "int": 4, "size_t": 8}
+POINTEE_BYTES = {"int64_t": 8, "int": 4, "size_t": 8,
+                 # the algorithm searches' results (cudnn_cnn.h; 48 bytes each in cuDNN 9)
+                 "cudnnConvolutionFwdAlgoPerf_t": 48, "cudnnConvolutionBwdDataAlgoPerf_t": 48,
+                 "cudnnConvolutionBwdFilterAlgoPerf_t": 48}
 # Return types of the exports: the ABI type a stub returns and its value (not supported).
 STUB_RETURNS = {"cudnnStatus_t": ("int", "3000"), "size_t": ("size_t", "0"), "void": ("void", None),
                 "const char*": ("const char*", "\"\"")}
@@ -79,7 +84,7 @@ def read_calls(path):
             continue
         number, name, rest = int(line[0], 16), line[1], line[2:]
         roles = dict(r.split("=", 1) for r in rest if "=" in r)
-        calls.append((number, name, "waits" in rest, "launches" in rest, roles, "hand" in rest))
+        calls.append((number, name, "waits" in rest, "launches" in rest, roles, "hand" in rest, "records" in rest))
     numbers = [c[0] for c in calls]
     if len(set(numbers)) != len(numbers) or any(not AREA[0] <= n <= AREA[1] for n in numbers):
         sys.exit(f"gen-cudnn.py: call numbers must be unique and in {AREA[0]:#x}-{AREA[1]:#x}")
@@ -148,10 +153,13 @@ class Param:
             self.kind = "dev"
         elif depth == 0 and (base in INT32 or base in enums):
             self.kind, self.args, self.host = "value", [("int32_t", name, 4)], "int"
-        elif depth == 0 and base in ("double", "int64_t", "size_t"):
-            wire = {"double": "double", "int64_t": "int64_t", "size_t": "uint64_t"}[base]
+        elif depth == 0 and base in ("double", "int64_t", "size_t", "unsigned long long"):
+            wire = {"double": "double", "int64_t": "int64_t", "size_t": "uint64_t", "unsigned long long": "uint64_t"}[base]
             self.kind, self.args = "value", [(wire, name, 8)]
-            self.host = {"double": "double", "int64_t": "long long", "size_t": "size_t"}[base]
+            self.host = {"double": "double", "int64_t": "long long", "size_t": "size_t",
+                         "unsigned long long": "unsigned long long"}[base]
+        elif depth == 0 and base == "float":
+            self.kind, self.args, self.host = "value", [("float", name, 4)], "float"
         else:
             sys.exit(f"gen-cudnn.py: {fn}: cannot pass {base}{'*' * depth} {name} (give it a role in cudnn.calls)")
         if self.kind in ("handle", "ldesc", "create", "destroy", "dev"):
@@ -163,9 +171,10 @@ class Param:
         self.reply = []
 
 
-def generated_call(number, name, roles, waits_flag, launches, plist, enums):
+def generated_call(number, name, roles, waits_flag, launches, plist, enums, records=False):
     """(wire structs, calls.def line, host ABI list, host handler, guest entry point) of a call
-    the generator writes both sides of."""
+    the generator writes both sides of. A call that `records` sets its first parameter, a legacy
+    descriptor: the host keeps its arguments with the descriptor for a resume to replay."""
     params = [Param(name, b, n, d, roles.get(n), enums) for b, n, d in plist]
     known = {p.name: p for p in params}
     clash = set(known) & {"a", "r", "req", "lib", "st_", "a_", "o_", "s_", "reply_", "tail_", "extra_", "device_"}
@@ -183,6 +192,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums):
     outs = [p for p in params if p.kind in ("out", "outbytes")]
     tails = [p for p in params if p.kind == "bytes"]
     waits = bool(outs) or waits_flag
+    if records and (not params or params[0].kind != "ldesc" or outs):
+        sys.exit(f"gen-cudnn.py: {name}: a call that records sets its first parameter, a legacy descriptor")
     wire = []
     args_t, reply_t = "Empty", "Empty"
     af = [f for p in params for f in p.args]
@@ -241,9 +252,14 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums):
             # tensor descriptor before it (the library's size of that tensor).
             i = params.index(p)
             nxt = params[i + 1] if i + 1 < len(params) else None
-            desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag == 0), None)
+            desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag == TENSOR_TAG), None)
+            prev = params[i - 1] if i > 0 else None
             if nxt is not None and nxt.kind == "value" and nxt.base == "size_t":
                 extent = f"std::max<uint64_t>(a.{nxt.name}, 1)"
+            elif prev is not None and prev.kind == "ldesc" and prev.tag == FILTER_TAG:
+                extent = f"filter_bytes({prev.name}_)"  # a filter's data follows its descriptor
+            elif prev is not None and prev.kind == "ldesc" and prev.tag == TENSOR_TAG:
+                extent = f"tensor_bytes({prev.name}_)"
             elif desc is not None:
                 extent = f"tensor_bytes({desc.name}_)"
             else:
@@ -283,6 +299,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums):
         h.append(f"  const int st_ = lib->{name}({', '.join(call)});")
     if handle:
         h.append("  make_current(current_);")
+    if records:  # what a resume replays (host-stub/src/cudnn.cc)
+        h.append(f"  if (st_ == kCudnnSuccess) cudnn_note_legacy(*{params[0].name}_, call_number(api::Call::{name}), &a, sizeof a, req.tail);")
     if [p for p in params if p.kind == "outbytes"]:
         post.insert(0, "  if (st_ != kCudnnSuccess) return st_;")
         post.append(f"  req.extra_bytes = static_cast<uint32_t>({extra_off});")
@@ -413,7 +431,7 @@ def main():
     note = note.replace("gen-cublas.py", "gen-cudnn.py")
 
     wire, defs, host_api, host_cc, guest_cc = [], [], [], [], []
-    for number, name, waits, launches, roles, hand in calls:
+    for number, name, waits, launches, roles, hand, records in calls:
         if name not in protos:
             sys.exit(f"gen-cudnn.py: {name} (cudnn.calls) is in none of {', '.join(HEADERS)}")
         ret, plist = protos[name]
@@ -424,7 +442,7 @@ def main():
             for r in roles:
                 if r not in known:
                     sys.exit(f"gen-cudnn.py: {name}: cudnn.calls names no parameter {r}")
-            w, d, ha, hc, gc = generated_call(number, name, roles, waits, launches, plist, enums)
+            w, d, ha, hc, gc = generated_call(number, name, roles, waits, launches, plist, enums, records)
             wire += w
             defs.append(d)
             host_api.append(ha)
@@ -507,6 +525,12 @@ namespace vmcuda::api {{
     destroyers = {LEGACY_DESCRIPTORS[protos[c[1]][1][0][0]]: c[1] for c in calls
                   if not c[5] and c[4].get(protos[c[1]][1][0][1] if protos[c[1]][1] else "") == "destroy"}
     legacy_destroy_text = " \\\n".join(f"  X({t}, {n})" for t, n in sorted(destroyers.items()))
+    creators = {LEGACY_DESCRIPTORS[protos[c[1]][1][0][0]]: c[1] for c in calls
+                if not c[5] and len(protos[c[1]][1]) == 1 and protos[c[1]][1][0][2] == 1
+                and protos[c[1]][1][0][0] in LEGACY_DESCRIPTORS}
+    legacy_create_text = " \\\n".join(f"  X({t}, {n})" for t, n in sorted(creators.items()))
+    recorded = [(c[1], protos[c[1]][1][0][1], LEGACY_DESCRIPTORS[protos[c[1]][1][0][0]]) for c in calls if c[6]]
+    legacy_records_text = " \\\n".join(f"  X({n}, {f}, {t})" for n, f, t in recorded)
     write(os.path.join(o.out, "cudnn_host_api.h"), f"""// {note}
 // The {SONAME} entry points the host calls (one per remoted call), with ABI types: handles,
 // descriptors and pointers void*, enums int.
@@ -518,6 +542,13 @@ namespace vmcuda::api {{
 // The legacy descriptors' kinds (tag, destroy function): what frees one at the client's teardown.
 #define VMCUDA_CUDNN_LEGACY_DESTROY(X) \\
 {legacy_destroy_text}
+// (tag, create function): what makes one again at a resume.
+#define VMCUDA_CUDNN_LEGACY_CREATE(X) \\
+{legacy_create_text}
+// The calls that set a legacy descriptor (call, its descriptor parameter, the descriptor's tag):
+// kept with the descriptor (CudnnStep::kLegacy) for a resume to replay.
+#define VMCUDA_CUDNN_LEGACY_RECORDS(X) \\
+{legacy_records_text}
 """)
     write(os.path.join(o.out, "cudnn_host.inc"), f"""// {note}
 // The host handlers of the generated cuDNN calls (api/libs/cudnn.calls without `hand`), included

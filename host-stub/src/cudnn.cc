@@ -5,8 +5,9 @@
 // elements translated (descriptors and handles: the guest's handles to the library's; device
 // pointers checked to be the client's memory, and again at each execution) and the execution,
 // counted as a launch. Carried by a suspend as what made them: each descriptor's steps (its
-// attributes as set, its finalization, the descriptors filled from it), replayed by a resume in
-// the client's order behind the same guest handles (CudnnStep).
+// attributes as set, its finalization, the descriptors filled from it; a legacy descriptor's
+// settings, as the calls' arguments), replayed by a resume in the client's order behind the same
+// guest handles (CudnnStep).
 // TODO(remoting): a by-value tensor's data pointer in a variant pack is a host pointer of the
 // guest's (cuDNN's attention scale): refused as memory that is not the client's.
 #include <algorithm>
@@ -26,6 +27,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cudnn_host_api.h"
@@ -51,10 +54,10 @@ std::vector<uint64_t> step_references(const CudnnStep& s, bool* handles) {
 std::string Session::cudnn_blocks_suspend() const {
   for (const auto& [guest, id] : vol_.of(ObjectKind::Cudnn)) {
     const auto& o = vol_.get(id)->as<CudnnObject>();
-    if (o.legacy >= 0)
-      return "the client holds a cuDNN tensor or activation descriptor (the legacy API), which a suspend cannot "
-             "carry yet; suspend between the program's cuDNN calls (PyTorch destroys them after each call), or "
-             "destroy them (cudnnDestroyTensorDescriptor, cudnnDestroyActivationDescriptor)";
+    if (o.legacy >= 0) {
+      if (const std::string t = cudnn_legacy_blocks_suspend(o); !t.empty()) return t;
+      continue;
+    }
     if (o.overflow)
       return "a cuDNN backend descriptor was given more attributes than a suspend records (" +
              std::to_string(kCudnnMaxSteps) + "); suspend when the program has destroyed it "
@@ -93,12 +96,19 @@ bool Session::cudnn_step_valid(const CudnnStep& s, std::string* why) {
     case CudnnStep::kInitialize:
       if (!s.elements.empty() || s.count != 0) return no("a finalization with elements");
       return true;
+    case CudnnStep::kLegacy:
+      return no("a legacy descriptor's setting on another object");  // cudnn_legacy_valid's
   }
   return no("an unknown step");
 }
 
 #ifndef VMCUDA_WITH_CUDNN
 CUresult Session::cudnn_release(CudnnObject&) { return CUDA_SUCCESS; }
+std::string Session::cudnn_legacy_blocks_suspend(const CudnnObject&) const { return {}; }
+bool Session::cudnn_legacy_valid(const CudnnObject&, uint64_t, std::string* why) {
+  *why = "the state has cuDNN legacy descriptors, and this vmcuda-stub was built without cuDNN";
+  return false;
+}
 bool Session::cudnn_recreate(CudnnObject&, std::string* why) {
   *why = "the state has cuDNN objects, and this vmcuda-stub was built without cuDNN";
   return false;
@@ -489,12 +499,173 @@ uint64_t tensor_bytes_of(const CudnnApi* lib, const CudnnObject* t) {
     return bytes;
   return 1;
 }
+constexpr uint32_t call_number(api::Call c) { return static_cast<uint32_t>(c); }
+// The most dimensions of a legacy descriptor (CUDNN_DIM_MAX), and the most trailing bytes one of
+// its settings carries (cudnnSetConvolutionNdDescriptor's three arrays).
+constexpr int32_t kLegacyMaxDims = 8;
+constexpr size_t kLegacyMaxTail = 3 * kLegacyMaxDims * 4;
+// The bytes a filter of legacy descriptor `f` spans (as tensor_bytes_of).
+uint64_t filter_bytes_of(const CudnnApi* lib, const CudnnObject* f) {
+  size_t bytes = 0;
+  if (f && lib->cudnnGetFilterSizeInBytes && lib->cudnnGetFilterSizeInBytes(f->ptr, &bytes) == kCudnnSuccess && bytes)
+    return bytes;
+  return 1;
+}
 }  // namespace
 #define tensor_bytes(t) tensor_bytes_of(lib, t)
+#define filter_bytes(f) filter_bytes_of(lib, f)
 
 #include "cudnn_host.inc"
+#undef filter_bytes
 #undef tensor_bytes
 #undef VMCUDA_CUDNN_LIBRARY
+
+// ---- legacy descriptors across a suspend: their settings, replayed through their handlers
+
+void Session::cudnn_note_legacy(CudnnObject& d, uint32_t call, const void* args, size_t args_bytes,
+                                std::span<const std::byte> tail) {
+  if (cudnn_replaying_) return;
+  CudnnStep step{.op = CudnnStep::kLegacy, .name = static_cast<int32_t>(call), .count = int64_t(args_bytes)};
+  const auto* in = static_cast<const std::byte*>(args);
+  step.elements.assign(in, in + args_bytes);
+  step.elements.insert(step.elements.end(), tail.begin(), tail.end());
+  if (call == call_number(api::Call::cudnnDeriveBNTensorDescriptor)) {
+    // What it derived, kept as a setting of its own: the descriptor it came from may be gone
+    // by the suspend (the library keeps no link either).
+    api::cudnnDeriveBNTensorDescriptor_Args from{};
+    std::memcpy(&from, args, sizeof from);
+    api::cudnnSetTensorNdDescriptor_Args set{};
+    set.tensorDesc = from.derivedBnDesc;
+    int32_t dims[kLegacyMaxDims] = {}, strides[kLegacyMaxDims] = {};
+    if (!cudnn_->cudnnGetTensorNdDescriptor ||
+        cudnn_->cudnnGetTensorNdDescriptor(d.ptr, kLegacyMaxDims, &set.dataType, &set.nbDims, dims, strides) !=
+            kCudnnSuccess ||
+        set.nbDims < 1 || set.nbDims > kLegacyMaxDims) {
+      d.overflow = true;  // a suspend is refused (cudnn_legacy_blocks_suspend)
+      return;
+    }
+    const size_t n = size_t(set.nbDims) * 4;
+    step.name = static_cast<int32_t>(call_number(api::Call::cudnnSetTensorNdDescriptor));
+    step.count = sizeof set;
+    step.elements.resize(sizeof set + 2 * n);
+    std::memcpy(step.elements.data(), &set, sizeof set);
+    std::memcpy(step.elements.data() + sizeof set, dims, n);
+    std::memcpy(step.elements.data() + sizeof set + n, strides, n);
+  }
+  d.overflow = false;
+  // A setting replaces an earlier one by the same call (a call sets the same fields each time),
+  // so a descriptor keeps at most one step per call.
+  std::erase_if(d.steps, [&](const CudnnStep& s) { return s.op == CudnnStep::kLegacy && s.name == step.name; });
+  step.seq = cudnn_seq_++;
+  d.steps.push_back(std::move(step));
+}
+
+namespace {
+// A dropout descriptor's setting: the cuDNN handle it names (false: the step is another call's).
+bool dropout_handle(const CudnnStep& s, uint64_t* handle, uint64_t* states, uint64_t* bytes) {
+  auto take = [&]<class A>(std::type_identity<A>) {
+    A a{};
+    if (s.elements.size() < sizeof a) return false;
+    std::memcpy(&a, s.elements.data(), sizeof a);
+    *handle = a.handle, *states = a.states, *bytes = a.stateSizeInBytes;
+    return true;
+  };
+  if (s.name == static_cast<int32_t>(call_number(api::Call::cudnnSetDropoutDescriptor)))
+    return take(std::type_identity<api::cudnnSetDropoutDescriptor_Args>{});
+  if (s.name == static_cast<int32_t>(call_number(api::Call::cudnnRestoreDropoutDescriptor)))
+    return take(std::type_identity<api::cudnnRestoreDropoutDescriptor_Args>{});
+  return false;
+}
+}  // namespace
+
+std::string Session::cudnn_legacy_blocks_suspend(const CudnnObject& d) const {
+  if (d.overflow)
+    return "a cuDNN tensor descriptor set by cudnnDeriveBNTensorDescriptor could not be read back (the library "
+           "answered no cudnnGetTensorNdDescriptor), so a resume could not make it again; suspend when the program "
+           "has destroyed it, or end the program";
+  for (const CudnnStep& step : d.steps) {
+    uint64_t handle = 0, states = 0, bytes = 0;
+    if (!dropout_handle(step, &handle, &states, &bytes)) continue;
+    const Object* h = vol_.find(ObjectKind::Cudnn, handle);
+    if (!h || !h->as<CudnnObject>().handle)
+      return "a cuDNN dropout descriptor was set with a cuDNN handle the program has destroyed since, which a resume "
+             "restores it with; suspend while that handle exists, or end the program";
+    if (states && !owns_range(states, std::max<uint64_t>(bytes, 1)))
+      return "a cuDNN dropout descriptor's states are memory the program has freed since, which a resume restores "
+             "it from; suspend while the memory exists, or end the program";
+  }
+  return {};
+}
+
+bool Session::cudnn_legacy_valid(const CudnnObject& d, uint64_t guest, std::string* why) {
+  auto no = [&](const std::string& w) { return *why = w, false; };
+  bool known = false;
+#define VMCUDA_CUDNN_KIND(tag, name) known |= d.legacy == (tag);
+  VMCUDA_CUDNN_LEGACY_CREATE(VMCUDA_CUDNN_KIND)
+#undef VMCUDA_CUDNN_KIND
+  if (!known) return no("a legacy descriptor of an unknown kind");
+  if (d.handle || d.retired || d.type != 0 || d.stream != 0 || d.overflow)
+    return no("a legacy descriptor with a handle's or a backend descriptor's data");
+  if (d.steps.size() > kCudnnMaxSteps) return no("too many steps");
+  for (const CudnnStep& s : d.steps) {
+    if (s.op != CudnnStep::kLegacy || s.type != 0) return no("a backend step on a legacy descriptor");
+    bool ok = false;
+    std::string w = "a setting by a call that sets no legacy descriptor";
+    auto check = [&]<class A>(std::type_identity<A>, uint64_t A::* field, int32_t tag) {
+      A a{};
+      if (tag != d.legacy) return w = "a setting of another kind of descriptor", false;
+      if (s.count != int64_t(sizeof a) || s.elements.size() < sizeof a || s.elements.size() - sizeof a > kLegacyMaxTail)
+        return w = "a setting whose bytes do not match its call", false;
+      std::memcpy(&a, s.elements.data(), sizeof a);
+      if (a.*field != guest) return w = "a setting of another descriptor", false;
+      return true;
+    };
+#define VMCUDA_CUDNN_CHECK(call, field, tag)                              \
+  if (s.name == static_cast<int32_t>(call_number(api::Call::call)))       \
+    ok = check(std::type_identity<api::call##_Args>{}, &api::call##_Args::field, tag);
+    VMCUDA_CUDNN_LEGACY_RECORDS(VMCUDA_CUDNN_CHECK)
+#undef VMCUDA_CUDNN_CHECK
+    if (!ok) return no(w);
+  }
+  return true;
+}
+
+int32_t Session::cudnn_replay_legacy(uint64_t guest, const CudnnStep& s) {
+  const vmrpc::RegionView no_region;
+  const vmrpc::CallContext ctx{info_, region_ ? *region_ : no_region};
+  const std::span<const std::byte> all(s.elements);
+  cudnn_replaying_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{cudnn_replaying_};
+  api::Empty r;
+  auto replay = [&]<class A>(A& a, uint64_t A::* field, auto handler) -> int32_t {
+    if (s.count != int64_t(sizeof a) || all.size() < sizeof a) return kCudnnBadParam;  // checked when read
+    std::memcpy(&a, all.data(), sizeof a);
+    if (a.*field != guest) return kCudnnBadParam;
+    Request req{all.subspan(sizeof a), {}, 0, ctx};
+    if constexpr (std::is_same_v<A, api::cudnnSetDropoutDescriptor_Args>) {
+      // Its states came back with the client's memory: restored, not made again (which would
+      // start the random sequence anew).
+      api::cudnnRestoreDropoutDescriptor_Args b{};
+      b.dropoutDesc = a.dropoutDesc, b.handle = a.handle, b.dropout = a.dropout, b.states = a.states;
+      b.stateSizeInBytes = a.stateSizeInBytes, b.seed = a.seed;
+      (void)handler;
+      return on_cudnnRestoreDropoutDescriptor(b, r, req);
+    } else {
+      return (this->*handler)(a, r, req);
+    }
+  };
+#define VMCUDA_CUDNN_REPLAY(call, field, tag)                                  \
+  if (s.name == static_cast<int32_t>(call_number(api::Call::call))) {          \
+    api::call##_Args a{};                                                      \
+    return replay(a, &api::call##_Args::field, &Session::on_##call);           \
+  }
+  VMCUDA_CUDNN_LEGACY_RECORDS(VMCUDA_CUDNN_REPLAY)
+#undef VMCUDA_CUDNN_REPLAY
+  return kCudnnNotSupported;
+}
 
 void Session::cudnn_retire(ObjectId id) {
   Object* obj = vol_.get(id);
@@ -561,10 +732,25 @@ bool Session::cudnn_recreate(CudnnObject& o, std::string* why) {
   }
   o.ptr = nullptr;
   o.pointers.clear();  // set again with the steps (restore_cudnn)
-  const int st = o.handle ? lib->cudnnCreate(&o.ptr) : lib->cudnnBackendCreateDescriptor(o.type, &o.ptr);
+  int st = kCudnnNotSupported;
+  if (o.legacy >= 0) {
+    switch (o.legacy) {
+#define VMCUDA_CUDNN_CREATE(tag, name) \
+  case tag:                            \
+    if (lib->name) st = lib->name(&o.ptr); \
+    break;
+      VMCUDA_CUDNN_LEGACY_CREATE(VMCUDA_CUDNN_CREATE)
+#undef VMCUDA_CUDNN_CREATE
+    }
+  } else {
+    st = o.handle ? lib->cudnnCreate(&o.ptr) : lib->cudnnBackendCreateDescriptor(o.type, &o.ptr);
+  }
   if (st != kCudnnSuccess) {
     o.ptr = nullptr;
-    *why = std::string("making a cuDNN ") + (o.handle ? "handle" : "descriptor of type " + std::to_string(o.type)) +
+    *why = std::string("making a cuDNN ") +
+           (o.handle ? "handle"
+            : o.legacy >= 0 ? "legacy descriptor of kind " + std::to_string(o.legacy)
+                            : "descriptor of type " + std::to_string(o.type)) +
            " again failed (cudnnStatus_t " + std::to_string(st) + ")";
     return false;
   }
@@ -626,9 +812,14 @@ bool Session::restore_cudnn(std::string* why) {
           st = lib->cudnnBackendGetAttribute(d.ptr, step.name, step.type, step.count, &got, words.data());
         break;
       }
+      case CudnnStep::kLegacy:
+        st = cudnn_replay_legacy(obj.handle, step);
+        break;
     }
     if (st != kCudnnSuccess)
-      return fail("step " + std::to_string(at.seq) + " (attribute " + std::to_string(step.name) +
+      return fail("step " + std::to_string(at.seq) + " (" +
+                  (step.op == CudnnStep::kLegacy ? "call " + std::to_string(step.name) + " on a legacy descriptor"
+                                                 : "attribute " + std::to_string(step.name)) +
                   ") answered cudnnStatus_t " + std::to_string(st));
     cudnn_seq_ = std::max(cudnn_seq_, step.seq + 1);
   }

@@ -271,20 +271,23 @@ struct CurandGeneratorObject {
   bool overflow = false;
 };
 
-// A cuDNN handle, backend descriptor or legacy descriptor (tensor, activation; not carried by a
-// suspend: refused while one exists) of the real library (cudnn.cc), and what the guest did
-// to a descriptor (set attributes, finalized it, filled other descriptors from it), in the
+// A cuDNN handle, backend descriptor or legacy descriptor (tensor, activation, filter,
+// convolution, pooling, dropout) of the real library (cudnn.cc), and what the guest did
+// to a descriptor (set attributes, finalized it, filled other descriptors from it; a legacy
+// descriptor's settings), in the
 // client's order across all its descriptors: a resume makes every object again, then replays
 // those steps in that order, behind the same guest handles.
 struct CudnnStep {
-  enum Op : uint8_t { kSet = 1, kFinalize, kFill, kInitialize };
+  // kLegacy: a legacy descriptor's setting (Session::cudnn_note_legacy).
+  enum Op : uint8_t { kSet = 1, kFinalize, kFill, kInitialize, kLegacy };
   uint64_t seq = 0;   // the client's order of cuDNN steps (Session::cudnn_seq_)
   uint8_t op = kSet;
-  int32_t name = 0;   // kSet, kFill: the attribute
+  int32_t name = 0;   // kSet, kFill: the attribute; kLegacy: the call's number (calls.def)
   int32_t type = 0;   // kSet: its cudnnBackendAttributeType_t (kFill: always a descriptor)
-  int64_t count = 0;  // kSet: elements; kFill: the count asked for
+  int64_t count = 0;  // kSet: elements; kFill: the count asked for; kLegacy: the Args' bytes
   // kSet: the elements as the guest sent them (descriptors and handles as guest handles);
-  // kFill: the guest's descriptors the library filled (cudnnBackendGetAttribute).
+  // kFill: the guest's descriptors the library filled (cudnnBackendGetAttribute);
+  // kLegacy: the call's Args, then its trailing bytes (dimension arrays).
   std::vector<std::byte> elements;
 };
 // Bounds of a descriptor's steps (an attribute set again before a finalize replaces itself).

@@ -359,6 +359,7 @@ class Session : public vmrpc::SlotService {
   // Why a suspend is refused now (empty: it is not): a descriptor with more steps than are
   // recorded, or whose attributes name an object the program destroyed.
   std::string cudnn_blocks_suspend() const;
+  std::string cudnn_legacy_blocks_suspend(const CudnnObject& d) const;  // its part for a legacy descriptor
   // A resume: the handle or descriptor made again (in the current context); then, once every
   // object is back, every descriptor's steps replayed in the client's order and each handle's
   // stream set. False and why when the library or a step fails.
@@ -366,6 +367,20 @@ class Session : public vmrpc::SlotService {
   bool restore_cudnn(std::string* why);
   // Whether a state file's cuDNN step is well formed (what a resume may replay); why not.
   static bool cudnn_step_valid(const CudnnStep& s, std::string* why);
+  // Legacy descriptors (tensor, filter, convolution, ...): a setting that succeeded, kept with
+  // descriptor `d` (CudnnStep::kLegacy: the call's Args and trailing bytes) for a resume to
+  // replay; the same call again replaces it. cudnnDeriveBNTensorDescriptor is kept as the
+  // cudnnSetTensorNdDescriptor of what it derived, so it needs no other descriptor.
+  void cudnn_note_legacy(CudnnObject& d, uint32_t call, const void* args, size_t args_bytes,
+                         std::span<const std::byte> tail);
+  // A resume: step `s` of legacy descriptor `guest` replayed through the call's own handler (which
+  // checks it as it checks a guest's call; a dropout descriptor's setting replays as
+  // cudnnRestoreDropoutDescriptor: its states are back with the client's memory).
+  int32_t cudnn_replay_legacy(uint64_t guest, const CudnnStep& s);
+  bool cudnn_replaying_ = false;  // while a resume replays: the handlers do not record again
+  // Whether a state file's legacy descriptor (kind d.legacy, guest handle `guest`) and its steps
+  // are well formed: each a recorded setting of that kind, of its size, naming that descriptor.
+  static bool cudnn_legacy_valid(const CudnnObject& d, uint64_t guest, std::string* why);
   // ---- cuSPARSE and cuSOLVER (cusparse.cc, cusolver.cc; the generated handlers use
   // NvobjScope, nvobj.h). Destroys an object of the real library (teardown).
   template <class Traits>

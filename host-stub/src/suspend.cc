@@ -69,7 +69,9 @@ enum RecordType : uint32_t {
 // finalization); 9: IPC between the VM's programs (the memory and events a client opened of
 // others', with their tokens; its exports, kIpcExports)
 // 10: cuSPARSE and cuSOLVER objects (the calls that made and set each, NvobjStep)
-constexpr uint32_t kClientStateVersion = 10;
+// 11: cuDNN's legacy descriptors (each object's legacy kind, and a legacy descriptor's
+// settings as the calls' arguments)
+constexpr uint32_t kClientStateVersion = 11;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
@@ -751,6 +753,7 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         const auto& d = o.as<CudnnObject>();
         w.put_u8(d.retired ? 2 : d.handle ? 1 : 0);  // a descriptor, a handle, a retired descriptor
         w.put_i32(d.type);
+        w.put_i32(d.legacy);  // a legacy descriptor's kind (-1: a handle or backend descriptor)
         w.put_u64(d.stream);
         w.put_u32(static_cast<uint32_t>(d.steps.size()));
         for (const CudnnStep& step : d.steps) {
@@ -1570,6 +1573,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         uint32_t n = 0;
         r.get_u8(&handle);
         r.get_i32(&d.type);
+        r.get_i32(&d.legacy);
         r.get_u64(&d.stream);
         r.get_u32(&n);
         if (!r.ok()) break;
@@ -1577,6 +1581,27 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         d.retired = handle == 2;
         if (handle > 2 || s.handle < api::kFirstGuestHandle || d.retired != ((s.handle & kCudnnRetiredHandle) != 0))
           return bad("bad cuDNN object");
+        if (d.legacy != -1) {
+          // A legacy descriptor: its settings, each a call of its kind naming it (cudnn.cc).
+          if (n > kCudnnMaxSteps) return bad("too many steps");
+          for (uint32_t i = 0; r.ok() && i < n; ++i) {
+            CudnnStep step;
+            uint64_t count = 0;
+            r.get_u64(&step.seq);
+            r.get_u8(&step.op);
+            r.get_i32(&step.name);
+            r.get_i32(&step.type);
+            r.get_u64(&count);
+            r.get_bytes(&step.elements, api::kCudnnMaxAttributeBytes);
+            step.count = static_cast<int64_t>(count);
+            d.steps.push_back(std::move(step));
+          }
+          if (!r.ok()) break;
+          std::string w;
+          if (!cudnn_legacy_valid(d, s.handle, &w)) return bad(w);
+          s.data = std::move(d);
+          break;
+        }
         if (d.handle ? (d.type != 0 || n != 0 || (d.stream && d.stream < api::kFirstGuestHandle))
                      : (d.type < 0 || d.type >= api::kCudnnDescriptorTypes || d.stream != 0))
           return bad(d.handle ? "a cuDNN handle with a descriptor's data" : "a descriptor of an unknown type");

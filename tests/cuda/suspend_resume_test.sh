@@ -42,8 +42,9 @@ if [ ${#programs[@]} -eq 0 ]; then
     # ipc and ipc_pool (two processes of the VM sharing memory, an event, a pool) are carried:
     # both clients are suspended and resumed together (host-stub/src/ipc.cc). Virtual memory
     # objects, cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc),
-    # cuDNN handles and descriptors (cudnn.cc) and cuSPARSE and cuSOLVER objects (nvobj.cc)
-    # are carried.
+    # cuDNN handles, backend descriptors and legacy descriptors (tensor, filter, convolution,
+    # activation, pooling, dropout with its states: cudnn.cc; cudnn_basic, cudnn_legacy) and
+    # cuSPARSE and cuSOLVER objects (nvobj.cc) are carried.
     # stream_attributes: on the test executor a suspend that lands between its
     # cudaStreamCopyAttributes from the per-thread stream and the read-back loses the copied
     # syncPolicy (-1 instead of 3; found 2026-11-27, not fixed yet; identical on the H100).

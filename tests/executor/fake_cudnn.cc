@@ -11,7 +11,11 @@
 // (kept, not applied), cudnnDeriveBNTensorDescriptor and fp32 batch normalization (spatial and
 // per-activation; forward training with running averages and saved statistics, inference and
 // backward, alpha/beta blending; the Ex forms without fused activation), workspace and reserve
-// sizes of 0.
+// sizes of 0; filter, convolution, pooling and dropout descriptors and their fp32 2-D NCHW
+// routines (convolution forward, fused bias and activation, backward data, filter and bias, with
+// groups; algorithm searches offering algorithms 0 and 1, 1 asking for a workspace; cudnnAddTensor;
+// max and average pooling forward and backward; softmax forward and backward; dropout whose
+// generator position is a counter in its states, in the client's memory).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -894,6 +898,802 @@ int f_bn_backward_ex(void* handle, int mode, int ops, void* ad, void* bd, void* 
   return bn_backward(handle, mode, ad, bd, ap, bp, xd, x, dy, dx, pd, scale, dscale, dbias, eps, saved_mean, saved_inv);
 }
 
+// ---- the legacy convolution path: filters, convolutions, pooling, softmax, dropout (fp32,
+// 2-D NCHW; computed on the CPU over the fake device memory as batch normalization is)
+
+struct FilterDesc {
+  int dtype = -1, format = kNchw, nb = 0;
+  int dims[8] = {};
+};
+struct ConvDesc {
+  int nb = 0;  // spatial dimensions (0: not set)
+  int pad[8] = {}, stride[8] = {}, dil[8] = {};
+  int mode = 1, ctype = 0, math = 0, groups = 1, reorder = 0;
+};
+struct PoolDesc {
+  int mode = 0, nan = 0, nb = 0;
+  int win[8] = {}, pad[8] = {}, stride[8] = {};
+};
+struct DropoutDesc {
+  float p = 0;
+  uint64_t states = 0, bytes = 0, seed = 0;
+  bool set = false;
+};
+std::set<FilterDesc*> g_filters;
+std::set<ConvDesc*> g_convs;
+std::set<PoolDesc*> g_pools;
+std::set<DropoutDesc*> g_dropouts;
+constexpr int kConvolution = 0, kCrossCorrelation = 1;
+constexpr int kFwdAlgos = 8, kBwdDataAlgos = 6, kBwdFilterAlgos = 7;
+constexpr size_t kDropoutStateBytes = 256;  // the fake's generator: a counter in the states
+
+template <class T>
+T* live_in(std::set<T*>& s, void* p) {
+  return s.count(static_cast<T*>(p)) ? static_cast<T*>(p) : nullptr;
+}
+template <class T>
+int create_in(std::set<T*>& s, void** out) {
+  if (!out) return kBadParam;
+  std::lock_guard l(g_mu);
+  auto* t = new T;
+  s.insert(t);
+  *out = t;
+  return kSuccess;
+}
+template <class T>
+int destroy_in(std::set<T*>& s, void* p) {
+  std::lock_guard l(g_mu);
+  if (!p) return kSuccess;
+  if (!s.erase(static_cast<T*>(p))) return kBadParam;
+  delete static_cast<T*>(p);
+  return kSuccess;
+}
+void put(void* out, int v) {
+  if (out) std::memcpy(out, &v, 4);
+}
+
+int f_create_filter(void** out) { return create_in(g_filters, out); }
+int f_destroy_filter(void* p) { return destroy_in(g_filters, p); }
+int set_filter_locked(FilterDesc* f, int dtype, int format, int nb, const int* dims) {
+  if (!f || nb < 3 || nb > 8 || !dims || dtype < 0 || dtype > 20 || (format != kNchw && format != kNhwc)) return kBadParam;
+  for (int i = 0; i < nb; ++i)
+    if (dims[i] <= 0) return fail(kBadParam, "filter dimensions must be positive");
+  f->dtype = dtype, f->format = format, f->nb = nb;
+  std::memcpy(f->dims, dims, 4 * size_t(nb));
+  return kSuccess;
+}
+int f_set_filter_4d(void* p, int dtype, int format, int k, int c, int h, int w) {
+  std::lock_guard l(g_mu);
+  const int dims[4] = {k, c, h, w};
+  return set_filter_locked(live_in(g_filters, p), dtype, format, 4, dims);
+}
+int f_set_filter_nd(void* p, int dtype, int format, int nb, void* dims) {
+  std::lock_guard l(g_mu);
+  return set_filter_locked(live_in(g_filters, p), dtype, format, nb, static_cast<int*>(dims));
+}
+int f_get_filter_4d(void* p, void* dt, void* fmt, void* k, void* c, void* h, void* w) {
+  std::lock_guard l(g_mu);
+  FilterDesc* f = live_in(g_filters, p);
+  if (!f || f->nb != 4) return kBadParam;
+  put(dt, f->dtype), put(fmt, f->format), put(k, f->dims[0]), put(c, f->dims[1]), put(h, f->dims[2]), put(w, f->dims[3]);
+  return kSuccess;
+}
+int f_get_filter_nd(void* p, int requested, void* dt, void* fmt, void* nb, void* dims) {
+  std::lock_guard l(g_mu);
+  FilterDesc* f = live_in(g_filters, p);
+  if (!f || requested < 0 || f->nb == 0) return kBadParam;
+  put(dt, f->dtype), put(fmt, f->format), put(nb, f->nb);
+  if (dims) std::memcpy(dims, f->dims, 4 * size_t(std::min(requested, f->nb)));
+  return kSuccess;
+}
+int64_t filter_elems(const FilterDesc& f) {
+  int64_t n = 1;
+  for (int i = 0; i < f.nb; ++i) n *= f.dims[i];
+  return n;
+}
+int f_filter_size(void* p, void* size) {
+  std::lock_guard l(g_mu);
+  FilterDesc* f = live_in(g_filters, p);
+  if (!f || !size || f->dtype < 0) return kBadParam;
+  const size_t bytes = size_t(filter_elems(*f)) * size_t(data_bytes(f->dtype));
+  std::memcpy(size, &bytes, 8);
+  return kSuccess;
+}
+
+int f_create_conv(void** out) { return create_in(g_convs, out); }
+int f_destroy_conv(void* p) { return destroy_in(g_convs, p); }
+int set_conv_locked(ConvDesc* c, int nb, const int* pad, const int* stride, const int* dil, int mode, int ctype) {
+  if (!c || nb < 1 || nb > 6 || !pad || !stride || !dil || (mode != kConvolution && mode != kCrossCorrelation))
+    return kBadParam;
+  for (int i = 0; i < nb; ++i)
+    if (pad[i] < 0 || stride[i] <= 0 || dil[i] <= 0) return fail(kBadParam, "padding, strides and dilations");
+  c->nb = nb, c->mode = mode, c->ctype = ctype;
+  std::memcpy(c->pad, pad, 4 * size_t(nb));
+  std::memcpy(c->stride, stride, 4 * size_t(nb));
+  std::memcpy(c->dil, dil, 4 * size_t(nb));
+  return kSuccess;
+}
+int f_set_conv_2d(void* p, int ph, int pw, int u, int v, int dh, int dw, int mode, int ctype) {
+  std::lock_guard l(g_mu);
+  const int pad[2] = {ph, pw}, st[2] = {u, v}, dil[2] = {dh, dw};
+  return set_conv_locked(live_in(g_convs, p), 2, pad, st, dil, mode, ctype);
+}
+int f_set_conv_nd(void* p, int n, void* pad, void* st, void* dil, int mode, int ctype) {
+  std::lock_guard l(g_mu);
+  return set_conv_locked(live_in(g_convs, p), n, static_cast<int*>(pad), static_cast<int*>(st),
+                         static_cast<int*>(dil), mode, ctype);
+}
+int f_conv_math(void* p, int math) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || math < 0 || math > 3) return kBadParam;
+  c->math = math;
+  return kSuccess;
+}
+int f_conv_groups(void* p, int groups) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || groups < 1) return kBadParam;
+  c->groups = groups;
+  return kSuccess;
+}
+int f_conv_reorder(void* p, int reorder) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || reorder < 0 || reorder > 1) return kBadParam;
+  c->reorder = reorder;
+  return kSuccess;
+}
+int f_get_conv_2d(void* p, void* ph, void* pw, void* u, void* v, void* dh, void* dw, void* mode, void* ctype) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || c->nb != 2) return kBadParam;
+  put(ph, c->pad[0]), put(pw, c->pad[1]), put(u, c->stride[0]), put(v, c->stride[1]), put(dh, c->dil[0]);
+  put(dw, c->dil[1]), put(mode, c->mode), put(ctype, c->ctype);
+  return kSuccess;
+}
+int f_get_conv_nd(void* p, int requested, void* n, void* pad, void* st, void* dil, void* mode, void* ctype) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || requested < 0 || c->nb == 0) return kBadParam;
+  const size_t k = 4 * size_t(std::min(requested, c->nb));
+  put(n, c->nb), put(mode, c->mode), put(ctype, c->ctype);
+  if (pad) std::memcpy(pad, c->pad, k);
+  if (st) std::memcpy(st, c->stride, k);
+  if (dil) std::memcpy(dil, c->dil, k);
+  return kSuccess;
+}
+int f_get_conv_math(void* p, void* math) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || !math) return kBadParam;
+  put(math, c->math);
+  return kSuccess;
+}
+int f_get_conv_groups(void* p, void* groups) {
+  std::lock_guard l(g_mu);
+  ConvDesc* c = live_in(g_convs, p);
+  if (!c || !groups) return kBadParam;
+  put(groups, c->groups);
+  return kSuccess;
+}
+
+// A 2-D convolution's operands, checked against each other (cuDNN's rules for the shapes).
+struct Conv {
+  const TensorDesc *x = nullptr, *y = nullptr;
+  const FilterDesc* w = nullptr;
+  const ConvDesc* c = nullptr;
+  int N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, P = 0, Q = 0, G = 1;
+  float wv(const float* w, int k, int c, int r, int s) const {
+    if (this->c->mode == kConvolution) r = R - 1 - r, s = S - 1 - s;
+    const int cg = C / G;
+    return this->w->format == kNhwc ? w[((int64_t(k) * R + r) * S + s) * cg + c] : w[((int64_t(k) * cg + c) * R + r) * S + s];
+  }
+};
+int out_dim(int in, int pad, int k, int dil, int stride) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; }
+// x, w and c give y's shape; y (when given) must have it.
+int conv_setup(void* xd, void* wd, void* cd, void* yd, Conv* v) {
+  v->x = tensor_desc(xd), v->w = live_in(g_filters, wd), v->c = live_in(g_convs, cd);
+  v->y = yd ? tensor_desc(yd) : nullptr;
+  if (!v->x || !v->w || !v->c || (yd && !v->y)) return kBadParam;
+  if (v->x->nb != 4 || v->w->nb != 4 || v->c->nb != 2) return fail(kNotSupported, "the fake convolves 2-D NCHW");
+  v->N = v->x->dims[0], v->C = v->x->dims[1], v->H = v->x->dims[2], v->W = v->x->dims[3];
+  v->K = v->w->dims[0], v->R = v->w->dims[2], v->S = v->w->dims[3], v->G = v->c->groups;
+  if (v->C % v->G || v->K % v->G || v->w->dims[1] != v->C / v->G)
+    return fail(kBadParam, "the filter's channels do not match the input's (and the group count)");
+  v->P = out_dim(v->H, v->c->pad[0], v->R, v->c->dil[0], v->c->stride[0]);
+  v->Q = out_dim(v->W, v->c->pad[1], v->S, v->c->dil[1], v->c->stride[1]);
+  if (v->P <= 0 || v->Q <= 0) return fail(kBadParam, "the filter is larger than the padded input");
+  if (v->y && (v->y->nb != 4 || v->y->dims[0] != v->N || v->y->dims[1] != v->K || v->y->dims[2] != v->P ||
+               v->y->dims[3] != v->Q))
+    return fail(kBadParam, "the output tensor's shape is not the convolution's");
+  return kSuccess;
+}
+int64_t off4(const TensorDesc& t, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return n * t.strides[0] + c * t.strides[1] + h * t.strides[2] + w * t.strides[3];
+}
+bool fp32_conv(const Conv& v) {
+  return v.x->dtype == kDataFloat && v.w->dtype == kDataFloat && (!v.y || v.y->dtype == kDataFloat);
+}
+// Every (n, k, p, q) x (c, r, s) term of the convolution whose input position lies inside x.
+template <class F>
+void each_term(const Conv& v, F f) {
+  const int cg = v.C / v.G, kg = v.K / v.G;
+  for (int n = 0; n < v.N; ++n)
+    for (int k = 0; k < v.K; ++k)
+      for (int p = 0; p < v.P; ++p)
+        for (int q = 0; q < v.Q; ++q)
+          for (int c = 0; c < cg; ++c)
+            for (int r = 0; r < v.R; ++r)
+              for (int s = 0; s < v.S; ++s) {
+                const int h = p * v.c->stride[0] - v.c->pad[0] + r * v.c->dil[0];
+                const int w = q * v.c->stride[1] - v.c->pad[1] + s * v.c->dil[1];
+                if (h < 0 || h >= v.H || w < 0 || w >= v.W) continue;
+                f(n, k, p, q, (k / kg) * cg + c, c, r, s, h, w);
+              }
+}
+int64_t filter_span(const Conv& v) { return filter_elems(*v.w); }
+
+int f_out_dim_2d(void* cd, void* xd, void* wd, void* n, void* c, void* h, void* w) {
+  std::lock_guard l(g_mu);
+  Conv v;
+  if (int s = conv_setup(xd, wd, cd, nullptr, &v)) return s;
+  put(n, v.N), put(c, v.K), put(h, v.P), put(w, v.Q);
+  return kSuccess;
+}
+int f_out_dim_nd(void* cd, void* xd, void* wd, int nb, void* dims) {
+  std::lock_guard l(g_mu);
+  Conv v;
+  if (int s = conv_setup(xd, wd, cd, nullptr, &v)) return s;
+  if (nb != 4 || !dims) return kBadParam;
+  const int d[4] = {v.N, v.K, v.P, v.Q};
+  std::memcpy(dims, d, sizeof d);
+  return kSuccess;
+}
+int f_max_fwd(void* h, void* count) { return g_handles.count(static_cast<Handle*>(h)) ? (put(count, kFwdAlgos), kSuccess) : kBadParam; }
+int f_max_bwd_data(void* h, void* count) {
+  return g_handles.count(static_cast<Handle*>(h)) ? (put(count, kBwdDataAlgos), kSuccess) : kBadParam;
+}
+int f_max_bwd_filter(void* h, void* count) {
+  return g_handles.count(static_cast<Handle*>(h)) ? (put(count, kBwdFilterAlgos), kSuccess) : kBadParam;
+}
+// An algorithm search's results (cudnnConvolution*AlgoPerf_t, 48 bytes): the fake's two
+// algorithms, 0 then 1, no workspace, fp32 math.
+struct Perf {
+  int algo, status;
+  float time;
+  size_t memory;
+  int determinism, math, reserved[3];
+};
+static_assert(sizeof(Perf) == 48);
+int algo_results(void* h, Conv* v, void* xd, void* wd, void* cd, void* yd, int requested, void* returned, void* perf) {
+  std::lock_guard l(g_mu);
+  if (!g_handles.count(static_cast<Handle*>(h)) || !returned || requested < 1 || !perf) return kBadParam;
+  if (int s = conv_setup(xd, wd, cd, yd, v)) return s;
+  const int n = std::min(requested, 2);
+  for (int i = 0; i < n; ++i) {
+    const Perf p{i, kSuccess, 0.01f * float(i + 1), 0, 1, 0, {0, 0, 0}};
+    std::memcpy(static_cast<std::byte*>(perf) + 48 * i, &p, 48);
+  }
+  put(returned, n);
+  return kSuccess;
+}
+int f_fwd_algo_v7(void* h, void* xd, void* wd, void* cd, void* yd, int req, void* ret, void* perf) {
+  Conv v;
+  return algo_results(h, &v, xd, wd, cd, yd, req, ret, perf);
+}
+int f_fwd_find_ex(void* h, void* xd, void*, void* wd, void*, void* cd, void* yd, void*, int req, void* ret, void* perf,
+                  void*, size_t) {
+  Conv v;
+  return algo_results(h, &v, xd, wd, cd, yd, req, ret, perf);
+}
+// Backward data and filter: the descriptors in the order (w, dy, conv, dx) / (x, dy, conv, dw).
+int f_bwd_data_algo(void* h, void* wd, void* dyd, void* cd, void* dxd, int req, void* ret, void* perf) {
+  Conv v;
+  return algo_results(h, &v, dxd, wd, cd, dyd, req, ret, perf);
+}
+int f_bwd_data_find_ex(void* h, void* wd, void*, void* dyd, void*, void* cd, void* dxd, void*, int req, void* ret,
+                       void* perf, void*, size_t) {
+  Conv v;
+  return algo_results(h, &v, dxd, wd, cd, dyd, req, ret, perf);
+}
+int f_bwd_filter_algo(void* h, void* xd, void* dyd, void* cd, void* dwd, int req, void* ret, void* perf) {
+  Conv v;
+  return algo_results(h, &v, xd, dwd, cd, dyd, req, ret, perf);
+}
+int f_bwd_filter_find_ex(void* h, void* xd, void*, void* dyd, void*, void* cd, void* dwd, void*, int req, void* ret,
+                         void* perf, void*, size_t) {
+  Conv v;
+  return algo_results(h, &v, xd, dwd, cd, dyd, req, ret, perf);
+}
+int workspace(void* h, void* xd, void* wd, void* cd, void* yd, int algo, int algos, void* size) {
+  std::lock_guard l(g_mu);
+  Conv v;
+  if (!g_handles.count(static_cast<Handle*>(h)) || !size || algo < 0 || algo >= algos) return kBadParam;
+  if (int s = conv_setup(xd, wd, cd, yd, &v)) return s;
+  // Algorithm 1 of the fake asks for a workspace (as most of cuDNN's do): one float per output.
+  const size_t bytes = algo == 1 ? size_t(v.N) * v.K * v.P * v.Q * 4 : 0;
+  std::memcpy(size, &bytes, 8);
+  return kSuccess;
+}
+int f_fwd_ws_size(void* h, void* xd, void* wd, void* cd, void* yd, int algo, void* size) {
+  return workspace(h, xd, wd, cd, yd, algo, kFwdAlgos, size);
+}
+int f_bwd_data_ws_size(void* h, void* wd, void* dyd, void* cd, void* dxd, int algo, void* size) {
+  return workspace(h, dxd, wd, cd, dyd, algo, kBwdDataAlgos, size);
+}
+int f_bwd_filter_ws_size(void* h, void* xd, void* dyd, void* cd, void* dwd, int algo, void* size) {
+  return workspace(h, xd, dwd, cd, dyd, algo, kBwdFilterAlgos, size);
+}
+// The workspace an algorithm needs must be given (cuDNN answers BAD_PARAM when it is short).
+int check_workspace(const Conv& v, const FakeDeviceAt& at, int algo, void* ws, size_t bytes) {
+  const size_t need = algo == 1 ? size_t(v.N) * v.K * v.P * v.Q * 4 : 0;
+  if (bytes < need || (need && !ws)) return fail(kBadParam, "the workspace is smaller than the algorithm needs");
+  if (need && !at(reinterpret_cast<uint64_t>(ws), need)) return kExecutionFailed;
+  return kSuccess;
+}
+float blend(float alpha, float v, float beta, float old) { return alpha * v + (beta != 0 ? beta * old : 0.f); }
+
+int f_conv_fwd(void* handle, void* alpha, void* xd, void* x, void* wd, void* w, void* cd, int algo, void* ws,
+               size_t ws_bytes, void* beta, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    Conv v;
+    if (int s = conv_setup(xd, wd, cd, yd, &v)) return s;
+    if (!fp32_conv(v)) return fail(kNotSupported, "the fake convolves fp32");
+    if (algo < 0 || algo >= kFwdAlgos) return kBadParam;
+    if (int s = check_workspace(v, at, algo, ws, ws_bytes)) return s;
+    float *px = fptr(at, x, span_of(*v.x)), *pw = fptr(at, w, filter_span(v)), *py = fptr(at, y, span_of(*v.y));
+    if (!px || !pw || !py) return kExecutionFailed;
+    std::vector<float> sum(size_t(v.N) * v.K * v.P * v.Q, 0.f);
+    each_term(v, [&](int n, int k, int p, int q, int c, int cl, int r, int s, int h, int wi) {
+      sum[((size_t(n) * v.K + k) * v.P + p) * v.Q + q] += px[off4(*v.x, n, c, h, wi)] * v.wv(pw, k, cl, r, s);
+    });
+    const float a = scalar(alpha), b = scalar(beta);
+    for (int n = 0; n < v.N; ++n)
+      for (int k = 0; k < v.K; ++k)
+        for (int p = 0; p < v.P; ++p)
+          for (int q = 0; q < v.Q; ++q) {
+            float& o = py[off4(*v.y, n, k, p, q)];
+            o = blend(a, sum[((size_t(n) * v.K + k) * v.P + p) * v.Q + q], b, o);
+          }
+    return kSuccess;
+  });
+}
+float activate(const ActivationDesc& a, float v) {
+  switch (a.mode) {
+    case 0: return 1.f / (1.f + std::exp(-v));                    // SIGMOID
+    case 1: return v > 0 ? v : 0.f;                               // RELU
+    case 2: return std::tanh(v);                                  // TANH
+    case 3: return std::min(v > 0 ? v : 0.f, float(a.coef));      // CLIPPED_RELU
+    case 4: return v > 0 ? v : float(a.coef) * (std::exp(v) - 1);  // ELU
+  }
+  return v;  // IDENTITY
+}
+int f_conv_bias_act(void* handle, void* alpha1, void* xd, void* x, void* wd, void* w, void* cd, int algo, void* ws,
+                    size_t ws_bytes, void* alpha2, void* zd, void* z, void* bd, void* bias, void* ad, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    Conv v;
+    if (int s = conv_setup(xd, wd, cd, yd, &v)) return s;
+    auto* act = static_cast<ActivationDesc*>(ad);
+    const TensorDesc *z_d = tensor_desc(zd), *b_d = tensor_desc(bd);
+    if (!g_activations.count(act) || !z_d || !b_d || z_d->nb != 4 || b_d->nb != 4 || b_d->dims[1] != v.K)
+      return kBadParam;
+    // cuDNN runs this fused form with IDENTITY only for IMPLICIT_PRECOMP_GEMM; the fake does not mind.
+    if (!fp32_conv(v)) return fail(kNotSupported, "the fake convolves fp32");
+    if (algo < 0 || algo >= kFwdAlgos) return kBadParam;
+    if (int s = check_workspace(v, at, algo, ws, ws_bytes)) return s;
+    float *px = fptr(at, x, span_of(*v.x)), *pw = fptr(at, w, filter_span(v)), *py = fptr(at, y, span_of(*v.y)),
+          *pz = fptr(at, z, span_of(*z_d)), *pb = fptr(at, bias, span_of(*b_d));
+    if (!px || !pw || !py || !pz || !pb) return kExecutionFailed;
+    std::vector<float> sum(size_t(v.N) * v.K * v.P * v.Q, 0.f);
+    each_term(v, [&](int n, int k, int p, int q, int c, int cl, int r, int s, int h, int wi) {
+      sum[((size_t(n) * v.K + k) * v.P + p) * v.Q + q] += px[off4(*v.x, n, c, h, wi)] * v.wv(pw, k, cl, r, s);
+    });
+    const float a1 = scalar(alpha1), a2 = scalar(alpha2);
+    for (int n = 0; n < v.N; ++n)
+      for (int k = 0; k < v.K; ++k)
+        for (int p = 0; p < v.P; ++p)
+          for (int q = 0; q < v.Q; ++q) {
+            const float t = a1 * sum[((size_t(n) * v.K + k) * v.P + p) * v.Q + q] +
+                            (a2 != 0 ? a2 * pz[off4(*z_d, n, k, p, q)] : 0.f) + pb[off4(*b_d, 0, k, 0, 0)];
+            py[off4(*v.y, n, k, p, q)] = activate(*act, t);
+          }
+    return kSuccess;
+  });
+}
+int f_conv_bwd_data(void* handle, void* alpha, void* wd, void* w, void* dyd, void* dy, void* cd, int algo, void* ws,
+                    size_t ws_bytes, void* beta, void* dxd, void* dx) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    Conv v;
+    if (int s = conv_setup(dxd, wd, cd, dyd, &v)) return s;
+    if (!fp32_conv(v)) return fail(kNotSupported, "the fake convolves fp32");
+    if (algo < 0 || algo >= kBwdDataAlgos) return kBadParam;
+    if (int s = check_workspace(v, at, algo, ws, ws_bytes)) return s;
+    float *pdx = fptr(at, dx, span_of(*v.x)), *pw = fptr(at, w, filter_span(v)), *pdy = fptr(at, dy, span_of(*v.y));
+    if (!pdx || !pw || !pdy) return kExecutionFailed;
+    std::vector<float> sum(size_t(v.N) * v.C * v.H * v.W, 0.f);
+    each_term(v, [&](int n, int k, int p, int q, int c, int cl, int r, int s, int h, int wi) {
+      sum[((size_t(n) * v.C + c) * v.H + h) * v.W + wi] += pdy[off4(*v.y, n, k, p, q)] * v.wv(pw, k, cl, r, s);
+    });
+    const float a = scalar(alpha), b = scalar(beta);
+    for (int n = 0; n < v.N; ++n)
+      for (int c = 0; c < v.C; ++c)
+        for (int h = 0; h < v.H; ++h)
+          for (int wi = 0; wi < v.W; ++wi) {
+            float& o = pdx[off4(*v.x, n, c, h, wi)];
+            o = blend(a, sum[((size_t(n) * v.C + c) * v.H + h) * v.W + wi], b, o);
+          }
+    return kSuccess;
+  });
+}
+int f_conv_bwd_filter(void* handle, void* alpha, void* xd, void* x, void* dyd, void* dy, void* cd, int algo, void* ws,
+                      size_t ws_bytes, void* beta, void* dwd, void* dw) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    Conv v;
+    if (int s = conv_setup(xd, dwd, cd, dyd, &v)) return s;
+    if (!fp32_conv(v)) return fail(kNotSupported, "the fake convolves fp32");
+    if (algo < 0 || algo >= kBwdFilterAlgos) return kBadParam;
+    if (int s = check_workspace(v, at, algo, ws, ws_bytes)) return s;
+    float *px = fptr(at, x, span_of(*v.x)), *pdw = fptr(at, dw, filter_span(v)), *pdy = fptr(at, dy, span_of(*v.y));
+    if (!px || !pdw || !pdy) return kExecutionFailed;
+    const int cg = v.C / v.G;
+    std::vector<float> sum(size_t(v.K) * cg * v.R * v.S, 0.f);
+    each_term(v, [&](int n, int k, int p, int q, int c, int cl, int r, int s, int h, int wi) {
+      if (v.c->mode == kConvolution) r = v.R - 1 - r, s = v.S - 1 - s;  // the element wv read
+      sum[((size_t(k) * cg + cl) * v.R + r) * v.S + s] += pdy[off4(*v.y, n, k, p, q)] * px[off4(*v.x, n, c, h, wi)];
+    });
+    const float a = scalar(alpha), b = scalar(beta);
+    for (int k = 0; k < v.K; ++k)
+      for (int c = 0; c < cg; ++c)
+        for (int r = 0; r < v.R; ++r)
+          for (int s = 0; s < v.S; ++s) {
+            const size_t i = v.w->format == kNhwc ? ((size_t(k) * v.R + r) * v.S + s) * cg + c
+                                                  : ((size_t(k) * cg + c) * v.R + r) * v.S + s;
+            pdw[i] = blend(a, sum[((size_t(k) * cg + c) * v.R + r) * v.S + s], b, pdw[i]);
+          }
+    return kSuccess;
+  });
+}
+// C = alpha * A + beta * C, A broadcast over C where its dimension is 1 (cudnnAddTensor,
+// cudnnConvolutionBackwardBias's reverse).
+int f_add_tensor(void* handle, void* alpha, void* ad, void* A, void* beta, void* cd, void* C) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    const TensorDesc *a_d = tensor_desc(ad), *c_d = tensor_desc(cd);
+    if (!a_d || !c_d || a_d->nb != c_d->nb) return kBadParam;
+    if (a_d->dtype != kDataFloat || c_d->dtype != kDataFloat) return fail(kNotSupported, "the fake adds fp32");
+    for (int i = 0; i < a_d->nb; ++i)
+      if (a_d->dims[i] != 1 && a_d->dims[i] != c_d->dims[i]) return fail(kBadParam, "A's shape does not broadcast to C's");
+    float *pa = fptr(at, A, span_of(*a_d)), *pc = fptr(at, C, span_of(*c_d));
+    if (!pa || !pc) return kExecutionFailed;
+    const float al = scalar(alpha), be = scalar(beta);
+    const auto cs = offsets_of(*c_d);
+    std::vector<int> idx(size_t(c_d->nb), 0);
+    for (size_t e = 0; e < cs.size(); ++e) {
+      int64_t o = 0;
+      for (int k = 0; k < a_d->nb; ++k) o += int64_t(a_d->dims[k] == 1 ? 0 : idx[size_t(k)]) * a_d->strides[k];
+      pc[cs[e]] = blend(al, pa[o], be, pc[cs[e]]);
+      for (int k = c_d->nb; k-- > 0;) {
+        if (++idx[size_t(k)] < c_d->dims[k]) break;
+        idx[size_t(k)] = 0;
+      }
+    }
+    return kSuccess;
+  });
+}
+int f_conv_bwd_bias(void* handle, void* alpha, void* dyd, void* dy, void* beta, void* dbd, void* db) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    const TensorDesc *y = tensor_desc(dyd), *b = tensor_desc(dbd);
+    if (!y || !b || y->nb != 4 || b->nb != 4 || b->dims[1] != y->dims[1] || b->dims[0] != 1 || b->dims[2] != 1 ||
+        b->dims[3] != 1)
+      return kBadParam;
+    float *pdy = fptr(at, dy, span_of(*y)), *pdb = fptr(at, db, span_of(*b));
+    if (!pdy || !pdb) return kExecutionFailed;
+    for (int k = 0; k < y->dims[1]; ++k) {
+      float sum = 0;
+      for (int n = 0; n < y->dims[0]; ++n)
+        for (int p = 0; p < y->dims[2]; ++p)
+          for (int q = 0; q < y->dims[3]; ++q) sum += pdy[off4(*y, n, k, p, q)];
+      float& o = pdb[off4(*b, 0, k, 0, 0)];
+      o = blend(scalar(alpha), sum, scalar(beta), o);
+    }
+    return kSuccess;
+  });
+}
+
+// ---- pooling
+int f_create_pool(void** out) { return create_in(g_pools, out); }
+int f_destroy_pool(void* p) { return destroy_in(g_pools, p); }
+int set_pool_locked(PoolDesc* d, int mode, int nan, int nb, const int* win, const int* pad, const int* st) {
+  if (!d || mode < 0 || mode > 3 || nb < 1 || nb > 6 || !win || !pad || !st) return kBadParam;
+  for (int i = 0; i < nb; ++i)
+    if (win[i] <= 0 || pad[i] < 0 || st[i] <= 0) return fail(kBadParam, "window, padding and strides");
+  d->mode = mode, d->nan = nan, d->nb = nb;
+  std::memcpy(d->win, win, 4 * size_t(nb));
+  std::memcpy(d->pad, pad, 4 * size_t(nb));
+  std::memcpy(d->stride, st, 4 * size_t(nb));
+  return kSuccess;
+}
+int f_set_pool_2d(void* p, int mode, int nan, int wh, int ww, int ph, int pw, int sh, int sw) {
+  std::lock_guard l(g_mu);
+  const int win[2] = {wh, ww}, pad[2] = {ph, pw}, st[2] = {sh, sw};
+  return set_pool_locked(live_in(g_pools, p), mode, nan, 2, win, pad, st);
+}
+int f_set_pool_nd(void* p, int mode, int nan, int nb, void* win, void* pad, void* st) {
+  std::lock_guard l(g_mu);
+  return set_pool_locked(live_in(g_pools, p), mode, nan, nb, static_cast<int*>(win), static_cast<int*>(pad),
+                         static_cast<int*>(st));
+}
+int f_get_pool_2d(void* p, void* mode, void* nan, void* wh, void* ww, void* ph, void* pw, void* sh, void* sw) {
+  std::lock_guard l(g_mu);
+  PoolDesc* d = live_in(g_pools, p);
+  if (!d || d->nb != 2) return kBadParam;
+  put(mode, d->mode), put(nan, d->nan), put(wh, d->win[0]), put(ww, d->win[1]), put(ph, d->pad[0]);
+  put(pw, d->pad[1]), put(sh, d->stride[0]), put(sw, d->stride[1]);
+  return kSuccess;
+}
+int f_get_pool_nd(void* p, int requested, void* mode, void* nan, void* nb, void* win, void* pad, void* st) {
+  std::lock_guard l(g_mu);
+  PoolDesc* d = live_in(g_pools, p);
+  if (!d || requested < 0 || d->nb == 0) return kBadParam;
+  const size_t k = 4 * size_t(std::min(requested, d->nb));
+  put(mode, d->mode), put(nan, d->nan), put(nb, d->nb);
+  if (win) std::memcpy(win, d->win, k);
+  if (pad) std::memcpy(pad, d->pad, k);
+  if (st) std::memcpy(st, d->stride, k);
+  return kSuccess;
+}
+int pool_out(const PoolDesc& d, const TensorDesc& x, int i) {
+  return (x.dims[2 + i] + 2 * d.pad[i] - d.win[i]) / d.stride[i] + 1;
+}
+int f_pool_out_2d(void* p, void* xd, void* n, void* c, void* h, void* w) {
+  std::lock_guard l(g_mu);
+  PoolDesc* d = live_in(g_pools, p);
+  TensorDesc* x = tensor_desc(xd);
+  if (!d || !x || d->nb != 2 || x->nb != 4) return kBadParam;
+  put(n, x->dims[0]), put(c, x->dims[1]), put(h, pool_out(*d, *x, 0)), put(w, pool_out(*d, *x, 1));
+  return kSuccess;
+}
+int f_pool_out_nd(void* p, void* xd, int nb, void* dims) {
+  std::lock_guard l(g_mu);
+  PoolDesc* d = live_in(g_pools, p);
+  TensorDesc* x = tensor_desc(xd);
+  if (!d || !x || d->nb != 2 || x->nb != 4 || nb != 4 || !dims) return kBadParam;
+  const int o[4] = {x->dims[0], x->dims[1], pool_out(*d, *x, 0), pool_out(*d, *x, 1)};
+  std::memcpy(dims, o, sizeof o);
+  return kSuccess;
+}
+// Each output element's window over x: the positions inside x (and how many the average counts).
+template <class F>
+void each_window(const PoolDesc& d, const TensorDesc& x, const TensorDesc& y, F f) {
+  for (int n = 0; n < y.dims[0]; ++n)
+    for (int c = 0; c < y.dims[1]; ++c)
+      for (int p = 0; p < y.dims[2]; ++p)
+        for (int q = 0; q < y.dims[3]; ++q) {
+          std::vector<int64_t> in;
+          for (int r = 0; r < d.win[0]; ++r)
+            for (int s = 0; s < d.win[1]; ++s) {
+              const int h = p * d.stride[0] - d.pad[0] + r, w = q * d.stride[1] - d.pad[1] + s;
+              if (h >= 0 && h < x.dims[2] && w >= 0 && w < x.dims[3]) in.push_back(off4(x, n, c, h, w));
+            }
+          const int count = d.mode == 1 ? d.win[0] * d.win[1] : int(in.size());  // 1: AVG counting padding
+          f(off4(y, n, c, p, q), in, count);
+        }
+}
+int pool_setup(void* p, void* xd, void* yd, PoolDesc** d, TensorDesc** x, TensorDesc** y) {
+  *d = live_in(g_pools, p), *x = tensor_desc(xd), *y = tensor_desc(yd);
+  if (!*d || !*x || !*y || (*d)->nb != 2 || (*x)->nb != 4 || (*y)->nb != 4) return kBadParam;
+  if ((*x)->dtype != kDataFloat || (*y)->dtype != kDataFloat) return fail(kNotSupported, "the fake pools fp32");
+  if ((*y)->dims[0] != (*x)->dims[0] || (*y)->dims[1] != (*x)->dims[1] || (*y)->dims[2] != pool_out(**d, **x, 0) ||
+      (*y)->dims[3] != pool_out(**d, **x, 1))
+    return fail(kBadParam, "the output tensor's shape is not the pooling's");
+  return kSuccess;
+}
+bool is_max(const PoolDesc& d) { return d.mode == 0 || d.mode == 3; }
+int f_pool_fwd(void* handle, void* p, void* alpha, void* xd, void* x, void* beta, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    PoolDesc* d;
+    TensorDesc *xt, *yt;
+    if (int s = pool_setup(p, xd, yd, &d, &xt, &yt)) return s;
+    float *px = fptr(at, x, span_of(*xt)), *py = fptr(at, y, span_of(*yt));
+    if (!px || !py) return kExecutionFailed;
+    each_window(*d, *xt, *yt, [&](int64_t o, const std::vector<int64_t>& in, int count) {
+      float v = is_max(*d) ? -INFINITY : 0.f;
+      for (int64_t i : in) v = is_max(*d) ? std::max(v, px[i]) : v + px[i];
+      if (!is_max(*d)) v /= float(std::max(count, 1));
+      py[o] = blend(scalar(alpha), v, scalar(beta), py[o]);
+    });
+    return kSuccess;
+  });
+}
+int f_pool_bwd(void* handle, void* p, void* alpha, void* yd, void* y, void* dyd, void* dy, void* xd, void* x,
+               void* beta, void* dxd, void* dx) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    PoolDesc* d;
+    TensorDesc *xt, *yt;
+    if (int s = pool_setup(p, xd, yd, &d, &xt, &yt)) return s;
+    TensorDesc *dyt = tensor_desc(dyd), *dxt = tensor_desc(dxd);
+    if (!dyt || !dxt || dyt->nb != 4 || dxt->nb != 4) return kBadParam;
+    float *px = fptr(at, x, span_of(*xt)), *pdy = fptr(at, dy, span_of(*dyt)), *pdx = fptr(at, dx, span_of(*dxt));
+    if (!px || !pdy || !pdx || !fptr(at, y, span_of(*yt))) return kExecutionFailed;
+    // dy and dx share y's and x's layouts here (as PyTorch passes them).
+    std::vector<float> grad(size_t(span_of(*xt)), 0.f);
+    each_window(*d, *xt, *yt, [&](int64_t o, const std::vector<int64_t>& in, int count) {
+      if (in.empty()) return;
+      if (is_max(*d)) {
+        int64_t best = in[0];
+        for (int64_t i : in)
+          if (px[i] > px[best]) best = i;
+        grad[size_t(best)] += pdy[o];
+      } else {
+        for (int64_t i : in) grad[size_t(i)] += pdy[o] / float(std::max(count, 1));
+      }
+    });
+    for (int64_t o : offsets_of(*xt)) pdx[o] = blend(scalar(alpha), grad[size_t(o)], scalar(beta), pdx[o]);
+    return kSuccess;
+  });
+}
+
+// ---- softmax: over C*H*W of each sample (INSTANCE) or over C at each position (CHANNEL)
+template <class F>
+void each_softmax_group(const TensorDesc& t, int mode, F f) {
+  const int N = t.dims[0], C = t.dims[1], H = t.nb == 4 ? t.dims[2] : 1, W = t.nb == 4 ? t.dims[3] : 1;
+  std::vector<int64_t> g;
+  auto off = [&](int n, int c, int h, int w) { return t.nb == 4 ? off4(t, n, c, h, w) : int64_t(n) * t.strides[0] + int64_t(c) * t.strides[1]; };
+  for (int n = 0; n < N; ++n) {
+    if (mode == 0) {
+      g.clear();
+      for (int c = 0; c < C; ++c)
+        for (int h = 0; h < H; ++h)
+          for (int w = 0; w < W; ++w) g.push_back(off(n, c, h, w));
+      f(g);
+      continue;
+    }
+    for (int h = 0; h < H; ++h)
+      for (int w = 0; w < W; ++w) {
+        g.clear();
+        for (int c = 0; c < C; ++c) g.push_back(off(n, c, h, w));
+        f(g);
+      }
+  }
+}
+int f_softmax_fwd(void* handle, int algo, int mode, void* alpha, void* xd, void* x, void* beta, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc *xt = tensor_desc(xd), *yt = tensor_desc(yd);
+    if (!xt || !yt || (xt->nb != 4 && xt->nb != 2) || yt->nb != xt->nb || algo < 0 || algo > 2 || mode < 0 || mode > 1)
+      return kBadParam;
+    if (xt->dtype != kDataFloat) return fail(kNotSupported, "the fake computes fp32");
+    float *px = fptr(at, x, span_of(*xt)), *py = fptr(at, y, span_of(*yt));
+    if (!px || !py) return kExecutionFailed;
+    // y shares x's layout here.
+    each_softmax_group(*xt, mode, [&](const std::vector<int64_t>& g) {
+      float m = algo == 0 ? 0.f : -INFINITY;  // FAST does not subtract the maximum
+      for (int64_t o : g) m = algo == 0 ? m : std::max(m, px[o]);
+      double sum = 0;
+      for (int64_t o : g) sum += std::exp(double(px[o] - m));
+      for (int64_t o : g) {
+        const float v = algo == 2 ? float(double(px[o] - m) - std::log(sum)) : float(std::exp(double(px[o] - m)) / sum);
+        py[o] = blend(scalar(alpha), v, scalar(beta), py[o]);
+      }
+    });
+    return kSuccess;
+  });
+}
+int f_softmax_bwd(void* handle, int algo, int mode, void* alpha, void* yd, void* y, void* dyd, void* dy, void* beta,
+                  void* dxd, void* dx) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc *yt = tensor_desc(yd), *dyt = tensor_desc(dyd), *dxt = tensor_desc(dxd);
+    if (!yt || !dyt || !dxt || (yt->nb != 4 && yt->nb != 2) || algo < 0 || algo > 2 || mode < 0 || mode > 1)
+      return kBadParam;
+    if (yt->dtype != kDataFloat) return fail(kNotSupported, "the fake computes fp32");
+    float *py = fptr(at, y, span_of(*yt)), *pdy = fptr(at, dy, span_of(*dyt)), *pdx = fptr(at, dx, span_of(*dxt));
+    if (!py || !pdy || !pdx) return kExecutionFailed;
+    each_softmax_group(*yt, mode, [&](const std::vector<int64_t>& g) {
+      double s = 0;
+      for (int64_t o : g) s += algo == 2 ? pdy[o] : double(pdy[o]) * py[o];
+      for (int64_t o : g) {
+        const float v = algo == 2 ? float(pdy[o] - std::exp(double(py[o])) * s) : float(py[o] * (pdy[o] - s));
+        pdx[o] = blend(scalar(alpha), v, scalar(beta), pdx[o]);
+      }
+    });
+    return kSuccess;
+  });
+}
+
+// ---- dropout: the generator's position is a counter in the states (device memory), so it
+// moves on with each forward pass and comes back with the states' bytes
+int f_create_dropout(void** out) { return create_in(g_dropouts, out); }
+int f_destroy_dropout(void* p) { return destroy_in(g_dropouts, p); }
+int f_dropout_states_size(void* h, void* size) {
+  if (!g_handles.count(static_cast<Handle*>(h)) || !size) return kBadParam;
+  std::memcpy(size, &kDropoutStateBytes, 8);
+  return kSuccess;
+}
+int64_t elems_of(const TensorDesc& t) {
+  int64_t n = 1;
+  for (int i = 0; i < t.nb; ++i) n *= t.dims[i];
+  return n;
+}
+int f_dropout_reserve_size(void* xd, void* size) {
+  std::lock_guard l(g_mu);
+  TensorDesc* x = tensor_desc(xd);
+  if (!x || !size || x->dtype < 0) return kBadParam;
+  const size_t bytes = size_t(elems_of(*x));  // one mask byte per element
+  std::memcpy(size, &bytes, 8);
+  return kSuccess;
+}
+int dropout_set(void* p, void* handle, float prob, void* states, size_t bytes, unsigned long long seed, bool restore) {
+  if (prob < 0 || prob >= 1) return kBadParam;
+  auto work = [&](const FakeDeviceAt& at) {
+    DropoutDesc* d = live_in(g_dropouts, p);
+    if (!d) return kBadParam;
+    if (states && bytes < kDropoutStateBytes) return fail(kBadParam, "states smaller than cudnnDropoutGetStatesSize");
+    std::byte* s = states ? at(reinterpret_cast<uint64_t>(states), kDropoutStateBytes) : nullptr;
+    if (states && !s) return kExecutionFailed;
+    if (s && !restore) std::memset(s, 0, 8);  // the generator starts again (a kernel, natively)
+    d->p = prob, d->states = reinterpret_cast<uint64_t>(states), d->bytes = bytes, d->seed = seed, d->set = true;
+    return kSuccess;
+  };
+  if (restore) {  // no kernel: the states are as they were
+    std::lock_guard l(g_mu);
+    if (!g_handles.count(static_cast<Handle*>(handle))) return kBadParam;
+    int status = kSuccess;
+    fake_device_access([&](const FakeDeviceAt& at) { status = work(at); });
+    return status;
+  }
+  return bn_run(handle, work);
+}
+int f_set_dropout(void* p, void* h, float prob, void* states, size_t bytes, unsigned long long seed) {
+  return dropout_set(p, h, prob, states, bytes, seed, false);
+}
+int f_restore_dropout(void* p, void* h, float prob, void* states, size_t bytes, unsigned long long seed) {
+  return dropout_set(p, h, prob, states, bytes, seed, true);
+}
+uint64_t splitmix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+int f_dropout_fwd(void* handle, void* p, void* xd, void* x, void* yd, void* y, void* reserve, size_t reserve_bytes) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    DropoutDesc* d = live_in(g_dropouts, p);
+    TensorDesc *xt = tensor_desc(xd), *yt = tensor_desc(yd);
+    if (!d || !xt || !yt || !d->set || !d->states || elems_of(*xt) != elems_of(*yt)) return kBadParam;
+    if (xt->dtype != kDataFloat) return fail(kNotSupported, "the fake drops fp32");
+    const int64_t n = elems_of(*xt);
+    if (reserve_bytes < size_t(n)) return fail(kBadParam, "the reserve space is smaller than cudnnDropoutGetReserveSpaceSize");
+    float *px = fptr(at, x, span_of(*xt)), *py = fptr(at, y, span_of(*yt));
+    auto* mask = reinterpret_cast<uint8_t*>(at(reinterpret_cast<uint64_t>(reserve), size_t(n)));
+    auto* state = at(d->states, kDropoutStateBytes);
+    if (!px || !py || !mask || !state) return kExecutionFailed;
+    uint64_t counter;
+    std::memcpy(&counter, state, 8);
+    const auto xs = offsets_of(*xt), ys = offsets_of(*yt);
+    for (int64_t i = 0; i < n; ++i) {
+      const double u = double(splitmix(d->seed ^ splitmix(counter++)) >> 11) * 0x1.0p-53;
+      mask[i] = u >= d->p;
+      py[ys[size_t(i)]] = mask[i] ? px[xs[size_t(i)]] / (1 - d->p) : 0.f;
+    }
+    std::memcpy(state, &counter, 8);
+    return kSuccess;
+  });
+}
+int f_dropout_bwd(void* handle, void* p, void* dyd, void* dy, void* dxd, void* dx, void* reserve, size_t reserve_bytes) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    DropoutDesc* d = live_in(g_dropouts, p);
+    TensorDesc *yt = tensor_desc(dyd), *xt = tensor_desc(dxd);
+    if (!d || !xt || !yt || !d->set || elems_of(*xt) != elems_of(*yt)) return kBadParam;
+    const int64_t n = elems_of(*xt);
+    if (reserve_bytes < size_t(n)) return kBadParam;
+    float *pdy = fptr(at, dy, span_of(*yt)), *pdx = fptr(at, dx, span_of(*xt));
+    auto* mask = reinterpret_cast<uint8_t*>(at(reinterpret_cast<uint64_t>(reserve), size_t(n)));
+    if (!pdy || !pdx || !mask) return kExecutionFailed;
+    const auto xs = offsets_of(*xt), ys = offsets_of(*yt);
+    for (int64_t i = 0; i < n; ++i) pdx[xs[size_t(i)]] = mask[i] ? pdy[ys[size_t(i)]] / (1 - d->p) : 0.f;
+    return kSuccess;
+  });
+}
+
 int g_cudnn_token;
 
 const std::map<std::string, void*>& table() {
@@ -931,6 +1731,67 @@ const std::map<std::string, void*>& table() {
       {"cudnnBatchNormalizationForwardInference", reinterpret_cast<void*>(f_bn_fwd_inference)},
       {"cudnnBatchNormalizationBackward", reinterpret_cast<void*>(f_bn_backward)},
       {"cudnnBatchNormalizationBackwardEx", reinterpret_cast<void*>(f_bn_backward_ex)},
+      {"cudnnCreateFilterDescriptor", reinterpret_cast<void*>(f_create_filter)},
+      {"cudnnSetFilter4dDescriptor", reinterpret_cast<void*>(f_set_filter_4d)},
+      {"cudnnSetFilterNdDescriptor", reinterpret_cast<void*>(f_set_filter_nd)},
+      {"cudnnGetFilter4dDescriptor", reinterpret_cast<void*>(f_get_filter_4d)},
+      {"cudnnGetFilterNdDescriptor", reinterpret_cast<void*>(f_get_filter_nd)},
+      {"cudnnGetFilterSizeInBytes", reinterpret_cast<void*>(f_filter_size)},
+      {"cudnnDestroyFilterDescriptor", reinterpret_cast<void*>(f_destroy_filter)},
+      {"cudnnCreateConvolutionDescriptor", reinterpret_cast<void*>(f_create_conv)},
+      {"cudnnSetConvolution2dDescriptor", reinterpret_cast<void*>(f_set_conv_2d)},
+      {"cudnnSetConvolutionNdDescriptor", reinterpret_cast<void*>(f_set_conv_nd)},
+      {"cudnnSetConvolutionMathType", reinterpret_cast<void*>(f_conv_math)},
+      {"cudnnSetConvolutionGroupCount", reinterpret_cast<void*>(f_conv_groups)},
+      {"cudnnSetConvolutionReorderType", reinterpret_cast<void*>(f_conv_reorder)},
+      {"cudnnGetConvolution2dDescriptor", reinterpret_cast<void*>(f_get_conv_2d)},
+      {"cudnnGetConvolutionNdDescriptor", reinterpret_cast<void*>(f_get_conv_nd)},
+      {"cudnnGetConvolutionMathType", reinterpret_cast<void*>(f_get_conv_math)},
+      {"cudnnGetConvolutionGroupCount", reinterpret_cast<void*>(f_get_conv_groups)},
+      {"cudnnGetConvolution2dForwardOutputDim", reinterpret_cast<void*>(f_out_dim_2d)},
+      {"cudnnGetConvolutionNdForwardOutputDim", reinterpret_cast<void*>(f_out_dim_nd)},
+      {"cudnnDestroyConvolutionDescriptor", reinterpret_cast<void*>(f_destroy_conv)},
+      {"cudnnGetConvolutionForwardAlgorithmMaxCount", reinterpret_cast<void*>(f_max_fwd)},
+      {"cudnnGetConvolutionForwardAlgorithm_v7", reinterpret_cast<void*>(f_fwd_algo_v7)},
+      {"cudnnFindConvolutionForwardAlgorithm", reinterpret_cast<void*>(f_fwd_algo_v7)},
+      {"cudnnFindConvolutionForwardAlgorithmEx", reinterpret_cast<void*>(f_fwd_find_ex)},
+      {"cudnnGetConvolutionForwardWorkspaceSize", reinterpret_cast<void*>(f_fwd_ws_size)},
+      {"cudnnConvolutionForward", reinterpret_cast<void*>(f_conv_fwd)},
+      {"cudnnConvolutionBiasActivationForward", reinterpret_cast<void*>(f_conv_bias_act)},
+      {"cudnnGetConvolutionBackwardDataAlgorithmMaxCount", reinterpret_cast<void*>(f_max_bwd_data)},
+      {"cudnnGetConvolutionBackwardDataAlgorithm_v7", reinterpret_cast<void*>(f_bwd_data_algo)},
+      {"cudnnFindConvolutionBackwardDataAlgorithm", reinterpret_cast<void*>(f_bwd_data_algo)},
+      {"cudnnFindConvolutionBackwardDataAlgorithmEx", reinterpret_cast<void*>(f_bwd_data_find_ex)},
+      {"cudnnGetConvolutionBackwardDataWorkspaceSize", reinterpret_cast<void*>(f_bwd_data_ws_size)},
+      {"cudnnConvolutionBackwardData", reinterpret_cast<void*>(f_conv_bwd_data)},
+      {"cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", reinterpret_cast<void*>(f_max_bwd_filter)},
+      {"cudnnGetConvolutionBackwardFilterAlgorithm_v7", reinterpret_cast<void*>(f_bwd_filter_algo)},
+      {"cudnnFindConvolutionBackwardFilterAlgorithm", reinterpret_cast<void*>(f_bwd_filter_algo)},
+      {"cudnnFindConvolutionBackwardFilterAlgorithmEx", reinterpret_cast<void*>(f_bwd_filter_find_ex)},
+      {"cudnnGetConvolutionBackwardFilterWorkspaceSize", reinterpret_cast<void*>(f_bwd_filter_ws_size)},
+      {"cudnnConvolutionBackwardFilter", reinterpret_cast<void*>(f_conv_bwd_filter)},
+      {"cudnnConvolutionBackwardBias", reinterpret_cast<void*>(f_conv_bwd_bias)},
+      {"cudnnAddTensor", reinterpret_cast<void*>(f_add_tensor)},
+      {"cudnnCreatePoolingDescriptor", reinterpret_cast<void*>(f_create_pool)},
+      {"cudnnSetPooling2dDescriptor", reinterpret_cast<void*>(f_set_pool_2d)},
+      {"cudnnSetPoolingNdDescriptor", reinterpret_cast<void*>(f_set_pool_nd)},
+      {"cudnnGetPooling2dDescriptor", reinterpret_cast<void*>(f_get_pool_2d)},
+      {"cudnnGetPoolingNdDescriptor", reinterpret_cast<void*>(f_get_pool_nd)},
+      {"cudnnGetPooling2dForwardOutputDim", reinterpret_cast<void*>(f_pool_out_2d)},
+      {"cudnnGetPoolingNdForwardOutputDim", reinterpret_cast<void*>(f_pool_out_nd)},
+      {"cudnnDestroyPoolingDescriptor", reinterpret_cast<void*>(f_destroy_pool)},
+      {"cudnnPoolingForward", reinterpret_cast<void*>(f_pool_fwd)},
+      {"cudnnPoolingBackward", reinterpret_cast<void*>(f_pool_bwd)},
+      {"cudnnSoftmaxForward", reinterpret_cast<void*>(f_softmax_fwd)},
+      {"cudnnSoftmaxBackward", reinterpret_cast<void*>(f_softmax_bwd)},
+      {"cudnnCreateDropoutDescriptor", reinterpret_cast<void*>(f_create_dropout)},
+      {"cudnnDestroyDropoutDescriptor", reinterpret_cast<void*>(f_destroy_dropout)},
+      {"cudnnDropoutGetStatesSize", reinterpret_cast<void*>(f_dropout_states_size)},
+      {"cudnnDropoutGetReserveSpaceSize", reinterpret_cast<void*>(f_dropout_reserve_size)},
+      {"cudnnSetDropoutDescriptor", reinterpret_cast<void*>(f_set_dropout)},
+      {"cudnnRestoreDropoutDescriptor", reinterpret_cast<void*>(f_restore_dropout)},
+      {"cudnnDropoutForward", reinterpret_cast<void*>(f_dropout_fwd)},
+      {"cudnnDropoutBackward", reinterpret_cast<void*>(f_dropout_bwd)},
   };
   return t;
 }
@@ -947,7 +1808,8 @@ void* fake_cudnn_symbol(void* library, const char* name) {
 
 uint64_t fake_live_cudnn_objects() {
   std::lock_guard l(g_mu);
-  return g_handles.size() + g_descs.size() + g_tensors.size() + g_activations.size();
+  return g_handles.size() + g_descs.size() + g_tensors.size() + g_activations.size() + g_filters.size() +
+         g_convs.size() + g_pools.size() + g_dropouts.size();
 }
 
 }  // namespace vmcuda::testing

@@ -308,9 +308,9 @@ TEST_F(CudnnTest, HostileCudnnRecordsInAStateFileAreRefused) {
   cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
   ASSERT_TRUE(r.ok) << r.error;
   // The object record: kind, id, parent, device, handle (29 bytes), then whether it is a
-  // handle (1), its type (4), stream (8), step count (4) and each step: seq (8), op (1), name
-  // (4), type (4), count (8), elements (a u32 length, the bytes).
-  constexpr size_t kIsHandle = 29, kType = 30, kCount = 42, kFirstStep = 46;
+  // handle (1), its type (4), legacy kind (4), stream (8), step count (4) and each step: seq (8),
+  // op (1), name (4), type (4), count (8), elements (a u32 length, the bytes).
+  constexpr size_t kIsHandle = 29, kType = 30, kCount = 46, kFirstStep = 50;
   const auto dnn = static_cast<std::byte>(ObjectKind::Cudnn);
   auto i32_at = [](const std::vector<std::byte>& p, size_t at) {
     int32_t v;
@@ -538,22 +538,335 @@ TEST_F(CudnnLegacyTest, HostileArguments) {
   EXPECT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({0}), 0);  // NULL: nothing to do
 }
 
-// Legacy descriptors are not carried yet: a suspend is refused while one exists, and goes ahead
-// once it is destroyed (PyTorch destroys them after each call).
-TEST_F(CudnnLegacyTest, ALegacyDescriptorRefusesTheSuspendUntilDestroyed) {
-  const uint64_t xd = tensor_nd({1, 2, 2, 2});
+// The legacy convolution path: filter and convolution descriptors, the algorithm search, the
+// workspace size and a convolution forward (Y = 2 * conv(X, W), X 1x1x3x3, W 2x1x2x2), then
+// backward data, filter and bias, computed by the executor's fake on the client's memory.
+struct CudnnConvTest : CudnnLegacyTest {
+  uint64_t xd = 0, wd = 0, cd = 0, yd = 0;
+  uint64_t filter(int32_t k, int32_t ch, int32_t h, int32_t w) {
+    const uint64_t f = next++;
+    EXPECT_EQ(c.call<api::Call::cudnnCreateFilterDescriptor>({f}), 0);
+    api::cudnnSetFilter4dDescriptor_Args a{};
+    a.filterDesc = f, a.dataType = 0, a.format = 0, a.k = k, a.c = ch, a.h = h, a.w = w;
+    EXPECT_EQ(c.call<api::Call::cudnnSetFilter4dDescriptor>(a), 0);
+    return f;
+  }
+  uint64_t conv2d(int32_t pad, int32_t stride) {
+    const uint64_t d = next++;
+    EXPECT_EQ(c.call<api::Call::cudnnCreateConvolutionDescriptor>({d}), 0);
+    api::cudnnSetConvolution2dDescriptor_Args a{};
+    a.convDesc = d, a.pad_h = pad, a.pad_w = pad, a.u = stride, a.v = stride, a.dilation_h = 1, a.dilation_w = 1;
+    a.mode = 1, a.computeType = 0;  // CROSS_CORRELATION, float
+    EXPECT_EQ(c.call<api::Call::cudnnSetConvolution2dDescriptor>(a), 0);
+    api::cudnnSetConvolutionMathType_Args m{};
+    m.convDesc = d, m.mathType = 3;  // CUDNN_FMA_MATH
+    EXPECT_EQ(c.call<api::Call::cudnnSetConvolutionMathType>(m), 0);
+    return d;
+  }
+  static void scalars(uint8_t* alpha, float a, uint8_t* beta, float b) {
+    std::memcpy(alpha, &a, 4);
+    std::memcpy(beta, &b, 4);
+  }
+  void make_conv() {
+    xd = tensor_nd({1, 1, 3, 3});
+    wd = filter(2, 1, 2, 2);
+    cd = conv2d(0, 1);
+    yd = tensor_nd({1, 2, 2, 2});
+  }
+  int32_t forward(uint64_t x, uint64_t w, uint64_t y, int32_t algo = 0, uint64_t ws = 0, uint64_t ws_bytes = 0) {
+    api::cudnnConvolutionForward_Args f{};
+    f.handle = handle, f.xDesc = xd, f.x = x, f.wDesc = wd, f.w = w, f.convDesc = cd, f.algo = algo;
+    f.workSpace = ws, f.workSpaceSizeInBytes = ws_bytes, f.yDesc = yd, f.y = y;
+    scalars(f.alpha, 2, f.beta, 0);
+    return c.call<api::Call::cudnnConvolutionForward>(f);
+  }
+};
+
+TEST_F(CudnnConvTest, AConvolutionRunsForwardAndBackwardOnTheClientsMemory) {
+  make_conv();
+  // The output's shape, the descriptors read back.
+  api::cudnnGetConvolution2dForwardOutputDim_Reply od{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetConvolution2dForwardOutputDim>({cd, xd, wd}, &od), 0);
+  int32_t dims[4];
+  std::memcpy(&dims[0], od.n, 4), std::memcpy(&dims[1], od.c, 4), std::memcpy(&dims[2], od.h, 4);
+  std::memcpy(&dims[3], od.w, 4);
+  EXPECT_EQ(std::vector<int32_t>(dims, dims + 4), (std::vector<int32_t>{1, 2, 2, 2}));
+  api::cudnnGetConvolutionMathType_Reply mr{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetConvolutionMathType>({cd}, &mr), 0);
+  EXPECT_EQ(mr.mathType[0], 3);
+  // The algorithm search: up to CUDNN_DIM_MAX results come back, the count the library gave.
+  api::cudnnGetConvolutionForwardAlgorithm_v7_Args q{};
+  q.handle = handle, q.srcDesc = xd, q.filterDesc = wd, q.convDesc = cd, q.destDesc = yd, q.requestedAlgoCount = 8;
+  api::cudnnGetConvolutionForwardAlgorithm_v7_Reply qr{};
+  std::vector<std::byte> perf;
+  ASSERT_EQ(c.call<api::Call::cudnnGetConvolutionForwardAlgorithm_v7>(q, &qr, {}, &perf, 8 * 48), 0);
+  int32_t returned = 0, algo1 = -1;
+  std::memcpy(&returned, qr.returnedAlgoCount, 4);
+  ASSERT_EQ(returned, 2);
+  ASSERT_GE(perf.size(), 2u * 48);
+  std::memcpy(&algo1, perf.data() + 48, 4);
+  EXPECT_EQ(algo1, 1);
+  api::cudnnGetConvolutionForwardWorkspaceSize_Args wq{};
+  wq.handle = handle, wq.xDesc = xd, wq.wDesc = wd, wq.convDesc = cd, wq.yDesc = yd, wq.algo = 1;
+  api::cudnnGetConvolutionForwardWorkspaceSize_Reply wr{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetConvolutionForwardWorkspaceSize>(wq, &wr), 0);
+  uint64_t ws_bytes = 0;
+  std::memcpy(&ws_bytes, wr.sizeInBytes, 8);
+  ASSERT_EQ(ws_bytes, 8u * 4);
+  const uint64_t x = floats({1, 2, 3, 4, 5, 6, 7, 8, 9}), w = floats({1, 0, 0, 1, 0, 1, -1, 0}),
+                 y = floats(std::vector<float>(8, 7)), ws = c.malloc(ws_bytes);
+  // Filter 0: x[i][j] + x[i+1][j+1]; filter 1: x[i][j+1] - x[i+1][j]; doubled.
+  const std::vector<float> want{12, 16, 24, 28, -4, -4, -4, -4};
+  ASSERT_EQ(forward(x, w, y), 0);
+  EXPECT_EQ(read(y, 8), want);
+  EXPECT_EQ(forward(x, w, y, 1, ws, ws_bytes - 4), api::kCudnnBadParam);  // the workspace is short
+  ASSERT_EQ(forward(x, w, floats(std::vector<float>(8, 0)), 1, ws, ws_bytes), 0);
+  // Backward data: dx = conv^T(dy, W) with dy = 1: each x position gets the sum of the filter
+  // taps that reached it. Backward filter: dw[k][r][s] = sum of x over the window's positions.
+  const uint64_t dy = floats(std::vector<float>(8, 1)), dx = floats(std::vector<float>(9, 5)),
+                 dw = floats(std::vector<float>(8, 5)), db = floats({5, 5});
+  api::cudnnConvolutionBackwardData_Args bd{};
+  bd.handle = handle, bd.wDesc = wd, bd.w = w, bd.dyDesc = yd, bd.dy = dy, bd.convDesc = cd, bd.dxDesc = xd, bd.dx = dx;
+  scalars(bd.alpha, 1, bd.beta, 0);
+  ASSERT_EQ(c.call<api::Call::cudnnConvolutionBackwardData>(bd), 0);
+  EXPECT_EQ(read(dx, 9), (std::vector<float>{1, 2, 1, 0, 2, 2, -1, 0, 1}));
+  api::cudnnConvolutionBackwardFilter_Args bf{};
+  bf.handle = handle, bf.xDesc = xd, bf.x = x, bf.dyDesc = yd, bf.dy = dy, bf.convDesc = cd, bf.dwDesc = wd, bf.dw = dw;
+  scalars(bf.alpha, 1, bf.beta, 0);
+  ASSERT_EQ(c.call<api::Call::cudnnConvolutionBackwardFilter>(bf), 0);
+  EXPECT_EQ(read(dw, 8), (std::vector<float>{12, 16, 24, 28, 12, 16, 24, 28}));
+  const uint64_t bias_d = tensor_nd({1, 2, 1, 1});
+  api::cudnnConvolutionBackwardBias_Args bb{};
+  bb.handle = handle, bb.dyDesc = yd, bb.dy = y, bb.dbDesc = bias_d, bb.db = db;
+  scalars(bb.alpha, 1, bb.beta, 1);
+  ASSERT_EQ(c.call<api::Call::cudnnConvolutionBackwardBias>(bb), 0);
+  EXPECT_EQ(read(db, 2), (std::vector<float>{5 + 80, 5 - 16}));
+  // cudnnAddTensor: the bias broadcast over y.
+  api::cudnnAddTensor_Args at{};
+  at.handle = handle, at.aDesc = bias_d, at.A = floats({1, -1}), at.cDesc = yd, at.C = y;
+  scalars(at.alpha, 1, at.beta, 1);
+  ASSERT_EQ(c.call<api::Call::cudnnAddTensor>(at), 0);
+  EXPECT_EQ(read(y, 8), (std::vector<float>{13, 17, 25, 29, -5, -5, -5, -5}));
+}
+
+TEST_F(CudnnConvTest, HostileArguments) {
+  make_conv();
+  const uint64_t x = floats(std::vector<float>(9, 1)), y = floats(std::vector<float>(8, 0));
+  // The filter's memory shorter than the filter (8 floats), a tensor where a filter goes.
+  EXPECT_EQ(forward(x, floats({1, 2}), y), api::kCudnnBadParam);
+  api::cudnnConvolutionForward_Args f{};
+  f.handle = handle, f.xDesc = xd, f.x = x, f.wDesc = xd, f.w = x, f.convDesc = cd, f.yDesc = yd, f.y = y;
+  EXPECT_EQ(c.call<api::Call::cudnnConvolutionForward>(f), api::kCudnnBadParam);
+  f.wDesc = wd, f.convDesc = wd;  // a filter where the convolution goes
+  EXPECT_EQ(c.call<api::Call::cudnnConvolutionForward>(f), api::kCudnnBadParam);
+  // Arrays longer than CUDNN_DIM_MAX, or not as long as they say.
+  api::cudnnSetConvolutionNdDescriptor_Args nd{};
+  nd.convDesc = cd, nd.arrayLength = 9;
+  const int32_t many[27] = {};
+  EXPECT_LT(c.call<api::Call::cudnnSetConvolutionNdDescriptor>(nd, nullptr, std::as_bytes(std::span(many))), 0);
+  nd.arrayLength = 2;
+  EXPECT_LT(c.call<api::Call::cudnnSetConvolutionNdDescriptor>(nd, nullptr, std::as_bytes(std::span(many, 4))), 0);
+  // More algorithm results asked for than cuDNN has, or room for fewer than asked.
+  api::cudnnGetConvolutionForwardAlgorithm_v7_Args q{};
+  q.handle = handle, q.srcDesc = xd, q.filterDesc = wd, q.convDesc = cd, q.destDesc = yd, q.requestedAlgoCount = 1000;
+  api::cudnnGetConvolutionForwardAlgorithm_v7_Reply qr{};
+  EXPECT_LT(c.call<api::Call::cudnnGetConvolutionForwardAlgorithm_v7>(q, &qr, {}, nullptr, 64 * 48), 0);
+  q.requestedAlgoCount = 4;
+  EXPECT_LT(c.call<api::Call::cudnnGetConvolutionForwardAlgorithm_v7>(q, &qr, {}, nullptr, 48), 0);
+  // Dropout states that are not the client's memory.
+  const uint64_t dd = next++;
+  ASSERT_EQ(c.call<api::Call::cudnnCreateDropoutDescriptor>({dd}), 0);
+  api::cudnnSetDropoutDescriptor_Args sd{};
+  sd.dropoutDesc = dd, sd.handle = handle, sd.dropout = 0.5f, sd.states = 0xdead0000, sd.stateSizeInBytes = 256;
+  EXPECT_EQ(c.call<api::Call::cudnnSetDropoutDescriptor>(sd), api::kCudnnBadParam);
+  // The stub keeps serving.
+  EXPECT_EQ(forward(x, floats(std::vector<float>(8, 1)), y), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyFilterDescriptor>({wd}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyFilterDescriptor>({wd}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyConvolutionDescriptor>({xd}), api::kCudnnBadParam);
+}
+
+// Every legacy descriptor kind is carried by a suspend (and a save): made again behind the same
+// guest handle and set again with the calls' recorded arguments; a tensor derived from another
+// that is gone since comes back as it was derived; a dropout descriptor comes back restored from
+// its states (the client's memory), so its generator goes on where it stood.
+struct CudnnLegacySuspendTest : CudnnConvTest {
+  uint64_t pd = 0, ad = 0, dd = 0, states = 0;
+  void make_all() {
+    make_conv();
+    const uint64_t from = tensor_nd({2, 3, 1, 1});
+    pd = next++;
+    ASSERT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({pd}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnDeriveBNTensorDescriptor>({pd, from, 1}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({from}), 0);
+    api::cudnnSetConvolutionGroupCount_Args g{};
+    g.convDesc = cd, g.groupCount = 1;
+    ASSERT_EQ(c.call<api::Call::cudnnSetConvolutionGroupCount>(g), 0);
+    ad = next++;
+    ASSERT_EQ(c.call<api::Call::cudnnCreatePoolingDescriptor>({ad}), 0);
+    api::cudnnSetPooling2dDescriptor_Args pa{};
+    pa.poolingDesc = ad, pa.mode = 0, pa.windowHeight = 2, pa.windowWidth = 2, pa.verticalStride = 1;
+    pa.horizontalStride = 1;
+    ASSERT_EQ(c.call<api::Call::cudnnSetPooling2dDescriptor>(pa), 0);
+    pa.windowWidth = 3;  // set again: the last setting counts
+    ASSERT_EQ(c.call<api::Call::cudnnSetPooling2dDescriptor>(pa), 0);
+    dd = next++;
+    ASSERT_EQ(c.call<api::Call::cudnnCreateDropoutDescriptor>({dd}), 0);
+    api::cudnnDropoutGetStatesSize_Reply sz{};
+    ASSERT_EQ(c.call<api::Call::cudnnDropoutGetStatesSize>({handle}, &sz), 0);
+    uint64_t bytes = 0;
+    std::memcpy(&bytes, sz.sizeInBytes, 8);
+    states = c.malloc(bytes);
+    api::cudnnSetDropoutDescriptor_Args sd{};
+    sd.dropoutDesc = dd, sd.handle = handle, sd.dropout = 0.5f, sd.states = states, sd.stateSizeInBytes = bytes;
+    sd.seed = 1234;
+    ASSERT_EQ(c.call<api::Call::cudnnSetDropoutDescriptor>(sd), 0);
+  }
+  std::vector<float> drop(uint64_t x, uint64_t y, uint64_t reserve) {
+    api::cudnnDropoutForward_Args f{};
+    f.handle = handle, f.dropoutDesc = dd, f.xdesc = yd, f.x = x, f.ydesc = yd, f.y = y, f.reserveSpace = reserve;
+    f.reserveSpaceSizeInBytes = 8;
+    EXPECT_EQ(c.call<api::Call::cudnnDropoutForward>(f), 0);
+    return read(y, 8);
+  }
+};
+
+TEST_F(CudnnLegacySuspendTest, EveryLegacyDescriptorIsCarried) {
+  make_all();
+  const uint64_t x = floats({1, 2, 3, 4, 5, 6, 7, 8, 9}), w = floats({1, 0, 0, 1, 0, 1, -1, 0}),
+                 y = floats(std::vector<float>(8, 0)), ones = floats(std::vector<float>(8, 1)),
+                 dropped = floats(std::vector<float>(8, 0)), reserve = c.malloc(8);
+  const std::vector<float> first = drop(ones, dropped, reserve);
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-legacy." + std::to_string(::getpid()) + ".state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    const uint64_t live = tst::fake_live_cudnn_objects();
+    state::remove_state_file(path);
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_LT(tst::fake_live_cudnn_objects(), live);
+    r = slot_control::control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), live);
+    // The convolution computes as before.
+    ASSERT_EQ(forward(x, w, y), 0);
+    EXPECT_EQ(read(y, 8), (std::vector<float>{12, 16, 24, 28, -4, -4, -4, -4}));
+    // Each descriptor reads as it was set.
+    api::cudnnGetConvolutionMathType_Reply mr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetConvolutionMathType>({cd}, &mr), 0);
+    EXPECT_EQ(mr.mathType[0], 3);
+    api::cudnnGetFilter4dDescriptor_Reply fr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetFilter4dDescriptor>({wd}, &fr), 0);
+    EXPECT_EQ(fr.k[0], 2);
+    EXPECT_EQ(fr.h[0], 2);
+    api::cudnnGetTensorNdDescriptor_Args g{};
+    g.tensorDesc = pd, g.nbDimsRequested = 4;
+    api::cudnnGetTensorNdDescriptor_Reply gr{};
+    std::vector<std::byte> extra;
+    ASSERT_EQ(c.call<api::Call::cudnnGetTensorNdDescriptor>(g, &gr, {}, &extra, 32), 0);
+    int32_t dims[4];
+    std::memcpy(dims, extra.data(), 16);
+    EXPECT_EQ(std::vector<int32_t>(dims, dims + 4), (std::vector<int32_t>{1, 3, 1, 1}));  // derived, spatial
+    api::cudnnGetPooling2dDescriptor_Reply pr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetPooling2dDescriptor>({ad}, &pr), 0);
+    EXPECT_EQ(pr.windowWidth[0], 3);
+    // The dropout generator went on: not the first pass's mask again (a new setting would
+    // have started it over).
+    EXPECT_NE(drop(ones, dropped, reserve), first);
+  }
+  state::remove_state_file(path);
+}
+
+// A dropout descriptor set with a handle the program destroyed since cannot be restored: the
+// suspend is refused, saying so; set again with a live handle, it goes ahead.
+TEST_F(CudnnLegacySuspendTest, ADropoutDescriptorWhoseHandleIsGoneRefusesTheSuspend) {
+  make_all();
+  const uint64_t other = 0x9f00;
+  ASSERT_EQ(c.call<api::Call::cudnnCreate>({other}), 0);
+  api::cudnnRestoreDropoutDescriptor_Args rd{};
+  rd.dropoutDesc = dd, rd.handle = other, rd.dropout = 0.5f, rd.states = states, rd.stateSizeInBytes = 256;
+  ASSERT_EQ(c.call<api::Call::cudnnRestoreDropoutDescriptor>(rd), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroy>({other}), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("legacy API"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("handle the program has destroyed"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.status.suspended);
   slot_control::release(stub);
-  ASSERT_EQ(c.call<api::Call::cudnnDestroyTensorDescriptor>({xd}), 0);
+  rd.handle = handle;
+  ASSERT_EQ(c.call<api::Call::cudnnRestoreDropoutDescriptor>(rd), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   r = slot_control::control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
   r = slot_control::control(stub, cc::Op::kResume);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
+}
+
+// Legacy records in a state file are the guest's to forge: an unknown kind, a backend step, a
+// setting of another kind's call, of the wrong size, or naming another descriptor are refused;
+// the client stays suspended and the good file restores.
+TEST_F(CudnnLegacySuspendTest, HostileLegacyRecordsInAStateFileAreRefused) {
+  make_all();
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-lgood." + std::to_string(::getpid()) + ".state";
+  const std::string bad = path + ".bad";
+  state::remove_state_file(path);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // The object record (HostileCudnnRecordsInAStateFileAreRefused): its legacy kind at 34, the
+  // step count at 46, the first step at 50 (op at +8, name at +13... see there).
+  constexpr size_t kIsHandle = 29, kLegacy = 34, kCount = 46, kStep = 50;
+  const auto dnn = static_cast<std::byte>(ObjectKind::Cudnn);
+  auto i32_at = [](const std::vector<std::byte>& p, size_t at) {
+    int32_t v;
+    std::memcpy(&v, p.data() + at, 4);
+    return v;
+  };
+  auto put32 = [](std::vector<std::byte>& p, size_t at, int32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  // A legacy descriptor of kind `kind` with a step.
+  auto legacy = [&](const std::vector<std::byte>& p, int32_t kind) {
+    return p[0] == dnn && p[kIsHandle] == std::byte{0} && p.size() > kStep + 29 && i32_at(p, kLegacy) == kind &&
+           i32_at(p, kCount) > 0;
+  };
+  const int32_t conv2d = static_cast<int32_t>(api::Call::cudnnSetConvolution2dDescriptor);
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<std::byte>&)> edit;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"an unknown kind", [&](auto& p) { if (legacy(p, 2)) put32(p, kLegacy, 99); }, "unknown kind"},
+      {"a backend step", [&](auto& p) { if (legacy(p, 2)) p[kStep + 8] = std::byte{1}; }, "backend step"},
+      {"another kind's setting", [&](auto& p) { if (legacy(p, 0)) put32(p, kStep + 9, conv2d); }, "another kind"},
+      {"a setting of the wrong size",
+       [&](auto& p) { if (legacy(p, 3)) put32(p, kStep + 17, 12); }, "do not match its call"},
+      {"a setting naming another descriptor",
+       [&](auto& p) { if (legacy(p, 4)) p[kStep + 29] = std::byte{0x55}; }, "another descriptor"},
+      {"a backend descriptor with a legacy setting",
+       [&](auto& p) { if (legacy(p, 5)) put32(p, kLegacy, -1); }, "legacy descriptor's setting"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
+    r = slot_control::control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
+    EXPECT_TRUE(r.status.suspended);
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+  }
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  const uint64_t x = floats({1, 2, 3, 4, 5, 6, 7, 8, 9}), w = floats({1, 0, 0, 1, 0, 1, -1, 0}),
+                 y = floats(std::vector<float>(8, 0));
+  ASSERT_EQ(forward(x, w, y), 0);
+  EXPECT_EQ(read(y, 8), (std::vector<float>{12, 16, 24, 28, -4, -4, -4, -4}));
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
@@ -566,7 +879,11 @@ TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
     ASSERT_EQ(c.call<api::Call::cudnnBackendCreateDescriptor>({0x9020, kOpGraph}), 0);
     ASSERT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({0x9030}), 0);
     ASSERT_EQ(c.call<api::Call::cudnnCreateActivationDescriptor>({0x9040}), 0);
-    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 5);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateFilterDescriptor>({0x9050}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateConvolutionDescriptor>({0x9060}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreatePoolingDescriptor>({0x9070}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateDropoutDescriptor>({0x9080}), 0);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 9);
   }
   for (int i = 0; i < 200 && tst::fake_live_cudnn_objects() != before; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
