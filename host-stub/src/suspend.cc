@@ -67,8 +67,9 @@ enum RecordType : uint32_t {
 // 7: cuBLASLt objects with their attributes; 8: cuRAND generators (the steps that brought each
 // where it stands) and cuDNN handles and backend descriptors (their creation, attributes and
 // finalization); 9: IPC between the VM's programs (the memory and events a client opened of
-// others', with their tokens; its exports, kIpcExports)
-constexpr uint32_t kClientStateVersion = 9;
+// others', with their tokens; its exports, kIpcExports); 10: the per-thread streams with the
+// attributes set on them (PerThreadStream entries)
+constexpr uint32_t kClientStateVersion = 10;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
@@ -596,7 +597,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_string(v.name);
         break;
       }
-      case ObjectKind::Stream: {
+      case ObjectKind::Stream:
+      case ObjectKind::PerThreadStream: {
         const auto& st = o.as<StreamObject>();
         w.put_u32(st.flags);
         w.put_i32(st.priority);
@@ -1201,11 +1203,15 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = std::move(v);
         break;
       }
-      case ObjectKind::Stream: {
+      case ObjectKind::Stream:
+      case ObjectKind::PerThreadStream: {
         StreamObject st;
         r.get_u32(&st.flags);
         r.get_i32(&st.priority);
         if (r.ok() && (st.flags & ~CU_STREAM_NON_BLOCKING)) return bad("bad flags");
+        if (r.ok() && s.kind == ObjectKind::PerThreadStream &&
+            (s.handle != static_cast<uint64_t>(device) || st.flags != 0 || st.priority != 0))
+          return bad("not a device's per-thread stream");
         uint32_t count = 0;
         r.get_u32(&count);
         if (r.ok() && count > kMaxSavedStreamAttributes) return bad("too many attributes");
@@ -1847,7 +1853,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         managed_dirty_[s.device] = 1;
         break;
       }
-      case ObjectKind::Stream: {
+      case ObjectKind::Stream:
+      case ObjectKind::PerThreadStream: {
         auto& st = std::get<StreamObject>(data);
         e = api_.cuStreamCreateWithPriority(&st.stream, st.flags, st.priority);
         what = "creating a stream";
