@@ -20,9 +20,19 @@ export VMCUDA_RUN_DIR="$work"
 "$stub" --socket "$sock" ${SUSPEND_TEST_STUB_ARGS:-} 2>"$work/stub.log" &
 stub_pid=$!
 status=0
-# Kept when the run failed: the programs' .out/.err and the whole stub log, to read later.
-trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null
-      if [ $status -eq 0 ]; then rm -rf "$work"; else echo "--- kept for a look: $work"; fi' EXIT
+# At exit: a stub that died by a signal (not our SIGTERM) shows the end of its log, with the
+# call stack it wrote (host-stub/src/crash_report.h). A failed run keeps its work directory
+# (the programs' .out/.err and the whole stub log) to read later.
+cleanup() {
+  local rc=0
+  kill $stub_pid 2>/dev/null
+  wait $stub_pid 2>/dev/null || rc=$?
+  if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then
+    echo "the stub died of signal $((rc - 128)); the end of its log:"; tail -n 60 "$work/stub.log"; status=1
+  fi
+  if [ $status -eq 0 ]; then rm -rf "$work"; else echo "--- kept for a look: $work"; fi
+}
+trap cleanup EXIT
 seed="${SUSPEND_TEST_SEED:-$(( $(date +%s%N) % 1000000 ))}"
 echo "suspend moments: SUSPEND_TEST_SEED=$seed replays them"
 RANDOM=$seed
@@ -91,7 +101,7 @@ for p in "${programs[@]}"; do
   cycles_total=$((cycles_total + cycles))
   if [ $rc -ne 0 ]; then
     echo "$p exited with $rc after $cycles suspend/resume cycles; its stderr:"; tail -n 20 "$work/$p.err"
-    echo "its output, against the native run's:"; diff -u "$expected/$p.out" "$out" | head -n 30; status=1
+    echo "its output, against the native run's:"; { diff -u "$expected/$p.out" "$out" || true; } | head -n 30; status=1
   elif diff -u <(comparable "$expected/$p.out" "$stub") <(comparable "$out" "$stub") >"$work/$p.diff"; then
     echo "$p: identical to the native run ($cycles suspend/resume cycles while it ran)"
   else
@@ -122,6 +132,7 @@ wait $app || { echo "$p exited with an error after save/restore"; status=1; }
 if diff -u "$expected/$p.out" "$work/save.out"; then echo "$p: identical to the native run ($saved save/restore cycles)"
 else echo "$p: DIFFERS after save/restore"; status=1; fi
 
-kill -0 $stub_pid || { echo "the stub died"; status=1; }
+# A dead stub not waited for is a zombie, which kill -0 still finds.
+if ! kill -0 $stub_pid 2>/dev/null || [ "$(ps -o stat= -p $stub_pid | cut -c1)" = Z ]; then echo "the stub died"; status=1; fi
 [ $status -eq 0 ] || { echo "--- the stub's log (seed $seed):"; tail -n 40 "$work/stub.log"; }
 exit $status
