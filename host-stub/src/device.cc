@@ -247,6 +247,7 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
           switch (o.kind) {
             case ObjectKind::Event:
             case ObjectKind::Stream:
+            case ObjectKind::PerThreadStream:  // made anew, with no attributes, at its next use
             case ObjectKind::Allocation:
             case ObjectKind::Limit:
             case ObjectKind::CacheConfig:

@@ -36,6 +36,7 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::Cudnn: return "cuDNN handle or descriptor";
     case ObjectKind::Cusparse: return "cuSPARSE handle or descriptor";
     case ObjectKind::Cusolver: return "cuSOLVER handle or parameters";
+    case ObjectKind::PerThreadStream: return "per-thread stream";
   }
   return "unknown";
 }

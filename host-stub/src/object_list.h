@@ -63,8 +63,9 @@ enum class ObjectKind : uint8_t {
   Cudnn,             // handle: guest cuDNN handle or backend descriptor (parent: the context; host-stub/src/cudnn.cc)
   Cusparse,          // handle: guest cuSPARSE handle or descriptor (parent: the context; host-stub/src/cusparse.cc)
   Cusolver,          // handle: guest cuSOLVER handle or parameters (parent: the context; host-stub/src/cusolver.cc)
+  PerThreadStream,   // handle: guest device index; the client's stream for cudaStreamPerThread there (stream.cc)
 };
-inline constexpr unsigned kObjectKinds = 31;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 32;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -100,6 +101,7 @@ struct ManagedVarObject {
   std::vector<std::byte> last;
   std::string name;
 };
+// Also a PerThreadStream's (flags and priority 0): what the guest set on it is carried too.
 struct StreamObject {
   CUstream stream = nullptr;
   uint32_t flags = 0;

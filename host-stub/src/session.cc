@@ -17,8 +17,7 @@ using vmrpc::wire::ChannelStatus;
 
 Session::Session(const DriverApi& api, const StubLimits& limits, std::vector<int> devices,
                  const vmrpc::SlotInfo& info)
-    : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr),
-      per_thread_streams_(devices_.size(), nullptr) {
+    : api_(api), limits_(limits), devices_(std::move(devices)), info_(info), contexts_(devices_.size(), nullptr) {
   log_tag_ = "client " + std::to_string(info.connection_id) + "/" + std::to_string(info.slot) + " (pid " +
              std::to_string(info.owner_tag) + ")";
   if (limits_.ledger) account_ = limits_.ledger->open_account();
@@ -129,7 +128,6 @@ bool Session::ensure_context() {
       return false;
     }
     contexts_[current_] = ctx;
-    per_thread_streams_[static_cast<size_t>(current_)] = nullptr;  // made again in this context at its first use
     if (watchdog_) watchdog_->add_context(ctx);
     if (Object* o = vol_.context(current_))
       o->as<ContextObject>().ctx = ctx;  // a resume recreating it
@@ -206,7 +204,6 @@ CUresult Session::release(Object& o, Release how) {
       contexts_[o.device] = nullptr;
       if (limits_.context_bytes && account_) account_->refund(limits_.context_bytes);
       if (static_cast<size_t>(o.device) < resume_marks_.size()) resume_marks_[o.device] = nullptr;  // went with it
-      per_thread_streams_[static_cast<size_t>(o.device)] = nullptr;                                     // as did this
       bound_ = -1;
       return e;
     }
@@ -234,6 +231,7 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::ManagedVar:
       return CUDA_SUCCESS;  // the driver frees them with their module
     case ObjectKind::Stream:
+    case ObjectKind::PerThreadStream:
       return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
     case ObjectKind::Event: {
       if (how == Release::kSuspend) ipc_park_event(o.handle);
@@ -349,7 +347,6 @@ void Session::release_all(Release how) {
   vol_.clear();
   for (CUcontext& c : contexts_) c = nullptr;
   resume_marks_.clear();  // they went with their contexts
-  for (CUstream& s : per_thread_streams_) s = nullptr;  // so did these
   managed_streams_.clear();
   managed_dirty_.clear();
   allocated_ = 0;

@@ -205,7 +205,11 @@ class Session : public vmrpc::SlotService {
   // A guest stream handle (api::kStream*, or one it created) as the driver's stream, and
   // the device it belongs to (the current one for the special streams). Unknown handles:
   // CUDA_ERROR_INVALID_HANDLE.
-  CUresult resolve_stream(uint64_t handle, CUstream* stream, int* device) const;
+  // The per-thread stream is made at its first use (a PerThreadStream entry).
+  CUresult resolve_stream(uint64_t handle, CUstream* stream, int* device);
+  // What the object list keeps of a stream the guest names, resolved on `device`: its Stream
+  // or PerThreadStream entry's; nullptr for the context's NULL stream (the driver's).
+  StreamObject* stream_record(uint64_t handle, int device);
   // Sets one checked stream attribute (stream.cc), for the guest and at a resume.
   CUresult apply_stream_attribute(CUstream s, uint32_t id, const api::StreamAttributeValue& w);
   // The client's entries by guest handle, or nullptr (forged, stale, another client's).
@@ -616,9 +620,6 @@ class Session : public vmrpc::SlotService {
   // The Context entries' driver handles per guest device, for the hot path (make_current):
   // set and cleared only with those entries.
   std::vector<CUcontext> contexts_;
-  // Per device, the stream that stands for the guest's per-thread default stream, made at
-  // its first use (resolve_stream). Goes with its context.
-  mutable std::vector<CUstream> per_thread_streams_;
   // Per device, an event recorded as the client came back from a suspend: GPU time 0 for the
   // events recorded before it (EventObject::before_suspend_ms). Goes with its context.
   std::vector<CUevent> resume_marks_;

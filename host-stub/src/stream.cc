@@ -17,6 +17,25 @@ constexpr uint32_t kAccessPropertyMax = 2;    // normal, streaming, persisting
 constexpr uint32_t kAccessPropertyStreaming = 1;
 constexpr int32_t kSyncPolicyFirst = 1, kSyncPolicyLast = 4;  // auto, spin, yield, blocking sync
 constexpr int32_t kMemSyncDomainRemote = 1;
+// CUstreamAttrID: the attributes a stream has (and a copy replaces).
+constexpr uint32_t kStreamAttributeIds[] = {CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+                                            CU_LAUNCH_ATTRIBUTE_PRIORITY, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+                                            CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN};
+
+// What a new stream reads (tests/cuda/expected/stream_attributes.out, "-- defaults"): no
+// window, a policy never set (-1), domain 0, map default -> 0 and remote -> 1. A resume's new
+// stream has these already; setting them could even fail (a GPU with one domain). The
+// priority is not among them: a stream's own is kept whatever it is.
+bool as_new_stream(uint32_t id, const CUlaunchAttributeValue& v) {
+  switch (id) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: return v.accessPolicyWindow.num_bytes == 0;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY: return v.syncPolicy < kSyncPolicyFirst;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      return v.memSyncDomainMap.default_ == 0 && v.memSyncDomainMap.remote == kMemSyncDomainRemote;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: return v.memSyncDomain == 0;
+    default: return false;
+  }
+}
 
 // The wire's fields of one stream attribute into the driver's union, checked (a bad value
 // is the guest's cudaErrorInvalidValue, as the driver would answer; the driver checks
@@ -88,7 +107,7 @@ CUresult Session::apply_stream_attribute(CUstream s, uint32_t id, const api::Str
   return api_.cuStreamSetAttribute(s, static_cast<int>(id), &v);
 }
 
-CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device) const {
+CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device) {
   switch (handle) {
     case api::kStreamDefault:
       *stream = nullptr;  // the context's NULL stream: the legacy default stream
@@ -104,11 +123,16 @@ CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device)
       // service thread, and the GPU's working thread for work that only issues), so a copy
       // could overtake a kernel before it on the "same" stream. Blocking, as a per-thread
       // default stream is against the legacy one (flags 0). One per guest process, not per guest
-      // thread: more ordering than CUDA gives, never less.
+      // thread: more ordering than CUDA gives, never less. An entry of the object list, so
+      // that what the guest sets on it is carried by a suspend like any stream's.
       *device = current_;
-      CUstream& s = per_thread_streams_[static_cast<size_t>(current_)];
-      if (!s)
-        if (CUresult e = api_.cuStreamCreateWithPriority(&s, 0, 0); e != CUDA_SUCCESS) return s = nullptr, e;
+      if (Object* o = vol_.find(ObjectKind::PerThreadStream, static_cast<uint64_t>(current_)))
+        return *stream = o->as<StreamObject>().stream, CUDA_SUCCESS;
+      const Object* ctx = vol_.context(current_);
+      if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+      CUstream s = nullptr;
+      if (CUresult e = api_.cuStreamCreateWithPriority(&s, 0, 0); e != CUDA_SUCCESS) return e;
+      vol_.add(ObjectKind::PerThreadStream, current_, static_cast<uint64_t>(current_), ctx->id, StreamObject{s, 0, 0});
       *stream = s;
       return CUDA_SUCCESS;
     }
@@ -120,6 +144,13 @@ CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device)
       return CUDA_SUCCESS;
     }
   }
+}
+
+StreamObject* Session::stream_record(uint64_t handle, int device) {
+  if (handle == api::kStreamDefault || handle == api::kStreamLegacy) return nullptr;
+  Object* o = handle == api::kStreamPerThread ? vol_.find(ObjectKind::PerThreadStream, static_cast<uint64_t>(device))
+                                              : vol_.find(ObjectKind::Stream, handle);
+  return o ? &o->as<StreamObject>() : nullptr;
 }
 
 int32_t Session::on_StreamCreate(const api::StreamCreateArgs& a, api::Empty&, Request&) {
@@ -195,10 +226,10 @@ int32_t Session::on_StreamSetAttribute(const api::StreamSetAttributeArgs& a, api
     else if (owner_of(w.base_ptr, w.num_bytes) < 0) return CUDA_ERROR_INVALID_VALUE;
   }
   const CUresult r = on_device(device, [&] { return apply_stream_attribute(s, a.id, w); });
-  // Kept with the stream, to be set again after a resume (suspend.cc); the special streams'
-  // are the context's and are not saved.
+  // Kept with the stream, to be set again after a resume (suspend.cc); the NULL stream's are
+  // the context's and are not saved (docs/snapshots.md).
   if (r == CUDA_SUCCESS)
-    if (Object* o = vol_.find(ObjectKind::Stream, a.stream)) o->as<StreamObject>().attributes[a.id] = w;
+    if (StreamObject* st = stream_record(a.stream, device)) st->attributes[a.id] = w;
   return r;
 }
 
@@ -226,13 +257,22 @@ int32_t Session::on_StreamCopyAttributes(const api::StreamCopyAttributesArgs& a,
   if (CUresult e = resolve_stream(a.src, &src, &src_device); e != CUDA_SUCCESS) return e;
   const CUresult r = on_device(dst_device, [&] { return api_.cuStreamCopyAttributes(dst, src); });
   if (r != CUDA_SUCCESS) return r;
-  // What a resume sets again: the source's, where it is a stream of the client's; a
-  // special stream's attributes are not known here, so the destination keeps what it had
-  // set itself (docs/snapshots.md).
-  Object* d = vol_.find(ObjectKind::Stream, a.dst);
-  const Object* o = vol_.find(ObjectKind::Stream, a.src);
-  if (d && o && d != o) d->as<StreamObject>().attributes = o->as<StreamObject>().attributes;
-  return CUDA_SUCCESS;
+  // What a resume sets again: the destination's attributes as the driver has them now, read
+  // back (the copy replaced all of them, the priority too, from whichever stream, the NULL
+  // stream included, whose settings the stub may not know), less those a new stream has.
+  StreamObject* d = stream_record(a.dst, dst_device);
+  if (!d) return CUDA_SUCCESS;
+  return on_device(dst_device, [&]() -> CUresult {
+    std::map<uint32_t, api::StreamAttributeValue> now;
+    for (uint32_t id : kStreamAttributeIds) {
+      CUlaunchAttributeValue v;
+      std::memset(&v, 0, sizeof v);
+      if (CUresult e = api_.cuStreamGetAttribute(dst, static_cast<int>(id), &v); e != CUDA_SUCCESS) return e;
+      if (!as_new_stream(id, v)) now[id] = from_driver(id, v);
+    }
+    d->attributes = std::move(now);
+    return CUDA_SUCCESS;
+  });
 }
 
 int32_t Session::on_StreamPriorityRange(const api::Empty&, api::StreamPriorityRangeReply& r, Request&) {

@@ -71,7 +71,8 @@ enum RecordType : uint32_t {
 // 10: cuSPARSE and cuSOLVER objects (the calls that made and set each, NvobjStep)
 // 11: cuDNN's legacy descriptors (each object's legacy kind, and a legacy descriptor's
 // settings as the calls' arguments)
-constexpr uint32_t kClientStateVersion = 11;
+// 12: the per-thread streams with the attributes set on them (PerThreadStream entries)
+constexpr uint32_t kClientStateVersion = 12;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
@@ -599,7 +600,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         w.put_string(v.name);
         break;
       }
-      case ObjectKind::Stream: {
+      case ObjectKind::Stream:
+      case ObjectKind::PerThreadStream: {
         const auto& st = o.as<StreamObject>();
         w.put_u32(st.flags);
         w.put_i32(st.priority);
@@ -1223,11 +1225,15 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         s.data = std::move(v);
         break;
       }
-      case ObjectKind::Stream: {
+      case ObjectKind::Stream:
+      case ObjectKind::PerThreadStream: {
         StreamObject st;
         r.get_u32(&st.flags);
         r.get_i32(&st.priority);
         if (r.ok() && (st.flags & ~CU_STREAM_NON_BLOCKING)) return bad("bad flags");
+        if (r.ok() && s.kind == ObjectKind::PerThreadStream &&
+            (s.handle != static_cast<uint64_t>(device) || st.flags != 0 || st.priority != 0))
+          return bad("not a device's per-thread stream");
         uint32_t count = 0;
         r.get_u32(&count);
         if (r.ok() && count > kMaxSavedStreamAttributes) return bad("too many attributes");
@@ -1922,7 +1928,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         managed_dirty_[s.device] = 1;
         break;
       }
-      case ObjectKind::Stream: {
+      case ObjectKind::Stream:
+      case ObjectKind::PerThreadStream: {
         auto& st = std::get<StreamObject>(data);
         e = api_.cuStreamCreateWithPriority(&st.stream, st.flags, st.priority);
         what = "creating a stream";

@@ -5,6 +5,9 @@
 # While suspended, the stub must hold no device memory for the VM (vmcudactl status).
 #   suspend_resume_test.sh STUB VMCUDACTL LIBDIR BINDIR EXPECTED_DIR [PROGRAMS...]
 # SUSPEND_TEST_STUB_ARGS: more options for the stub (e.g. "--isolation thread").
+# SUSPEND_TEST_SEED: replays a run's suspend moments (each run prints its seed): between
+# cycles the test waits 0 to 4 ms, drawn from this seed, so runs hit different moments.
+# A failing run keeps its work directory (outputs, stderr, the stub's log) and names it.
 # CI: the test stub (executor); the GPU machine: the real vmcuda-stub (scripts/gpu-check.sh).
 set -euo pipefail
 stub="$1" ctl="$2" libdir="$3" bindir="$4" expected="$5"
@@ -16,18 +19,25 @@ export VMCUDA_RUN_DIR="$work"
 # shellcheck disable=SC2086  # word-split on purpose: several options
 "$stub" --socket "$sock" ${SUSPEND_TEST_STUB_ARGS:-} 2>"$work/stub.log" &
 stub_pid=$!
+status=0
 # At exit: a stub that died by a signal (not our SIGTERM) shows the end of its log, with the
-# call stack it wrote (host-stub/src/crash_report.h).
+# call stack it wrote (host-stub/src/crash_report.h). A failed run keeps its work directory
+# (the programs' .out/.err and the whole stub log) to read later.
 cleanup() {
   local rc=0
   kill $stub_pid 2>/dev/null
   wait $stub_pid 2>/dev/null || rc=$?
   if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then
-    echo "the stub died of signal $((rc - 128)); the end of its log:"; tail -n 60 "$work/stub.log"
+    echo "the stub died of signal $((rc - 128)); the end of its log:"; tail -n 60 "$work/stub.log"; status=1
   fi
-  rm -rf "$work"
+  if [ $status -eq 0 ]; then rm -rf "$work"; else echo "--- kept for a look: $work"; fi
 }
 trap cleanup EXIT
+seed="${SUSPEND_TEST_SEED:-$(( $(date +%s%N) % 1000000 ))}"
+echo "suspend moments: SUSPEND_TEST_SEED=$seed replays them"
+RANDOM=$seed
+# 0 to 4 ms: a whole cycle takes a few ms, so the suspends fall at varied points of a program.
+pause() { local us=$((RANDOM % 5000)); [ $us -lt 1000 ] || sleep "0.00$(printf %03d $((us / 1000)))"; }
 for _ in $(seq 200); do [ -S "$sock" ] && [ -S "$work/vm1.ctl" ] && break; sleep 0.05; done
 [ -S "$work/vm1.ctl" ] || { echo "the stub made no control socket"; cat "$work/stub.log"; exit 1; }
 
@@ -44,16 +54,13 @@ if [ ${#programs[@]} -eq 0 ]; then
     # objects, cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc),
     # cuDNN handles, backend descriptors and legacy descriptors (tensor, filter, convolution,
     # activation, pooling, dropout with its states: cudnn.cc; cudnn_basic, cudnn_legacy) and
-    # cuSPARSE and cuSOLVER objects (nvobj.cc) are carried.
-    # stream_attributes: on the test executor a suspend that lands between its
-    # cudaStreamCopyAttributes from the per-thread stream and the read-back loses the copied
-    # syncPolicy (-1 instead of 3; found 2026-11-27, not fixed yet; identical on the H100).
-    case "$n" in fault|multi_gpu|stream_attributes) continue ;; esac
+    # cuSPARSE and cuSOLVER objects (nvobj.cc) are carried, and so are the attributes of every
+    # stream, the per-thread one's included (stream_attributes).
+    case "$n" in fault|multi_gpu) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
 fi
 
-status=0
 cycles_total=0
 for p in "${programs[@]}"; do
   out="$work/$p.out"
@@ -62,6 +69,7 @@ for p in "${programs[@]}"; do
   cycles=0
   # Suspend and resume as fast as the stub allows while the program runs.
   while kill -0 $app 2>/dev/null; do
+    pause
     if "$ctl" suspend vm1 >"$work/ctl.out" 2>&1; then
       cycles=$((cycles + 1))
       # Nothing of the VM on the GPU meanwhile.
@@ -99,7 +107,8 @@ for p in "${programs[@]}"; do
   elif diff -u <(comparable "$expected/$p.out" "$stub") <(comparable "$out" "$stub") >"$work/$p.diff"; then
     echo "$p: identical to the native run ($cycles suspend/resume cycles while it ran)"
   else
-    echo "$p: DIFFERS from the native run after $cycles suspend/resume cycles:"; cat "$work/$p.diff"; status=1
+    echo "$p: DIFFERS from the native run after $cycles suspend/resume cycles:"; cat "$work/$p.diff"
+    echo "its stderr:"; tail -n 20 "$work/$p.err"; status=1
   fi
 done
 [ $cycles_total -gt 0 ] || { echo "no program was ever suspended: the test proves nothing"; status=1; }
@@ -127,5 +136,5 @@ else echo "$p: DIFFERS after save/restore"; status=1; fi
 
 # A dead stub not waited for is a zombie, which kill -0 still finds.
 if ! kill -0 $stub_pid 2>/dev/null || [ "$(ps -o stat= -p $stub_pid | cut -c1)" = Z ]; then echo "the stub died"; status=1; fi
-[ $status -eq 0 ] || { echo "--- the stub's log:"; tail -n 40 "$work/stub.log"; }
+[ $status -eq 0 ] || { echo "--- the stub's log (seed $seed):"; tail -n 40 "$work/stub.log"; }
 exit $status

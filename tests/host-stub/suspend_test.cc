@@ -214,6 +214,63 @@ TEST(Suspend, StreamAttributesComeBack) {
   }
 }
 
+// The per-thread default stream is the client's own (stream.cc resolve_stream): what the
+// guest sets on it, and what a copy from it gives another stream, survive a suspend, as
+// stream_attributes does it (a suspend between its copy from cudaStreamPerThread and the
+// read-back read syncPolicy -1, the driver's "never set", instead of 3).
+TEST(Suspend, ThePerThreadStreamsAttributesAndCopiesOfThemComeBack) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t s1 = api::kFirstGuestHandle + 3, s2 = api::kFirstGuestHandle + 4;
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({s1, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({s2, 0, -2}), 0);
+  auto set_sync = [&](uint64_t s, int32_t policy) {
+    api::StreamSetAttributeArgs a{};
+    a.stream = s;
+    a.id = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
+    a.value.value = policy;
+    return c.call<api::Call::StreamSetAttribute>(a);
+  };
+  auto get = [&](uint64_t s, uint32_t id) {
+    api::StreamAttributeValue v{};
+    EXPECT_EQ(c.call<api::Call::StreamGetAttribute>({s, id, 0}, &v), 0);
+    return v.value;
+  };
+  auto cycle = [&] {
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+  };
+  const int32_t kUnset = get(s1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY);  // the driver's "never set"
+  ASSERT_EQ(set_sync(s1, 4 /* blocking sync */), 0);
+  ASSERT_EQ(set_sync(api::kStreamPerThread, 3 /* yield */), 0);
+  cycle();
+  EXPECT_EQ(get(api::kStreamPerThread, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), 3) << "set on the per-thread stream";
+  // A copy from the per-thread stream replaces the destination's attributes: s1 had 4.
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({s1, api::kStreamPerThread}), 0);
+  EXPECT_EQ(get(s1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), 3);
+  cycle();
+  EXPECT_EQ(get(s1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), 3) << "copied from the per-thread stream";
+  EXPECT_EQ(get(api::kStreamPerThread, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), 3);
+  // The other way: a copy to the per-thread stream, priority included (the driver copies it).
+  const int32_t s2_priority = get(s2, CU_LAUNCH_ATTRIBUTE_PRIORITY);
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({api::kStreamPerThread, s2}), 0);
+  EXPECT_EQ(get(api::kStreamPerThread, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), kUnset);
+  EXPECT_EQ(get(api::kStreamPerThread, CU_LAUNCH_ATTRIBUTE_PRIORITY), s2_priority);
+  // And between streams of the client: s1 takes s2's (nothing set: "never set") and its priority.
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({s1, s2}), 0);
+  cycle();
+  EXPECT_EQ(get(api::kStreamPerThread, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), kUnset);
+  EXPECT_EQ(get(api::kStreamPerThread, CU_LAUNCH_ATTRIBUTE_PRIORITY), s2_priority);
+  EXPECT_EQ(get(s1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY), kUnset);
+  EXPECT_EQ(get(s1, CU_LAUNCH_ATTRIBUTE_PRIORITY), s2_priority);
+  // Work on it still runs in order after all that.
+  ASSERT_EQ(c.call<api::Call::StreamSynchronize>({api::kStreamPerThread}), 0);
+}
+
 #ifdef VMCUDA_WITH_CUBLAS
 TEST(Suspend, CublasHandlesComeBackWithTheirSettings) {
   Stub stub;
