@@ -56,17 +56,4 @@ int32_t Session::on_OccupancyMaxActiveBlocks(const api::OccupancyArgs& a, api::O
   });
 }
 
-int32_t Session::on_OccupancyAvailableSharedMemory(const api::OccupancySharedArgs& a, api::OccupancySharedReply& r,
-                                                   Request&) {
-  const Object* fo = find_function(a.function);
-  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
-  const CUfunction fn = fo->as<FunctionObject>().fn;
-  size_t bytes = 0;
-  const CUresult e = on_device(fo->device, [&] {
-    return api_.cuOccupancyAvailableDynamicSMemPerBlock(&bytes, fn, a.blocks, a.block_size);
-  });
-  r.bytes = bytes;
-  return e;
-}
-
 }  // namespace vmcuda::host
