@@ -105,8 +105,33 @@ DeviceArena::~DeviceArena() {
 }
 
 CUresult DeviceArena::reserve(std::string* why) {
+  // With every client in one process (`--isolation thread`) the driver places clients' own
+  // allocations (a library's workspace, a reservation without a hint) next to the arenas
+  // reserved so far, where the next index lies (H100, 2026-11-27). An arena no pointer refers
+  // to yet (never reserved, nothing restored) moves to the next free index instead; one with
+  // pointers keeps its place or fails.
+  const bool movable = !released_ && !reserved_;
+  const int first = index_;
+  std::vector<int> passed;  // indexes whose range the driver holds, claimed while trying
   CUdeviceptr got = 0;
   CUresult r = api_.cuMemAddressReserve(&got, bytes(), 0, base(), 0);
+  while (r == CUDA_SUCCESS && got != base() && movable) {
+    const int next = claim_index();
+    if (next < 0) break;
+    api_.cuMemAddressFree(got, bytes());
+    passed.push_back(index_);
+    index_ = next;
+    got = 0;
+    r = api_.cuMemAddressReserve(&got, bytes(), 0, base(), 0);
+  }
+  if (r != CUDA_SUCCESS || got != base()) {  // back to the arena's own index, to try again later
+    for (int i : passed)
+      if (i != first) release_index(i);
+    if (index_ != first) release_index(index_);
+    index_ = first;
+  } else {
+    for (int i : passed) release_index(i);
+  }
   if (r != CUDA_SUCCESS) {
     if (why) *why = "cannot reserve the device arena at " + hex(base()) + ": " + describe(api_, r);
     return r;

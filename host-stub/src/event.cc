@@ -23,7 +23,7 @@ int32_t Session::on_EventCreate(const api::EventCreateArgs& a, api::Empty&, Requ
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   CUevent e = nullptr;
-  if (CUresult r = api_.cuEventCreate(&e, a.flags); r != CUDA_SUCCESS) return r;
+  if (CUresult r = api_.cuEventCreate(&e, driver_event_flags(a.flags)); r != CUDA_SUCCESS) return r;
   vol_.add(ObjectKind::Event, current_, a.handle, vol_.context(current_)->id, EventObject{e, a.flags, false});
   return CUDA_SUCCESS;
 }

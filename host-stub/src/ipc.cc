@@ -288,6 +288,10 @@ int32_t Session::on_MemPoolForget(const api::MemPoolExportArgs& a, api::Empty&, 
   return CUDA_SUCCESS;
 }
 
+unsigned Session::driver_event_flags(unsigned guest_flags) const {
+  return limits_.ipc && limits_.ipc->in_process() ? guest_flags & ~unsigned(CU_EVENT_INTERPROCESS) : guest_flags;
+}
+
 bool Session::ipc_borrowed_event(const EventObject& e, int device) const {
   if (!e.shared) return false;
   const auto* shared = static_cast<const IpcSharedEvent*>(e.shared.get());

@@ -260,6 +260,11 @@ class Session : public vmrpc::SlotService {
   // An event of another client of the process opened here (`--isolation thread`), which lives
   // in that client's context.
   bool ipc_borrowed_event(const EventObject& e, int device) const;
+  // The flags the driver's event gets for the guest's: with every client in this process an
+  // interprocess event is shared as itself (ipc.cc), never through the driver's IPC, and the
+  // driver (580, H100) crashes when a stream of another context waits on an event made with
+  // CU_EVENT_INTERPROCESS; so there the driver's event is an ordinary one.
+  unsigned driver_event_flags(unsigned guest_flags) const;
   CUresult ipc_record_borrowed(const EventObject& e, CUstream stream, int device);
   void ipc_forget_export(uint64_t ptr);
   void ipc_forget_event(uint64_t handle);

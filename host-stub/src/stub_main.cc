@@ -23,6 +23,7 @@
 
 #include "stub_main.h"
 #include "control_server.h"
+#include "crash_report.h"
 #include "vm_control.h"
 #include "driver_api.h"
 #include "fair_share.h"
@@ -345,6 +346,7 @@ static void raise_open_file_limit() {
 
 int stub_main(int argc, char** argv, const DriverApi* preset) {
   raise_open_file_limit();
+  install_crash_report();
   // A worker (started by the stub itself for one client slot) gets the stub's own options
   // followed by the worker's (vmrpc/worker.h).
   const bool worker = vmrpc::is_worker_invocation(argc, argv);

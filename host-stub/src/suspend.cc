@@ -1861,7 +1861,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       case ObjectKind::Event: {
         auto& ev = std::get<EventObject>(data);
         if (ev.imported) break;  // another program's: opened again at ipc_attach
-        e = api_.cuEventCreate(&ev.event, ev.flags);
+        e = api_.cuEventCreate(&ev.event, driver_event_flags(ev.flags));
         what = "creating an event";
         break;
       }

@@ -18,7 +18,18 @@ sock="$work/stub.sock"
 # than a user's default share of connections and rate (VMRPC_MAX_CONNECTIONS_PER_USER, VMRPC_CONNECT_RATE).
 VMRPC_MAX_CONNECTIONS_PER_USER=0 VMRPC_CONNECT_RATE=0 VMRPC_LOG=2 "$stub" --socket "$sock" --isolation thread --gpu-thread on 2>"$work/stub.log" &
 stub_pid=$!
-trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null; rm -rf "$work"' EXIT
+# At exit: a stub that died by a signal (not our SIGTERM) shows the end of its log, with the
+# call stack it wrote (host-stub/src/crash_report.h).
+cleanup() {
+  local rc=0
+  kill $stub_pid 2>/dev/null
+  wait $stub_pid 2>/dev/null || rc=$?
+  if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then
+    echo "the stub died of signal $((rc - 128)); the end of its log:"; tail -n 60 "$work/stub.log"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 for _ in $(seq 200); do [ -S "$sock" ] && break; sleep 0.05; done
 for _ in $(seq 100); do grep -q "working thread per GPU" "$work/stub.log" && break; sleep 0.05; done
 grep -q "working thread per GPU" "$work/stub.log" || { echo "the stub does not say it uses GPU working threads:"; cat "$work/stub.log"; exit 1; }
@@ -57,6 +68,11 @@ for name in "${names[@]}"; do
     status=1
   fi
 done
-kill -0 $stub_pid || { echo "the stub died"; cat "$work/stub.log"; exit 1; }
-[ $status = 0 ] || { echo "the stub's first warnings (the first is the cause):"; grep -E "warning|error" "$work/stub.log" | head -n 30; }
+# A dead stub we have not waited for is a zombie, which kill -0 still finds.
+if ! kill -0 $stub_pid 2>/dev/null || [ "$(ps -o stat= -p $stub_pid | cut -c1)" = Z ]; then
+  rc=0; wait $stub_pid || rc=$?
+  echo "the stub died (exit $rc; above 128: signal $((rc > 128 ? rc - 128 : 0))); the end of its log:"
+  tail -n 80 "$work/stub.log"; exit 1
+fi
+[ $status = 0 ] || { echo "the stub's first warnings (the first is the cause):"; grep -E "warning|error|fatal" "$work/stub.log" | head -n 30; }
 exit $status

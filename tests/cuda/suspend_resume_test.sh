@@ -16,7 +16,18 @@ export VMCUDA_RUN_DIR="$work"
 # shellcheck disable=SC2086  # word-split on purpose: several options
 "$stub" --socket "$sock" ${SUSPEND_TEST_STUB_ARGS:-} 2>"$work/stub.log" &
 stub_pid=$!
-trap 'kill $stub_pid 2>/dev/null; wait $stub_pid 2>/dev/null; rm -rf "$work"' EXIT
+# At exit: a stub that died by a signal (not our SIGTERM) shows the end of its log, with the
+# call stack it wrote (host-stub/src/crash_report.h).
+cleanup() {
+  local rc=0
+  kill $stub_pid 2>/dev/null
+  wait $stub_pid 2>/dev/null || rc=$?
+  if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then
+    echo "the stub died of signal $((rc - 128)); the end of its log:"; tail -n 60 "$work/stub.log"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 for _ in $(seq 200); do [ -S "$sock" ] && [ -S "$work/vm1.ctl" ] && break; sleep 0.05; done
 [ -S "$work/vm1.ctl" ] || { echo "the stub made no control socket"; cat "$work/stub.log"; exit 1; }
 
@@ -82,7 +93,7 @@ for p in "${programs[@]}"; do
   cycles_total=$((cycles_total + cycles))
   if [ $rc -ne 0 ]; then
     echo "$p exited with $rc after $cycles suspend/resume cycles; its stderr:"; tail -n 20 "$work/$p.err"
-    echo "its output, against the native run's:"; diff -u "$expected/$p.out" "$out" | head -n 30; status=1
+    echo "its output, against the native run's:"; { diff -u "$expected/$p.out" "$out" || true; } | head -n 30; status=1
   elif diff -u <(comparable "$expected/$p.out" "$stub") <(comparable "$out" "$stub") >"$work/$p.diff"; then
     echo "$p: identical to the native run ($cycles suspend/resume cycles while it ran)"
   else
@@ -112,6 +123,7 @@ wait $app || { echo "$p exited with an error after save/restore"; status=1; }
 if diff -u "$expected/$p.out" "$work/save.out"; then echo "$p: identical to the native run ($saved save/restore cycles)"
 else echo "$p: DIFFERS after save/restore"; status=1; fi
 
-kill -0 $stub_pid || { echo "the stub died"; status=1; }
+# A dead stub not waited for is a zombie, which kill -0 still finds.
+if ! kill -0 $stub_pid 2>/dev/null || [ "$(ps -o stat= -p $stub_pid | cut -c1)" = Z ]; then echo "the stub died"; status=1; fi
 [ $status -eq 0 ] || { echo "--- the stub's log:"; tail -n 40 "$work/stub.log"; }
 exit $status

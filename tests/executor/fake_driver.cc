@@ -1770,6 +1770,14 @@ CUresult f_stream_wait_event(CUstream s, CUevent e, unsigned flags) {
   if (!st) return CUDA_ERROR_INVALID_HANDLE;
   if (!g.events.contains(e)) return CUDA_ERROR_INVALID_HANDLE;  // any context's event will do
   if (flags & ~CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+  // But not an interprocess event made by another context of this process: the real driver
+  // (580, H100) dies of SIGSEGV there (tests/gpu/interprocess_event_probe.c, 2026-11-27). So does the fake,
+  // so that no test passes here what crashes on a GPU.
+  if (const FakeEvent& made = g.events.at(e); (made.flags & CU_EVENT_INTERPROCESS) && made.ctx != st->ctx) {
+    std::fprintf(stderr, "fake driver: cuStreamWaitEvent on another context's CU_EVENT_INTERPROCESS event "
+                         "(the real driver crashes here)\n");
+    std::abort();
+  }
   // An event recorded in a capture that is still open: the stream joins it after the
   // event's nodes (or, already in it, depends on them too).
   const FakeEvent& ev = g.events.at(e);
