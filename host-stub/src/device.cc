@@ -126,13 +126,6 @@ constexpr int kLimitStackSize = 0, kLimitPrintfFifoSize = 1, kLimitMallocHeapSiz
 constexpr int kAttrMultiprocessors = 16, kAttrThreadsPerMultiprocessor = 39;
 }  // namespace
 
-int32_t Session::on_DeviceGetLimit(const api::LimitArgs& a, api::LimitReply& r, Request&) {
-  size_t v = 0;
-  const CUresult e = api_.cuCtxGetLimit(&v, a.limit);
-  r.value = v;
-  return e;
-}
-
 // Device memory the driver reserves for a limit set to `value` beyond its default (the
 // stack: per resident thread of the whole device), charged to the VM's quota.
 uint64_t Session::limit_cost(int device, int limit, uint64_t value, uint64_t default_value) const {
@@ -193,13 +186,6 @@ int32_t Session::on_DeviceSetLimit(const api::SetLimitArgs& a, api::LimitReply& 
   }
   lim.charged = cost;
   r.value = v;
-  return e;
-}
-
-int32_t Session::on_DeviceGetCacheConfig(const api::Empty&, api::CacheConfigReply& r, Request&) {
-  int c = 0;
-  const CUresult e = api_.cuCtxGetCacheConfig(&c);
-  r.config = c;
   return e;
 }
 

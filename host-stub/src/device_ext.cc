@@ -1,23 +1,12 @@
-// The rest of the runtime's device calls (calls.def 0x1c00): device queries CUDA 12-13 added
-// (1D linear texture width, atomic capabilities with the host and between devices), the
-// persisting L2 reset and the GPUDirect RDMA flush. Devices are guest indexes, checked here;
-// the driver checks the rest (formats, operations, targets) and its answer is the guest's.
+// The rest of the runtime's device calls (calls.def 0x1c00) that need a handler of their own:
+// atomic capabilities with the host and between devices (the 1D linear texture width, the
+// persisting L2 reset and the GPUDirect RDMA flush are plain_calls.def's). Devices are guest
+// indexes, checked here; the driver checks the operations and its answer is the guest's.
 #include <cstring>
 
 #include "session.h"
 
 namespace vmcuda::host {
-
-int32_t Session::on_Texture1DLinearMaxWidth(const api::Texture1DWidthArgs& a, api::Texture1DWidthReply& r, Request&) {
-  if (a.pad != 0) return guest_fault("Texture1DLinearMaxWidth: padding not zero");
-  if (!valid_device(a.device)) return CUDA_ERROR_INVALID_DEVICE;
-  CUdevice dev;
-  if (CUresult e = api_.cuDeviceGet(&dev, devices_[a.device]); e != CUDA_SUCCESS) return e;
-  size_t width = 0;
-  const CUresult e = api_.cuDeviceGetTexture1DLinearMaxWidth(&width, static_cast<int>(a.format), a.channels, dev);
-  r.width = width;
-  return e;
-}
 
 int32_t Session::on_AtomicCapabilities(const api::AtomicCapsArgs& a, api::AtomicCapsReply& r, Request& req) {
   if (a.pad != 0 || a.count == 0 || a.count > api::kMaxAtomicOperations)
@@ -32,15 +21,6 @@ int32_t Session::on_AtomicCapabilities(const api::AtomicCapsArgs& a, api::Atomic
   if (a.dst == api::kAtomicHost) return api_.cuDeviceGetHostAtomicCapabilities(r.caps, ops, a.count, src);
   if (CUresult e = api_.cuDeviceGet(&dst, devices_[a.dst]); e != CUDA_SUCCESS) return e;
   return api_.cuDeviceGetP2PAtomicCapabilities(r.caps, ops, a.count, src, dst);
-}
-
-// The current device's context (the dispatcher made it current).
-int32_t Session::on_CtxResetPersistingL2Cache(const api::Empty&, api::Empty&, Request&) {
-  return api_.cuCtxResetPersistingL2Cache();
-}
-
-int32_t Session::on_FlushGPUDirectRDMAWrites(const api::FlushRdmaArgs& a, api::Empty&, Request&) {
-  return api_.cuFlushGPUDirectRDMAWrites(static_cast<int>(a.target), static_cast<int>(a.scope));
 }
 
 }  // namespace vmcuda::host

@@ -1,7 +1,8 @@
 // Function attributes and occupancy (calls.def, 0x1410), of a kernel this client found
 // with ModuleGetFunction; each runs in the context of the device the kernel was loaded on.
 // The guest caches the answers (per kernel and device; occupancy per block size and
-// dynamic shared memory too) and drops them when it sets an attribute.
+// dynamic shared memory too) and drops them when it sets an attribute. The occupancy queries
+// are plain calls (plain_calls.def).
 #include "session.h"
 
 namespace vmcuda::host {
@@ -41,31 +42,6 @@ int32_t Session::on_FuncSetAttribute(const api::FuncSetAttributeArgs& a, api::Em
   const CUfunction fn = fo->as<FunctionObject>().fn;
   const CUresult e = on_device(fo->device, [&] { return api_.cuFuncSetAttribute(fn, a.attribute, a.value); });
   if (e == CUDA_SUCCESS) vol_.find(ObjectKind::Function, a.function)->as<FunctionObject>().attributes[a.attribute] = a.value;
-  return e;
-}
-
-int32_t Session::on_OccupancyMaxActiveBlocks(const api::OccupancyArgs& a, api::OccupancyReply& r, Request&) {
-  const Object* fo = find_function(a.function);
-  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
-  const CUfunction fn = fo->as<FunctionObject>().fn;
-  return on_device(fo->device, [&] {
-    return a.flags == 0 ? api_.cuOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks, fn, a.block_size,
-                                                                           a.dynamic_shared_bytes)
-                        : api_.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                              &r.blocks, fn, a.block_size, a.dynamic_shared_bytes, a.flags);
-  });
-}
-
-int32_t Session::on_OccupancyAvailableSharedMemory(const api::OccupancySharedArgs& a, api::OccupancySharedReply& r,
-                                                   Request&) {
-  const Object* fo = find_function(a.function);
-  if (!fo) return CUDA_ERROR_INVALID_HANDLE;
-  const CUfunction fn = fo->as<FunctionObject>().fn;
-  size_t bytes = 0;
-  const CUresult e = on_device(fo->device, [&] {
-    return api_.cuOccupancyAvailableDynamicSMemPerBlock(&bytes, fn, a.blocks, a.block_size);
-  });
-  r.bytes = bytes;
   return e;
 }
 

@@ -103,8 +103,9 @@ int32_t Session::on_DisablePeerAccess(const api::PeerAccessArgs& a, api::Empty&,
 }
 
 int32_t Session::on_MemPoolAccess(const api::PoolAccessArgs& a, api::Empty&, Request&) {
+  if (a.pad) return guest_fault("MemPoolAccess: padding not zero");
   if (!valid_device(a.owner) || !valid_device(a.accessor) || a.owner == a.accessor) return CUDA_ERROR_INVALID_DEVICE;
-  if (a.enable > 1 || a.pad) return CUDA_ERROR_INVALID_VALUE;
+  if (a.enable > 1) return CUDA_ERROR_INVALID_VALUE;
   if (a.enable && devices_[a.owner] != devices_[a.accessor]) {
     // The driver maps pool memory only for a device that can reach the owner's.
     CUdevice owner, accessor;

@@ -545,7 +545,8 @@ int32_t Session::dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::
     constexpr size_t kReplyBytes = std::is_empty_v<api::R> ? 0 : sizeof(api::R);                     \
     if (args.size() < kArgBytes || ((Traits::kFlags & api::kTail) == 0 && args.size() != kArgBytes)) \
       return guest_fault(#name ": arguments of the wrong size");                                     \
-    if (reply.size() < kReplyBytes) return static_cast<int32_t>(ChannelStatus::kReplyTooSmall);      \
+    if (reply.size() < kReplyBytes)                                                                  \
+      return guest_fault(#name ": a reply area too small for its reply", ChannelStatus::kReplyTooSmall); \
     if constexpr (kArgBytes) std::memcpy(&a, args.data(), kArgBytes);                                \
     api::R r{};                                                                                      \
     Request req{args.subspan(kArgBytes), reply.subspan(kReplyBytes), 0, ctx};                        \
@@ -560,7 +561,8 @@ int32_t Session::dispatch(const vmrpc::CallContext& ctx, uint32_t call_id, std::
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
   }
-  return static_cast<int32_t>(ChannelStatus::kUnknownCall);
+  return guest_fault("a call number this stub does not know (a guest library of another version?)",
+                     ChannelStatus::kUnknownCall);
 }
 
 }  // namespace vmcuda::host

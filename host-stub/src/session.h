@@ -192,8 +192,9 @@ class Session : public vmrpc::SlotService {
   std::atomic<uint32_t> posted_{0};
   std::atomic<int32_t> posted_error_{0};
 
-  // Handlers, one per call of calls.def (device.cc, memory.cc, memory_2d.cc, module.cc,
-  // symbol.cc, launch.cc, function.cc, stream.cc, event.cc).
+  // Handlers, one per call of calls.def: a plain call's from its line in plain_calls.def
+  // (plain_calls.cc), any other's hand-written in its area's file (device.cc, memory.cc,
+  // memory_2d.cc, module.cc, symbol.cc, launch.cc, function.cc, stream.cc, event.cc, ...).
 #define VMCUDA_CALL(number, name, A, R, flags) int32_t on_##name(const api::A& args, api::R& reply, Request& req);
 #include "vmcuda/api/calls.def"
 #undef VMCUDA_CALL
@@ -223,6 +224,13 @@ class Session : public vmrpc::SlotService {
   // The cluster occupancy queries' common checks (launch.cc).
   template <class Query>
   int32_t cluster_query(const char* what, const api::LaunchExArgs& a, Request& req, Query&& query);
+  // A plain call's handler (plain_calls.def): the guest's fault if Args has nonzero padding
+  // (`malformed` says which call), then each word's field checked and translated in the driver's
+  // parameter order (the first error is the answer), the driver function called (in the
+  // context of the first stream, event or function named, else the current one) and its
+  // out() values copied into the Reply. Defined in plain_calls.cc, its only user.
+  template <class A, class R, class... P, class... S>
+  int32_t forward_plain(const char* malformed, CUresult (*DriverApi::*fn)(P...), const A& a, R& r, S... words);
   // Runs `f` with `device`'s context current, then makes the current device's current again.
   template <class F>
   CUresult on_device(int device, F&& f) {

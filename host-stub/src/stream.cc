@@ -204,14 +204,6 @@ int32_t Session::on_StreamWaitEvent(const api::StreamWaitEventArgs& a, api::Empt
   return on_device(device, [&] { return api_.cuStreamWaitEvent(s, e, a.flags); });
 }
 
-int32_t Session::on_StreamGetPriority(const api::StreamArgs& a, api::StreamPriorityReply& r, Request&) {
-  CUstream s;
-  int device;
-  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  // The clamped priority the driver keeps (the guest knows the flags itself).
-  return on_device(device, [&] { return api_.cuStreamGetPriority(s, &r.priority); });
-}
-
 int32_t Session::on_StreamSetAttribute(const api::StreamSetAttributeArgs& a, api::Empty&, Request&) {
   if (a.pad != 0 || std::any_of(std::begin(a.value.pad), std::end(a.value.pad), [](uint8_t b) { return b != 0; }))
     return guest_fault("StreamSetAttribute: padding not zero");
@@ -273,10 +265,6 @@ int32_t Session::on_StreamCopyAttributes(const api::StreamCopyAttributesArgs& a,
     d->attributes = std::move(now);
     return CUDA_SUCCESS;
   });
-}
-
-int32_t Session::on_StreamPriorityRange(const api::Empty&, api::StreamPriorityRangeReply& r, Request&) {
-  return api_.cuCtxGetStreamPriorityRange(&r.least, &r.greatest);
 }
 
 }  // namespace vmcuda::host

@@ -211,5 +211,36 @@ TEST(StubDevice, ResetFreesOnlyTheCurrentDevicesObjectsOfThisClient) {
   EXPECT_NE(a.malloc(64), 0u);
 }
 
+// Handlers from plain_calls.def check as the hand-written ones did: nonzero padding is the
+// guest's fault (the client is served on), then each handle and device index, in the driver's
+// parameter order; the driver's outputs reach the reply.
+TEST(StubDevice, PlainCallsCheckPaddingHandlesAndDevices) {
+  constexpr int32_t kBadArguments = static_cast<int32_t>(vmrpc::wire::ChannelStatus::kBadArguments);
+  Stub stub({}, {0, 1});
+  Client c(stub);
+  api::LimitReply limit{};
+  EXPECT_EQ(c.call<api::Call::DeviceGetLimit>({0, 1}, &limit), kBadArguments);
+  ASSERT_EQ(c.call<api::Call::DeviceGetLimit>({0, 0}, &limit), 0);
+  EXPECT_EQ(limit.value, 1024u);
+  api::Texture1DWidthReply width{};
+  EXPECT_EQ(c.call<api::Call::Texture1DLinearMaxWidth>({0, 0x20, 1, 1}, &width), kBadArguments);
+  EXPECT_EQ(c.call<api::Call::Texture1DLinearMaxWidth>({2, 0x20, 1, 0}, &width), kInvalidDevice);
+  EXPECT_EQ(c.call<api::Call::Texture1DLinearMaxWidth>({-1, 0x20, 1, 0}, &width), kInvalidDevice);
+  ASSERT_EQ(c.call<api::Call::Texture1DLinearMaxWidth>({1, 0x20, 1, 0}, &width), 0);
+  EXPECT_GT(width.width, 0u);
+  api::StreamPriorityReply priority{};
+  EXPECT_EQ(c.call<api::Call::StreamGetPriority>({0x7777}, &priority), kInvalidHandle);
+  EXPECT_EQ(c.call<api::Call::StreamGetPriority>({api::kStreamDefault}, &priority), 0);
+  api::OccupancyReply blocks{};
+  EXPECT_EQ(c.call<api::Call::OccupancyMaxActiveBlocks>({0x7777, 128, 0, 0}, &blocks), kInvalidHandle);
+  api::OccupancySharedReply shared{};
+  EXPECT_EQ(c.call<api::Call::OccupancyAvailableSharedMemory>({0x7777, 1, 128}, &shared), kInvalidHandle);
+  // A hand-written handler's padding: the same idiom.
+  EXPECT_EQ(c.call<api::Call::MemPoolAccess>({0, 1, 1, 1}), kBadArguments);
+  api::StreamPriorityRangeReply range{};
+  ASSERT_EQ(c.call<api::Call::StreamPriorityRange>({}, &range), 0);
+  EXPECT_LE(range.greatest, range.least);
+}
+
 }  // namespace
 }  // namespace vmcuda::host::test
