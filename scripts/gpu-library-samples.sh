@@ -65,7 +65,7 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then hidden=yes; fi
 through_vmcuda() { # COMMAND...: through vmcuda, the driver hidden where it can be
   if [ $hidden = yes ]; then
     VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" HIDE="$host_libcuda" \
-      unshare -m -- bash -c 'for f in /dev/nvidia* $HIDE; do [ -e "$f" ] && mount --bind /dev/null "$f"; done; exec "$@"' \
+      unshare -m -- bash -c 'for f in /dev/nvidia* $HIDE; do if [ -d "$f" ]; then mount -t tmpfs -o size=4k none "$f"; elif [ -e "$f" ]; then mount --bind /dev/null "$f"; fi; done; exec "$@"' \
       hide "$@"
   else
     VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
