@@ -71,6 +71,28 @@ static cudaGraphNode_t kernel_node(cudaGraph_t g, cudaGraphNode_t dep, void (*fn
   return node;
 }
 
+// An alloc node of kBytes with no dependencies; *d: the address CUDA gave it.
+static cudaGraphNode_t alloc_node(cudaGraph_t g, int** d) {
+  cudaMemAllocNodeParams ap = alloc_params(kBytes);
+  cudaGraphNode_t node;
+  CHECK(cudaGraphAddMemAllocNode(&node, g, nullptr, 0, &ap));
+  *d = static_cast<int*>(ap.dptr);
+  return node;
+}
+
+// A memset node zeroing the N ints at d, after dep.
+static cudaGraphNode_t zero_node(cudaGraph_t g, cudaGraphNode_t dep, int* d) {
+  cudaMemsetParams ms{};
+  ms.dst = d;
+  ms.value = 0;
+  ms.elementSize = 4;
+  ms.width = N;
+  ms.height = 1;
+  cudaGraphNode_t node;
+  CHECK(cudaGraphAddMemsetNode(&node, g, &dep, 1, &ms));
+  return node;
+}
+
 int main() {
   CHECK(cudaSetDevice(0));
   cudaStream_t s;
@@ -83,19 +105,10 @@ int main() {
   {
     cudaGraph_t g;
     CHECK(cudaGraphCreate(&g, 0));
-    cudaMemAllocNodeParams ap = alloc_params(kBytes);
-    cudaGraphNode_t alloc;
-    CHECK(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap));
-    int* d = static_cast<int*>(ap.dptr);
+    int* d;
+    cudaGraphNode_t alloc = alloc_node(g, &d);
     printf("alloc node: address given %s\n", d ? "yes" : "no");
-    cudaMemsetParams ms{};
-    ms.dst = d;
-    ms.value = 0;
-    ms.elementSize = 4;
-    ms.width = N;
-    ms.height = 1;
-    cudaGraphNode_t set;
-    CHECK(cudaGraphAddMemsetNode(&set, g, &alloc, 1, &ms));
+    cudaGraphNode_t set = zero_node(g, alloc, d);
     int five = 5, three = 3;
     cudaGraphNode_t add = kernel_node(g, set, g_add, &d, &five, &n);
     cudaGraphNode_t scale = kernel_node(g, add, g_scale, &d, &three, &n);
@@ -150,17 +163,9 @@ int main() {
   {
     cudaGraph_t g;
     CHECK(cudaGraphCreate(&g, 0));
-    cudaMemAllocNodeParams ap = alloc_params(kBytes);
-    cudaGraphNode_t alloc;
-    CHECK(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap));
-    int* d = static_cast<int*>(ap.dptr);
-    cudaMemsetParams ms{};
-    ms.dst = d;
-    ms.elementSize = 4;
-    ms.width = N;
-    ms.height = 1;
-    cudaGraphNode_t set;
-    CHECK(cudaGraphAddMemsetNode(&set, g, &alloc, 1, &ms));
+    int* d;
+    cudaGraphNode_t alloc = alloc_node(g, &d);
+    cudaGraphNode_t set = zero_node(g, alloc, d);
     int seven = 7;
     kernel_node(g, set, g_add, &d, &seven, &n);
     cudaGraphExec_t x;
@@ -205,17 +210,9 @@ int main() {
   {
     cudaGraph_t g;
     CHECK(cudaGraphCreate(&g, 0));
-    cudaMemAllocNodeParams ap = alloc_params(kBytes);
-    cudaGraphNode_t alloc;
-    CHECK(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &ap));
-    int* d = static_cast<int*>(ap.dptr);
-    cudaMemsetParams ms{};
-    ms.dst = d;
-    ms.elementSize = 4;
-    ms.width = N;
-    ms.height = 1;
-    cudaGraphNode_t set;
-    CHECK(cudaGraphAddMemsetNode(&set, g, &alloc, 1, &ms));
+    int* d;
+    cudaGraphNode_t alloc = alloc_node(g, &d);
+    cudaGraphNode_t set = zero_node(g, alloc, d);
     int two = 2;
     kernel_node(g, set, g_add, &d, &two, &n);
     cudaGraphExec_t x;
@@ -317,13 +314,7 @@ int main() {
     CUgraphNode alloc, freed;
     CUresult r1 = add_alloc(&alloc, reinterpret_cast<CUgraph>(g), nullptr, 0, &p);
     int* d = reinterpret_cast<int*>(p.dptr);
-    cudaMemsetParams ms{};
-    ms.dst = d;
-    ms.elementSize = 4;
-    ms.width = N;
-    ms.height = 1;
-    cudaGraphNode_t set;
-    CHECK(cudaGraphAddMemsetNode(&set, g, reinterpret_cast<cudaGraphNode_t*>(&alloc), 1, &ms));
+    cudaGraphNode_t set = zero_node(g, reinterpret_cast<cudaGraphNode_t>(alloc), d);
     int four = 4;
     cudaGraphNode_t add = kernel_node(g, set, g_add, &d, &four, &n);
     cudaGraphNode_t copy;
