@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,6 +92,31 @@ inline void rewrite_state(const std::string& from, const std::string& to,
   }
   ASSERT_TRUE(why.empty()) << why;
   ASSERT_TRUE(out.finish(&why)) << why;
+}
+
+// A forged state file: what one case changes (rewrite_state's edit) and what the refusal names.
+struct Forgery {
+  const char* what;
+  std::function<void(std::vector<std::byte>&)> edit;
+  const char* expect;
+};
+
+// Each forgery of the good state file `path`, written to `bad`, is refused by a restore naming
+// its `expect`, and the client stays suspended; `check` then asserts what the test's kind of
+// object must show (nothing of it made again).
+inline void expect_forgeries_refused(Stub& stub, const std::string& path, const std::string& bad,
+                                     std::span<const Forgery> cases,
+                                     const std::function<void(const cc::Reply&)>& check) {
+  for (const Forgery& k : cases) {
+    SCOPED_TRACE(k.what);
+    state::remove_state_file(bad);
+    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
+    const cc::Reply reply = control(stub, cc::Op::kRestore, bad);
+    EXPECT_FALSE(reply.ok);
+    EXPECT_NE(reply.error.find(k.expect), std::string::npos) << reply.error;
+    EXPECT_TRUE(reply.status.suspended);
+    check(reply);
+  }
 }
 
 }  // namespace vmcuda::host::test::slot_control

@@ -473,12 +473,7 @@ TEST_F(CublasLtSuspendTest, HostileRecordsInAStateFileAreRefused) {
     return p[0] == lt_kind && h == handle;
   };
   auto i32_at = [](std::vector<std::byte>& p, size_t at, int32_t v) { std::memcpy(p.data() + at, &v, 4); };
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const slot_control::Forgery cases[] = {
       {"an unknown kind of object", [&](auto& p) { if (is(p, pref)) i32_at(p, kWhat, 9); }, "unknown cuBLASLt object"},
       {"a handle the guest cannot make", [&](auto& p) { if (is(p, lt)) std::memset(p.data() + kHandle, 0, 8); },
        "cannot have made"},
@@ -493,16 +488,9 @@ TEST_F(CublasLtSuspendTest, HostileRecordsInAStateFileAreRefused) {
       {"an attribute the library refuses", [&](auto& p) { if (is(p, la)) i32_at(p, kFirst, 7); },  // the fake knows 0-6
        "attribute 7 again failed (cuBLASLt status 7)"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
-    r = slot_control::control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
     EXPECT_EQ(tst::fake_live_cublaslt_objects(), before);
-  }
+  });
   r = slot_control::control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);

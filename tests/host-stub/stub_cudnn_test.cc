@@ -330,12 +330,7 @@ TEST_F(CudnnTest, HostileCudnnRecordsInAStateFileAreRefused) {
     return 0;
   };
   bool once = false;
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const slot_control::Forgery cases[] = {
       {"a descriptor type beyond cuDNN's",
        [&](auto& p) { if (p[0] == dnn && p[kIsHandle] == std::byte{0}) put32(p, kType, 99); }, "unknown type"},
       {"a handle with steps", [&](auto& p) { if (p[0] == dnn && p[kIsHandle] == std::byte{1}) put32(p, kCount, 1); },
@@ -356,17 +351,10 @@ TEST_F(CudnnTest, HostileCudnnRecordsInAStateFileAreRefused) {
        },
        "not in the state"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    once = false;
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
-    r = slot_control::control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
+    once = false;  // the next case edits the first match again
     EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
-  }
+  });
   r = slot_control::control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
@@ -832,12 +820,7 @@ TEST_F(CudnnLegacySuspendTest, HostileLegacyRecordsInAStateFileAreRefused) {
            i32_at(p, kCount) > 0;
   };
   const int32_t conv2d = static_cast<int32_t>(api::Call::cudnnSetConvolution2dDescriptor);
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const slot_control::Forgery cases[] = {
       {"an unknown kind", [&](auto& p) { if (legacy(p, 2)) put32(p, kLegacy, 99); }, "unknown kind"},
       {"a backend step", [&](auto& p) { if (legacy(p, 2)) p[kStep + 8] = std::byte{1}; }, "backend step"},
       {"another kind's setting", [&](auto& p) { if (legacy(p, 0)) put32(p, kStep + 9, conv2d); }, "another kind"},
@@ -848,16 +831,9 @@ TEST_F(CudnnLegacySuspendTest, HostileLegacyRecordsInAStateFileAreRefused) {
       {"a backend descriptor with a legacy setting",
        [&](auto& p) { if (legacy(p, 5)) put32(p, kLegacy, -1); }, "legacy descriptor's setting"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
-    r = slot_control::control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
     EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
-  }
+  });
   r = slot_control::control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);

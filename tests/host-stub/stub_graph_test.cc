@@ -477,12 +477,7 @@ TEST(StubGraph, AHostileGraphRecordInAStateFileIsRefused) {
     return v;
   };
   auto u32_at = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const slot_control::Forgery cases[] = {
       {"a node of an unknown type", [&](auto& p) { if (p[0] == graph && handle_of(p) == kGraph) u32_at(p, kBody + 4, 99); },
        "unknown type"},
       {"too many nodes", [&](auto& p) { if (p[0] == graph && handle_of(p) == kGraph) u32_at(p, kBody, 1u << 30); },
@@ -508,17 +503,10 @@ TEST(StubGraph, AHostileGraphRecordInAStateFileIsRefused) {
       {"a node index beyond its graph's", [&](auto& p) { if (p[0] == node && handle_of(p) == 0x30060) u32_at(p, kBody, 500); },
        "beyond its graph's nodes"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit));
-    r = slot_control::control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
     EXPECT_EQ(tst::fake_live_graphs(), 0u);
     EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
-  }
+  });
   r = slot_control::control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);

@@ -854,12 +854,7 @@ TEST(Suspend, AHostileCurandRecordInAStateFileIsRefused) {
   const auto gen = static_cast<std::byte>(ObjectKind::CurandGenerator);
   auto put32 = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
   auto put64 = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const Forgery cases[] = {
       {"no steps", [&](auto& p) { if (p[0] == gen) put32(p, kSteps, 0); }, "bad generator"},
       {"too many steps", [&](auto& p) { if (p[0] == gen) put32(p, kSteps, kCurandMaxSteps + 1); }, "bad generator"},
       {"a call that is not cuRAND's", [&](auto& p) { if (p[0] == gen) put32(p, kSecond, 0x10); }, "not a cuRAND call"},
@@ -870,16 +865,9 @@ TEST(Suspend, AHostileCurandRecordInAStateFileIsRefused) {
        [&](auto& p) { if (p[0] == gen) put32(p, kFirst, uint32_t(api::Call::curandSetGeneratorOffset)); }, "creation"},
       {"arguments cut short", [&](auto& p) { if (p[0] == gen) p.resize(p.size() - 4); }, "cuRAND generator"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
-    r = control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
     EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
-  }
+  });
   r = control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   release(stub);
@@ -1094,12 +1082,7 @@ TEST(Suspend, AHostileCusparseRecordInAStateFileIsRefused) {
   const auto sparse = static_cast<std::byte>(ObjectKind::Cusparse);
   auto put32 = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
   auto put64 = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const Forgery cases[] = {
       {"an unknown type", [&](auto& p) { if (p[0] == sparse) put32(p, kType, 99); }, "unknown type"},
       {"a negative type", [&](auto& p) { if (p[0] == sparse) put32(p, kType, uint32_t(-1)); }, "unknown type"},
       {"no steps", [&](auto& p) { if (p[0] == sparse) put32(p, kSteps, 0); }, "too many steps"},
@@ -1115,16 +1098,9 @@ TEST(Suspend, AHostileCusparseRecordInAStateFileIsRefused) {
        [&](auto& p) { if (p[0] == sparse) p[0] = static_cast<std::byte>(ObjectKind::Cusolver); }, "not a call"},
       {"arguments cut short", [&](auto& p) { if (p[0] == sparse) p.resize(p.size() - 4); }, "cuSPARSE handle"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
-    r = control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
     EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
-  }
+  });
   r = control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   release(stub);
@@ -1159,12 +1135,7 @@ TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
     std::memcpy(&v, p.data() + kValue, 8);
     return v;
   };
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const Forgery cases[] = {
       {"value 0", [&](auto& p) { if (p[0] == tex && value_of(p) == w.t1) u64_at(p, kValue, 0); }, "cannot give back"},
       {"a huge value", [&](auto& p) { if (p[0] == surf) u64_at(p, kValue, 1ull << 40); }, "cannot give back"},
       {"a value twice", [&](auto& p) { if (p[0] == tex && value_of(p) == w.t7) u64_at(p, kValue, w.t6); }, "value 6"},
@@ -1181,18 +1152,11 @@ TEST(Suspend, AHostileTextureRecordInAStateFileIsRefused) {
        [&](auto& p) { if (p[0] == tex && value_of(p) == w.t3) u64_at(p, kSpec + 4 + 72, w.lin + (1ull << 30)); },
        "texture object 3"},
   };
-  for (const Case& k : cases) {
-    if (!k.expect) continue;
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
-    r = control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.error.find("texture") != std::string::npos || r.error.find("surface") != std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply& reply) {
+    EXPECT_TRUE(reply.error.find("texture") != std::string::npos || reply.error.find("surface") != std::string::npos)
+        << reply.error;
     EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
-  }
+  });
   // The good file still restores (it was left untouched), and the values read as before.
   r = control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
@@ -1826,12 +1790,7 @@ TEST(SuspendVmm, MalformedVirtualMemoryRecordsAreRefused) {
   auto is = [&](const std::vector<std::byte>& p, std::byte kind, uint64_t handle) {
     return p[0] == kind && u64_of(p, kHandle) == handle;
   };
-  struct Case {
-    const char* what;
-    std::function<void(std::vector<std::byte>&)> edit;
-    const char* expect;
-  };
-  const Case cases[] = {
+  const Forgery cases[] = {
       {"a reservation of no whole granules", [&](auto& p) { if (is(p, res, w.base2)) u64_at(p, kField, 4 * kG + 4096); },
        "not whole granules"},
       {"a reservation outside the arena", [&](auto& p) { if (is(p, res, w.base2)) u64_at(p, kHandle, 64 * kG); },
@@ -1868,18 +1827,11 @@ TEST(SuspendVmm, MalformedVirtualMemoryRecordsAreRefused) {
        [&](auto& p) { if (is(p, mapping, w.base2)) std::memset(p.data() + kField + 28, 5, 1); }, "access for device 5"},
       {"an access list cut short", [&](auto& p) { if (is(p, mapping, w.base2)) p.resize(p.size() - 2); }, "virtual memory mapping"},
   };
-  for (const Case& k : cases) {
-    SCOPED_TRACE(k.what);
-    state::remove_state_file(bad);
-    ASSERT_NO_FATAL_FAILURE(rewrite_state(path, bad, k.edit));
-    r = control(stub, cc::Op::kRestore, bad);
-    EXPECT_FALSE(r.ok);
-    EXPECT_NE(r.error.find(k.expect), std::string::npos) << r.error;
-    EXPECT_TRUE(r.status.suspended);
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
     EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
     EXPECT_EQ(tst::fake_vmm_mappings(), 0u);
     EXPECT_EQ(tst::fake_live_reservations(), 0u);
-  }
+  });
   r = control(stub, cc::Op::kRestore, path);
   ASSERT_TRUE(r.ok) << r.error;
   release(stub);
