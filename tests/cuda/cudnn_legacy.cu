@@ -19,22 +19,9 @@
 #include <cstdlib>
 #include <vector>
 
-#define CUDA(call)                                                 \
-  do {                                                             \
-    cudaError_t e_ = (call);                                       \
-    if (e_ != cudaSuccess) {                                       \
-      std::printf("%s failed: %s\n", #call, cudaGetErrorName(e_)); \
-      std::exit(1);                                                \
-    }                                                              \
-  } while (0)
-#define DNN(call)                                                     \
-  do {                                                                \
-    cudnnStatus_t s_ = (call);                                        \
-    if (s_ != CUDNN_STATUS_SUCCESS) {                                 \
-      std::printf("%s failed: %s\n", #call, cudnnGetErrorString(s_)); \
-      std::exit(1);                                                   \
-    }                                                                 \
-  } while (0)
+#include "library_check.h"
+
+#define DNN(call) CHECK_STATUS(call, cudnnStatus_t, CUDNN_STATUS_SUCCESS, cudnnGetErrorString)
 
 namespace {
 

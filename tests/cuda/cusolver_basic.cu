@@ -14,14 +14,8 @@
 #include <cstdlib>
 #include <vector>
 
-#define CUDA(call)                                                 \
-  do {                                                             \
-    cudaError_t e_ = (call);                                       \
-    if (e_ != cudaSuccess) {                                       \
-      std::printf("%s failed: %s\n", #call, cudaGetErrorName(e_)); \
-      std::exit(1);                                                \
-    }                                                              \
-  } while (0)
+#include "library_check.h"
+
 #define SOLVER(call)                                                    \
   do {                                                                  \
     cusolverStatus_t s_ = (call);                                       \
@@ -31,19 +25,6 @@
     }                                                                   \
   } while (0)
 
-template <class T>
-static T* upload(const std::vector<T>& v) {
-  T* d = nullptr;
-  CUDA(cudaMalloc(&d, v.size() * sizeof(T)));
-  CUDA(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-template <class T>
-static std::vector<T> download(const T* d, size_t n) {
-  std::vector<T> v(n);
-  CUDA(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
 static int info_of(const int* d) { return download(d, 1)[0]; }
 static const char* yes(bool b) { return b ? "yes" : "no"; }
 

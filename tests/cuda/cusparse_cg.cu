@@ -17,22 +17,9 @@
 #include <cstdlib>
 #include <vector>
 
-#define CUDA(call)                                                 \
-  do {                                                             \
-    cudaError_t e_ = (call);                                       \
-    if (e_ != cudaSuccess) {                                       \
-      std::printf("%s failed: %s\n", #call, cudaGetErrorName(e_)); \
-      std::exit(1);                                                \
-    }                                                              \
-  } while (0)
-#define SPARSE(call)                                                                        \
-  do {                                                                                      \
-    cusparseStatus_t s_ = (call);                                                           \
-    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                    \
-      std::printf("%s failed: %s\n", #call, cusparseGetErrorName(s_));                      \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#include "library_check.h"
+
+#define SPARSE(call) CHECK_STATUS(call, cusparseStatus_t, CUSPARSE_STATUS_SUCCESS, cusparseGetErrorName)
 #define BLAS(call)                                                   \
   do {                                                               \
     cublasStatus_t s_ = (call);                                      \
@@ -42,19 +29,6 @@
     }                                                                \
   } while (0)
 
-template <class T>
-static T* upload(const std::vector<T>& v) {
-  T* d = nullptr;
-  CUDA(cudaMalloc(&d, v.size() * sizeof(T)));
-  CUDA(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-template <class T>
-static std::vector<T> download(const T* d, size_t n) {
-  std::vector<T> v(n);
-  CUDA(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
 static const char* yes(bool b) { return b ? "yes" : "no"; }
 
 int main() {

@@ -18,36 +18,10 @@
 #include <cstdlib>
 #include <vector>
 
-#define CUDA(call)                                                 \
-  do {                                                             \
-    cudaError_t e_ = (call);                                       \
-    if (e_ != cudaSuccess) {                                       \
-      std::printf("%s failed: %s\n", #call, cudaGetErrorName(e_)); \
-      std::exit(1);                                                \
-    }                                                              \
-  } while (0)
-#define SPARSE(call)                                                                        \
-  do {                                                                                      \
-    cusparseStatus_t s_ = (call);                                                           \
-    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                    \
-      std::printf("%s failed: %s\n", #call, cusparseGetErrorName(s_));                      \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#include "library_check.h"
 
-template <class T>
-static T* upload(const std::vector<T>& v) {
-  T* d = nullptr;
-  CUDA(cudaMalloc(&d, v.size() * sizeof(T)));
-  CUDA(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-template <class T>
-static std::vector<T> download(const T* d, size_t n) {
-  std::vector<T> v(n);
-  if (n) CUDA(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return v;
-}
+#define SPARSE(call) CHECK_STATUS(call, cusparseStatus_t, CUSPARSE_STATUS_SUCCESS, cusparseGetErrorName)
+
 static void* device_bytes(size_t n) {
   void* d = nullptr;
   CUDA(cudaMalloc(&d, n ? n : 8));
