@@ -208,6 +208,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         b.append(f"  if (!scope_.ok() || !scope_.has(scope_.lib->{name})) return scope_.status();")
         if h is not None and h.kind == "newhandle":
             b.append(f"  if (!scope_.fresh(a.{h.name})) return guest_fault(\"{name}: a handle that is not new\");")
+            b.append(f"  if (!scope_.charge()) return scope_.status();")
             b.append(f"  {lib['native']} made_{{}};")
         call_args = []
         replay_lines, replay_args, scratch = [], [], "0"

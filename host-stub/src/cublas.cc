@@ -102,16 +102,6 @@ uint64_t Session::cublas_workspace_cost(int device) const {
   return major >= 9 ? 64ull << 20 : 4ull << 20;
 }
 
-// The libraries' own host memory, once per worker (its first cuBLAS or cuBLASLt handle): they
-// stay loaded until the worker ends, as the charge does.
-bool Session::charge_blas_host() {
-  if (blas_host_charged_ || !limits_.blas_host_bytes) return true;
-  if (!charge_host(limits_.blas_host_bytes, "NVIDIA's cuBLAS and cuBLASLt in a worker (VMCUDA_BLAS_HOST_BYTES)"))
-    return false;
-  blas_host_charged_ = true;
-  return true;
-}
-
 CUresult Session::cublas_release(CublasHandleObject& h) {
   if (h.handle && cublas_) cublas_->cublasDestroy_v2(h.handle);
   h.handle = nullptr;
@@ -253,7 +243,7 @@ int32_t CublasScope::missing() {
 int32_t Session::on_cublasCreate_v2(const api::cublasCreate_v2_Args& a, api::Empty&, Request&) {
   if (a.handle < api::kFirstGuestHandle || vol_.find(ObjectKind::CublasHandle, a.handle))
     return guest_fault("cublasCreate_v2: a handle that is not new");
-  if (!charge_blas_host()) return CUBLAS_STATUS_ALLOC_FAILED;
+  if (!charge_library_host(HostLibrary::kBlas)) return CUBLAS_STATUS_ALLOC_FAILED;
   int32_t status = CUBLAS_STATUS_SUCCESS;
   const CublasApi* lib = cublas_library(&status);
   if (!lib) return status;

@@ -210,7 +210,7 @@ CublasLtObject* lt_object(ObjectList& vol, uint64_t guest, What what) {
 int32_t Session::on_cublasLtCreate(const api::cublasLtCreate_Args& a, api::Empty&, Request&) {
   if (a.lightHandle < api::kFirstGuestHandle || vol_.find(ObjectKind::CublasLt, a.lightHandle))
     return guest_fault("cublasLtCreate: a handle that is not new");
-  if (!charge_blas_host()) return CUBLAS_STATUS_ALLOC_FAILED;
+  if (!charge_library_host(HostLibrary::kBlas)) return CUBLAS_STATUS_ALLOC_FAILED;
   VMCUDA_LT_LIBRARY();
   void* h = nullptr;
   if (int st = lib->cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS) return st;

@@ -251,6 +251,7 @@ CUresult Session::cudnn_release(CudnnObject& o) {
 int32_t Session::on_cudnnCreate(const api::cudnnCreate_Args& a, api::Empty&, Request&) {
   if (a.handle < api::kFirstGuestHandle || vol_.find(ObjectKind::Cudnn, a.handle))
     return guest_fault("cudnnCreate: a handle that is not new");
+  if (!charge_library_host(HostLibrary::kDnn)) return api::kCudnnHostAllocationFailed;
   VMCUDA_CUDNN_LIBRARY();
   void* h = nullptr;
   if (int st = lib->cudnnCreate(&h); st != kCudnnSuccess) return st;

@@ -8,7 +8,7 @@
 namespace vmcuda::host {
 
 // cufftResult values (cufft.h) the host answers itself.
-inline constexpr int32_t CUFFT_SUCCESS = 0, CUFFT_INVALID_PLAN = 1, CUFFT_INVALID_VALUE = 4, CUFFT_SETUP_FAILED = 7,
+inline constexpr int32_t CUFFT_SUCCESS = 0, CUFFT_INVALID_PLAN = 1, CUFFT_ALLOC_FAILED = 2, CUFFT_INVALID_VALUE = 4, CUFFT_SETUP_FAILED = 7,
                          CUFFT_INVALID_SIZE = 8, CUFFT_INVALID_DEVICE = 11, CUFFT_NOT_SUPPORTED = 16;
 
 // The entry points of libcufft.so.12 the calls use (generated list; ABI types).
@@ -25,7 +25,8 @@ struct CufftTraits {
   static constexpr ObjectKind kKind = ObjectKind::CufftPlan;
   static constexpr int32_t kBadHandle = CUFFT_INVALID_PLAN, kNoLibrary = CUFFT_SETUP_FAILED,
                            kInvalidValue = CUFFT_INVALID_VALUE, kInvalidSize = CUFFT_INVALID_SIZE,
-                           kNotSupported = CUFFT_NOT_SUPPORTED;
+                           kNotSupported = CUFFT_NOT_SUPPORTED, kAllocFailed = CUFFT_ALLOC_FAILED;
+  static constexpr HostLibrary kHostLibrary = HostLibrary::kFft;
   static constexpr const char* kLibrary = "libcufft.so.12";
   static const CufftApi* library(const DriverApi& driver, std::string* why);
   static int& native(CufftPlanObject& p) { return p.plan; }

@@ -10,7 +10,7 @@
 namespace vmcuda::host {
 
 // curandStatus_t values (curand.h) the host answers itself.
-inline constexpr int32_t CURAND_STATUS_SUCCESS = 0, CURAND_STATUS_NOT_INITIALIZED = 101,
+inline constexpr int32_t CURAND_STATUS_SUCCESS = 0, CURAND_STATUS_NOT_INITIALIZED = 101, CURAND_STATUS_ALLOCATION_FAILED = 102,
                          CURAND_STATUS_OUT_OF_RANGE = 104, CURAND_STATUS_INITIALIZATION_FAILED = 203,
                          CURAND_STATUS_INTERNAL_ERROR = 999;
 
@@ -29,7 +29,8 @@ struct CurandTraits {
   // cuRAND has no invalid-value or not-supported status: what it answers nearest.
   static constexpr int32_t kBadHandle = CURAND_STATUS_NOT_INITIALIZED, kNoLibrary = CURAND_STATUS_INITIALIZATION_FAILED,
                            kInvalidValue = CURAND_STATUS_OUT_OF_RANGE, kInvalidSize = CURAND_STATUS_OUT_OF_RANGE,
-                           kNotSupported = CURAND_STATUS_INTERNAL_ERROR;
+                           kNotSupported = CURAND_STATUS_INTERNAL_ERROR, kAllocFailed = CURAND_STATUS_ALLOCATION_FAILED;
+  static constexpr HostLibrary kHostLibrary = HostLibrary::kRand;
   static constexpr const char* kLibrary = "libcurand.so.10";
   static const CurandApi* library(const DriverApi& driver, std::string* why);
   static void*& native(CurandGeneratorObject& g) { return g.generator; }

@@ -11,7 +11,6 @@ namespace vmcuda::host {
 
 #ifndef VMCUDA_WITH_CUSOLVER
 CUresult Session::cusolver_release(NvobjObject&) { return CUDA_SUCCESS; }
-bool Session::charge_solver_host() { return true; }
 #else
 
 const CusolverApi* CusolverTraits::library(const DriverApi& driver) {
@@ -32,15 +31,6 @@ CUresult Session::cusolver_release(NvobjObject& o) {
   if (o.ptr && lib) cusolver_destroy(*lib, o.type, o.ptr);
   o.ptr = nullptr;
   return CUDA_SUCCESS;  // a library status is no CUresult: teardown goes on either way
-}
-
-// NVIDIA's cuSOLVER's own host memory, once per worker (its first handle): it stays loaded until
-// the worker ends, as the charge does.
-bool Session::charge_solver_host() {
-  if (solver_host_charged_ || !limits_.solver_host_bytes) return true;
-  if (!charge_host(limits_.solver_host_bytes, "NVIDIA's cuSOLVER in a worker (VMCUDA_SOLVER_HOST_BYTES)")) return false;
-  solver_host_charged_ = true;
-  return true;
 }
 
 #endif  // VMCUDA_WITH_CUSOLVER

@@ -33,7 +33,7 @@ struct CusolverTraits {
   static void reset_stream(const CusolverApi& lib, void* handle) {
     if (lib.cusolverDnSetStream) lib.cusolverDnSetStream(handle, nullptr);
   }
-  static bool charge(Session& s) { return s.charge_solver_host(); }
+  static constexpr HostLibrary kHostLibrary = HostLibrary::kSolver;
   static constexpr int kTypes = VMCUDA_CUSOLVER_OBJECT_TYPES;
   // Generated (cusolver_host.cc): what a recorded step names; the step run again (a resume).
   static bool step_info(uint32_t call, std::span<const std::byte> bytes, NvobjStepInfo* out);

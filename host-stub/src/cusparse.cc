@@ -11,7 +11,6 @@ namespace vmcuda::host {
 
 #ifndef VMCUDA_WITH_CUSPARSE
 CUresult Session::cusparse_release(NvobjObject&) { return CUDA_SUCCESS; }
-bool Session::charge_sparse_host() { return true; }
 #else
 
 const CusparseApi* CusparseTraits::library(const DriverApi& driver) {
@@ -32,15 +31,6 @@ CUresult Session::cusparse_release(NvobjObject& o) {
   if (o.ptr && lib) cusparse_destroy(*lib, o.type, o.ptr);
   o.ptr = nullptr;
   return CUDA_SUCCESS;  // a library status is no CUresult: teardown goes on either way
-}
-
-// NVIDIA's cuSPARSE's own host memory, once per worker (its first handle): it stays loaded until
-// the worker ends, as the charge does.
-bool Session::charge_sparse_host() {
-  if (sparse_host_charged_ || !limits_.sparse_host_bytes) return true;
-  if (!charge_host(limits_.sparse_host_bytes, "NVIDIA's cuSPARSE in a worker (VMCUDA_SPARSE_HOST_BYTES)")) return false;
-  sparse_host_charged_ = true;
-  return true;
 }
 
 #endif  // VMCUDA_WITH_CUSPARSE

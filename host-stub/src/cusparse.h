@@ -33,7 +33,7 @@ struct CusparseTraits {
   static void reset_stream(const CusparseApi& lib, void* handle) {
     if (lib.cusparseSetStream) lib.cusparseSetStream(handle, nullptr);
   }
-  static bool charge(Session& s) { return s.charge_sparse_host(); }
+  static constexpr HostLibrary kHostLibrary = HostLibrary::kSparse;
   static constexpr int kTypes = VMCUDA_CUSPARSE_OBJECT_TYPES;
   // Generated (cusparse_host.cc): what a recorded step names; the step run again (a resume).
   static bool step_info(uint32_t call, std::span<const std::byte> bytes, NvobjStepInfo* out);

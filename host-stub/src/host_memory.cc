@@ -31,6 +31,33 @@ int32_t Session::on_PinHeap(const api::HeapRangeArgs& a, api::Empty&, Request& r
   return CUDA_SUCCESS;
 }
 
+namespace {
+struct HostLibraryCost {
+  const vmrpc::knobs::Knob* knob;
+  const char* what;  // for the log line of a refusal
+};
+constexpr HostLibraryCost kHostLibraryCosts[kHostLibraries] = {
+    {&vmrpc::knobs::kBlasHostBytes, "NVIDIA's cuBLAS and cuBLASLt in a worker (VMCUDA_BLAS_HOST_BYTES)"},
+    {&vmrpc::knobs::kSparseHostBytes, "NVIDIA's cuSPARSE in a worker (VMCUDA_SPARSE_HOST_BYTES)"},
+    {&vmrpc::knobs::kSolverHostBytes, "NVIDIA's cuSOLVER in a worker (VMCUDA_SOLVER_HOST_BYTES)"},
+    {&vmrpc::knobs::kDnnHostBytes, "NVIDIA's cuDNN in a worker (VMCUDA_DNN_HOST_BYTES)"},
+    {&vmrpc::knobs::kFftHostBytes, "NVIDIA's cuFFT in a worker (VMCUDA_FFT_HOST_BYTES)"},
+    {&vmrpc::knobs::kRandHostBytes, "NVIDIA's cuRAND in a worker (VMCUDA_RAND_HOST_BYTES)"},
+};
+}  // namespace
+
+const vmrpc::knobs::Knob& host_library_knob(HostLibrary l) { return *kHostLibraryCosts[static_cast<size_t>(l)].knob; }
+
+// The library stays loaded until the worker ends, as the charge does (the VM's ledger takes back
+// a worker's charges when it ends).
+bool Session::charge_library_host(HostLibrary l) {
+  const auto i = static_cast<size_t>(l);
+  if (library_host_charged_[i] || !limits_.library_host_bytes[i]) return true;
+  if (!charge_host(limits_.library_host_bytes[i], kHostLibraryCosts[i].what)) return false;
+  library_host_charged_[i] = true;
+  return true;
+}
+
 bool Session::charge_host(uint64_t bytes, const char* what) {
   if (!account_ || bytes == 0 || account_->charge(bytes, VmLedger::kHost)) return true;
   if (host_refusals_++ < 8)

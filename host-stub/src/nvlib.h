@@ -9,7 +9,8 @@
 // VOL entry's data), Native (the library's handle type), kKind, the statuses kBadHandle (an
 // object the guest does not have), kNoLibrary, kInvalidValue, kInvalidSize, kNotSupported,
 // kLibrary (its soname), and static const Api* library(const DriverApi&, std::string* why),
-// Native& native(Data&), void reset_stream(const Api&, Native).
+// Native& native(Data&), void reset_stream(const Api&, Native), kAllocFailed and kHostLibrary (whose
+// host memory its first object charges).
 #pragma once
 
 #include <algorithm>
@@ -142,6 +143,12 @@ class NvlibScope {
     return status_ = Traits::kInvalidValue;
   }
   // A new object's guest handle: one the client does not have yet.
+  // The library's host memory, charged with the worker's first object (Session::charge_library_host).
+  bool charge() {
+    if (s_.charge_library_host(Traits::kHostLibrary)) return true;
+    status_ = Traits::kAllocFailed;
+    return false;
+  }
   bool fresh(uint64_t guest) const {
     return guest >= api::kFirstGuestHandle && !s_.vol_.find(Traits::kKind, guest);
   }

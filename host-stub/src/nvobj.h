@@ -9,7 +9,7 @@
 // Traits (one struct per library, in LIB.h): Api, kKind, the statuses kBadHandle (no such
 // handle), kInvalidValue, kNoLibrary, kNotSupported, kAllocFailed, kLibrary (its soname),
 // kNames (each object type in words), static const Api* library(const DriverApi&),
-// reset_stream(const Api&, void* handle), charge(Session&) (the library's host memory, once), and
+// reset_stream(const Api&, void* handle), kHostLibrary (whose host memory its first handle charges), and
 // generated: step_info (what a recorded step names) and replay (a step run again at a resume).
 #pragma once
 
@@ -125,7 +125,7 @@ class NvobjScope {
   }
   // The library's host memory, charged with the worker's first handle.
   bool charge() {
-    if (Traits::charge(s_)) return true;
+    if (s_.charge_library_host(Traits::kHostLibrary)) return true;
     status_ = Traits::kAllocFailed;
     return false;
   }

@@ -3,6 +3,7 @@
 // client closes its slot or dies. Handlers live in one file per CUDA area.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include "state_stream.h"
 #include "vm_ledger.h"
 #include "vmcuda/api/calls.h"
+#include "vmrpc/knobs.h"
 #include "vmrpc/service.h"
 
 namespace vmcuda::host {
@@ -52,6 +54,13 @@ struct ResumeCopy {
   unsigned threads = 0;
   state::StagingAllocator stacks;  // the threads' stacks (state::CopyThreads)
 };
+
+// NVIDIA's libraries a worker process loads for its client's calls at their API: each adds its
+// own host memory to the worker once loaded (measured: vmrpc/knobs.h).
+enum class HostLibrary : uint8_t { kBlas, kSparse, kSolver, kDnn, kFft, kRand };
+inline constexpr size_t kHostLibraries = 6;
+// The knob that says what library `l` costs (VMCUDA_BLAS_HOST_BYTES and kin; host_memory.cc).
+const vmrpc::knobs::Knob& host_library_knob(HostLibrary l);
 
 struct StubLimits {
   // The VM's device memory, all its clients together, as the driver maps it (vm_ledger.h);
@@ -85,12 +94,10 @@ struct StubLimits {
   // its resident memory, mostly the CUDA driver's), charged to the VM's host memory bound with
   // the program's first context; 0: none (clients that are threads of the stub).
   uint64_t worker_host_bytes = 0;
-  // Host memory NVIDIA's cuBLAS and cuBLASLt add to a worker once loaded (VMCUDA_BLAS_HOST_BYTES),
-  // charged with its first handle of either; 0: none (clients that are threads of the stub).
-  uint64_t blas_host_bytes = 0;
-  // The same for NVIDIA's cuSPARSE and cuSOLVER (VMCUDA_SPARSE_HOST_BYTES, VMCUDA_SOLVER_HOST_BYTES;
-  // guesses), charged with the first handle of each.
-  uint64_t sparse_host_bytes = 0, solver_host_bytes = 0;
+  // Host memory each of NVIDIA's libraries adds to a worker once loaded (VMCUDA_BLAS_HOST_BYTES and
+  // kin: host_library_knob), charged with the worker's first object of that library
+  // (Session::charge_library_host); 0: none (clients that are threads of the stub).
+  std::array<uint64_t, kHostLibraries> library_host_bytes{};
   // Module images shared by the stub's clients (image_cache.h; vmcuda-stub --image-cache-*);
   // null: off (every client sends and keeps its own copy).
   std::shared_ptr<class ImageCache> image_cache;
@@ -307,8 +314,11 @@ class Session : public vmrpc::SlotService {
   std::string host_bound_summary() const;
   uint32_t host_refusals_ = 0;
   bool worker_charged_ = false;  // this worker process's own host cost (StubLimits::worker_host_bytes)
-  bool blas_host_charged_ = false;  // the BLAS libraries' host cost in this worker (StubLimits::blas_host_bytes)
-  bool charge_blas_host();        // cublas.cc: false when the VM's host memory bound has no room
+  // NVIDIA's library `l` in this worker: its host cost (StubLimits::library_host_bytes) charged
+  // once, with the first object; false when the VM's host memory bound has no room (the caller
+  // answers the library's allocation-failed status).
+  bool charge_library_host(HostLibrary l);
+  std::array<bool, kHostLibraries> library_host_charged_{};
   // Destroys a handle of the real library (teardown); the handle's context is current.
   CUresult cublas_release(CublasHandleObject& h);
   // A resume (suspend.cc): a new handle of the library for `h` with its pointer and math
@@ -401,9 +411,6 @@ class Session : public vmrpc::SlotService {
   friend struct CusolverTraits;
   CUresult cusparse_release(NvobjObject& o);
   CUresult cusolver_release(NvobjObject& o);
-  bool sparse_host_charged_ = false, solver_host_charged_ = false;  // StubLimits::sparse/solver_host_bytes
-  bool charge_sparse_host();  // cusparse.cc, cusolver.cc: false when the VM's host memory bound has no room
-  bool charge_solver_host();
   // Why a suspend is refused now (empty: it is not): an object with more steps than are
   // recorded, or whose steps name an object the program destroyed (nvobj.cc).
   std::string nvobj_blocks_suspend() const;

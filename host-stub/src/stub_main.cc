@@ -520,9 +520,10 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
   // A worker process's own host memory is the VM's; clients that are threads of this process
   // share its cost, which is the host's.
   if (worker) limits.worker_host_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kWorkerHostBytes.get()));
-  if (worker) limits.blas_host_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kBlasHostBytes.get()));
-  if (worker) limits.sparse_host_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kSparseHostBytes.get()));
-  if (worker) limits.solver_host_bytes = static_cast<uint64_t>(std::max<int64_t>(0, vmrpc::knobs::kSolverHostBytes.get()));
+  // So are the libraries it loads for its program (HostLibrary).
+  for (size_t l = 0; worker && l < kHostLibraries; ++l)
+    limits.library_host_bytes[l] =
+        static_cast<uint64_t>(std::max<int64_t>(0, host_library_knob(static_cast<HostLibrary>(l)).get()));
   if (kernel_time_limit_s > 0 && isolation == "thread") {
     // One program's kernel can only be stopped by destroying its context or ending its
     // process; with threads, every program of the VM shares the process (and a context's

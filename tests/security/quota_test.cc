@@ -13,6 +13,7 @@
 
 #include "host-stub/stub_fixture.h"
 #include "vm_ledger.h"
+#include "vmcuda/api/cudnn_abi.h"
 
 namespace vmcuda::host::test {
 namespace {
@@ -305,6 +306,46 @@ TEST(SecurityQuota, EachWorkerProcessIsChargedToTheVmsHostMemory) {
   for (int i = 0; i < 200 && limits.ledger->used(VmLedger::kHost) > 8 * kMiB; ++i) ::usleep(10000);
   EXPECT_EQ(c.call<api::Call::Malloc>({4096}, &r), 0);
   EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 16 * kMiB);
+}
+
+// The libraries a worker loads for its program (cuDNN 483 MiB, cuSOLVER 230 MiB... measured:
+// vmrpc/knobs.h) are the VM's host memory too: charged once per worker with the library's
+// first object, refused with the library's own allocation status when the bound has no room.
+TEST(SecurityQuota, EachLibraryAWorkerLoadsIsChargedToTheVmsHostMemory) {
+#if defined(VMCUDA_WITH_CUDNN) && defined(VMCUDA_WITH_CUFFT) && defined(VMCUDA_WITH_CURAND)
+  StubLimits limits;
+  limits.ledger = VmLedger::create(~0ull, 40 * kMiB);
+  limits.library_host_bytes[static_cast<size_t>(HostLibrary::kDnn)] = 24 * kMiB;
+  limits.library_host_bytes[static_cast<size_t>(HostLibrary::kFft)] = 8 * kMiB;
+  limits.library_host_bytes[static_cast<size_t>(HostLibrary::kRand)] = 8 * kMiB;
+  Stub s(limits);
+  auto a = std::make_unique<Client>(s);
+  ASSERT_EQ(a->call<api::Call::cudnnCreate>({0x9000}), 0);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 24 * kMiB);
+  ASSERT_EQ(a->call<api::Call::cudnnCreate>({0x9001}), 0);  // once per worker, not per handle
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 24 * kMiB);
+  ASSERT_EQ(a->call<api::Call::cufftCreate>({0x9100}), 0);
+  ASSERT_EQ(a->call<api::Call::cufftCreate>({0x9101}), 0);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 32 * kMiB);
+  ASSERT_EQ(a->call<api::Call::curandCreateGenerator>({0x9200, 100}), 0);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 40 * kMiB);
+  // Another worker finds the bound full: each library's own allocation-failed status
+  // (CUDNN_STATUS_ALLOC_FAILED, CUFFT_ALLOC_FAILED, CURAND_STATUS_ALLOCATION_FAILED), nothing made.
+  Client b(s);
+  EXPECT_EQ(b.call<api::Call::cudnnCreate>({0x9000}), 4003);
+  EXPECT_EQ(b.call<api::Call::cufftCreate>({0x9100}), 2);
+  EXPECT_EQ(b.call<api::Call::curandCreateGenerator>({0x9200, 100}), 102);
+  EXPECT_EQ(b.call<api::Call::cudnnDestroy>({0x9000}), api::kCudnnBadParam);  // none was made
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 40 * kMiB);
+  // The first program's end gives its libraries' share back.
+  a.reset();
+  for (int i = 0; i < 200 && limits.ledger->used(VmLedger::kHost) > 0; ++i) ::usleep(10000);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 0u);
+  EXPECT_EQ(b.call<api::Call::cudnnCreate>({0x9000}), 0);
+  EXPECT_EQ(limits.ledger->used(VmLedger::kHost), 24 * kMiB);
+#else
+  GTEST_SKIP() << "this build has no cuDNN, cuFFT or cuRAND calls (their headers were not found)";
+#endif
 }
 
 // A worker that dies holding pinned memory and its own cost leaves nothing charged either.
