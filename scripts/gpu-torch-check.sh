@@ -54,7 +54,9 @@ if [ "${VMCUDA_REMOTE_CUDNN:-1}" = 1 ]; then
   d="$("$py" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)"
   [ -z "$d" ] || export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:+$VMCUDA_HOST_LIBDIR:}$d"
 fi
-"$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
+# Info level: each program's end logs the library calls the stub served for it (which copy of
+# cuBLAS, cuDNN, cuFFT... PyTorch really used), counted below.
+VMRPC_LOG=2 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 # VMCUDA_REMOTE_CUBLAS=1: vmcuda's libcublas.so.13 preloaded (PyTorch's wheel finds NVIDIA's
@@ -85,4 +87,8 @@ while IFS= read -r line; do
   else echo "DIFFER $line  |  vmcuda: ${theirs:-(not reached)}"; fi
 done < <(grep '^STEP' "$out/native.txt")
 echo "torch steps with the native result through vmcuda: $same of $total"
+# Evidence per library: the calls the stub served at that library's API, over all steps (a
+# library whose calls went to a wheel's own copy would be missing here).
+grep -o "library calls served: .*" "$out/stub.log" | sed 's/library calls served: //' | tr ',' '\n' |
+  awk '{ n[$1] += $2 } END { for (l in n) printf "library calls served by vmcuda-stub over all steps: %s %d\n", l, n[l] }' | sort
 grep -h "import torch\|vmcuda:" "$out/native.err" "$out/vmcuda.err" | sort | uniq -c | sort -rn | head -30

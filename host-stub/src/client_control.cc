@@ -62,6 +62,8 @@ std::vector<std::byte> encode(const Reply& r) {
   w.put_string(r.status.program);
   w.put_u64(r.status.launches);
   w.put_u64(r.status.module_bytes);
+  w.put_u32(static_cast<uint32_t>(r.status.library_calls.size()));
+  for (uint64_t n : r.status.library_calls) w.put_u64(n);
   w.put_u64(r.state_bytes);
   uint64_t us = static_cast<uint64_t>(r.seconds * 1e6);
   w.put_u64(us);
@@ -89,6 +91,9 @@ bool decode(std::span<const std::byte> bytes, Reply* r) {
   rd.get_string(&r->status.program, 256);
   rd.get_u64(&r->status.launches);
   rd.get_u64(&r->status.module_bytes);
+  rd.get_u32(&n);
+  if (n != r->status.library_calls.size()) return false;  // the two processes are one build
+  for (uint64_t& calls : r->status.library_calls) rd.get_u64(&calls);
   rd.get_u64(&r->state_bytes);
   uint64_t us = 0;
   rd.get_u64(&us);

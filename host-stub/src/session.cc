@@ -427,6 +427,12 @@ void Session::close() {
     VMRPC_LOG(kInfo, "stub", log_tag_ + ": closed; freed " + std::to_string(freed) + " allocations (" +
                                  std::to_string(bytes) + " bytes), " + std::to_string(mods) + " modules, " +
                                  std::to_string(streams) + " streams and " + std::to_string(events) + " events");
+  // Which libraries the program used through vmcuda (a framework's own copies would show none).
+  std::string libraries;
+  for (size_t l = 0; l < kRemotedLibraries; ++l)
+    if (const uint64_t n = library_calls_[l].load(std::memory_order_relaxed))
+      libraries += std::string(libraries.empty() ? "" : ", ") + kLibraryNames[l] + " " + std::to_string(n);
+  if (!libraries.empty()) VMRPC_LOG(kInfo, "stub", log_tag_ + ": library calls served: " + libraries);
 }
 
 bool Session::owns_2d(uint64_t ptr, uint64_t pitch, uint64_t width, uint64_t height) const {
@@ -478,7 +484,8 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   }
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
-  if (api::call_flags(call_id) & api::kLaunches) launched_in_batch_ = true;  // batch_done() records what it left pending
+  if (api::call_flags(call_id) & api::kLaunches) launched_in_batch_ = true;
+  if (const int lib = remoted_library_of(call_id); lib >= 0) library_calls_[lib].fetch_add(1, std::memory_order_relaxed);  // batch_done() records what it left pending
   // Work that only issues goes to the GPU's working thread and is answered at once: the
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
   // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,

@@ -135,6 +135,17 @@ struct HostFuncGate {
 CUhostFn host_func_gate_fn();
 
 // What `vmcudactl status` shows of one client.
+// The libraries remoted at their API, by call area (calls.def: 0x2000 cuBLAS ... 0x2600 cuDNN),
+// as status and logs name them.
+inline constexpr size_t kRemotedLibraries = 7;
+inline constexpr const char* kLibraryNames[kRemotedLibraries] = {"cublas", "cublaslt", "cufft", "curand",
+                                                                "cusparse", "cusolver", "cudnn"};
+// The library call `call_id` belongs to, or -1 for the runtime's and driver's own calls.
+constexpr int remoted_library_of(uint32_t call_id) {
+  const uint32_t area = call_id >> 8;
+  return area >= 0x20 && area < 0x20 + kRemotedLibraries ? static_cast<int>(area - 0x20) : -1;
+}
+
 struct ClientStatus {
   uint32_t slot = 0;
   uint32_t owner_tag = 0;     // the guest process's pid
@@ -146,6 +157,9 @@ struct ClientStatus {
   std::string program;        // what the guest says its program is (ClientInfo), cleaned
   uint64_t launches = 0;      // kernels launched so far
   uint64_t module_bytes = 0;  // charged to the VM for its loaded modules (module.cc)
+  // Calls of each library remoted at its API (kLibraryNames), so far: which copy of a library a
+  // framework really used shows here.
+  std::array<uint64_t, kRemotedLibraries> library_calls{};
 };
 
 class Session : public vmrpc::SlotService {
@@ -599,6 +613,7 @@ class Session : public vmrpc::SlotService {
       published_module_bytes_{0};
   std::atomic<bool> published_suspended_{false};
   std::atomic<uint64_t> launches_{0};
+  std::array<std::atomic<uint64_t>, kRemotedLibraries> library_calls_{};  // ClientStatus::library_calls
   // Read by the control side (snapshot) while the service thread changes them.
   mutable std::mutex published_mu_;
   std::vector<int> published_devices_;

@@ -89,7 +89,10 @@ nlohmann::json status_json(VmControl& vm) {
   const VmStatus s = vm.status();
   const VmControl::PolicyInfo policy = vm.policy_info();
   nlohmann::json clients = nlohmann::json::array();
-  for (const auto& c : s.clients)
+  for (const auto& c : s.clients) {
+    // Calls of each library remoted at its API (which copy of a library a framework used).
+    nlohmann::json library_calls = nlohmann::json::object();
+    for (size_t l = 0; l < kRemotedLibraries; ++l) library_calls[kLibraryNames[l]] = c.reply.status.library_calls[l];
     clients.push_back({{"connection", c.connection},
                        {"slot", c.reply.status.slot},
                        {"pid", c.reply.status.owner_tag},
@@ -101,7 +104,9 @@ nlohmann::json status_json(VmControl& vm) {
                        {"program", c.reply.status.program},
                        {"launches", c.reply.status.launches},
                        // Charged to the VM's quota for its loaded modules (module.cc).
-                       {"module_bytes", c.reply.status.module_bytes}});
+                       {"module_bytes", c.reply.status.module_bytes},
+                       {"library_calls", library_calls}});
+  }
   return {{"vm", s.vm},         {"state", s.state}, {"pid", ::getpid()}, {"clients", s.clients.size()},
           {"device_memory_bytes", s.device_bytes}, {"module_bytes", s.module_bytes},
           // The VM's quota (null: none) and what its programs hold of it, as the driver maps it.

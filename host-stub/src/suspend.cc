@@ -131,6 +131,7 @@ std::vector<std::byte> Session::snapshot() const {
   r.status.objects = published_objects_.load(std::memory_order_relaxed);
   r.status.launches = launches_.load(std::memory_order_relaxed);
   r.status.module_bytes = published_module_bytes_.load(std::memory_order_relaxed);
+  for (size_t l = 0; l < kRemotedLibraries; ++l) r.status.library_calls[l] = library_calls_[l].load(std::memory_order_relaxed);
   {
     std::lock_guard l(published_mu_);
     r.status.devices = published_devices_;
@@ -150,6 +151,7 @@ ClientStatus Session::status() const {
   s.devices = devices_;
   s.launches = launches_.load(std::memory_order_relaxed);
   s.module_bytes = module_bytes_;
+  for (size_t l = 0; l < kRemotedLibraries; ++l) s.library_calls[l] = library_calls_[l].load(std::memory_order_relaxed);
   std::lock_guard l(published_mu_);
   s.program = program_;
   return s;

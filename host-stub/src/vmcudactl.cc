@@ -493,6 +493,8 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
       {"vmcuda_image_cache_hits_total", "counter", "module loads served from the image cache (no image crossed)", {}},
       {"vmcuda_image_cache_misses_total", "counter", "module loads the image cache could not serve (the image crossed)", {}},
       {"vmcuda_image_cache_evictions_total", "counter", "image cache files removed for its bounds", {}},
+      {"vmcuda_client_library_calls_total", "counter",
+       "calls of one library remoted at its API (cuBLAS, cuDNN...) one program made", {}},
   };
   auto label = [](const std::string& v) {
     std::string e;
@@ -538,6 +540,10 @@ std::string metrics_text(const std::vector<StatusRow>& rows) {
       add(6, labels, number_at(c, "device_memory_bytes"));
       add(7, labels, number_at(c, "launches"));
       add(11, labels, number_at(c, "module_bytes"));
+      if (c.contains("library_calls") && c["library_calls"].is_object())
+        for (const auto& [library, calls] : c["library_calls"].items())
+          if (calls.is_number() && calls.get<double>() > 0)
+            add(18, labels + ",library=\"" + label(library) + "\"", calls.get<double>());
     }
   }
   std::string out;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vmcudactl status / top / metrics against running stubs (test executor): each program of a
-# VM with its guest pid, name, memory, modules' charge and kernels; Prometheus' text format with every family
+# VM with its guest pid, name, memory, modules' charge, kernels and library calls; Prometheus' text format with every family
 # once and its samples together, also for several VMs; the textfile replaced whole.
 #   status_test.sh STUB VMCUDACTL LIBDIR BINDIR
 set -uo pipefail
@@ -45,6 +45,28 @@ assert c["misses"] <= c["entries"] + 1, c  # each image crossed about once, not 
 assert c["cap_bytes"] == 4096 << 20, c
 ' && ok "status --json: image_cache; worker processes share it (one crossing per image)" \
   || bad "image cache: $("$ctl" status vm1 --json)"
+# Calls of a library remoted at its API, per program (which copy of cuFFT a program really used).
+(for _ in $(seq 200); do VMCUDA_SOCKET="$work/vm2.sock" LD_LIBRARY_PATH="$libdir" "$bindir/cufft_basic" >/dev/null 2>&1 || exit; done) &
+pids+=($!)
+# (Each run is short: the status and the metrics are polled until they show one.)
+got=
+for _ in $(seq 400); do
+  "$ctl" status vm2 --json >"$work/vm2.json" 2>/dev/null
+  python3 -c '
+import json, sys
+cs = json.load(open(sys.argv[1]))["client_list"]
+sys.exit(not (any(c["library_calls"]["cufft"] > 0 for c in cs) and
+              all(c["library_calls"]["cudnn"] == 0 and set(c["library_calls"]) == {"cublas", "cublaslt", "cufft", "curand", "cusparse", "cusolver", "cudnn"} for c in cs)))' "$work/vm2.json" 2>/dev/null && { got=1; break; }
+  sleep 0.025
+done
+[ -n "$got" ] && ok "status --json: library_calls per program (cufft_basic: cuFFT calls, no cuDNN)" \
+  || bad "library_calls: $(cat "$work/vm2.json")"
+got=
+for _ in $(seq 400); do
+  grep -q '^vmcuda_client_library_calls_total{vm="vm2",.*library="cufft"} [1-9]' <<<"$("$ctl" metrics)" && { got=1; break; }
+  sleep 0.025
+done
+[ -n "$got" ] && ok "metrics: vmcuda_client_library_calls_total" || bad "metrics never showed cuFFT calls"
 m="$("$ctl" metrics)"
 for fam in vmcuda_vm_up vmcuda_vm_clients vmcuda_client_kernels_total vmcuda_vm_module_bytes vmcuda_client_module_bytes \
            vmcuda_image_cache_entries vmcuda_image_cache_hits_total vmcuda_image_cache_misses_total; do
