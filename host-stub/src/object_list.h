@@ -157,8 +157,9 @@ struct PeerAccessObject {};
 struct GraphObject {
   CUgraph graph = nullptr;
   // The embedded graph of a child graph node (cudaGraphChildGraphNodeGetGraph), under that
-  // node's entry: the node owns it (never destroyed through this entry), and a suspend
-  // refuses it (graphs_block_suspend).
+  // node's entry: the node owns it (never destroyed through this entry); a resume takes it
+  // from the node it built again. (Also a conditional node's body, which a suspend refuses:
+  // graphs_block_suspend; and a capture's graph while the capture is open.)
   bool borrowed = false;
 };
 struct GraphNodeObject {
