@@ -379,7 +379,7 @@ int32_t Session::on_TextureCreateView(const api::TextureViewArgs& a, api::Handle
   if (CUresult e = on_device(device, [&] { return api_.cuTexObjectCreate(&t, &res, &tex, &view); }); e != CUDA_SUCCESS)
     return e;
   if (vol_.find(ObjectKind::TexObject, t)) return CUDA_ERROR_INVALID_VALUE;
-  vol_.add(ObjectKind::TexObject, device, t, vol_.context(device)->id, TexObject{t, a.tex, resource, true});
+  vol_.add(ObjectKind::TexObject, device, t, vol_.context(device)->id, TexObject{t, a.tex, resource, view});
   r.handle = t;
   return CUDA_SUCCESS;
 }
@@ -432,10 +432,6 @@ std::string Session::texture_objects_block_suspend() const {
       int device = -1;
       ObjectId resource = 0, was = 0;
       CUresult e;
-      if (k == ObjectKind::TexObject && o->as<TexObject>().view)
-        return "the program holds " + object_name(k, value) +
-               ", made through a resource view, which a resume cannot make again yet; nothing was changed and the "
-               "program runs on (suspend it once it has destroyed that object)";
       if (k == ObjectKind::TexObject) {
         was = o->as<TexObject>().resource;
         e = texture_descs(o->as<TexObject>().spec, &res, &tex, &device, &resource);
@@ -493,6 +489,7 @@ bool Session::recreate_texture_objects(std::vector<SavedTextureObject> saved, co
       res_id = it->second;
     }
     api::TextureCreateArgs spec = is_tex ? std::get<TexObject>(s.data).spec : api::TextureCreateArgs{};
+    const std::optional<CUDA_RESOURCE_VIEW_DESC> view = is_tex ? std::get<TexObject>(s.data).view : std::nullopt;
     CUDA_RESOURCE_DESC res;
     CUDA_TEXTURE_DESC tex;
     int device = -1;
@@ -516,7 +513,7 @@ bool Session::recreate_texture_objects(std::vector<SavedTextureObject> saved, co
       e = on_device(device, [&] {
         if (is_tex) {
           CUtexObject t = 0;
-          const CUresult r = api_.cuTexObjectCreate(&t, &res, &tex, nullptr);
+          const CUresult r = api_.cuTexObjectCreate(&t, &res, &tex, view ? &*view : nullptr);
           v = t;
           return r;
         }
@@ -538,7 +535,7 @@ bool Session::recreate_texture_objects(std::vector<SavedTextureObject> saved, co
              false;
     }
     vol_.add(s.kind, device, s.value, vol_.context(device)->id,
-             is_tex ? ObjectData(TexObject{s.value, spec, res_id}) : ObjectData(SurfObject{s.value, res_id}));
+             is_tex ? ObjectData(TexObject{s.value, spec, res_id, view}) : ObjectData(SurfObject{s.value, res_id}));
   }
   return true;
 }

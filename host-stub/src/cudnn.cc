@@ -584,13 +584,11 @@ std::string Session::cudnn_legacy_blocks_suspend(const CudnnObject& d) const {
     return "a cuDNN tensor descriptor set by cudnnDeriveBNTensorDescriptor could not be read back (the library "
            "answered no cudnnGetTensorNdDescriptor), so a resume could not make it again; suspend when the program "
            "has destroyed it, or end the program";
+  // (A handle the program destroyed since is no matter: the resume restores the descriptor
+  // with another, cudnn_replay_legacy.)
   for (const CudnnStep& step : d.steps) {
     uint64_t handle = 0, states = 0, bytes = 0;
     if (!dropout_handle(step, &handle, &states, &bytes)) continue;
-    const Object* h = vol_.find(ObjectKind::Cudnn, handle);
-    if (!h || !h->as<CudnnObject>().handle)
-      return "a cuDNN dropout descriptor was set with a cuDNN handle the program has destroyed since, which a resume "
-             "restores it with; suspend while that handle exists, or end the program";
     if (states && !owns_range(states, std::max<uint64_t>(bytes, 1)))
       return "a cuDNN dropout descriptor's states are memory the program has freed since, which a resume restores "
              "it from; suspend while the memory exists, or end the program";
@@ -641,10 +639,47 @@ int32_t Session::cudnn_replay_legacy(uint64_t guest, const CudnnStep& s) {
     ~Done() { flag = false; }
   } done{cudnn_replaying_};
   api::Empty r;
+  // A dropout descriptor's setting names the cuDNN handle it was made with, which the program
+  // may have destroyed since; the descriptor keeps none (cudnnGetDropoutDescriptor and
+  // cudnnDropoutForward are given one), and restoring it launches nothing, so another of the
+  // client's handles on its device restores it as well, or a temporary one made for it.
+  struct Temporary {
+    Session& s;
+    ObjectId id = 0;
+    ~Temporary() {
+      if (Object* o = s.vol_.get(id)) {
+        s.cudnn_release(o->as<CudnnObject>());
+        s.vol_.remove(id);
+      }
+    }
+  } temporary{*this};
+  auto live_handle = [&](uint64_t named) -> uint64_t {
+    const Object* d = vol_.find(ObjectKind::Cudnn, guest);
+    if (!d) return named;
+    auto usable = [&](const Object* h) {
+      return h && h->device == d->device && h->as<CudnnObject>().handle && h->as<CudnnObject>().ptr;
+    };
+    if (usable(vol_.find(ObjectKind::Cudnn, named))) return named;
+    for (const auto& [g, id] : vol_.of(ObjectKind::Cudnn))
+      if (usable(vol_.get(id))) return g;
+    void* made = nullptr;
+    if (!cudnn_ || cudnn_->cudnnCreate(&made) != kCudnnSuccess) return named;  // the replay answers why
+    CudnnObject h;
+    h.ptr = made;
+    h.handle = true;
+    uint64_t key;
+    do key = kCudnnRetiredHandle | cudnn_retired_++;
+    while (vol_.find(ObjectKind::Cudnn, key));
+    temporary.id = vol_.add(ObjectKind::Cudnn, d->device, key, vol_.context(d->device)->id, std::move(h)).id;
+    return key;
+  };
   auto replay = [&]<class A>(A& a, uint64_t A::* field, auto handler) -> int32_t {
     if (s.count != int64_t(sizeof a) || all.size() < sizeof a) return kCudnnBadParam;  // checked when read
     std::memcpy(&a, all.data(), sizeof a);
     if (a.*field != guest) return kCudnnBadParam;
+    if constexpr (std::is_same_v<A, api::cudnnSetDropoutDescriptor_Args> ||
+                  std::is_same_v<A, api::cudnnRestoreDropoutDescriptor_Args>)
+      a.handle = live_handle(a.handle);
     Request req{all.subspan(sizeof a), {}, 0, ctx};
     if constexpr (std::is_same_v<A, api::cudnnSetDropoutDescriptor_Args>) {
       // Its states came back with the client's memory: restored, not made again (which would

@@ -234,6 +234,7 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
             case ObjectKind::Event:
             case ObjectKind::Stream:
             case ObjectKind::PerThreadStream:  // made anew, with no attributes, at its next use
+            case ObjectKind::NullStream:  // its attributes a new stream's
             case ObjectKind::Allocation:
             case ObjectKind::Limit:
             case ObjectKind::CacheConfig:

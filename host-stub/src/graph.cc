@@ -37,6 +37,7 @@
 #include <set>
 #include <vector>
 
+#include "graph_state.h"
 #include "session.h"
 #include "vmrpc/log.h"
 
@@ -54,19 +55,24 @@ std::string Session::graphs_block_suspend() const {
       return "graph " + std::to_string(vol_.get(id)->handle) + " has conditional handles "
              "(cudaGraphConditionalHandleCreate), which a suspend cannot carry yet; nothing was changed and the "
              "program runs on";
-  for (const auto& [handle, id] : vol_.of(ObjectKind::Graph))
-    if (vol_.get(id)->as<GraphObject>().borrowed)
-      return "the program holds the graph of a child graph node (cudaGraphChildGraphNodeGetGraph) or a body of a "
-             "conditional node, which a suspend cannot carry yet; nothing was changed and the program runs on";
+  // A child graph node's graph is carried (the resume finds it in the node built again); a
+  // conditional node's body is not (nor is its node: graph_state.cc).
+  for (const auto& [handle, id] : vol_.of(ObjectKind::Graph)) {
+    const Object* g = vol_.get(id);
+    if (!g->as<GraphObject>().borrowed) continue;
+    const Object* owner = vol_.get(g->parent);
+    int type = -1;
+    if (owner && owner->kind == ObjectKind::GraphNode &&
+        api_.cuGraphNodeGetType(owner->as<GraphNodeObject>().node, &type) == CUDA_SUCCESS && type == kNodeChild)
+      continue;
+    return "the program holds graph " + std::to_string(handle) + ", a body of a conditional node, which a suspend "
+           "cannot carry yet; nothing was changed and the program runs on";
+  }
   for (const auto& [handle, id] : vol_.of(ObjectKind::GraphExec)) {
     const GraphExecObject& x = vol_.get(id)->as<GraphExecObject>();
     if (!x.unmirrored.empty())
       return "executable graph " + std::to_string(handle) + " " + x.unmirrored +
              ", which a suspend cannot carry; nothing was changed and the program runs on";
-    if (!x.disabled.empty())
-      return "executable graph " + std::to_string(handle) + " has " + std::to_string(x.disabled.size()) +
-             " disabled node(s) (cudaGraphNodeSetEnabled), which a suspend cannot carry yet; nothing was changed "
-             "and the program runs on (suspend it again once they are enabled)";
   }
   return {};
 }
@@ -611,9 +617,19 @@ void Session::mirror_update(GraphExecObject& exec, const Object& graph) {
     api_.cuGraphDestroy(mirror);
     return refuse();
   }
+  // Which nodes are disabled after the update, as the driver answers (by the node it knows),
+  // now by the new mirror's matching nodes; as before where the driver cannot say.
+  std::set<CUgraphNode> disabled;
+  for (const auto& [key, old] : exec.nodes) {
+    unsigned enabled = 1;
+    const bool known = (exec.from_mirror || vol_.get(key.first)) &&  // (a node of a destroyed graph: not asked)
+                       api_.cuGraphNodeGetEnabled(exec.exec, exec.from_mirror ? old : key.second, &enabled) == CUDA_SUCCESS;
+    if (known ? !enabled : exec.disabled.contains(old)) disabled.insert(nodes.at(key));
+  }
   api_.cuGraphDestroy(exec.mirror);
   exec.mirror = mirror;
   exec.nodes = std::move(nodes);
+  exec.disabled = std::move(disabled);
 }
 
 int32_t Session::on_GraphInstantiate(const api::GraphInstantiateArgs& a, api::Empty&, Request&) {

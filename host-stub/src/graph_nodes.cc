@@ -8,7 +8,8 @@
 // kernel by its function's parameter layout, copies and memsets within the client's memory
 // and pinned heap, host nodes as persistent gates. A change to an executable graph is made
 // to its mirror too (GraphExecObject), so a suspend carries it; a change the mirror cannot
-// hold (a disabled node, a child graph swapped) is remembered and refuses a later suspend.
+// hold (a child graph swapped) is remembered and refuses a later suspend; disabled nodes are
+// kept beside it (GraphExecObject::disabled).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -311,10 +312,15 @@ int32_t Session::on_GraphNodeEnabled(const api::GraphNodeEnableArgs& a, api::Gra
   }
   if (a.enabled > 1) return CUDA_ERROR_INVALID_VALUE;
   const CUresult e = api_.cuGraphNodeSetEnabled(exec.exec, target, a.enabled);
-  // A graph has no disabled nodes: a mirror cannot hold one (graphs_block_suspend).
+  // A graph has no disabled nodes: kept beside the mirror, by its node (a suspend saves them).
   if (e == CUDA_SUCCESS) {
-    if (a.enabled) exec.disabled.erase(target);
-    else exec.disabled.insert(target);
+    if (!mirrored) {
+      if (!a.enabled) exec.unmirrored = "has a node disabled that its copy for a suspend does not have";
+    } else if (a.enabled) {
+      exec.disabled.erase(mirrored);
+    } else {
+      exec.disabled.insert(mirrored);
+    }
   }
   return e;
 }

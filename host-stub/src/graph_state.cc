@@ -84,6 +84,24 @@ bool copy_side_span(size_t x, size_t y, size_t z, size_t pitch, size_t height, s
   return true;
 }
 
+namespace {
+GraphDesc normalized(const GraphDesc& g, const std::function<uint64_t(uint64_t)>& rename) {
+  GraphDesc out = g;
+  for (GraphNodeDesc& n : out.nodes) {
+    if (n.type == kNodeKernel || n.type == kNodeWaitEvent || n.type == kNodeEventRecord) n.object = rename(n.object);
+    if (n.type == kNodeChild && n.child) n.child = std::make_shared<GraphDesc>(normalized(*n.child, rename));
+  }
+  std::sort(out.edges.begin(), out.edges.end());
+  return out;
+}
+}  // namespace
+
+std::vector<std::byte> graph_fingerprint(const GraphDesc& g, const std::function<uint64_t(uint64_t)>& rename) {
+  state::ByteWriter w;
+  write_graph(normalized(g, rename), w);
+  return w.take();
+}
+
 void write_graph(const GraphDesc& g, state::ByteWriter& w) {
   w.put_u32(static_cast<uint32_t>(g.nodes.size()));
   for (const GraphNodeDesc& n : g.nodes) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -60,6 +61,10 @@ void attribute_words(uint32_t id, const CUlaunchAttributeValue& v, uint32_t out[
 CUlaunchAttributeValue attribute_value(const SavedKernelAttribute& a);
 
 void write_graph(const GraphDesc& g, state::ByteWriter& w);
+// `g` as write_graph writes it, with its kernels' and events' object ids through `rename` and
+// its edges in order: a graph as saved and as described again after a resume (where the
+// driver may list edges otherwise and objects have new ids) compare equal.
+std::vector<std::byte> graph_fingerprint(const GraphDesc& g, const std::function<uint64_t(uint64_t)>& rename);
 // Reads and checks one graph's structure: known node types, fields in range, edges between
 // nodes of the graph, no edge twice, no cycle. `budget`: the nodes still allowed. On failure
 // false and why.

@@ -37,6 +37,7 @@ std::string_view kind_name(ObjectKind k) {
     case ObjectKind::Cusparse: return "cuSPARSE handle or descriptor";
     case ObjectKind::Cusolver: return "cuSOLVER handle or parameters";
     case ObjectKind::PerThreadStream: return "per-thread stream";
+    case ObjectKind::NullStream: return "NULL stream";
   }
   return "unknown";
 }

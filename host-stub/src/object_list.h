@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -64,8 +65,9 @@ enum class ObjectKind : uint8_t {
   Cusparse,          // handle: guest cuSPARSE handle or descriptor (parent: the context; host-stub/src/cusparse.cc)
   Cusolver,          // handle: guest cuSOLVER handle or parameters (parent: the context; host-stub/src/cusolver.cc)
   PerThreadStream,   // handle: guest device index; the client's stream for cudaStreamPerThread there (stream.cc)
+  NullStream,        // handle: guest device index; what the guest set on the context's NULL stream there (stream.cc)
 };
-inline constexpr unsigned kObjectKinds = 32;  // one past the last kind
+inline constexpr unsigned kObjectKinds = 33;  // one past the last kind
 std::string_view kind_name(ObjectKind k);
 
 using ObjectId = uint64_t;  // 0: none
@@ -101,7 +103,9 @@ struct ManagedVarObject {
   std::vector<std::byte> last;
   std::string name;
 };
-// Also a PerThreadStream's (flags and priority 0): what the guest set on it is carried too.
+// Also a PerThreadStream's (flags and priority 0): what the guest set on it is carried too; and
+// a NullStream's, whose stream is the driver's NULL stream (nullptr, never destroyed): only the
+// attributes set on it, which the context keeps and a suspend would lose with it.
 struct StreamObject {
   CUstream stream = nullptr;
   uint32_t flags = 0;
@@ -153,8 +157,9 @@ struct PeerAccessObject {};
 struct GraphObject {
   CUgraph graph = nullptr;
   // The embedded graph of a child graph node (cudaGraphChildGraphNodeGetGraph), under that
-  // node's entry: the node owns it (never destroyed through this entry), and a suspend
-  // refuses it (graphs_block_suspend).
+  // node's entry: the node owns it (never destroyed through this entry); a resume takes it
+  // from the node it built again. (Also a conditional node's body, which a suspend refuses:
+  // graphs_block_suspend; and a capture's graph while the capture is open.)
   bool borrowed = false;
 };
 struct GraphNodeObject {
@@ -177,8 +182,9 @@ struct GraphExecObject {
   bool from_mirror = false;
   // Non-empty: a change the mirror could not follow (why); a suspend is refused.
   std::string unmirrored;
-  // Its nodes disabled now (cudaGraphNodeSetEnabled; the driver's handles): a graph cannot
-  // hold that, so a suspend is refused while any is.
+  // Its nodes disabled now (cudaGraphNodeSetEnabled), as the mirror's matching nodes: a graph
+  // cannot hold that, so a suspend saves them beside the mirror and a resume disables them
+  // again in the executable graph it instantiates.
   std::set<CUgraphNode> disabled;
 };
 // A CUDA array or mipmapped array: its descriptor (what a resume recreates it from) and the
@@ -199,7 +205,8 @@ struct TexObject {
   CUtexObject value = 0;
   api::TextureCreateArgs spec{};  // as checked at its creation (handle: the array's guest handle, or the address)
   ObjectId resource = 0;          // the Array / MipmappedArray entry it reads (0: device memory)
-  bool view = false;              // made through a resource view (TextureCreateView): a suspend is refused
+  // Made through a resource view (TextureCreateView): the view, which a resume makes it with again.
+  std::optional<CUDA_RESOURCE_VIEW_DESC> view;
 };
 struct SurfObject {
   CUsurfObject value = 0;

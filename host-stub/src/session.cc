@@ -233,6 +233,16 @@ CUresult Session::release(Object& o, Release how) {
     case ObjectKind::Stream:
     case ObjectKind::PerThreadStream:
       return destroy_once(o.as<StreamObject>().stream, api_.cuStreamDestroy_v2);
+    case ObjectKind::NullStream: {
+      // The driver's, never destroyed. A reset gives it a new stream's attributes, as the new
+      // context of a native cudaDeviceReset has (the stub keeps its context).
+      if (how != Release::kReset) return CUDA_SUCCESS;
+      CUstream fresh = nullptr;
+      CUresult e = api_.cuStreamCreateWithPriority(&fresh, 0, 0);
+      if (e == CUDA_SUCCESS) e = api_.cuStreamCopyAttributes(nullptr, fresh);
+      destroy_once(fresh, api_.cuStreamDestroy_v2);
+      return e;
+    }
     case ObjectKind::Event: {
       if (how == Release::kSuspend) ipc_park_event(o.handle);
       else ipc_forget_event(o.handle);

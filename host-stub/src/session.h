@@ -229,8 +229,9 @@ class Session : public vmrpc::SlotService {
   // CUDA_ERROR_INVALID_HANDLE.
   // The per-thread stream is made at its first use (a PerThreadStream entry).
   CUresult resolve_stream(uint64_t handle, CUstream* stream, int* device);
-  // What the object list keeps of a stream the guest names, resolved on `device`: its Stream
-  // or PerThreadStream entry's; nullptr for the context's NULL stream (the driver's).
+  // What the object list keeps of a stream the guest names, resolved on `device`: its Stream,
+  // PerThreadStream or NullStream entry's (the last made here at its first use); nullptr when
+  // there is none.
   StreamObject* stream_record(uint64_t handle, int device);
   // Sets one checked stream attribute (stream.cc), for the guest and at a resume.
   CUresult apply_stream_attribute(CUstream s, uint32_t id, const api::StreamAttributeValue& w);

@@ -147,7 +147,14 @@ CUresult Session::resolve_stream(uint64_t handle, CUstream* stream, int* device)
 }
 
 StreamObject* Session::stream_record(uint64_t handle, int device) {
-  if (handle == api::kStreamDefault || handle == api::kStreamLegacy) return nullptr;
+  if (handle == api::kStreamDefault || handle == api::kStreamLegacy) {
+    // The context's NULL stream (stream 0 and cudaStreamLegacy are the same stream): an entry
+    // made at the first attribute set on it, so that a suspend carries its attributes.
+    if (Object* o = vol_.find(ObjectKind::NullStream, static_cast<uint64_t>(device))) return &o->as<StreamObject>();
+    const Object* ctx = vol_.context(device);
+    if (!ctx) return nullptr;
+    return &vol_.add(ObjectKind::NullStream, device, static_cast<uint64_t>(device), ctx->id, StreamObject{}).as<StreamObject>();
+  }
   Object* o = handle == api::kStreamPerThread ? vol_.find(ObjectKind::PerThreadStream, static_cast<uint64_t>(device))
                                               : vol_.find(ObjectKind::Stream, handle);
   return o ? &o->as<StreamObject>() : nullptr;
@@ -218,8 +225,8 @@ int32_t Session::on_StreamSetAttribute(const api::StreamSetAttributeArgs& a, api
     else if (owner_of(w.base_ptr, w.num_bytes) < 0) return CUDA_ERROR_INVALID_VALUE;
   }
   const CUresult r = on_device(device, [&] { return apply_stream_attribute(s, a.id, w); });
-  // Kept with the stream, to be set again after a resume (suspend.cc); the NULL stream's are
-  // the context's and are not saved (docs/snapshots.md).
+  // Kept with the stream, to be set again after a resume (suspend.cc); the NULL stream's too
+  // (a NullStream entry: the context keeps them, and a suspend releases the context).
   if (r == CUDA_SUCCESS)
     if (StreamObject* st = stream_record(a.stream, device)) st->attributes[a.id] = w;
   return r;

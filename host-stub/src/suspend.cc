@@ -72,7 +72,9 @@ enum RecordType : uint32_t {
 // 11: cuDNN's legacy descriptors (each object's legacy kind, and a legacy descriptor's
 // settings as the calls' arguments)
 // 12: the per-thread streams with the attributes set on them (PerThreadStream entries)
-constexpr uint32_t kClientStateVersion = 12;
+// 13: the attributes set on the NULL stream (NullStream entries), an executable graph's disabled
+// nodes, a texture object's resource view
+constexpr uint32_t kClientStateVersion = 13;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
@@ -96,6 +98,8 @@ bool get_token(state::ByteReader& r, std::array<uint8_t, 16>* t) {
 constexpr uint32_t kMaxSavedVmmRefs = 1u << 30;
 // CUstreamAttrID has 5 stream attributes: a saved stream names at most that many.
 constexpr uint32_t kMaxSavedStreamAttributes = 5;
+// CU_RES_VIEW_FORMAT_UNSIGNED_BC7, the last CUresourceViewFormat (cuda.h 13.0).
+constexpr uint32_t kLastResourceViewFormat = 0x22;
 // cublasLt.h (13.0) has fewer than 40 attributes of any one kind of object.
 constexpr uint32_t kMaxSavedLtAttributes = 64;
 
@@ -603,7 +607,8 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         break;
       }
       case ObjectKind::Stream:
-      case ObjectKind::PerThreadStream: {
+      case ObjectKind::PerThreadStream:
+      case ObjectKind::NullStream: {
         const auto& st = o.as<StreamObject>();
         w.put_u32(st.flags);
         w.put_i32(st.priority);
@@ -670,6 +675,17 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
           w.put_u64(g);
           w.put_u32(from);
           w.put_u32(to);
+        }
+        // Its disabled nodes (cudaGraphNodeSetEnabled), by their place among the mirror's.
+        w.put_u32(static_cast<uint32_t>(x.disabled.size()));
+        for (CUgraphNode n : x.disabled) {
+          const int64_t i = node_index(o.id, n);
+          if (i < 0) {
+            walk_error = "a disabled node of executable graph " + hex(o.handle) + " is not among its graph's nodes";
+            ok = false;
+            return;
+          }
+          w.put_u32(static_cast<uint32_t>(i));
         }
         break;
       }
@@ -812,6 +828,18 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         const auto& t = o.as<TexObject>();
         w.put_u64(t.resource);
         w.put_bytes(std::as_bytes(std::span(&t.spec, 1)));
+        // Its resource view, if it was made through one.
+        w.put_u8(t.view ? 1 : 0);
+        if (t.view) {
+          w.put_u32(static_cast<uint32_t>(t.view->format));
+          w.put_u64(t.view->width);
+          w.put_u64(t.view->height);
+          w.put_u64(t.view->depth);
+          w.put_u32(t.view->firstMipmapLevel);
+          w.put_u32(t.view->lastMipmapLevel);
+          w.put_u32(t.view->firstLayer);
+          w.put_u32(t.view->lastLayer);
+        }
         break;
       }
       case ObjectKind::SurfObject:
@@ -1106,9 +1134,11 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     std::shared_ptr<GraphDesc> graph;  // Graph, GraphExec (its mirror)
     uint32_t node_index = 0;           // GraphNode: its place among its graph's nodes
     std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> pairs;  // GraphExec: GraphExecObject::nodes
+    std::vector<uint32_t> disabled;    // GraphExec: its disabled nodes, by place in its mirror
   };
   std::vector<Saved> saved;
   std::map<uint64_t, size_t> saved_by_id;
+  std::set<uint64_t> child_graph_nodes;  // the nodes whose graph the state holds (Graph under GraphNode)
 
   for (;;) {
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
@@ -1148,6 +1178,10 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         break;
       case ObjectKind::VmmMapping:  // in its reservation, which any device's call made
         if (!parent || parent->kind != ObjectKind::VmmReservation) return bad("wrong parent");
+        break;
+      case ObjectKind::Graph:  // under its context; a child graph node's graph (cudaGraphChildGraphNodeGetGraph) under its node
+        want = parent && parent->kind == ObjectKind::GraphNode ? ObjectKind::GraphNode : ObjectKind::Context;
+        if (!parent || parent->kind != want || parent->device != s.device) return bad("wrong parent");
         break;
       case ObjectKind::Array:  // a mipmapped array's level: under it (checked with its record)
         if (parent && parent->kind == ObjectKind::MipmappedArray) want = ObjectKind::MipmappedArray;
@@ -1228,14 +1262,15 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         break;
       }
       case ObjectKind::Stream:
-      case ObjectKind::PerThreadStream: {
+      case ObjectKind::PerThreadStream:
+      case ObjectKind::NullStream: {
         StreamObject st;
         r.get_u32(&st.flags);
         r.get_i32(&st.priority);
         if (r.ok() && (st.flags & ~CU_STREAM_NON_BLOCKING)) return bad("bad flags");
-        if (r.ok() && s.kind == ObjectKind::PerThreadStream &&
+        if (r.ok() && s.kind != ObjectKind::Stream &&
             (s.handle != static_cast<uint64_t>(device) || st.flags != 0 || st.priority != 0))
-          return bad("not a device's per-thread stream");
+          return bad(s.kind == ObjectKind::NullStream ? "not a device's NULL stream" : "not a device's per-thread stream");
         uint32_t count = 0;
         r.get_u32(&count);
         if (r.ok() && count > kMaxSavedStreamAttributes) return bad("too many attributes");
@@ -1354,7 +1389,29 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
           if (r.ok() && b.size() != sizeof spec) return bad("a texture description of the wrong size");
           if (r.ok()) std::memcpy(&spec, b.data(), sizeof spec);
         }
+        std::optional<CUDA_RESOURCE_VIEW_DESC> view;
+        uint8_t has_view = 0;
+        if (tex) r.get_u8(&has_view);
+        if (r.ok() && has_view > 1) return bad("a resource view flag that is neither 0 nor 1");
+        if (has_view) {
+          CUDA_RESOURCE_VIEW_DESC v{};
+          uint32_t format = 0;
+          r.get_u32(&format);
+          r.get_u64(&v.width);
+          r.get_u64(&v.height);
+          r.get_u64(&v.depth);
+          r.get_u32(&v.firstMipmapLevel);
+          r.get_u32(&v.lastMipmapLevel);
+          r.get_u32(&v.firstLayer);
+          r.get_u32(&v.lastLayer);
+          // The driver checks the rest against the array when the object is made again.
+          if (r.ok() && format > kLastResourceViewFormat) return bad("a resource view of an unknown format");
+          v.format = static_cast<int>(format);
+          view = v;
+        }
         if (!r.ok()) break;
+        if (view && spec.resource != api::kTexResourceArray && spec.resource != api::kTexResourceMipmap)
+          return bad("a resource view of device memory (views are of CUDA arrays)");
         if (s.handle == 0 || s.handle > kMaxTextureObjectValue)
           return bad("a value (" + std::to_string(s.handle) + ") a resume cannot give back (1 to " +
                      std::to_string(kMaxTextureObjectValue) + ")");
@@ -1369,7 +1426,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         } else if (resource != 0 || (spec.resource != api::kTexResourceLinear && spec.resource != api::kTexResourcePitch2D)) {
           return bad("an unknown resource");
         }
-        if (tex) s.data = TexObject{0, spec, resource};
+        if (tex) s.data = TexObject{0, spec, resource, view};
         else s.data = SurfObject{0, resource};
         break;
       }
@@ -1385,7 +1442,17 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         uint32_t budget = kMaxSavedGraphNodes;
         if (std::string w; !read_graph(r, s.graph.get(), &budget, &w)) return bad(r.ok() ? w : r.error());
         if (!exec) {
-          s.data = GraphObject{};
+          // A child graph node's graph is the node's own: what the resume builds for the node,
+          // so it is what the node's description holds (once per node).
+          if (parent && parent->kind == ObjectKind::GraphNode) {
+            const Saved& owner = saved[saved_by_id.at(parent->parent)];
+            const GraphNodeDesc& n = owner.graph->nodes.at(parent->node_index);
+            auto same = [](uint64_t id) { return id; };
+            if (n.type != kNodeChild || !n.child || graph_fingerprint(*n.child, same) != graph_fingerprint(*s.graph, same))
+              return bad("the graph of a node that is not a child graph node, or not the graph that node holds");
+            if (!child_graph_nodes.insert(s.parent).second) return bad("a second graph of one child graph node");
+          }
+          s.data = GraphObject{nullptr, parent && parent->kind == ObjectKind::GraphNode};
           break;
         }
         if (s.handle < api::kFirstGuestHandle) return bad("a handle the guest cannot have made");
@@ -1405,6 +1472,16 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
               from >= graph->graph->nodes.size() || to >= s.graph->nodes.size())
             return bad("a matched node of no graph of the state");
           s.pairs.emplace_back(g, from, to);
+        }
+        uint32_t disabled = 0;
+        r.get_u32(&disabled);
+        if (r.ok() && disabled > s.graph->nodes.size()) return bad("more disabled nodes than its graph has");
+        for (uint32_t i = 0; r.ok() && i < disabled; ++i) {
+          uint32_t at = 0;
+          if (!r.get_u32(&at)) break;
+          if (at >= s.graph->nodes.size() || std::ranges::find(s.disabled, at) != s.disabled.end())
+            return bad("a disabled node beyond its graph's nodes, or named twice");
+          s.disabled.push_back(at);
         }
         GraphExecObject x;
         x.flags = flags;
@@ -1931,14 +2008,17 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
         break;
       }
       case ObjectKind::Stream:
-      case ObjectKind::PerThreadStream: {
+      case ObjectKind::PerThreadStream:
+      case ObjectKind::NullStream: {
         auto& st = std::get<StreamObject>(data);
-        e = api_.cuStreamCreateWithPriority(&st.stream, st.flags, st.priority);
+        // The NULL stream is the new context's own: only its attributes are set again.
+        e = s.kind == ObjectKind::NullStream ? CUDA_SUCCESS
+                                             : api_.cuStreamCreateWithPriority(&st.stream, st.flags, st.priority);
         what = "creating a stream";
         for (const auto& [id, v] : st.attributes) {
           if (e != CUDA_SUCCESS) break;
           e = apply_stream_attribute(st.stream, id, v);
-          what = "setting attribute " + std::to_string(id) + " of a stream";
+          what = "setting attribute " + std::to_string(id) + " of " + std::string(kind_name(s.kind)) + " " + hex(s.handle);
         }
         break;
       }
@@ -2115,6 +2195,27 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       if (s.kind == ObjectKind::GraphNode) {
         std::get<GraphNodeObject>(data).node = built.at(s.parent).at(s.node_index);
         if (s.handle & api::kHostNodeHandle) host_nodes = std::max(host_nodes, s.handle & ~api::kHostNodeHandle);
+      } else if (s.kind == ObjectKind::Graph && std::get<GraphObject>(data).borrowed) {
+        // A child graph node's graph: the one the driver embedded in the node just built, its
+        // nodes in the order the program's handles name them, which describing it again must
+        // show as saved (else a handle could name another node).
+        const CUgraphNode owner = vol_.get(parent)->as<GraphNodeObject>().node;
+        CUgraph g = nullptr;
+        GraphDesc again;
+        std::vector<CUgraphNode> nodes;
+        std::string w;
+        auto renamed = [&](uint64_t id) {
+          const auto it = new_id.find(id);
+          return it == new_id.end() ? uint64_t{0} : it->second;
+        };
+        if (CUresult e = api_.cuGraphChildGraphNodeGetGraph(owner, &g); e != CUDA_SUCCESS)
+          return fail("graph " + hex(s.handle) + " of a child graph node: " + describe(api_, e));
+        if (!describe_graph(g, &again, &nodes, &w) ||
+            graph_fingerprint(again, [](uint64_t id) { return id; }) != graph_fingerprint(*s.graph, renamed))
+          return fail("graph " + hex(s.handle) + " of a child graph node did not come back as it was saved" +
+                      (w.empty() ? "" : ": " + w));
+        std::get<GraphObject>(data).graph = g;
+        built[s.id] = std::move(nodes);
       } else {
         CUgraph g = nullptr;
         std::vector<CUgraphNode> nodes;
@@ -2132,6 +2233,16 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
           }
           for (const auto& [graph, from, to] : s.pairs)
             x.nodes[{new_id.at(graph), built.at(graph).at(from)}] = nodes.at(to);
+          // Its nodes disabled again (the driver refuses a node of a kind that cannot be).
+          for (uint32_t at : s.disabled) {
+            if (CUresult e = api_.cuGraphNodeSetEnabled(x.exec, nodes.at(at), 0); e != CUDA_SUCCESS) {
+              api_.cuGraphExecDestroy(x.exec);
+              api_.cuGraphDestroy(g);
+              return fail("disabling node " + std::to_string(at) + " of executable graph " + hex(s.handle) +
+                          " again failed: " + describe(api_, e));
+            }
+            x.disabled.insert(nodes.at(at));
+          }
         }
         built[s.id] = std::move(nodes);
       }
@@ -2309,6 +2420,14 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     }
     make_current(current_);
   }
+  // A stream's access policy window names the client's own memory (StreamSetAttribute checks
+  // it so): one a state file names otherwise is refused, now that all of that memory is back.
+  for (ObjectKind k : {ObjectKind::Stream, ObjectKind::PerThreadStream, ObjectKind::NullStream})
+    for (const auto& [handle, id] : vol_.of(k))
+      for (const auto& [attr, v] : vol_.get(id)->as<StreamObject>().attributes)
+        if (attr == CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW && v.num_bytes && owner_of(v.base_ptr, v.num_bytes) < 0)
+          return fail("the access policy window of " + std::string(kind_name(k)) + " " + hex(handle) +
+                      " covers memory that is not the client's");
   vol_.set_last_handle(ObjectKind::Module, last_handles[0]);
   vol_.set_last_handle(ObjectKind::Function, last_handles[1]);
   vol_.set_last_handle(ObjectKind::ManagedVar, last_handles[2]);

@@ -391,7 +391,8 @@ void softmax(cudnnHandle_t handle) {
 }
 
 // Dropout (p = 0.5) of 4096 ones: each output is 0 or 2, about half kept; a second pass draws
-// another mask (the generator's position lives in the states, the program's memory); backward
+// another mask (the generator's position lives in the states, the program's memory; restored
+// with a handle destroyed since, it goes on); backward
 // lets through exactly the gradients the forward pass kept.
 void dropout(cudnnHandle_t handle) {
   const int n = 4096;
@@ -420,6 +421,13 @@ void dropout(cudnnHandle_t handle) {
   report("dropout forward: between 40% and 60% kept", kept > n * 2 / 5 && kept < n * 3 / 5);
   DNN(cudnnDropoutBackward(handle, dd, d, x, d, dx, reserve, reserve_bytes));
   report("dropout backward lets through what forward kept", host_copy(dx, n) == first);
+  // Restored with another handle, destroyed since (the descriptor keeps none): it goes on where
+  // it stood, also across a suspend meanwhile (tests/cuda/suspend_resume_test.sh).
+  cudnnHandle_t other;
+  DNN(cudnnCreate(&other));
+  DNN(cudnnRestoreDropoutDescriptor(dd, other, 0.5f, states, states_bytes, 2024));
+  DNN(cudnnDestroy(other));
+  for (int i = 0; i < 20; ++i) DNN(cudnnDropoutForward(handle, dd, d, x, d, y, reserve, reserve_bytes));
   DNN(cudnnDropoutForward(handle, dd, d, x, d, y, reserve, reserve_bytes));
   report("dropout: a second pass draws another mask", host_copy(y, n) != first);
   for (float* p : {x, y, dx}) CUDA(cudaFree(p));

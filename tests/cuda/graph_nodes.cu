@@ -227,6 +227,17 @@ int main() {
   CHECK(cudaGraphLaunch(x, s));
   CHECK(cudaStreamSynchronize(s));
   printf("add disabled (enabled %u): h2 = %d\n", enabled, uniform(h2, "h2"));
+  // Launched again and again while disabled, so that a suspend landing meanwhile carries the
+  // disabled node (tests/cuda/suspend_resume_test.sh): each launch still skips the add.
+  for (int i = 0; i < 100; ++i) {
+    CHECK(cudaGraphLaunch(x, s));
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaGraphNodeGetEnabled(x, n_add, &enabled));
+    if (uniform(h2, "h2") != 10 || enabled != 0) {
+      printf("FAIL: launch %d with the add disabled: h2 = %d, enabled %u\n", i, h2[0], enabled);
+      return 1;
+    }
+  }
   CHECK(cudaGraphNodeSetEnabled(x, n_add, 1));
   CHECK(cudaGraphNodeGetEnabled(x, n_add, &enabled));
   CHECK(cudaGraphLaunch(x, s));

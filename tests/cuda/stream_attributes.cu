@@ -188,6 +188,15 @@ int main() {
   std::memset(&v, 0x5a, sizeof v);
   probe("GetAttribute(s1, syncPolicy)", cudaStreamGetAttribute(s1, cudaStreamAttributeSynchronizationPolicy, &v));
   print_value("s1", cudaStreamAttributeSynchronizationPolicy, v);
+  // The NULL stream (0 and cudaStreamLegacy are one stream): what is set on it stays, also
+  // across a suspend (read again at the end).
+  std::memset(&v, 0, sizeof v);
+  v.syncPolicy = cudaSyncPolicySpin;
+  probe("SetAttribute(0, syncPolicy Spin)", cudaStreamSetAttribute(0, cudaStreamAttributeSynchronizationPolicy, &v));
+  std::memset(&v, 0x5a, sizeof v);
+  probe("GetAttribute(Legacy, syncPolicy)",
+        cudaStreamGetAttribute(cudaStreamLegacy, cudaStreamAttributeSynchronizationPolicy, &v));
+  print_value("legacy", cudaStreamAttributeSynchronizationPolicy, v);
 
   std::printf("-- driver API\n");
   using SetFn = CUresult (*)(CUstream, CUstreamAttrID, const CUstreamAttrValue*);
@@ -222,6 +231,10 @@ int main() {
           reinterpret_cast<GetFn>(get_p)((CUstream)s1, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &cv));
     probe("  syncPolicy", int(cv.syncPolicy));
   }
+
+  std::memset(&v, 0x5a, sizeof v);
+  probe("GetAttribute(0, syncPolicy)", cudaStreamGetAttribute(0, cudaStreamAttributeSynchronizationPolicy, &v));
+  print_value("NULL", cudaStreamAttributeSynchronizationPolicy, v);
 
   probe("StreamDestroy(s1)", cudaStreamDestroy(s1));
   probe("StreamDestroy(s2)", cudaStreamDestroy(s2));

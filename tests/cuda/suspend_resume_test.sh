@@ -55,7 +55,7 @@ if [ ${#programs[@]} -eq 0 ]; then
     # cuDNN handles, backend descriptors and legacy descriptors (tensor, filter, convolution,
     # activation, pooling, dropout with its states: cudnn.cc; cudnn_basic, cudnn_legacy) and
     # cuSPARSE and cuSOLVER objects (nvobj.cc) are carried, and so are the attributes of every
-    # stream, the per-thread one's included (stream_attributes).
+    # stream, the per-thread and NULL streams' included (stream_attributes).
     case "$n" in fault|multi_gpu) continue ;; esac
     [ -f "$expected/$n.out" ] && programs+=("$n")
   done
@@ -84,17 +84,17 @@ for p in "${programs[@]}"; do
         echo "$p: resume failed:"; cat "$work/ctl.out"; status=1
         kill $app 2>/dev/null; break  # held for good: nothing more to learn from it
       fi
-    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|(cudaGraphNodeSetEnabled)\|(cudaGraphChildGraphNodeGetGraph)\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|which a resume could not replay" "$work/ctl.out"; then
+    elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|a body of a conditional node\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|which a resume could not replay" "$work/ctl.out"; then
       # A client that ends between the listing and the hold is fine, and so is one with a
-      # stream capture open, a graph node disabled, a child node's graph held, a graph with
+      # stream capture open, a conditional node's body held, a graph with
       # conditional handles or an executable graph whose child node was given another graph
       # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md);
       # and one whose cuSPARSE descriptor names a matrix the program destroyed before it (none
       # of ours do: they destroy descriptors first; refused, it runs on: docs/snapshots.md);
       # (cuFFT plans, cuRAND generators, cuDNN, cuSPARSE and cuSOLVER objects and IPC between
       # the VM's programs are carried);
-      # anything else is not (texture
-      # and surface objects and graphs are carried: docs/snapshots.md).
+      # anything else is not (texture and surface objects, views included, graphs and their
+      # disabled nodes are carried: docs/snapshots.md).
       echo "$p: suspend failed:"; cat "$work/ctl.out"; status=1
     fi
   done

@@ -217,6 +217,9 @@ struct FakeTexObject {
   CUcontext ctx;
   CUDA_RESOURCE_DESC res;
   CUDA_TEXTURE_DESC tex;
+  // Made through a resource view: a mipmapped array's is sampled from its first level.
+  bool view = false;
+  uint32_t first_level = 0;
 };
 struct FakeGpu {
   std::mutex mu;
@@ -355,6 +358,8 @@ FakeStream* stream_for_work(CUstream s, bool in_order = true) {
   auto& g = gpu();
   if (!t_ctx || !g.contexts.contains(t_ctx)) return nullptr;
   if (special(s)) {
+    // The NULL stream is the legacy default stream (the driver API without _ptsz): one stream.
+    if (s == nullptr) s = CU_STREAM_LEGACY;
     auto [it, created] = g.special_streams.try_emplace({t_ctx, s}, FakeStream{t_ctx, 0, 0});
     if (created) it->second.id = g.next_handle++;
     st = &it->second;
@@ -1575,8 +1580,12 @@ CUresult f_tex_create(CUtexObject* t, const CUDA_RESOURCE_DESC* r, const CUDA_TE
   if (gpu_poisoned()) return 700;
   if (!t_ctx || !gpu().contexts.contains(t_ctx)) return 201;
   if (CUresult e = check_resource_locked(r); e != CUDA_SUCCESS) return e;
+  // A view's levels are levels the mipmapped array has.
+  if (view && r->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY &&
+      view->lastMipmapLevel >= gpu().mipmaps.at(r->res.mipmap.hMipmappedArray).levels.size())
+    return CUDA_ERROR_INVALID_VALUE;
   *t = object_value_locked(t_ctx);
-  gpu().textures[{t_ctx, *t}] = FakeTexObject{t_ctx, *r, *d};
+  gpu().textures[{t_ctx, *t}] = FakeTexObject{t_ctx, *r, *d, view != nullptr, view ? view->firstMipmapLevel : 0};
   return CUDA_SUCCESS;
 }
 CUresult f_tex_destroy(CUtexObject t) {
@@ -1613,9 +1622,13 @@ bool texture_view_locked(CUcontext c, uint64_t value, FakeTexture* out) {
   switch (r.resType) {
     case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
     case CU_RESOURCE_TYPE_ARRAY: {
-      // A mipmapped texture fetched without a level: level 0.
-      CUarray h = r.resType == CU_RESOURCE_TYPE_ARRAY ? r.res.array.hArray
-                                                      : gpu().mipmaps.at(r.res.mipmap.hMipmappedArray).levels.at(0);
+      // A mipmapped texture fetched without a level: its base level (0, or its view's first).
+      CUarray h = r.res.array.hArray;
+      if (r.resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) {
+        const auto m = gpu().mipmaps.find(r.res.mipmap.hMipmappedArray);
+        if (m == gpu().mipmaps.end() || it->second.first_level >= m->second.levels.size()) return false;  // freed since
+        h = m->second.levels[it->second.first_level];
+      }
       auto a = gpu().arrays.find(h);
       if (a == gpu().arrays.end()) return false;  // freed since
       const FakeArray& fa = a->second;

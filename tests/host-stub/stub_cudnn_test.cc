@@ -767,30 +767,47 @@ TEST_F(CudnnLegacySuspendTest, EveryLegacyDescriptorIsCarried) {
   state::remove_state_file(path);
 }
 
-// A dropout descriptor set with a handle the program destroyed since cannot be restored: the
-// suspend is refused, saying so; set again with a live handle, it goes ahead.
-TEST_F(CudnnLegacySuspendTest, ADropoutDescriptorWhoseHandleIsGoneRefusesTheSuspend) {
+// A dropout descriptor set with a handle the program destroyed since is restored with another
+// of the client's handles at the resume, or, when it has none left, with a temporary one made
+// for it (and destroyed after); its generator goes on where it stood either way.
+TEST_F(CudnnLegacySuspendTest, ADropoutDescriptorWhoseHandleIsGoneIsRestoredWithAnother) {
   make_all();
+  const uint64_t x = floats(std::vector<float>(8, 1)), y = floats(std::vector<float>(8, 0)), reserve = c.malloc(8);
+  const std::vector<float> first = drop(x, y, reserve);
   const uint64_t other = 0x9f00;
   ASSERT_EQ(c.call<api::Call::cudnnCreate>({other}), 0);
   api::cudnnRestoreDropoutDescriptor_Args rd{};
   rd.dropoutDesc = dd, rd.handle = other, rd.dropout = 0.5f, rd.states = states, rd.stateSizeInBytes = 256;
   ASSERT_EQ(c.call<api::Call::cudnnRestoreDropoutDescriptor>(rd), 0);
   ASSERT_EQ(c.call<api::Call::cudnnDestroy>({other}), 0);
+  const uint64_t live = tst::fake_live_cudnn_objects();
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("handle the program has destroyed"), std::string::npos) << r.error;
-  EXPECT_FALSE(r.status.suspended);
-  slot_control::release(stub);
-  rd.handle = handle;
-  ASSERT_EQ(c.call<api::Call::cudnnRestoreDropoutDescriptor>(rd), 0);
-  ASSERT_TRUE(slot_control::hold(stub));
-  r = slot_control::control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
   r = slot_control::control(stub, cc::Op::kResume);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
+  EXPECT_EQ(tst::fake_live_cudnn_objects(), live);
+  const std::vector<float> second = drop(x, y, reserve);
+  EXPECT_NE(second, first) << "the generator started over";
+  // No handle left at all: a temporary one restores it, and goes.
+  ASSERT_EQ(c.call<api::Call::cudnnDestroy>({handle}), 0);
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-dropout." + std::to_string(::getpid()) + ".state";
+  state::remove_state_file(path);
+  const uint64_t without = tst::fake_live_cudnn_objects();
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(tst::fake_live_cudnn_objects(), without) << "the temporary handle stayed";
+  handle = 0x9f10;
+  ASSERT_EQ(c.call<api::Call::cudnnCreate>({handle}), 0);
+  const std::vector<float> third = drop(x, y, reserve);
+  EXPECT_NE(third, first);
+  EXPECT_NE(third, second);
+  state::remove_state_file(path);
 }
 
 // Legacy records in a state file are the guest's to forge: an unknown kind, a backend step, a

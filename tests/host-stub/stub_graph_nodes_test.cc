@@ -1,7 +1,8 @@
 // vmcuda-stub's graph node calls (host-stub/src/graph_nodes.cc, calls.def 0x1b00) on the
 // test executor, through the wire: node parameters read back and changed in a graph and in
 // an executable graph (whose suspend mirror follows), relations and edges, edges and nodes
-// removed, nodes disabled (a suspend refused meanwhile), a child node's graph, kernel node
+// removed, nodes disabled (carried by a suspend and a save), a child node's graph (carried
+// too), kernel node
 // attributes, cudaStreamGetId; hostile inputs refused while the stub serves on.
 #include <cstring>
 
@@ -151,33 +152,182 @@ TEST(StubGraphNodes, RelationsEdgesRemovalAndDestroyedNodes) {
   EXPECT_EQ(w.run(c), std::vector<int>(16, 2));
 }
 
-TEST(StubGraphNodes, ADisabledNodeDoesNotRunAndRefusesASuspendUntilEnabled) {
+// A disabled node stays disabled across a suspend and a save (the resume disables it again in
+// the executable graph it instantiates), and can be enabled and disabled again after.
+TEST(StubGraphNodes, ADisabledNodeStaysDisabledAcrossASuspendAndASave) {
+  const std::string path = ::testing::TempDir() + "vmcuda-disabled-node.state";
+  state::remove_state_file(path);
   Stub stub;
   Client c(stub);
   Workload w;
   w.build(c);
   ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec, kGraph, 0}), 0);
-  api::GraphNodeEnableReply en{};
+  auto enabled = [&] {
+    api::GraphNodeEnableReply en{};
+    EXPECT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 0, 0}, &en), 0);
+    return en.enabled;
+  };
   ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 1, 0}), 0);
-  ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 0, 0}, &en), 0);
-  EXPECT_EQ(en.enabled, 0u);
-  EXPECT_EQ(w.run(c), std::vector<int>(16, 1));
+  EXPECT_EQ(enabled(), 0u);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 1));  // the memset only
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("cudaGraphNodeSetEnabled"), std::string::npos) << r.error;
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
+  EXPECT_EQ(enabled(), 0u);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 1)) << "the kernel node ran after the resume";
+  // Enabled after the resume (the driver knows the node by the mirror's now), then disabled again.
   ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 1, 1}), 0);
-  ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 0, 0}, &en), 0);
-  EXPECT_EQ(en.enabled, 1u);
+  EXPECT_EQ(enabled(), 1u);
   EXPECT_EQ(w.run(c), std::vector<int>(16, 2));
+  ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 1, 0}), 0);
+  // Saved and restored (a second instantiation from the mirror), still disabled.
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  EXPECT_EQ(enabled(), 0u);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 1));
+  ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 1, 1}), 0);
   ASSERT_TRUE(slot_control::hold(stub));
   r = slot_control::control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
   r = slot_control::control(stub, cc::Op::kResume);
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
+  EXPECT_EQ(enabled(), 1u);
   EXPECT_EQ(w.run(c), std::vector<int>(16, 2));
+  state::remove_state_file(path);
+}
+
+// An executable graph's disabled nodes in a state file are untrusted: too many, one beyond its
+// graph, one named twice, or one the driver cannot disable are refused; the good file restores.
+TEST(StubGraphNodes, ForgedDisabledNodesInAStateFileAreRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-disabled-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-disabled-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  Workload w;
+  w.build(c);
+  ASSERT_EQ(c.call<api::Call::GraphInstantiate>({kExec, kGraph, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 1, 0}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // The executable graph's record ends with its disabled nodes: their count (1) and the place
+  // of the one among its mirror's nodes.
+  const auto exec = static_cast<std::byte>(ObjectKind::GraphExec);
+  auto is_exec = [&](const std::vector<std::byte>& p) {
+    uint64_t h;
+    std::memcpy(&h, p.data() + 21, 8);
+    return p[0] == exec && h == kExec;
+  };
+  auto u32_at = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  auto u32_of = [](const std::vector<std::byte>& p, size_t at) {
+    uint32_t v;
+    std::memcpy(&v, p.data() + at, 4);
+    return v;
+  };
+  const slot_control::Forgery cases[] = {
+      {"more disabled nodes than the graph has", [&](auto& p) { if (is_exec(p)) u32_at(p, p.size() - 8, 1u << 20); },
+       "more disabled nodes"},
+      {"a disabled node beyond the graph", [&](auto& p) { if (is_exec(p)) u32_at(p, p.size() - 4, 4); },
+       "beyond its graph's nodes, or named twice"},
+      {"a disabled node named twice",
+       [&](auto& p) {
+         if (!is_exec(p)) return;
+         const uint32_t at = u32_of(p, p.size() - 4);
+         u32_at(p, p.size() - 8, 2);
+         p.resize(p.size() + 4);
+         u32_at(p, p.size() - 4, at);
+       },
+       "named twice"},
+      {"every node of the graph disabled (the child graph node and the empty one cannot be)",
+       [&](auto& p) {
+         if (!is_exec(p)) return;
+         p.resize(p.size() - 4);
+         u32_at(p, p.size() - 4, 4);
+         for (uint32_t i = 0; i < 4; ++i) {
+           p.resize(p.size() + 4);
+           u32_at(p, p.size() - 4, i);
+         }
+       },
+       "again failed"},
+  };
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
+    EXPECT_EQ(tst::fake_live_graphs(), 0u);
+  });
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  api::GraphNodeEnableReply en{};
+  ASSERT_EQ(c.call<api::Call::GraphNodeEnabled>({kExec, kAdd, 0, 0}, &en), 0);
+  EXPECT_EQ(en.enabled, 0u);
+  EXPECT_EQ(w.run(c), std::vector<int>(16, 1));
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
+// A child graph node's graph in a state file is checked against its node: under a node that
+// is not a child graph node, or unlike the graph its node holds, it is refused.
+TEST(StubGraphNodes, AForgedChildNodesGraphInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-child-graph-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-child-graph-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  Workload w;
+  w.build(c);
+  constexpr uint64_t kEmbedded = 0x20700;
+  api::GraphChildReply child{};
+  ASSERT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, kEmbedded}, &child), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // An object record: kind (1 byte), id, parent, device (4), handle (8); a graph's then its
+  // node count (4) and each node's type (4) and fields.
+  const auto graph = static_cast<std::byte>(ObjectKind::Graph), node = static_cast<std::byte>(ObjectKind::GraphNode);
+  auto u64_of = [](const std::vector<std::byte>& p, size_t at) {
+    uint64_t v;
+    std::memcpy(&v, p.data() + at, 8);
+    return v;
+  };
+  auto memset_id = std::make_shared<uint64_t>(0);
+  const slot_control::Forgery cases[] = {
+      {"under a memset node",
+       [&, memset_id](auto& p) {
+         if (p[0] == node && u64_of(p, 21) == kMemset) *memset_id = u64_of(p, 1);
+         if (p[0] == graph && u64_of(p, 21) == kEmbedded) std::memcpy(p.data() + 9, memset_id.get(), 8);
+       },
+       "not a child graph node"},
+      {"a graph unlike its node's (one node more)",
+       [&](auto& p) {
+         if (p[0] != graph || u64_of(p, 21) != kEmbedded) return;
+         // Its one kernel node, then its edges (none): an empty node appended before them.
+         uint32_t count;
+         std::memcpy(&count, p.data() + 29, 4);
+         ++count;
+         std::memcpy(p.data() + 29, &count, 4);
+         const uint32_t empty = 5;
+         p.insert(p.end() - 4, reinterpret_cast<const std::byte*>(&empty), reinterpret_cast<const std::byte*>(&empty) + 4);
+       },
+       "not the graph that node holds"},
+  };
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
+    EXPECT_EQ(tst::fake_live_graphs(), 0u);
+  });
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, kEmbedded + 0x20}, &child), 0);
+  EXPECT_EQ(child.graph, kEmbedded);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 TEST(StubGraphNodes, AChildNodesGraphHasOneHandleAndIsNeverDestroyedThroughIt) {
@@ -197,14 +347,44 @@ TEST(StubGraphNodes, AChildNodesGraphHasOneHandleAndIsNeverDestroyedThroughIt) {
   const uint64_t graphs = tst::fake_live_graphs();
   ASSERT_EQ(c.call<api::Call::GraphDestroy>({kEmbedded, 0, 0}), 0);  // the entry only (the guest refuses it first)
   EXPECT_EQ(tst::fake_live_graphs(), graphs);
-  // While the program holds it, a suspend is refused.
+  // While the program holds it, a suspend and a save carry it: the same handle for the graph
+  // the node holds after the resume, its nodes behind their handles (one the program added
+  // through it too), in the node's graph.
   ASSERT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, kEmbedded}, &child), 0);
-  ASSERT_TRUE(slot_control::hold(stub));
-  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("cudaGraphChildGraphNodeGetGraph"), std::string::npos) << r.error;
-  slot_control::release(stub);
+  std::vector<std::byte> extra;
+  ASSERT_EQ(c.call<api::Call::GraphGetNodes>({kEmbedded, 0, 4}, &list, {}, &extra, 32), 0);
+  ASSERT_EQ(list.count, 1u);
+  const uint64_t inner = handle_at(extra, 0);
+  constexpr uint64_t kInnerEmpty = 0x31200;
+  ASSERT_EQ(c.call<api::Call::GraphAddNode>({kEmbedded, kInnerEmpty, 0, api::kGraphNodeEmpty, 1}, nullptr, handles({inner})), 0);
+  const std::string path = ::testing::TempDir() + "vmcuda-child-graph.state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    state::remove_state_file(path);
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = slot_control::control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    ASSERT_EQ(c.call<api::Call::GraphChildGraph>({kChildNode, kEmbedded + 0x20}, &child), 0);
+    EXPECT_EQ(child.graph, kEmbedded) << "the node's graph has another handle";
+    ASSERT_EQ(c.call<api::Call::GraphGetNodes>({kEmbedded, 0, 4}, &list, {}, &extra, 32), 0);
+    ASSERT_EQ(list.count, 2u);
+    EXPECT_EQ(handle_at(extra, 0) + handle_at(extra, 1), inner + kInnerEmpty);
+    api::GraphNodeParams got{};
+    std::vector<std::byte> args;
+    ASSERT_EQ(c.call<api::Call::GraphNodeGetParams>({inner}, &got, {}, &args, 32768), 0);
+    EXPECT_EQ(got.type, api::kGraphNodeKernel);
+    EXPECT_EQ(args, Client::add_one_args(w.q, 16));
+    ASSERT_EQ(c.call<api::Call::GraphNodeGetRelated>({kInnerEmpty, api::kGraphNodeDependencies, 8}, &list, {}, &extra, 64), 0);
+    ASSERT_EQ(list.count, 1u);
+    EXPECT_EQ(handle_at(extra, 0), inner);
+  }
+  state::remove_state_file(path);
+  ASSERT_EQ(c.call<api::Call::GraphDestroyNode>({kInnerEmpty}), 0);  // the child graph's shape as it was
   ASSERT_EQ(c.call<api::Call::GraphDestroy>({kEmbedded, 0, 0}), 0);
+  cc::Reply r;
 
   // An executable graph's child node takes another graph of the same shape (add_one on p
   // instead of q), and its mirror follows: a suspend carries it.

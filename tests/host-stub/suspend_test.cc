@@ -271,6 +271,151 @@ TEST(Suspend, ThePerThreadStreamsAttributesAndCopiesOfThemComeBack) {
   ASSERT_EQ(c.call<api::Call::StreamSynchronize>({api::kStreamPerThread}), 0);
 }
 
+// The NULL stream's attributes (cudaStreamSetAttribute on stream 0 or cudaStreamLegacy, one
+// stream) are the context's, which a suspend releases: carried in a NullStream entry and set
+// again on the new context's NULL stream, across a suspend and a save; a copy to it too; a
+// device reset gives them a new stream's, as natively (a new context).
+TEST(Suspend, TheNullStreamsAttributesComeBack) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(1 << 20);
+  const uint64_t s1 = api::kFirstGuestHandle + 3;
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({s1, 0, 0}), 0);
+  auto set = [&](uint64_t s, uint32_t id, api::StreamAttributeValue v) {
+    api::StreamSetAttributeArgs a{};
+    a.stream = s;
+    a.id = id;
+    a.value = v;
+    return c.call<api::Call::StreamSetAttribute>(a);
+  };
+  auto get = [&](uint64_t s, uint32_t id) {
+    api::StreamAttributeValue v{};
+    EXPECT_EQ(c.call<api::Call::StreamGetAttribute>({s, id, 0}, &v), 0);
+    return v;
+  };
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-null-stream.state";
+  auto cycle = [&](bool save) {
+    state::remove_state_file(path);
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+  };
+  const int32_t kUnset = get(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY).value;
+  api::StreamAttributeValue sync{}, win{}, map{};
+  sync.value = 2;  // spin
+  win.base_ptr = p + 4096, win.num_bytes = 65536, win.hit_ratio = 0.5f, win.hit_prop = 1, win.miss_prop = 0;
+  map.domain_default = 1, map.domain_remote = 2;
+  ASSERT_EQ(set(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, sync), 0);
+  ASSERT_EQ(set(api::kStreamLegacy, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, win), 0);  // the same stream
+  ASSERT_EQ(set(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, map), 0);
+  auto same = [&](const char* after) {
+    SCOPED_TRACE(after);
+    for (uint64_t s : {api::kStreamDefault, api::kStreamLegacy}) {
+      EXPECT_EQ(get(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY).value, 2) << "lost with the context";
+      const api::StreamAttributeValue w = get(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW);
+      EXPECT_EQ(w.base_ptr, p + 4096);
+      EXPECT_EQ(w.num_bytes, 65536u);
+      EXPECT_FLOAT_EQ(w.hit_ratio, 0.5f);
+      EXPECT_EQ(w.hit_prop, 1u);
+      const api::StreamAttributeValue m = get(s, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP);
+      EXPECT_EQ(m.domain_default, 1);
+      EXPECT_EQ(m.domain_remote, 2);
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(cycle(false));
+  same("suspend and resume");
+  ASSERT_NO_FATAL_FAILURE(cycle(true));
+  same("save and restore");
+  // A copy to the NULL stream replaces its attributes with the source's (s1 has none set).
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({api::kStreamDefault, s1}), 0);
+  EXPECT_EQ(get(api::kStreamLegacy, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY).value, kUnset);
+  sync.value = 3;
+  ASSERT_EQ(set(s1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, sync), 0);
+  ASSERT_EQ(c.call<api::Call::StreamCopyAttributes>({api::kStreamLegacy, s1}), 0);
+  ASSERT_NO_FATAL_FAILURE(cycle(false));
+  EXPECT_EQ(get(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY).value, 3) << "copied from s1";
+  EXPECT_EQ(get(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW).num_bytes, 0u);
+  // A reset: what a new context's NULL stream has, and nothing comes back after a suspend.
+  ASSERT_EQ(c.call<api::Call::DeviceReset>({}), 0);
+  EXPECT_EQ(get(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY).value, kUnset);
+  ASSERT_NO_FATAL_FAILURE(cycle(false));
+  EXPECT_EQ(get(api::kStreamDefault, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY).value, kUnset);
+  state::remove_state_file(path);
+}
+
+// The per-thread and NULL streams' records in a state file are untrusted: one that is not its
+// device's (another handle, flags, a priority), too many attributes or one twice, a value the
+// driver refuses, a window over memory that is not the client's are refused; the good file
+// restores.
+TEST(Suspend, ForgedPerThreadAndNullStreamRecordsAreRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-special-streams-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-suspend-special-streams-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  const uint64_t p = c.malloc(1 << 16);
+  for (uint64_t s : {api::kStreamPerThread, api::kStreamDefault}) {
+    api::StreamSetAttributeArgs a{};
+    a.stream = s;
+    a.id = CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY;
+    a.value.value = 4;
+    ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(a), 0);
+    a.id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+    a.value = {p, 4096, 1.0f, 1, 0, 0, 0, 0, {}};
+    ASSERT_EQ(c.call<api::Call::StreamSetAttribute>(a), 0);
+  }
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // A stream's record: kind (1 byte), id, parent, device (4), handle (8), flags (4), priority
+  // (4), its attribute count (4), then each: id (4), base, bytes (8 each), hit ratio, hit and
+  // miss property, value, domains (4 each). Attributes by id: the window (1) first.
+  constexpr size_t kHandle = 21, kFlags = 29, kPriority = 33, kCount = 37, kFirst = 41, kEach = 40;
+  const auto per_thread = static_cast<std::byte>(ObjectKind::PerThreadStream);
+  const auto null_stream = static_cast<std::byte>(ObjectKind::NullStream);
+  auto u32_at = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  auto u64_at = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+  const Forgery cases[] = {
+      {"a per-thread stream of another device", [&](auto& p) { if (p[0] == per_thread) u64_at(p, kHandle, 1); },
+       "not a device's per-thread stream"},
+      {"a per-thread stream with flags", [&](auto& p) { if (p[0] == per_thread) u32_at(p, kFlags, 1); },
+       "not a device's per-thread stream"},
+      {"a per-thread stream with a priority", [&](auto& p) { if (p[0] == per_thread) u32_at(p, kPriority, uint32_t(-1)); },
+       "not a device's per-thread stream"},
+      {"a NULL stream of another device", [&](auto& p) { if (p[0] == null_stream) u64_at(p, kHandle, 3); },
+       "not a device's NULL stream"},
+      {"a NULL stream with flags", [&](auto& p) { if (p[0] == null_stream) u32_at(p, kFlags, 1); },
+       "not a device's NULL stream"},
+      {"too many attributes", [&](auto& p) { if (p[0] == per_thread) u32_at(p, kCount, 6); }, "too many attributes"},
+      {"an attribute twice",
+       [&](auto& p) { if (p[0] == null_stream) u32_at(p, kFirst + kEach, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW); },
+       "an attribute twice"},
+      {"a sync policy the driver refuses",
+       [&](auto& p) { if (p[0] == per_thread) u32_at(p, kFirst + kEach + 4 + 16 + 12, 9); }, "per-thread stream"},
+      {"an unknown attribute", [&](auto& p) { if (p[0] == null_stream) u32_at(p, kFirst + kEach, 77); }, "NULL stream"},
+      {"a window over memory that is not the client's",
+       [&](auto& p) { if (p[0] == per_thread) u64_at(p, kFirst + 4, p.size() + (1ull << 40)); }, "not the client's"},
+      {"a window over the NULL stream beyond the allocation",
+       [&](auto& p) { if (p[0] == null_stream) u64_at(p, kFirst + 4 + 8, 1ull << 20); }, "not the client's"},
+  };
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) { EXPECT_EQ(tst::fake_allocated_bytes(), 0u); });
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  for (uint64_t s : {api::kStreamPerThread, api::kStreamDefault}) {
+    api::StreamAttributeValue v{};
+    ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, 0}, &v), 0);
+    EXPECT_EQ(v.value, 4);
+    ASSERT_EQ(c.call<api::Call::StreamGetAttribute>({s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, 0}, &v), 0);
+    EXPECT_EQ(v.base_ptr, p);
+  }
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
 #ifdef VMCUDA_WITH_CUBLAS
 TEST(Suspend, CublasHandlesComeBackWithTheirSettings) {
   Stub stub;
@@ -619,6 +764,129 @@ TEST(Suspend, TextureAndSurfaceObjectsComeBackWithTheirValues) {
   for (uint64_t t : {w.t1, w.t3, w.t6, w.t7, uint64_t{4}}) EXPECT_EQ(c.call<api::Call::TextureDestroy>({t}), 0) << t;
   for (uint64_t s : {w.s2, w.s5, uint64_t{8}}) EXPECT_EQ(c.call<api::Call::SurfaceDestroy>({s}), 0) << s;
   EXPECT_EQ(c.call<api::Call::TextureDestroy>({w.t1}), CUDA_ERROR_INVALID_VALUE);
+}
+
+// A texture object made through a resource view (cudaResourceViewDesc) comes back with the
+// same value and its view: here level 1 of a mipmapped array as its base level, which a texture
+// of the whole array does not read.
+struct TextureViewWorkload {
+  static constexpr uint32_t kViewFloat1 = 0x16;  // CU_RES_VIEW_FORMAT_FLOAT_1X32
+  uint64_t mod = 0, point = 0, mip = 0, out = 0, whole = 0, view = 0, lin = 0, on_lin = 0;
+  std::vector<int> level0, level1;
+  static std::vector<int> floats(int n, float base) {
+    std::vector<int> v;
+    for (int i = 0; i < n; ++i) v.push_back(std::bit_cast<int>(base + static_cast<float>(i) * 0.5f));
+    return v;
+  }
+  void build(Client& c) {
+    mod = load_module(c);
+    point = function(c, mod, "_Z9tex_pointyPfii");
+    api::HandleReply m{}, l0{}, l1{};
+    ASSERT_EQ(c.call<api::Call::ArrayCreate>({8, 8, 0, kFloat, 1, 0, 2}, &m), 0);
+    mip = m.handle;
+    ASSERT_EQ(c.call<api::Call::MipmappedArrayGetLevel>({mip, 0, 0}, &l0), 0);
+    ASSERT_EQ(c.call<api::Call::MipmappedArrayGetLevel>({mip, 1, 0}, &l1), 0);
+    level0 = floats(64, 1.0f), level1 = floats(16, 500.0f);
+    ASSERT_EQ(array_put(c, l0.handle, level0, 8, 8), 0);
+    ASSERT_EQ(array_put(c, l1.handle, level1, 4, 4), 0);
+    out = c.malloc(64 * 4);
+    lin = c.malloc(256);
+    api::TextureCreateArgs tl{};
+    tl.resource = api::kTexResourceLinear, tl.format = kFloat, tl.channels = 1, tl.handle = lin, tl.bytes = 256;
+    on_lin = texture(c, tl);
+    whole = texture(c, on_array(mip, api::kTexResourceMipmap));
+    api::TextureViewArgs v{};
+    v.tex = on_array(mip, api::kTexResourceMipmap);
+    v.format = kViewFloat1, v.width = 4, v.height = 4, v.first_mipmap_level = 1, v.last_mipmap_level = 1;
+    api::HandleReply r{};
+    ASSERT_EQ(c.call<api::Call::TextureCreateView>(v, &r), 0);
+    view = r.handle;
+  }
+  std::vector<int> fetch(Client& c, uint64_t tex) {
+    EXPECT_EQ(launch(c, point, 4, 4, Params{}.add(tex).add(out).add(4).add(4)), 0);
+    return c.get(out, 16);
+  }
+  std::vector<int> level0_corner() const {
+    std::vector<int> v;
+    for (int y = 0; y < 4; ++y)
+      for (int x = 0; x < 4; ++x) v.push_back(level0[y * 8 + x]);
+    return v;
+  }
+};
+
+TEST(Suspend, ATextureMadeThroughAResourceViewComesBackWithItsView) {
+  Stub stub;
+  Client c(stub);
+  TextureViewWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  ASSERT_EQ(w.fetch(c, w.view), w.level1);
+  ASSERT_EQ(w.fetch(c, w.whole), w.level0_corner());
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-texview.state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    state::remove_state_file(path);
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+    EXPECT_EQ(w.fetch(c, w.view), w.level1) << "the view's base level was lost";
+    EXPECT_EQ(w.fetch(c, w.whole), w.level0_corner());
+  }
+  state::remove_state_file(path);
+  EXPECT_EQ(c.call<api::Call::TextureDestroy>({w.view}), 0);
+  EXPECT_EQ(c.call<api::Call::TextureDestroy>({w.whole}), 0);
+}
+
+// A texture's resource view in a state file is untrusted: a flag that is neither 0 nor 1, an
+// unknown format, a view of device memory, levels the array does not have are refused.
+TEST(Suspend, AForgedTextureViewInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-texview-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-suspend-texview-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  TextureViewWorkload w;
+  ASSERT_NO_FATAL_FAILURE(w.build(c));
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // A texture's record: kind (1 byte), id, parent, device (4), value, its resource id, its
+  // description (a u32 length, then 112 bytes), then its view flag (1 byte) and the view:
+  // format (4), width, height, depth (8 each), first and last level, first and last layer (4 each).
+  constexpr size_t kValue = 21, kFlag = 37 + 4 + 112, kFormat = kFlag + 1, kLastLevel = kFormat + 4 + 24 + 4;
+  const auto tex = static_cast<std::byte>(ObjectKind::TexObject);
+  auto value_of = [](const std::vector<std::byte>& p) {
+    uint64_t v;
+    std::memcpy(&v, p.data() + kValue, 8);
+    return v;
+  };
+  auto u32_at = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  const std::string view_name = "texture object " + std::to_string(w.view);
+  const Forgery cases[] = {
+      {"a view flag of 2", [&](auto& p) { if (p[0] == tex && value_of(p) == w.view) p[kFlag] = std::byte{2}; },
+       "neither 0 nor 1"},
+      {"an unknown view format", [&](auto& p) { if (p[0] == tex && value_of(p) == w.view) u32_at(p, kFormat, 0x99); },
+       "unknown format"},
+      {"a view of device memory",
+       [&](auto& p) {
+         if (p[0] != tex || value_of(p) != w.on_lin) return;
+         p[kFlag] = std::byte{1};
+         p.resize(p.size() + 4 + 24 + 16);
+       },
+       "a resource view of device memory"},
+      {"a level the array does not have",
+       [&](auto& p) { if (p[0] == tex && value_of(p) == w.view) u32_at(p, kLastLevel, 5); },
+       view_name.c_str()},
+  };
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) { EXPECT_EQ(tst::fake_allocated_bytes(), 0u); });
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  EXPECT_EQ(w.fetch(c, w.view), w.level1);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
 }
 
 TEST(Suspend, ATextureWhoseArrayIsFreedRefusesTheSuspendAndTheClientRunsOn) {
