@@ -1,8 +1,9 @@
 // cuDNN in libcuda.so.1 (vmcuda's libcudnn.so.9 forwards each export here; README.md "cuDNN").
 // The calls are listed in api/libs/cudnn.calls (wire structs, exports and stubs are generated
 // by scripts/gen-cudnn.py); the handle and the backend API are written here, the legacy API's
-// calls (tensor, activation, filter, convolution, pooling and dropout descriptors, batch
-// normalization, convolutions, pooling, softmax, dropout) are generated
+// calls (tensor, activation, filter, convolution, pooling, dropout, LRN, op-tensor and
+// reduce-tensor descriptors, batch normalization, convolutions, pooling, softmax, dropout, LRN
+// and divisive normalization, tensor operations and reductions) are generated
 // (cudnn_guest.inc, included at the end: its helpers are this file's). The handle and the backend (graph) API's
 // descriptors are guest objects with a wire handle from the streams' counter. Creation,
 // attribute settings, destruction and cudnnBackendExecute are queued (an error the host finds
@@ -12,8 +13,7 @@
 // handles, device pointers as they are.
 // Legacy descriptors are guest objects too (Kind::kLegacy, with their kind's tag); their
 // creation, settings and destruction and the batch normalizations are queued; Get* calls wait.
-// TODO(remoting): the rest of the legacy API (cudnnGetDropoutDescriptor, LRN, op/reduce tensor,
-// RNNs, CTC loss) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
+// TODO(remoting): the rest of the legacy API (RNNs, CTC loss, the spatial transformer) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
 // (CUDNN_STATUS_NOT_SUPPORTED, logged once); by-value tensors in a variant pack (a host pointer)
 // are refused by the host; CUDNN_TYPE_HANDLE attributes cannot be read back.
 #include <algorithm>

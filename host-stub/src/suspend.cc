@@ -72,7 +72,8 @@ enum RecordType : uint32_t {
 // 11: cuDNN's legacy descriptors (each object's legacy kind, and a legacy descriptor's
 // settings as the calls' arguments)
 // 12: the per-thread streams with the attributes set on them (PerThreadStream entries)
-constexpr uint32_t kClientStateVersion = 12;
+// 13: cuDNN's LRN, op-tensor and reduce-tensor descriptors (legacy kinds 6-8, their settings)
+constexpr uint32_t kClientStateVersion = 13;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
