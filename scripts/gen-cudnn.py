@@ -141,7 +141,8 @@ class Param:
                 self.kind, self.bytes = "out", POINTEE_BYTES.get(base, 4)
             self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
             return
-        if role and role.startswith("scalar:"):
+        self.element = bool(role and role.startswith("element:"))  # one element of a tensor's type
+        if role and role.startswith(("scalar:", "element:")):
             self.kind, self.size_param = "scalar", role.split(":", 1)[1]
         elif role == "destroy":
             self.kind = "destroy"
@@ -356,7 +357,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             g.append(f"  a_.{p.name} = reinterpret_cast<uint64_t>({p.name});")
         elif p.kind == "scalar":
             g.append(f"  if (!{p.name}) return kCudnnBadParam;")
-            g.append(f"  std::memcpy(a_.{p.name}, {p.name}, scalar_bytes({p.size_param}));")
+            g.append(f"  std::memcpy(a_.{p.name}, {p.name}, {'element_bytes' if p.element else 'scalar_bytes'}({p.size_param}));")
         elif p.kind == "out" and not p.optional:
             g.append(f"  if (!{p.name}) return kCudnnBadParam;")
         elif p.kind == "bytes":
