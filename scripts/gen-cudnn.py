@@ -41,13 +41,14 @@ HANDLE_TYPES = {"cudnnHandle_t", "cudnnBackendDescriptor_t"}
 # The legacy API's descriptors vmcuda remotes: guest-made handles as the backend's, each kind with
 # its tag (the guest and the host keep it with the object, so one kind is never taken for another).
 LEGACY_DESCRIPTORS = {"cudnnTensorDescriptor_t": 0, "cudnnActivationDescriptor_t": 1, "cudnnFilterDescriptor_t": 2,
-                      "cudnnConvolutionDescriptor_t": 3, "cudnnPoolingDescriptor_t": 4, "cudnnDropoutDescriptor_t": 5}
+                      "cudnnConvolutionDescriptor_t": 3, "cudnnPoolingDescriptor_t": 4, "cudnnDropoutDescriptor_t": 5,
+                      "cudnnLRNDescriptor_t": 6, "cudnnOpTensorDescriptor_t": 7, "cudnnReduceTensorDescriptor_t": 8}
 TENSOR_TAG, FILTER_TAG = 0, 2
 # The most elements of an array parameter (bytes:N, outbytes:N) one call carries: CUDNN_DIM_MAX.
 MAX_ARRAY = 8
 DOUBLE_TYPE = 1  # cudnnDataType_t CUDNN_DATA_DOUBLE: its scalars (alpha, beta) are doubles
 INT32 = {"int", "unsigned", "libraryPropertyType", "cudnnStatus_t"}
-POINTEE_BYTES = {"int64_t": 8, "int": 4, "size_t": 8,
+POINTEE_BYTES = {"int64_t": 8, "int": 4, "size_t": 8, "unsigned": 4, "float": 4, "double": 8, "unsigned long long": 8,
                  # the algorithm searches' results (cudnn_cnn.h; 48 bytes each in cuDNN 9)
                  "cudnnConvolutionFwdAlgoPerf_t": 48, "cudnnConvolutionBwdDataAlgoPerf_t": 48,
                  "cudnnConvolutionBwdFilterAlgoPerf_t": 48}
@@ -84,7 +85,8 @@ def read_calls(path):
             continue
         number, name, rest = int(line[0], 16), line[1], line[2:]
         roles = dict(r.split("=", 1) for r in rest if "=" in r)
-        calls.append((number, name, "waits" in rest, "launches" in rest, roles, "hand" in rest, "records" in rest))
+        calls.append((number, name, "waits" in rest, "launches" in rest, roles, "hand" in rest, "records" in rest,
+                      "arena" in rest))
     numbers = [c[0] for c in calls]
     if len(set(numbers)) != len(numbers) or any(not AREA[0] <= n <= AREA[1] for n in numbers):
         sys.exit(f"gen-cudnn.py: call numbers must be unique and in {AREA[0]:#x}-{AREA[1]:#x}")
@@ -129,13 +131,18 @@ class Param:
             self.bytes = POINTEE_BYTES[base]
             self.args, self.reply, self.host = [], [], "void*"
             return
-        if role == "out" or (role is None and depth == 1 and (base in enums) and fn.startswith("cudnnGet")):
-            if depth != 1 or (base not in POINTEE_BYTES and base not in enums):
+        self.optional = role == "optout"  # an out the app may pass NULL for (nothing is written)
+        if role in ("out", "optout") or (role is None and depth == 1 and (base in enums) and fn.startswith("cudnnGet")):
+            if depth == 2 and base == "void":  # a device pointer the library answers (a descriptor's)
+                self.kind, self.bytes = "out", 8
+            elif depth != 1 or (base not in POINTEE_BYTES and base not in enums):
                 sys.exit(f"gen-cudnn.py: {fn}: the size of out {name} ({base}) is unknown")
-            self.kind, self.bytes = "out", POINTEE_BYTES.get(base, 4)
+            else:
+                self.kind, self.bytes = "out", POINTEE_BYTES.get(base, 4)
             self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
             return
-        if role and role.startswith("scalar:"):
+        self.element = bool(role and role.startswith("element:"))  # one element of a tensor's type
+        if role and role.startswith(("scalar:", "element:")):
             self.kind, self.size_param = "scalar", role.split(":", 1)[1]
         elif role == "destroy":
             self.kind = "destroy"
@@ -171,10 +178,12 @@ class Param:
         self.reply = []
 
 
-def generated_call(number, name, roles, waits_flag, launches, plist, enums, records=False):
+def generated_call(number, name, roles, waits_flag, launches, plist, enums, records=False, arena=False):
     """(wire structs, calls.def line, host ABI list, host handler, guest entry point) of a call
     the generator writes both sides of. A call that `records` sets its first parameter, a legacy
-    descriptor: the host keeps its arguments with the descriptor for a resume to replay."""
+    descriptor: the host keeps its arguments with the descriptor for a resume to replay. An
+    `arena` call (an algorithm search that allocates its own memory) runs as its Ex form on
+    memory the host takes from the client's arena (Session::cudnn_find_in_arena)."""
     params = [Param(name, b, n, d, roles.get(n), enums) for b, n, d in plist]
     known = {p.name: p for p in params}
     clash = set(known) & {"a", "r", "req", "lib", "st_", "a_", "o_", "s_", "reply_", "tail_", "extra_", "device_"}
@@ -295,7 +304,11 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
         h.append("  make_current(device_);")
     if launches:
         h.append(f"  count_launch(device_, cudnn_stream(*{handle.name}_), req.ctx);  // kLaunches: fair sharing, the kernel time limit")
-    if not destroys:
+    if arena:
+        if not handle or not launches:
+            sys.exit(f"gen-cudnn.py: {name}: an arena call is a search on a handle that launches")
+        h.append(f"  const int st_ = cudnn_find_in_arena(device_, api::Call::{name}, {', '.join(call)});")
+    elif not destroys:
         h.append(f"  const int st_ = lib->{name}({', '.join(call)});")
     if handle:
         h.append("  make_current(current_);")
@@ -344,8 +357,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             g.append(f"  a_.{p.name} = reinterpret_cast<uint64_t>({p.name});")
         elif p.kind == "scalar":
             g.append(f"  if (!{p.name}) return kCudnnBadParam;")
-            g.append(f"  std::memcpy(a_.{p.name}, {p.name}, scalar_bytes({p.size_param}));")
-        elif p.kind == "out":
+            g.append(f"  std::memcpy(a_.{p.name}, {p.name}, {'element_bytes' if p.element else 'scalar_bytes'}({p.size_param}));")
+        elif p.kind == "out" and not p.optional:
             g.append(f"  if (!{p.name}) return kCudnnBadParam;")
         elif p.kind == "bytes":
             n = p.size_param
@@ -370,7 +383,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
                  f"extra_.data(), extra_.size(), &got_)) return s_;")
         for p in params:
             if p.kind == "out":
-                g.append(f"  std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
+                g.append(f"  {'if (' + p.name + ') ' if p.optional else ''}std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
         off = "0"
         for p in obytes:
             nb = f"{p.size_param}_n * {p.bytes}"
@@ -431,7 +444,7 @@ def main():
     note = note.replace("gen-cublas.py", "gen-cudnn.py")
 
     wire, defs, host_api, host_cc, guest_cc = [], [], [], [], []
-    for number, name, waits, launches, roles, hand, records in calls:
+    for number, name, waits, launches, roles, hand, records, arena in calls:
         if name not in protos:
             sys.exit(f"gen-cudnn.py: {name} (cudnn.calls) is in none of {', '.join(HEADERS)}")
         ret, plist = protos[name]
@@ -442,7 +455,7 @@ def main():
             for r in roles:
                 if r not in known:
                     sys.exit(f"gen-cudnn.py: {name}: cudnn.calls names no parameter {r}")
-            w, d, ha, hc, gc = generated_call(number, name, roles, waits, launches, plist, enums, records)
+            w, d, ha, hc, gc = generated_call(number, name, roles, waits, launches, plist, enums, records, arena)
             wire += w
             defs.append(d)
             host_api.append(ha)

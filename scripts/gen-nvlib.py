@@ -312,6 +312,18 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 g.append(f"  if (s_ == kSuccess) publish(std::move(made_), {h.name});")
             g.append("  return s_;")
         else:
+            if "hostout" in flags:  # a host generator's output (cuRAND: guest-lib/src/curand.h HostOutput)
+                outs = [p for p in params if p.kind == "dev" and p.count]
+                if len(outs) != 1 or h is None or h.kind != "handle":
+                    sys.exit(f"gen-nvlib.py: {name}: hostout needs a handle and one dev:COUNT*ELEM output")
+                o = outs[0]
+                g.append("  if (h_->host) {")
+                g.append(f"    HostOutput o_(h_, {o.name}, {o.count}, {o.elem});")
+                g.append("    if (int s_ = o_.status()) return s_;")
+                g.append(f"    a_.{o.name} = o_.scratch();")
+                g.append("    api::Empty reply_{};")
+                g.append(f"    return o_.copy_out(wait<api::Call::{name}>(a_, &reply_));")
+                g.append("  }")
             g.append(f"  return queue<api::Call::{name}>(a_);")
         g.append("}")
         guest_cc.append("\n".join(g))

@@ -1,8 +1,9 @@
 // cuDNN in libcuda.so.1 (vmcuda's libcudnn.so.9 forwards each export here; README.md "cuDNN").
 // The calls are listed in api/libs/cudnn.calls (wire structs, exports and stubs are generated
 // by scripts/gen-cudnn.py); the handle and the backend API are written here, the legacy API's
-// calls (tensor, activation, filter, convolution, pooling and dropout descriptors, batch
-// normalization, convolutions, pooling, softmax, dropout) are generated
+// calls (tensor, activation, filter, convolution, pooling, dropout, LRN, op-tensor and
+// reduce-tensor descriptors, batch normalization, convolutions, pooling, softmax, dropout, LRN
+// and divisive normalization, tensor operations and reductions) are generated
 // (cudnn_guest.inc, included at the end: its helpers are this file's). The handle and the backend (graph) API's
 // descriptors are guest objects with a wire handle from the streams' counter. Creation,
 // attribute settings, destruction and cudnnBackendExecute are queued (an error the host finds
@@ -12,8 +13,7 @@
 // handles, device pointers as they are.
 // Legacy descriptors are guest objects too (Kind::kLegacy, with their kind's tag); their
 // creation, settings and destruction and the batch normalizations are queued; Get* calls wait.
-// TODO(remoting): the rest of the legacy API (cudnnGetDropoutDescriptor, LRN, op/reduce tensor,
-// RNNs, CTC loss) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
+// TODO(remoting): the rest of the legacy API (RNNs, CTC loss, the spatial transformer) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
 // (CUDNN_STATUS_NOT_SUPPORTED, logged once); by-value tensors in a variant pack (a host pointer)
 // are refused by the host; CUDNN_TYPE_HANDLE attributes cannot be read back.
 #include <algorithm>
@@ -201,6 +201,17 @@ void set_data_type(const void* tensor, int32_t data_type) {
 size_t scalar_bytes(const void* x) {
   const Object* o = find_legacy(x, 0);
   return o && o->data_type == 1 ? 8 : 4;
+}
+// The bytes of one element of tensor descriptor `t`'s data type (cudnnSetTensor's value is one of
+// y's type): as set (a float where the guest does not know it), at most 8.
+size_t element_bytes(const void* t) {
+  const Object* o = find_legacy(t, 0);
+  switch (o ? o->data_type.load() : 0) {
+    case 1: case 10: return 8;  // DOUBLE, INT64
+    case 2: case 9: return 2;   // HALF, BFLOAT16
+    case 3: case 6: case 11: case 12: case 13: case 15: case 16: case 17: case 18: return 1;  // a byte or less
+    default: return 4;
+  }
 }
 std::vector<std::byte> concat(std::initializer_list<std::span<const std::byte>> parts) {
   std::vector<std::byte> out;

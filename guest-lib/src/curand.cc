@@ -1,12 +1,15 @@
 // cuRAND's hand-written part in libcuda.so.1 (curand.h): the generators' registry, their
-// destruction and stream (api/libs/curand.calls `hand`) and what the guest answers itself
-// (versions). The rest is generated (scripts/gen-nvlib.py).
+// destruction and stream (api/libs/curand.calls `hand`), host generators (`local`, and their
+// generation's scratch: HostOutput) and what the guest answers itself (versions). The rest is
+// generated (scripts/gen-nvlib.py).
 #include "curand.h"
 
+#include <cstdint>
 #include <mutex>
 #include <unordered_set>
 
 #include "stream_event.h"
+#include "vmcuda/cudart_api.h"
 
 namespace vmcuda::guest::curand {
 namespace {
@@ -47,6 +50,31 @@ void publish(std::unique_ptr<Handle> h, curandGenerator_t* out) noexcept {
   *out = reinterpret_cast<curandGenerator_t>(h.release());
 }
 
+HostOutput::HostOutput(Handle* h, void* out, size_t count, size_t elem) noexcept : h_(h), lock_(h->mu), out_(out) {
+  if (count > SIZE_MAX / elem) {
+    status_ = kAllocationFailed;  // more than any memory holds
+    return;
+  }
+  bytes_ = count * elem;
+  if (bytes_ <= h->scratch_bytes) return;
+  if (h->scratch) cudaFree(h->scratch);  // its last numbers were copied out (copy_out waits)
+  h->scratch = nullptr, h->scratch_bytes = 0;
+  if (cudaMalloc(&h->scratch, bytes_) != cudaSuccess) {
+    h->scratch = nullptr;
+    status_ = kAllocationFailed;  // the client's memory (its quota) has no room for the numbers
+    return;
+  }
+  h->scratch_bytes = bytes_;
+}
+
+int HostOutput::copy_out(int generated) noexcept {
+  if (generated != kSuccess || bytes_ == 0) return generated;
+  if (cudaMemcpyAsync(out_, h_->scratch, bytes_, cudaMemcpyDeviceToHost, h_->stream) != cudaSuccess ||
+      cudaStreamSynchronize(h_->stream) != cudaSuccess)
+    return kLaunchFailure;  // the generation (or the copy into the app's memory) failed
+  return kSuccess;
+}
+
 int rng_bad(int t) noexcept {
   switch (t) {
     case 100: case 101: case 121: case 141: case 142: case 161:  // pseudo: default, XORWOW, MRG32k3a, MTGP32, MT19937, Philox
@@ -69,8 +97,10 @@ VMCUDA_CURAND_API int curandDestroyGenerator(curandGenerator_t generator) {
   }
   api::curandDestroyGenerator_Args a{};
   a.generator = h->wire;
+  const int s = queue<api::Call::curandDestroyGenerator>(a);
+  if (h->scratch) cudaFree(h->scratch);  // a host generator's numbers' room
   delete h;
-  return queue<api::Call::curandDestroyGenerator>(a);
+  return s;
 }
 
 VMCUDA_CURAND_API int curandSetStream(curandGenerator_t generator, cudaStream_t stream) {
@@ -79,7 +109,22 @@ VMCUDA_CURAND_API int curandSetStream(curandGenerator_t generator, cudaStream_t 
   api::curandSetStream_Args a{};
   a.generator = h->wire;
   if (vmcuda::guest::stream_wire_handle(stream, false, &a.stream) != cudaSuccess) return kOutOfRange;
+  {
+    std::lock_guard l(h->mu);
+    h->stream = stream;  // a host generator's numbers are copied out on it (HostOutput)
+  }
   return queue<api::Call::curandSetStream>(a);
+}
+
+// NVIDIA's host generator runs on the CPU; vmcuda's is a device generator on the host whose
+// numbers the generation functions copy into the app's host memory (HostOutput). cuRAND documents
+// the same sequence either way (its normals may differ slightly in the last bits: transcendental
+// functions of the CPU against the GPU's).
+VMCUDA_CURAND_API int curandCreateGenerator(curandGenerator_t* generator, int rng_type);
+VMCUDA_CURAND_API int curandCreateGeneratorHost(curandGenerator_t* generator, int rng_type) {
+  const int s = curandCreateGenerator(generator, rng_type);
+  if (s == kSuccess) reinterpret_cast<Handle*>(*generator)->host = true;  // not yet the app's to use
+  return s;
 }
 
 // ---- answered here (curand.h's version: the library vmcuda was built against)

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "nvlib.h"
+#include "vmcuda/cudart_types.h"
 
 #define VMCUDA_CURAND_API extern "C"
 
@@ -16,7 +18,7 @@ using curandGenerator_t = curandGenerator_st*;
 namespace vmcuda::guest::curand {
 
 // curandStatus_t values (curand.h). cuRAND has no invalid-value or not-supported status.
-inline constexpr int kSuccess = 0, kNotInitialized = 101, kTypeError = 103, kOutOfRange = 104,
+inline constexpr int kSuccess = 0, kNotInitialized = 101, kAllocationFailed = 102, kTypeError = 103, kOutOfRange = 104,
                      kLengthNotMultiple = 105, kLaunchFailure = 201, kPreexistingFailure = 202,
                      kInitializationFailed = 203, kInternalError = 999;
 inline constexpr int kInvalidValue = kOutOfRange;  // a NULL output pointer (the generated checks)
@@ -27,6 +29,33 @@ struct Handle {
   uint64_t wire = 0;
   int rng_type = 0;
   unsigned dims = 1;  // a quasi-random generator's dimensions
+  // A host generator (curandCreateGeneratorHost): a device generator on the host whose numbers
+  // land in `scratch` (the client's device memory, grown as needed, freed with the generator)
+  // and are copied into the app's host memory on the generator's stream (curandSetStream's).
+  bool host = false;
+  cudaStream_t stream = nullptr;
+  std::mutex mu;  // one generation into the scratch at a time
+  void* scratch = nullptr;
+  size_t scratch_bytes = 0;
+};
+
+// A host generator's generation (api/libs/curand.calls `hostout`): the scratch buffer to generate
+// into, then the numbers copied into the app's memory before the call returns (NVIDIA's host
+// generators answer with their numbers in place). Holds the generator's lock.
+class HostOutput {
+ public:
+  HostOutput(Handle* h, void* out, size_t count, size_t elem) noexcept;
+  int status() const noexcept { return status_; }
+  uint64_t scratch() const noexcept { return reinterpret_cast<uintptr_t>(h_->scratch); }
+  // The generation's status `generated`; on success the numbers copied out (the stream waited for).
+  int copy_out(int generated) noexcept;
+
+ private:
+  Handle* h_;
+  std::lock_guard<std::mutex> lock_;
+  void* out_;
+  size_t bytes_ = 0;
+  int status_ = kSuccess;
 };
 
 // The live generator `app` names (*h), or CURAND_STATUS_NOT_INITIALIZED.

@@ -513,6 +513,83 @@ uint64_t filter_bytes_of(const CudnnApi* lib, const CudnnObject* f) {
   return 1;
 }
 }  // namespace
+// ---- cudnnFind*Algorithm (api/libs/cudnn.calls `arena`): NVIDIA's search allocates its own
+// buffers and workspace with cudaMalloc, memory outside the client's arena that its quota does
+// not see; the Ex form searches on buffers the caller gives, so the stub gives memory of the
+// client's arena (metered by the VM's ledger, as the client's own) and frees it after.
+
+namespace {
+// Device memory of the client's arena for one call: freed (after the client's work: the arena's
+// free synchronizes) when it goes; none where the arena has no room (ptr 0).
+struct ArenaScratch {
+  DeviceArena* arena = nullptr;
+  uint64_t ptr = 0, bytes = 0;
+  ArenaScratch(DeviceArena* a, int device, uint64_t want) : arena(a) {
+    if (a && want && a->allocate(device, want, &ptr) == CUDA_SUCCESS) bytes = want;
+    else ptr = 0;
+  }
+  ~ArenaScratch() {
+    if (ptr) arena->free(ptr);
+  }
+  ArenaScratch(const ArenaScratch&) = delete;
+  ArenaScratch& operator=(const ArenaScratch&) = delete;
+  void* get() const { return reinterpret_cast<void*>(ptr); }
+};
+// The bytes of descriptor `d`: a tensor's or a filter's (0 where the library cannot say).
+uint64_t desc_bytes(const CudnnApi* lib, void* d, bool filter) {
+  size_t bytes = 0;
+  auto size = filter ? lib->cudnnGetFilterSizeInBytes : lib->cudnnGetTensorSizeInBytes;
+  return d && size && size(d, &bytes) == kCudnnSuccess ? bytes : 0;
+}
+}  // namespace
+
+int32_t Session::cudnn_find_in_arena(int device, api::Call call, void* handle, void* d1, void* d2, void* conv, void* d3,
+                                     int requested, void* returned, void* perf) {
+  const CudnnApi* lib = cudnn_;
+  // The three searches share their shapes: (handle, d1, d2, conv, d3, ...) and the Ex form's
+  // (handle, d1, buffer, d2, buffer, conv, d3, buffer, ..., workspace, bytes).
+  decltype(lib->cudnnFindConvolutionForwardAlgorithmEx) ex = nullptr;
+  decltype(lib->cudnnGetConvolutionForwardWorkspaceSize) workspace_size = nullptr;
+  decltype(lib->cudnnGetConvolutionForwardAlgorithmMaxCount) max_count = nullptr;
+  bool filter[3] = {};  // which of d1, d2, d3 is a filter
+  switch (call) {
+    case api::Call::cudnnFindConvolutionForwardAlgorithm:  // x, w, y
+      ex = lib->cudnnFindConvolutionForwardAlgorithmEx, workspace_size = lib->cudnnGetConvolutionForwardWorkspaceSize;
+      max_count = lib->cudnnGetConvolutionForwardAlgorithmMaxCount, filter[1] = true;
+      break;
+    case api::Call::cudnnFindConvolutionBackwardDataAlgorithm:  // w, dy, dx
+      ex = lib->cudnnFindConvolutionBackwardDataAlgorithmEx;
+      workspace_size = lib->cudnnGetConvolutionBackwardDataWorkspaceSize;
+      max_count = lib->cudnnGetConvolutionBackwardDataAlgorithmMaxCount, filter[0] = true;
+      break;
+    case api::Call::cudnnFindConvolutionBackwardFilterAlgorithm:  // x, dy, dw
+      ex = lib->cudnnFindConvolutionBackwardFilterAlgorithmEx;
+      workspace_size = lib->cudnnGetConvolutionBackwardFilterWorkspaceSize;
+      max_count = lib->cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, filter[2] = true;
+      break;
+    default:
+      return kCudnnNotSupported;
+  }
+  if (!ex || !workspace_size || !max_count) return kCudnnNotSupported;
+  DeviceArena* arena = arena_.get();
+  const int host_device = devices_[device];
+  const ArenaScratch b1(arena, host_device, desc_bytes(lib, d1, filter[0])),
+      b2(arena, host_device, desc_bytes(lib, d2, filter[1])), b3(arena, host_device, desc_bytes(lib, d3, filter[2]));
+  if ((d1 && !b1.ptr) || (d2 && !b2.ptr) || (d3 && !b3.ptr)) return api::kCudnnDeviceAllocationFailed;  // the quota (or the arena) has no room
+  // The workspace: as much as the hungriest algorithm asks, as NVIDIA's search gives each (an
+  // algorithm whose workspace does not fit the quota is reported failed, as the Ex form does).
+  int algorithms = 0;
+  uint64_t want = 0;
+  if (max_count(handle, &algorithms) == kCudnnSuccess)
+    for (int algo = 0; algo < algorithms; ++algo) {
+      size_t bytes = 0;
+      if (workspace_size(handle, d1, d2, conv, d3, algo, &bytes) == kCudnnSuccess) want = std::max<uint64_t>(want, bytes);
+    }
+  const ArenaScratch workspace(arena, host_device, std::min(want, quota_left()));
+  return ex(handle, d1, b1.get(), d2, b2.get(), conv, d3, b3.get(), requested, returned, perf, workspace.get(),
+            workspace.bytes);
+}
+
 #define tensor_bytes(t) tensor_bytes_of(lib, t)
 #define filter_bytes(f) filter_bytes_of(lib, f)
 

@@ -415,6 +415,10 @@ class Session : public vmrpc::SlotService {
   // cudnnRestoreDropoutDescriptor: its states are back with the client's memory).
   int32_t cudnn_replay_legacy(uint64_t guest, const CudnnStep& s);
   bool cudnn_replaying_ = false;  // while a resume replays: the handlers do not record again
+  // cudnnFind*Algorithm run as its Ex form on buffers and a workspace of the client's arena
+  // (`call`: which search; the rest its arguments, with the library's objects).
+  int32_t cudnn_find_in_arena(int device, api::Call call, void* handle, void* d1, void* d2, void* conv, void* d3,
+                              int requested, void* returned, void* perf);
   // Whether a state file's legacy descriptor (kind d.legacy, guest handle `guest`) and its steps
   // are well formed: each a recorded setting of that kind, of its size, naming that descriptor.
   static bool cudnn_legacy_valid(const CudnnObject& d, uint64_t guest, std::string* why);

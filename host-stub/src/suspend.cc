@@ -74,7 +74,8 @@ enum RecordType : uint32_t {
 // 12: the per-thread streams with the attributes set on them (PerThreadStream entries)
 // 13: the attributes set on the NULL stream (NullStream entries), an executable graph's disabled
 // nodes, a texture object's resource view
-constexpr uint32_t kClientStateVersion = 13;
+// 14: cuDNN's LRN, op-tensor and reduce-tensor descriptors (legacy kinds 6-8, their settings)
+constexpr uint32_t kClientStateVersion = 14;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;

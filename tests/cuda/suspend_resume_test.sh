@@ -51,9 +51,10 @@ if [ ${#programs[@]} -eq 0 ]; then
     # only a suspend that lands while a stream capture is open is refused (below).
     # ipc and ipc_pool (two processes of the VM sharing memory, an event, a pool) are carried:
     # both clients are suspended and resumed together (host-stub/src/ipc.cc). Virtual memory
-    # objects, cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc),
-    # cuDNN handles, backend descriptors and legacy descriptors (tensor, filter, convolution,
-    # activation, pooling, dropout with its states: cudnn.cc; cudnn_basic, cudnn_legacy) and
+    # objects, cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc; host
+    # generators too: curand_host), cuDNN handles, backend descriptors and legacy descriptors
+    # (tensor, filter, convolution, activation, pooling, dropout with its states, LRN, op-tensor,
+    # reduce-tensor: cudnn.cc; cudnn_basic, cudnn_legacy, cudnn_ops) and
     # cuSPARSE and cuSOLVER objects (nvobj.cc) are carried, and so are the attributes of every
     # stream, the per-thread and NULL streams' included (stream_attributes).
     case "$n" in fault|multi_gpu) continue ;; esac

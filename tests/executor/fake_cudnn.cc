@@ -15,10 +15,16 @@
 // routines (convolution forward, fused bias and activation, backward data, filter and bias, with
 // groups; algorithm searches offering algorithms 0 and 1, 1 asking for a workspace; cudnnAddTensor;
 // max and average pooling forward and backward; softmax forward and backward; dropout whose
-// generator position is a counter in its states, in the client's memory).
+// generator position is a counter in its states, in the client's memory); LRN, op-tensor and
+// reduce-tensor descriptors and their fp32 routines (LRN across channels and divisive
+// normalization forward and backward on 4-D NCHW, cudnnOpTensor's six operations with B
+// broadcast, cudnnReduceTensor's nine with 32-bit flattened indices and a workspace of one float
+// per output), cudnnSetTensor, ScaleTensor and TransformTensor.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <set>
@@ -1182,29 +1188,45 @@ int f_fwd_algo_v7(void* h, void* xd, void* wd, void* cd, void* yd, int req, void
   Conv v;
   return algo_results(h, &v, xd, wd, cd, yd, req, ret, perf);
 }
-int f_fwd_find_ex(void* h, void* xd, void*, void* wd, void*, void* cd, void* yd, void*, int req, void* ret, void* perf,
-                  void*, size_t) {
+// The Ex searches run on the caller's buffers and workspace (device memory, checked here, as a
+// GPU would fault on other memory): what the last was given (fake_cudnn_last_search).
+FakeCudnnSearch g_last_search;
+int find_ex(void* h, Conv* v, void* xd, void* wd, void* cd, void* yd, int req, void* ret, void* perf,
+            std::initializer_list<void*> buffers, void* ws, size_t ws_bytes) {
+  if (int s = algo_results(h, v, xd, wd, cd, yd, req, ret, perf)) return s;
+  std::lock_guard l(g_mu);
+  bool ok = true;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    for (void* b : buffers) ok &= b && at(reinterpret_cast<uint64_t>(b), 1);
+    ok &= !ws_bytes || (ws && at(reinterpret_cast<uint64_t>(ws), ws_bytes));
+  });
+  if (!ok) return kExecutionFailed;
+  g_last_search = {reinterpret_cast<uint64_t>(*buffers.begin()), reinterpret_cast<uint64_t>(ws), ws_bytes};
+  return kSuccess;
+}
+int f_fwd_find_ex(void* h, void* xd, void* x, void* wd, void* w, void* cd, void* yd, void* y, int req, void* ret,
+                  void* perf, void* ws, size_t ws_bytes) {
   Conv v;
-  return algo_results(h, &v, xd, wd, cd, yd, req, ret, perf);
+  return find_ex(h, &v, xd, wd, cd, yd, req, ret, perf, {x, w, y}, ws, ws_bytes);
 }
 // Backward data and filter: the descriptors in the order (w, dy, conv, dx) / (x, dy, conv, dw).
 int f_bwd_data_algo(void* h, void* wd, void* dyd, void* cd, void* dxd, int req, void* ret, void* perf) {
   Conv v;
   return algo_results(h, &v, dxd, wd, cd, dyd, req, ret, perf);
 }
-int f_bwd_data_find_ex(void* h, void* wd, void*, void* dyd, void*, void* cd, void* dxd, void*, int req, void* ret,
-                       void* perf, void*, size_t) {
+int f_bwd_data_find_ex(void* h, void* wd, void* w, void* dyd, void* dy, void* cd, void* dxd, void* dx, int req, void* ret,
+                       void* perf, void* ws, size_t ws_bytes) {
   Conv v;
-  return algo_results(h, &v, dxd, wd, cd, dyd, req, ret, perf);
+  return find_ex(h, &v, dxd, wd, cd, dyd, req, ret, perf, {w, dy, dx}, ws, ws_bytes);
 }
 int f_bwd_filter_algo(void* h, void* xd, void* dyd, void* cd, void* dwd, int req, void* ret, void* perf) {
   Conv v;
   return algo_results(h, &v, xd, dwd, cd, dyd, req, ret, perf);
 }
-int f_bwd_filter_find_ex(void* h, void* xd, void*, void* dyd, void*, void* cd, void* dwd, void*, int req, void* ret,
-                         void* perf, void*, size_t) {
+int f_bwd_filter_find_ex(void* h, void* xd, void* x, void* dyd, void* dy, void* cd, void* dwd, void* dw, int req,
+                         void* ret, void* perf, void* ws, size_t ws_bytes) {
   Conv v;
-  return algo_results(h, &v, xd, dwd, cd, dyd, req, ret, perf);
+  return find_ex(h, &v, xd, dwd, cd, dyd, req, ret, perf, {x, dy, dw}, ws, ws_bytes);
 }
 int workspace(void* h, void* xd, void* wd, void* cd, void* yd, int algo, int algos, void* size) {
   std::lock_guard l(g_mu);
@@ -1694,6 +1716,422 @@ int f_dropout_bwd(void* handle, void* p, void* dyd, void* dy, void* dxd, void* d
   });
 }
 
+int f_get_dropout(void* p, void* handle, void* prob, void* states, void* seed) {
+  std::lock_guard l(g_mu);
+  DropoutDesc* d = live_in(g_dropouts, p);
+  if (!d || !g_handles.count(static_cast<Handle*>(handle)) || !prob || !states || !seed) return kBadParam;
+  std::memcpy(prob, &d->p, 4);
+  const void* s = reinterpret_cast<void*>(d->states);
+  std::memcpy(states, &s, 8);
+  std::memcpy(seed, &d->seed, 8);
+  return kSuccess;
+}
+
+// ---- tensor operations over the index space (fp32): each element's offset by its own strides
+// Calls f(index vector, element number) for every element of `t` in index order.
+template <class F>
+void each_index(const TensorDesc& t, F f) {
+  std::vector<int> idx(size_t(t.nb), 0);
+  const int64_t n = elems_of(t);
+  for (int64_t e = 0; e < n; ++e) {
+    f(idx, e);
+    for (int k = t.nb; k-- > 0;) {
+      if (++idx[size_t(k)] < t.dims[k]) break;
+      idx[size_t(k)] = 0;
+    }
+  }
+}
+int64_t offset_at(const TensorDesc& t, const std::vector<int>& idx) {
+  int64_t o = 0;
+  for (int k = 0; k < t.nb; ++k) o += int64_t(t.dims[k] == 1 ? 0 : idx[size_t(k)]) * t.strides[k];
+  return o;  // a dimension of 1 broadcasts
+}
+bool fp32_all(std::initializer_list<const TensorDesc*> ts) {
+  for (const TensorDesc* t : ts)
+    if (t && t->dtype != kDataFloat) return false;
+  return true;
+}
+bool same_shape(const TensorDesc& a, const TensorDesc& b) {
+  if (a.nb != b.nb) return false;
+  for (int i = 0; i < a.nb; ++i)
+    if (a.dims[i] != b.dims[i]) return false;
+  return true;
+}
+// Whether `small`'s dimensions are each 1 or `big`'s (a broadcast or a reduction's output).
+bool fits(const TensorDesc& small, const TensorDesc& big) {
+  if (small.nb != big.nb) return false;
+  for (int i = 0; i < big.nb; ++i)
+    if (small.dims[i] != 1 && small.dims[i] != big.dims[i]) return false;
+  return true;
+}
+
+int f_set_tensor(void* handle, void* yd, void* y, void* value) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc* t = tensor_desc(yd);
+    if (!t || t->nb == 0 || !value) return kBadParam;
+    if (!fp32_all({t})) return fail(kNotSupported, "the fake sets fp32");
+    float* p = fptr(at, y, span_of(*t));
+    if (!p) return kExecutionFailed;
+    for (int64_t o : offsets_of(*t)) p[o] = scalar(value);
+    return kSuccess;
+  });
+}
+int f_scale_tensor(void* handle, void* yd, void* y, void* alpha) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc* t = tensor_desc(yd);
+    if (!t || t->nb == 0 || !alpha) return kBadParam;
+    if (!fp32_all({t})) return fail(kNotSupported, "the fake scales fp32");
+    float* p = fptr(at, y, span_of(*t));
+    if (!p) return kExecutionFailed;
+    for (int64_t o : offsets_of(*t)) p[o] *= scalar(alpha);
+    return kSuccess;
+  });
+}
+// y = alpha * x + beta * y, element by element of the same index (each in its own layout).
+int f_transform_tensor(void* handle, void* alpha, void* xd, void* x, void* beta, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc *xt = tensor_desc(xd), *yt = tensor_desc(yd);
+    if (!xt || !yt || !same_shape(*xt, *yt)) return fail(kBadParam, "x and y must have the same dimensions");
+    if (!fp32_all({xt, yt})) return fail(kNotSupported, "the fake transforms fp32");
+    float *px = fptr(at, x, span_of(*xt)), *py = fptr(at, y, span_of(*yt));
+    if (!px || !py) return kExecutionFailed;
+    const auto xs = offsets_of(*xt), ys = offsets_of(*yt);
+    for (size_t i = 0; i < xs.size(); ++i) py[ys[i]] = blend(scalar(alpha), px[xs[i]], scalar(beta), py[ys[i]]);
+    return kSuccess;
+  });
+}
+
+// ---- op-tensor: C = op(alpha1 * A, alpha2 * B) + beta * C (B broadcast by dimensions of 1)
+struct OpTensorDesc {
+  int op = 0, ctype = kDataFloat, nan = 0;
+};
+std::set<OpTensorDesc*> g_op_tensors;
+int f_create_op_tensor(void** out) { return create_in(g_op_tensors, out); }
+int f_destroy_op_tensor(void* p) { return destroy_in(g_op_tensors, p); }
+int f_set_op_tensor(void* p, int op, int ctype, int nan) {
+  std::lock_guard l(g_mu);
+  OpTensorDesc* d = live_in(g_op_tensors, p);
+  if (!d || op < 0 || op > 5 || ctype < 0 || ctype > 20 || nan < 0 || nan > 1) return kBadParam;
+  d->op = op, d->ctype = ctype, d->nan = nan;
+  return kSuccess;
+}
+int f_get_op_tensor(void* p, void* op, void* ctype, void* nan) {
+  std::lock_guard l(g_mu);
+  OpTensorDesc* d = live_in(g_op_tensors, p);
+  if (!d) return kBadParam;
+  put(op, d->op), put(ctype, d->ctype), put(nan, d->nan);
+  return kSuccess;
+}
+int f_op_tensor(void* handle, void* desc, void* alpha1, void* ad, void* A, void* alpha2, void* bd, void* B, void* beta,
+                void* cd, void* C) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    OpTensorDesc* d = live_in(g_op_tensors, desc);
+    TensorDesc *at_ = tensor_desc(ad), *bt = tensor_desc(bd), *ct = tensor_desc(cd);
+    const bool unary = d && (d->op == 4 || d->op == 5);  // SQRT, NOT: B is ignored
+    if (!d || !at_ || !ct || (!unary && !bt)) return kBadParam;
+    if (!same_shape(*at_, *ct) || (!unary && !fits(*bt, *ct))) return fail(kBadParam, "A must be C's shape, B broadcast to it");
+    if (!fp32_all({at_, unary ? nullptr : bt, ct})) return fail(kNotSupported, "the fake operates on fp32");
+    float *pa = fptr(at, A, span_of(*at_)), *pb = unary ? nullptr : fptr(at, B, span_of(*bt)), *pc = fptr(at, C, span_of(*ct));
+    if (!pa || !pc || (!unary && !pb)) return kExecutionFailed;
+    const float a1 = scalar(alpha1), a2 = scalar(alpha2), be = scalar(beta);
+    each_index(*ct, [&](const std::vector<int>& idx, int64_t) {
+      const float u = a1 * pa[offset_at(*at_, idx)], v = unary ? 0.f : a2 * pb[offset_at(*bt, idx)];
+      float r = 0;
+      switch (d->op) {
+        case 0: r = u + v; break;
+        case 1: r = u * v; break;
+        case 2: r = std::min(u, v); break;
+        case 3: r = std::max(u, v); break;
+        case 4: r = std::sqrt(u); break;
+        case 5: r = 1.f - u; break;
+      }
+      float& c = pc[offset_at(*ct, idx)];
+      c = r + (be != 0 ? be * c : 0.f);
+    });
+    return kSuccess;
+  });
+}
+
+// ---- reduce-tensor: C = reduce op(alpha * A) + beta * C over A's dimensions that are 1 in C;
+// MIN, MAX and AMAX can give each output's flattened index within its reduced elements
+struct ReduceDesc {
+  int op = 0, ctype = kDataFloat, nan = 0, indices = 0, itype = 0;
+};
+std::set<ReduceDesc*> g_reduces;
+constexpr int kReduceAdd = 0, kReduceMul = 1, kReduceMin = 2, kReduceMax = 3, kReduceAmax = 4, kReduceAvg = 5,
+              kReduceNorm1 = 6, kReduceNorm2 = 7, kReduceMulNoZeros = 8;
+int f_create_reduce(void** out) { return create_in(g_reduces, out); }
+int f_destroy_reduce(void* p) { return destroy_in(g_reduces, p); }
+int f_set_reduce(void* p, int op, int ctype, int nan, int indices, int itype) {
+  std::lock_guard l(g_mu);
+  ReduceDesc* d = live_in(g_reduces, p);
+  if (!d || op < 0 || op > 8 || ctype < 0 || ctype > 20 || nan < 0 || nan > 1 || indices < 0 || indices > 1 ||
+      itype < 0 || itype > 3)
+    return kBadParam;
+  d->op = op, d->ctype = ctype, d->nan = nan, d->indices = indices, d->itype = itype;
+  return kSuccess;
+}
+int f_get_reduce(void* p, void* op, void* ctype, void* nan, void* indices, void* itype) {
+  std::lock_guard l(g_mu);
+  ReduceDesc* d = live_in(g_reduces, p);
+  if (!d) return kBadParam;
+  put(op, d->op), put(ctype, d->ctype), put(nan, d->nan), put(indices, d->indices), put(itype, d->itype);
+  return kSuccess;
+}
+bool gives_indices(const ReduceDesc& d) {
+  return d.indices == 1 && (d.op == kReduceMin || d.op == kReduceMax || d.op == kReduceAmax);
+}
+int reduce_sizes(void* handle, void* desc, void* ad, void* cd, ReduceDesc** d, TensorDesc** a, TensorDesc** c) {
+  *d = live_in(g_reduces, desc), *a = tensor_desc(ad), *c = tensor_desc(cd);
+  if (!g_handles.count(static_cast<Handle*>(handle)) || !*d || !*a || !*c) return kBadParam;
+  if (!fits(**c, **a)) return fail(kBadParam, "C's dimensions must each be 1 or A's");
+  return kSuccess;
+}
+int f_reduce_indices_size(void* handle, void* desc, void* ad, void* cd, void* size) {
+  std::lock_guard l(g_mu);
+  ReduceDesc* d;
+  TensorDesc *a, *c;
+  if (int s = reduce_sizes(handle, desc, ad, cd, &d, &a, &c)) return s;
+  if (!size) return kBadParam;
+  const size_t bytes = gives_indices(*d) ? size_t(elems_of(*c)) * 4 : 0;  // 32-bit indices
+  std::memcpy(size, &bytes, 8);
+  return kSuccess;
+}
+// The fake's workspace: one float per output element (a partial result each), so the plumbing of
+// a workspace is exercised.
+int f_reduce_workspace_size(void* handle, void* desc, void* ad, void* cd, void* size) {
+  std::lock_guard l(g_mu);
+  ReduceDesc* d;
+  TensorDesc *a, *c;
+  if (int s = reduce_sizes(handle, desc, ad, cd, &d, &a, &c)) return s;
+  if (!size) return kBadParam;
+  const size_t bytes = size_t(elems_of(*c)) * 4;
+  std::memcpy(size, &bytes, 8);
+  return kSuccess;
+}
+int f_reduce(void* handle, void* desc, void* indices, size_t indices_bytes, void* ws, size_t ws_bytes, void* alpha,
+             void* ad, void* A, void* beta, void* cd, void* C) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    ReduceDesc* d;
+    TensorDesc *a, *c;
+    if (int s = reduce_sizes(handle, desc, ad, cd, &d, &a, &c)) return s;
+    if (!fp32_all({a, c})) return fail(kNotSupported, "the fake reduces fp32");
+    const size_t outs = size_t(elems_of(*c));
+    if (ws_bytes < outs * 4) return fail(kBadParam, "the workspace is smaller than cudnnGetReductionWorkspaceSize");
+    if (gives_indices(*d) && indices_bytes < outs * 4)
+      return fail(kBadParam, "the indices are smaller than cudnnGetReductionIndicesSize");
+    float *pa = fptr(at, A, span_of(*a)), *pc = fptr(at, C, span_of(*c)), *acc = fptr(at, ws, int64_t(outs));
+    auto* pi = gives_indices(*d) ? reinterpret_cast<uint32_t*>(at(reinterpret_cast<uint64_t>(indices), outs * 4)) : nullptr;
+    if (!pa || !pc || !acc || (gives_indices(*d) && !pi)) return kExecutionFailed;
+    // Each output's elements in A's index order: the output's index in C (packed), and the
+    // element's position among those it reduces (flattened over the reduced dimensions).
+    std::vector<int64_t> count(outs, 0);
+    std::vector<uint32_t> best(outs, 0);
+    const float al = scalar(alpha);
+    each_index(*a, [&](const std::vector<int>& idx, int64_t) {
+      size_t o = 0;
+      for (int k = 0; k < c->nb; ++k) o = o * size_t(c->dims[k]) + size_t(c->dims[k] == 1 ? 0 : idx[size_t(k)]);
+      const float v = al * pa[offset_at(*a, idx)];
+      const int64_t n = count[o]++;
+      float& r = acc[o];
+      switch (d->op) {
+        case kReduceAdd: case kReduceAvg: r = n ? r + v : v; break;
+        case kReduceMul: r = n ? r * v : v; break;
+        case kReduceMulNoZeros: r = v == 0 ? (n ? r : 1.f) : (n ? r * v : v); break;
+        case kReduceNorm1: r = n ? r + std::fabs(v) : std::fabs(v); break;
+        case kReduceNorm2: r = n ? r + v * v : v * v; break;
+        case kReduceMin: if (!n || v < r) r = v, best[o] = uint32_t(n); break;
+        case kReduceMax: if (!n || v > r) r = v, best[o] = uint32_t(n); break;
+        case kReduceAmax: if (!n || std::fabs(v) > r) r = std::fabs(v), best[o] = uint32_t(n); break;
+      }
+    });
+    const float be = scalar(beta);
+    size_t o = 0;
+    each_index(*c, [&](const std::vector<int>& idx, int64_t) {
+      float r = acc[o];
+      if (d->op == kReduceAvg) r /= float(std::max<int64_t>(count[o], 1));
+      if (d->op == kReduceNorm2) r = std::sqrt(r);
+      float& out = pc[offset_at(*c, idx)];
+      out = r + (be != 0 ? be * out : 0.f);
+      if (pi) pi[o] = best[o];
+      ++o;
+    });
+    return kSuccess;
+  });
+}
+
+// ---- local response normalization (across channels) and divisive normalization (across a
+// spatial window of lrnN per dimension), as cuDNN defines them: alpha divided by the window's
+// size (lrnN; lrnN^spatial dimensions for divisive normalization)
+struct LrnDesc {
+  unsigned n = 5;
+  double alpha = 1e-4, beta = 0.75, k = 2.0;  // cuDNN's defaults
+};
+std::set<LrnDesc*> g_lrns;
+int f_create_lrn(void** out) { return create_in(g_lrns, out); }
+int f_destroy_lrn(void* p) { return destroy_in(g_lrns, p); }
+int f_set_lrn(void* p, unsigned n, double alpha, double beta, double k) {
+  std::lock_guard l(g_mu);
+  LrnDesc* d = live_in(g_lrns, p);
+  if (!d || n < 1 || n > 16 || k < 1e-5 || beta < 0.01) return kBadParam;  // CUDNN_LRN_MIN_N.. (cudnn_ops.h)
+  d->n = n, d->alpha = alpha, d->beta = beta, d->k = k;
+  return kSuccess;
+}
+int f_get_lrn(void* p, void* n, void* alpha, void* beta, void* k) {
+  std::lock_guard l(g_mu);
+  LrnDesc* d = live_in(g_lrns, p);
+  if (!d) return kBadParam;
+  if (n) std::memcpy(n, &d->n, 4);
+  if (alpha) std::memcpy(alpha, &d->alpha, 8);
+  if (beta) std::memcpy(beta, &d->beta, 8);
+  if (k) std::memcpy(k, &d->k, 8);
+  return kSuccess;
+}
+// Each element's window in a packed 4-D NCHW tensor of dims `dm`: across channels (spatial
+// false) or over an n x n spatial square, [center - (n-1)/2, center + n - 1 - (n-1)/2], clipped;
+// `holders` gives the elements whose windows hold the element instead (the window reversed).
+template <class F>
+void each_in_window(const int* dm, const LrnDesc& d, bool spatial, bool holders, int n, int c, int h, int w, F f) {
+  int behind = int(d.n - 1) / 2, ahead = int(d.n) - 1 - behind;
+  if (holders) std::swap(behind, ahead);
+  auto at = [&](int c2, int h2, int w2) { return ((int64_t(n) * dm[1] + c2) * dm[2] + h2) * dm[3] + w2; };
+  if (!spatial) {
+    for (int c2 = std::max(0, c - behind); c2 <= std::min(dm[1] - 1, c + ahead); ++c2) f(at(c2, h, w));
+    return;
+  }
+  for (int h2 = std::max(0, h - behind); h2 <= std::min(dm[2] - 1, h + ahead); ++h2)
+    for (int w2 = std::max(0, w - behind); w2 <= std::min(dm[3] - 1, w + ahead); ++w2) f(at(c, h2, w2));
+}
+template <class F>
+void each_nchw(const int* dm, F f) {
+  int64_t e = 0;
+  for (int n = 0; n < dm[0]; ++n)
+    for (int c = 0; c < dm[1]; ++c)
+      for (int h = 0; h < dm[2]; ++h)
+        for (int w = 0; w < dm[3]; ++w) f(n, c, h, w, e++);
+}
+double window_scale(const LrnDesc& d, bool spatial) { return d.alpha / (spatial ? double(d.n) * d.n : double(d.n)); }
+// s = k + alpha / size * the sum of v^2 over each element's window (v packed NCHW).
+std::vector<double> window_sums(const int* dm, const LrnDesc& d, bool spatial, const std::vector<double>& v) {
+  std::vector<double> s(v.size());
+  each_nchw(dm, [&](int n, int c, int h, int w, int64_t e) {
+    double sum = 0;
+    each_in_window(dm, d, spatial, false, n, c, h, w, [&](int64_t o) { sum += v[size_t(o)] * v[size_t(o)]; });
+    s[size_t(e)] = d.k + window_scale(d, spatial) * sum;
+  });
+  return s;
+}
+// The gradient of y = v * s^-beta with respect to v given dy: dv_i = dy_i s_i^-beta -
+// 2 beta scale v_i * (the sum over the windows j holding i of dy_j v_j s_j^(-beta-1)).
+std::vector<double> window_grad(const int* dm, const LrnDesc& d, bool spatial, const std::vector<double>& v,
+                                const std::vector<double>& dy) {
+  const std::vector<double> s = window_sums(dm, d, spatial, v);
+  std::vector<double> g(v.size());
+  each_nchw(dm, [&](int n, int c, int h, int w, int64_t e) {
+    double acc = 0;
+    each_in_window(dm, d, spatial, true, n, c, h, w,
+                   [&](int64_t j) { acc += dy[size_t(j)] * v[size_t(j)] * std::pow(s[size_t(j)], -d.beta - 1); });
+    const size_t i = size_t(e);
+    g[i] = dy[i] * std::pow(s[i], -d.beta) - 2 * d.beta * window_scale(d, spatial) * v[i] * acc;
+  });
+  return g;
+}
+// A 4-D fp32 tensor's elements in NCHW index order (its own strides), and back.
+std::vector<double> gather(const TensorDesc& t, const float* p) {
+  std::vector<double> v;
+  for (int64_t o : offsets_of(t)) v.push_back(p ? p[o] : 0.0);
+  return v;
+}
+void scatter_blend(const TensorDesc& t, float* p, float alpha, const std::vector<double>& v, float beta) {
+  const auto os = offsets_of(t);
+  for (size_t i = 0; i < os.size(); ++i) p[os[i]] = blend(alpha, float(v[i]), beta, p[os[i]]);
+}
+bool nchw4(std::initializer_list<const TensorDesc*> ts, const TensorDesc& like) {
+  for (const TensorDesc* t : ts)
+    if (!t || t->nb != 4 || !same_shape(*t, like) || t->dtype != kDataFloat) return false;
+  return true;
+}
+
+int f_lrn_fwd(void* handle, void* desc, int mode, void* alpha, void* xd, void* x, void* beta, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    LrnDesc* d = live_in(g_lrns, desc);
+    TensorDesc *xt = tensor_desc(xd), *yt = tensor_desc(yd);
+    if (!d || mode != 0 || !xt || !yt) return kBadParam;
+    if (!nchw4({xt, yt}, *xt)) return fail(kNotSupported, "the fake normalizes 4-D fp32 tensors of one shape");
+    float *px = fptr(at, x, span_of(*xt)), *py = fptr(at, y, span_of(*yt));
+    if (!px || !py) return kExecutionFailed;
+    const std::vector<double> v = gather(*xt, px), s = window_sums(xt->dims, *d, false, v);
+    std::vector<double> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] * std::pow(s[i], -d->beta);
+    scatter_blend(*yt, py, scalar(alpha), out, scalar(beta));
+    return kSuccess;
+  });
+}
+int f_lrn_bwd(void* handle, void* desc, int mode, void* alpha, void* yd, void* y, void* dyd, void* dy, void* xd, void* x,
+              void* beta, void* dxd, void* dx) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    LrnDesc* d = live_in(g_lrns, desc);
+    TensorDesc *yt = tensor_desc(yd), *dyt = tensor_desc(dyd), *xt = tensor_desc(xd), *dxt = tensor_desc(dxd);
+    if (!d || mode != 0 || !yt || !dyt || !xt || !dxt) return kBadParam;
+    if (!nchw4({yt, dyt, xt, dxt}, *xt)) return fail(kNotSupported, "the fake normalizes 4-D fp32 tensors of one shape");
+    float *px = fptr(at, x, span_of(*xt)), *pdy = fptr(at, dy, span_of(*dyt)), *pdx = fptr(at, dx, span_of(*dxt));
+    if (!px || !pdy || !pdx || !fptr(at, y, span_of(*yt))) return kExecutionFailed;
+    scatter_blend(*dxt, pdx, scalar(alpha), window_grad(xt->dims, *d, false, gather(*xt, px), gather(*dyt, pdy)),
+                  scalar(beta));
+    return kSuccess;
+  });
+}
+// Divisive normalization with precomputed means: v = x - means (zero where means is NULL),
+// y = v / (k + alpha / n^2 * the sum of v^2 over an n x n window)^beta; temp and temp2 are
+// scratch (v and the sums here).
+int f_divnorm_fwd(void* handle, void* desc, int mode, void* alpha, void* xd, void* x, void* means, void* temp,
+                  void* temp2, void* beta, void* yd, void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    LrnDesc* d = live_in(g_lrns, desc);
+    TensorDesc *xt = tensor_desc(xd), *yt = tensor_desc(yd);
+    if (!d || mode != 0 || !xt || !yt || !temp || !temp2) return kBadParam;
+    if (!nchw4({xt, yt}, *xt)) return fail(kNotSupported, "the fake normalizes 4-D fp32 tensors of one shape");
+    float *px = fptr(at, x, span_of(*xt)), *pm = means ? fptr(at, means, span_of(*xt)) : nullptr,
+          *pt = fptr(at, temp, span_of(*xt)), *pt2 = fptr(at, temp2, span_of(*xt)), *py = fptr(at, y, span_of(*yt));
+    if (!px || (means && !pm) || !pt || !pt2 || !py) return kExecutionFailed;
+    std::vector<double> v = gather(*xt, px);
+    const std::vector<double> m = gather(*xt, pm);
+    for (size_t i = 0; i < v.size(); ++i) v[i] -= m[i];
+    const std::vector<double> s = window_sums(xt->dims, *d, true, v);
+    std::vector<double> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] * std::pow(s[i], -d->beta);
+    scatter_blend(*xt, pt, 1, v, 0);
+    scatter_blend(*xt, pt2, 1, s, 0);
+    scatter_blend(*yt, py, scalar(alpha), out, scalar(beta));
+    return kSuccess;
+  });
+}
+int f_divnorm_bwd(void* handle, void* desc, int mode, void* alpha, void* xd, void* x, void* means, void* dy, void* temp,
+                  void* temp2, void* beta, void* dxd, void* dx, void* dmeans) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    LrnDesc* d = live_in(g_lrns, desc);
+    TensorDesc *xt = tensor_desc(xd), *dxt = tensor_desc(dxd);
+    if (!d || mode != 0 || !xt || !dxt || !temp || !temp2) return kBadParam;
+    if (!nchw4({xt, dxt}, *xt)) return fail(kNotSupported, "the fake normalizes 4-D fp32 tensors of one shape");
+    float *px = fptr(at, x, span_of(*xt)), *pm = means ? fptr(at, means, span_of(*xt)) : nullptr,
+          *pdy = fptr(at, dy, span_of(*xt)), *pdx = fptr(at, dx, span_of(*dxt)),
+          *pdm = dmeans ? fptr(at, dmeans, span_of(*dxt)) : nullptr;
+    if (!px || (means && !pm) || !pdy || !pdx || (dmeans && !pdm) || !fptr(at, temp, span_of(*xt)) ||
+        !fptr(at, temp2, span_of(*xt)))
+      return kExecutionFailed;
+    std::vector<double> v = gather(*xt, px);
+    const std::vector<double> m = gather(*xt, pm);
+    for (size_t i = 0; i < v.size(); ++i) v[i] -= m[i];
+    std::vector<double> g = window_grad(xt->dims, *d, true, v, gather(*xt, pdy));
+    scatter_blend(*dxt, pdx, scalar(alpha), g, scalar(beta));
+    if (pdm) {  // the means enter as -x does
+      for (double& e : g) e = -e;
+      scatter_blend(*dxt, pdm, scalar(alpha), g, scalar(beta));
+    }
+    return kSuccess;
+  });
+}
+
 int g_cudnn_token;
 
 const std::map<std::string, void*>& table() {
@@ -1792,6 +2230,30 @@ const std::map<std::string, void*>& table() {
       {"cudnnRestoreDropoutDescriptor", reinterpret_cast<void*>(f_restore_dropout)},
       {"cudnnDropoutForward", reinterpret_cast<void*>(f_dropout_fwd)},
       {"cudnnDropoutBackward", reinterpret_cast<void*>(f_dropout_bwd)},
+      {"cudnnGetDropoutDescriptor", reinterpret_cast<void*>(f_get_dropout)},
+      {"cudnnCreateLRNDescriptor", reinterpret_cast<void*>(f_create_lrn)},
+      {"cudnnSetLRNDescriptor", reinterpret_cast<void*>(f_set_lrn)},
+      {"cudnnGetLRNDescriptor", reinterpret_cast<void*>(f_get_lrn)},
+      {"cudnnDestroyLRNDescriptor", reinterpret_cast<void*>(f_destroy_lrn)},
+      {"cudnnLRNCrossChannelForward", reinterpret_cast<void*>(f_lrn_fwd)},
+      {"cudnnLRNCrossChannelBackward", reinterpret_cast<void*>(f_lrn_bwd)},
+      {"cudnnDivisiveNormalizationForward", reinterpret_cast<void*>(f_divnorm_fwd)},
+      {"cudnnDivisiveNormalizationBackward", reinterpret_cast<void*>(f_divnorm_bwd)},
+      {"cudnnCreateOpTensorDescriptor", reinterpret_cast<void*>(f_create_op_tensor)},
+      {"cudnnSetOpTensorDescriptor", reinterpret_cast<void*>(f_set_op_tensor)},
+      {"cudnnGetOpTensorDescriptor", reinterpret_cast<void*>(f_get_op_tensor)},
+      {"cudnnDestroyOpTensorDescriptor", reinterpret_cast<void*>(f_destroy_op_tensor)},
+      {"cudnnOpTensor", reinterpret_cast<void*>(f_op_tensor)},
+      {"cudnnCreateReduceTensorDescriptor", reinterpret_cast<void*>(f_create_reduce)},
+      {"cudnnSetReduceTensorDescriptor", reinterpret_cast<void*>(f_set_reduce)},
+      {"cudnnGetReduceTensorDescriptor", reinterpret_cast<void*>(f_get_reduce)},
+      {"cudnnDestroyReduceTensorDescriptor", reinterpret_cast<void*>(f_destroy_reduce)},
+      {"cudnnGetReductionIndicesSize", reinterpret_cast<void*>(f_reduce_indices_size)},
+      {"cudnnGetReductionWorkspaceSize", reinterpret_cast<void*>(f_reduce_workspace_size)},
+      {"cudnnReduceTensor", reinterpret_cast<void*>(f_reduce)},
+      {"cudnnSetTensor", reinterpret_cast<void*>(f_set_tensor)},
+      {"cudnnScaleTensor", reinterpret_cast<void*>(f_scale_tensor)},
+      {"cudnnTransformTensor", reinterpret_cast<void*>(f_transform_tensor)},
   };
   return t;
 }
@@ -1806,10 +2268,15 @@ void* fake_cudnn_symbol(void* library, const char* name) {
   return it == table().end() ? nullptr : it->second;
 }
 
+FakeCudnnSearch fake_cudnn_last_search() {
+  std::lock_guard l(g_mu);
+  return g_last_search;
+}
+
 uint64_t fake_live_cudnn_objects() {
   std::lock_guard l(g_mu);
   return g_handles.size() + g_descs.size() + g_tensors.size() + g_activations.size() + g_filters.size() +
-         g_convs.size() + g_pools.size() + g_dropouts.size();
+         g_convs.size() + g_pools.size() + g_dropouts.size() + g_lrns.size() + g_op_tensors.size() + g_reduces.size();
 }
 
 }  // namespace vmcuda::testing

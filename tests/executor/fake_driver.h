@@ -164,5 +164,10 @@ uint64_t fake_live_cusolver_objects();
 void* fake_cudnn_library();
 void* fake_cudnn_symbol(void* library, const char* name);
 uint64_t fake_live_cudnn_objects();
+// What the last cudnnFind*AlgorithmEx was given: its first buffer, its workspace and bytes.
+struct FakeCudnnSearch {
+  uint64_t first_buffer = 0, workspace = 0, workspace_bytes = 0;
+};
+FakeCudnnSearch fake_cudnn_last_search();
 
 }  // namespace vmcuda::testing

@@ -42,18 +42,18 @@ TEST(NvlibStubs, CufftVersionsAndAnUnsupportedCallback) {
   EXPECT_EQ(symbol<int (*)(int, int)>(lib, "cufftSetAutoAllocation")(77, 0), 1);  // CUFFT_INVALID_PLAN
 }
 
-TEST(NvlibStubs, CurandVersionsAndHostGenerators) {
+TEST(NvlibStubs, CurandVersionsAndUnsupportedCalls) {
   void* lib = open(VMCUDA_TEST_CURAND);
   ASSERT_NE(lib, nullptr);
   int version = 0;
   ASSERT_EQ(symbol<int (*)(int*)>(lib, "curandGetVersion")(&version), 0);
   EXPECT_GE(version, 10000);
-  // Host generators run NVIDIA's code on the CPU: not supported, logged once.
-  void* g = nullptr;
+  // Discrete distributions are not remoted: not supported, logged once.
+  void* dist = nullptr;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(symbol<int (*)(void**, int)>(lib, "curandCreateGeneratorHost")(&g, 101), 999);
+  EXPECT_EQ(symbol<int (*)(double, void**)>(lib, "curandCreatePoissonDistribution")(4.0, &dist), 999);
   const std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("curandCreateGeneratorHost is not supported yet"), std::string::npos) << err;
+  EXPECT_NE(err.find("curandCreatePoissonDistribution is not supported yet"), std::string::npos) << err;
   // A generator that was never made.
   int junk = 0;
   EXPECT_EQ(symbol<int (*)(void*, unsigned long long)>(lib, "curandSetPseudoRandomGeneratorSeed")(&junk, 1), 101);

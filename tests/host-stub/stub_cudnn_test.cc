@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "host-stub/slot_control.h"
+#include "arena.h"
 #include "stub_fixture.h"
 #include "vmcuda/api/cudnn_abi.h"
 
@@ -637,6 +638,40 @@ TEST_F(CudnnConvTest, AConvolutionRunsForwardAndBackwardOnTheClientsMemory) {
   EXPECT_EQ(read(y, 8), (std::vector<float>{13, 17, 25, 29, -5, -5, -5, -5}));
 }
 
+// cudnnFind*Algorithm (without Ex) lets NVIDIA's library allocate its buffers and workspace
+// outside the client's arena: the stub runs the Ex form on memory it takes from the arena (the
+// workspace the hungriest algorithm asks: the fake's algorithm 1, one float per output) and frees
+// it after the call.
+TEST_F(CudnnConvTest, AlgorithmSearchesUseTheClientsArena) {
+  make_conv();
+  const uint64_t mine = c.malloc(64);  // the client's arena
+  auto same_arena = [&](uint64_t p) { return p >= kArenaBase && (p - kArenaBase) / kArenaStride == (mine - kArenaBase) / kArenaStride; };
+  const uint64_t before = tst::fake_allocated_bytes();
+  auto search = [&]<api::Call C>(auto a) {
+    a.handle = handle, a.convDesc = cd, a.requestedAlgoCount = 8;
+    typename api::CallTraits<C>::Reply r{};
+    std::vector<std::byte> perf;
+    EXPECT_EQ(c.call<C>(a, &r, {}, &perf, 8 * 48), 0);
+    int32_t returned = 0;
+    std::memcpy(&returned, r.returnedAlgoCount, 4);
+    EXPECT_EQ(returned, 2);
+    const tst::FakeCudnnSearch got = tst::fake_cudnn_last_search();
+    EXPECT_TRUE(same_arena(got.first_buffer)) << std::hex << got.first_buffer;
+    EXPECT_TRUE(same_arena(got.workspace)) << std::hex << got.workspace;
+    EXPECT_EQ(got.workspace_bytes, 2u * 2 * 2 * 4);
+    EXPECT_EQ(tst::fake_allocated_bytes(), before);  // freed after the call
+  };
+  api::cudnnFindConvolutionForwardAlgorithm_Args f{};
+  f.xDesc = xd, f.wDesc = wd, f.yDesc = yd;
+  search.operator()<api::Call::cudnnFindConvolutionForwardAlgorithm>(f);
+  api::cudnnFindConvolutionBackwardDataAlgorithm_Args d{};
+  d.wDesc = wd, d.dyDesc = yd, d.dxDesc = xd;
+  search.operator()<api::Call::cudnnFindConvolutionBackwardDataAlgorithm>(d);
+  api::cudnnFindConvolutionBackwardFilterAlgorithm_Args w{};
+  w.xDesc = xd, w.dyDesc = yd, w.dwDesc = wd;
+  search.operator()<api::Call::cudnnFindConvolutionBackwardFilterAlgorithm>(w);
+}
+
 TEST_F(CudnnConvTest, HostileArguments) {
   make_conv();
   const uint64_t x = floats(std::vector<float>(9, 1)), y = floats(std::vector<float>(8, 0));
@@ -767,6 +802,101 @@ TEST_F(CudnnLegacySuspendTest, EveryLegacyDescriptorIsCarried) {
   state::remove_state_file(path);
 }
 
+// The tensor operations' descriptors (LRN, op-tensor, reduce-tensor: legacy kinds 6-8) are carried
+// as the others: read back as set after a suspend and a save; the operations then run on the
+// client's memory (a reduction with its indices and workspace); a workspace or an output that is
+// not the client's memory is refused, and cudnnGetDropoutDescriptor answers the states' pointer.
+TEST_F(CudnnLegacySuspendTest, TensorOperationDescriptorsAreCarried) {
+  make_all();
+  const uint64_t lrn = next++, op = next++, red = next++;
+  ASSERT_EQ(c.call<api::Call::cudnnCreateLRNDescriptor>({lrn}), 0);
+  api::cudnnSetLRNDescriptor_Args ls{};
+  ls.normDesc = lrn, ls.lrnN = 3, ls.lrnAlpha = 0.5, ls.lrnBeta = 0.75, ls.lrnK = 1.5;
+  ASSERT_EQ(c.call<api::Call::cudnnSetLRNDescriptor>(ls), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnCreateOpTensorDescriptor>({op}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnSetOpTensorDescriptor>({op, 1, 0, 0}), 0);  // MUL, float
+  ASSERT_EQ(c.call<api::Call::cudnnCreateReduceTensorDescriptor>({red}), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnSetReduceTensorDescriptor>({red, 3, 0, 0, 1, 0}), 0);  // MAX, flattened indices
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-ops." + std::to_string(::getpid()) + ".state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    state::remove_state_file(path);
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = slot_control::control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    api::cudnnGetLRNDescriptor_Reply lr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetLRNDescriptor>({lrn}, &lr), 0);
+    uint32_t n = 0;
+    double alpha = 0, k = 0;
+    std::memcpy(&n, lr.lrnN, 4), std::memcpy(&alpha, lr.lrnAlpha, 8), std::memcpy(&k, lr.lrnK, 8);
+    EXPECT_EQ(n, 3u);
+    EXPECT_EQ(alpha, 0.5);
+    EXPECT_EQ(k, 1.5);
+    api::cudnnGetOpTensorDescriptor_Reply opr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetOpTensorDescriptor>({op}, &opr), 0);
+    EXPECT_EQ(opr.opTensorOp[0], 1);
+    api::cudnnGetReduceTensorDescriptor_Reply rr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetReduceTensorDescriptor>({red}, &rr), 0);
+    EXPECT_EQ(rr.reduceTensorOp[0], 3);
+    EXPECT_EQ(rr.reduceTensorIndices[0], 1);
+  }
+  state::remove_state_file(path);
+  // C = (2 * A) * (1 * B), B per channel.
+  const uint64_t ad4 = tensor_nd({1, 2, 1, 2}), bd4 = tensor_nd({1, 2, 1, 1});
+  const uint64_t A = floats({1, 2, 3, 4}), B = floats({10, -1}), C = floats({0, 0, 0, 0});
+  api::cudnnOpTensor_Args ot{};
+  ot.handle = handle, ot.opTensorDesc = op, ot.aDesc = ad4, ot.A = A, ot.bDesc = bd4, ot.B = B, ot.cDesc = ad4, ot.C = C;
+  scalars(ot.alpha1, 2, ot.beta, 0);
+  scalars(ot.alpha2, 1, ot.beta, 0);
+  ASSERT_EQ(c.call<api::Call::cudnnOpTensor>(ot), 0);
+  EXPECT_EQ(read(C, 4), (std::vector<float>{20, 40, -6, -8}));
+  ot.C = 0xdead0000;  // not the client's memory
+  EXPECT_EQ(c.call<api::Call::cudnnOpTensor>(ot), api::kCudnnBadParam);
+  // The maximum over W of a 1x1x2x3 tensor, with each maximum's position.
+  const uint64_t in = tensor_nd({1, 1, 2, 3}), out = tensor_nd({1, 1, 2, 1});
+  api::cudnnGetReductionWorkspaceSize_Reply wr{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetReductionWorkspaceSize>({handle, red, in, out}, &wr), 0);
+  api::cudnnGetReductionIndicesSize_Reply ir{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetReductionIndicesSize>({handle, red, in, out}, &ir), 0);
+  uint64_t ws_bytes = 0, idx_bytes = 0;
+  std::memcpy(&ws_bytes, wr.sizeInBytes, 8), std::memcpy(&idx_bytes, ir.sizeInBytes, 8);
+  ASSERT_EQ(idx_bytes, 8u);  // two 32-bit indices
+  ASSERT_GT(ws_bytes, 0u);
+  const uint64_t data = floats({1, 7, 3, 9, -2, 4}), maxima = floats({0, 0}), idx = c.malloc(idx_bytes),
+                 ws = c.malloc(ws_bytes);
+  api::cudnnReduceTensor_Args rt{};
+  rt.handle = handle, rt.reduceTensorDesc = red, rt.indices = idx, rt.indicesSizeInBytes = idx_bytes;
+  rt.workspace = ws, rt.workspaceSizeInBytes = ws_bytes, rt.aDesc = in, rt.A = data, rt.cDesc = out, rt.C = maxima;
+  scalars(rt.alpha, 1, rt.beta, 0);
+  ASSERT_EQ(c.call<api::Call::cudnnReduceTensor>(rt), 0);
+  EXPECT_EQ(read(maxima, 2), (std::vector<float>{7, 9}));
+  const std::vector<float> got_idx = read(idx, 2);
+  uint32_t where[2];
+  std::memcpy(where, got_idx.data(), 8);
+  EXPECT_EQ(where[0], 1u);
+  EXPECT_EQ(where[1], 0u);
+  rt.workspace = 0xdead0000;
+  EXPECT_EQ(c.call<api::Call::cudnnReduceTensor>(rt), api::kCudnnBadParam);
+  rt.workspace = ws, rt.workspaceSizeInBytes = ws_bytes + (1u << 20);  // beyond the allocation
+  EXPECT_EQ(c.call<api::Call::cudnnReduceTensor>(rt), api::kCudnnBadParam);
+  // The dropout descriptor's settings read back: its states are the client's pointer.
+  api::cudnnGetDropoutDescriptor_Reply dr{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetDropoutDescriptor>({dd, handle}, &dr), 0);
+  uint64_t got_states = 0, seed = 0;
+  std::memcpy(&got_states, dr.states, 8), std::memcpy(&seed, dr.seed, 8);
+  EXPECT_EQ(got_states, states);
+  EXPECT_EQ(seed, 1234u);
+  // Destroyed, each kind is refused as another's and then gone.
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyOpTensorDescriptor>({lrn}), api::kCudnnBadParam);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyLRNDescriptor>({lrn}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyOpTensorDescriptor>({op}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyReduceTensorDescriptor>({red}), 0);
+  EXPECT_EQ(c.call<api::Call::cudnnDestroyReduceTensorDescriptor>({red}), api::kCudnnBadParam);
+}
+
 // A dropout descriptor set with a handle the program destroyed since is restored with another
 // of the client's handles at the resume, or, when it has none left, with a temporary one made
 // for it (and destroyed after); its generator goes on where it stood either way.
@@ -876,7 +1006,10 @@ TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
     ASSERT_EQ(c.call<api::Call::cudnnCreateConvolutionDescriptor>({0x9060}), 0);
     ASSERT_EQ(c.call<api::Call::cudnnCreatePoolingDescriptor>({0x9070}), 0);
     ASSERT_EQ(c.call<api::Call::cudnnCreateDropoutDescriptor>({0x9080}), 0);
-    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 9);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateLRNDescriptor>({0x9090}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateOpTensorDescriptor>({0x90a0}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateReduceTensorDescriptor>({0x90b0}), 0);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), before + 12);
   }
   for (int i = 0; i < 200 && tst::fake_live_cudnn_objects() != before; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -21,6 +21,7 @@ inline constexpr int32_t kCudnnBadParamDescriptorType = 2012;
 inline constexpr int32_t kCudnnNotSupported = 3000;
 inline constexpr int32_t kCudnnInternalError = 4000;
 inline constexpr int32_t kCudnnHostAllocationFailed = 4003;  // CUDNN_STATUS_ALLOC_FAILED's value
+inline constexpr int32_t kCudnnDeviceAllocationFailed = 4004;  // CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
 inline constexpr int32_t kCudnnExecutionFailed = 5000;
 inline constexpr bool cudnn_is_status(int32_t s) { return s == 0 || (s >= 1000 && s < 6000); }
 
