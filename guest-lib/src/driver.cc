@@ -353,6 +353,24 @@ CU_API CUresult cuMemPoolImportPointer(CUdeviceptr* p, cudaMemPool_t pool, cudaM
   VMCUDA_DRIVER_CALL(cudaMemPoolImportPointer(reinterpret_cast<void**>(p), pool, data));
 }
 
+// The error log (logs.cc): CUlogIterator == cudaLogIterator, CUlogLevel == cudaLogLevel,
+// CUlogsCallback == cudaLogsCallback_t. Local: no cuInit needed.
+CU_API CUresult cuLogsRegisterCallback(cudaLogsCallback_t callback, void* data, cudaLogsCallbackHandle* out) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsRegisterCallback(callback, data, out));
+}
+CU_API CUresult cuLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsUnregisterCallback(callback));
+}
+CU_API CUresult cuLogsCurrent(cudaLogIterator* iterator, unsigned int flags) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsCurrent(iterator, flags));
+}
+CU_API CUresult cuLogsDumpToFile(cudaLogIterator* iterator, const char* path, unsigned int flags) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsDumpToFile(iterator, path, flags));
+}
+CU_API CUresult cuLogsDumpToMemory(cudaLogIterator* iterator, char* buffer, size_t* size, unsigned int flags) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsDumpToMemory(iterator, buffer, size, flags));
+}
+
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);
 CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long* id) {
   VMCUDA_ENTER(enter_driver_call());
