@@ -317,6 +317,17 @@ CU_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 CU_API CUresult cuMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
   VMCUDA_DRIVER_CALL(cudaMemPoolCreate(pool, props));
 }
+// By location (CUDA 13): CUmemLocation == cudaMemLocation, CUmemAllocationType ==
+// cudaMemAllocationType; a device's pools, and the host locations' (pools of host memory).
+CU_API CUresult cuMemGetDefaultMemPool(cudaMemPool_t* pool, cudaMemLocation* location, int type) {
+  VMCUDA_DRIVER_CALL(cudaMemGetDefaultMemPool(pool, location, static_cast<cudaMemAllocationType>(type)));
+}
+CU_API CUresult cuMemGetMemPool(cudaMemPool_t* pool, cudaMemLocation* location, int type) {
+  VMCUDA_DRIVER_CALL(cudaMemGetMemPool(pool, location, static_cast<cudaMemAllocationType>(type)));
+}
+CU_API CUresult cuMemSetMemPool(cudaMemLocation* location, int type, cudaMemPool_t pool) {
+  VMCUDA_DRIVER_CALL(cudaMemSetMemPool(location, static_cast<cudaMemAllocationType>(type), pool));
+}
 CU_API CUresult cuMemPoolDestroy(cudaMemPool_t pool) {
   VMCUDA_DRIVER_CALL(cudaMemPoolDestroy(pool));
 }

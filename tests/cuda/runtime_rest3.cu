@@ -3,6 +3,7 @@
 // attributes and the host locations' default and current pools) and the error log
 // (cudaLogs*: iterator, dumps to memory and to a file, a callback). Prints what it sees
 // (deterministic; compared with the native run) and the number of failed expectations.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -157,6 +158,46 @@ static void host_pools() {
   expect("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
+// The driver's forms, found through the runtime (no -lcuda): a host pool made and used.
+template <class F>
+static F entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  cudaGetDriverEntryPointByVersion(name, &fn, 13000, cudaEnableDefault, &q);
+  std::printf("%s found: %s\n", name, fn && q == cudaDriverEntryPointSuccess ? "yes" : "no");
+  return reinterpret_cast<F>(fn);
+}
+static void driver_host_pools() {
+  auto create = entry<CUresult (*)(CUmemoryPool*, const CUmemPoolProps*)>("cuMemPoolCreate");
+  auto destroy = entry<CUresult (*)(CUmemoryPool)>("cuMemPoolDestroy");
+  auto alloc = entry<CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream)>("cuMemAllocFromPoolAsync");
+  auto free_async = entry<CUresult (*)(CUdeviceptr, CUstream)>("cuMemFreeAsync");
+  auto get_default = entry<CUresult (*)(CUmemoryPool*, CUmemLocation*, CUmemAllocationType)>("cuMemGetDefaultMemPool");
+  if (!create || !destroy || !alloc || !free_async || !get_default) {
+    ++failures;
+    return;
+  }
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+  CUmemoryPool pool = nullptr;
+  std::printf("cuMemPoolCreate (host): %d\n", static_cast<int>(create(&pool, &props)));
+  CUdeviceptr p = 0;
+  std::printf("cuMemAllocFromPoolAsync: %d\n", static_cast<int>(alloc(&p, 4096, pool, nullptr)));
+  if (p) {
+    static_cast<int*>(reinterpret_cast<void*>(p))[7] = 42;  // host memory: the CPU writes it
+    std::printf("written: %d\n", static_cast<int*>(reinterpret_cast<void*>(p))[7]);
+  }
+  std::printf("cuMemFreeAsync: %d\n", static_cast<int>(free_async(p, nullptr)));
+  expect("cudaStreamSynchronize", cudaStreamSynchronize(nullptr));
+  std::printf("cuMemPoolDestroy: %d\n", static_cast<int>(destroy(pool)));
+  CUmemLocation host{};
+  host.type = CU_MEM_LOCATION_TYPE_HOST;
+  CUmemoryPool def = nullptr;
+  std::printf("cuMemGetDefaultMemPool (host): %d\n", static_cast<int>(get_default(&def, &host, CU_MEM_ALLOCATION_TYPE_PINNED)));
+  check("a default host pool", def != nullptr);
+}
+
 static void error_log() {
   cudaLogIterator it = 0;
   expect("cudaLogsCurrent", cudaLogsCurrent(&it, 0));
@@ -222,6 +263,7 @@ int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash still shows how far it got
   expect("cudaFree(0)", cudaFree(nullptr));
   host_pools();
+  driver_host_pools();
   error_log();
   std::printf("runtime_rest3: %d failures\n", failures);
   return failures == 0 ? 0 : 1;
