@@ -364,6 +364,15 @@ CU_API CUresult cuMemPoolImportPointer(CUdeviceptr* p, cudaMemPool_t pool, cudaM
   VMCUDA_DRIVER_CALL(cudaMemPoolImportPointer(reinterpret_cast<void**>(p), pool, data));
 }
 
+// Async notifications (async_notification.cc): CUasyncCallback == cudaAsyncCallback,
+// CUasyncNotificationInfo == cudaAsyncNotificationInfo_t, the handles the same.
+CU_API CUresult cuDeviceRegisterAsyncNotification(CUdevice dev, cudaAsyncCallback callback, void* data,
+                                                  cudaAsyncCallbackHandle_t* out) {
+  VMCUDA_DRIVER_CALL(cudaDeviceRegisterAsyncNotification(dev, callback, data, out));
+}
+CU_API CUresult cuDeviceUnregisterAsyncNotification(CUdevice dev, cudaAsyncCallbackHandle_t callback) {
+  VMCUDA_DRIVER_CALL(cudaDeviceUnregisterAsyncNotification(dev, callback));
+}
 // The error log (logs.cc): CUlogIterator == cudaLogIterator, CUlogLevel == cudaLogLevel,
 // CUlogsCallback == cudaLogsCallback_t. Local: no cuInit needed.
 CU_API CUresult cuLogsRegisterCallback(cudaLogsCallback_t callback, void* data, cudaLogsCallbackHandle* out) {

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "async_notification.h"
 #include "host_pointers.h"
 #include "knobs.h"
 #include "log.h"
@@ -212,6 +213,7 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   auto lock = r->lock();
   // Synchronous: an out-of-memory must be reported here.
   auto res = r->call<api::Call::Malloc>({size});
+  if (res.status == cudaErrorMemoryAllocation) vmcuda::guest::note_refused_allocation(*r, Remote::thread_device(), size);
   if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
   AllocationMap::process().add({res.reply.ptr, size, Allocation::kDevice, Remote::thread_device(), 0});
   *devPtr = reinterpret_cast<void*>(res.reply.ptr);

@@ -44,6 +44,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "async_notification.h"
 #include "entry.h"
 #include "graph.h"
 #include "log.h"
@@ -216,6 +217,7 @@ cudaError_t pool_allocate(Remote& r, void** ptr, size_t size, uint64_t pool_hand
   const int saved = td;
   td = device;
   auto res = r.call<api::Call::Malloc>({size});
+  if (res.status == cudaErrorMemoryAllocation) vmcuda::guest::note_refused_allocation(r, device, size);
   td = saved;
   if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
   AllocationMap::process().add({res.reply.ptr, size, Allocation::kDevice, device, 0});

@@ -1,7 +1,8 @@
 // The rest of the runtime, part 4: pools of host memory (cudaMemPoolCreate with a host
 // location, cudaMallocFromPoolAsync from them, a kernel writing the memory, the pool's access,
 // attributes and the host locations' default and current pools) and the error log
-// (cudaLogs*: iterator, dumps to memory and to a file, a callback). Prints what it sees
+// (cudaLogs*: iterator, dumps to memory and to a file, a callback), and the registration of
+// async notifications. Prints what it sees
 // (deterministic; compared with the native run) and the number of failed expectations.
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -198,6 +199,23 @@ static void driver_host_pools() {
   check("a default host pool", def != nullptr);
 }
 
+// Async notifications: registration as CUDA documents it (the over-budget notification itself,
+// which in a VM comes when the VM's quota refuses an allocation, is tested against the stub:
+// tests/host-stub/guest_memory_pool_test.cc OverBudgetNotification).
+static void on_notification(cudaAsyncNotificationInfo_t*, void*, cudaAsyncCallbackHandle_t) {}
+static void async_notifications() {
+  cudaAsyncCallbackHandle_t h = nullptr;
+  expect("cudaDeviceRegisterAsyncNotification with no function",
+         cudaDeviceRegisterAsyncNotification(0, nullptr, nullptr, &h), cudaErrorInvalidValue);
+  expect("cudaDeviceRegisterAsyncNotification on no device",
+         cudaDeviceRegisterAsyncNotification(99, on_notification, nullptr, &h), cudaErrorInvalidDevice);
+  expect("cudaDeviceRegisterAsyncNotification", cudaDeviceRegisterAsyncNotification(0, on_notification, nullptr, &h));
+  check("a handle", h != nullptr);
+  expect("cudaDeviceUnregisterAsyncNotification", cudaDeviceUnregisterAsyncNotification(0, h));
+  expect("cudaDeviceUnregisterAsyncNotification again", cudaDeviceUnregisterAsyncNotification(0, h),
+         cudaErrorInvalidValue);
+}
+
 static void error_log() {
   cudaLogIterator it = 0;
   expect("cudaLogsCurrent", cudaLogsCurrent(&it, 0));
@@ -264,6 +282,7 @@ int main() {
   expect("cudaFree(0)", cudaFree(nullptr));
   host_pools();
   driver_host_pools();
+  async_notifications();
   error_log();
   std::printf("runtime_rest3: %d failures\n", failures);
   return failures == 0 ? 0 : 1;

@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "host-stub/guest_stub_env.h"
@@ -306,6 +310,68 @@ TEST_F(GuestMemoryPool, HostPool) {
   EXPECT_EQ(cudaFreeAsync(x, s), cudaSuccess);
   EXPECT_EQ(cudaFree(d), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  (void)last_error();
+}
+
+// Async notifications: an allocation refused for want of memory the VM has left notifies the
+// device's callbacks (on the library's thread) with the bytes asked beyond what was free; a
+// refusal of another device's or after unregistering notifies nobody; a callback may not
+// register or unregister (cudaErrorNotPermitted).
+struct Notified {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<unsigned long long> over;
+  cudaError_t nested = cudaSuccess;
+  cudaAsyncCallbackHandle_t handle_seen = nullptr;
+};
+void on_notification(cudaAsyncNotificationInfo_t* info, void* data, cudaAsyncCallbackHandle_t handle) {
+  auto* n = static_cast<Notified*>(data);
+  cudaAsyncCallbackHandle_t h2 = nullptr;
+  const cudaError_t nested = cudaDeviceRegisterAsyncNotification(0, on_notification, data, &h2);
+  std::lock_guard g(n->mu);
+  if (info->type == cudaAsyncNotificationTypeOverBudget) n->over.push_back(info->info.overBudget.bytesOverBudget);
+  n->nested = nested;
+  n->handle_seen = handle;
+  n->cv.notify_all();
+}
+
+TEST_F(GuestMemoryPool, OverBudgetNotification) {
+  Notified n;
+  cudaAsyncCallbackHandle_t h = nullptr;
+  EXPECT_EQ(cudaDeviceRegisterAsyncNotification(0, nullptr, &n, &h), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceRegisterAsyncNotification(0, on_notification, &n, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceRegisterAsyncNotification(99, on_notification, &n, &h), cudaErrorInvalidDevice);
+  ASSERT_EQ(cudaDeviceRegisterAsyncNotification(0, on_notification, &n, &h), cudaSuccess);
+  ASSERT_NE(h, nullptr);
+  size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  const size_t ask = free_bytes + (64ull << 20);
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, ask), cudaErrorMemoryAllocation);
+  {
+    std::unique_lock g(n.mu);
+    ASSERT_TRUE(n.cv.wait_for(g, std::chrono::seconds(5), [&] { return !n.over.empty(); }));
+    EXPECT_EQ(n.over[0], ask - free_bytes);
+    EXPECT_EQ(n.nested, cudaErrorNotPermitted);
+    EXPECT_EQ(n.handle_seen, h);
+  }
+  // The stream-ordered path notifies too.
+  EXPECT_EQ(cudaMallocAsync(&p, ask, nullptr), cudaErrorMemoryAllocation);
+  {
+    std::unique_lock g(n.mu);
+    ASSERT_TRUE(n.cv.wait_for(g, std::chrono::seconds(5), [&] { return n.over.size() == 2; }));
+  }
+  // Another device's handle is not device 0's... (one device here: the handle unknown there).
+  EXPECT_EQ(cudaDeviceUnregisterAsyncNotification(99, h), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceUnregisterAsyncNotification(0, h), cudaSuccess);
+  EXPECT_EQ(cudaDeviceUnregisterAsyncNotification(0, h), cudaErrorInvalidValue);
+  // Unregistered: nobody hears of the next refusal.
+  EXPECT_EQ(cudaMalloc(&p, ask), cudaErrorMemoryAllocation);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {
+    std::lock_guard g(n.mu);
+    EXPECT_EQ(n.over.size(), 2u);
+  }
   (void)last_error();
 }
 

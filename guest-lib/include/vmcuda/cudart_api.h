@@ -386,6 +386,9 @@ VMCUDA_CUDART_API cudaError_t cudaArrayGetSparseProperties(struct cudaArraySpars
 VMCUDA_CUDART_API cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties* sparseProperties,
                                                                     cudaMipmappedArray_t mipmap);
 VMCUDA_CUDART_API cudaError_t cudaLibraryGetKernelCount(unsigned int* count, cudaLibrary_t lib);
+VMCUDA_CUDART_API cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback callbackFunc,
+                                                                  void* userData, cudaAsyncCallbackHandle_t* callback);
+VMCUDA_CUDART_API cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback);
 VMCUDA_CUDART_API cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void* userData,
                                                        cudaLogsCallbackHandle* callback_out);
 VMCUDA_CUDART_API cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback);
@@ -705,6 +708,8 @@ VMCUDA_CUDART_END
   X(cudaMipmappedArrayGetSparseProperties)   \
   X(cudaLibraryGetKernelCount)               \
   X(cudaLibraryEnumerateKernels)             \
+  X(cudaDeviceRegisterAsyncNotification)    \
+  X(cudaDeviceUnregisterAsyncNotification)  \
   X(cudaLogsRegisterCallback)                \
   X(cudaLogsUnregisterCallback)              \
   X(cudaLogsCurrent)                         \
