@@ -340,6 +340,8 @@ cudaError_t cudaFreeHost(void* ptr) {
   cudaError_t e;
   Remote* r = device_call(&e);
   if (!r) return e;
+  // A host memory pool's allocation is the pool's: cudaFree / cudaFreeAsync free it.
+  if (vmcuda::guest::is_host_pool_allocation(ptr)) return record(cudaErrorInvalidValue);
   auto a = AllocationMap::process().remove(addr(ptr), Allocation::kPinnedHost);
   if (!a) return record(cudaErrorInvalidValue);
   auto lock = r->lock();

@@ -811,6 +811,13 @@ cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t memPool, struct c
 }
 
 namespace vmcuda::guest {
+bool is_host_pool_allocation(const void* ptr) {
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  auto it = reg.allocations.find(reinterpret_cast<uint64_t>(ptr));
+  return it != reg.allocations.end() && it->second.host;
+}
+
 bool release_host_pool_allocation(void* ptr, const uint64_t* stream, cudaError_t* status) {
   const uint64_t a = reinterpret_cast<uint64_t>(ptr);
   {

@@ -62,5 +62,7 @@ bool release_pool_import(void* ptr, cudaError_t* status);
 // after the work of `*stream` (a wire handle; the device's work when null), as cudaFreeAsync
 // and cudaFree free it; false for any other pointer.
 bool release_host_pool_allocation(void* ptr, const uint64_t* stream, cudaError_t* status);
+// Whether `ptr` is the start of such an allocation.
+bool is_host_pool_allocation(const void* ptr);
 
 }  // namespace vmcuda::guest

@@ -278,9 +278,10 @@ TEST_F(GuestMemoryPool, HostPool) {
   ASSERT_EQ(cudaPointerGetAttributes(&pa, h), cudaSuccess);
   EXPECT_EQ(pa.type, cudaMemoryTypeUnregistered);
   EXPECT_EQ(cudaFreeAsync(h, s), cudaErrorInvalidValue);
-  // cudaFree frees it too.
+  // cudaFree frees it too; cudaFreeHost does not (it is the pool's, not cudaHostAlloc's).
   void* g = nullptr;
   ASSERT_EQ(cudaMallocFromPoolAsync(&g, 100, pool, s), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(g), cudaErrorInvalidValue);
   EXPECT_EQ(cudaFree(g), cudaSuccess);
   EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 0u);
   // A host pool serves no device's allocations.
