@@ -317,6 +317,17 @@ CU_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
 CU_API CUresult cuMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
   VMCUDA_DRIVER_CALL(cudaMemPoolCreate(pool, props));
 }
+// By location (CUDA 13): CUmemLocation == cudaMemLocation, CUmemAllocationType ==
+// cudaMemAllocationType; a device's pools, and the host locations' (pools of host memory).
+CU_API CUresult cuMemGetDefaultMemPool(cudaMemPool_t* pool, cudaMemLocation* location, int type) {
+  VMCUDA_DRIVER_CALL(cudaMemGetDefaultMemPool(pool, location, static_cast<cudaMemAllocationType>(type)));
+}
+CU_API CUresult cuMemGetMemPool(cudaMemPool_t* pool, cudaMemLocation* location, int type) {
+  VMCUDA_DRIVER_CALL(cudaMemGetMemPool(pool, location, static_cast<cudaMemAllocationType>(type)));
+}
+CU_API CUresult cuMemSetMemPool(cudaMemLocation* location, int type, cudaMemPool_t pool) {
+  VMCUDA_DRIVER_CALL(cudaMemSetMemPool(location, static_cast<cudaMemAllocationType>(type), pool));
+}
 CU_API CUresult cuMemPoolDestroy(cudaMemPool_t pool) {
   VMCUDA_DRIVER_CALL(cudaMemPoolDestroy(pool));
 }
@@ -351,6 +362,33 @@ CU_API CUresult cuMemPoolExportPointer(cudaMemPoolPtrExportData* data, CUdevicep
 }
 CU_API CUresult cuMemPoolImportPointer(CUdeviceptr* p, cudaMemPool_t pool, cudaMemPoolPtrExportData* data) {
   VMCUDA_DRIVER_CALL(cudaMemPoolImportPointer(reinterpret_cast<void**>(p), pool, data));
+}
+
+// Async notifications (async_notification.cc): CUasyncCallback == cudaAsyncCallback,
+// CUasyncNotificationInfo == cudaAsyncNotificationInfo_t, the handles the same.
+CU_API CUresult cuDeviceRegisterAsyncNotification(CUdevice dev, cudaAsyncCallback callback, void* data,
+                                                  cudaAsyncCallbackHandle_t* out) {
+  VMCUDA_DRIVER_CALL(cudaDeviceRegisterAsyncNotification(dev, callback, data, out));
+}
+CU_API CUresult cuDeviceUnregisterAsyncNotification(CUdevice dev, cudaAsyncCallbackHandle_t callback) {
+  VMCUDA_DRIVER_CALL(cudaDeviceUnregisterAsyncNotification(dev, callback));
+}
+// The error log (logs.cc): CUlogIterator == cudaLogIterator, CUlogLevel == cudaLogLevel,
+// CUlogsCallback == cudaLogsCallback_t. Local: no cuInit needed.
+CU_API CUresult cuLogsRegisterCallback(cudaLogsCallback_t callback, void* data, cudaLogsCallbackHandle* out) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsRegisterCallback(callback, data, out));
+}
+CU_API CUresult cuLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsUnregisterCallback(callback));
+}
+CU_API CUresult cuLogsCurrent(cudaLogIterator* iterator, unsigned int flags) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsCurrent(iterator, flags));
+}
+CU_API CUresult cuLogsDumpToFile(cudaLogIterator* iterator, const char* path, unsigned int flags) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsDumpToFile(iterator, path, flags));
+}
+CU_API CUresult cuLogsDumpToMemory(cudaLogIterator* iterator, char* buffer, size_t* size, unsigned int flags) {
+  VMCUDA_DRIVER_RUNTIME(cudaLogsDumpToMemory(iterator, buffer, size, flags));
 }
 
 CU_API CUresult cuCtxGetCurrent(CUcontext* pctx);

@@ -20,11 +20,13 @@
 #include <atomic>
 #include <cstring>
 
+#include "async_notification.h"
 #include "host_pointers.h"
 #include "knobs.h"
 #include "log.h"
 #include "managed_advice.h"
 #include "parallel_copy.h"
+#include "pinned_heap.h"
 #include "entry.h"
 #include "graph.h"
 #include "runtime_state.h"
@@ -41,7 +43,38 @@ using vmcuda::guest::is_device;
 using vmcuda::guest::is_managed;
 using vmcuda::guest::pinned_range;
 using vmcuda::guest::record;
+using vmcuda::guest::pinned_heap_block;
+using vmcuda::guest::free_heap_block;
 namespace api = vmcuda::api;
+
+namespace vmcuda::guest {
+std::optional<vmrpc::HeapBlock> pinned_heap_block(Remote& r, size_t size, const char* call, cudaError_t* error) {
+  auto b = r.slot().heap().allocate(size);
+  if (!b) {
+    VMCUDA_LOG(kWarn, "memory", "%s of %zu bytes: the shared heap is full; give the VM a larger region "
+                                "(vmcuda-stub --region-bytes)", call, size);
+    *error = cudaErrorMemoryAllocation;
+    return std::nullopt;
+  }
+  // The host pins the block (only what is used gets pinned).
+  if (auto pin = r.call<api::Call::PinHeap>({b->ref()}); pin.status != cudaSuccess) {
+    r.slot().heap().free(b->offset);
+    *error = static_cast<cudaError_t>(pin.status) == cudaErrorHostMemoryAlreadyRegistered
+                 ? cudaErrorMemoryAllocation
+                 : static_cast<cudaError_t>(pin.status);
+    return std::nullopt;
+  }
+  return b;
+}
+
+cudaError_t free_heap_block(Remote& r, const Allocation& a) {
+  r.enqueue<api::Call::UnpinHeap>({vmrpc::wire::HeapRef{a.heap_offset, a.bytes ? a.bytes : 1}});
+  cudaError_t f = r.flush();
+  r.slot().heap().free(a.heap_offset);
+  return f;
+}
+
+}  // namespace vmcuda::guest
 
 namespace {
 
@@ -156,36 +189,6 @@ cudaError_t heap_device_pointer(Remote& r, const Allocation& a, const void* p, v
   return cudaSuccess;
 }
 
-// Precondition: r's lock held. A pinned heap block of `size` bytes (> 0), registered with
-// the host's driver (portable, device-mapped); nothing and the error otherwise.
-std::optional<vmrpc::HeapBlock> pinned_heap_block(Remote& r, size_t size, const char* call, cudaError_t* error) {
-  auto b = r.slot().heap().allocate(size);
-  if (!b) {
-    VMCUDA_LOG(kWarn, "memory", "%s of %zu bytes: the shared heap is full; give the VM a larger region "
-                                "(vmcuda-stub --region-bytes)", call, size);
-    *error = cudaErrorMemoryAllocation;
-    return std::nullopt;
-  }
-  // The host pins the block (only what is used gets pinned).
-  if (auto pin = r.call<api::Call::PinHeap>({b->ref()}); pin.status != cudaSuccess) {
-    r.slot().heap().free(b->offset);
-    *error = static_cast<cudaError_t>(pin.status) == cudaErrorHostMemoryAlreadyRegistered
-                 ? cudaErrorMemoryAllocation
-                 : static_cast<cudaError_t>(pin.status);
-    return std::nullopt;
-  }
-  return b;
-}
-
-// Precondition: r's lock held. Unpins heap block `a` (after the queued calls that may use
-// it) and gives it back to the heap.
-cudaError_t free_heap_block(Remote& r, const Allocation& a) {
-  r.enqueue<api::Call::UnpinHeap>({vmrpc::wire::HeapRef{a.heap_offset, a.bytes ? a.bytes : 1}});
-  cudaError_t f = r.flush();
-  r.slot().heap().free(a.heap_offset);
-  return f;
-}
-
 // Precondition: r's lock held. Waits until the device is idle: managed memory is host
 // memory that kernels may still be writing, so host-side accesses that CUDA orders after
 // earlier work wait for it (cudaDeviceSynchronize's errors are the call's).
@@ -210,6 +213,7 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   auto lock = r->lock();
   // Synchronous: an out-of-memory must be reported here.
   auto res = r->call<api::Call::Malloc>({size});
+  if (res.status == cudaErrorMemoryAllocation) vmcuda::guest::note_refused_allocation(*r, Remote::thread_device(), size);
   if (res.status != cudaSuccess) return record(static_cast<cudaError_t>(res.status));
   AllocationMap::process().add({res.reply.ptr, size, Allocation::kDevice, Remote::thread_device(), 0});
   *devPtr = reinterpret_cast<void*>(res.reply.ptr);
@@ -222,6 +226,7 @@ cudaError_t cudaFree(void* devPtr) {
   if (!r) return e;
   if (!devPtr) return cudaSuccess;
   if (cudaError_t f; vmcuda::guest::release_pool_import(devPtr, &f)) return record(f);
+  if (cudaError_t f; vmcuda::guest::release_host_pool_allocation(devPtr, nullptr, &f)) return record(f);
   if (auto m = AllocationMap::process().remove(addr(devPtr), Allocation::kManaged)) {
     auto lock = r->lock();
     // cudaFree synchronizes: no kernel may still use the block when the heap hands it out again.
@@ -335,6 +340,8 @@ cudaError_t cudaFreeHost(void* ptr) {
   cudaError_t e;
   Remote* r = device_call(&e);
   if (!r) return e;
+  // A host memory pool's allocation is the pool's: cudaFree / cudaFreeAsync free it.
+  if (vmcuda::guest::is_host_pool_allocation(ptr)) return record(cudaErrorInvalidValue);
   auto a = AllocationMap::process().remove(addr(ptr), Allocation::kPinnedHost);
   if (!a) return record(cudaErrorInvalidValue);
   auto lock = r->lock();

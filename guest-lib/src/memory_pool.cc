@@ -19,6 +19,18 @@
 // its stub's table). A pointer's export data holds the pool's token and the allocation's IPC
 // memory token; importing opens it as cudaIpcOpenMemHandle does, and the importer's
 // cudaFree/cudaFreeAsync of it closes it.
+//
+// Pools of host memory (cudaMemLocationTypeHost / HostNuma; CUDA 12.6+): an allocation is a
+// pinned block of the shared heap, as cudaHostAlloc(cudaHostAllocMapped)'s (pinned and
+// device-mapped by the host, charged to the VM's host memory bound, carried across a suspend
+// as every pinned block is; the pool itself is this registry's, the guest's). The pointer is
+// the device's too when the region is at the host's address (as natively, one address for
+// both); the memory is the region's, wherever the VM's memory lies: a HostNuma pool's node is
+// checked against this machine's nodes and recorded, not enforced. Every device reaches it
+// (the host maps heap blocks for all of them); cudaMemPoolGetAccess answers what the
+// program granted, as CUDA's pools do (the host CPU read-write, devices none until granted).
+// cudaFreeAsync waits for the stream before the block goes back to the heap, where the
+// next allocation could take it: stronger ordering than CUDA's, and correct.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -28,12 +40,15 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "async_notification.h"
 #include "entry.h"
 #include "graph.h"
 #include "log.h"
+#include "pinned_heap.h"
 #include "runtime_state.h"
 #include "stream_event.h"
 #include "vgpu_db/allocations.h"
@@ -56,6 +71,10 @@ struct Pool {
   int reuse[3] = {1, 1, 1};  // cudaMemPoolReuse*: attributes 1..3, enabled by default
   uint64_t used = 0, used_high = 0, reserved_high = 0;
   bool managed = false;  // cudaMemAllocationTypeManaged: created, but allocations are not remoted
+  // Host memory (cudaMemLocationTypeHost or HostNuma, `numa` its node): device is -1.
+  cudaMemLocationType location = cudaMemLocationTypeDevice;
+  int numa = 0;
+  bool host() const { return location != cudaMemLocationTypeDevice; }
   std::map<int, cudaMemAccessFlags> access;  // other devices' access (cudaMemPoolSetAccess)
   unsigned handle_types = 0;  // cudaMemPoolProps::handleTypes: exportable when not none
   bool imported = false;      // cudaMemPoolImportFromShareableHandle's: no allocations of its own
@@ -66,7 +85,11 @@ struct Pool {
 struct Allocated {
   uint64_t pool;
   uint64_t bytes;
+  bool host = false;  // a host pool's: a pinned heap block (kPinnedHost), not device memory
 };
+
+// A host location's key in the registry: (type, node), the node 0 for cudaMemLocationTypeHost.
+using HostLocation = std::pair<int, int>;
 
 // Every pool and pool allocation of this process; its own lock (callers may hold Remote's).
 struct Registry {
@@ -74,6 +97,7 @@ struct Registry {
   uint64_t next = 0x7f00'0000'0000;  // handle values: aligned like pointers, never 0
   std::unordered_map<uint64_t, Pool> pools;
   std::map<int, uint64_t> default_pool, current_pool;
+  std::map<HostLocation, uint64_t> host_default_pool, host_current_pool;
   std::unordered_map<uint64_t, Allocated> allocations;  // by device pointer
   // cudaMemPoolImportPointer's pointers: how many imports each (one cudaFree closes one).
   std::unordered_map<uint64_t, unsigned> imported;
@@ -93,6 +117,19 @@ struct Registry {
   uint64_t current_of(int device) {
     auto it = current_pool.find(device);
     return it != current_pool.end() ? it->second : default_of(device);
+  }
+  uint64_t host_default_of(HostLocation l) {
+    auto [it, made] = host_default_pool.try_emplace(l, 0);
+    if (made) {
+      it->second = next += 0x100;
+      pools[it->second] = Pool{.device = -1, .is_default = true,
+                               .location = static_cast<cudaMemLocationType>(l.first), .numa = l.second};
+    }
+    return it->second;
+  }
+  uint64_t host_current_of(HostLocation l) {
+    auto it = host_current_pool.find(l);
+    return it != host_current_pool.end() ? it->second : host_default_of(l);
   }
   Pool* find(cudaMemPool_t p) {
     auto it = pools.find(reinterpret_cast<uint64_t>(p));
@@ -120,10 +157,44 @@ cudaError_t stream_device(cudaStream_t stream, bool per_thread, int* device) {
   return cudaSuccess;
 }
 
+// Records `size` bytes at `ptr` as pool `pool_handle`'s (its used memory and high marks).
+void count_allocation(uint64_t ptr, size_t size, uint64_t pool_handle, bool host) {
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  reg.allocations[ptr] = {pool_handle, size, host};
+  if (Pool* p = reg.find(reinterpret_cast<cudaMemPool_t>(pool_handle))) {
+    p->used += size;
+    p->used_high = std::max(p->used_high, p->used);
+    p->reserved_high = std::max(p->reserved_high, p->used);
+  }
+}
+
+// A host pool's allocation: a pinned, device-mapped block of the shared heap (see the top).
+cudaError_t host_pool_allocate(Remote& r, void** ptr, size_t size, uint64_t pool_handle) {
+  auto lock = r.lock();
+  if (!r.slot().region().same_address()) {
+    static std::atomic<bool> said{false};
+    warn_once(said, "the shared region is not at vmcuda-stub's address in this process: kernels must use the "
+                    "pointer cudaHostGetDevicePointer returns for a host memory pool's allocations, not the "
+                    "pointer itself (VMRPC_LOG=2 says why the addresses differ)");
+  }
+  cudaError_t e;
+  auto b = vmcuda::guest::pinned_heap_block(r, size, "cudaMallocFromPoolAsync (a pool of host memory)", &e);
+  if (!b) return e;
+  Allocation a{reinterpret_cast<uint64_t>(b->data), size, Allocation::kPinnedHost, Remote::thread_device(),
+               b->offset};
+  a.flags = cudaHostAllocMapped;
+  AllocationMap::process().add(a);
+  count_allocation(a.base, size, pool_handle, true);
+  *ptr = b->data;
+  return cudaSuccess;
+}
+
 // Allocates `size` bytes on `pool`'s device through the host's Malloc and records them as
 // device memory (pointer attributes, cudaMemcpyDefault, cudaFree) and as the pool's.
 cudaError_t pool_allocate(Remote& r, void** ptr, size_t size, uint64_t pool_handle) {
   int device;
+  bool host;
   {
     auto& reg = registry();
     std::lock_guard g(reg.mu);
@@ -137,28 +208,29 @@ cudaError_t pool_allocate(Remote& r, void** ptr, size_t size, uint64_t pool_hand
     }
     if (p->max_size && p->used + size > p->max_size) return cudaErrorMemoryAllocation;
     device = p->device;
+    host = p->host();
   }
+  if (host) return host_pool_allocate(r, ptr, size, pool_handle);
   auto lock = r.lock();
   // Calls run on the thread's device: the pool's, for this one call.
   int& td = Remote::thread_device();
   const int saved = td;
   td = device;
   auto res = r.call<api::Call::Malloc>({size});
+  if (res.status == cudaErrorMemoryAllocation) vmcuda::guest::note_refused_allocation(r, device, size);
   td = saved;
   if (res.status != cudaSuccess) return static_cast<cudaError_t>(res.status);
   AllocationMap::process().add({res.reply.ptr, size, Allocation::kDevice, device, 0});
-  {
-    auto& reg = registry();
-    std::lock_guard g(reg.mu);
-    reg.allocations[res.reply.ptr] = {pool_handle, size};
-    if (Pool* p = reg.find(reinterpret_cast<cudaMemPool_t>(pool_handle))) {
-      p->used += size;
-      p->used_high = std::max(p->used_high, p->used);
-      p->reserved_high = std::max(p->reserved_high, p->used);
-    }
-  }
+  count_allocation(res.reply.ptr, size, pool_handle, false);
   *ptr = reinterpret_cast<void*>(res.reply.ptr);
   return cudaSuccess;
+}
+
+bool is_host_pool(cudaMemPool_t pool) {
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  const Pool* p = pool ? reg.find(pool) : nullptr;
+  return p && p->host();
 }
 
 cudaError_t malloc_async(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream, bool per_thread) {
@@ -175,8 +247,16 @@ cudaError_t malloc_async(void** ptr, size_t size, cudaMemPool_t pool, cudaStream
   if (cudaError_t se = vmcuda::guest::stream_wire_handle(stream, per_thread, &s)) return record(se);
   {
     auto lock = r->lock();
-    if (vmcuda::guest::stream_capturing(*r, s))
+    if (vmcuda::guest::stream_capturing(*r, s)) {
+      if (is_host_pool(pool)) {
+        // A graph's memory nodes here are device memory (graph_memory.cc).
+        static std::atomic<bool> said{false};
+        warn_once(said, "cudaMallocFromPoolAsync: capturing an allocation from a pool of host memory is not "
+                        "supported (cudaErrorNotSupported); allocate it before the capture");
+        return record(cudaErrorNotSupported);
+      }
       return record(vmcuda::guest::graph_memory_capture_alloc(*r, s, device, size, ptr));
+    }
   }
   uint64_t handle = reinterpret_cast<uint64_t>(pool);
   if (!pool) {
@@ -207,6 +287,7 @@ cudaError_t free_async(void* ptr, cudaStream_t stream, bool per_thread) {
       return record(f);
   }
   if (cudaError_t g; vmcuda::guest::graph_memory_free(*r, a, &g)) return record(g);
+  if (cudaError_t h; vmcuda::guest::release_host_pool_allocation(ptr, &s, &h)) return record(h);
   if (!AllocationMap::process().remove(a, Allocation::kDevice)) return record(cudaErrorInvalidValue);
   {
     auto& reg = registry();
@@ -259,46 +340,77 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
 }
 cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* memPool, int device) { return device_pool(memPool, device, true); }
 
-// By location (CUDA 13): a device's pinned pools are the device calls'. Host locations
-// (pools of host memory) are not remoted: 801, logged once.
+// By location (CUDA 13): a device's pinned pools are the device calls'; a host location's
+// (cudaMemLocationTypeHost, id ignored, or HostNuma with a node of this machine) are this
+// registry's host pools, a default one per location made at first use.
 namespace {
-cudaError_t device_of_location(const cudaMemLocation* location, cudaMemAllocationType type, int* device) {
-  if (!location) return record(cudaErrorInvalidValue);
-  if (location->type == cudaMemLocationTypeDevice && type == cudaMemAllocationTypePinned) {
-    cudaError_t e;
-    Remote* r = device_call(&e);
-    if (!r) return e;
-    if (!valid_device(*r, location->id)) return record(cudaErrorInvalidValue);
-    *device = location->id;
-    return cudaSuccess;
+// Whether NUMA node `node` exists here (a machine without NUMA information has node 0 only).
+bool numa_node_exists(int node) {
+  if (node < 0) return false;
+  if (::access("/sys/devices/system/node", F_OK) != 0) return node == 0;
+  const std::string path = "/sys/devices/system/node/node" + std::to_string(node);
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+// A pinned pool's location: a device (*device) or a host location (*host, *device = -1).
+cudaError_t resolve_location(const cudaMemLocation* location, cudaMemAllocationType type, int* device,
+                             HostLocation* host) {
+  if (!location || type != cudaMemAllocationTypePinned) return record(cudaErrorInvalidValue);
+  cudaError_t e;
+  Remote* r = device_call(&e);
+  if (!r) return e;
+  *device = -1;
+  switch (location->type) {
+    case cudaMemLocationTypeDevice:
+      if (!valid_device(*r, location->id)) return record(cudaErrorInvalidValue);
+      *device = location->id;
+      return cudaSuccess;
+    case cudaMemLocationTypeHost:
+      *host = {cudaMemLocationTypeHost, 0};
+      return cudaSuccess;
+    case cudaMemLocationTypeHostNuma:
+      if (!numa_node_exists(location->id)) return record(cudaErrorInvalidValue);
+      *host = {cudaMemLocationTypeHostNuma, location->id};
+      return cudaSuccess;
+    default:  // HostNumaCurrent included: not a location a pool has
+      return record(cudaErrorInvalidValue);
   }
-  if (location->type == cudaMemLocationTypeHost || location->type == cudaMemLocationTypeHostNuma ||
-      location->type == cudaMemLocationTypeHostNumaCurrent) {
-    static std::atomic<bool> said{false};
-    warn_once(said, "memory pools of host memory (cudaMemGetDefaultMemPool/GetMemPool/SetMemPool with "
-                     "a host location) are not remoted; they return cudaErrorNotSupported (801)");
-    return record(cudaErrorNotSupported);
-  }
-  return record(cudaErrorInvalidValue);
+}
+
+cudaError_t location_pool(cudaMemPool_t* memPool, const cudaMemLocation* location, cudaMemAllocationType type,
+                          bool current) {
+  int device;
+  HostLocation host;
+  if (cudaError_t e = resolve_location(location, type, &device, &host)) return e;
+  if (device >= 0) return device_pool(memPool, device, current);
+  if (!memPool) return record(cudaErrorInvalidValue);
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  *memPool = reinterpret_cast<cudaMemPool_t>(current ? reg.host_current_of(host) : reg.host_default_of(host));
+  return cudaSuccess;
 }
 }  // namespace
 
 cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* memPool, struct cudaMemLocation* location,
                                      enum cudaMemAllocationType type) {
-  int device;
-  if (cudaError_t e = device_of_location(location, type, &device)) return e;
-  return cudaDeviceGetDefaultMemPool(memPool, device);
+  return location_pool(memPool, location, type, false);
 }
 cudaError_t cudaMemGetMemPool(cudaMemPool_t* memPool, struct cudaMemLocation* location, enum cudaMemAllocationType type) {
-  int device;
-  if (cudaError_t e = device_of_location(location, type, &device)) return e;
-  return cudaDeviceGetMemPool(memPool, device);
+  return location_pool(memPool, location, type, true);
 }
 cudaError_t cudaMemSetMemPool(struct cudaMemLocation* location, enum cudaMemAllocationType type,
                               cudaMemPool_t memPool) {
   int device;
-  if (cudaError_t e = device_of_location(location, type, &device)) return e;
-  return cudaDeviceSetMemPool(device, memPool);
+  HostLocation host;
+  if (cudaError_t e = resolve_location(location, type, &device, &host)) return e;
+  if (device >= 0) return cudaDeviceSetMemPool(device, memPool);
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  Pool* p = reg.find(memPool);
+  // The pool's location must be the one named (CUDA: "must match those of the pool").
+  if (!p || !p->host() || HostLocation{p->location, p->numa} != host) return record(cudaErrorInvalidValue);
+  reg.host_current_pool[host] = reinterpret_cast<uint64_t>(memPool);
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
@@ -330,22 +442,30 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* memPool, const struct cudaMemPoolPr
       // A device that does not exist: invalid value (not invalid device), as on the H200.
       if (!valid_device(*r, poolProps->location.id)) return record(cudaErrorInvalidValue);
       break;
-    case cudaMemLocationTypeHost:
-    case cudaMemLocationTypeHostNuma: {
-      // Host pools would be pinned host memory reached by the host's GPU: not remoted.
-      static std::atomic<bool> said{false};
-      warn_once(said, "cudaMemPoolCreate: pools of host memory are not supported (cudaErrorNotSupported); "
-                      "device pools are");
-      return record(cudaErrorNotSupported);
-    }
+    case cudaMemLocationTypeHost:  // id ignored; never IPC capable (CUDA: handleTypes must be 0)
+      if (poolProps->handleTypes != cudaMemHandleTypeNone) return record(cudaErrorInvalidValue);
+      break;
+    case cudaMemLocationTypeHostNuma:
+      if (!numa_node_exists(poolProps->location.id)) return record(cudaErrorInvalidValue);
+      if (poolProps->handleTypes != cudaMemHandleTypeNone) {
+        // Its blocks are the shared heap's, which another program of the VM cannot map.
+        static std::atomic<bool> said{false};
+        warn_once(said, "cudaMemPoolCreate: a pool of host memory that exports (handleTypes) is not supported "
+                        "(cudaErrorNotSupported); create it with cudaMemHandleTypeNone");
+        return record(cudaErrorNotSupported);
+      }
+      break;
     default:
       return record(cudaErrorInvalidValue);
   }
   auto& reg = registry();
   std::lock_guard g(reg.mu);
   const uint64_t h = reg.next += 0x100;
-  reg.pools[h] = Pool{.device = poolProps->location.id, .max_size = poolProps->maxSize,
+  const bool host = poolProps->location.type != cudaMemLocationTypeDevice;
+  reg.pools[h] = Pool{.device = host ? -1 : poolProps->location.id, .max_size = poolProps->maxSize,
                       .managed = poolProps->allocType == cudaMemAllocationTypeManaged,
+                      .location = poolProps->location.type,
+                      .numa = poolProps->location.type == cudaMemLocationTypeHostNuma ? poolProps->location.id : 0,
                       .handle_types = static_cast<unsigned>(poolProps->handleTypes)};
   *memPool = reinterpret_cast<cudaMemPool_t>(h);
   return cudaSuccess;
@@ -367,6 +487,9 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
     const uint64_t h = reinterpret_cast<uint64_t>(memPool);
     if (auto it = reg.current_pool.find(device); it != reg.current_pool.end() && it->second == h)
       reg.current_pool.erase(it);
+    if (p->host())
+      if (auto it = reg.host_current_pool.find({p->location, p->numa}); it != reg.host_current_pool.end() && it->second == h)
+        reg.host_current_pool.erase(it);
     reg.pools.erase(h);
   }
   // An exported pool's descriptors name nothing any more: no new imports (those made stay).
@@ -451,12 +574,14 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
   Remote* r = device_call(&e);
   if (!r) return e;
   int device;
+  bool host;
   {
     auto& reg = registry();
     std::lock_guard g(reg.mu);
     Pool* p = reg.find(memPool);
     if (!p || (count && !descList)) return record(cudaErrorInvalidValue);
     device = p->device;
+    host = p->host();
   }
   for (size_t i = 0; i < count; ++i) {
     const cudaMemAccessDesc& d = descList[i];
@@ -473,6 +598,12 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAcce
     const int accessor = d.location.id;
     if (accessor == device) continue;
     const bool want = d.flags != cudaMemAccessFlagsProtNone;
+    if (host) {  // heap blocks are mapped for every device already: only recorded
+      auto& reg = registry();
+      std::lock_guard g(reg.mu);
+      if (Pool* p = reg.find(memPool)) p->access[accessor] = d.flags;
+      continue;
+    }
     bool had, ask;
     {
       auto& reg = registry();
@@ -520,7 +651,9 @@ cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags* flags, cudaMemPool_t m
       return cudaSuccess;
     case cudaMemLocationTypeHost:
     case cudaMemLocationTypeHostNuma:
-      *flags = cudaMemAccessFlagsProtNone;  // device memory: not the CPU's
+      // Device memory is not the CPU's; a host pool's is, read-write (CUDA: "accessible from
+      // the host CPU" by default).
+      *flags = p->host() ? cudaMemAccessFlagsProtReadWrite : cudaMemAccessFlagsProtNone;
       return cudaSuccess;
     default:
       return record(cudaErrorInvalidValue);
@@ -678,6 +811,37 @@ cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t memPool, struct c
 }
 
 namespace vmcuda::guest {
+bool is_host_pool_allocation(const void* ptr) {
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  auto it = reg.allocations.find(reinterpret_cast<uint64_t>(ptr));
+  return it != reg.allocations.end() && it->second.host;
+}
+
+bool release_host_pool_allocation(void* ptr, const uint64_t* stream, cudaError_t* status) {
+  const uint64_t a = reinterpret_cast<uint64_t>(ptr);
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    auto it = reg.allocations.find(a);
+    if (it == reg.allocations.end() || !it->second.host) return false;
+    if (auto p = reg.pools.find(it->second.pool); p != reg.pools.end()) p->second.used -= it->second.bytes;
+    reg.allocations.erase(it);
+  }
+  auto block = AllocationMap::process().remove(a, Allocation::kPinnedHost);
+  cudaError_t e;
+  Remote* r = connected(&e);
+  if (!r) return *status = e, true;
+  if (!block) return *status = cudaErrorInvalidValue, true;
+  auto lock = r->lock();
+  // The stream's work before the free may still use the block (cudaFree: the device's).
+  const auto wait = stream ? r->call<api::Call::StreamSynchronize>({*stream}).status
+                           : r->call<api::Call::DeviceSynchronize>({}).status;
+  const cudaError_t f = free_heap_block(*r, *block);
+  *status = wait != cudaSuccess ? static_cast<cudaError_t>(wait) : f;
+  return true;
+}
+
 bool release_pool_import(void* ptr, cudaError_t* status) {
   const uint64_t a = reinterpret_cast<uint64_t>(ptr);
   {

@@ -1,6 +1,7 @@
 #include "runtime_state.h"
 
 #include "log.h"
+#include "program_log.h"
 
 namespace vmcuda::guest {
 namespace {
@@ -64,8 +65,10 @@ cudaError_t enter_device_call() noexcept {
 }
 
 int unsupported_call(const char* name, std::atomic<bool>& logged) noexcept {
+  // Each call into the program's error log; the console says it once.
+  program_log::add(program_log::kError, "vmcuda", name, "is not supported yet; it returns cudaErrorNotSupported (801)");
   if (!logged.load(std::memory_order_relaxed) && !logged.exchange(true, std::memory_order_relaxed))
-    VMCUDA_LOG(kWarn, "api", "%s is not supported yet; it returns cudaErrorNotSupported (801)", name);
+    log::console(log::kWarn, "api", "%s is not supported yet; it returns cudaErrorNotSupported (801)", name);
   if (cudaError_t e = enter_device_call()) return e;
   return record(cudaErrorNotSupported);
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "vmcuda/cudart_types.h"
 
@@ -56,5 +57,12 @@ void reset_sticky_error_for_testing() noexcept;
 // A pointer cudaMemPoolImportPointer returned (memory_pool.cc): cudaFree/cudaFreeAsync of it
 // closes that import (true, *status the answer); false for any other pointer.
 bool release_pool_import(void* ptr, cudaError_t* status);
+
+// An allocation of a pool of host memory (memory_pool.cc): freed (true, *status the answer)
+// after the work of `*stream` (a wire handle; the device's work when null), as cudaFreeAsync
+// and cudaFree free it; false for any other pointer.
+bool release_host_pool_allocation(void* ptr, const uint64_t* stream, cudaError_t* status);
+// Whether `ptr` is the start of such an allocation.
+bool is_host_pool_allocation(const void* ptr);
 
 }  // namespace vmcuda::guest

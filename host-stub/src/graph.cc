@@ -97,7 +97,9 @@ CUresult Session::refuse_in_capture(CUstream s, int device, const char* what) {
 // ---- stream capture
 
 int32_t Session::on_StreamBeginCapture(const api::CaptureBeginArgs& a, api::Empty&, Request&) {
-  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED || a.pad) return CUDA_ERROR_INVALID_VALUE;
+  // The pad is the wire's (our library sends 0); a mode is the program's.
+  if (a.pad) return guest_fault("StreamBeginCapture: a nonzero pad");
+  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
@@ -210,7 +212,8 @@ int32_t Session::on_StreamCaptureInfo(const api::StreamArgs& a, api::CaptureInfo
 }
 
 int32_t Session::on_CaptureMode(const api::CaptureModeArgs& a, api::Empty&, Request&) {
-  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED || a.pad) return CUDA_ERROR_INVALID_VALUE;
+  if (a.pad) return guest_fault("CaptureMode: a nonzero pad");
+  if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
   int mode = static_cast<int>(a.mode);
   return api_.cuThreadExchangeStreamCaptureMode(&mode);
 }
@@ -219,7 +222,8 @@ int32_t Session::on_CaptureMode(const api::CaptureModeArgs& a, api::Empty&, Requ
 
 int32_t Session::on_GraphCreate(const api::GraphArgs& a, api::Empty&, Request&) {
   if (a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph)) return CUDA_ERROR_INVALID_VALUE;
-  if (a.flags || a.pad) return CUDA_ERROR_INVALID_VALUE;  // cudaGraphCreate: flags must be 0
+  if (a.pad) return guest_fault("GraphCreate: a nonzero pad");
+  if (a.flags) return CUDA_ERROR_INVALID_VALUE;  // cudaGraphCreate: flags must be 0
   CUgraph g = nullptr;
   if (CUresult e = api_.cuGraphCreate(&g, 0); e != CUDA_SUCCESS) return e;
   vol_.add(ObjectKind::Graph, current_, a.graph, vol_.context(current_)->id, GraphObject{g});

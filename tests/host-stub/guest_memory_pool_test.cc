@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "host-stub/guest_stub_env.h"
@@ -208,8 +212,167 @@ TEST_F(GuestMemoryPool, CreateChecksItsProperties) {
   props.allocType = cudaMemAllocationTypePinned;
   props.location.id = 7;
   EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);  // as on the H200
+  // Host pools: never IPC capable (CUDA: handleTypes must be 0); HostNumaCurrent is no
+  // pool's location; a HostNuma node must exist.
   props.location = {cudaMemLocationTypeHost, 0};
-  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorNotSupported);
+  props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location = {cudaMemLocationTypeHostNumaCurrent, 0};
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);
+  props.location = {cudaMemLocationTypeHostNuma, 1 << 20};
+  EXPECT_EQ(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidValue);
+  props.location = {cudaMemLocationTypeHostNuma, 0};
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  (void)last_error();
+}
+
+// A pool of host memory: its allocations are pinned shared-heap blocks the host CPU reads
+// and writes and the device reaches, counted as the pool's used memory, freed in stream
+// order (and by cudaFree); the host locations' default and current pools.
+TEST_F(GuestMemoryPool, HostPool) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location = {cudaMemLocationTypeHost, 42};  // the id is ignored
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  int* h = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&h), 256 * sizeof(int), pool, s), cudaSuccess);
+  ASSERT_NE(h, nullptr);
+  cudaPointerAttributes pa{};
+  ASSERT_EQ(cudaPointerGetAttributes(&pa, h + 3), cudaSuccess);
+  EXPECT_EQ(pa.type, cudaMemoryTypeHost);
+  EXPECT_EQ(pa.hostPointer, h + 3);
+  EXPECT_NE(pa.devicePointer, nullptr);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 256 * sizeof(int));
+  // The CPU writes it directly; a copy reads it on the device's side.
+  for (int i = 0; i < 256; ++i) h[i] = i;
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d), 256 * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(d, h, 256 * sizeof(int), cudaMemcpyDefault, s), cudaSuccess);
+  std::vector<int> back(256, -1);
+  ASSERT_EQ(cudaMemcpyAsync(back.data(), d, 256 * sizeof(int), cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(d, 0, 256 * sizeof(int), s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(h, d, 256 * sizeof(int), cudaMemcpyDefault, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(back[i], i);
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(h[i], 0);  // the device's bytes, seen by the CPU
+  // Access: the host CPU read-write, devices as granted (heap memory is mapped for all).
+  cudaMemAccessFlags f = cudaMemAccessFlagsProtRead;
+  cudaMemLocation cpu{cudaMemLocationTypeHost, 0}, dev0{cudaMemLocationTypeDevice, 0};
+  ASSERT_EQ(cudaMemPoolGetAccess(&f, pool, &cpu), cudaSuccess);
+  EXPECT_EQ(f, cudaMemAccessFlagsProtReadWrite);
+  ASSERT_EQ(cudaMemPoolGetAccess(&f, pool, &dev0), cudaSuccess);
+  EXPECT_EQ(f, cudaMemAccessFlagsProtNone);
+  const cudaMemAccessDesc grant{dev0, cudaMemAccessFlagsProtReadWrite};
+  ASSERT_EQ(cudaMemPoolSetAccess(pool, &grant, 1), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolGetAccess(&f, pool, &dev0), cudaSuccess);
+  EXPECT_EQ(f, cudaMemAccessFlagsProtReadWrite);
+  // Freed on the stream: the pool's used memory goes back, the pointer is no memory of ours.
+  ASSERT_EQ(cudaFreeAsync(h, s), cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 0u);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemHigh), 256 * sizeof(int));
+  ASSERT_EQ(cudaPointerGetAttributes(&pa, h), cudaSuccess);
+  EXPECT_EQ(pa.type, cudaMemoryTypeUnregistered);
+  EXPECT_EQ(cudaFreeAsync(h, s), cudaErrorInvalidValue);
+  // cudaFree frees it too; cudaFreeHost does not (it is the pool's, not cudaHostAlloc's).
+  void* g = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&g, 100, pool, s), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(g), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(g), cudaSuccess);
+  EXPECT_EQ(attr(pool, cudaMemPoolAttrUsedMemCurrent), 0u);
+  // A host pool serves no device's allocations.
+  EXPECT_EQ(cudaDeviceSetMemPool(0, pool), cudaErrorInvalidValue);
+  // The host location's pools: a default one, and the current one as set.
+  cudaMemPool_t def = nullptr, cur = nullptr;
+  ASSERT_EQ(cudaMemGetDefaultMemPool(&def, &cpu, cudaMemAllocationTypePinned), cudaSuccess);
+  EXPECT_NE(def, nullptr);
+  EXPECT_NE(def, pool);
+  ASSERT_EQ(cudaMemGetMemPool(&cur, &cpu, cudaMemAllocationTypePinned), cudaSuccess);
+  EXPECT_EQ(cur, def);
+  ASSERT_EQ(cudaMemSetMemPool(&cpu, cudaMemAllocationTypePinned, pool), cudaSuccess);
+  ASSERT_EQ(cudaMemGetMemPool(&cur, &cpu, cudaMemAllocationTypePinned), cudaSuccess);
+  EXPECT_EQ(cur, pool);
+  EXPECT_EQ(cudaMemSetMemPool(&dev0, cudaMemAllocationTypePinned, pool), cudaErrorInvalidValue);
+  cudaMemLocation numa0{cudaMemLocationTypeHostNuma, 0}, current{cudaMemLocationTypeHostNumaCurrent, 0};
+  EXPECT_EQ(cudaMemSetMemPool(&numa0, cudaMemAllocationTypePinned, pool), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemGetMemPool(&cur, &current, cudaMemAllocationTypePinned), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemPoolDestroy(def), cudaErrorInvalidValue);  // a default pool lives on
+  // Destroyed: the location's current pool is its default again.
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  ASSERT_EQ(cudaMemGetMemPool(&cur, &cpu, cudaMemAllocationTypePinned), cudaSuccess);
+  EXPECT_EQ(cur, def);
+  // The default host pool allocates too.
+  void* x = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&x, 64, def, s), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(x, s), cudaSuccess);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  (void)last_error();
+}
+
+// Async notifications: an allocation refused for want of memory the VM has left notifies the
+// device's callbacks (on the library's thread) with the bytes asked beyond what was free; a
+// refusal of another device's or after unregistering notifies nobody; a callback may not
+// register or unregister (cudaErrorNotPermitted).
+struct Notified {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<unsigned long long> over;
+  cudaError_t nested = cudaSuccess;
+  cudaAsyncCallbackHandle_t handle_seen = nullptr;
+};
+void on_notification(cudaAsyncNotificationInfo_t* info, void* data, cudaAsyncCallbackHandle_t handle) {
+  auto* n = static_cast<Notified*>(data);
+  cudaAsyncCallbackHandle_t h2 = nullptr;
+  const cudaError_t nested = cudaDeviceRegisterAsyncNotification(0, on_notification, data, &h2);
+  std::lock_guard g(n->mu);
+  if (info->type == cudaAsyncNotificationTypeOverBudget) n->over.push_back(info->info.overBudget.bytesOverBudget);
+  n->nested = nested;
+  n->handle_seen = handle;
+  n->cv.notify_all();
+}
+
+TEST_F(GuestMemoryPool, OverBudgetNotification) {
+  Notified n;
+  cudaAsyncCallbackHandle_t h = nullptr;
+  EXPECT_EQ(cudaDeviceRegisterAsyncNotification(0, nullptr, &n, &h), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceRegisterAsyncNotification(0, on_notification, &n, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceRegisterAsyncNotification(99, on_notification, &n, &h), cudaErrorInvalidDevice);
+  ASSERT_EQ(cudaDeviceRegisterAsyncNotification(0, on_notification, &n, &h), cudaSuccess);
+  ASSERT_NE(h, nullptr);
+  size_t free_bytes = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+  const size_t ask = free_bytes + (64ull << 20);
+  void* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, ask), cudaErrorMemoryAllocation);
+  {
+    std::unique_lock g(n.mu);
+    ASSERT_TRUE(n.cv.wait_for(g, std::chrono::seconds(5), [&] { return !n.over.empty(); }));
+    EXPECT_EQ(n.over[0], ask - free_bytes);
+    EXPECT_EQ(n.nested, cudaErrorNotPermitted);
+    EXPECT_EQ(n.handle_seen, h);
+  }
+  // The stream-ordered path notifies too.
+  EXPECT_EQ(cudaMallocAsync(&p, ask, nullptr), cudaErrorMemoryAllocation);
+  {
+    std::unique_lock g(n.mu);
+    ASSERT_TRUE(n.cv.wait_for(g, std::chrono::seconds(5), [&] { return n.over.size() == 2; }));
+  }
+  // Another device's handle is not device 0's... (one device here: the handle unknown there).
+  EXPECT_EQ(cudaDeviceUnregisterAsyncNotification(99, h), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceUnregisterAsyncNotification(0, h), cudaSuccess);
+  EXPECT_EQ(cudaDeviceUnregisterAsyncNotification(0, h), cudaErrorInvalidValue);
+  // Unregistered: nobody hears of the next refusal.
+  EXPECT_EQ(cudaMalloc(&p, ask), cudaErrorMemoryAllocation);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  {
+    std::lock_guard g(n.mu);
+    EXPECT_EQ(n.over.size(), 2u);
+  }
   (void)last_error();
 }
 

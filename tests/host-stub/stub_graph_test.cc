@@ -129,6 +129,14 @@ TEST(StubGraph, HostileNodesAreRefusedAndTheStubServesOn) {
   // Unknown graphs and executable graphs.
   EXPECT_EQ(c.call<api::Call::GraphInstantiate>({kExec, 0x77777, 0}), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(c.call<api::Call::GraphLaunch>({0x77777, 0}), CUDA_ERROR_INVALID_VALUE);
+  // A nonzero pad is the wire's (vmcuda's library sends 0): a guest fault; a mode or flags
+  // out of range are the program's, answered as CUDA answers them.
+  EXPECT_EQ(c.call<api::Call::GraphCreate>({0x20020, 0, 1}), bad_args);
+  EXPECT_EQ(c.call<api::Call::GraphCreate>({0x20020, 1, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 1}), bad_args);
+  EXPECT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 7, 0}), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(c.call<api::Call::CaptureMode>({0, 1}), bad_args);
+  EXPECT_EQ(c.call<api::Call::CaptureMode>({7, 0}), CUDA_ERROR_INVALID_VALUE);
   // Still serving.
   c.put(p, std::vector<int>(16, 1));
   EXPECT_EQ(c.get(p, 16), std::vector<int>(16, 1));

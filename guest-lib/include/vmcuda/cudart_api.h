@@ -386,6 +386,16 @@ VMCUDA_CUDART_API cudaError_t cudaArrayGetSparseProperties(struct cudaArraySpars
 VMCUDA_CUDART_API cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties* sparseProperties,
                                                                     cudaMipmappedArray_t mipmap);
 VMCUDA_CUDART_API cudaError_t cudaLibraryGetKernelCount(unsigned int* count, cudaLibrary_t lib);
+VMCUDA_CUDART_API cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback callbackFunc,
+                                                                  void* userData, cudaAsyncCallbackHandle_t* callback);
+VMCUDA_CUDART_API cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback);
+VMCUDA_CUDART_API cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void* userData,
+                                                       cudaLogsCallbackHandle* callback_out);
+VMCUDA_CUDART_API cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback);
+VMCUDA_CUDART_API cudaError_t cudaLogsCurrent(cudaLogIterator* iterator_out, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaLogsDumpToFile(cudaLogIterator* iterator, const char* pathToFile, unsigned int flags);
+VMCUDA_CUDART_API cudaError_t cudaLogsDumpToMemory(cudaLogIterator* iterator, char* buffer, size_t* size,
+                                                   unsigned int flags);
 VMCUDA_CUDART_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t* kernels, unsigned int numKernels,
                                                           cudaLibrary_t lib);
 VMCUDA_CUDART_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* dependencies,
@@ -698,6 +708,13 @@ VMCUDA_CUDART_END
   X(cudaMipmappedArrayGetSparseProperties)   \
   X(cudaLibraryGetKernelCount)               \
   X(cudaLibraryEnumerateKernels)             \
+  X(cudaDeviceRegisterAsyncNotification)    \
+  X(cudaDeviceUnregisterAsyncNotification)  \
+  X(cudaLogsRegisterCallback)                \
+  X(cudaLogsUnregisterCallback)              \
+  X(cudaLogsCurrent)                         \
+  X(cudaLogsDumpToFile)                      \
+  X(cudaLogsDumpToMemory)                    \
   X(cudaStreamUpdateCaptureDependencies)     \
   X(cudaGetErrorString)                      \
   X(cudaGetErrorName)                        \

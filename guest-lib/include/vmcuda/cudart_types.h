@@ -458,6 +458,24 @@ typedef struct CUevent_st* cudaEvent_t;
 typedef struct CUkern_st* cudaKernel_t;
 typedef struct CUfunc_st* cudaFunction_t;
 typedef struct CUlib_st* cudaLibrary_t;
+/// driver_types.h: async notifications (cudaDeviceRegisterAsyncNotification).
+struct cudaAsyncCallbackEntry;
+typedef struct cudaAsyncCallbackEntry* cudaAsyncCallbackHandle_t;
+typedef enum cudaAsyncNotificationType_enum { cudaAsyncNotificationTypeOverBudget = 0x1 } cudaAsyncNotificationType;
+typedef struct cudaAsyncNotificationInfo {
+  cudaAsyncNotificationType type;
+  union {
+    struct {
+      unsigned long long bytesOverBudget;
+    } overBudget;
+  } info;
+} cudaAsyncNotificationInfo_t;
+typedef void (*cudaAsyncCallback)(cudaAsyncNotificationInfo_t*, void*, cudaAsyncCallbackHandle_t);
+/// driver_types.h: the error log (cudaLogs*, CUDA 12.9).
+typedef enum CUDAlogLevel_enum { cudaLogLevelError = 0, cudaLogLevelWarning = 1 } cudaLogLevel;
+typedef struct CUlogsCallbackEntry_st* cudaLogsCallbackHandle;
+typedef unsigned int cudaLogIterator;
+typedef void (*cudaLogsCallback_t)(void* data, cudaLogLevel logLevel, char* message, size_t length);
 /// driver_types.h: cudaLibraryLoadData's options (JIT options are accepted and ignored).
 enum cudaJitOption { cudaJitMaxRegisters = 0 };
 enum cudaLibraryOption { cudaLibraryHostUniversalFunctionAndDataTable = 0, cudaLibraryBinaryIsPreserved = 1 };
