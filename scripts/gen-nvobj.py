@@ -58,10 +58,10 @@ LIBS = {
                  "cusparseDnVecDescr_t": 2, "cusparseConstDnVecDescr_t": 2, "cusparseDnMatDescr_t": 3,
                  "cusparseConstDnMatDescr_t": 3, "cusparseSpVecDescr_t": 4, "cusparseConstSpVecDescr_t": 4,
                  "cusparseSpSVDescr_t": 5, "cusparseSpGEMMDescr_t": 6, "csrilu02Info_t": 7, "csric02Info_t": 8,
-                 "bsrilu02Info_t": 9},
+                 "bsrilu02Info_t": 9, "cusparseColorInfo_t": 10},
         names=["handle", "sparse matrix descriptor", "dense vector descriptor", "dense matrix descriptor",
                "sparse vector descriptor", "SpSV descriptor", "SpGEMM descriptor", "csrilu02 info",
-               "csric02 info", "bsrilu02 info"],
+               "csric02 info", "bsrilu02 info", "color info"],
         # The legacy API's cusparseMatDescr_t: the guest keeps it (guest-lib/src/cusparse.cc) and
         # sends its four fields with each call; the host makes the library's own for the call
         # (CusparseMatDescr, host-stub/src/cusparse.h), so nothing of it is carried by a suspend.
