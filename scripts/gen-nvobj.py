@@ -20,8 +20,9 @@ Objects (the library's handle and descriptor types, `objects` below) are guest h
 wire; every object a call names is looked up in the client's object list by its type. Only plain
 values, objects, one stream, device pointers, host outputs, scalars (host value or device
 pointer by the handle's pointer mode), host sizes read and written (inout), small host inputs
-(hostin) and host work areas are accepted: an annotated function with a parameter the script
-cannot classify is an error.
+(hostin), host work areas, pointer-mode int outputs (modeout) and guest-kept descriptors passed
+by value (by_value: cuSPARSE's legacy cusparseMatDescr_t, rebuilt on the host for each call)
+are accepted: an annotated function with a parameter the script cannot classify is an error.
 
 Suspend/resume (host-stub/src/nvobj.cc): a `replay` or `replace` call's handler records its wire
 arguments on the object it makes, else on on=PARAM, else on its first object (NvobjStep); a
@@ -56,9 +57,18 @@ LIBS = {
         objects={"cusparseHandle_t": 0, "cusparseSpMatDescr_t": 1, "cusparseConstSpMatDescr_t": 1,
                  "cusparseDnVecDescr_t": 2, "cusparseConstDnVecDescr_t": 2, "cusparseDnMatDescr_t": 3,
                  "cusparseConstDnMatDescr_t": 3, "cusparseSpVecDescr_t": 4, "cusparseConstSpVecDescr_t": 4,
-                 "cusparseSpSVDescr_t": 5, "cusparseSpGEMMDescr_t": 6},
+                 "cusparseSpSVDescr_t": 5, "cusparseSpGEMMDescr_t": 6, "csrilu02Info_t": 7, "csric02Info_t": 8,
+                 "bsrilu02Info_t": 9, "cusparseColorInfo_t": 10},
         names=["handle", "sparse matrix descriptor", "dense vector descriptor", "dense matrix descriptor",
-               "sparse vector descriptor", "SpSV descriptor", "SpGEMM descriptor"],
+               "sparse vector descriptor", "SpSV descriptor", "SpGEMM descriptor", "csrilu02 info",
+               "csric02 info", "bsrilu02 info", "color info"],
+        # The legacy API's cusparseMatDescr_t: the guest keeps it (guest-lib/src/cusparse.cc) and
+        # sends its four fields with each call; the host makes the library's own for the call
+        # (CusparseMatDescr, host-stub/src/cusparse.h), so nothing of it is carried by a suspend.
+        by_value={"cusparseMatDescr_t": "CusparseMatDescr"},
+        # Statuses with which a pointer-mode output (modeout) is still written and a zero pivot
+        # counts as read (zeropivot): success and CUSPARSE_STATUS_ZERO_PIVOT.
+        out_statuses=(0, 9),
         not_supported=("CUSPARSE_STATUS_NOT_SUPPORTED", 10)),
     "cusolver": dict(
         headers=["cusolverDn.h", "cusolver_common.h"],
@@ -66,6 +76,7 @@ LIBS = {
         soname="libcusolver.so.12", area=(0x2500, 0x25FF), version="CUSOLVER_VER", Lib="Cusolver",
         objects={"cusolverDnHandle_t": 0, "cusolverDnParams_t": 1, "syevjInfo_t": 2, "gesvdjInfo_t": 3},
         names=["handle", "parameters object", "syevj information object", "gesvdj information object"],
+        by_value={}, out_statuses=(0,),
         not_supported=("CUSOLVER_STATUS_NOT_SUPPORTED", 9)),
 }
 
@@ -80,13 +91,15 @@ VALUES = {
 OUT_TYPES = {"int": "int", "int64_t": "int64_t", "size_t": "size_t", "long long": "long long"}  # host outputs
 HOSTBUF_MAX = 1 << 30  # a host work area the host makes for a call: at most 1 GiB
 HOSTIN_MAX = 16  # the bytes of a host input (hostin:SIZE) the wire carries
+SCALAR_BASES = ("void", "float", "double", "cuComplex", "cuDoubleComplex")  # a scalar's pointer types
 
 
 def enums(include, headers):
     names = set()
     for h in headers:
         text = strip(open(os.path.join(include, h)).read())
-        names |= set(re.findall(r"typedef enum\s*\w*\s*\{[^}]*\}\s*(\w+)\s*;", text))
+        # (an enum may end with a macro: cusparseSolvePolicy_t CUSPARSE_DEPRECATED_TYPE;)
+        names |= set(re.findall(r"typedef enum\s*\w*\s*\{[^}]*\}\s*(\w+)\s*(?:[A-Z_]+\s*)?;", text))
         for a, b in re.findall(r"typedef\s+(\w+)\s+(\w+)\s*;", text):
             if a in names:
                 names.add(b)
@@ -101,6 +114,8 @@ class Param:
         if depth == 0:
             if base in objects:
                 self.kind, self.wire, self.host, self.guest, self.type = "obj", "uint64_t", "void*", "void*", objects[base]
+            elif base in lib["by_value"]:  # a guest-kept descriptor: its fields, a host one per call
+                self.kind, self.host, self.guest, self.cls = "byvalue", "void*", "void*", lib["by_value"][base]
             elif base == "cudaStream_t":
                 self.kind, self.wire, self.host, self.guest = "stream", "uint64_t", "void*", "cudaStream_t"
             elif base in enum_names:
@@ -135,9 +150,14 @@ class Param:
             else:
                 sys.exit(f"gen-nvobj.py: {fn}: the size of out {name} ({base}) is unknown")
         elif role.startswith("scalar:"):  # a host value or a device pointer, by the handle's pointer mode
-            if depth != 1 or base != "void":
-                sys.exit(f"gen-nvobj.py: {fn}: scalar {name} must be a void*")
+            # scalar:TYPE names the cudaDataType parameter, or is the cudaDataType's number (a typed pointer)
+            if depth != 1 or base not in SCALAR_BASES:
+                sys.exit(f"gen-nvobj.py: {fn}: scalar {name} must be a void*, float*, double* or complex*")
             self.kind, self.count, self.host = "scalar", role[7:], "const void*"
+        elif role == "modeout":  # an int output: host memory or, in device pointer mode, device memory
+            if depth != 1 or base != "int":
+                sys.exit(f"gen-nvobj.py: {fn}: modeout {name} must be an int*")
+            self.kind, self.host, self.guest = "modeout", "int*", "int*"
         elif role.startswith("hostbuf:"):  # a host work area of that many bytes: the host makes its own
             self.kind, self.count, self.host = "hostbuf", role[8:], "void*"
         elif role == "dev" or role.startswith("dev:"):
@@ -155,11 +175,15 @@ class Param:
             return [("uint64_t", f"{self.name}[{HOSTIN_MAX // 8}]", HOSTIN_MAX)]
         if self.kind == "scalar":  # the value's bytes (up to a double complex), or the device pointer
             return [("uint64_t", f"{self.name}[2]", 16), ("uint64_t", f"{self.name}_ptr", 8)]
+        if self.kind == "byvalue":  # four int32 fields (type, fill mode, diagonal type, index base)
+            return [("uint64_t", f"{self.name}[2]", 16)]
+        if self.kind == "modeout":  # in device pointer mode, where the library writes it
+            return [("uint64_t", f"{self.name}_ptr", 8)]
         size = 4 if self.wire in ("int32_t", "uint32_t", "float") else 8
         return [(self.wire, self.name, size)]
 
     def reply_fields(self):
-        return [("uint64_t", self.name, 8)] if self.kind in ("out", "inout") else []
+        return [("uint64_t", self.name, 8)] if self.kind in ("out", "inout", "modeout") else []
 
 
 def generate(libname, lib, include, calls_path, exports_path, out):
@@ -174,6 +198,9 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     calls, local = read_calls(calls_path, lib["area"])
     note = header_note(headers + [calls_path, exports_path]).replace("gen-cublas.py", "gen-nvobj.py")
     Lib, NS = lib["Lib"], libname
+
+    def written(var):  # the statuses with which a modeout is written (lib's out_statuses), as C
+        return " || ".join(f"{var} == {v}" for v in lib["out_statuses"])
 
     wire, defs, host_api, host_cc, guest_cc, destroys, replays = [], [], [], [], [], {}, []
     for number, name, flags, roles in calls:
@@ -201,8 +228,8 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         handle = next((p for p in objs if p.type == 0), None)
         if len(news) > 1 or len(streams) > 1 or (streams and not handle):
             sys.exit(f"gen-nvobj.py: {name}: at most one new object, and a stream only with the handle")
-        if any(p.kind == "scalar" for p in params) and not handle:
-            sys.exit(f"gen-nvobj.py: {name}: a scalar needs the handle (its pointer mode)")
+        if any(p.kind in ("scalar", "modeout") for p in params) and not handle:
+            sys.exit(f"gen-nvobj.py: {name}: a scalar or modeout needs the handle (its pointer mode)")
         destroy = "destroy" in flags
         # What a resume replays (replay/replace): recorded on the object the call makes, else
         # on=PARAM, else its first object.
@@ -232,12 +259,17 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         s, _ = struct(args_t, [f for p in params for f in p.arg_fields()])
         wire.append(s)
         rf = [f for p in params for f in p.reply_fields()]
+        # A pointer-mode output is written with more statuses than success (a zero pivot's
+        # position): the wire answers 0 and the reply carries the library's status.
+        modeouts = [p for p in params if p.kind == "modeout"]
+        if modeouts:
+            rf.append(("uint64_t", "library_status", 8))
         if rf:
             s, _ = struct(reply_t, rf)
             wire.append(s)
         else:
             reply_t = "Empty"
-        waits = "wait" in flags or bool(news) or any(p.kind in ("out", "inout", "hostbuf") for p in params)
+        waits = "wait" in flags or bool(news) or any(p.kind in ("out", "inout", "hostbuf", "modeout") for p in params)
         defs.append(f"VMCUDA_CALL({number:#06x}, {name}, {args_t}, {reply_t}, {'0' if waits else 'kQueued'})")
         host_api.append(f"  X({name}, int (*)({', '.join(p.host for p in params)}))")
         if hand:
@@ -273,7 +305,8 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 b.append(f"  if (!scope_.device(a.{p.name}, {count}, {elem})) return scope_.bad_pointer(\"{p.name}\");")
                 call_args.append(f"reinterpret_cast<void*>(a.{p.name})")
             elif p.kind == "scalar":
-                b.append(f"  const void* {p.name}_ = scope_.scalar(a.{p.name}, a.{p.name}_ptr, a.{p.count});")
+                dtype = p.count if p.count.isdigit() else f"a.{p.count}"
+                b.append(f"  const void* {p.name}_ = scope_.scalar(a.{p.name}, a.{p.name}_ptr, {dtype});")
                 b.append(f"  if (!scope_.ok()) return scope_.bad_pointer(\"{p.name}\");")
                 call_args.append(f"{p.name}_")
             elif p.kind == "hostbuf":
@@ -286,6 +319,15 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             elif p.kind == "inout":
                 b.append(f"  {p.host[:-1]} {p.name}_ = static_cast<{p.host[:-1]}>(a.{p.name});")
                 call_args.append(f"&{p.name}_")
+            elif p.kind == "byvalue":  # the library's own descriptor for this call, from the guest's fields
+                b.append(f"  const {p.cls} {p.name}_d_(*scope_.lib, a.{p.name});")
+                b.append(f"  if (!{p.name}_d_.ok()) return {p.name}_d_.status();")
+                call_args.append(f"{p.name}_d_.get()")
+            elif p.kind == "modeout":
+                b.append(f"  int {p.name}_{{}};")
+                b.append(f"  int* {p.name}_p_ = scope_.mode_out(a.{p.name}_ptr, &{p.name}_);")
+                b.append(f"  if (!scope_.ok()) return scope_.bad_pointer(\"{p.name}\");")
+                call_args.append(f"{p.name}_p_")
             elif p.kind == "hostin":
                 b.append(f"  if (a.{p.count} > sizeof a.{p.name}) return scope_.bad_pointer(\"{p.name}\");")
                 b.append(f"  uint64_t {p.name}_[{HOSTIN_MAX // 8}];")
@@ -296,6 +338,10 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             if p.kind in ("out", "inout"):
                 conv = "reinterpret_cast<uintptr_t>" if p.host == "void**" else "static_cast<uint64_t>"
                 b.append(f"  r.{p.name} = {conv}({p.name}_);")
+            if p.kind == "modeout":
+                b.append(f"  r.{p.name} = static_cast<uint64_t>(static_cast<uint32_t>({p.name}_));")
+        if modeouts:
+            b.append(f"  r.library_status = static_cast<uint64_t>(static_cast<uint32_t>(st_));")
         for p in news:
             b.append(f"  if (st_ == 0) scope_.adopt(a.{p.name}, {p.type}, {p.name}_);")
         for p in streams:
@@ -306,12 +352,20 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         if replay:  # what a resume replays, in the client's order (NvobjStep)
             b.append(f"  if (st_ == 0) scope_.record(api::Call::{name}, a, a.{target.name}, {'true' if 'replace' in flags else 'false'});")
             devs = [f"a.{p.name}" for p in params if p.kind == "dev"] + \
-                   [f"a.{p.name}_ptr" for p in params if p.kind == "scalar"]
+                   [f"a.{p.name}_ptr" for p in params if p.kind in ("scalar", "modeout")]
             replays.append((name, args_t, reply_t, target, [p for p in objs if p is not target],
                             streams[0] if streams else None, news[0].type if news else -1, devs))
+        if "factor" in flags or "zeropivot" in flags:  # a zero pivot left in the info object (nvobj.h)
+            info = next((p for p in objs if p.type != 0), None)
+            if info is None:
+                sys.exit(f"gen-nvobj.py: {name}: factor/zeropivot names an info object")
+            b.append(f"  if ({written('st_')}) scope_.set_pivot_unread(a.{info.name}, {'true' if 'factor' in flags else 'false'});")
         if destroy:
             b.append(f"  scope_.remove();  // gone from the guest whatever the library answers")
-        b.append("  return st_;")
+        if modeouts:  # the reply (with the library's status) must reach the guest
+            b.append(f"  return {written('st_')} ? 0 : st_;")
+        else:
+            b.append("  return st_;")
         b.append("}")
         host_cc.append("\n".join(b))
 
@@ -327,7 +381,7 @@ def generate(libname, lib, include, calls_path, exports_path, out):
                 g.append(f"  if (!{p.name}) return kInvalidValue;")
             if p.kind == "hostin":
                 g.append(f"  if (!{p.name} || {p.count} > {HOSTIN_MAX}) return kInvalidValue;")
-            if p.kind == "scalar":  # host mode: the value is read here (NULL is the library's invalid value)
+            if p.kind in ("scalar", "modeout"):  # host mode: read or written here (NULL: the library's invalid value)
                 g.append(f"  if (!{handle.name}_->pointer_mode && !{p.name}) return kInvalidValue;")
         if check:  # check=EXPR: the library's own argument check, a status (0: good), made before queuing
             g.append(f"  if (int s_ = {check}) return s_;")
@@ -351,14 +405,24 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             elif p.kind == "scalar":
                 g.append(f"  if ({handle.name}_->pointer_mode) a_.{p.name}_ptr = device_pointer({p.name});")
                 g.append(f"  else std::memcpy(a_.{p.name}, {p.name}, scalar_bytes({p.count}));")
+            elif p.kind == "modeout":
+                g.append(f"  if ({handle.name}_->pointer_mode) a_.{p.name}_ptr = device_pointer({p.name});")
+            elif p.kind == "byvalue":  # the guest's descriptor's fields (NULL or not one: invalid value)
+                g.append(f"  if (!descr_fields({p.name}, a_.{p.name})) return kInvalidValue;")
         if destroy:
             g.append(f"  forget({objs[0].name}_);")
         if waits:
             g.append(f"  api::{reply_t} reply_{{}};")
-            g.append(f"  const int s_ = wait<api::Call::{name}>(a_, &reply_);")
+            if modeouts:  # the library's status comes in the reply (above)
+                g.append(f"  if (const int w_ = wait<api::Call::{name}>(a_, &reply_); w_ != kSuccess) return w_;")
+                g.append(f"  const int s_ = static_cast<int>(reply_.library_status);")
+            else:
+                g.append(f"  const int s_ = wait<api::Call::{name}>(a_, &reply_);")
             for p in params:
                 if p.kind in ("out", "inout"):
                     g.append(f"  if (s_ == kSuccess) *{p.name} = {p.cast}<{p.host[:-1]}>(reply_.{p.name});")
+                if p.kind == "modeout":
+                    g.append(f"  if (({written('s_')}) && !{handle.name}_->pointer_mode) *{p.name} = static_cast<int>(reply_.{p.name});")
             for p in news:
                 g.append(f"  if (s_ == kSuccess) publish(std::move({p.name}_), {p.name});")
             g.append("  return s_;")

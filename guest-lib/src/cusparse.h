@@ -19,6 +19,10 @@ nvobj::Registry& registry();
 
 VMCUDA_NVOBJ_HELPERS
 
+// The four fields of the app's cusparseMatDescr_t `d` (type, fill mode, diagonal type, index
+// base) as the wire carries them; false for NULL or what no cusparseCreateMatDescr made.
+bool descr_fields(const void* d, uint64_t (&out)[2]) noexcept;
+
 // cusparsePointerMode_t: HOST 0, DEVICE 1.
 inline int mode_bad(int mode) noexcept { return mode == 0 || mode == 1 ? kSuccess : kInvalidValue; }
 

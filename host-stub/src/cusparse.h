@@ -14,11 +14,41 @@ inline constexpr int32_t CUSPARSE_STATUS_NOT_INITIALIZED = 1, CUSPARSE_STATUS_AL
                          CUSPARSE_STATUS_INVALID_VALUE = 3, CUSPARSE_STATUS_INTERNAL_ERROR = 7,
                          CUSPARSE_STATUS_NOT_SUPPORTED = 10;
 
+// The legacy API's matrix descriptor (cusparseMatDescr_t): the host makes one per call from the
+// guest's fields (api/libs/cusparse.calls), with these entry points.
+#define VMCUDA_CUSPARSE_DESCR_FUNCTIONS(X)      \
+  X(cusparseCreateMatDescr, int (*)(void**))    \
+  X(cusparseDestroyMatDescr, int (*)(void*))    \
+  X(cusparseSetMatType, int (*)(void*, int))     \
+  X(cusparseSetMatFillMode, int (*)(void*, int)) \
+  X(cusparseSetMatDiagType, int (*)(void*, int)) \
+  X(cusparseSetMatIndexBase, int (*)(void*, int))
+
 // The entry points of libcusparse.so.12 the calls use (generated list; ABI types).
 struct CusparseApi {
 #define VMCUDA_CUSPARSE_DECLARE(name, type) std::type_identity_t<type> name = nullptr;
   VMCUDA_CUSPARSE_FUNCTIONS(VMCUDA_CUSPARSE_DECLARE)
+  VMCUDA_CUSPARSE_DESCR_FUNCTIONS(VMCUDA_CUSPARSE_DECLARE)
 #undef VMCUDA_CUSPARSE_DECLARE
+};
+
+// The library's cusparseMatDescr_t for one call, made from the guest's four fields (type, fill
+// mode, diagonal type, index base; api::cusparse wire: two uint64_t). A field the library's
+// setter refuses is its status (the guest's values are not trusted); destroyed with the call.
+class CusparseMatDescr {
+ public:
+  CusparseMatDescr(const CusparseApi& lib, const uint64_t (&fields)[2]);
+  ~CusparseMatDescr();
+  CusparseMatDescr(const CusparseMatDescr&) = delete;
+  CusparseMatDescr& operator=(const CusparseMatDescr&) = delete;
+  bool ok() const { return status_ == 0; }
+  int32_t status() const { return status_; }
+  void* get() const { return descr_; }
+
+ private:
+  const CusparseApi& lib_;
+  void* descr_ = nullptr;
+  int32_t status_ = 0;
 };
 
 struct CusparseTraits {

@@ -96,6 +96,16 @@ class NvobjScope {
     }
     return reinterpret_cast<const void*>(ptr);
   }
+  // An int the library writes (a zero pivot's position, an nnz total): `host` (the reply carries
+  // it) or, in the handle's device pointer mode, the client's device memory at `ptr`.
+  int* mode_out(uint64_t ptr, int* host) {
+    if (!first_ || !first_->as<NvobjObject>().pointer_mode) return host;
+    if (!ptr || !device(ptr, 1, sizeof(int))) {
+      status_ = Traits::kInvalidValue;
+      return nullptr;
+    }
+    return reinterpret_cast<int*>(ptr);
+  }
   // A host work area of `bytes` for this call (the library's scratch): at most 1 GiB.
   bool host_buffer(uint64_t bytes, std::vector<std::byte>& out) {
     if (bytes > (1ull << 30)) {
@@ -157,6 +167,11 @@ class NvobjScope {
     NvobjStep step{.seq = s_.nvobj_seq_++, .call = number, .args = std::vector<std::byte>(sizeof a)};
     std::memcpy(step.args.data(), &a, sizeof a);
     d.steps.push_back(std::move(step));
+  }
+  // A factorization (`factor`) left a zero pivot in the object `on` that a replay would not make
+  // again; reading it (`zeropivot`) lets a suspend go on (NvobjObject::pivot_unread).
+  void set_pivot_unread(uint64_t on, bool unread) {
+    if (Object* o = s_.vol_.find(Traits::kKind, on)) o->as<NvobjObject>().pivot_unread = unread;
   }
   // The object this call destroyed (the first one named): gone from the client.
   void remove() {

@@ -351,6 +351,9 @@ struct NvobjObject {
   uint64_t stream = 0;       // handles: the guest stream set (0: the default stream)
   std::vector<NvobjStep> steps;
   bool overflow = false;     // more steps than kNvobjMaxSteps (a suspend is refused)
+  // A factorization's info (api/libs/cusparse.calls: factor) whose zero pivot the program has
+  // not read yet: the library keeps it, a resume could not make it again (a suspend is refused).
+  bool pivot_unread = false;
 };
 
 // Virtual memory management (vmm.cc). A mapping is a child of its reservation and names its

@@ -2,9 +2,14 @@
 // version), the generic API's CSR/COO sparse matrices and dense vectors/matrices (the getters and
 // setters vmcuda remotes) and SpMV/SpMM, SpSV (CSR triangular solve, after an analysis) and
 // SpGEMM (CSR x CSR, the product kept in its descriptor from compute to copy) computed on the
-// CPU over the fake device memory for fp32 and fp64 values with 32- or 64-bit indices. A FAKE: only what the tests need; other entry
+// CPU over the fake device memory for fp32 and fp64 values with 32- or 64-bit indices, and of the
+// legacy API: matrix descriptors, csrilu02/csric02 (ILU(0), IC(0), zero pivots, numeric boost),
+// gtsv2 (tridiagonal solves), COO/CSR sorts and index conversions, csr2cscEx2 (fp32/fp64, 32-bit
+// indices). A FAKE: only what the tests need; other entry
 // points are missing (the stub answers CUSPARSE_STATUS_NOT_SUPPORTED). Memory no allocation holds
 // is CUSPARSE_STATUS_EXECUTION_FAILED (a GPU would fault).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -48,6 +53,13 @@ struct Object {
   bool analysed = false, estimated = false, computed = false;
   void* analysed_for = nullptr;
   std::vector<Entry> product;
+  // legacy matrix descriptor (kind 20): matrix type (fill, diag, base above)
+  int mat_type = 0;
+  // csrilu02 / csric02 / bsrilu02 info (kinds 7, 8, 9): the first zero pivot the analysis
+  // (structural) or the factorization (numerical) found (-1: none), the numeric boost
+  int64_t zero_pivot = -1;
+  bool boost = false;
+  double tol = 0, boost_val = 0;
 };
 std::mutex g_mu;
 std::set<Object*> g_live;
@@ -540,6 +552,450 @@ int f_spgemm_copy(void* hp, int opA, int opB, const void*, void* ap, void* bp, c
   return status;
 }
 
+// ---- the legacy API: matrix descriptors, ILU(0)/IC(0) (csrilu02, csric02), tridiagonal solves
+// (gtsv2), sorting and index conversions; fp32 and fp64, 32-bit indices (the legacy API's)
+
+constexpr int kZeroPivot = 9, kMatDescr = 20, kIlu = 7, kIc = 8;
+
+int f_create_mat_descr(void** out) {
+  Object o;
+  o.kind = kMatDescr;
+  return make(out, o);
+}
+int f_destroy_mat_descr(void* p) { return destroy(p, kMatDescr); }
+// A setter of one field: `value` one of `count` enumerators.
+template <int Object::*Field, int Count>
+int f_set_mat(void* p, int value) {
+  return with(p, kMatDescr, [&](Object& o) {
+    if (value < 0 || value >= Count) return kInvalidValue;
+    o.*Field = value;
+    return kSuccess;
+  });
+}
+template <int Kind>
+int f_create_info(void** out) {
+  Object o;
+  o.kind = Kind;
+  return make(out, o);
+}
+template <int Kind>
+int f_destroy_info(void* p) {
+  return destroy(p, Kind);
+}
+
+int32_t int_at(const std::byte* p, int64_t i) {
+  int32_t v;
+  std::memcpy(&v, p + 4 * i, 4);
+  return v;
+}
+void put_int(std::byte* p, int64_t i, int32_t v) { std::memcpy(p + 4 * i, &v, 4); }
+
+// A square CSR matrix of the legacy API in the fake device memory: row offsets and column indices
+// (zero-based here), each row's entries by column; false when its memory is not there or an
+// index is out of range.
+struct LegacyCsr {
+  int64_t m = 0;
+  std::vector<int64_t> off, col;
+  bool read(const FakeDeviceAt& at, int64_t rows, int64_t nnz, const void* row_ptr, const void* col_ind, int base) {
+    m = rows;
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), (rows + 1) * 4);
+    const std::byte* c = at(reinterpret_cast<uint64_t>(col_ind), nnz * 4);
+    if (!o || (nnz && !c)) return false;
+    off.resize(rows + 1);
+    col.resize(nnz);
+    for (int64_t r = 0; r <= rows; ++r) off[r] = int_at(o, r) - base;
+    for (int64_t k = 0; k < nnz; ++k) col[k] = int_at(c, k) - base;
+    if (off[0] != 0 || off[rows] != nnz) return false;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (off[r + 1] < off[r]) return false;
+      for (int64_t k = off[r]; k < off[r + 1]; ++k)
+        if (col[k] < 0 || col[k] >= rows || (k > off[r] && col[k] <= col[k - 1])) return false;  // sorted, unique
+    }
+    return true;
+  }
+  int64_t find(int64_t r, int64_t c) const {
+    for (int64_t k = off[r]; k < off[r + 1]; ++k)
+      if (col[k] == c) return k;
+    return -1;
+  }
+};
+
+// The arguments every csrilu02/csric02 call checks: handle, a general matrix descriptor, the info.
+int factor_args(void* hp, void* dp, void* ip, int kind, int m, int nnz, Object** h, Object** d, Object** info) {
+  *h = live(hp, 0);
+  if (!*h) return kNotInitialized;
+  *d = live(dp, kMatDescr);
+  *info = live(ip, kind);
+  if (!*d || !*info || m < 0 || nnz < 0 || (*d)->mat_type != 0) return kInvalidValue;
+  return kSuccess;
+}
+template <int Kind>
+int f_factor_buffer(void* hp, int m, int nnz, void* dp, void*, void*, void*, void* ip, int* size) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = factor_args(hp, dp, ip, Kind, m, nnz, &h, &d, &info)) return s;
+  if (!size) return kInvalidValue;
+  *size = 512;  // a fake's own choice
+  return kSuccess;
+}
+// The analysis: the structure (each row's diagonal: its absence is a structural zero pivot); it
+// marks the buffer, as the library fills it.
+template <int Kind>
+int f_factor_analysis(void* hp, int m, int nnz, void* dp, void*, void* rows, void* cols, void* ip, int, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = factor_args(hp, dp, ip, Kind, m, nnz, &h, &d, &info)) return s;
+  if (!buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    LegacyCsr a;
+    std::byte* mark = at(reinterpret_cast<uint64_t>(buf), 8);
+    if (!mark || !a.read(at, m, nnz, rows, cols, d->base)) {
+      status = kExecutionFailed;
+      return;
+    }
+    info->zero_pivot = -1;
+    for (int64_t r = 0; r < m && info->zero_pivot < 0; ++r)
+      if (a.find(r, r) < 0) info->zero_pivot = r;
+    const uint64_t magic = Kind == kIlu ? 0x494c5530u : 0x49433030u;  // "ILU0", "IC00"
+    std::memcpy(mark, &magic, 8);
+  });
+  if (status == kSuccess) info->analysed = true;
+  return status;
+}
+// ILU(0) (Kind kIlu: L unit lower and U in A's pattern) or IC(0) (kIc: L in the lower triangle,
+// the upper part left as it is), in place; a zero diagonal is a numerical zero pivot (or, with
+// the numeric boost, a diagonal at most tol in size becomes boost_val).
+template <int Kind, int T>
+int f_factor(void* hp, int m, int nnz, void* dp, void* vals, void* rows, void* cols, void* ip, int, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = factor_args(hp, dp, ip, Kind, m, nnz, &h, &d, &info)) return s;
+  if (!buf || !info->analysed) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    LegacyCsr a;
+    std::byte* v = at(reinterpret_cast<uint64_t>(vals), nnz * vbytes(T));
+    if ((nnz && !v) || !a.read(at, m, nnz, rows, cols, d->base)) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<double> x(nnz);
+    for (int64_t k = 0; k < nnz; ++k) x[k] = load(v, k, T);
+    auto pivot = [&](int64_t r, double& diag) {
+      if (info->boost && std::abs(diag) <= info->tol) diag = info->boost_val;
+      else if (diag == 0 && (info->zero_pivot < 0 || r < info->zero_pivot)) info->zero_pivot = r;
+    };
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t di = a.find(i, i);
+      if (di < 0) continue;  // the structural zero the analysis reported
+      if (Kind == kIlu) {
+        for (int64_t p = a.off[i]; p < a.off[i + 1] && a.col[p] < i; ++p) {
+          const int64_t k = a.col[p], dk = a.find(k, k);
+          if (dk < 0) continue;
+          x[p] /= x[dk];
+          for (int64_t q = p + 1; q < a.off[i + 1]; ++q) {
+            const int64_t kj = a.find(k, a.col[q]);
+            if (kj >= 0) x[q] -= x[p] * x[kj];
+          }
+        }
+        pivot(i, x[di]);
+      } else {
+        for (int64_t p = a.off[i]; p < a.off[i + 1] && a.col[p] < i; ++p) {
+          const int64_t k = a.col[p], dk = a.find(k, k);
+          double sum = x[p];
+          for (int64_t q = a.off[i]; q < p; ++q) {
+            const int64_t kj = a.find(k, a.col[q]);
+            if (kj >= 0) sum -= x[q] * x[kj];
+          }
+          x[p] = dk >= 0 && x[dk] != 0 ? sum / x[dk] : sum;
+        }
+        double diag = x[di];
+        for (int64_t q = a.off[i]; q < di; ++q) diag -= x[q] * x[q];
+        pivot(i, diag);
+        x[di] = diag > 0 ? std::sqrt(diag) : diag;
+      }
+    }
+    for (int64_t k = 0; k < nnz; ++k) store(v, k, T, x[k]);
+  });
+  return status;
+}
+// The first zero pivot: host or device memory by the pointer mode; CUSPARSE_STATUS_ZERO_PIVOT with it.
+template <int Kind>
+int f_zero_pivot(void* hp, void* ip, int* position) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object* info = live(ip, Kind);
+  if (!info || !position) return kInvalidValue;
+  const int32_t z = static_cast<int32_t>(info->zero_pivot);
+  if (h->pointer_mode == 1) {
+    int status = kSuccess;
+    fake_device_access([&](const FakeDeviceAt& at) {
+      std::byte* p = at(reinterpret_cast<uint64_t>(position), 4);
+      if (!p) status = kExecutionFailed;
+      else put_int(p, 0, z);
+    });
+    if (status != kSuccess) return status;
+  } else {
+    *position = z;
+  }
+  return z >= 0 ? kZeroPivot : kSuccess;
+}
+template <int T>
+int f_ilu_boost(void* hp, void* ip, int enable, const void* tol, const void* boost_val) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object* info = live(ip, kIlu);
+  if (!info) return kInvalidValue;
+  info->boost = enable != 0;
+  if (!info->boost) return kSuccess;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    if (!scalar(*h, tol, kR64F, at, &info->tol) || !scalar(*h, boost_val, T, at, &info->boost_val))
+      status = h->pointer_mode ? kExecutionFailed : kInvalidValue;
+  });
+  return status;
+}
+
+// ---- tridiagonal solves: B (m x n, leading dimension ldb) overwritten by the solution; the
+// fake eliminates without pivoting (its tests' matrices are diagonally dominant)
+bool thomas(const FakeDeviceAt& at, int T, int64_t m, const void* dl, const void* d, const void* du, void* x,
+            int64_t first, int64_t n, int64_t ldb) {
+  const size_t e = vbytes(T);
+  const std::byte *l = at(reinterpret_cast<uint64_t>(dl), (first + m) * e),
+                  *c = at(reinterpret_cast<uint64_t>(d), (first + m) * e),
+                  *u = at(reinterpret_cast<uint64_t>(du), (first + m) * e);
+  std::byte* b = at(reinterpret_cast<uint64_t>(x), (first + (n - 1) * ldb + m) * e);
+  if (!l || !c || !u || !b) return false;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t o = first + j * ldb;
+    std::vector<double> cp(m), dp(m);
+    for (int64_t i = 0; i < m; ++i) {
+      const double a = i ? load(l, first + i, T) : 0, den = load(c, first + i, T) - (i ? a * cp[i - 1] : 0);
+      cp[i] = load(u, first + i, T) / den;
+      dp[i] = (load(b, o + i, T) - (i ? a * dp[i - 1] : 0)) / den;
+    }
+    for (int64_t i = m - 1; i >= 0; --i) {
+      if (i < m - 1) dp[i] -= cp[i] * dp[i + 1];
+      store(b, o + i, T, dp[i]);
+    }
+  }
+  return true;
+}
+int f_gtsv_buffer(void* hp, int m, int n, const void*, const void*, const void*, const void*, int ldb, size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 3 || n < 0 || ldb < m || !size) return kInvalidValue;
+  *size = 64 + 8 * static_cast<size_t>(m);
+  return kSuccess;
+}
+template <int T>
+int f_gtsv(void* hp, int m, int n, const void* dl, const void* d, const void* du, void* b, int ldb, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 3 || n < 0 || ldb < m || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    if (n && !thomas(at, T, m, dl, d, du, b, 0, n, ldb)) status = kExecutionFailed;
+  });
+  return status;
+}
+int f_gtsv_batch_buffer(void* hp, int m, const void*, const void*, const void*, const void*, int batch, int stride,
+                        size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 3 || batch < 0 || stride < m || !size) return kInvalidValue;
+  *size = 64 + 8 * static_cast<size_t>(m);
+  return kSuccess;
+}
+template <int T>
+int f_gtsv_batch(void* hp, int m, const void* dl, const void* d, const void* du, void* x, int batch, int stride,
+                 void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 3 || batch < 0 || stride < m || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    for (int64_t i = 0; i < batch && status == kSuccess; ++i)
+      if (!thomas(at, T, m, dl, d, du, x, i * stride, 1, m)) status = kExecutionFailed;
+  });
+  return status;
+}
+
+// ---- sorting and index conversions (32-bit indices)
+int f_sort_buffer(void* hp, int m, int n, int nnz, const void*, const void*, size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 0 || n < 0 || nnz < 0 || !size) return kInvalidValue;
+  *size = 64 + 8 * static_cast<size_t>(nnz);
+  return kSuccess;
+}
+// Sorts entries [b, e) of keys (major, minor) in place, P with them (P[i] = P[old i]).
+void sort_range(std::byte* major, std::byte* minor, std::byte* perm, int64_t b, int64_t e) {
+  std::vector<int64_t> idx;
+  for (int64_t k = b; k < e; ++k) idx.push_back(k);
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t x, int64_t y) {
+    const int32_t mx = major ? int_at(major, x) : 0, my = major ? int_at(major, y) : 0;
+    return mx != my ? mx < my : int_at(minor, x) < int_at(minor, y);
+  });
+  std::vector<int32_t> ma, mi, pe;
+  for (int64_t k : idx) {
+    if (major) ma.push_back(int_at(major, k));
+    mi.push_back(int_at(minor, k));
+    if (perm) pe.push_back(int_at(perm, k));
+  }
+  for (int64_t k = b; k < e; ++k) {
+    if (major) put_int(major, k, ma[k - b]);
+    put_int(minor, k, mi[k - b]);
+    if (perm) put_int(perm, k, pe[k - b]);
+  }
+}
+template <bool ByRow>
+int f_coosort(void* hp, int m, int n, int nnz, void* rows, void* cols, void* perm, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 0 || n < 0 || nnz < 0 || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    std::byte *r = at(reinterpret_cast<uint64_t>(rows), nnz * 4), *c = at(reinterpret_cast<uint64_t>(cols), nnz * 4),
+              *p = perm ? at(reinterpret_cast<uint64_t>(perm), nnz * 4) : nullptr;
+    if (nnz && (!r || !c || (perm && !p))) {
+      status = kExecutionFailed;
+      return;
+    }
+    if (ByRow) sort_range(r, c, p, 0, nnz);
+    else sort_range(c, r, p, 0, nnz);
+  });
+  return status;
+}
+int f_csrsort(void* hp, int m, int n, int nnz, void* dp, const void* row_ptr, void* cols, void* perm, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  Object* d = live(dp, kMatDescr);
+  if (!d || m < 0 || n < 0 || nnz < 0 || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), (m + 1) * 4);
+    std::byte *c = at(reinterpret_cast<uint64_t>(cols), nnz * 4),
+              *p = perm ? at(reinterpret_cast<uint64_t>(perm), nnz * 4) : nullptr;
+    if (!o || (nnz && (!c || (perm && !p)))) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t r = 0; r < m; ++r) {
+      const int64_t b = int_at(o, r) - d->base, e = int_at(o, r + 1) - d->base;
+      if (b < 0 || e < b || e > nnz) {
+        status = kExecutionFailed;
+        return;
+      }
+      sort_range(nullptr, c, p, b, e);
+    }
+  });
+  return status;
+}
+int f_identity(void* hp, int n, void* perm) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (n < 0) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    std::byte* p = at(reinterpret_cast<uint64_t>(perm), static_cast<size_t>(n) * 4);
+    if (n && !p) status = kExecutionFailed;
+    for (int32_t i = 0; i < n && p; ++i) put_int(p, i, i);
+  });
+  return status;
+}
+int f_coo2csr(void* hp, const void* coo_rows, int nnz, int m, void* row_ptr, int base) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (nnz < 0 || m < 0 || (base != 0 && base != 1)) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const std::byte* r = at(reinterpret_cast<uint64_t>(coo_rows), static_cast<size_t>(nnz) * 4);
+    std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), static_cast<size_t>(m + 1) * 4);
+    if ((nnz && !r) || !o) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<int32_t> count(m + 1, 0);
+    for (int64_t k = 0; k < nnz; ++k) {
+      const int64_t row = int_at(r, k) - base;
+      if (row >= 0 && row < m) ++count[row + 1];
+    }
+    for (int64_t i = 0; i < m; ++i) count[i + 1] += count[i];
+    for (int64_t i = 0; i <= m; ++i) put_int(o, i, count[i] + base);
+  });
+  return status;
+}
+int f_csr2coo(void* hp, const void* row_ptr, int nnz, int m, void* coo_rows, int base) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (nnz < 0 || m < 0 || (base != 0 && base != 1)) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), static_cast<size_t>(m + 1) * 4);
+    std::byte* r = at(reinterpret_cast<uint64_t>(coo_rows), static_cast<size_t>(nnz) * 4);
+    if (!o || (nnz && !r)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int32_t i = 0; i < m; ++i)
+      for (int64_t k = std::max<int64_t>(0, int_at(o, i) - base); k < std::min<int64_t>(nnz, int_at(o, i + 1) - base); ++k)
+        put_int(r, k, i + base);
+  });
+  return status;
+}
+int f_csr2csc_buffer(void* hp, int m, int n, int nnz, const void*, const void*, const void*, void*, void*, void*,
+                     int vt, int action, int base, int alg, size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 0 || n < 0 || nnz < 0 || !value_ok(vt) || action < 0 || action > 1 || base < 0 || base > 1 || alg != 1 || !size)
+    return kInvalidValue;
+  *size = 128 + 4 * static_cast<size_t>(nnz);
+  return kSuccess;
+}
+// The transpose's CSR (the CSC of A): within each column its rows in order; values when NUMERIC.
+int f_csr2csc(void* hp, int m, int n, int nnz, const void* vals, const void* row_ptr, const void* cols, void* cvals,
+              void* col_ptr, void* rows, int vt, int action, int base, int alg, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 0 || n < 0 || nnz < 0 || !value_ok(vt) || action < 0 || action > 1 || base < 0 || base > 1 || alg != 1 || !buf)
+    return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const size_t e = vbytes(vt);
+    const std::byte *o = at(reinterpret_cast<uint64_t>(row_ptr), (m + 1) * 4ull),
+                    *c = at(reinterpret_cast<uint64_t>(cols), nnz * 4ull),
+                    *v = action ? at(reinterpret_cast<uint64_t>(vals), nnz * e) : nullptr;
+    std::byte *co = at(reinterpret_cast<uint64_t>(col_ptr), (n + 1) * 4ull), *r = at(reinterpret_cast<uint64_t>(rows), nnz * 4ull),
+              *cv = action ? at(reinterpret_cast<uint64_t>(cvals), nnz * e) : nullptr;
+    if (!o || !co || (nnz && (!c || !r || (action && (!v || !cv))))) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<int32_t> start(n + 1, 0);
+    for (int64_t k = 0; k < nnz; ++k) {
+      const int64_t col = int_at(c, k) - base;
+      if (col < 0 || col >= n) {
+        status = kExecutionFailed;
+        return;
+      }
+      ++start[col + 1];
+    }
+    for (int64_t j = 0; j < n; ++j) start[j + 1] += start[j];
+    for (int64_t j = 0; j <= n; ++j) put_int(co, j, start[j] + base);
+    for (int32_t i = 0; i < m; ++i)
+      for (int64_t k = int_at(o, i) - base; k < int_at(o, i + 1) - base; ++k) {
+        const int64_t at_k = start[int_at(c, k) - base]++;
+        put_int(r, at_k, i + base);
+        if (action) store(cv, at_k, vt, load(v, k, vt));
+      }
+  });
+  return status;
+}
+
 }  // namespace
 
 void* fake_cusparse_symbol(const char* name) {
@@ -582,6 +1038,55 @@ void* fake_cusparse_symbol(const char* name) {
       {"cusparseSpGEMM_compute", reinterpret_cast<void*>(f_spgemm_compute)},
       {"cusparseSpGEMM_copy", reinterpret_cast<void*>(f_spgemm_copy)},
       {"cusparseSpMatGetSize", reinterpret_cast<void*>(f_spmat_get_size)},
+      // the legacy API
+      {"cusparseCreateMatDescr", reinterpret_cast<void*>(f_create_mat_descr)},
+      {"cusparseDestroyMatDescr", reinterpret_cast<void*>(f_destroy_mat_descr)},
+      {"cusparseSetMatType", reinterpret_cast<void*>(f_set_mat<&Object::mat_type, 4>)},
+      {"cusparseSetMatFillMode", reinterpret_cast<void*>(f_set_mat<&Object::fill, 2>)},
+      {"cusparseSetMatDiagType", reinterpret_cast<void*>(f_set_mat<&Object::diag, 2>)},
+      {"cusparseSetMatIndexBase", reinterpret_cast<void*>(f_set_mat<&Object::base, 2>)},
+      {"cusparseCreateCsrilu02Info", reinterpret_cast<void*>(f_create_info<kIlu>)},
+      {"cusparseDestroyCsrilu02Info", reinterpret_cast<void*>(f_destroy_info<kIlu>)},
+      {"cusparseCreateCsric02Info", reinterpret_cast<void*>(f_create_info<kIc>)},
+      {"cusparseDestroyCsric02Info", reinterpret_cast<void*>(f_destroy_info<kIc>)},
+      {"cusparseScsrilu02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIlu>)},
+      {"cusparseDcsrilu02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIlu>)},
+      {"cusparseScsrilu02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIlu>)},
+      {"cusparseDcsrilu02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIlu>)},
+      {"cusparseScsrilu02", reinterpret_cast<void*>(f_factor<kIlu, kR32F>)},
+      {"cusparseDcsrilu02", reinterpret_cast<void*>(f_factor<kIlu, kR64F>)},
+      {"cusparseScsrilu02_numericBoost", reinterpret_cast<void*>(f_ilu_boost<kR32F>)},
+      {"cusparseDcsrilu02_numericBoost", reinterpret_cast<void*>(f_ilu_boost<kR64F>)},
+      {"cusparseXcsrilu02_zeroPivot", reinterpret_cast<void*>(f_zero_pivot<kIlu>)},
+      {"cusparseScsric02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIc>)},
+      {"cusparseDcsric02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIc>)},
+      {"cusparseScsric02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIc>)},
+      {"cusparseDcsric02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIc>)},
+      {"cusparseScsric02", reinterpret_cast<void*>(f_factor<kIc, kR32F>)},
+      {"cusparseDcsric02", reinterpret_cast<void*>(f_factor<kIc, kR64F>)},
+      {"cusparseXcsric02_zeroPivot", reinterpret_cast<void*>(f_zero_pivot<kIc>)},
+      {"cusparseSgtsv2_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseDgtsv2_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseSgtsv2_nopivot_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseDgtsv2_nopivot_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseSgtsv2", reinterpret_cast<void*>(f_gtsv<kR32F>)},
+      {"cusparseDgtsv2", reinterpret_cast<void*>(f_gtsv<kR64F>)},
+      {"cusparseSgtsv2_nopivot", reinterpret_cast<void*>(f_gtsv<kR32F>)},
+      {"cusparseDgtsv2_nopivot", reinterpret_cast<void*>(f_gtsv<kR64F>)},
+      {"cusparseSgtsv2StridedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_batch_buffer)},
+      {"cusparseDgtsv2StridedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_batch_buffer)},
+      {"cusparseSgtsv2StridedBatch", reinterpret_cast<void*>(f_gtsv_batch<kR32F>)},
+      {"cusparseDgtsv2StridedBatch", reinterpret_cast<void*>(f_gtsv_batch<kR64F>)},
+      {"cusparseXcoosort_bufferSizeExt", reinterpret_cast<void*>(f_sort_buffer)},
+      {"cusparseXcoosortByRow", reinterpret_cast<void*>(f_coosort<true>)},
+      {"cusparseXcoosortByColumn", reinterpret_cast<void*>(f_coosort<false>)},
+      {"cusparseXcsrsort_bufferSizeExt", reinterpret_cast<void*>(f_sort_buffer)},
+      {"cusparseXcsrsort", reinterpret_cast<void*>(f_csrsort)},
+      {"cusparseCreateIdentityPermutation", reinterpret_cast<void*>(f_identity)},
+      {"cusparseXcoo2csr", reinterpret_cast<void*>(f_coo2csr)},
+      {"cusparseXcsr2coo", reinterpret_cast<void*>(f_csr2coo)},
+      {"cusparseCsr2cscEx2_bufferSize", reinterpret_cast<void*>(f_csr2csc_buffer)},
+      {"cusparseCsr2cscEx2", reinterpret_cast<void*>(f_csr2csc)},
   };
   auto it = t.find(name);
   return it == t.end() ? nullptr : it->second;

@@ -60,7 +60,7 @@ TEST(NvlibStubs, CurandVersionsAndUnsupportedCalls) {
 }
 
 #if defined(VMCUDA_TEST_CUSPARSE) && defined(VMCUDA_TEST_CUSOLVER)
-TEST(NvlibStubs, CusparseAnswersAndAnUnsupportedLegacyCall) {
+TEST(NvlibStubs, CusparseAnswersTheMatrixDescriptorAndAnUnsupportedLegacyCall) {
   void* lib = open(VMCUDA_TEST_CUSPARSE);
   ASSERT_NE(lib, nullptr);
   EXPECT_STREQ(symbol<const char* (*)(int)>(lib, "cusparseGetErrorName")(3), "CUSPARSE_STATUS_INVALID_VALUE");
@@ -68,15 +68,33 @@ TEST(NvlibStubs, CusparseAnswersAndAnUnsupportedLegacyCall) {
   int major = 0;
   ASSERT_EQ(symbol<int (*)(int, int*)>(lib, "cusparseGetProperty")(0, &major), 0);
   EXPECT_EQ(major, 12);
-  // The legacy API: CUSPARSE_STATUS_NOT_SUPPORTED, the name logged once.
-  void* descr = nullptr;
+  // A legacy call not remoted (the pruning functions' info): CUSPARSE_STATUS_NOT_SUPPORTED, the
+  // name logged once.
+  void* prune = nullptr;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateMatDescr")(&descr), 10);
-  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateMatDescr")(&descr), 10);
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreatePruneInfo")(&prune), 10);
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreatePruneInfo")(&prune), 10);
   const std::string err = testing::internal::GetCapturedStderr();
-  const std::string line = "cusparseCreateMatDescr is not supported yet; it returns CUSPARSE_STATUS_NOT_SUPPORTED (10)";
+  const std::string line = "cusparseCreatePruneInfo is not supported yet; it returns CUSPARSE_STATUS_NOT_SUPPORTED (10)";
   ASSERT_NE(err.find(line), std::string::npos) << err;
   EXPECT_EQ(err.find(line, err.find(line) + 1), std::string::npos) << "logged twice: " << err;
+  // The legacy matrix descriptor is answered here: the library's defaults, a setter's range
+  // checked, a destroyed or never made one refused.
+  void* descr = nullptr;
+  ASSERT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateMatDescr")(&descr), 0);
+  auto get_type = symbol<int (*)(const void*)>(lib, "cusparseGetMatType");
+  auto set_type = symbol<int (*)(void*, int)>(lib, "cusparseSetMatType");
+  auto set_base = symbol<int (*)(void*, int)>(lib, "cusparseSetMatIndexBase");
+  EXPECT_EQ(get_type(descr), 0);  // CUSPARSE_MATRIX_TYPE_GENERAL
+  EXPECT_EQ(symbol<int (*)(const void*)>(lib, "cusparseGetMatIndexBase")(descr), 0);
+  EXPECT_EQ(set_type(descr, 3), 0);  // TRIANGULAR
+  EXPECT_EQ(get_type(descr), 3);
+  EXPECT_EQ(set_type(descr, 4), 3);  // no such type: invalid value, the old one kept
+  EXPECT_EQ(set_base(descr, -1), 3);
+  EXPECT_EQ(get_type(descr), 3);
+  EXPECT_EQ(symbol<int (*)(void*)>(lib, "cusparseDestroyMatDescr")(descr), 0);
+  EXPECT_EQ(symbol<int (*)(void*)>(lib, "cusparseDestroyMatDescr")(descr), 3);
+  EXPECT_EQ(set_type(descr, 0), 3);
   // Objects that were never made: refused here (a handle: not initialized; a descriptor: invalid).
   int junk = 0, mode = 0;
   EXPECT_EQ(symbol<int (*)(void*, int*)>(lib, "cusparseGetPointerMode")(&junk, &mode), 1);

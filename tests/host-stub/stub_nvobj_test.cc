@@ -147,6 +147,59 @@ TEST_F(NvobjTest, LuSolveAndHostWorkArea) {
   EXPECT_EQ(tst::fake_live_cusolver_objects(), 2u);
 }
 
+// The legacy API: a matrix descriptor's fields by value (the host's library refuses a bad one,
+// and no descriptor outlives its call), a numerical zero pivot's position in host memory and in
+// device memory by the pointer mode (memory not the client's refused).
+TEST_F(NvobjTest, LegacyFactorizationAndZeroPivot) {
+  const uint64_t h = 0x7200, info = 0x7210;
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseCreateCsrilu02Info>({info}), 0);
+  const uint64_t off = upload(std::vector<int>{0, 2, 4}), col = upload(std::vector<int>{0, 1, 0, 1});
+  const uint64_t val = upload(std::vector<double>{1, 1, 1, 1}), buf = c.malloc(512);
+  api::cusparseDcsrilu02_bufferSize_Args bs{};
+  bs.handle = h, bs.m = 2, bs.nnz = 4, bs.csrSortedValA = val, bs.csrSortedRowPtrA = off;
+  bs.csrSortedColIndA = col, bs.info = info;  // descrA: all zero, the defaults
+  api::cusparseDcsrilu02_bufferSize_Reply size{};
+  ASSERT_EQ(c.call<api::Call::cusparseDcsrilu02_bufferSize>(bs, &size), 0);
+  EXPECT_EQ(size.pBufferSizeInBytes, 512u);  // the fake's
+  const int32_t bad_type[4] = {9, 0, 0, 0};  // no cusparseMatrixType_t
+  std::memcpy(bs.descrA, bad_type, sizeof bad_type);
+  EXPECT_EQ(c.call<api::Call::cusparseDcsrilu02_bufferSize>(bs, &size), kInvalidValue);
+  api::cusparseDcsrilu02_analysis_Args an{};
+  an.handle = h, an.m = 2, an.nnz = 4, an.csrSortedValA = val, an.csrSortedRowPtrA = off, an.csrSortedColIndA = col;
+  an.info = info, an.pBuffer = buf;
+  ASSERT_EQ(c.call<api::Call::cusparseDcsrilu02_analysis>(an), 0);
+  api::cusparseXcsrilu02_zeroPivot_Reply pos{};
+  ASSERT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, info, 0}, &pos), 0);
+  EXPECT_EQ(pos.library_status, 0u);
+  EXPECT_EQ(int32_t(pos.position), -1);
+  api::cusparseDcsrilu02_Args f{};
+  f.handle = h, f.m = 2, f.nnz = 4, f.csrSortedValA_valM = val, f.csrSortedRowPtrA = off, f.csrSortedColIndA = col;
+  f.info = info, f.pBuffer = buf;
+  ASSERT_EQ(c.call<api::Call::cusparseDcsrilu02>(f), 0);
+  EXPECT_EQ(get<double>(val, 4), (std::vector<double>{1, 1, 1, 0}));  // U(1,1) = 1 - 1 * 1
+  // CUSPARSE_STATUS_ZERO_PIVOT comes in the reply, with the position (the wire answers 0).
+  constexpr uint64_t kZeroPivot = 9;
+  ASSERT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, info, 0}, &pos), 0);
+  EXPECT_EQ(pos.library_status, kZeroPivot);
+  EXPECT_EQ(int32_t(pos.position), 1);
+  ASSERT_EQ(c.call<api::Call::cusparseSetPointerMode>({h, 1}), 0);
+  const uint64_t where = upload(std::vector<int>{-2});
+  pos = {};
+  EXPECT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, info, where}, &pos), 0);
+  EXPECT_EQ(pos.library_status, kZeroPivot);
+  EXPECT_EQ(get<int>(where, 1)[0], 1);
+  EXPECT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, info, 0x10}, &pos), kInvalidValue);
+  EXPECT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, info, 0}, &pos), kInvalidValue);
+  // The info where the handle goes; the handle where the info goes.
+  EXPECT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({info, info, where}, &pos), kNotInitialized);
+  EXPECT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, h, where}, &pos), kInvalidValue);
+  EXPECT_EQ(tst::fake_live_cusparse_objects(), 2u);  // the handle and the info: no descriptor left
+  EXPECT_EQ(c.call<api::Call::cusparseDestroyCsrilu02Info>({info}), 0);
+  EXPECT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
+  EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
+}
+
 TEST(NvobjTeardown, ObjectsGoWithTheClient) {
   Stub stub;
   {

@@ -1328,6 +1328,51 @@ TEST(Suspend, ASparseStepNamingADestroyedObjectRefusesTheSuspendUntilItGoes) {
   release(stub);
 }
 
+// The legacy API's ILU(0) info (api/libs/cusparse.calls): its analysis is replayed at a resume
+// (the fake's factorization needs it); between a factorization and the program's reading of its
+// zero pivot a suspend is refused, saying why (a replay could not make the pivot again).
+TEST(Suspend, AnIluInfoComesBackWithItsAnalysisAndAnUnreadZeroPivotRefusesTheSuspend) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t h = 0x7300, info = 0x7310;
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseCreateCsrilu02Info>({info}), 0);
+  // [[1,1],[1,1]]: U(1,1) = 0, a numerical zero pivot at 1.
+  const uint64_t off = SparseWork::upload(c, std::vector<int>{0, 2, 4});
+  const uint64_t col = SparseWork::upload(c, std::vector<int>{0, 1, 0, 1});
+  const uint64_t val = SparseWork::upload(c, std::vector<double>{1, 1, 1, 1}), buf = c.malloc(512);
+  api::cusparseDcsrilu02_analysis_Args an{};
+  an.handle = h, an.m = 2, an.nnz = 4, an.csrSortedValA = val, an.csrSortedRowPtrA = off, an.csrSortedColIndA = col;
+  an.info = info, an.pBuffer = buf;
+  ASSERT_EQ(c.call<api::Call::cusparseDcsrilu02_analysis>(an), 0);
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  api::cusparseDcsrilu02_Args f{};
+  f.handle = h, f.m = 2, f.nnz = 4, f.csrSortedValA_valM = val, f.csrSortedRowPtrA = off, f.csrSortedColIndA = col;
+  f.info = info, f.pBuffer = buf;
+  ASSERT_EQ(c.call<api::Call::cusparseDcsrilu02>(f), 0);  // the replayed analysis is there
+  EXPECT_EQ(SparseWork::get<double>(c, val, 4), (std::vector<double>{1, 1, 1, 0}));
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("zero pivot"), std::string::npos) << r.error;
+  release(stub);
+  api::cusparseXcsrilu02_zeroPivot_Reply pos{};
+  ASSERT_EQ(c.call<api::Call::cusparseXcsrilu02_zeroPivot>({h, info, 0}, &pos), 0);
+  EXPECT_EQ(pos.library_status, 9u);  // CUSPARSE_STATUS_ZERO_PIVOT
+  EXPECT_EQ(int32_t(pos.position), 1);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  EXPECT_EQ(tst::fake_live_cusparse_objects(), 2u);  // the handle and the info
+  ASSERT_EQ(c.call<api::Call::cusparseDestroyCsrilu02Info>({info}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
+}
+
 // An object's record in a state file is the guest's to forge: an unknown type, no steps or too
 // many, a step that is no call the objects replay, recorded on another object, out of order,
 // are refused, and the client stays suspended with the file untouched.
