@@ -14,14 +14,25 @@ py="${PYTHON:-python3}"
 export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 "$py" -c 'import torch' 2>/dev/null || { echo "no PyTorch here"; exit 0; }
 sock=/tmp/vmcuda-torch-bench.sock
+# The stub's NVIDIA libcudnn.so.9: the wheel's (nvidia-cudnn; the toolkit has none), added to
+# VMCUDA_HOST_LIBDIR (several folders, ':') for the preloaded vmcuda cuDNN below.
+if [ "${VMCUDA_REMOTE_CUDNN:-1}" = 1 ]; then
+  d="$("$py" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)"
+  [ -z "$d" ] || export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:-/usr/local/cuda/lib64}:$d"
+fi
 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 trap 'kill $stub 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 vm_env=(VMCUDA_SOCKET="$sock" LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
-# vmcuda's cuBLAS and cuBLASLt preloaded, as vmcuda-run does by default (VMCUDA_REMOTE_CUBLAS=0: not).
+# vmcuda's cuBLAS and cuBLASLt, cuFFT and cuDNN preloaded, as vmcuda-run does by default
+# (VMCUDA_REMOTE_CUBLAS=0, VMCUDA_REMOTE_CUFFT=0, VMCUDA_REMOTE_CUDNN=0: not).
+preload=""
 [ "${VMCUDA_REMOTE_CUBLAS:-1}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
-  vm_env+=(LD_PRELOAD="$carry/lib/libcublasLt.so.13 $carry/lib/libcublas.so.13")
+  preload="$carry/lib/libcublasLt.so.13 $carry/lib/libcublas.so.13"
+[ "${VMCUDA_REMOTE_CUFFT:-1}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload }$carry/lib/libcufft.so.12"
+[ "${VMCUDA_REMOTE_CUDNN:-1}" = 1 ] && [ -e "$carry/lib/libcudnn.so.9" ] && preload="${preload:+$preload }$carry/lib/libcudnn.so.9"
+[ -n "$preload" ] && vm_env+=(LD_PRELOAD="$preload")
 
 first_op() { # [env...]: seconds from process start to the first CUDA op's result, median of 3
   local times=()

@@ -48,9 +48,9 @@ for m in ("nvidia.cublas", "nvidia.cufft", "nvidia.curand"):
 print(":".join(dirs))' 2>/dev/null || true)"
   export VMCUDA_HOST_LIBDIR
 fi
-# VMCUDA_REMOTE_CUDNN=1: the stub's NVIDIA libcudnn.so.9 is the wheel's (nvidia-cudnn), added to
+# VMCUDA_REMOTE_CUDNN (default 1, as in vmcuda-run): the stub's NVIDIA libcudnn.so.9 is the wheel's (nvidia-cudnn), added to
 # VMCUDA_HOST_LIBDIR (several folders, ':').
-if [ "${VMCUDA_REMOTE_CUDNN:-0}" = 1 ]; then
+if [ "${VMCUDA_REMOTE_CUDNN:-1}" = 1 ]; then
   d="$("$py" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)"
   [ -z "$d" ] || export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:+$VMCUDA_HOST_LIBDIR:}$d"
 fi
@@ -67,14 +67,14 @@ for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 preload=""
 [ "${VMCUDA_REMOTE_CUBLAS:-1}" = 1 ] && [ -e "$carry/lib/libcublas.so.13" ] && [ -e "$carry/lib/libcublasLt.so.13" ] &&
   preload="$carry/lib/libcublasLt.so.13:$carry/lib/libcublas.so.13"
-# VMCUDA_REMOTE_CUFFT=1 / VMCUDA_REMOTE_CURAND=1: the same for vmcuda's libcufft.so.12 and
+# VMCUDA_REMOTE_CUFFT (default 1, as in vmcuda-run) / VMCUDA_REMOTE_CURAND=1: the same for vmcuda's libcufft.so.12 and
 # libcurand.so.10 (the fft step needs it: NVIDIA's cuFFT cannot run on vmcuda's libcuda.so.1).
 # The list is one word (':'-separated): run_steps passes it to env.
-[ "${VMCUDA_REMOTE_CUFFT:-0}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload:}$carry/lib/libcufft.so.12"
+[ "${VMCUDA_REMOTE_CUFFT:-1}" = 1 ] && [ -e "$carry/lib/libcufft.so.12" ] && preload="${preload:+$preload:}$carry/lib/libcufft.so.12"
 [ "${VMCUDA_REMOTE_CURAND:-0}" = 1 ] && [ -e "$carry/lib/libcurand.so.10" ] && preload="${preload:+$preload:}$carry/lib/libcurand.so.10"
-# VMCUDA_REMOTE_CUDNN=1: vmcuda's libcudnn.so.9 too (PyTorch's convolutions; NVIDIA's cuDNN cannot
+# VMCUDA_REMOTE_CUDNN (default 1): vmcuda's libcudnn.so.9 too (PyTorch's convolutions; NVIDIA's cuDNN cannot
 # run on vmcuda's libcuda.so.1).
-[ "${VMCUDA_REMOTE_CUDNN:-0}" = 1 ] && [ -e "$carry/lib/libcudnn.so.9" ] && preload="${preload:+$preload:}$carry/lib/libcudnn.so.9"
+[ "${VMCUDA_REMOTE_CUDNN:-1}" = 1 ] && [ -e "$carry/lib/libcudnn.so.9" ] && preload="${preload:+$preload:}$carry/lib/libcudnn.so.9"
 run_steps "$out/vmcuda.txt" "$out/vmcuda.err" VMCUDA_SOCKET="$sock" \
   LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${preload:+LD_PRELOAD="$preload"}
 kill "$stub" 2>/dev/null; wait "$stub" 2>/dev/null

@@ -40,6 +40,8 @@ float* device_copy(const std::vector<float>& v) {
 }
 std::vector<float> host_copy(const float* d, size_t n) {
   std::vector<float> v(n);
+  // The handle's stream is non-blocking: a copy on the default stream does not wait for it.
+  CUDA(cudaDeviceSynchronize());
   CUDA(cudaMemcpy(v.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
   return v;
 }

@@ -10,10 +10,11 @@ stub="$1" libdir="$2" bindir="$3" expected="$4"
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_only.sh"  # comparable: [GPU only] lines
 work="$(mktemp -d)"
 sock="$work/stub.sock"
-# On the H100 (2026-11-27) this run passes but for cudnn_legacy (two cuDNN clients in one
-# process: to trace). It failed before two fixes: the driver placed other clients' own
-# allocations where the next arenas lie (a fresh arena now moves to the next index: arena.cc),
-# and the driver crashed on a wait for another context's interprocess event (event.cc).
+# On the H100 (2026-11-27) this run failed before three fixes: the driver placed other clients'
+# own allocations where the next arenas lie (a fresh arena now moves to the next index:
+# arena.cc), the driver crashed on a wait for another context's interprocess event (event.cc),
+# and cudnn_legacy read its results without waiting for its non-blocking stream (a race natively
+# too, which the busier GPU of this run lost; CUDA_LAUNCH_BLOCKING=1 hid it).
 # Some 35 programs (with the children of ipc and ipc_pool) of one user connect at once: more
 # than a user's default share of connections and rate (VMRPC_MAX_CONNECTIONS_PER_USER, VMRPC_CONNECT_RATE).
 VMRPC_MAX_CONNECTIONS_PER_USER=0 VMRPC_CONNECT_RATE=0 VMRPC_LOG=2 "$stub" --socket "$sock" --isolation thread --gpu-thread on 2>"$work/stub.log" &
