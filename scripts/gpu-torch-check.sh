@@ -54,8 +54,8 @@ if [ "${VMCUDA_REMOTE_CUDNN:-1}" = 1 ]; then
   d="$("$py" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)"
   [ -z "$d" ] || export VMCUDA_HOST_LIBDIR="${VMCUDA_HOST_LIBDIR:+$VMCUDA_HOST_LIBDIR:}$d"
 fi
-# Info level: each program's end logs the library calls the stub served for it (which copy of
-# cuBLAS, cuDNN, cuFFT... PyTorch really used), counted below.
+# Info level: the stub logs, once per program and library, that it serves that library's calls
+# (which copy of cuBLAS, cuDNN, cuFFT... PyTorch really used), counted below.
 VMRPC_LOG=2 "$carry/vmcuda-stub" --socket "$sock" --region-bytes $((1 << 30)) 2>"$out/stub.log" &
 stub=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
@@ -87,8 +87,8 @@ while IFS= read -r line; do
   else echo "DIFFER $line  |  vmcuda: ${theirs:-(not reached)}"; fi
 done < <(grep '^STEP' "$out/native.txt")
 echo "torch steps with the native result through vmcuda: $same of $total"
-# Evidence per library: the calls the stub served at that library's API, over all steps (a
-# library whose calls went to a wheel's own copy would be missing here).
-grep -o "library calls served: .*" "$out/stub.log" | sed 's/library calls served: //' | tr ',' '\n' |
-  awk '{ n[$1] += $2 } END { for (l in n) printf "library calls served by vmcuda-stub over all steps: %s %d\n", l, n[l] }' | sort
+# Evidence per library: the programs (steps) whose calls of a library the stub served at that
+# library's API (a library whose calls went to a wheel's own copy would be missing here).
+grep -o "serving the program's [a-z]* calls at the library's API" "$out/stub.log" | awk '{ n[$4]++ }
+  END { for (l in n) printf "steps whose %s calls vmcuda-stub served: %d\n", l, n[l] }' | sort
 grep -h "import torch\|vmcuda:" "$out/native.err" "$out/vmcuda.err" | sort | uniq -c | sort -rn | head -30

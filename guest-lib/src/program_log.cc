@@ -146,7 +146,9 @@ void add(Severity severity, const char* source, const char* entry, const char* t
 }
 
 cudaError_t current(unsigned* iterator_out, unsigned flags) noexcept {
-  if (!iterator_out || flags != 0) return cudaErrorInvalidValue;
+  // (flags are "reserved, must be 0", but NVIDIA's runtime accepts others: H100, driver 580.)
+  (void)flags;
+  if (!iterator_out) return cudaErrorInvalidValue;
   State& s = state();
   std::lock_guard g(s.mu);
   *iterator_out = s.next;

@@ -495,7 +495,11 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   // Calls that need no context answer even when the device cannot make one.
   const auto c = static_cast<api::Call>(call_id);
   if (api::call_flags(call_id) & api::kLaunches) launched_in_batch_ = true;
-  if (const int lib = remoted_library_of(call_id); lib >= 0) library_calls_[lib].fetch_add(1, std::memory_order_relaxed);  // batch_done() records what it left pending
+  if (const int lib = remoted_library_of(call_id); lib >= 0 &&
+      library_calls_[lib].fetch_add(1, std::memory_order_relaxed) == 0)
+    // Once per library and program (a worker may end by SIGKILL, before any closing line):
+    // which copy of a library a framework really used.
+    VMRPC_LOG(kInfo, "stub", log_tag_ + ": serving the program's " + kLibraryNames[lib] + " calls at the library's API");  // batch_done() records what it left pending
   // Work that only issues goes to the GPU's working thread and is answered at once: the
   // guest queued it anyway (lazy RPC), so its error, if any, comes with a later batch
   // (SlotControl::late_status), as a queued call's does. Until the working thread ran it,

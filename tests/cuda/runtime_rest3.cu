@@ -132,8 +132,9 @@ static void host_pools() {
   std::printf("used high: %llu\n", attr64(pool, cudaMemPoolAttrUsedMemHigh));
   void* g = nullptr;
   expect("cudaMallocFromPoolAsync (host NUMA pool)", cudaMallocFromPoolAsync(&g, bytes, numa_pool, s));
+  // (What the pool's used memory says after a synchronous cudaFree is not documented: on the
+  // H100 NVIDIA's runtime still counted the block; not printed.)
   expect("cudaFree of it", cudaFree(g));
-  std::printf("NUMA pool used after cudaFree: %llu\n", attr64(numa_pool, cudaMemPoolAttrUsedMemCurrent));
 
   // A host pool serves no device; the host location's default and current pools.
   expect("cudaDeviceSetMemPool (host pool)", cudaDeviceSetMemPool(0, pool), cudaErrorInvalidValue);
@@ -211,15 +212,15 @@ static void async_notifications() {
          cudaDeviceRegisterAsyncNotification(99, on_notification, nullptr, &h), cudaErrorInvalidDevice);
   expect("cudaDeviceRegisterAsyncNotification", cudaDeviceRegisterAsyncNotification(0, on_notification, nullptr, &h));
   check("a handle", h != nullptr);
+  // (Not unregistered twice: NVIDIA's runtime dies of SIGSEGV on a handle it has freed, H100.)
   expect("cudaDeviceUnregisterAsyncNotification", cudaDeviceUnregisterAsyncNotification(0, h));
-  expect("cudaDeviceUnregisterAsyncNotification again", cudaDeviceUnregisterAsyncNotification(0, h),
-         cudaErrorInvalidValue);
 }
 
 static void error_log() {
   cudaLogIterator it = 0;
   expect("cudaLogsCurrent", cudaLogsCurrent(&it, 0));
-  expect("cudaLogsCurrent with flags", cudaLogsCurrent(&it, 1), cudaErrorInvalidValue);
+  // Reserved flags: NVIDIA's runtime takes them (H100, driver 580), as vmcuda does.
+  expect("cudaLogsCurrent with flags", cudaLogsCurrent(&it, 1));
   expect("cudaLogsCurrent with no output", cudaLogsCurrent(nullptr, 0), cudaErrorInvalidValue);
   expect("cudaLogsCurrent again", cudaLogsCurrent(&it, 0));
   static Seen seen;
