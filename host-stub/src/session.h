@@ -134,7 +134,6 @@ struct HostFuncGate {
 // The function every host function gate and graph host node hands the driver (host_func.cc).
 CUhostFn host_func_gate_fn();
 
-// What `vmcudactl status` shows of one client.
 // The libraries remoted at their API, by call area (calls.def: 0x2000 cuBLAS ... 0x2600 cuDNN),
 // as status and logs name them.
 inline constexpr size_t kRemotedLibraries = 7;
@@ -146,6 +145,7 @@ constexpr int remoted_library_of(uint32_t call_id) {
   return area >= 0x20 && area < 0x20 + kRemotedLibraries ? static_cast<int>(area - 0x20) : -1;
 }
 
+// What `vmcudactl status` shows of one client.
 struct ClientStatus {
   uint32_t slot = 0;
   uint32_t owner_tag = 0;     // the guest process's pid
