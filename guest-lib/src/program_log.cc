@@ -110,6 +110,21 @@ std::vector<std::string> lines_from(State& s, const unsigned* from, unsigned* ov
 // A line of the dump's own (not a message of the log).
 std::string notice(const char* what) { return std::string("[vmcuda][W] ") + what + "\n"; }
 
+// What a dump from `iterator` writes: its messages as lines, after a notice of those overwritten
+// (if any); *next is the iterator's value once they are dumped.
+std::vector<std::string> dump_lines(const unsigned* iterator, unsigned* next) {
+  State& s = state();
+  std::unique_lock g(s.mu);
+  unsigned overwritten;
+  std::vector<std::string> lines = lines_from(s, iterator, &overwritten);
+  *next = s.next;
+  g.unlock();
+  if (overwritten)
+    lines.insert(lines.begin(), notice((std::to_string(overwritten) +
+                                        " earlier messages were overwritten (the log keeps 25600 bytes)").c_str()));
+  return lines;
+}
+
 }  // namespace
 
 void add(Severity severity, const char* source, const char* entry, const char* text) noexcept {
@@ -169,15 +184,8 @@ cudaError_t dump_to_memory(unsigned* iterator, char* buffer, size_t* size, unsig
     return cudaErrorInvalidValue;
   }
   try {
-    State& s = state();
-    std::unique_lock g(s.mu);
-    unsigned overwritten;
-    std::vector<std::string> lines = lines_from(s, iterator, &overwritten);
-    const unsigned next = s.next;
-    g.unlock();
-    if (overwritten)
-      lines.insert(lines.begin(), notice((std::to_string(overwritten) +
-                                          " earlier messages were overwritten (the log keeps 25600 bytes)").c_str()));
+    unsigned next;
+    std::vector<std::string> lines = dump_lines(iterator, &next);
     if (lines.empty()) {
       if (*size > 0) buffer[0] = '\0';
       *size = 0;
@@ -235,12 +243,8 @@ cudaError_t dump_to_file(unsigned* iterator, const char* path, unsigned flags) n
     return cudaErrorInvalidValue;
   }
   try {
-    State& s = state();
-    std::unique_lock g(s.mu);
-    unsigned overwritten;
-    std::vector<std::string> lines = lines_from(s, iterator, &overwritten);
-    const unsigned next = s.next;
-    g.unlock();
+    unsigned next;
+    const std::vector<std::string> lines = dump_lines(iterator, &next);
     const int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
       add(kError, "vmcuda", "cudaLogsDumpToFile",
@@ -248,9 +252,6 @@ cudaError_t dump_to_file(unsigned* iterator, const char* path, unsigned flags) n
       return cudaErrorInvalidValue;
     }
     std::string out;
-    if (overwritten)
-      out = notice((std::to_string(overwritten) + " earlier messages were overwritten (the log keeps 25600 bytes)")
-                       .c_str());
     for (const auto& l : lines) out += l;
     write_all(fd, out.data(), out.size());
     ::close(fd);
