@@ -163,6 +163,21 @@ ClientStatus Session::status() const {
 }
 
 namespace {
+// One recorded cuDNN step of a state file's object record, as the suspend wrote it (a legacy
+// descriptor's setting or a backend descriptor's step; the caller checks it).
+CudnnStep read_cudnn_step(state::ByteReader& r) {
+  CudnnStep step;
+  uint64_t count = 0;
+  r.get_u64(&step.seq);
+  r.get_u8(&step.op);
+  r.get_i32(&step.name);
+  r.get_i32(&step.type);
+  r.get_u64(&count);
+  r.get_bytes(&step.elements, api::kCudnnMaxAttributeBytes);
+  step.count = static_cast<int64_t>(count);
+  return step;
+}
+
 // Where a suspend's or resume's time goes, for its log line: "quiesce 3, memory 40 (26.8 GB/s), ..." ms.
 class Phases {
  public:
@@ -1671,16 +1686,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
           // A legacy descriptor: its settings, each a call of its kind naming it (cudnn.cc).
           if (n > kCudnnMaxSteps) return bad("too many steps");
           for (uint32_t i = 0; r.ok() && i < n; ++i) {
-            CudnnStep step;
-            uint64_t count = 0;
-            r.get_u64(&step.seq);
-            r.get_u8(&step.op);
-            r.get_i32(&step.name);
-            r.get_i32(&step.type);
-            r.get_u64(&count);
-            r.get_bytes(&step.elements, api::kCudnnMaxAttributeBytes);
-            step.count = static_cast<int64_t>(count);
-            d.steps.push_back(std::move(step));
+            d.steps.push_back(read_cudnn_step(r));
           }
           if (!r.ok()) break;
           std::string w;
@@ -1693,16 +1699,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
           return bad(d.handle ? "a cuDNN handle with a descriptor's data" : "a descriptor of an unknown type");
         if (n > kCudnnMaxSteps) return bad("too many steps");
         for (uint32_t i = 0; r.ok() && i < n; ++i) {
-          CudnnStep step;
-          uint64_t count = 0;
-          r.get_u64(&step.seq);
-          r.get_u8(&step.op);
-          r.get_i32(&step.name);
-          r.get_i32(&step.type);
-          r.get_u64(&count);
-          r.get_bytes(&step.elements, api::kCudnnMaxAttributeBytes);
+          CudnnStep step = read_cudnn_step(r);
           if (!r.ok()) break;
-          step.count = static_cast<int64_t>(count);
           std::string w;
           if (!cudnn_step_valid(step, &w)) return bad(w);
           d.steps.push_back(std::move(step));
