@@ -71,12 +71,13 @@ worker_cost() {
   done
 }
 
-start_stub() {  # ISOLATION
+start_stub() {  # ISOLATION [STUB ARGS...]
   rm -f "$work/vm.sock"
-  "$carry/vmcuda-stub" --socket "$work/vm.sock" --isolation "$1" --region-bytes $((1 << 30)) 2>"$work/stub-$1.log" &
+  local iso="$1"; shift
+  "$carry/vmcuda-stub" --socket "$work/vm.sock" --isolation "$iso" --region-bytes $((1 << 30)) "$@" 2>"$work/stub-$iso.log" &
   stub=$!
   for _ in $(seq 100); do [ -S "$work/vm.sock" ] && break; sleep 0.1; done
-  [ -S "$work/vm.sock" ] || { echo "the stub did not start: $(tail -n 5 "$work/stub-$1.log")"; exit 1; }
+  [ -S "$work/vm.sock" ] || { echo "the stub did not start: $(tail -n 5 "$work/stub-$iso.log")"; exit 1; }
 }
 stop_stub() { kill "$stub"; wait "$stub" 2>/dev/null || true; stub=; }
 
@@ -89,6 +90,23 @@ for iso in process thread; do
   run_pair "vmcuda --isolation $iso" VMCUDA_SOCKET="$work/vm.sock" LD_LIBRARY_PATH="$carry/lib"
   stop_stub
 done
+# The same with the GPU shared at once (MPS) instead of in time slices: natively through an MPS
+# daemon this script starts, through vmcuda with --gpu-sharing mps (the stub's own daemon).
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  mkdir -p "$work/mps/pipe" "$work/mps/log"
+  mps_env=(CUDA_MPS_PIPE_DIRECTORY="$work/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$work/mps/log")
+  env "${mps_env[@]}" nvidia-cuda-mps-control -d
+  run_pair "native (2 processes), MPS" "${mps_env[@]}"
+  echo quit | env "${mps_env[@]}" nvidia-cuda-mps-control
+  sleep 1
+  for iso in process thread; do
+    start_stub "$iso" --gpu-sharing mps
+    run_pair "vmcuda --isolation $iso --gpu-sharing mps" VMCUDA_SOCKET="$work/vm.sock" LD_LIBRARY_PATH="$carry/lib"
+    stop_stub
+  done
+else
+  echo "(no nvidia-cuda-mps-control here: the MPS rows are left out)"
+fi
 echo
 echo "host-side cost while both clients ran (the stub, and with --isolation process one worker per client):"
 cat "$work/costs" 2>/dev/null || true

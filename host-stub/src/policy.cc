@@ -50,11 +50,11 @@ std::string where(const toml::node& n, const std::string& key) {
 void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, bool allow_profile) {
   static const std::set<std::string> keys{"profile",   "devices",  "memory",           "memory_fraction",
                                           "weight",    "isolation", "kernel_time_limit", "max_clients",
-                                          "host_memory"};
+                                          "host_memory", "gpu_sharing"};
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     const std::string name = table_name + "." + key;
-    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, max_clients, host_memory, profile");
+    if (!keys.contains(key)) throw Bad("unknown key " + where(v, name) + "; known: devices, memory, memory_fraction, weight, isolation, kernel_time_limit, max_clients, host_memory, gpu_sharing, profile");
     if (key == "profile") {
       if (!allow_profile) throw Bad("a profile cannot name another profile: " + where(v, name));
       if (!v.is_string()) throw Bad(where(v, name) + " must be a profile's name");
@@ -109,6 +109,10 @@ void apply(const toml::table& t, const std::string& table_name, VmPolicy& p, boo
       auto s = v.value<std::string>();
       if (!s || (*s != "process" && *s != "thread")) throw Bad(where(v, name) + " must be \"process\" or \"thread\"");
       p.isolation = *s;
+    } else if (key == "gpu_sharing") {
+      auto s = v.value<std::string>();
+      if (!s || (*s != "time" && *s != "mps")) throw Bad(where(v, name) + " must be \"time\" or \"mps\"");
+      p.gpu_sharing = *s;
     }
   }
 }

@@ -12,6 +12,7 @@
 //   isolation = "process"     # or "thread"
 //   kernel_time_limit = 30    # seconds a kernel may run (0: no limit; --kernel-time-limit)
 //   max_clients = 16          # programs served at once (0: no limit; --max-clients)
+//   gpu_sharing = "mps"       # or "time" (--gpu-sharing: the VM's programs on a GPU at once)
 //   host_memory = "16G"       # host memory its programs pin and its worker processes cost
 //                             #   (--host-memory-quota-mib)
 //
@@ -38,6 +39,7 @@ struct VmPolicy {
   std::optional<std::string> isolation;
   std::optional<double> kernel_time_limit_s;
   std::optional<uint32_t> max_clients;
+  std::optional<std::string> gpu_sharing;
   std::optional<uint64_t> host_memory_bytes;
   std::string profile;  // the profile applied ("" : none)
   std::string source;   // "FILE" for logs and status

@@ -28,6 +28,7 @@
 #include "driver_api.h"
 #include "fair_share.h"
 #include "image_cache.h"
+#include "mps.h"
 #include "output.h"
 #include "placement.h"
 #include "policy.h"
@@ -484,6 +485,16 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       ->capture_default_str();
   app.add_option("--image-cache-dir", image_cache_dir,
                  "where the cache's files are (default: image-cache/vm-<VM> or image-cache/host beside the socket)");
+  std::string gpu_sharing = "time", mps_control = "nvidia-cuda-mps-control";
+  app.add_option("--gpu-sharing", gpu_sharing,
+                 "how the VM's programs share each GPU: time (the driver gives each program's context the GPU in "
+                 "turns of about 2 ms, so a program beside another's long kernel waits a turn per call) or mps (they "
+                 "run at once, each in its own address space, through an MPS control daemon of this VM's own; a "
+                 "fatal fault of one program then ends the VM's other programs on that GPU: docs/security.md)")
+      ->check(CLI::IsMember({"time", "mps"}))
+      ->capture_default_str();
+  app.add_option("--mps-control", mps_control, "NVIDIA's MPS control daemon, for --gpu-sharing mps")
+      ->capture_default_str();
   std::string policy_file = kDefaultPolicyFile;
   app.add_option("--policy", policy_file,
                  "per-VM policy (TOML: GPUs, memory quota, weight, isolation, profiles; docs/running.md); "
@@ -509,6 +520,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       if (policy->devices && !app.count("--devices")) devices_text = *policy->devices;
       if (policy->isolation && !app.count("--isolation")) isolation = *policy->isolation;
       if (policy->max_clients && !app.count("--max-clients")) max_clients = *policy->max_clients;
+      if (policy->gpu_sharing && !app.count("--gpu-sharing")) gpu_sharing = *policy->gpu_sharing;
       if (policy->kernel_time_limit_s && !app.count("--kernel-time-limit")) {
         kernel_time_limit_s = *policy->kernel_time_limit_s;
         policy_worker_args = {"--kernel-time-limit", std::to_string(kernel_time_limit_s)};  // workers read no policy
@@ -548,6 +560,19 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
         std::fflush(nullptr);
         ::_exit(vmrpc::kWorkerExitLaunchTimeout);  // like a kill: no destructor waits on the GPU
       };
+  }
+
+  // Before the first CUDA call of this process, and before any worker starts (they inherit
+  // where the VM's daemon is): MPS's clients are chosen when the driver starts.
+  std::unique_ptr<MpsDaemon> mps;
+  if (gpu_sharing == "mps" && !worker) {
+    std::string why;
+    mps = MpsDaemon::start(mps_control,
+                           (std::filesystem::path(socket_path).parent_path() / ("mps-" + vm_name)).string(), &why);
+    if (!mps) {
+      std::fprintf(stderr, "vmcuda-stub: %s\n", why.c_str());
+      return 3;
+    }
   }
 
   DriverApi api;
@@ -829,10 +854,10 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
         from_fd_store ? "; the socket and " + std::to_string(endpoint.stats().connections_open) +
                             " connection(s) taken over from the service manager's fd store"
                       : "";
-    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s%s%s\n", socket_path.c_str(),
+    std::fprintf(stderr, "vmcuda-stub: serving %s on device(s) %s via %s, %s per client%s%s%s%s\n", socket_path.c_str(),
                  list.c_str(), api.origin.c_str(), isolation == "process" ? "a worker process" : "a thread",
-                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "", time_limit.c_str(),
-                 taken_over.c_str());
+                 limits.gpu_threads ? ", work issued by one working thread per GPU" : "",
+                 mps ? ", GPUs shared at once through the VM's MPS daemon" : "", time_limit.c_str(), taken_over.c_str());
     service_manager::ready("serving " + vm_name + " on " + socket_path);
     int sig = 0;
     while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)

@@ -107,6 +107,26 @@ host_memory = 536870912
   EXPECT_NE(why.find("host_memory"), std::string::npos) << why;
 }
 
+// How the VM's programs share a GPU (--gpu-sharing): time slices or MPS.
+TEST(Policy, GpuSharingIsAKeyAndChecked) {
+  PolicyFile f(R"(
+[defaults]
+gpu_sharing = "time"
+[vm.batch]
+gpu_sharing = "mps"
+)");
+  std::string why;
+  auto d = load_policy(f.path, "any", true, &why);
+  ASSERT_TRUE(d) << why;
+  EXPECT_EQ(d->gpu_sharing, "time");
+  auto b = load_policy(f.path, "batch", true, &why);
+  ASSERT_TRUE(b) << why;
+  EXPECT_EQ(b->gpu_sharing, "mps");
+  PolicyFile bad("[defaults]\ngpu_sharing = \"spatial\"\n");
+  EXPECT_FALSE(load_policy(bad.path, "any", true, &why));
+  EXPECT_NE(why.find("gpu_sharing"), std::string::npos) << why;
+}
+
 TEST(Policy, TheShippedExampleReads) {
   std::string why;
   auto p = load_policy(VMCUDA_POLICY_EXAMPLE, "web1", true, &why);
