@@ -626,11 +626,18 @@ void Session::mirror_update(GraphExecObject& exec, const Object& graph) {
   std::set<CUgraphNode> disabled;
   for (const auto& [key, old] : exec.nodes) {
     unsigned enabled = 1;
+    const CUgraphNode driver_node = !exec.from_mirror ? key.second : exec.origin ? exec.origin_nodes.at(key) : old;
     const bool known = (exec.from_mirror || vol_.get(key.first)) &&  // (a node of a destroyed graph: not asked)
-                       api_.cuGraphNodeGetEnabled(exec.exec, exec.from_mirror ? old : key.second, &enabled) == CUDA_SUCCESS;
+                       api_.cuGraphNodeGetEnabled(exec.exec, driver_node, &enabled) == CUDA_SUCCESS;
     if (known ? !enabled : exec.disabled.contains(old)) disabled.insert(nodes.at(key));
   }
-  api_.cuGraphDestroy(exec.mirror);
+  // The graph a resume instantiated from stays: the driver names the nodes by it.
+  if (exec.from_mirror && !exec.origin) {
+    exec.origin = exec.mirror;
+    exec.origin_nodes = exec.nodes;
+  } else {
+    api_.cuGraphDestroy(exec.mirror);
+  }
   exec.mirror = mirror;
   exec.nodes = std::move(nodes);
   exec.disabled = std::move(disabled);

@@ -28,7 +28,9 @@ int32_t Session::exec_node(const GraphExecObject& exec, const Object& node, CUgr
   *mirrored = m == exec.nodes.end() ? nullptr : m->second;
   // Instantiated from the mirror (a resume): the driver knows the node by the mirror's.
   if (exec.from_mirror && !*mirrored) return CUDA_ERROR_INVALID_VALUE;  // not a node of the graph it came from
-  *target = exec.from_mirror ? *mirrored : node.as<GraphNodeObject>().node;
+  *target = !exec.from_mirror ? node.as<GraphNodeObject>().node
+            : exec.origin     ? exec.origin_nodes.at(m->first)
+                              : *mirrored;
   return CUDA_SUCCESS;
 }
 

@@ -180,6 +180,11 @@ struct GraphExecObject {
   // Instantiated by a resume from the mirror: the driver knows the executable graph's nodes
   // by the mirror's nodes (else by those of the guest's graph).
   bool from_mirror = false;
+  // Such a one updated since (cudaGraphExecUpdate): the driver still knows its nodes by the
+  // graph it was instantiated from, which the update made a mirror no longer; kept here, with
+  // its nodes by the same keys as `nodes`, until the executable graph is destroyed.
+  CUgraph origin = nullptr;
+  std::map<std::pair<ObjectId, CUgraphNode>, CUgraphNode> origin_nodes;
   // Non-empty: a change the mirror could not follow (why); a suspend is refused.
   std::string unmirrored;
   // Its nodes disabled now (cudaGraphNodeSetEnabled), as the mirror's matching nodes: a graph

@@ -289,7 +289,9 @@ CUresult Session::release(Object& o, Release how) {
       GraphExecObject& x = o.as<GraphExecObject>();
       const CUresult e = destroy_once(x.exec, api_.cuGraphExecDestroy);
       destroy_once(x.mirror, api_.cuGraphDestroy);
+      destroy_once(x.origin, api_.cuGraphDestroy);
       x.nodes.clear();
+      x.origin_nodes.clear();
       return e;
     }
     case ObjectKind::Array:

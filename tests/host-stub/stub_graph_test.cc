@@ -418,6 +418,20 @@ TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
   std::vector<int> updated = changed;
   std::copy(changed.begin(), changed.begin() + 64, updated.begin() + 64);  // kExec2 now runs the clone's add_one(p, 16)
   EXPECT_EQ(w.run(c, w.fn), updated);
+  // Changed and updated again with no suspend between: the driver still names the nodes by
+  // the graph the resume instantiated from, which the first update replaced as the mirror.
+  ASSERT_EQ(w.set_add_one(c, GraphWorkload::kExec2, 0x30010, w.p, 4), 0);
+  std::vector<int> narrowed = updated;
+  for (int i = 4; i < 16; ++i)  // add_one(p, 4): p, q and host lose the one added beyond 4
+    for (int part : {0, 16, 32}) narrowed[64 + part + i] -= 1;
+  EXPECT_EQ(w.run(c, w.fn), narrowed);
+  ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({GraphWorkload::kExec2, GraphWorkload::kClone}, &up), 0);
+  ASSERT_EQ(up.status, 0);
+  EXPECT_EQ(w.run(c, w.fn), updated);
+  ASSERT_EQ(w.set_add_one(c, GraphWorkload::kExec2, 0x30010, w.p, 4), 0);
+  EXPECT_EQ(w.run(c, w.fn), narrowed);
+  ASSERT_EQ(c.call<api::Call::GraphExecUpdate>({GraphWorkload::kExec2, GraphWorkload::kClone}, &up), 0);
+  EXPECT_EQ(w.run(c, w.fn), updated);
   ASSERT_TRUE(slot_control::hold(stub));
   r = slot_control::control(stub, cc::Op::kSuspend);
   ASSERT_TRUE(r.ok) << r.error;
