@@ -125,6 +125,12 @@ std::unique_ptr<MpsDaemon> MpsDaemon::start(const std::string& control_exe, cons
   // environment) goes to this VM's daemon, never to the host's default one.
   ::setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir.c_str(), 1);
   ::setenv("CUDA_MPS_LOG_DIRECTORY", log_dir.c_str(), 1);
+  // The daemon's server numbers the GPUs it was given (CUDA_VISIBLE_DEVICES) from 0, and a
+  // client that names them again gets an error: its clients see what the server shows, which
+  // is what this process saw so far.
+  struct DropVisibleDevices {
+    ~DropVisibleDevices() { ::unsetenv("CUDA_VISIBLE_DEVICES"); }
+  } drop_visible_devices;
   if (daemon_answers(pipe_dir)) {
     std::fprintf(stderr, "vmcuda-stub: GPU sharing by MPS: the VM's MPS control daemon answers already (%s); its "
                  "programs use it\n", pipe_dir.c_str());

@@ -22,7 +22,7 @@ def note(line):
 
 
 if sys.argv[1:] == ["-f"]:
-    note(f"start pid={os.getpid()} pipe={pipe} log={log} stdin_is_devnull="
+    note(f"start pid={os.getpid()} pipe={pipe} log={log} cvd={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')} stdin_is_devnull="
          f"{os.path.samefile('/proc/self/fd/0', '/dev/null')} fds={sorted(int(f) for f in os.listdir('/proc/self/fd'))}")
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(os.path.join(pipe, "control"))

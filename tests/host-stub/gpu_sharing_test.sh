@@ -42,11 +42,11 @@ start_stub() {  # VM ARGS...
 stop_stub() { kill "$stub_pid"; wait "$stub_pid" 2>/dev/null || true; stub_pid=; }
 : >"$work/policy.toml"
 
-# 1. The daemon is the VM's own, started before serving.
-start_stub vm1 --gpu-sharing mps --mps-control "$fake"
+# 1. The daemon is the VM's own, started before serving, given the GPUs the stub was given.
+CUDA_VISIBLE_DEVICES=0 start_stub vm1 --gpu-sharing mps --mps-control "$fake"
 d="$work/mps-vm1"
-grep -q "^start pid=[0-9]* pipe=$d/pipe log=$d/log stdin_is_devnull=True fds=\[0, 1, 2, 3\]$" "$work/record" ||
-  fail "the stub did not start the daemon in $d with nothing of its own (record above)"
+grep -q "^start pid=[0-9]* pipe=$d/pipe log=$d/log cvd=0 stdin_is_devnull=True fds=\[0, 1, 2, 3\]$" "$work/record" ||
+  fail "the stub did not start the daemon in $d with its GPUs and nothing of its own (record above)"
 [ "$(stat -c %a "$d")" = 700 ] || fail "$d has mode $(stat -c %a "$d"), not 700"
 grep -q "started the VM's MPS control daemon" "$work/stub.log" || fail "the stub did not log the daemon"
 grep -q "GPUs shared at once through the VM's MPS daemon" "$work/stub.log" || fail "the serving line does not say MPS"
@@ -61,6 +61,9 @@ worker=$(pgrep -P "$stub_pid" -f -- "--gpu-sharing" | head -n 1 || true)
 [ -n "$worker" ] || fail "no worker process"
 tr '\0' '\n' <"/proc/$worker/environ" | grep -qx "CUDA_MPS_PIPE_DIRECTORY=$d/pipe" ||
   fail "worker $worker is not pointed at the VM's daemon"
+# The server numbers the GPUs it was given from 0; a client that names them again fails.
+tr '\0' '\n' <"/proc/$worker/environ" | grep -q "^CUDA_VISIBLE_DEVICES=" &&
+  fail "worker $worker names CUDA_VISIBLE_DEVICES again under MPS"
 kill -9 "$app"; wait "$app" 2>/dev/null || true; app=
 VMCUDA_SOCKET="$work/vm1.sock" LD_LIBRARY_PATH="$libdir" timeout 60 "$bindir/vector_add" >"$work/vector_add.out" 2>&1 ||
   fail "vector_add failed: $(cat "$work/vector_add.out")"
