@@ -99,11 +99,9 @@ if command -v nvidia-cuda-mps-control >/dev/null; then
   run_pair "native (2 processes), MPS" "${mps_env[@]}"
   echo quit | env "${mps_env[@]}" nvidia-cuda-mps-control
   sleep 1
-  for iso in process thread; do
-    start_stub "$iso" --gpu-sharing mps
-    run_pair "vmcuda --isolation $iso --gpu-sharing mps" VMCUDA_SOCKET="$work/vm.sock" LD_LIBRARY_PATH="$carry/lib"
-    stop_stub
-  done
+  start_stub process --gpu-sharing mps  # (the stub refuses mps with --isolation thread)
+  run_pair "vmcuda --isolation process --gpu-sharing mps" VMCUDA_SOCKET="$work/vm.sock" LD_LIBRARY_PATH="$carry/lib"
+  stop_stub
 else
   echo "(no nvidia-cuda-mps-control here: the MPS rows are left out)"
 fi

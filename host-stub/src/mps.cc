@@ -117,6 +117,16 @@ std::string last_lines(const std::string& file, size_t n) {
 
 }  // namespace
 
+bool mps_client() { return std::getenv("CUDA_MPS_PIPE_DIRECTORY") != nullptr; }
+
+bool mps_recovering(int r) {
+  // Seen on an H100 (driver 580) while the server recovered: CUDA_ERROR_ILLEGAL_ADDRESS (700)
+  // after another client's fault, CUDA_ERROR_LAUNCH_FAILED (719) after a client was killed in
+  // a kernel; and what NVIDIA documents for it: 806 (RPC failure), 807 (server not ready),
+  // 810 (client terminated).
+  return r == 700 || r == 719 || r == 806 || r == 807 || r == 810;
+}
+
 std::unique_ptr<MpsDaemon> MpsDaemon::start(const std::string& control_exe, const std::string& dir, std::string* why) {
   const std::string pipe_dir = dir + "/pipe", log_dir = dir + "/log";
   for (const auto& d : {dir, pipe_dir, log_dir})

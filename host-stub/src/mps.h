@@ -20,6 +20,16 @@
 
 namespace vmcuda::host {
 
+// Whether this process's CUDA goes to a VM's MPS daemon (MpsDaemon::start ran here or in the
+// stub that started this worker).
+bool mps_client();
+
+// Whether `r` from making a context is MPS recovering from a fatal fault: it refuses new
+// clients until every program the fault reached has ended (an ended worker, a program killed
+// for the kernel time limit), then takes them again; worth waiting for.
+bool mps_recovering(int r);
+inline constexpr int kMpsRecoveryWaitMs = 10000;
+
 class MpsDaemon {
  public:
   // Points this process's CUDA, and the worker processes it starts, at the MPS daemon of

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
 #include "gpu_worker.h"
 #include "ipc_registry.h"
+#include "mps.h"
 #include "vmrpc/log.h"
 #include "vmrpc/ordering.h"
 
@@ -114,6 +116,16 @@ bool Session::ensure_context() {
       std::lock_guard l(context_layout_mu());
       const std::vector<AddressRange> before = current_mappings();
       if (r == CUDA_SUCCESS) r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
+      // Under MPS a new program waits, at most kMpsRecoveryWaitMs, for the server to take
+      // clients again after a fault that ended others (mps.h); only this client's thread waits.
+      for (int waited = 0; r != CUDA_SUCCESS && mps_client() && mps_recovering(r) && waited < kMpsRecoveryWaitMs;
+           waited += 100) {
+        if (waited == 0)
+          VMRPC_LOG(kWarn, "stub", log_tag_ + ": the VM's MPS server does not take new programs yet (" +
+                                       describe(api_, r) + "): it recovers from a fault; waiting");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        r = api_.cuCtxCreate_v4(&ctx, nullptr, 0, dev);
+      }
       if (r == CUDA_SUCCESS) {
         const std::vector<AddressRange> after = current_mappings(), added = vanished_ranges(after, before);
         if (const uint64_t low = lowest_of_cluster(added); low)

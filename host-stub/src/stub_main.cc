@@ -562,6 +562,15 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       };
   }
 
+  if (gpu_sharing == "mps" && isolation == "thread") {
+    // MPS counts a process as one client: with threads, all the VM's programs are the stub's
+    // one, so after one program's fatal fault MPS would refuse the VM's new programs until
+    // the stub restarted (it waits for the faulted clients to end; seen on an H100).
+    std::fprintf(stderr, "vmcuda-stub: --gpu-sharing mps needs --isolation process: with --isolation thread every "
+                 "program of the VM is one MPS client, and one program's fatal fault would keep MPS from serving "
+                 "the VM's next programs until the stub restarted\n");
+    return 2;
+  }
   // Before the first CUDA call of this process, and before any worker starts (they inherit
   // where the VM's daemon is): MPS's clients are chosen when the driver starts.
   std::unique_ptr<MpsDaemon> mps;

@@ -10,7 +10,8 @@
 #  - asks the daemon to quit when it stops; finds a daemon that answers already (after an
 #    upgrade replaced the stub's image) instead of starting a second;
 #  - takes the mode from the policy file; refuses, with what to do, a missing daemon binary,
-#    a daemon that dies at start and a directory that is a link.
+#    a daemon that dies at start, a directory that is a link, and --isolation thread (the VM
+#    would be one MPS client: a fault would keep MPS from serving it until a restart).
 #   gpu_sharing_test.sh STUB LIBDIR CUDA_BINDIR EXPECTED_DIR ENDLESS_BIN
 set -euo pipefail
 stub="$1" libdir="$2" bindir="$3" expected="$4" endless="$5"
@@ -107,6 +108,10 @@ rc=0; "$stub" --socket "$work/vm5.sock" --control-socket none --policy "$work/po
   --mps-control "$work/dying-control" 2>"$work/dying.log" || rc=$?
 [ "$rc" = 3 ] && grep -q "ended (exit 5) before it answered.*" "$work/dying.log" && grep -q "daemon refused to start" "$work/dying.log" ||
   fail "a daemon that dies at start: rc $rc, $(cat "$work/dying.log")"
+rc=0; "$stub" --socket "$work/vm7.sock" --control-socket none --policy "$work/policy.toml" --gpu-sharing mps \
+  --isolation thread --mps-control "$fake" 2>"$work/thread.log" || rc=$?
+[ "$rc" = 2 ] && grep -q "needs --isolation process" "$work/thread.log" || fail "mps with threads: rc $rc, $(cat "$work/thread.log")"
+[ -d "$work/mps-vm7" ] && fail "a daemon directory was made for a refused mode"
 mkdir "$work/elsewhere"; ln -s "$work/elsewhere" "$work/mps-vm6"
 rc=0; "$stub" --socket "$work/vm6.sock" --control-socket none --policy "$work/policy.toml" --gpu-sharing mps \
   --mps-control "$fake" 2>"$work/link.log" || rc=$?
