@@ -44,13 +44,14 @@ bool decode(std::span<const std::byte> bytes, Request* r) {
   for (int& d : r->devices) rd.get_i32(&d);
   rd.expect_end();
   r->op = static_cast<Op>(op);
-  return rd.ok() && op >= 1 && op <= static_cast<uint32_t>(Op::kIpcAttach);
+  return rd.ok() && op >= 1 && op <= static_cast<uint32_t>(Op::kSuspendWindow);
 }
 
 std::vector<std::byte> encode(const Reply& r) {
   state::ByteWriter w;
   w.put_u8(r.ok);
   w.put_string(r.error);
+  w.put_u8(r.retry);
   w.put_u32(r.status.slot);
   w.put_u32(r.status.owner_tag);
   w.put_u8(r.status.suspended);
@@ -72,10 +73,11 @@ std::vector<std::byte> encode(const Reply& r) {
 
 bool decode(std::span<const std::byte> bytes, Reply* r) {
   state::ByteReader rd(bytes);
-  uint8_t ok = 0, suspended = 0;
+  uint8_t ok = 0, suspended = 0, retry = 0;
   uint32_t n = 0;
   rd.get_u8(&ok);
   rd.get_string(&r->error, 1 << 16);
+  rd.get_u8(&retry);
   rd.get_u32(&r->status.slot);
   rd.get_u32(&r->status.owner_tag);
   rd.get_u8(&suspended);
@@ -99,6 +101,7 @@ bool decode(std::span<const std::byte> bytes, Reply* r) {
   rd.get_u64(&us);
   rd.expect_end();
   r->ok = ok;
+  r->retry = retry;
   r->status.suspended = suspended;
   r->seconds = static_cast<double>(us) / 1e6;
   return rd.ok();
@@ -361,6 +364,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       if (const std::string g = graphs_block_suspend(); !g.empty()) {
         VMRPC_LOG(kWarn, "stub", log_tag_ + ": suspend failed, the client runs on: " + g);
         reply.error = g;
+        reply.retry = suspend_window_open();
         break;
       }
       state::SinkOptions opts;
@@ -413,6 +417,7 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       // releases anything: a save that fails leaves the client running.
       if (!suspend(*sink, &why, [&] { staging->drop_ring(); staging->set_pinned(false); }, ring)) {
         reply.error = why;
+        reply.retry = suspend_window_open();
         break;
       }
       reply.state_bytes = sink->bytes_written();
@@ -428,6 +433,14 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
       reply.ok = true;
       break;
     }
+    case Op::kSuspendWindow:
+      reply.ok = !suspend_window_open();
+      if (!reply.ok) {
+        reply.retry = true;
+        reply.error = graphs_block_suspend();
+        if (reply.error.empty()) reply.error = nvobj_blocks_suspend();
+      }
+      break;
     case Op::kIpcAttach:
       if (suspended_) {
         reply.error = "suspended";

@@ -25,6 +25,9 @@ enum class Op : uint32_t {
   // After every client of the VM resumed (or a failed suspend was undone): map and open again
   // what the client had opened of other programs' memory and events (Session::ipc_attach).
   kIpcAttach,
+  // Whether a suspend would be refused only for now (Reply::retry, with the reason): asked of
+  // every quiesced client before any is suspended, so that waiting costs no copy.
+  kSuspendWindow,
 };
 
 struct Request {
@@ -38,6 +41,9 @@ struct Request {
 struct Reply {
   bool ok = false;
   std::string error;
+  // Refused for now only: the program is in a window it closes by itself (a stream capture
+  // open, a zero pivot not read yet), so the same request may succeed a moment later.
+  bool retry = false;
   ClientStatus status;
   uint64_t state_bytes = 0;  // the state written (suspend, save) or read (resume, restore)
   double seconds = 0;        // how long the operation took

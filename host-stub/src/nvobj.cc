@@ -49,6 +49,14 @@ int32_t Session::nvobj_replay(ObjectKind kind, uint32_t call, std::span<const st
   return -1;
 }
 
+bool Session::suspend_window_open() const {
+  if (captures_open_) return true;
+  for (ObjectKind kind : {ObjectKind::Cusparse, ObjectKind::Cusolver})
+    for (const auto& [guest, id] : vol_.of(kind))
+      if (vol_.get(id)->as<NvobjObject>().pivot_unread) return true;
+  return false;
+}
+
 std::string Session::nvobj_blocks_suspend() const {
   for (ObjectKind kind : {ObjectKind::Cusparse, ObjectKind::Cusolver}) {
     const char* lib = kind == ObjectKind::Cusparse ? "cuSPARSE" : "cuSOLVER";

@@ -433,6 +433,10 @@ class Session : public vmrpc::SlotService {
   // Why a suspend is refused now (empty: it is not): an object with more steps than are
   // recorded, or whose steps name an object the program destroyed (nvobj.cc).
   std::string nvobj_blocks_suspend() const;
+  // Whether the program is in a window that blocks a suspend and that it closes by itself
+  // (a stream capture open, a factorization's zero pivot not read yet): a suspend refused now
+  // is worth asking again soon (client_control::Reply::retry).
+  bool suspend_window_open() const;
   uint64_t nvobj_seq_ = 0;  // the next NvobjStep::seq
   // A recorded step of a library's object (kind Cusparse or Cusolver): what it names (false:
   // no step a resume replays); the step run again through its handler (the library's status).

@@ -257,7 +257,7 @@ std::string VmControl::attach_ipc(const std::vector<SlotKey>& keys, std::vector<
 
 bool VmControl::suspend(const Progress& progress, std::string* why) {
   std::lock_guard l(mu_);
-  return suspend_into(nullptr, progress, why);
+  return suspend_waiting(nullptr, progress, why);
 }
 
 bool VmControl::save(const std::string& dir, const Progress& progress, std::string* why) {
@@ -273,10 +273,34 @@ bool VmControl::save(const std::string& dir, const Progress& progress, std::stri
     return false;
   }
   ::chmod(dir.c_str(), 0700);  // device memory contents: the tenant's data
-  return suspend_into(&dir, progress, why);
+  return suspend_waiting(&dir, progress, why);
 }
 
-bool VmControl::suspend_into(const std::string* dir, const Progress& progress, std::string* why) {
+bool VmControl::suspend_waiting(const std::string* dir, const Progress& progress, std::string* why) {
+  const auto start = std::chrono::steady_clock::now();
+  for (std::string last;;) {
+    bool retry = false;
+    std::string err;
+    if (suspend_into(dir, progress, &err, &retry)) return true;
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (!retry || waited >= quiesce_timeout_) {
+      if (why)
+        *why = retry ? err + " (still so after " +
+                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()) +
+                           " ms of trying again)"
+                     : err;
+      return false;
+    }
+    if (err != last) {  // each new reason once, as the operation's progress and in the log
+      VMRPC_LOG(kInfo, "stub", vm_ + ": suspend waits: " + err);
+      if (progress) progress("waiting: " + err.substr(0, err.find(';')), 0, 0);
+      last = err;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool VmControl::suspend_into(const std::string* dir, const Progress& progress, std::string* why, bool* retry) {
   forget_gone_clients();  // a VM saved before and gone since (virsh save) is not suspended any more
   if (vm_suspended_) {
     if (why) *why = "the VM is already suspended (vmcudactl resume " + vm_ + ")";
@@ -324,7 +348,20 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
     if (endpoint_.snapshot_slot(s.connection_id, s.slot, &b, nullptr) && cc::decode(b, &r))
       total += r.status.device_bytes;
   }
-  // 2. Each client's state out, its GPU objects released; on a failure the ones already
+  // 2. A client in a window it closes by itself (a stream capture open...) refuses now; asked
+  // before any state moves, so that trying again soon costs nothing.
+  for (const SlotKey& k : held_) {
+    cc::Reply r;
+    std::string err;
+    if (request(k, cc::Op::kSuspendWindow, {}, &r, {}, 0, 0, &err) || !r.retry) continue;
+    *retry = true;
+    release_all_held();
+    endpoint_.set_hold_new_slots(false);
+    set_state("running");
+    if (why) *why = err + "; the VM runs on as before";
+    return false;
+  }
+  // 3. Each client's state out, its GPU objects released; on a failure the ones already
   // suspended come back and the VM runs on.
   uint64_t done = 0;
   nlohmann::json clients = nlohmann::json::array();
@@ -334,6 +371,7 @@ bool VmControl::suspend_into(const std::string* dir, const Progress& progress, s
     std::string err;
     const std::string path = dir ? (fs::path(*dir) / client_file(k.first, k.second)).string() : std::string();
     if (!request(k, dir ? cc::Op::kSave : cc::Op::kSuspend, path, &r, progress, done, total, &err)) {
+      *retry = r.retry;
       if (ended(k, workers[k])) {  // its program exited just now: nothing to keep
         if (!path.empty()) state::remove_state_file(path);
         held = held_.erase(held);

@@ -115,7 +115,10 @@ class VmControl {
  private:
   std::shared_ptr<class VmLedger> ledger_;
   using SlotKey = std::pair<uint64_t, uint32_t>;
-  bool suspend_into(const std::string* dir, const Progress& progress, std::string* why);
+  // A suspend a program refuses only for now (client_control::Reply::retry: a stream capture
+  // open...) is tried again, the VM running meanwhile, until the quiesce timeout.
+  bool suspend_waiting(const std::string* dir, const Progress& progress, std::string* why);
+  bool suspend_into(const std::string* dir, const Progress& progress, std::string* why, bool* retry);
   std::string saved_dir_of(uint64_t token);  // "" when unknown
   void index_saved(uint64_t token, const std::string& dir);
   void renew_tokens();

@@ -495,6 +495,8 @@ TEST(StubGraphNodes, ConditionalNodesRunTheirBodiesByTheHandlesValue) {
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("cudaGraphConditionalHandleCreate"), std::string::npos) << r.error;
+  EXPECT_FALSE(r.retry);  // no window the program closes by itself: vmcudactl does not wait for it
+  EXPECT_TRUE(slot_control::control(stub, cc::Op::kSuspendWindow).ok);
   slot_control::release(stub);
   ASSERT_EQ(c.call<api::Call::GraphExecDestroy>({kExec}), 0);
   ASSERT_EQ(c.call<api::Call::GraphDestroy>({kGraph, 0, 0}), 0);

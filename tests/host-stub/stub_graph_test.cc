@@ -12,6 +12,7 @@
 #include "host-stub/stub_fixture.h"
 #include "state_stream.h"
 #include "client_control.h"
+#include "vm_control.h"
 #include "vmrpc/ordering.h"
 
 namespace vmcuda::host::test {
@@ -338,6 +339,41 @@ struct HostNodeGuest {
   }
 };
 
+// vmcudactl suspend while a program has a stream capture open: the VM runs on and the
+// suspend is asked again (nothing copied meanwhile) until the capture has ended, then goes
+// through; a capture that outlasts the quiesce timeout refuses it, saying so.
+TEST(StubGraph, ASuspendWaitsForAStreamCaptureToEnd) {
+  Stub stub;
+  Client c(stub);
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({kStream, 1, 0}), 0);
+  const uint64_t p = c.malloc(64);
+  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  std::string why;
+  {
+    VmControl vm(stub.endpoint, "capture", {"fake"}, std::chrono::milliseconds(300));
+    std::vector<std::string> phases;
+    EXPECT_FALSE(vm.suspend([&](const std::string& phase, uint64_t, uint64_t) { phases.push_back(phase); }, &why));
+    EXPECT_NE(why.find("stream capture"), std::string::npos) << why;
+    EXPECT_NE(why.find("of trying again"), std::string::npos) << why;
+    ASSERT_FALSE(phases.empty());
+    EXPECT_EQ(phases.front().rfind("waiting: ", 0), 0u) << phases.front();
+    EXPECT_EQ(vm.status().state, "running");
+  }
+  VmControl vm(stub.endpoint, "capture", {"fake"}, std::chrono::seconds(10));
+  std::thread ends([&] {
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured}), 0);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(vm.suspend({}, &why)) << why;
+  ends.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 200ms);
+  EXPECT_EQ(tst::fake_allocated_bytes(), 0u);  // suspended: the memory is free
+  ASSERT_TRUE(vm.resume({}, &why)) << why;
+  EXPECT_EQ(c.call<api::Call::GraphDestroy>({kCaptured, 0, 0}), 0);
+  EXPECT_EQ(c.call<api::Call::Free>({p}), 0);
+}
+
 TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
   const std::string path = ::testing::TempDir() + "vmcuda-graph-suspend.state";
   state::remove_state_file(path);
@@ -365,6 +401,11 @@ TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("stream capture"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.retry);  // a window the program closes by itself
+  r = slot_control::control(stub, cc::Op::kSuspendWindow);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.retry);
   EXPECT_NE(r.error.find("stream capture"), std::string::npos) << r.error;
   slot_control::release(stub);
   ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured + 0x10}), 0);
