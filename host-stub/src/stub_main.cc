@@ -164,14 +164,11 @@ std::vector<int> devices_of(const nlohmann::json& request) {
 // vmcudactl upgrade: the VM's clients saved (held where they are), then this process becomes
 // the stub binary on disk again (exec in place: same pid, same systemd unit) and takes over
 // the listening socket and the VM's connections (HostEndpoint::prepare_handover); QEMU and
-// local clients never see a disconnection. The new process restores each client when it
-// next calls. If the exec fails, the clients are restored here.
+// local clients never see a disconnection. The new process restores every client at once.
+// If the exec fails, the clients are restored here.
 struct Upgrade {
   vmrpc::HostEndpoint* endpoint = nullptr;
   std::string state_dir;  // the VM's (VmControl's)
-  // The VM's table of IPC handles (null in a worker): an upgrade is refused while programs on
-  // separate connections share memory or events (below).
-  std::shared_ptr<IpcRegistry> ipc;
   // The command line to execute again: the first one, with the VM's GPUs as they are now.
   std::function<std::vector<std::string>()> argv;
 };
@@ -219,14 +216,9 @@ void install_control_handlers(ControlServer& control, VmControl& vm, const Upgra
                const std::string dir = (std::filesystem::path(upgrade.state_dir) /
                                         ("upgrade-" + std::to_string(::getpid()) + "-" + std::to_string(::time(nullptr))))
                                            .string();
-               // The new process brings each connection back when its program next calls, so an
-               // importer could come back before its exporter (docs/snapshots.md): refused while
-               // programs on separate connections (the local transport) share IPC handles. The
-               // programs of a VM share its one connection and come back together.
-               if (upgrade.ipc && upgrade.ipc->size() > 0 && upgrade.endpoint->connection_ids().size() > 1)
-                 throw std::runtime_error("programs on separate connections share IPC memory or events, and a new stub "
-                                          "process could bring an importer back before its exporter; upgrade once "
-                                          "they have closed their IPC handles (or suspend and resume instead)");
+               // The new process brings every connection back at once; a program that opened
+               // another connection's IPC memory comes back whole once its exporter is back
+               // (VmControl::retry_awaiting_exporter).
                // Programs that connect from now on wait in the socket's backlog for the new process.
                vm.stop_accepting(std::chrono::seconds(2));
                if (!vm.save(dir, p, why)) {
@@ -845,7 +837,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       if (!control_group.empty()) copts.group = control_group;
       control = std::make_unique<ControlServer>(copts);
       const std::vector<std::string> first_args(argv, argv + argc);
-      install_control_handlers(*control, vm, Upgrade{&endpoint, vm.state_dir(), ipc_registry, [first_args, &placement] {
+      install_control_handlers(*control, vm, Upgrade{&endpoint, vm.state_dir(), [first_args, &placement] {
                                                         std::vector<std::string> a = with_devices(
                                                             {first_args.begin() + 1, first_args.end()}, placement.devices());
                                                         a.insert(a.begin(), first_args.front());

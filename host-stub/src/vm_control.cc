@@ -539,6 +539,7 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
       held_.insert(k);
       suspended_[k] = "";
       vm_suspended_ = true;
+      awaiting_exporter_.insert(k);
     }
   }
   // A token of its own before any client runs again (services compare it before each
@@ -546,6 +547,7 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   set_token_parked(r.connection_id, std::set<SlotKey>(restored.begin(), restored.end()));
   for (const auto& k : restored) endpoint_.release_slot(k.first, k.second);
   const size_t back = restored.size();
+  retry_awaiting_exporter();
   set_state(vm_suspended_ ? "suspended" : "running");
   VMRPC_LOG(kInfo, "stub", vm_ + ": the VM was restored from " + dir + ": " + std::to_string(back) + " of " +
                                std::to_string(r.slots.size()) + " client(s) back on the GPU");
@@ -564,6 +566,33 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
       VMRPC_LOG(kInfo, "stub", vm_ + ": every client handed over is back; removed " + dir);
     }
   }
+}
+
+void VmControl::retry_awaiting_exporter() {
+  std::vector<SlotKey> back;
+  for (const SlotKey& k : std::set<SlotKey>(awaiting_exporter_)) {
+    const auto s = suspended_.find(k);
+    if (s == suspended_.end() || !s->second.empty()) {  // resumed or suspended otherwise since
+      awaiting_exporter_.erase(k);
+      continue;
+    }
+    cc::Reply r;
+    std::string why;
+    if (!request(k, cc::Op::kResume, {}, &r, {}, 0, 0, &why)) continue;  // stays suspended, tried again later
+    std::vector<SlotKey> failed;
+    attach_ipc({k}, &failed);  // suspends it again if its exporter is still not back
+    if (!failed.empty()) continue;
+    awaiting_exporter_.erase(k);
+    suspended_.erase(k);
+    back.push_back(k);
+  }
+  for (const auto& k : back) {
+    held_.erase(k);
+    endpoint_.release_slot(k.first, k.second);
+    VMRPC_LOG(kInfo, "stub", vm_ + ": " + name_of(k.first, k.second) +
+                                 " is back on the GPU with what it opened of another program's memory");
+  }
+  if (!back.empty() && suspended_.empty()) vm_suspended_ = false;
 }
 
 void VmControl::remove_stale_handovers() {

@@ -149,6 +149,12 @@ class VmControl {
   // Suspended clients and where their state is: "" in host memory (their service has it),
   // else the state file to restore from.
   std::map<SlotKey, std::string> suspended_;
+  // Clients of a restored region back but for what they opened of another connection's IPC
+  // memory or events (its exporter not back yet: Session::ipc_attach): suspended again in
+  // host memory, tried again after each region restored later (an upgrade or restart brings
+  // every connection back at once, in no order the programs chose).
+  std::set<SlotKey> awaiting_exporter_;
+  void retry_awaiting_exporter();
   std::string state_dir_;
   std::map<uint64_t, std::string> pending_;  // image token -> saved VM dir (vmcudactl restore)
   std::map<std::string, size_t> upgrade_restored_;  // upgrade dir -> its clients back so far

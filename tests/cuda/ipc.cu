@@ -7,7 +7,8 @@
 // check (the child's lines first: the processes take turns); exits non-zero on any failure.
 // `ipc export` and `ipc open HANDLE` are two halves for tests/cuda/ipc_vm_test.sh: a program
 // that exports (prints its handle in hex, keeps it until stdin closes) and one that opens it
-// (prints the answer), run in one VM or in two.
+// (prints the answer), run in one VM or in two; `ipc hold` opens a handle read on stdin and
+// reads through it twice (tests/cuda/upgrade_test.sh: across an upgrade).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -226,10 +227,40 @@ static int open_half(const char* hex) {
   return 0;
 }
 
+// Connects first (so its connection is older than the exporter's), says `ready`, then opens
+// the handle read from stdin and prints its first value; after a second line on stdin (a
+// moment later: after an upgrade of the stub, say) prints it again, then closes.
+static int hold_half() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return 2;
+  std::printf("ready\n");
+  char line[256];
+  if (!std::fgets(line, sizeof line, stdin)) return 2;
+  line[std::strcspn(line, "\r\n")] = 0;
+  cudaIpcMemHandle_t h{};
+  if (std::strlen(line) != 2 * sizeof h.reserved) return 2;
+  for (size_t i = 0; i < sizeof h.reserved; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(line + 2 * i, "%2x", &v) != 1) return 2;
+    h.reserved[i] = static_cast<char>(v);
+  }
+  int* p = nullptr;
+  std::printf("open: %s\n", cudaGetErrorName(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&p), h,
+                                                                     cudaIpcMemLazyEnablePeerAccess)));
+  int first = 0;
+  std::printf("first: %s %d\n", cudaGetErrorName(cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost)), first);
+  if (!std::fgets(line, sizeof line, stdin)) return 2;
+  first = 0;
+  std::printf("again: %s %d\n", cudaGetErrorName(cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost)), first);
+  std::printf("close: %s\n", cudaGetErrorName(cudaIpcCloseMemHandle(p)));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc == 2 && std::strcmp(argv[1], "export") == 0) return export_half();
   if (argc == 3 && std::strcmp(argv[1], "open") == 0) return open_half(argv[2]);
+  if (argc == 2 && std::strcmp(argv[1], "hold") == 0) return hold_half();
   int down[2], up[2];
   if (pipe(down) != 0 || pipe(up) != 0) return 2;
   const pid_t pid = fork();

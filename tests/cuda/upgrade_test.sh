@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `vmcudactl upgrade` while CUDA programs run: the stub saves its clients, executes its binary
 # again in place (same pid) with the listening socket and every connection handed over, and
-# the new process brings each client back when it next calls. The programs never see a
+# the new process brings every client back at once (one that opened another connection's IPC
+# memory once that connection's exporter is back: a second upgrade checks it). The programs never see a
 # disconnection: cuda_kill_probe steps (device memory checked every round) ends with the
 # result of an uninterrupted run, and symbols_pitch, run over and over meanwhile (kernels,
 # module variables), prints its native output every time; a program started afterwards runs.
@@ -77,6 +78,38 @@ fi
 left=$(ls -d "$work"/state/vm1/upgrade-* 2>/dev/null)
 if [ -z "$left" ]; then echo "the clients' saved state was removed once they were all back"
 else echo "the upgrade's saved state stays (a client in it never came back): $left"; fi
+# Programs on separate connections that share IPC memory, across a second upgrade: the
+# importer connected first, so its connection comes back first, before its exporter's; the
+# exporter's program idles meanwhile (it makes no call until its stdin ends).
+mkfifo "$work/hold.in" "$work/export.in"
+run "$bindir/ipc" hold < "$work/hold.in" > "$work/hold.out" 2>&1 &
+holder=$!
+exec 7>"$work/hold.in"
+for _ in $(seq 400); do grep -q '^ready' "$work/hold.out" 2>/dev/null && break; sleep 0.05; done
+run "$bindir/ipc" export < "$work/export.in" > "$work/export.out" 2>&1 &
+exporter=$!
+exec 8>"$work/export.in"
+for _ in $(seq 400); do [ -s "$work/export.out" ] && break; sleep 0.05; done
+head -n 1 "$work/export.out" >&7
+for _ in $(seq 400); do grep -q '^first:' "$work/hold.out" 2>/dev/null && break; sleep 0.05; done
+if ! grep -q '^first: cudaSuccess 41$' "$work/hold.out"; then
+  bad "IPC before the second upgrade: $(tr '\n' ' ' < "$work/hold.out")"
+elif "$ctl" upgrade vm1 > "$work/upgrade2.out" 2>&1; then
+  echo "vmcudactl upgrade with IPC across connections: $(tail -n 1 "$work/upgrade2.out")"
+else
+  bad "vmcudactl upgrade with IPC across connections failed:"; sed 's/^/  /' "$work/upgrade2.out"
+fi
+for _ in $(seq 400); do [ "$(grep -c 'handed over by the previous stub' "$work/stub.log")" -ge 2 ] && break; sleep 0.05; done
+echo go >&7
+exec 7>&-
+rc=0; wait $holder || rc=$?
+exec 8>&-
+rc2=0; wait $exporter || rc2=$?
+if [ $rc = 0 ] && [ $rc2 = 0 ] && grep -q '^again: cudaSuccess 41$' "$work/hold.out" && grep -q '^close: cudaSuccess$' "$work/hold.out"; then
+  echo "ok: a program that opened another connection's IPC memory reads it after the upgrade (its connection came back first)"
+else
+  bad "IPC across the upgrade: holder rc $rc ($(tr '\n' ' ' < "$work/hold.out")), exporter rc $rc2"
+fi
 if run "$bindir/vector_add" > "$work/va.out" 2>&1 && cmp -s "$expected/vector_add.out" "$work/va.out"; then
   echo "ok: a program started after the upgrade runs (vector_add identical to the native run)"
 else

@@ -1330,7 +1330,7 @@ void HostEndpoint::Impl::adopt(Handover h) {
     }
     c->socket_poll = Op{Op::kSocketPoll, c.get(), 0, 0};
     // Its clients were saved by the stub before us (or are lost, if it crashed): like a
-    // restored region, they come back once the VM calls.
+    // restored region's, but at once (below), not at the VM's next call.
     c->image_token = ordering::load_acquire(c->view.header().image_token);
     c->replaced = true;
     c->replaced_token = c->image_token;
@@ -1358,7 +1358,12 @@ void HostEndpoint::Impl::adopt(Handover h) {
       ++stats_.connections_total;
     }
     VMRPC_LOG(kInfo, "host", "connection " + std::to_string(raw->id) +
-                                 " handed over by the previous stub process; its clients come back when they call");
+                                 " handed over by the previous stub process; its clients come back now");
+    // Every connection's clients at once, whether or not their programs call: one that
+    // opened another connection's IPC memory comes back whole only once that one's exporter
+    // is back too (on_region_restored tries it again then), and an exporter whose program
+    // idles would otherwise never come back. The region is live, not an image being loaded.
+    collect_restored(*raw);
   }
   next_id_ = max_id + 1;
 }
