@@ -547,7 +547,7 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   set_token_parked(r.connection_id, std::set<SlotKey>(restored.begin(), restored.end()));
   for (const auto& k : restored) endpoint_.release_slot(k.first, k.second);
   const size_t back = restored.size();
-  retry_awaiting_exporter();
+  retry_awaiting_exporter(r.connection_id);
   set_state(vm_suspended_ ? "suspended" : "running");
   VMRPC_LOG(kInfo, "stub", vm_ + ": the VM was restored from " + dir + ": " + std::to_string(back) + " of " +
                                std::to_string(r.slots.size()) + " client(s) back on the GPU");
@@ -568,9 +568,10 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   }
 }
 
-void VmControl::retry_awaiting_exporter() {
+void VmControl::retry_awaiting_exporter(uint64_t restored_connection) {
   std::vector<SlotKey> back;
   for (const SlotKey& k : std::set<SlotKey>(awaiting_exporter_)) {
+    if (k.first == restored_connection) continue;  // it just tried: its exporter is another connection's
     const auto s = suspended_.find(k);
     if (s == suspended_.end() || !s->second.empty()) {  // resumed or suspended otherwise since
       awaiting_exporter_.erase(k);

@@ -154,7 +154,7 @@ class VmControl {
   // host memory, tried again after each region restored later (an upgrade or restart brings
   // every connection back at once, in no order the programs chose).
   std::set<SlotKey> awaiting_exporter_;
-  void retry_awaiting_exporter();
+  void retry_awaiting_exporter(uint64_t restored_connection);
   std::string state_dir_;
   std::map<uint64_t, std::string> pending_;  // image token -> saved VM dir (vmcudactl restore)
   std::map<std::string, size_t> upgrade_restored_;  // upgrade dir -> its clients back so far
