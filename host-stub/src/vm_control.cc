@@ -552,20 +552,28 @@ void VmControl::adopt_restored(const vmrpc::RestoredRegion& r) {
   VMRPC_LOG(kInfo, "stub", vm_ + ": the VM was restored from " + dir + ": " + std::to_string(back) + " of " +
                                std::to_string(r.slots.size()) + " client(s) back on the GPU");
   // What `vmcudactl upgrade` saved is only for this hand-over: once every client in it is
-  // back, it goes (it is the tenant's data).
+  // back, it goes (it is the tenant's data). One waiting for its exporter counts when it is
+  // back (retry_awaiting_exporter); one that did not come back keeps the files.
+  size_t awaiting_here = 0;
+  for (const SlotKey& k : awaiting_exporter_)
+    if (k.first == r.connection_id) awaiting_dir_[k] = dir, ++awaiting_here;
+  if (back + awaiting_here == r.slots.size()) handed_back(dir, back);
+}
+
+void VmControl::handed_back(const std::string& dir, size_t clients) {
   const fs::path saved(dir);
-  if (!state_dir_.empty() && saved.parent_path() == fs::path(state_dir_) &&
-      is_handover_dir(saved.filename().string()) && back == r.slots.size()) {
-    size_t& total = upgrade_restored_[dir];
-    total += back;
-    if (total >= m.files.size()) {
-      std::error_code ec;
-      for (const auto& [token, conn] : m.connection_of_token) fs::remove(fs::path(state_dir_) / "saved" / hex(token), ec);
-      fs::remove_all(saved, ec);
-      upgrade_restored_.erase(dir);
-      VMRPC_LOG(kInfo, "stub", vm_ + ": every client handed over is back; removed " + dir);
-    }
-  }
+  if (state_dir_.empty() || saved.parent_path() != fs::path(state_dir_) || !is_handover_dir(saved.filename().string()))
+    return;
+  size_t& total = upgrade_restored_[dir];
+  total += clients;
+  Manifest m;
+  std::string err;
+  if (!read_manifest(dir, &m, &err) || total < m.files.size()) return;
+  std::error_code ec;
+  for (const auto& [token, conn] : m.connection_of_token) fs::remove(fs::path(state_dir_) / "saved" / hex(token), ec);
+  fs::remove_all(saved, ec);
+  upgrade_restored_.erase(dir);
+  VMRPC_LOG(kInfo, "stub", vm_ + ": every client handed over is back; removed " + dir);
 }
 
 void VmControl::retry_awaiting_exporter(uint64_t restored_connection) {
@@ -575,6 +583,7 @@ void VmControl::retry_awaiting_exporter(uint64_t restored_connection) {
     const auto s = suspended_.find(k);
     if (s == suspended_.end() || !s->second.empty()) {  // resumed or suspended otherwise since
       awaiting_exporter_.erase(k);
+      awaiting_dir_.erase(k);
       continue;
     }
     cc::Reply r;
@@ -592,6 +601,11 @@ void VmControl::retry_awaiting_exporter(uint64_t restored_connection) {
     endpoint_.release_slot(k.first, k.second);
     VMRPC_LOG(kInfo, "stub", vm_ + ": " + name_of(k.first, k.second) +
                                  " is back on the GPU with what it opened of another program's memory");
+    if (const auto d = awaiting_dir_.find(k); d != awaiting_dir_.end()) {
+      const std::string dir = d->second;
+      awaiting_dir_.erase(d);
+      handed_back(dir, 1);
+    }
   }
   if (!back.empty() && suspended_.empty()) vm_suspended_ = false;
 }

@@ -155,6 +155,9 @@ class VmControl {
   // every connection back at once, in no order the programs chose).
   std::set<SlotKey> awaiting_exporter_;
   void retry_awaiting_exporter(uint64_t restored_connection);
+  std::map<SlotKey, std::string> awaiting_dir_;  // the hand-over each came from
+  // `clients` more of the hand-over saved in `dir` are back; all of them: its files go.
+  void handed_back(const std::string& dir, size_t clients);
   std::string state_dir_;
   std::map<uint64_t, std::string> pending_;  // image token -> saved VM dir (vmcudactl restore)
   std::map<std::string, size_t> upgrade_restored_;  // upgrade dir -> its clients back so far

@@ -197,8 +197,8 @@ static int export_half() {
   cudaIpcMemHandle_t h;
   if (cudaMalloc(&p, v.size() * sizeof(int)) != cudaSuccess ||
       cudaMemcpy(p, v.data(), v.size() * sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess ||
-      cudaIpcGetMemHandle(&h, p) != cudaSuccess)
-    return 1;
+      cudaIpcGetMemHandle(&h, p) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+    return 1;  // (synchronized: another program reads the bytes only after a synchronizing call)
   for (unsigned char c : h.reserved) std::printf("%02x", c);
   std::printf("\n");
   std::fflush(stdout);
@@ -248,10 +248,12 @@ static int hold_half() {
   std::printf("open: %s\n", cudaGetErrorName(cudaIpcOpenMemHandle(reinterpret_cast<void**>(&p), h,
                                                                      cudaIpcMemLazyEnablePeerAccess)));
   int first = 0;
-  std::printf("first: %s %d\n", cudaGetErrorName(cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost)), first);
+  cudaError_t e = cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost);
+  std::printf("first: %s %d\n", cudaGetErrorName(e), first);
   if (!std::fgets(line, sizeof line, stdin)) return 2;
   first = 0;
-  std::printf("again: %s %d\n", cudaGetErrorName(cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost)), first);
+  e = cudaMemcpy(&first, p, sizeof first, cudaMemcpyDeviceToHost);
+  std::printf("again: %s %d\n", cudaGetErrorName(e), first);
   std::printf("close: %s\n", cudaGetErrorName(cudaIpcCloseMemHandle(p)));
   return 0;
 }

@@ -107,6 +107,9 @@ exec 8>&-
 rc2=0; wait $exporter || rc2=$?
 if [ $rc = 0 ] && [ $rc2 = 0 ] && grep -q '^again: cudaSuccess 41$' "$work/hold.out" && grep -q '^close: cudaSuccess$' "$work/hold.out"; then
   echo "ok: a program that opened another connection's IPC memory reads it after the upgrade (its connection came back first)"
+  second=$(sed -n 's/.*clients saved in \(.*\))$/\1/p' "$work/stub.log" | sed -n 2p)
+  if [ -n "$second" ] && [ ! -e "$second" ]; then echo "ok: the second upgrade's saved state was removed once both were back"
+  else bad "the second upgrade's saved state stays: ${second:-(not found in the log)}"; fi
 else
   bad "IPC across the upgrade: holder rc $rc ($(tr '\n' ' ' < "$work/hold.out")), exporter rc $rc2"
 fi
