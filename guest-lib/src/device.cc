@@ -35,6 +35,7 @@
 
 #include "arrays.h"
 #include "device_props.h"
+#include "graph.h"
 #include "host_objects.h"
 #include "log.h"
 #include "entry.h"
@@ -541,6 +542,7 @@ cudaError_t cudaDeviceReset(void) {
     forget_limits(device);
     forget_arrays(device);
   }
+  graph_memory_device_reset(device);  // the host's reset freed its graph memory too
   forget_device_flags(device);  // the device's flags go with its context
   if (is_sticky(status) || status == cudaErrorDevicesUnavailable || status == cudaErrorUnknown) return record(status);
   return cudaSuccess;

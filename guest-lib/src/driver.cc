@@ -565,9 +565,9 @@ cudaError_t memset_wide(CUdeviceptr dst, uint32_t value, unsigned width, size_t 
                       : cudaMemsetAsync(dptr(dst), b[0], count * width, s);
   }
   if (dst % width) return cudaErrorInvalidValue;  // the driver requires aligned elements
-  // Device memory: one call of wide elements (also inside a stream capture). Managed memory
-  // (host memory in the guest) is written as copies of a pattern.
-  if (is_device(dptr(dst), count * width))
+  // Device memory, and host memory the device reaches (pinned, managed, registered): one
+  // call of wide elements (also inside a stream capture).
+  if (is_device(dptr(dst), count * width) || is_memset_host_memory(dptr(dst), count * width))
     return memset_elements(dst, value, width, count * width, s, per_thread, async);
   constexpr size_t kChunk = 1 << 20;
   std::vector<uint8_t> pattern(std::min(kChunk, count * width));

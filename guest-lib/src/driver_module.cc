@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -52,10 +53,19 @@ struct CUfunc_st {
   std::string name;
   HostKernel kernel;  // the host's handle, parameter layout, attributes (host_objects.h)
 };
+// A library's __managed__ variable (cuLibraryGetManaged): one shadow in the shared heap, what
+// the program's CPU reads and writes, bound on the host to the variable of the library's
+// module on each device the library is used on (host-stub/src/managed.cc keeps them coherent
+// at launches and synchronizing calls, as for a registered module's variables).
+struct LibraryManaged {
+  vmrpc::HeapBlock shadow;
+  std::set<int> devices;  // where it is bound
+};
 struct CUlib_st {
   std::vector<std::byte> image;
   std::map<int, CUmod_st*> modules;  // per device, loaded at first use
   std::map<std::string, std::unique_ptr<CUkern_st>> kernels;
+  std::map<std::string, LibraryManaged> managed;  // by name, under library_managed_mu()
 };
 struct CUkern_st {
   CUlib_st* library = nullptr;
@@ -239,8 +249,44 @@ CUmod_st* adopt_library_module(CUlib_st& lib, int dev, CUmod_st* m) {
   return kept;
 }
 
+// Held while a library's managed variables are found or bound (cuLibraryGetManaged, a
+// library's first use on another device, cuLibraryUnload), so that a variable gets one
+// shadow. Recursive: cuLibraryGetManaged loads the library's module, which binds. Taken
+// before objects().mu and the channel's lock.
+std::recursive_mutex& library_managed_mu() {
+  static auto* mu = new std::recursive_mutex;
+  return *mu;
+}
+
+// Binds `shadow` to managed variable `name` of library module `m` (ManagedVarBind). `keep`:
+// the shadow is bound on another device already and keeps its bytes, which the next launch
+// here gives to this device's variable; else the shadow gets the variable's initial value.
+// `*bound`: whether the host bound it (then it may write the shadow, even when the status is an
+// earlier queued call's error). Precondition: library_managed_mu() held.
+CUresult bind_library_managed(CUmod_st& m, const std::string& name, const vmrpc::HeapBlock& shadow, bool keep,
+                              bool* bound) {
+  *bound = false;
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r) return to_cu_result(e);
+  auto lock = r->lock();
+  const int saved = Remote::thread_device();
+  Remote::thread_device() = m.device;
+  const uint32_t flags = api::kManagedBindOnlyManaged | (keep ? api::kManagedBindKeep : 0u);
+  auto res = r->call<api::Call::ManagedVarBind>({m.host, shadow.ref(), static_cast<uint32_t>(name.size()), flags},
+                                                std::as_bytes(std::span(name)));
+  Remote::thread_device() = saved;
+  if (res.reply.var == 0) return res.status == 0 ? cu::kUnknown : to_cu_result(static_cast<cudaError_t>(res.status));
+  *bound = true;
+  // Symbol copies may name the variable's device storage (as a module global's).
+  vgpu_db::AllocationMap::process().add({res.reply.ptr, res.reply.bytes, vgpu_db::Allocation::kModuleGlobal, m.device, 0});
+  return res.status == 0 ? cu::kSuccess : to_cu_result(static_cast<cudaError_t>(res.status));
+}
+
 // A library kernel as a function of the calling thread's device (loading the library there).
-// The library's module on the calling thread's device, loaded there at its first use.
+// The library's module on the calling thread's device, loaded there at its first use; the
+// managed variables the program asked for are bound there too (one variable for every device,
+// as natively).
 CUresult library_module(CUlib_st& library, CUmod_st** out) {
   const int dev = Remote::thread_device();
   {
@@ -248,9 +294,17 @@ CUresult library_module(CUlib_st& library, CUmod_st** out) {
     std::lock_guard l(o.mu);
     if (auto it = library.modules.find(dev); it != library.modules.end()) return *out = it->second, cu::kSuccess;
   }
+  std::lock_guard managed(library_managed_mu());
   CUmod_st* m = nullptr;
   if (CUresult e = new_module(library.image, &m)) return e;
   *out = adopt_library_module(library, dev, m);
+  for (auto& [name, v] : library.managed) {
+    if (v.devices.contains(dev)) continue;
+    bool bound = false;
+    const CUresult e = bind_library_managed(**out, name, v.shadow, /*keep=*/true, &bound);
+    if (bound) v.devices.insert(dev);
+    if (e != cu::kSuccess) return e;
+  }
   return cu::kSuccess;
 }
 
@@ -549,6 +603,7 @@ CU_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, 
 
 CU_API CUresult cuLibraryUnload(CUlibrary library) {
   if (CUresult e = enter_driver_call()) return e;
+  std::lock_guard managed(library_managed_mu());
   std::vector<uint64_t> hosts;  // its module on each device it was used on
   {
     auto& o = objects();
@@ -565,6 +620,16 @@ CU_API CUresult cuLibraryUnload(CUlibrary library) {
   CUresult first = cu::kSuccess;
   for (uint64_t h : hosts)
     if (CUresult e = unload_on_host(h); e != cu::kSuccess && first == cu::kSuccess) first = e;
+  // The managed variables went with the host's modules: their shadows go back to the heap.
+  // A module the host kept (the program holds graphs) still writes its shadows: they stay.
+  if (first == cu::kSuccess && !library->managed.empty()) {
+    cudaError_t e;
+    if (Remote* r = Remote::get(&e)) {
+      auto lock = r->lock();
+      for (auto& [name, v] : library->managed) r->slot().heap().free(v.shadow.offset);
+    }
+    library->managed.clear();
+  }
   return first;
 }
 
@@ -605,6 +670,57 @@ CU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary l
   CUmodule m = nullptr;
   if (CUresult e = cuLibraryGetModule(&m, library)) return e;
   return cuModuleGetGlobal_v2(dptr, bytes, m, name);
+}
+
+// The library's __managed__ variable `name`: its shadow in the shared heap, the same each
+// time, made and bound on the current context's device at the first call (the variable's
+// initial value in it). A name that is no managed variable of the library (a __device__ one
+// too) is CUDA_ERROR_NOT_FOUND, as natively.
+CU_API CUresult cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+  if (CUresult e = enter_context_call()) return e;
+  if (!name || (!dptr && !bytes)) return cu::kInvalidValue;
+  {
+    auto& o = objects();
+    std::lock_guard l(o.mu);
+    if (!live(o.libraries, library)) return cu::kInvalidHandle;
+  }
+  KeepRuntimeLastError keep;
+  std::lock_guard managed(library_managed_mu());
+  CUmod_st* m = nullptr;
+  if (CUresult e = library_module(*library, &m)) return e;  // binds the known ones on this device
+  auto answer = [&](const vmrpc::HeapBlock& shadow) {
+    if (dptr) *dptr = reinterpret_cast<CUdeviceptr>(shadow.data);
+    if (bytes) *bytes = shadow.bytes;
+    return cu::kSuccess;
+  };
+  const std::string n(name);
+  if (auto it = library->managed.find(n); it != library->managed.end()) return answer(it->second.shadow);
+  size_t size = 0;  // the host's answer for any global of the module; the bind checks it is managed
+  if (CUresult e = cuModuleGetGlobal_v2(nullptr, &size, m, name)) return e;
+  if (size == 0) return cu::kNotFound;
+  cudaError_t re;
+  Remote* r = Remote::get(&re);
+  if (!r) return to_cu_result(re);
+  std::optional<vmrpc::HeapBlock> shadow;
+  {
+    auto lock = r->lock();
+    shadow = r->slot().heap().allocate(size);
+  }
+  if (!shadow) {
+    VMCUDA_LOG(kWarn, "managed", "a library's __managed__ %s (%zu bytes): the shared heap is full; give the VM a "
+                                 "larger region (vmcuda-stub --region-bytes)", name, size);
+    return cu::kOutOfMemory;
+  }
+  bool bound = false;
+  const CUresult e = bind_library_managed(*m, n, *shadow, /*keep=*/false, &bound);
+  if (!bound) {
+    auto lock = r->lock();
+    r->slot().heap().free(shadow->offset);
+    return e;
+  }
+  library->managed[n] = {*shadow, {m->device}};
+  if (e != cu::kSuccess) return e;  // an earlier queued call's error; the variable is bound
+  return answer(*shadow);
 }
 
 namespace {

@@ -408,13 +408,10 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   auto lock = r->lock();
   // One queued call, whatever the graph holds: its error comes with the next synchronizing call.
   if (upload) return record(r->enqueue<api::Call::GraphUpload>({wire(exec), s}));
-  thread_local std::vector<uint64_t> release;
-  if (cudaError_t me = graph_memory_launch(wire(exec), &release)) return record(me);
+  if (cudaError_t me = graph_memory_launch(wire(exec))) return record(me);
   user_objects_launched(wire(exec), s);
   host_entries_launched(wire(exec), s);
-  const cudaError_t le = r->enqueue<api::Call::GraphLaunch>({wire(exec), s});
-  graph_memory_release(*r, release);  // memory its free nodes freed that nothing holds now
-  return record(le);
+  return record(r->enqueue<api::Call::GraphLaunch>({wire(exec), s}));
 }
 
 cudaError_t list_nodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count, bool roots) {

@@ -91,15 +91,17 @@ void graph_memory_instantiated(uint64_t graph, uint64_t exec, unsigned long long
 /// nodes for them): only from the graph `exec` came from, or between graphs without any.
 bool graph_memory_update_allowed(uint64_t exec, uint64_t graph);
 /// A launch of `exec`: cudaErrorInvalidValue when it would allocate a live allocation again;
-/// else the allocations it makes live and frees, and in *release those to give back after it.
-cudaError_t graph_memory_launch(uint64_t exec, std::vector<uint64_t>* release);
-/// Preconditions for these three: r's lock held.
-void graph_memory_release(Remote& r, const std::vector<uint64_t>& release);
+/// else the allocations it makes live and frees (their memory stays reserved for graphs).
+cudaError_t graph_memory_launch(uint64_t exec);
+/// Precondition for these two: r's lock held (memory never launched goes back at once).
 void graph_memory_exec_destroyed(Remote& r, uint64_t exec);
 void graph_memory_graph_destroyed(Remote& r, uint64_t graph);
 /// cudaFree/cudaFreeAsync of `ptr` outside a capture: true when it is graph memory (*e the
-/// answer). Takes r's lock when it gives memory back.
-bool graph_memory_free(Remote& r, uint64_t ptr, cudaError_t* e);
+/// answer).
+bool graph_memory_free(uint64_t ptr, cudaError_t* e);
+/// cudaDeviceReset of `device` (after the host's): its graph allocations, and the graphs and
+/// executable graphs the host destroyed with them, are forgotten; its attributes start at 0.
+void graph_memory_device_reset(int device);
 /// cudaMallocAsync / cudaFreeAsync on a capturing stream (wire handle): an alloc or free node
 /// of the capture. The free: true when `ptr` is graph memory (*e the answer). r's lock held.
 cudaError_t graph_memory_capture_alloc(Remote& r, uint64_t stream, int device, size_t size, void** ptr);

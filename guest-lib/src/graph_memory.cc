@@ -13,12 +13,18 @@
 //    launch holding a free node for it, cudaFree/cudaFreeAsync of it outside the graph, or the
 //    next launch of an executable graph instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch;
 //    a launch that would allocate a live allocation again fails with cudaErrorInvalidValue;
-//  - the arena memory goes back (the host's Free, queued after the graph's launches, which
-//    waits for them) once no graph or executable graph holds the alloc node and it is not live:
-//    destroying a graph does not free a live allocation, as natively.
+//  - once no graph or executable graph holds the alloc node and it is not live, its arena
+//    memory stays reserved for graphs if a launch ever allocated it, as CUDA's graph allocator
+//    keeps its memory: out of the program's reach, a later alloc node of the device takes it
+//    again (a block at least as large), and cudaDeviceGraphMemTrim gives it back (the host's
+//    Free, queued after the graphs' launches, which waits for them); an alloc node never
+//    launched gives its memory back at once (CUDA maps no memory for it);
+//    destroying a graph does not free a live allocation, as natively;
+//  - cudaDeviceReset: the host's reset frees the device's allocations and destroys its graphs
+//    and executable graphs; their memory records go, and the device's attributes start at 0.
 // The graph memory attributes are this process's (one client) per device: "used" is the bytes
-// of live allocations, "reserved" what the arena holds for alloc nodes (held for the graph's
-// life, so cudaDeviceGraphMemTrim has nothing it may give back).
+// of live allocations, "reserved" what the arena holds for graphs (alloc nodes' memory and
+// what trim may give back).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -45,6 +51,7 @@ namespace {
 struct GraphAlloc {
   int device = 0;
   uint64_t bytes = 0;
+  uint64_t block = 0;  // the arena block's size (a cached block taken again may be larger)
   cudaMemPoolProps props{};
   std::vector<cudaMemAccessDesc> access;
   uint64_t graph = 0;  // the graph holding the alloc node; 0 once it is destroyed
@@ -52,6 +59,7 @@ struct GraphAlloc {
   std::set<uint64_t> execs;      // executable graphs instantiated with the alloc node
   std::set<uint64_t> freed_in;   // graphs holding a free node for it
   bool live = false;             // allocated by a launch, not freed since
+  bool launched = false;         // allocated by a launch once: the graph allocator holds its memory
 };
 
 struct MemNode {
@@ -73,6 +81,7 @@ struct DeviceStats {
 struct Registry {
   std::mutex mu;
   std::map<uint64_t, GraphAlloc> allocs;                // by address
+  std::map<int, std::multimap<uint64_t, uint64_t>> cached;  // per device: block size -> address, held by nothing
   std::map<uint64_t, MemNode> nodes;                    // by node handle
   std::map<uint64_t, std::vector<uint64_t>> by_graph;   // graph -> its memory nodes
   std::map<uint64_t, ExecMem> execs;                    // executable graphs with memory nodes
@@ -81,6 +90,7 @@ struct Registry {
   void set_live(GraphAlloc& a, bool live) {
     if (a.live == live) return;
     a.live = live;
+    a.launched |= live;
     DeviceStats& s = stats[a.device];
     if (live) {
       s.used += a.bytes;
@@ -89,14 +99,41 @@ struct Registry {
       s.used -= a.bytes;
     }
   }
-  // The allocation at `dptr` if nothing holds it any more: forgotten here, true (the caller
-  // gives its memory back).
-  bool unheld(uint64_t dptr) {
+  // The allocation at `dptr` if nothing holds it any more: forgotten here. Its block stays
+  // reserved for the device's next alloc nodes until cudaDeviceGraphMemTrim once a launch
+  // allocated it (out of the program's reach meanwhile, as a freed allocation); one never
+  // launched (a graph destroyed unlaunched, an invalidated capture) goes into *release, for the
+  // caller to give back.
+  void cache_if_unheld(uint64_t dptr, std::vector<uint64_t>* release) {
     auto it = allocs.find(dptr);
-    if (it == allocs.end() || it->second.graph || !it->second.execs.empty() || it->second.live) return false;
-    stats[it->second.device].reserved -= it->second.bytes;
+    if (it == allocs.end() || it->second.graph || !it->second.execs.empty() || it->second.live) return;
+    const GraphAlloc& a = it->second;
+    if (a.launched) {
+      cached[a.device].emplace(a.block, dptr);
+      AllocationMap::process().remove(dptr, Allocation::kDevice);
+    } else {
+      stats[a.device].reserved -= a.block;
+      release->push_back(dptr);
+    }
     allocs.erase(it);
-    return true;
+  }
+  bool is_cached(uint64_t dptr) const {
+    for (const auto& [device, blocks] : cached)
+      for (const auto& [block, p] : blocks)
+        if (p == dptr) return true;
+    return false;
+  }
+  // A cached block of `device` of at least `bytes` (the smallest), taken out and device memory
+  // of the program again; 0 if none. Precondition: mu held.
+  uint64_t take_cached(int device, uint64_t bytes, uint64_t* block) {
+    auto& c = cached[device];
+    auto it = c.lower_bound(bytes);
+    if (it == c.end()) return 0;
+    *block = it->first;
+    const uint64_t p = it->second;
+    c.erase(it);
+    AllocationMap::process().add({p, *block, Allocation::kDevice, device, 0});
+    return p;
   }
 };
 
@@ -107,8 +144,8 @@ Registry& registry() {
 
 uint64_t wire(const void* h) { return reinterpret_cast<uint64_t>(h); }
 
-// The arena memory of allocations nothing holds any more goes back, after the work queued so
-// far (the host's Free waits for the client's devices). Precondition: r's lock held.
+// The arena memory of blocks nothing holds any more goes back, after the work queued so far
+// (the host's Free waits for the client's devices). Precondition: r's lock held.
 void give_back(Remote& r, const std::vector<uint64_t>& dptrs) {
   for (uint64_t p : dptrs) {
     AllocationMap::process().remove(p, Allocation::kDevice);
@@ -173,16 +210,32 @@ cudaError_t add_alloc(Remote& r, uint64_t graph, const uint64_t* deps, size_t co
                       uint64_t* node, uint64_t* dptr) {
   if (cudaError_t e = check_alloc_params(r, p)) return e;
   const int device = p.poolProps.location.id;
-  if (cudaError_t e = arena_alloc(r, device, p.bytesize, dptr)) return e;
+  auto& reg = registry();
+  uint64_t block = 0;
+  {
+    std::lock_guard g(reg.mu);
+    *dptr = reg.take_cached(device, p.bytesize, &block);
+  }
+  const bool fresh = *dptr == 0;
+  if (fresh) {
+    if (cudaError_t e = arena_alloc(r, device, p.bytesize, dptr)) return e;
+    block = p.bytesize;
+  }
   if (cudaError_t e = empty_node(r, graph, deps, count, node)) {
-    give_back(r, {*dptr});
+    if (fresh) {
+      give_back(r, {*dptr});
+    } else {
+      std::lock_guard g(reg.mu);
+      reg.cached[device].emplace(block, *dptr);  // reserved as it was
+      AllocationMap::process().remove(*dptr, Allocation::kDevice);
+    }
     return e;
   }
-  auto& reg = registry();
   std::lock_guard g(reg.mu);
   GraphAlloc a;
   a.device = device;
   a.bytes = p.bytesize;
+  a.block = block;
   a.props = p.poolProps;
   a.access.assign(p.accessDescs, p.accessDescs + p.accessDescCount);
   a.graph = graph;
@@ -190,9 +243,11 @@ cudaError_t add_alloc(Remote& r, uint64_t graph, const uint64_t* deps, size_t co
   reg.allocs[*dptr] = std::move(a);
   reg.nodes[*node] = MemNode{graph, true, *dptr};
   reg.by_graph[graph].push_back(*node);
-  DeviceStats& s = reg.stats[device];
-  s.reserved += p.bytesize;
-  s.reserved_high = std::max(s.reserved_high, s.reserved);
+  if (fresh) {
+    DeviceStats& s = reg.stats[device];
+    s.reserved += block;
+    s.reserved_high = std::max(s.reserved_high, s.reserved);
+  }
   return cudaSuccess;
 }
 
@@ -320,8 +375,7 @@ bool graph_memory_update_allowed(uint64_t exec, uint64_t graph) {
   return x->second.graph == graph;  // the same memory nodes; another graph's would be other allocations
 }
 
-cudaError_t graph_memory_launch(uint64_t exec, std::vector<uint64_t>* release) {
-  release->clear();
+cudaError_t graph_memory_launch(uint64_t exec) {
   auto& reg = registry();
   std::lock_guard g(reg.mu);
   const auto it = reg.execs.find(exec);
@@ -335,13 +389,10 @@ cudaError_t graph_memory_launch(uint64_t exec, std::vector<uint64_t>* release) {
     const auto a = reg.allocs.find(p);
     if (a == reg.allocs.end()) continue;
     reg.set_live(a->second, false);
-    if (reg.unheld(p)) release->push_back(p);
+    std::vector<uint64_t> never;  // launched: nothing goes back now
+    reg.cache_if_unheld(p, &never);
   }
   return cudaSuccess;
-}
-
-void graph_memory_release(Remote& r, const std::vector<uint64_t>& release) {
-  if (!release.empty()) give_back(r, release);
 }
 
 void graph_memory_exec_destroyed(Remote& r, uint64_t exec) {
@@ -353,7 +404,7 @@ void graph_memory_exec_destroyed(Remote& r, uint64_t exec) {
     if (it == reg.execs.end()) return;
     for (uint64_t p : it->second.allocs) {
       reg.allocs.at(p).execs.erase(exec);
-      if (reg.unheld(p)) release.push_back(p);
+      reg.cache_if_unheld(p, &release);
     }
     reg.execs.erase(it);
   }
@@ -374,7 +425,7 @@ void graph_memory_graph_destroyed(Remote& r, uint64_t graph) {
       if (a == reg.allocs.end()) continue;
       if (m.alloc) {
         a->second.graph = 0;
-        if (reg.unheld(m.dptr)) release.push_back(m.dptr);
+        reg.cache_if_unheld(m.dptr, &release);
       } else {
         a->second.freed_in.erase(graph);
       }
@@ -384,27 +435,51 @@ void graph_memory_graph_destroyed(Remote& r, uint64_t graph) {
   give_back(r, release);
 }
 
-bool graph_memory_free(Remote& r, uint64_t ptr, cudaError_t* e) {
+bool graph_memory_free(uint64_t ptr, cudaError_t* e) {
   auto& reg = registry();
-  std::vector<uint64_t> release;
-  {
-    std::lock_guard g(reg.mu);
-    if (reg.allocs.empty()) return false;
-    const auto it = reg.allocs.find(ptr);
-    if (it == reg.allocs.end()) return false;
-    GraphAlloc& a = it->second;
-    // Freed in its own graph: never outside it; not allocated now: nothing to free.
-    if ((a.graph && a.freed_in.contains(a.graph)) || !a.live) {
-      *e = cudaErrorInvalidValue;
-      return true;
-    }
-    reg.set_live(a, false);
-    if (reg.unheld(ptr)) release.push_back(ptr);
+  std::lock_guard g(reg.mu);
+  if (reg.allocs.empty() && reg.cached.empty()) return false;
+  if (reg.is_cached(ptr)) {  // freed already; its block is the graph allocator's
+    *e = cudaErrorInvalidValue;
+    return true;
   }
-  auto lock = r.lock();
-  give_back(r, release);
+  const auto it = reg.allocs.find(ptr);
+  if (it == reg.allocs.end()) return false;
+  GraphAlloc& a = it->second;
+  // Freed in its own graph: never outside it; not allocated now: nothing to free.
+  if ((a.graph && a.freed_in.contains(a.graph)) || !a.live) {
+    *e = cudaErrorInvalidValue;
+    return true;
+  }
+  reg.set_live(a, false);
+  std::vector<uint64_t> never;  // live, so launched: nothing goes back now
+  reg.cache_if_unheld(ptr, &never);
   *e = cudaSuccess;
   return true;
+}
+
+void graph_memory_device_reset(int device) {
+  auto& reg = registry();
+  std::lock_guard g(reg.mu);
+  std::set<uint64_t> gone;  // the device's allocations, which the host's reset freed
+  for (auto it = reg.allocs.begin(); it != reg.allocs.end();) {
+    if (it->second.device != device) {
+      ++it;
+      continue;
+    }
+    gone.insert(it->first);
+    it = reg.allocs.erase(it);
+  }
+  std::erase_if(reg.nodes, [&](const auto& kv) { return gone.contains(kv.second.dptr); });
+  for (auto& [graph, nodes] : reg.by_graph) std::erase_if(nodes, [&](uint64_t n) { return !reg.nodes.contains(n); });
+  std::erase_if(reg.by_graph, [](const auto& kv) { return kv.second.empty(); });
+  std::erase_if(reg.execs, [&](const auto& kv) {
+    const ExecMem& x = kv.second;
+    return std::any_of(x.allocs.begin(), x.allocs.end(), [&](uint64_t p) { return gone.contains(p); }) ||
+           std::any_of(x.frees.begin(), x.frees.end(), [&](uint64_t p) { return gone.contains(p); });
+  });
+  reg.cached.erase(device);
+  reg.stats.erase(device);  // a new context's attributes: all 0
 }
 
 cudaError_t graph_memory_capture_alloc(Remote& r, uint64_t stream, int device, size_t size, void** ptr) {
@@ -503,9 +578,29 @@ cudaError_t graph_mem_device(int device) {
 }
 }  // namespace
 
-// Every allocation's memory is held for its alloc node's life (its address is fixed) or is
-// live: nothing the program can still reach may go, and nothing else is cached.
-cudaError_t cudaDeviceGraphMemTrim(int device) { return graph_mem_device(device); }
+// What no graph, executable graph or live allocation holds goes back to the arena, and the
+// device's reserved memory drops by it. An allocation's memory is held for its alloc node's
+// life (its address is fixed there), so an executable graph that is not running keeps its
+// memory too.
+cudaError_t cudaDeviceGraphMemTrim(int device) {
+  if (cudaError_t e = graph_mem_device(device)) return e;
+  cudaError_t e;
+  Remote* r = Remote::get(&e);
+  if (!r) return record(e);
+  std::vector<uint64_t> release;
+  {
+    auto& reg = registry();
+    std::lock_guard g(reg.mu);
+    for (const auto& [block, p] : reg.cached[device]) {
+      release.push_back(p);
+      reg.stats[device].reserved -= block;
+    }
+    reg.cached.erase(device);
+  }
+  auto lock = r->lock();
+  give_back(*r, release);
+  return cudaSuccess;
+}
 
 cudaError_t cudaDeviceGetGraphMemAttribute(int device, cudaGraphMemAttributeType attr, void* value) {
   if (cudaError_t e = graph_mem_device(device)) return e;

@@ -100,8 +100,12 @@ cudaError_t translate_attributes(const cudaLaunchConfig_t& config, std::vector<a
 
 /// cuMemsetD16/D32[Async] on device memory `dst` (memory_async.cc): one queued call of
 /// `width`-byte elements; synchronous unless `async` (per_thread: on the thread's stream).
+/// Pinned, managed or registered host memory too (memset_host_async; synchronous: waited for).
 cudaError_t memset_elements(uint64_t dst, uint32_t value, unsigned width, uint64_t bytes, cudaStream_t stream,
                             bool per_thread, bool async);
+/// A memset of pinned, managed or registered host memory [p, p+bytes) in `width`-byte elements
+/// on wire stream `s` (memory_async.cc); cudaErrorInvalidValue for other memory.
+cudaError_t memset_host_async(void* p, uint32_t value, unsigned width, uint64_t bytes, uint64_t s);
 
 /// The launch configuration errors CUDA reports at once, without a round trip (launch.cc):
 /// cudaErrorInvalidValue for a grid or block the calling thread's device refuses.

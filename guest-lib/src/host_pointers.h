@@ -27,6 +27,15 @@ inline bool is_managed(const void* p, uint64_t n) {
   return a && a->kind == vgpu_db::Allocation::kManaged;
 }
 
+// Whether [p, p+n) lies in one block of host memory that CUDA's memsets may name, as under
+// unified addressing the device reaches it: pinned (cudaMallocHost, cudaHostAlloc), managed
+// or registered (cudaHostRegister) memory.
+inline bool is_memset_host_memory(const void* p, uint64_t n) {
+  auto a = vgpu_db::AllocationMap::process().find(addr(p), n);
+  return a && (a->kind == vgpu_db::Allocation::kPinnedHost || a->kind == vgpu_db::Allocation::kManaged ||
+               a->kind == vgpu_db::Allocation::kRegisteredHost);
+}
+
 // [p, p+n) as a reference into the shared heap, when it lies in one pinned block (of
 // cudaMallocHost or cudaMallocManaged).
 inline std::optional<vmrpc::wire::HeapRef> pinned_range(const void* p, uint64_t n) {

@@ -1,5 +1,5 @@
 // Library management (CUDA 12's context-independent loading): cudaLibraryLoadData,
-// LoadFromFile, GetKernel, GetGlobal, Unload, GetKernelCount, EnumerateKernels and
+// LoadFromFile, GetKernel, GetGlobal, GetManaged, Unload, GetKernelCount, EnumerateKernels and
 // cudaKernelSetAttributeForDevice. A
 // cudaLibrary_t is the driver API's CUlibrary and a cudaKernel_t its CUkernel (as natively),
 // so these are the driver's calls (driver_module.cc: the image is kept in the guest and
@@ -20,6 +20,7 @@ CUresult cuLibraryLoadFromFile(CUlibrary*, const char*, CUjit_option*, void**, u
 CUresult cuLibraryUnload(CUlibrary);
 CUresult cuLibraryGetKernel(CUkernel*, CUlibrary, const char*);
 CUresult cuLibraryGetGlobal(CUdeviceptr*, size_t*, CUlibrary, const char*);
+CUresult cuLibraryGetManaged(CUdeviceptr*, size_t*, CUlibrary, const char*);
 CUresult cuKernelSetAttribute(int, int, CUkernel, CUdevice);
 CUresult cuLibraryGetKernelCount(unsigned int*, CUlibrary);
 CUresult cuLibraryEnumerateKernels(CUkernel*, unsigned int, CUlibrary);
@@ -75,6 +76,17 @@ cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t libra
   if (!dptr) return record(cudaErrorInvalidValue);
   CUdeviceptr p = 0;
   if (CUresult e = cuLibraryGetGlobal(&p, bytes, library, name)) return runtime_error(e);
+  *dptr = reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+  return cudaSuccess;
+}
+
+// A library's __managed__ variable: its shadow in the shared heap (driver_module.cc), which the
+// program's CPU and the library's kernels share as natively they share managed memory.
+cudaError_t cudaLibraryGetManaged(void** dptr, size_t* bytes, cudaLibrary_t library, const char* name) {
+  if (cudaError_t e = enter()) return e;
+  if (!dptr) return record(cudaErrorInvalidValue);
+  CUdeviceptr p = 0;
+  if (CUresult e = cuLibraryGetManaged(&p, bytes, library, name)) return runtime_error(e);
   *dptr = reinterpret_cast<void*>(static_cast<uintptr_t>(p));
   return cudaSuccess;
 }

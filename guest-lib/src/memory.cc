@@ -41,6 +41,7 @@ using vmcuda::guest::device_call;
 using vmcuda::guest::addr;
 using vmcuda::guest::is_device;
 using vmcuda::guest::is_managed;
+using vmcuda::guest::is_memset_host_memory;
 using vmcuda::guest::pinned_range;
 using vmcuda::guest::record;
 using vmcuda::guest::pinned_heap_block;
@@ -240,7 +241,7 @@ cudaError_t cudaFree(void* devPtr) {
       a && a->base == addr(devPtr) && (a->flags & Allocation::kVmmMapping))
     return record(cudaErrorInvalidValue);
   // Graph memory (graph_memory.cc): freed outside its graph, its address kept while a graph holds it.
-  if (cudaError_t g; vmcuda::guest::graph_memory_free(*r, addr(devPtr), &g)) return record(g);
+  if (cudaError_t g; vmcuda::guest::graph_memory_free(addr(devPtr), &g)) return record(g);
   if (!AllocationMap::process().remove(addr(devPtr), Allocation::kDevice)) return record(cudaErrorInvalidValue);
   auto lock = r->lock();
   return record(r->enqueue<api::Call::Free>({addr(devPtr)}));
@@ -287,8 +288,10 @@ cudaError_t cudaMemset(void* devPtr, int value, size_t count) {
   Remote* r = device_call(&e);
   if (!r) return e;
   if (count == 0) return cudaSuccess;
-  if (is_managed(devPtr, count)) {
-    // Host memory: set here, once the work ordered before it (kernels using it) is done.
+  if (is_memset_host_memory(devPtr, count)) {
+    // Host memory (managed, pinned, registered): set here, once the work ordered before it
+    // (kernels using it) is done; CUDA's memset of pinned or managed memory is fully
+    // synchronous too.
     auto lock = r->lock();
     if (cudaError_t f = wait_device(*r)) return record(f);
     std::memset(devPtr, value, count);

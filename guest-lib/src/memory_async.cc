@@ -166,12 +166,37 @@ cudaError_t copy_async(void* dst, const void* src, size_t count, cudaMemcpyKind 
   }
 }
 
+}  // namespace
+
+// A memset of host memory on wire stream `s`, `width`-byte elements. Pinned heap memory
+// (cudaMallocHost, cudaHostAlloc, cudaMallocManaged), which the host has mapped for the
+// device: set by the device on the stream (MemsetHeapAsync), as natively the device sets the
+// pinned pointer. Registered memory (cudaHostRegister) stays in this process, out of the
+// device's reach: set here in stream order, once the stream's earlier work is done.
+cudaError_t memset_host_async(void* p, uint32_t value, unsigned width, uint64_t bytes, uint64_t s) {
+  if (!is_memset_host_memory(p, bytes)) return cudaErrorInvalidValue;
+  cudaError_t err = cudaSuccess;
+  Remote* remote = Remote::get(&err);
+  if (!remote) return err;
+  auto lock = remote->lock();
+  if (auto ref = pinned_range(p, bytes))
+    return remote->enqueue<api::Call::MemsetHeapAsync>({*ref, value, width == 1 ? 0u : width, s});
+  if (addr(p) % width || bytes % width) return cudaErrorInvalidValue;
+  const cudaError_t earlier = remote->flush();
+  const cudaError_t e = static_cast<cudaError_t>(remote->call<api::Call::StreamSynchronize>({s}).status);
+  if (e == cudaSuccess)
+    for (uint64_t i = 0; i < bytes; i += width) std::memcpy(static_cast<std::byte*>(p) + i, &value, width);
+  return earlier != cudaSuccess ? earlier : e;
+}
+
+namespace {
+
 cudaError_t memset_async(void* devPtr, int value, size_t count, cudaStream_t stream, bool per_thread) {
   if (cudaError_t e = enter_device_call()) return e;
   uint64_t s;
   if (cudaError_t e = stream_wire_handle(stream, per_thread, &s)) return record(e);
   if (count == 0) return cudaSuccess;
-  if (!is_device(devPtr, count)) return record(cudaErrorInvalidValue);
+  if (!is_device(devPtr, count)) return record(memset_host_async(devPtr, static_cast<uint32_t>(value), 1, count, s));
   cudaError_t err = cudaSuccess;
   Remote* remote = Remote::get(&err);
   if (!remote) return record(err);
@@ -189,6 +214,10 @@ cudaError_t memset_elements(uint64_t dst, uint32_t value, unsigned width, uint64
   if (async || per_thread)
     if (cudaError_t e = stream_wire_handle(stream, per_thread, &s)) return e;
   if (bytes == 0) return cudaSuccess;
+  if (!is_device(reinterpret_cast<void*>(dst), bytes)) {  // host memory: fully synchronous unless async
+    if (cudaError_t e = memset_host_async(reinterpret_cast<void*>(dst), value, width, bytes, s)) return e;
+    return async ? cudaSuccess : per_thread ? cudaStreamSynchronize_ptsz(nullptr) : cudaStreamSynchronize(nullptr);
+  }
   cudaError_t err = cudaSuccess;
   Remote* remote = Remote::get(&err);
   if (!remote) return err;

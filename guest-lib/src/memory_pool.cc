@@ -286,7 +286,7 @@ cudaError_t free_async(void* ptr, cudaStream_t stream, bool per_thread) {
     if (cudaError_t f; vmcuda::guest::stream_capturing(*r, s) && vmcuda::guest::graph_memory_capture_free(*r, s, a, &f))
       return record(f);
   }
-  if (cudaError_t g; vmcuda::guest::graph_memory_free(*r, a, &g)) return record(g);
+  if (cudaError_t g; vmcuda::guest::graph_memory_free(a, &g)) return record(g);
   if (cudaError_t h; vmcuda::guest::release_host_pool_allocation(ptr, &s, &h)) return record(h);
   if (!AllocationMap::process().remove(a, Allocation::kDevice)) return record(cudaErrorInvalidValue);
   {

@@ -219,6 +219,9 @@ inline constexpr unsigned CU_EVENT_WAIT_EXTERNAL = 0x1;
 inline constexpr unsigned CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 inline constexpr unsigned CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 
+// CUpointer_attribute values used here (cuda.h).
+inline constexpr int CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;
+
 // CUdevice_attribute values used here (cuda.h).
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
@@ -465,6 +468,7 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuMemsetD16Async, CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream))                   \
   X(cuMemsetD32Async, CUresult (*)(CUdeviceptr, unsigned int, size_t, CUstream))                     \
   X(cuModuleGetGlobal_v2, CUresult (*)(CUdeviceptr*, size_t*, CUmodule, const char*))                \
+  X(cuPointerGetAttribute, CUresult (*)(void*, int, CUdeviceptr))                                    \
   X(cuMemAllocPitch_v2, CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))               \
   X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                               \
   X(cuMemsetD2D8_v2, CUresult (*)(CUdeviceptr, size_t, unsigned char, size_t, size_t))               \

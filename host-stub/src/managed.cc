@@ -28,12 +28,19 @@ int32_t Session::on_ManagedVarBind(const api::ManagedBindArgs& a, api::ManagedBi
     return guest_fault("ManagedVarBind: a variable name of the wrong length");
   const std::string name(reinterpret_cast<const char*>(req.tail.data()), req.tail.size());
   if (name.find('\0') != std::string::npos) return guest_fault("ManagedVarBind: a variable name with a NUL byte");
-  if (a.flags & ~api::kManagedBindKeep) return guest_fault("ManagedVarBind: unknown flags");
+  if (a.flags & ~(api::kManagedBindKeep | api::kManagedBindOnlyManaged)) return guest_fault("ManagedVarBind: unknown flags");
   auto shadow = req.ctx.heap(a.shadow);
   if (!shadow) return guest_fault("ManagedVarBind: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   CUdeviceptr ptr = 0;
   size_t bytes = 0;
   if (CUresult e = api_.cuModuleGetGlobal_v2(&ptr, &bytes, mod->as<ModuleObject>().module, name.c_str()); e != CUDA_SUCCESS) return e;
+  // A library's managed variable (cuLibraryGetManaged) is one the driver made managed memory;
+  // a __device__ variable of the same module is no managed variable.
+  if (a.flags & api::kManagedBindOnlyManaged) {
+    unsigned int managed = 0;
+    if (api_.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr) != CUDA_SUCCESS || !managed)
+      return CUDA_ERROR_NOT_FOUND;
+  }
   // The shadow is the variable as the guest's code sees it: exactly its size.
   if (bytes == 0 || bytes != shadow->size()) return CUDA_ERROR_INVALID_VALUE;
   // `last` is the variable's initial value: into the shadow too (a first binding), or the

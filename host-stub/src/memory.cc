@@ -251,4 +251,25 @@ int32_t Session::on_MemsetAsync(const api::MemsetAsyncArgs& a, api::Empty&, Requ
   return on_device(device, [&] { return memset_on(a.dst, a.value, a.bytes, width, s, true); });
 }
 
+// Pinned heap memory (cudaMallocHost, cudaMallocManaged) is mapped for the device: the
+// memset runs there, on the stream, at the address the host's driver gives the bytes.
+int32_t Session::on_MemsetHeapAsync(const api::MemsetHeapAsyncArgs& a, api::Empty&, Request& req) {
+  const unsigned width = memset_width(a.element_bytes);
+  if (!width) return guest_fault("MemsetHeapAsync: an element size other than 1, 2 or 4");
+  auto range = req.ctx.heap(a.dst);
+  if (!range) return guest_fault("MemsetHeapAsync: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!heap_pinned(a.dst.offset, a.dst.bytes)) return CUDA_ERROR_INVALID_VALUE;  // not memory the device reaches
+  if (a.dst.bytes % width) return CUDA_ERROR_INVALID_VALUE;
+  if (a.dst.bytes == 0) return CUDA_SUCCESS;
+  return on_device(device, [&] {
+    CUdeviceptr d = 0;
+    if (CUresult e = api_.cuMemHostGetDevicePointer_v2(&d, range->data(), 0); e != CUDA_SUCCESS) return e;
+    if (d % width) return CUDA_ERROR_INVALID_VALUE;
+    return memset_on(d, a.value, a.dst.bytes, width, s, true);
+  });
+}
+
 }  // namespace vmcuda::host

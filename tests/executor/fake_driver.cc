@@ -1205,6 +1205,20 @@ CUresult f_get_global(CUdeviceptr* ptr, size_t* bytes, CUmodule m, const char* n
   if (bytes) *bytes = find_fake_global(name)->bytes;
   return CUDA_SUCCESS;
 }
+// What the stub asks of a pointer: whether a module variable is managed memory (a
+// library's __managed__ variable, cuLibraryGetManaged). Other attributes are not faked.
+CUresult f_pointer_attribute(void* data, int attr, CUdeviceptr p) {
+  auto& g = gpu();
+  std::lock_guard l(g.mu);
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  if (attr != CU_POINTER_ATTRIBUTE_IS_MANAGED) return CUDA_ERROR_NOT_SUPPORTED;
+  unsigned int managed = 0;
+  for (const auto& [handle, m] : g.modules)
+    for (const auto& [name, ptr] : m.globals)
+      if (ptr == p) managed = find_fake_global(name.c_str())->managed;
+  *static_cast<unsigned int*>(data) = managed;
+  return CUDA_SUCCESS;
+}
 CUresult f_func_get_attribute(int* v, int attr, CUfunction f) {
   std::lock_guard l(gpu().mu);
   const FakeFunction* fn = function_of(f);
@@ -3260,6 +3274,7 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
     return f_memset_wide_async(d, v, n, 4, s);
   };
   api.cuModuleGetGlobal_v2 = f_get_global;
+  api.cuPointerGetAttribute = f_pointer_attribute;
   api.cuMemAllocPitch_v2 = f_alloc_pitch;
   api.cuMemcpy2D_v2 = f_memcpy_2d;
   api.cuMemsetD2D8_v2 = f_memset_2d;

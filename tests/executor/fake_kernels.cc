@@ -575,9 +575,9 @@ std::vector<std::byte> iota_bytes(size_t n) {
 }
 
 const FakeGlobal kGlobals[] = {
-    // tests/cuda/managed_vars.cu's __managed__ variables.
-    {"m_counter", 4, bytes_of<int>({7})},
-    {"m_values", 32, bytes_of<float>({0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f})},
+    // tests/cuda/managed_vars.cu's __managed__ variables (runtime_rest4's library's too).
+    {"m_counter", 4, bytes_of<int>({7}), true},
+    {"m_values", 32, bytes_of<float>({0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f}), true},
     // The host-stub tests' own (fake_driver.h: kTestGlobal).
     {"vmcuda_test_global", 256, iota_bytes(256)},
     // tests/cuda/symbols_pitch.cu

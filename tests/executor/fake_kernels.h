@@ -112,6 +112,7 @@ struct FakeGlobal {
   const char* name;  // as registered (__cudaRegisterVar's deviceName)
   size_t bytes;
   std::vector<std::byte> init;
+  bool managed = false;  // __managed__: managed memory (cuPointerGetAttribute IS_MANAGED)
 };
 
 // The variable named `name`, or nullptr (cuModuleGetGlobal: CUDA_ERROR_NOT_FOUND).

@@ -83,20 +83,20 @@ TEST(Cudart, RuntimeGetVersion) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-// Two calls guest-lib does not remote (a library's managed variables, graphics interop): the
+// Two calls guest-lib does not remote (a library's unified functions, graphics interop): the
 // generated stubs. Declared here as the real headers do (guest-lib's own header leaves them out).
-extern "C" cudaError_t cudaLibraryGetManaged(void** dptr, size_t* bytes, void* library, const char* name);
+extern "C" cudaError_t cudaLibraryGetUnifiedFunction(void** fptr, void* library, const char* symbol);
 extern "C" cudaError_t cudaGraphicsUnmapResources(int count, void** resources, void* stream);
 
 TEST(Cudart, UnsupportedCallReturns801AndLogsItsNameOnce) {
   void* p = reinterpret_cast<void*>(0x1);
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(cudaLibraryGetManaged(&p, nullptr, nullptr, "x"), cudaErrorNotSupported);
+  EXPECT_EQ(cudaLibraryGetUnifiedFunction(&p, nullptr, "x"), cudaErrorNotSupported);
   EXPECT_EQ(cudaGraphicsUnmapResources(1, &p, nullptr), cudaErrorNotSupported);
-  EXPECT_EQ(cudaLibraryGetManaged(&p, nullptr, nullptr, "x"), cudaErrorNotSupported);
+  EXPECT_EQ(cudaLibraryGetUnifiedFunction(&p, nullptr, "x"), cudaErrorNotSupported);
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(p, reinterpret_cast<void*>(0x1));  // untouched
-  EXPECT_EQ(count(err, "vmcuda: cudaLibraryGetManaged is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
+  EXPECT_EQ(count(err, "vmcuda: cudaLibraryGetUnifiedFunction is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
   EXPECT_EQ(count(err, "vmcuda: cudaGraphicsUnmapResources is not supported yet; it returns cudaErrorNotSupported (801)\n"), 1u) << err;
   EXPECT_EQ(count(err, "not supported yet"), 2u) << err;
   EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
@@ -105,7 +105,7 @@ TEST(Cudart, UnsupportedCallReturns801AndLogsItsNameOnce) {
 
 TEST(Cudart, LastErrorIsPerThreadPeekKeepsItGetClearsIt) {
   void* q = nullptr;
-  EXPECT_EQ(cudaLibraryGetManaged(&q, nullptr, nullptr, "x"), cudaErrorNotSupported);
+  EXPECT_EQ(cudaLibraryGetUnifiedFunction(&q, nullptr, "x"), cudaErrorNotSupported);
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorNotSupported);
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorNotSupported);
   cudaError_t other_first = cudaErrorUnknown, other_second = cudaErrorUnknown;

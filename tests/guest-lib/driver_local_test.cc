@@ -118,8 +118,7 @@ TEST(DriverLocal, ProcAddressMatchesEveryRowOfTheTable) {
 
 TEST(DriverLocal, UnsupportedStubsAnswer801) {
   using Any = CUresult (*)();
-  for (const char* name : {"cuGraphAddBatchMemOpNode", "cuMemMapArrayAsync", "cuLibraryGetManaged",
-                           "cuLibraryGetUnifiedFunction"}) {
+  for (const char* name : {"cuGraphAddBatchMemOpNode", "cuMemMapArrayAsync", "cuLibraryGetUnifiedFunction"}) {
     auto f = fn<Any>(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f(), kNotSupported) << name;
@@ -170,7 +169,7 @@ TEST(DriverLocal, LibcudartForwardsIntoLibcuda) {
   Dl_info info{};
   ASSERT_NE(dladdr(reinterpret_cast<void*>(get_string), &info), 0);
   EXPECT_NE(std::strstr(info.dli_fname, "libcuda.so.1"), nullptr) << info.dli_fname;
-  auto stub = reinterpret_cast<int (*)()>(dlsym(rt, "cudaLibraryGetManaged"));  // a runtime stub: 801 too
+  auto stub = reinterpret_cast<int (*)()>(dlsym(rt, "cudaLibraryGetUnifiedFunction"));  // a runtime stub: 801 too
   ASSERT_NE(stub, nullptr);
   EXPECT_EQ(stub(), kNotSupported);
 }

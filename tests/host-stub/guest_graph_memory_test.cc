@@ -1,8 +1,9 @@
 // Graph memory (guest-lib graph_memory.cc) against vmcuda-stub in this process, on the test
 // executor: alloc and free nodes are empty nodes of the host's graph, their memory the client's
-// arena (device memory the host counts: cudaMemGetInfo, refused beyond the device), given back
-// when neither a graph nor an executable graph holds the node and it is not live; CUDA's launch
-// and free rules; the restrictions on graphs with memory nodes; the attributes.
+// arena (device memory the host counts: cudaMemGetInfo, refused beyond the device), reserved for
+// graphs once neither a graph nor an executable graph holds the node and it is not live, until
+// cudaDeviceGraphMemTrim (given back at once when no launch allocated it); CUDA's launch and
+// free rules; the restrictions on graphs with memory nodes; the attributes; cudaDeviceReset.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -69,7 +70,10 @@ class GuestGraphMemory : public ::testing::Test {
     ASSERT_EQ(cudaStreamCreate(&s_), cudaSuccess);
     (void)last_error();
   }
-  void TearDown() override { EXPECT_EQ(cudaStreamDestroy(s_), cudaSuccess); }
+  void TearDown() override {
+    EXPECT_EQ(cudaStreamDestroy(s_), cudaSuccess);
+    EXPECT_EQ(cudaDeviceGraphMemTrim(0), cudaSuccess);  // each test starts with nothing reserved
+  }
   cudaStream_t s_ = nullptr;
 };
 
@@ -234,7 +238,61 @@ TEST_F(GuestGraphMemory, LiveAllocationRules) {
   EXPECT_FALSE(is_device_memory(p.dptr));
   EXPECT_EQ(cudaFree(p.dptr), cudaErrorInvalidValue);
   EXPECT_EQ(attr(cudaGraphMemAttrUsedMemCurrent), 0u);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), kBytes);  // the graph allocator's until a trim
+  ASSERT_EQ(cudaDeviceGraphMemTrim(0), cudaSuccess);
   EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 0u);
+  (void)last_error();
+}
+
+// Memory a launch allocated stays reserved after its graphs are gone: a new alloc node takes it
+// again (the same address, nothing more reserved), and a trim gives it back to the arena.
+TEST_F(GuestGraphMemory, ReservedUntilTrim) {
+  const size_t before = free_bytes();
+  cudaGraph_t g;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  cudaMemAllocNodeParams p = params(kBytes);
+  cudaGraphNode_t alloc, freed;
+  ASSERT_EQ(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &p), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddMemFreeNode(&freed, g, &alloc, 1, p.dptr), cudaSuccess);
+  cudaGraphExec_t x;
+  ASSERT_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(x, s_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  ASSERT_EQ(cudaGraphExecDestroy(x), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), kBytes);
+  EXPECT_LE(free_bytes() + kBytes, before);  // still the arena's
+  EXPECT_FALSE(is_device_memory(p.dptr));    // but not the program's
+  EXPECT_EQ(cudaFree(p.dptr), cudaErrorInvalidValue);
+
+  cudaGraph_t g2;
+  ASSERT_EQ(cudaGraphCreate(&g2, 0), cudaSuccess);
+  cudaMemAllocNodeParams p2 = params(kBytes / 2);
+  ASSERT_EQ(cudaGraphAddMemAllocNode(&alloc, g2, nullptr, 0, &p2), cudaSuccess);
+  EXPECT_EQ(p2.dptr, p.dptr);  // the reserved block, taken again
+  EXPECT_TRUE(is_device_memory(p2.dptr));
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), kBytes);
+  EXPECT_EQ(cudaDeviceGraphMemTrim(0), cudaSuccess);  // held by g2's node: it stays
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), kBytes);
+  ASSERT_EQ(cudaGraphDestroy(g2), cudaSuccess);  // never launched: back at once
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 0u);
+  EXPECT_EQ(free_bytes(), before);
+
+  // A trim gives back what is reserved.
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  p = params(kBytes);
+  ASSERT_EQ(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &p), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddMemFreeNode(&freed, g, &alloc, 1, p.dptr), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(x, s_), cudaSuccess);
+  ASSERT_EQ(cudaGraphExecDestroy(x), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), kBytes);
+  EXPECT_EQ(cudaDeviceGraphMemTrim(0), cudaSuccess);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 0u);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemHigh) >= kBytes, true);
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);  // the host's Free waited for the launch
+  EXPECT_EQ(free_bytes(), before);
   (void)last_error();
 }
 
@@ -332,6 +390,47 @@ TEST_F(GuestGraphMemory, Attributes) {
   EXPECT_EQ(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaDeviceGraphMemTrim(0), cudaSuccess);
   EXPECT_EQ(cudaDeviceGraphMemTrim(-1), cudaErrorInvalidDevice);
+  (void)last_error();
+}
+
+// cudaDeviceReset frees the device's graph memory, live or reserved, with its graphs: the
+// attributes start at 0 and the arena has it all back.
+TEST_F(GuestGraphMemory, DeviceResetFreesGraphMemory) {
+  const size_t before = free_bytes();
+  cudaGraph_t g, g2;
+  cudaGraphNode_t alloc, alloc2, freed2;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  cudaMemAllocNodeParams p = params(kBytes);
+  ASSERT_EQ(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &p), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&g2, 0), cudaSuccess);
+  cudaMemAllocNodeParams p2 = params(kBytes);
+  ASSERT_EQ(cudaGraphAddMemAllocNode(&alloc2, g2, nullptr, 0, &p2), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddMemFreeNode(&freed2, g2, &alloc2, 1, p2.dptr), cudaSuccess);
+  cudaGraphExec_t x, x2;
+  ASSERT_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&x2, g2, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(x, s_), cudaSuccess);   // live
+  ASSERT_EQ(cudaGraphLaunch(x2, s_), cudaSuccess);  // reserved once its graphs go
+  ASSERT_EQ(cudaStreamSynchronize(s_), cudaSuccess);
+  ASSERT_EQ(cudaGraphExecDestroy(x2), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g2), cudaSuccess);
+  EXPECT_EQ(attr(cudaGraphMemAttrUsedMemCurrent), kBytes);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 2 * kBytes);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);  // s_ goes too
+  EXPECT_EQ(attr(cudaGraphMemAttrUsedMemCurrent), 0u);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 0u);
+  EXPECT_EQ(attr(cudaGraphMemAttrUsedMemHigh), 0u);
+  EXPECT_FALSE(is_device_memory(p.dptr));
+  EXPECT_EQ(cudaFree(p.dptr), cudaErrorInvalidValue);
+  EXPECT_EQ(free_bytes(), before);
+  // New graph memory after the reset: its own records, whatever address the arena gives.
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  p = params(kBytes);
+  ASSERT_EQ(cudaGraphAddMemAllocNode(&alloc, g, nullptr, 0, &p), cudaSuccess);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), kBytes);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(attr(cudaGraphMemAttrReservedMemCurrent), 0u);
+  ASSERT_EQ(cudaStreamCreate(&s_), cudaSuccess);  // for TearDown
   (void)last_error();
 }
 

@@ -1,5 +1,5 @@
 // cuLibraryGetKernelCount / cuLibraryEnumerateKernels (calls.def 0x1d02, ModuleKernelNames),
-// cuMemcpy3DPeer and cuMemcpyBatchAsync: the built libcuda.so.1, loaded with dlopen, against vmcuda-stub in this process
+// cuLibraryGetManaged (ManagedVarBind with kManagedBindOnlyManaged), cuMemcpy3DPeer and cuMemcpyBatchAsync: the built libcuda.so.1, loaded with dlopen, against vmcuda-stub in this process
 // on the test executor, whose modules hold the executor's kernels their image names.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -18,6 +18,45 @@ namespace {
 
 using Result = int;
 using Handle = void*;
+
+// A library's __managed__ variable: a heap shadow with the variable's initial value, the same
+// each time, shared with the library's kernels at launches and synchronizations; a __device__
+// variable or no variable is CUDA_ERROR_NOT_FOUND; gone with the library.
+// (CountAndEnumerate's connection and context.)
+void managed_variables() {
+  const std::string image = std::string(tst::kFakeModuleMagic) + "\n.entry _Z12managed_bumpi(\n.param .u32 by\n)\n";
+  Handle lib = nullptr;
+  using LoadLibrary = Result (*)(Handle*, const void*, void*, void**, unsigned, void*, void**, unsigned);
+  ASSERT_EQ(fn<LoadLibrary>("cuLibraryLoadData")(&lib, image.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0), 0);
+  auto get_managed = fn<Result (*)(unsigned long long*, size_t*, Handle, const char*)>("cuLibraryGetManaged");
+  unsigned long long p = 0, again = 0;
+  size_t bytes = 0;
+  ASSERT_EQ(get_managed(&p, &bytes, lib, "m_counter"), 0);
+  EXPECT_EQ(bytes, 4u);
+  int* counter = reinterpret_cast<int*>(p);
+  ASSERT_NE(counter, nullptr);
+  EXPECT_EQ(*counter, 7);
+  ASSERT_EQ(get_managed(&again, nullptr, lib, "m_counter"), 0);
+  EXPECT_EQ(again, p);
+  EXPECT_EQ(get_managed(&again, &bytes, lib, "d_table"), 500);  // a __device__ variable
+  EXPECT_EQ(get_managed(&again, &bytes, lib, "nothing"), 500);
+  EXPECT_EQ(get_managed(&again, &bytes, lib, nullptr), 1);
+  EXPECT_EQ(get_managed(nullptr, nullptr, lib, "m_counter"), 1);
+  EXPECT_EQ(get_managed(&again, &bytes, &bytes, "m_counter"), 400);
+  // The CPU's write reaches the kernel, the kernel's adds the CPU after a synchronize.
+  *counter = 100;
+  Handle kernel = nullptr;
+  ASSERT_EQ(fn<Result (*)(Handle*, Handle, const char*)>("cuLibraryGetKernel")(&kernel, lib, "_Z12managed_bumpi"), 0);
+  using Launch = Result (*)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle,
+                            void**, void**);
+  int by = 3;
+  void* args[] = {&by};
+  ASSERT_EQ(fn<Launch>("cuLaunchKernel")(kernel, 1, 1, 1, 2, 1, 1, 0, nullptr, args, nullptr), 0);
+  ASSERT_EQ(fn<Result (*)()>("cuCtxSynchronize")(), 0);
+  EXPECT_EQ(*counter, 106);
+  ASSERT_EQ(fn<Result (*)(Handle)>("cuLibraryUnload")(lib), 0);
+  EXPECT_EQ(get_managed(&again, &bytes, lib, "m_counter"), 400);
+}
 
 TEST(GuestLibraryKernels, CountAndEnumerate) {
   ASSERT_NE(libcuda(), nullptr) << dlerror();
@@ -66,6 +105,8 @@ TEST(GuestLibraryKernels, CountAndEnumerate) {
   EXPECT_EQ(enumerate(one, 1, &count), 400);
   ASSERT_EQ(fn<Result (*)(Handle)>("cuLibraryUnload")(lib), 0);
   EXPECT_EQ(count_of(&count, lib), 400);
+
+  managed_variables();
 
   // cuMemcpy3DPeer between contexts of one device (NULL: the current one): a 3D copy.
   struct Memcpy3DPeer {  // cuda.h's CUDA_MEMCPY3D_PEER

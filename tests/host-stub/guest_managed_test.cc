@@ -370,7 +370,9 @@ TEST(StubManaged, BindRefusesWhatIsWrongAndKeepsTheShadowCoherent) {
   EXPECT_EQ(bind_var(c, mod, shadow->ref(), "no_such_variable"), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(bind_var(c, mod, shadow->ref(), std::string("m_counter\0x", 11)), kBadArgs);
   EXPECT_EQ(bind_var(c, mod, shadow->ref(), ""), kBadArgs);
-  EXPECT_EQ(bind_var(c, mod, shadow->ref(), "m_counter", nullptr, 2), kBadArgs);
+  EXPECT_EQ(bind_var(c, mod, shadow->ref(), "m_counter", nullptr, 4), kBadArgs);  // unknown flags
+  // A library's (cuLibraryGetManaged): only a variable the driver made managed memory.
+  EXPECT_EQ(bind_var(c, mod, shadow->ref(), "d_counter", nullptr, api::kManagedBindOnlyManaged), CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(c.call<api::Call::ManagedVarBind>({mod, shadow->ref(), 20, 0}, nullptr,
                                              std::as_bytes(std::span("m_counter", 9))),
             kBadArgs);  // name_bytes is not the tail's size

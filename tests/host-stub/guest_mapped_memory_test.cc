@@ -364,6 +364,74 @@ TEST_F(GuestMappedMemory, RegisteredMemoryIsRecordedButNotMapped) {
   (void)last_error();
 }
 
+// Memsets of pinned memory: the device sets it (at the address the host gives the heap bytes),
+// in stream order; the synchronous form is done when it returns; never past the block.
+TEST_F(GuestMappedMemory, PinnedMemoryMemsets) {
+  int* h = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&h), 4096, cudaHostAllocMapped), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  for (int i = 0; i < 1024; ++i) h[i] = i;
+  ASSERT_EQ(cudaMemsetAsync(h + 8, 0x5a, 16, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(h[7], 7);
+  EXPECT_EQ(h[8], 0x5a5a5a5a);
+  EXPECT_EQ(h[11], 0x5a5a5a5a);
+  EXPECT_EQ(h[12], 12);
+  ASSERT_EQ(cudaMemset(h, 0x01, 4096), cudaSuccess);
+  EXPECT_EQ(h[0], 0x01010101);
+  EXPECT_EQ(h[1023], 0x01010101);
+  EXPECT_EQ(cudaMemsetAsync(h + 1000, 0, 100, s), cudaErrorInvalidValue);  // past the block
+  EXPECT_EQ(last_error(), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(h, 0, 16, nullptr), cudaErrorInvalidValue);  // freed
+  (void)last_error();
+}
+
+// Registered memory stays in this process: its memsets are done here, in stream order.
+TEST_F(GuestMappedMemory, RegisteredMemoryMemsets) {
+  std::vector<int> buf(1024, 9);
+  ASSERT_EQ(cudaHostRegister(buf.data(), 4096, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf.data() + 4, 0x22, 8), cudaSuccess);
+  EXPECT_EQ(buf[3], 9);
+  EXPECT_EQ(buf[4], 0x22222222);
+  EXPECT_EQ(buf[6], 9);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(buf.data(), 0, 4096, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(buf[1023], 0);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaHostUnregister(buf.data()), cudaSuccess);
+  EXPECT_EQ(cudaMemset(buf.data(), 0, 16), cudaErrorInvalidValue);  // pageable again
+  (void)last_error();
+}
+
+// The host sets only heap bytes this client pinned, in whole elements.
+TEST_F(GuestMappedMemory, HostChecksHeapMemsets) {
+  auto& r = remote();
+  auto lock = r.lock();
+  auto b = r.slot().heap().allocate(4096);
+  ASSERT_TRUE(b);
+  using vmcuda::api::Call;
+  auto memset = [&](vmrpc::wire::HeapRef ref, uint32_t width) {
+    return r.call<Call::MemsetHeapAsync>({ref, 0x7f, width, 0}).status;
+  };
+  EXPECT_EQ(memset(b->ref(), 1), cudaErrorInvalidValue);  // not pinned
+  ASSERT_EQ(r.call<Call::PinHeap>({b->ref()}).status, 0);
+  EXPECT_EQ(memset(b->ref(0, 64), 1), cudaSuccess);
+  ASSERT_EQ(r.call<Call::StreamSynchronize>({0}).status, 0);
+  EXPECT_EQ(static_cast<unsigned char>(b->data[63]), 0x7f);
+  EXPECT_EQ(static_cast<unsigned char>(b->data[64]), 0);
+  EXPECT_EQ(memset(b->ref(4000, 200), 1), cudaErrorInvalidValue);  // past it
+  EXPECT_EQ(memset(b->ref(0, 6), 4), cudaErrorInvalidValue);       // not whole elements
+  EXPECT_EQ(memset(b->ref(0, 8), 3), cudaErrorUnknown);            // no such element size: the guest's fault
+  EXPECT_EQ(memset(vmrpc::wire::HeapRef{~0ull - 8, 16}, 1), cudaErrorUnknown);
+  ASSERT_EQ(r.call<Call::UnpinHeap>({b->ref()}).status, 0);
+  r.slot().heap().free(b->offset);
+}
+
 // The host refuses device addresses of heap bytes that no pinned block of this client holds.
 TEST_F(GuestMappedMemory, HostChecksDevicePointerRequests) {
   auto& r = remote();

@@ -345,6 +345,8 @@ VMCUDA_CUDART_API cudaError_t cudaLibraryUnload(cudaLibrary_t library);
 VMCUDA_CUDART_API cudaError_t cudaLibraryGetKernel(cudaKernel_t* pKernel, cudaLibrary_t library, const char* name);
 VMCUDA_CUDART_API cudaError_t cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t library,
                                                    const char* name);
+VMCUDA_CUDART_API cudaError_t cudaLibraryGetManaged(void** dptr, size_t* bytes, cudaLibrary_t library,
+                                                    const char* name);
 VMCUDA_CUDART_API cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
                                                               int value, int device);
 VMCUDA_CUDART_API cudaError_t cudaFuncGetParamInfo(const void* func, size_t paramIndex, size_t* paramOffset,
@@ -689,6 +691,7 @@ VMCUDA_CUDART_END
   X(cudaLibraryUnload)                       \
   X(cudaLibraryGetKernel)                    \
   X(cudaLibraryGetGlobal)                    \
+  X(cudaLibraryGetManaged)                   \
   X(cudaKernelSetAttributeForDevice)         \
   X(cudaFuncGetParamInfo)                    \
   X(cudaSetValidDevices)                     \

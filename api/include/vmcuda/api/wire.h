@@ -156,6 +156,11 @@ struct CopyDeviceAsyncArgs { uint64_t dst; uint64_t src; uint64_t bytes; uint64_
 static_assert(sizeof(CopyDeviceAsyncArgs) == 32);
 struct MemsetAsyncArgs { uint64_t dst; uint64_t bytes; uint32_t value; uint32_t element_bytes; uint64_t stream; };
 static_assert(sizeof(MemsetAsyncArgs) == 32);
+// A memset of pinned heap bytes (cudaMallocHost / cudaHostAlloc, cudaMallocManaged memory),
+// which the host has mapped for the device: run by the device on `stream`, as natively on
+// the pinned pointer.
+struct MemsetHeapAsyncArgs { vmrpc::wire::HeapRef dst; uint32_t value; uint32_t element_bytes; uint64_t stream; };
+static_assert(sizeof(MemsetHeapAsyncArgs) == 32);
 
 // ---- pitched memory and 2D copies (cudaMallocPitch, cudaMemcpy2D, cudaMemset2D). A 2D
 // region of `height` rows of `width` bytes, `pitch` bytes apart, spans
@@ -327,6 +332,9 @@ static_assert(sizeof(GlobalReply) == 16);
 // kManagedBindKeep (the shadow is bound on another device already) the shadow keeps its
 // bytes, and the next launch gives them to this device's variable.
 inline constexpr uint32_t kManagedBindKeep = 1u << 0;
+// kManagedBindOnlyManaged (cuLibraryGetManaged): only a variable the driver made managed
+// memory is bound; any other global, a __device__ one, answers CUDA_ERROR_NOT_FOUND.
+inline constexpr uint32_t kManagedBindOnlyManaged = 1u << 1;
 struct ManagedBindArgs { uint64_t module; vmrpc::wire::HeapRef shadow; uint32_t name_bytes; uint32_t flags; };
 static_assert(sizeof(ManagedBindArgs) == 32);
 struct ManagedBindReply { uint64_t var; uint64_t ptr; uint64_t bytes; };
