@@ -2312,12 +2312,13 @@ int f_st_sampler_bwd(void* handle, void* desc, void* alpha, void* xd, void* x, v
 // ---- CTC loss (cudnn_adv.h): probabilities T x N x A taken as unnormalized (softmax applied,
 // CUDNN_LOSS_NORMALIZATION_SOFTMAX), blank 0, labels concatenated; costs -log p(labels), the
 // gradient with respect to the inputs softmax - the labels' posteriors (Graves' alpha-beta), zero
-// past a sequence's input length and for a sequence no alignment fits (its cost infinite); fp32
+// past a sequence's input length and for a sequence no alignment fits (its cost infinite; left as
+// it was under CUDNN_CTC_SKIP_OOB_GRADIENTS); fp32
 struct CtcDesc {
   int ctype = 0, norm = 0, nan = 0, grad_mode = 0, max_label = 0;
 };
 std::set<CtcDesc*> g_ctcs;
-constexpr int kNormSoftmax = 1;
+constexpr int kNormSoftmax = 1, kSkipOobGradients = 1;
 int f_create_ctc(void** out) { return create_in(g_ctcs, out); }
 int f_destroy_ctc(void* p) { return destroy_in(g_ctcs, p); }
 int ctc_set(void* p, int ctype, int norm, int nan, int grad_mode, int max_label) {
@@ -2441,7 +2442,9 @@ int ctc_run(const FakeDeviceAt& at, TensorDesc* p, TensorDesc* g, CtcDesc* c, vo
       if (labels[first + i] <= 0 || labels[first + i] >= A) return kBadParam;
     pc[n] = float(ctc_sequence(logits, T, A, input_lengths[n], labels + first, label_lengths[n], &grad));
     first += label_lengths[n];
-    if (pg)
+    // CUDNN_CTC_SKIP_OOB_GRADIENTS (_v9): a sequence no alignment fits keeps its gradients as they were.
+    const bool skip = std::isinf(pc[n]) && c->grad_mode == kSkipOobGradients;
+    if (pg && !skip)
       for (int t = 0; t < T; ++t)
         for (int k = 0; k < A; ++k)
           pg[int64_t(t) * g->strides[0] + int64_t(n) * g->strides[1] + int64_t(k) * g->strides[2]] = float(grad[size_t(t) * A + k]);

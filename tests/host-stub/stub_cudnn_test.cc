@@ -1066,6 +1066,18 @@ TEST_F(CudnnLegacySuspendTest, SpatialTransformerAndCtcLossDescriptors) {
   const std::vector<float> g = read(grads, 2);
   EXPECT_NEAR(g[0], 0.5f, 1e-6);
   EXPECT_NEAR(g[1], -0.5f, 1e-6);
+  // Labels 1 1 need three time steps (a blank between): no alignment in one. Its cost is
+  // infinite, its gradient zero, or (CUDNN_CTC_SKIP_OOB_GRADIENTS) left as it was.
+  ASSERT_EQ(loss({2, 1, 1, 1}), 0);
+  EXPECT_TRUE(std::isinf(read(costs, 1)[0]));
+  EXPECT_EQ(read(grads, 2), (std::vector<float>{0, 0}));
+  cs.ctcGradMode = 1;
+  ASSERT_EQ(c.call<api::Call::cudnnSetCTCLossDescriptor_v9>(cs), 0);
+  const uint64_t kept = floats({7, 8});
+  la.gradients = kept;
+  ASSERT_EQ(loss({2, 1, 1, 1}), 0);
+  EXPECT_EQ(read(kept, 2), (std::vector<float>{7, 8}));
+  la.gradients = grads;
   EXPECT_EQ(loss({300, 1, 1}), api::kCudnnBadParam);  // longer than cuDNN's longest label
   EXPECT_EQ(loss({1, 2, 1}), api::kCudnnBadParam);    // more time steps than the probabilities have
   EXPECT_EQ(loss({1, 1, 2}), api::kCudnnBadParam);    // a label outside the alphabet
