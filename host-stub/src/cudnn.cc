@@ -1,5 +1,6 @@
 // cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls): the handle and the backend API
-// hand-written here, the legacy API's calls generated (cudnn_host.inc, included at the end). The
+// hand-written here, the legacy API's calls generated (cudnn_host.inc, included at the end) but
+// CTC loss on host arrays (cudnnCTCLoss, cudnnGetCTCLossWorkspaceSize: ctc_host_arrays). The
 // host's libcudnn.so.9 (loaded at the first call), handles and descriptors as VOL entries
 // under the context that was current at their creation (destroyed with the client), attribute
 // elements translated (descriptors and handles: the guest's handles to the library's; device
