@@ -42,7 +42,8 @@ HANDLE_TYPES = {"cudnnHandle_t", "cudnnBackendDescriptor_t"}
 # its tag (the guest and the host keep it with the object, so one kind is never taken for another).
 LEGACY_DESCRIPTORS = {"cudnnTensorDescriptor_t": 0, "cudnnActivationDescriptor_t": 1, "cudnnFilterDescriptor_t": 2,
                       "cudnnConvolutionDescriptor_t": 3, "cudnnPoolingDescriptor_t": 4, "cudnnDropoutDescriptor_t": 5,
-                      "cudnnLRNDescriptor_t": 6, "cudnnOpTensorDescriptor_t": 7, "cudnnReduceTensorDescriptor_t": 8}
+                      "cudnnLRNDescriptor_t": 6, "cudnnOpTensorDescriptor_t": 7, "cudnnReduceTensorDescriptor_t": 8,
+                      "cudnnSpatialTransformerDescriptor_t": 9, "cudnnCTCLossDescriptor_t": 10}
 TENSOR_TAG, FILTER_TAG = 0, 2
 # The most elements of an array parameter (bytes:N, outbytes:N) one call carries: CUDNN_DIM_MAX.
 MAX_ARRAY = 8
@@ -114,6 +115,10 @@ def fields(fn, base, name, depth, role, enums):
             return [("uint64_t", name, 8)], [], "size_t", False
     elif depth == 1 and base in HANDLE_TYPES:  # a new guest-made handle
         return [("uint64_t", name, 8)], [], "void*", False
+    if depth == 0 and base in LEGACY_DESCRIPTORS:  # its wire handle
+        return [("uint64_t", name, 8)], [], "void*", False
+    if depth == 1 and base == "void":  # a device pointer
+        return [("uint64_t", name, 8)], [], "void*", False
     sys.exit(f"gen-cudnn.py: {fn}: cannot pass {base}{'*' * depth} {name} (give it a role in cudnn.calls)")
 
 
@@ -142,7 +147,12 @@ class Param:
             self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
             return
         self.element = bool(role and role.startswith("element:"))  # one element of a tensor's type
-        if role and role.startswith(("scalar:", "element:")):
+        self.extent = None  # extent:F:D or extent:N (cudnn.calls): how far a device pointer is checked
+        if role and role.startswith("extent:"):
+            if depth != 1:
+                sys.exit(f"gen-cudnn.py: {fn}: extent {name} is no pointer")
+            self.kind, self.extent = "dev", role.split(":")[1:]
+        elif role and role.startswith(("scalar:", "element:")):
             self.kind, self.size_param = "scalar", role.split(":", 1)[1]
         elif role == "destroy":
             self.kind = "destroy"
@@ -173,6 +183,8 @@ class Param:
             self.args, self.host = [("uint64_t", name, 8)], "void*"
             if base in LEGACY_DESCRIPTORS:
                 self.tag = LEGACY_DESCRIPTORS[base]
+        if self.kind == "dev" and self.extent and len(self.extent) == 2:
+            self.size_param = self.extent[1]
         if self.kind == "scalar":
             self.args, self.host = [("uint8_t", f"{name}[8]", 8)], "void*"
         self.reply = []
@@ -263,7 +275,13 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             nxt = params[i + 1] if i + 1 < len(params) else None
             desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag == TENSOR_TAG), None)
             prev = params[i - 1] if i > 0 else None
-            if nxt is not None and nxt.kind == "value" and nxt.base == "size_t":
+            if p.extent and len(p.extent) == 1:
+                extent = p.extent[0]
+            elif p.extent and p.extent[0] == "bytes":  # a size parameter names it
+                extent = f"std::max<uint64_t>(a.{p.extent[1]}, 1)"
+            elif p.extent:
+                extent = f"{p.extent[0]}({p.extent[1]}_)"
+            elif nxt is not None and nxt.kind == "value" and nxt.base == "size_t":
                 extent = f"std::max<uint64_t>(a.{nxt.name}, 1)"
             elif prev is not None and prev.kind == "ldesc" and prev.tag == FILTER_TAG:
                 extent = f"filter_bytes({prev.name}_)"  # a filter's data follows its descriptor

@@ -1,9 +1,11 @@
 // cuDNN in libcuda.so.1 (vmcuda's libcudnn.so.9 forwards each export here; README.md "cuDNN").
 // The calls are listed in api/libs/cudnn.calls (wire structs, exports and stubs are generated
 // by scripts/gen-cudnn.py); the handle and the backend API are written here, the legacy API's
-// calls (tensor, activation, filter, convolution, pooling, dropout, LRN, op-tensor and
-// reduce-tensor descriptors, batch normalization, convolutions, pooling, softmax, dropout, LRN
-// and divisive normalization, tensor operations and reductions) are generated
+// calls (tensor, activation, filter, convolution, pooling, dropout, LRN, op-tensor,
+// reduce-tensor, spatial transformer and CTC loss descriptors, batch normalization, convolutions,
+// pooling, softmax, dropout, LRN and divisive normalization, tensor operations and reductions,
+// the spatial transformer, CTC loss on device arrays) are generated (CTC loss on host arrays is
+// written here)
 // (cudnn_guest.inc, included at the end: its helpers are this file's). The handle and the backend (graph) API's
 // descriptors are guest objects with a wire handle from the streams' counter. Creation,
 // attribute settings, destruction and cudnnBackendExecute are queued (an error the host finds
@@ -13,7 +15,7 @@
 // handles, device pointers as they are.
 // Legacy descriptors are guest objects too (Kind::kLegacy, with their kind's tag); their
 // creation, settings and destruction and the batch normalizations are queued; Get* calls wait.
-// TODO(remoting): the rest of the legacy API (RNNs, CTC loss, the spatial transformer) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
+// TODO(remoting): the rest of the legacy API (RNNs, multi-head attention) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
 // (CUDNN_STATUS_NOT_SUPPORTED, logged once); by-value tensors in a variant pack (a host pointer)
 // are refused by the host; CUDNN_TYPE_HANDLE attributes cannot be read back.
 #include <algorithm>
@@ -480,6 +482,81 @@ VMCUDA_CUDNN_API int cudnnBackendExecute(void* handle, void* plan, void* pack) {
   a.executionPlan = p->wire;
   a.variantPack = v->wire;
   return queue<api::Call::cudnnBackendExecute>(a);  // as a launch: its errors come with a later call
+}
+
+// ---- CTC loss with host arrays (cudnnCTCLoss, cudnnGetCTCLossWorkspaceSize): their length
+// follows from the probabilities' batch (T x N x A) and the label lengths, so they are written
+// here; the arrays go as trailing bytes: N label lengths, N input lengths, then the labels.
+
+VMCUDA_CUDNN_API int cudnnGetTensorNdDescriptor(void* tensorDesc, int nbDimsRequested, void* dataType, void* nbDims,
+                                                void* dimA, void* strideA);  // generated (cudnn_guest.inc)
+
+namespace {
+// The trailing bytes of a CTC call with host arrays, or the status to return (the host checks
+// them again: lengths within cuDNN's limits, labels within the alphabet).
+int ctc_host_tail(void* probsDesc, const int* labels, const int* label_lengths, const int* input_lengths,
+                  std::vector<std::byte>* tail) {
+  int type = 0, nb = 0, dims[8] = {}, strides[8] = {};
+  if (!probsDesc) return kCudnnBadParam;
+  if (int s = cudnnGetTensorNdDescriptor(probsDesc, 8, &type, &nb, dims, strides)) return s;
+  if (nb != 3 || dims[1] <= 0) return kCudnnBadParam;  // probabilities are T x N x A
+  if (!label_lengths || !input_lengths) return kCudnnBadParam;
+  const size_t n = size_t(dims[1]);
+  size_t total = 0;
+  for (size_t b = 0; b < n; ++b) {
+    // cuDNN's limits (a label at most 256 long), answered at the call as NVIDIA's library does.
+    if (label_lengths[b] < 0 || label_lengths[b] > 256 || input_lengths[b] < 0 || input_lengths[b] > dims[0])
+      return kCudnnBadParam;
+    total += size_t(label_lengths[b]);
+  }
+  if (total > 0 && !labels) return kCudnnBadParam;
+  const auto bytes = [](const int* p, size_t count) {
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(p), count * sizeof(int));
+  };
+  *tail = concat({bytes(label_lengths, n), bytes(input_lengths, n), bytes(labels, total)});
+  return kCudnnSuccess;
+}
+}  // namespace
+
+VMCUDA_CUDNN_API int cudnnGetCTCLossWorkspaceSize(void* handle, void* probsDesc, void* gradientsDesc, const int* labels,
+                                                  const int* labelLengths, const int* inputLengths, int algo,
+                                                  void* ctcLossDesc, size_t* sizeInBytes) {
+  const Object* h = find(handle, Kind::kHandle);
+  if (!h || !sizeInBytes) return kCudnnBadParam;
+  api::cudnnGetCTCLossWorkspaceSize_Args a{};
+  a.handle = h->wire;
+  a.algo = algo;
+  if (int s = legacy_wire(probsDesc, 0, &a.probsDesc)) return s;
+  if (int s = legacy_wire(gradientsDesc, 0, &a.gradientsDesc)) return s;
+  if (int s = legacy_wire(ctcLossDesc, 10, &a.ctcLossDesc)) return s;
+  std::vector<std::byte> tail;
+  if (int s = ctc_host_tail(probsDesc, labels, labelLengths, inputLengths, &tail)) return s;
+  api::cudnnGetCTCLossWorkspaceSize_Reply reply{};
+  if (int s = wait<api::Call::cudnnGetCTCLossWorkspaceSize>(a, &reply, tail)) return s;
+  std::memcpy(sizeInBytes, reply.sizeInBytes, sizeof *sizeInBytes);
+  return kCudnnSuccess;
+}
+
+VMCUDA_CUDNN_API int cudnnCTCLoss(void* handle, void* probsDesc, const void* probs, const int* hostLabels,
+                                  const int* hostLabelLengths, const int* hostInputLengths, void* costs,
+                                  void* gradientsDesc, void* gradients, int algo, void* ctcLossDesc, void* workspace,
+                                  size_t workSpaceSizeInBytes) {
+  const Object* h = find(handle, Kind::kHandle);
+  if (!h) return kCudnnBadParam;
+  api::cudnnCTCLoss_Args a{};
+  a.handle = h->wire;
+  a.probs = reinterpret_cast<uint64_t>(probs);
+  a.costs = reinterpret_cast<uint64_t>(costs);
+  a.gradients = reinterpret_cast<uint64_t>(gradients);
+  a.algo = algo;
+  a.workspace = reinterpret_cast<uint64_t>(workspace);
+  a.workSpaceSizeInBytes = workSpaceSizeInBytes;
+  if (int s = legacy_wire(probsDesc, 0, &a.probsDesc)) return s;
+  if (int s = legacy_wire(gradientsDesc, 0, &a.gradientsDesc)) return s;
+  if (int s = legacy_wire(ctcLossDesc, 10, &a.ctcLossDesc)) return s;
+  std::vector<std::byte> tail;
+  if (int s = ctc_host_tail(probsDesc, hostLabels, hostLabelLengths, hostInputLengths, &tail)) return s;
+  return queue<api::Call::cudnnCTCLoss>(a, tail);  // as a launch: its errors come with a later call
 }
 
 // ---- the legacy API (generated: api/libs/cudnn.calls, scripts/gen-cudnn.py)

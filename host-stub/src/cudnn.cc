@@ -1,5 +1,6 @@
 // cuDNN calls (calls.def 0x2600-0x26ff; api/libs/cudnn.calls): the handle and the backend API
-// hand-written here, the legacy API's calls generated (cudnn_host.inc, included at the end). The
+// hand-written here, the legacy API's calls generated (cudnn_host.inc, included at the end) but
+// CTC loss on host arrays (cudnnCTCLoss, cudnnGetCTCLossWorkspaceSize: ctc_host_arrays). The
 // host's libcudnn.so.9 (loaded at the first call), handles and descriptors as VOL entries
 // under the context that was current at their creation (destroyed with the client), attribute
 // elements translated (descriptors and handles: the guest's handles to the library's; device
@@ -590,10 +591,175 @@ int32_t Session::cudnn_find_in_arena(int device, api::Call call, void* handle, v
             workspace.bytes);
 }
 
+// ---- the spatial transformer and CTC loss (api/libs/cudnn.calls `extent`): how far their
+// device pointers reach, from their descriptors
+
+namespace {
+// The bytes of one element of cudnnDataType_t `type` (those the spatial transformer and CTC loss take).
+uint64_t data_type_bytes(int32_t type) {
+  switch (type) {
+    case 1: return 8;         // DOUBLE
+    case 2: case 9: return 2; // HALF, BFLOAT16
+    default: return 4;        // FLOAT (and what the library refuses anyway)
+  }
+}
+// A spatial transformer's setting as recorded (its data type and [N, C, H, W]); false where it
+// has none the host can use (the library refuses such a descriptor's calls itself).
+bool st_setting(const CudnnObject* d, int32_t* type, int32_t dims[4]) {
+  if (!d) return false;
+  for (const CudnnStep& s : d->steps) {
+    if (s.op != CudnnStep::kLegacy ||
+        s.name != static_cast<int32_t>(call_number(api::Call::cudnnSetSpatialTransformerNdDescriptor)))
+      continue;
+    api::cudnnSetSpatialTransformerNdDescriptor_Args a{};
+    if (s.elements.size() < sizeof a) return false;
+    std::memcpy(&a, s.elements.data(), sizeof a);
+    if (a.nbDims != 4 || s.elements.size() < sizeof a + 16) return false;
+    std::memcpy(dims, s.elements.data() + sizeof a, 16);
+    for (int i = 0; i < 4; ++i)
+      if (dims[i] <= 0) return false;
+    *type = a.dataType;
+    return true;
+  }
+  return false;
+}
+// theta: N 2x3 matrices; the grid: N x H x W (x, y) pairs (cudnn_ops.h).
+uint64_t st_theta_bytes(const CudnnObject* d) {
+  int32_t type = 0, dims[4] = {};
+  return st_setting(d, &type, dims) ? uint64_t(dims[0]) * 6 * data_type_bytes(type) : 1;
+}
+uint64_t st_grid_bytes(const CudnnObject* d) {
+  int32_t type = 0, dims[4] = {};
+  return st_setting(d, &type, dims) ? uint64_t(dims[0]) * dims[2] * dims[3] * 2 * data_type_bytes(type) : 1;
+}
+// CTC loss's probabilities: T x N x A (3 dimensions); false where the descriptor is none such.
+bool ctc_probs_shape(const CudnnApi* lib, const CudnnObject* probs, int32_t* type, int32_t dims[3]) {
+  int32_t nb = 0, all[kLegacyMaxDims] = {}, strides[kLegacyMaxDims] = {};
+  if (!probs || !lib->cudnnGetTensorNdDescriptor ||
+      lib->cudnnGetTensorNdDescriptor(probs->ptr, kLegacyMaxDims, type, &nb, all, strides) != kCudnnSuccess || nb != 3)
+    return false;
+  std::memcpy(dims, all, 12);
+  return dims[0] > 0 && dims[1] > 0 && dims[2] > 0;
+}
+// One int per sequence of the batch (label and input lengths), one cost per sequence.
+uint64_t ctc_batch_ints_of(const CudnnApi* lib, const CudnnObject* probs) {
+  int32_t type = 0, dims[3] = {};
+  return ctc_probs_shape(lib, probs, &type, dims) ? uint64_t(dims[1]) * 4 : 1;
+}
+uint64_t ctc_costs_bytes_of(const CudnnApi* lib, const CudnnObject* probs) {
+  int32_t type = 0, dims[3] = {};
+  return ctc_probs_shape(lib, probs, &type, dims) ? uint64_t(dims[1]) * data_type_bytes(type) : 1;
+}
+// cuDNN's longest label (cudnn_adv.h: "label lengths ... <= 256").
+constexpr int32_t kCtcMaxLabelLength = 256;
+// cudnnCTCLoss's and cudnnGetCTCLossWorkspaceSize's host arrays, from the call's trailing bytes:
+// N label lengths, N input lengths, then the labels they add up to (api/libs/cudnn.calls).
+struct CtcHostArrays {
+  std::vector<int32_t> label_lengths, input_lengths, labels;
+  const char* fault = nullptr;  // trailing bytes that do not match the call (a guest fault)
+};
+// The arrays checked against probabilities descriptor `probs` (lengths within cuDNN's limits and
+// the tensor's time steps, labels within its alphabet): kCudnnSuccess, or the status with *why.
+int32_t ctc_host_arrays(const CudnnApi* lib, const CudnnObject* probs, std::span<const std::byte> tail,
+                        CtcHostArrays* out, const char** why) {
+  int32_t type = 0, dims[3] = {};
+  if (!ctc_probs_shape(lib, probs, &type, dims)) return *why = "probsDesc is no 3-dimensional tensor (T, N, A)", kCudnnBadParam;
+  const size_t n = size_t(dims[1]);
+  if (tail.size() < 8 * n) return out->fault = "fewer lengths than the batch has sequences", kCudnnBadParam;
+  out->label_lengths.resize(n);
+  out->input_lengths.resize(n);
+  std::memcpy(out->label_lengths.data(), tail.data(), 4 * n);
+  std::memcpy(out->input_lengths.data(), tail.data() + 4 * n, 4 * n);
+  uint64_t labels = 0;
+  for (size_t b = 0; b < n; ++b) {
+    // The library reads as many labels as the lengths say and indexes the probabilities by the
+    // input lengths and labels: out of range, it would read past the app's memory.
+    if (out->label_lengths[b] < 0 || out->label_lengths[b] > kCtcMaxLabelLength)
+      return *why = "a label length is negative or above 256 (cuDNN's longest label)", kCudnnBadParam;
+    if (out->input_lengths[b] < 0 || out->input_lengths[b] > dims[0])
+      return *why = "an input length is negative or longer than probsDesc's time steps", kCudnnBadParam;
+    labels += uint64_t(out->label_lengths[b]);
+  }
+  if (tail.size() != 8 * n + 4 * labels) return out->fault = "the labels' bytes do not match the label lengths", kCudnnBadParam;
+  out->labels.resize(labels + 1);  // never empty: the library is given a pointer
+  std::memcpy(out->labels.data(), tail.data() + 8 * n, 4 * labels);
+  for (uint64_t i = 0; i < labels; ++i)
+    if (out->labels[i] < 0 || out->labels[i] >= dims[2])
+      return *why = "a label is outside the alphabet (probsDesc's third dimension)", kCudnnBadParam;
+  return kCudnnSuccess;
+}
+}  // namespace
+
+int32_t Session::on_cudnnGetCTCLossWorkspaceSize(const api::cudnnGetCTCLossWorkspaceSize_Args& a,
+                                                 api::cudnnGetCTCLossWorkspaceSize_Reply& r, Request& req) {
+  static constexpr const char* kCall = "cudnnGetCTCLossWorkspaceSize";
+  VMCUDA_CUDNN_LIBRARY();
+  if (!lib->cudnnGetCTCLossWorkspaceSize) return kCudnnNotSupported;
+  int device = current_;
+  CudnnObject* h = cudnn_object(vol_, a.handle, true, &device);
+  if (!h) return kCudnnBadParam;
+  CudnnObject* probs = a.probsDesc ? cudnn_object(vol_, a.probsDesc, false, nullptr, 0) : nullptr;
+  CudnnObject* grads = a.gradientsDesc ? cudnn_object(vol_, a.gradientsDesc, false, nullptr, 0) : nullptr;
+  CudnnObject* ctc = a.ctcLossDesc ? cudnn_object(vol_, a.ctcLossDesc, false, nullptr, 10) : nullptr;
+  if ((a.probsDesc && !probs) || (a.gradientsDesc && !grads) || (a.ctcLossDesc && !ctc))
+    return bad(log_tag_, kCall, "a descriptor is not the client's of its kind");
+  CtcHostArrays arrays;
+  const char* why = nullptr;
+  if (ctc_host_arrays(lib, probs, req.tail, &arrays, &why) != kCudnnSuccess)
+    return arrays.fault ? guest_fault((std::string(kCall) + ": " + arrays.fault).c_str()) : bad(log_tag_, kCall, why);
+  make_current(device);
+  size_t bytes = 0;
+  const int st = lib->cudnnGetCTCLossWorkspaceSize(h->ptr, probs->ptr, grads ? grads->ptr : nullptr, arrays.labels.data(),
+                                                    arrays.label_lengths.data(), arrays.input_lengths.data(), a.algo,
+                                                    ctc ? ctc->ptr : nullptr, &bytes);
+  make_current(current_);
+  std::memcpy(r.sizeInBytes, &bytes, 8);
+  return st;
+}
+
+int32_t Session::on_cudnnCTCLoss(const api::cudnnCTCLoss_Args& a, api::Empty&, Request& req) {
+  static constexpr const char* kCall = "cudnnCTCLoss";
+  VMCUDA_CUDNN_LIBRARY();
+  if (!lib->cudnnCTCLoss) return kCudnnNotSupported;
+  int device = current_;
+  CudnnObject* h = cudnn_object(vol_, a.handle, true, &device);
+  if (!h) return kCudnnBadParam;
+  CudnnObject* probs = a.probsDesc ? cudnn_object(vol_, a.probsDesc, false, nullptr, 0) : nullptr;
+  CudnnObject* grads = a.gradientsDesc ? cudnn_object(vol_, a.gradientsDesc, false, nullptr, 0) : nullptr;
+  CudnnObject* ctc = a.ctcLossDesc ? cudnn_object(vol_, a.ctcLossDesc, false, nullptr, 10) : nullptr;
+  if ((a.probsDesc && !probs) || (a.gradientsDesc && !grads) || (a.ctcLossDesc && !ctc))
+    return bad(log_tag_, kCall, "a descriptor is not the client's of its kind");
+  CtcHostArrays arrays;
+  const char* why = nullptr;
+  if (ctc_host_arrays(lib, probs, req.tail, &arrays, &why) != kCudnnSuccess)
+    return arrays.fault ? guest_fault((std::string(kCall) + ": " + arrays.fault).c_str()) : bad(log_tag_, kCall, why);
+  if (a.probs && !owns_range(a.probs, tensor_bytes_of(lib, probs)))
+    return bad(log_tag_, kCall, "probs is not the client's device memory (or ends beyond it)");
+  if (a.costs && !owns_range(a.costs, ctc_costs_bytes_of(lib, probs)))
+    return bad(log_tag_, kCall, "costs is not the client's device memory (or ends beyond it)");
+  if (a.gradients && !owns_range(a.gradients, tensor_bytes_of(lib, grads ? grads : probs)))
+    return bad(log_tag_, kCall, "gradients is not the client's device memory (or ends beyond it)");
+  if (a.workspace && !owns_range(a.workspace, std::max<uint64_t>(a.workSpaceSizeInBytes, 1)))
+    return bad(log_tag_, kCall, "workspace is not the client's device memory (or ends beyond it)");
+  make_current(device);
+  count_launch(device, cudnn_stream(*h), req.ctx);  // kLaunches: fair sharing, the kernel time limit
+  const int st = lib->cudnnCTCLoss(h->ptr, probs->ptr, reinterpret_cast<void*>(a.probs), arrays.labels.data(),
+                                   arrays.label_lengths.data(), arrays.input_lengths.data(),
+                                   reinterpret_cast<void*>(a.costs), grads ? grads->ptr : nullptr,
+                                   reinterpret_cast<void*>(a.gradients), a.algo, ctc ? ctc->ptr : nullptr,
+                                   reinterpret_cast<void*>(a.workspace), a.workSpaceSizeInBytes);
+  make_current(current_);
+  return st;
+}
+
 #define tensor_bytes(t) tensor_bytes_of(lib, t)
 #define filter_bytes(f) filter_bytes_of(lib, f)
+#define ctc_batch_ints(t) ctc_batch_ints_of(lib, t)
+#define ctc_costs_bytes(t) ctc_costs_bytes_of(lib, t)
 
 #include "cudnn_host.inc"
+#undef ctc_costs_bytes
+#undef ctc_batch_ints
 #undef filter_bytes
 #undef tensor_bytes
 #undef VMCUDA_CUDNN_LIBRARY

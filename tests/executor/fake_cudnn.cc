@@ -19,7 +19,10 @@
 // reduce-tensor descriptors and their fp32 routines (LRN across channels and divisive
 // normalization forward and backward on 4-D NCHW, cudnnOpTensor's six operations with B
 // broadcast, cudnnReduceTensor's nine with 32-bit flattened indices and a workspace of one float
-// per output), cudnnSetTensor, ScaleTensor and TransformTensor.
+// per output), cudnnSetTensor, ScaleTensor and TransformTensor; spatial transformer and CTC loss
+// descriptors with the affine grid generator and bilinear sampler forward and backward (NCHW
+// fp32) and CTC loss's costs and gradients (softmax normalization, alpha-beta in log space) on
+// host or device arrays.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -2132,6 +2135,358 @@ int f_divnorm_bwd(void* handle, void* desc, int mode, void* alpha, void* xd, voi
   });
 }
 
+// ---- the spatial transformer (cudnn_ops.h), as cuDNN documents it: a 2-D affine grid of
+// [N, H, W] (x, y) points in [-1, 1] from N 2x3 matrices theta (x = -1 + 2 w / (W - 1), y alike),
+// and a bilinear sampler of NCHW x at those points ((x + 1) (W_in - 1) / 2 in x's pixels), zero
+// outside x; fp32
+struct StDesc {
+  int dtype = -1;  // -1: not set
+  int dims[4] = {};
+};
+std::set<StDesc*> g_sts;
+int f_create_st(void** out) { return create_in(g_sts, out); }
+int f_destroy_st(void* p) { return destroy_in(g_sts, p); }
+int f_set_st(void* p, int sampler, int dtype, int nb, void* dims) {
+  std::lock_guard l(g_mu);
+  StDesc* d = live_in(g_sts, p);
+  if (!d || sampler != 0 || nb != 4 || !dims) return kBadParam;  // CUDNN_SAMPLER_BILINEAR, 2-D
+  int dm[4];
+  std::memcpy(dm, dims, sizeof dm);
+  for (int v : dm)
+    if (v <= 0) return kBadParam;
+  d->dtype = dtype;
+  std::memcpy(d->dims, dm, sizeof dm);
+  return kSuccess;
+}
+// A set fp32 spatial transformer (kBadParam, kNotSupported or kSuccess in *status).
+StDesc* st_ready(void* p, int* status) {
+  StDesc* d = live_in(g_sts, p);
+  *status = !d || d->dtype < 0 ? kBadParam : d->dtype != kDataFloat ? fail(kNotSupported, "the fake samples fp32") : kSuccess;
+  return *status == kSuccess ? d : nullptr;
+}
+double grid_coord(int i, int n) { return n > 1 ? -1.0 + 2.0 * i / (n - 1) : -1.0; }
+
+int f_st_grid_fwd(void* handle, void* desc, void* theta, void* grid) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    int status;
+    StDesc* d = st_ready(desc, &status);
+    if (!d) return status;
+    const int N = d->dims[0], H = d->dims[2], W = d->dims[3];
+    float *t = fptr(at, theta, int64_t(N) * 6), *g = fptr(at, grid, int64_t(N) * H * W * 2);
+    if (!t || !g) return kExecutionFailed;
+    for (int n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < W; ++w) {
+          const double x = grid_coord(w, W), y = grid_coord(h, H);
+          const float* m = t + 6 * n;
+          float* out = g + ((int64_t(n) * H + h) * W + w) * 2;
+          out[0] = float(m[0] * x + m[1] * y + m[2]);
+          out[1] = float(m[3] * x + m[4] * y + m[5]);
+        }
+    return kSuccess;
+  });
+}
+int f_st_grid_bwd(void* handle, void* desc, void* dgrid, void* dtheta) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    int status;
+    StDesc* d = st_ready(desc, &status);
+    if (!d) return status;
+    const int N = d->dims[0], H = d->dims[2], W = d->dims[3];
+    float *dg = fptr(at, dgrid, int64_t(N) * H * W * 2), *dt = fptr(at, dtheta, int64_t(N) * 6);
+    if (!dg || !dt) return kExecutionFailed;
+    for (int n = 0; n < N; ++n) {
+      double acc[6] = {};
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < W; ++w) {
+          const double x = grid_coord(w, W), y = grid_coord(h, H);
+          const float* in = dg + ((int64_t(n) * H + h) * W + w) * 2;
+          const double in3[3] = {x, y, 1};
+          for (int k = 0; k < 3; ++k) acc[k] += in[0] * in3[k], acc[3 + k] += in[1] * in3[k];
+        }
+      for (int k = 0; k < 6; ++k) dt[6 * n + k] = float(acc[k]);
+    }
+    return kSuccess;
+  });
+}
+// The sampler's geometry: x [N, C, Hi, Wi] and y [N, C, H, W] (the transformer's dimensions).
+struct Sampler {
+  StDesc* st = nullptr;
+  TensorDesc *x = nullptr, *y = nullptr;
+  int64_t off(const TensorDesc& t, int n, int c, int h, int w) const {
+    return int64_t(n) * t.strides[0] + int64_t(c) * t.strides[1] + int64_t(h) * t.strides[2] + int64_t(w) * t.strides[3];
+  }
+};
+int sampler_setup(void* desc, void* xd, void* yd, Sampler* s) {
+  int status;
+  s->st = st_ready(desc, &status);
+  if (!s->st) return status;
+  s->x = tensor_desc(xd), s->y = tensor_desc(yd);
+  if (!s->x || !s->y || s->x->nb != 4 || s->y->nb != 4) return kBadParam;
+  if (s->x->dtype != kDataFloat || s->y->dtype != kDataFloat) return fail(kNotSupported, "the fake samples fp32");
+  for (int i = 0; i < 4; ++i)
+    if (s->y->dims[i] != s->st->dims[i]) return fail(kBadParam, "the output's dimensions are not the transformer's");
+  if (s->x->dims[0] != s->y->dims[0] || s->x->dims[1] != s->y->dims[1]) return kBadParam;
+  return kSuccess;
+}
+// Bilinear weights of grid point (gx, gy) in an Hi x Wi image: the four corners (zero outside).
+struct Bilinear {
+  int x0, y0;
+  double wx, wy, sx, sy;  // the fractions, and d(pixel)/d(grid coordinate)
+  Bilinear(double gx, double gy, int hi, int wi) {
+    const double ix = (gx + 1) * (wi - 1) / 2, iy = (gy + 1) * (hi - 1) / 2;
+    x0 = int(std::floor(ix)), y0 = int(std::floor(iy));
+    wx = ix - x0, wy = iy - y0, sx = (wi - 1) / 2.0, sy = (hi - 1) / 2.0;
+  }
+};
+int f_st_sampler_fwd(void* handle, void* desc, void* alpha, void* xd, void* x, void* grid, void* beta, void* yd,
+                     void* y) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    Sampler s;
+    if (int st = sampler_setup(desc, xd, yd, &s)) return st;
+    const int N = s.y->dims[0], C = s.y->dims[1], H = s.y->dims[2], W = s.y->dims[3], Hi = s.x->dims[2],
+              Wi = s.x->dims[3];
+    float *px = fptr(at, x, span_of(*s.x)), *pg = fptr(at, grid, int64_t(N) * H * W * 2),
+          *py = fptr(at, y, span_of(*s.y));
+    if (!px || !pg || !py) return kExecutionFailed;
+    for (int n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < W; ++w) {
+          const float* g = pg + ((int64_t(n) * H + h) * W + w) * 2;
+          const Bilinear b(g[0], g[1], Hi, Wi);
+          for (int c = 0; c < C; ++c) {
+            double v = 0;
+            for (int dy = 0; dy < 2; ++dy)
+              for (int dx = 0; dx < 2; ++dx) {
+                const int xi = b.x0 + dx, yi = b.y0 + dy;
+                if (xi < 0 || yi < 0 || xi >= Wi || yi >= Hi) continue;
+                v += (dx ? b.wx : 1 - b.wx) * (dy ? b.wy : 1 - b.wy) * px[s.off(*s.x, n, c, yi, xi)];
+              }
+            float& out = py[s.off(*s.y, n, c, h, w)];
+            out = blend(scalar(alpha), float(v), scalar(beta), out);
+          }
+        }
+    return kSuccess;
+  });
+}
+int f_st_sampler_bwd(void* handle, void* desc, void* alpha, void* xd, void* x, void* beta, void* dxd, void* dx,
+                     void* alpha_dgrid, void* dyd, void* dy, void* grid, void* beta_dgrid, void* dgrid) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    Sampler s;
+    if (int st = sampler_setup(desc, xd, dyd, &s)) return st;
+    TensorDesc* dxt = tensor_desc(dxd);
+    if (!dxt || !same_shape(*dxt, *s.x) || dxt->dtype != kDataFloat) return kBadParam;
+    const int N = s.y->dims[0], C = s.y->dims[1], H = s.y->dims[2], W = s.y->dims[3], Hi = s.x->dims[2],
+              Wi = s.x->dims[3];
+    float *px = fptr(at, x, span_of(*s.x)), *pdx = fptr(at, dx, span_of(*dxt)), *pdy = fptr(at, dy, span_of(*s.y)),
+          *pg = fptr(at, grid, int64_t(N) * H * W * 2), *pdg = fptr(at, dgrid, int64_t(N) * H * W * 2);
+    if (!px || !pdx || !pdy || !pg || !pdg) return kExecutionFailed;
+    std::vector<double> acc(offsets_of(*dxt).size(), 0.0);  // dx in NCHW index order
+    auto index = [&](int n, int c, int h, int w) { return ((size_t(n) * C + c) * Hi + h) * Wi + w; };
+    for (int n = 0; n < N; ++n)
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < W; ++w) {
+          const int64_t gi = ((int64_t(n) * H + h) * W + w) * 2;
+          const Bilinear b(pg[gi], pg[gi + 1], Hi, Wi);
+          double ggx = 0, ggy = 0;
+          for (int c = 0; c < C; ++c) {
+            const double g = pdy[s.off(*s.y, n, c, h, w)];
+            for (int oy = 0; oy < 2; ++oy)
+              for (int ox = 0; ox < 2; ++ox) {
+                const int xi = b.x0 + ox, yi = b.y0 + oy;
+                if (xi < 0 || yi < 0 || xi >= Wi || yi >= Hi) continue;
+                const double fx = ox ? b.wx : 1 - b.wx, fy = oy ? b.wy : 1 - b.wy;
+                const double v = px[s.off(*s.x, n, c, yi, xi)];
+                acc[index(n, c, yi, xi)] += g * fx * fy;
+                ggx += g * v * fy * (ox ? 1 : -1) * b.sx;
+                ggy += g * v * fx * (oy ? 1 : -1) * b.sy;
+              }
+          }
+          pdg[gi] = blend(scalar(alpha_dgrid), float(ggx), scalar(beta_dgrid), pdg[gi]);
+          pdg[gi + 1] = blend(scalar(alpha_dgrid), float(ggy), scalar(beta_dgrid), pdg[gi + 1]);
+        }
+    scatter_blend(*dxt, pdx, scalar(alpha), acc, scalar(beta));
+    return kSuccess;
+  });
+}
+
+// ---- CTC loss (cudnn_adv.h): probabilities T x N x A taken as unnormalized (softmax applied,
+// CUDNN_LOSS_NORMALIZATION_SOFTMAX), blank 0, labels concatenated; costs -log p(labels), the
+// gradient with respect to the inputs softmax - the labels' posteriors (Graves' alpha-beta), zero
+// past a sequence's input length and for a sequence no alignment fits (its cost infinite; left as
+// it was under CUDNN_CTC_SKIP_OOB_GRADIENTS); fp32
+struct CtcDesc {
+  int ctype = 0, norm = 0, nan = 0, grad_mode = 0, max_label = 0;
+};
+std::set<CtcDesc*> g_ctcs;
+constexpr int kNormSoftmax = 1, kSkipOobGradients = 1;
+int f_create_ctc(void** out) { return create_in(g_ctcs, out); }
+int f_destroy_ctc(void* p) { return destroy_in(g_ctcs, p); }
+int ctc_set(void* p, int ctype, int norm, int nan, int grad_mode, int max_label) {
+  std::lock_guard l(g_mu);
+  CtcDesc* d = live_in(g_ctcs, p);
+  if (!d || norm < 0 || norm > 1 || max_label < 0) return kBadParam;
+  *d = CtcDesc{ctype, norm, nan, grad_mode, max_label};
+  return kSuccess;
+}
+int f_set_ctc(void* p, int ctype) { return ctc_set(p, ctype, 0, 0, 0, 0); }
+int f_set_ctc_ex(void* p, int ctype, int norm, int nan) { return ctc_set(p, ctype, norm, nan, 0, 0); }
+int f_set_ctc_v8(void* p, int ctype, int norm, int nan, int max_label) { return ctc_set(p, ctype, norm, nan, 0, max_label); }
+int f_set_ctc_v9(void* p, int ctype, int norm, int grad_mode, int max_label) {
+  return ctc_set(p, ctype, norm, 0, grad_mode, max_label);
+}
+int ctc_get(void* p, void* ctype, void* norm, void* nan, void* grad_mode, void* max_label) {
+  std::lock_guard l(g_mu);
+  CtcDesc* d = live_in(g_ctcs, p);
+  if (!d || !ctype) return kBadParam;
+  put(ctype, d->ctype), put(norm, d->norm), put(nan, d->nan), put(grad_mode, d->grad_mode), put(max_label, d->max_label);
+  return kSuccess;
+}
+int f_get_ctc(void* p, void* ctype) { return ctc_get(p, ctype, nullptr, nullptr, nullptr, nullptr); }
+int f_get_ctc_ex(void* p, void* ctype, void* norm, void* nan) { return ctc_get(p, ctype, norm, nan, nullptr, nullptr); }
+int f_get_ctc_v8(void* p, void* ctype, void* norm, void* nan, void* max_label) {
+  return ctc_get(p, ctype, norm, nan, nullptr, max_label);
+}
+int f_get_ctc_v9(void* p, void* ctype, void* norm, void* grad_mode, void* max_label) {
+  return ctc_get(p, ctype, norm, nullptr, grad_mode, max_label);
+}
+// The probabilities' descriptor (T x N x A fp32), the gradients' (its shape, or NULL) and the
+// workspace the fake asks for (8 bytes per probability).
+int ctc_shapes(void* pd, void* gd, void* cd, TensorDesc** p, TensorDesc** g, CtcDesc** c, size_t* workspace) {
+  *p = tensor_desc(pd), *g = gd ? tensor_desc(gd) : nullptr, *c = live_in(g_ctcs, cd);
+  if (!*p || (gd && !*g) || !*c || (*p)->nb != 3) return kBadParam;
+  if (*g && !same_shape(**g, **p)) return kBadParam;
+  if ((*p)->dtype != kDataFloat || (*g && (*g)->dtype != kDataFloat)) return fail(kNotSupported, "the fake computes fp32");
+  *workspace = size_t(8) * size_t((*p)->dims[0]) * (*p)->dims[1] * (*p)->dims[2];
+  return kSuccess;
+}
+int f_ctc_ws(void* handle, void* pd, void* gd, void*, void*, void*, int algo, void* cd, void* size) {
+  std::lock_guard l(g_mu);
+  TensorDesc *p, *g;
+  CtcDesc* c;
+  size_t ws = 0;
+  if (!g_handles.count(static_cast<Handle*>(handle)) || !size || algo < 0 || algo > 1) return kBadParam;
+  if (int st = ctc_shapes(pd, gd, cd, &p, &g, &c, &ws)) return st;
+  std::memcpy(size, &ws, 8);
+  return kSuccess;
+}
+int f_ctc_ws_v8(void* handle, int algo, void* cd, void* pd, void* gd, void* size) {
+  return f_ctc_ws(handle, pd, gd, nullptr, nullptr, nullptr, algo, cd, size);
+}
+double log_add(double a, double b) {
+  if (a == -INFINITY) return b;
+  if (b == -INFINITY) return a;
+  return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
+}
+// One sequence: its cost, and its gradient (T x A, zero past its input length) into `grad`.
+double ctc_sequence(const std::vector<double>& logits, int T, int A, int len, const int* labels, int L,
+                    std::vector<double>* grad) {
+  std::vector<double> lp(size_t(T) * A);  // log softmax
+  for (int t = 0; t < T; ++t) {
+    double m = -INFINITY;
+    for (int k = 0; k < A; ++k) m = log_add(m, logits[size_t(t) * A + k]);
+    for (int k = 0; k < A; ++k) lp[size_t(t) * A + k] = logits[size_t(t) * A + k] - m;
+  }
+  const int S = 2 * L + 1;
+  auto lab = [&](int s) { return s % 2 ? labels[s / 2] : 0; };
+  std::vector<double> la(size_t(len) * S, -INFINITY), lb(size_t(len) * S, -INFINITY);
+  auto y = [&](int t, int s) { return lp[size_t(t) * A + lab(s)]; };
+  if (len > 0) {
+    la[0] = y(0, 0);
+    if (S > 1) la[1] = y(0, 1);
+    lb[size_t(len - 1) * S + S - 1] = y(len - 1, S - 1);
+    if (S > 1) lb[size_t(len - 1) * S + S - 2] = y(len - 1, S - 2);
+  }
+  for (int t = 1; t < len; ++t)
+    for (int s = 0; s < S; ++s) {
+      double v = la[size_t(t - 1) * S + s];
+      if (s >= 1) v = log_add(v, la[size_t(t - 1) * S + s - 1]);
+      if (s >= 2 && lab(s) != 0 && lab(s) != lab(s - 2)) v = log_add(v, la[size_t(t - 1) * S + s - 2]);
+      la[size_t(t) * S + s] = v + y(t, s);
+    }
+  for (int t = len - 2; t >= 0; --t)
+    for (int s = 0; s < S; ++s) {
+      double v = lb[size_t(t + 1) * S + s];
+      if (s + 1 < S) v = log_add(v, lb[size_t(t + 1) * S + s + 1]);
+      if (s + 2 < S && lab(s) != 0 && lab(s) != lab(s + 2)) v = log_add(v, lb[size_t(t + 1) * S + s + 2]);
+      lb[size_t(t) * S + s] = v + y(t, s);
+    }
+  double logp = -INFINITY;
+  if (len > 0) logp = log_add(la[size_t(len - 1) * S + S - 1], S > 1 ? la[size_t(len - 1) * S + S - 2] : -INFINITY);
+  grad->assign(size_t(T) * A, 0.0);
+  if (logp == -INFINITY) return INFINITY;
+  for (int t = 0; t < len; ++t) {
+    std::vector<double> post(size_t(A), -INFINITY);
+    for (int s = 0; s < S; ++s)
+      post[size_t(lab(s))] = log_add(post[size_t(lab(s))], la[size_t(t) * S + s] + lb[size_t(t) * S + s]);
+    for (int k = 0; k < A; ++k)
+      (*grad)[size_t(t) * A + k] = std::exp(lp[size_t(t) * A + k]) - std::exp(post[size_t(k)] - lp[size_t(t) * A + k] - logp);
+  }
+  return -logp;
+}
+int ctc_run(const FakeDeviceAt& at, TensorDesc* p, TensorDesc* g, CtcDesc* c, void* probs, const int* labels,
+            const int* label_lengths, const int* input_lengths, void* costs, void* gradients, void* ws,
+            size_t ws_bytes, size_t ws_needed) {
+  if (c->norm != kNormSoftmax) return fail(kNotSupported, "the fake computes CUDNN_LOSS_NORMALIZATION_SOFTMAX");
+  if (ws_bytes < ws_needed || (ws_needed && !ws)) return kBadParam;
+  const int T = p->dims[0], N = p->dims[1], A = p->dims[2];
+  float *pp = fptr(at, probs, span_of(*p)), *pc = fptr(at, costs, N), *pg = g && gradients ? fptr(at, gradients, span_of(*g)) : nullptr;
+  if (!pp || !pc || (gradients && g && !pg)) return kExecutionFailed;
+  int64_t first = 0;
+  for (int n = 0; n < N; ++n) {
+    if (label_lengths[n] < 0 || label_lengths[n] > 256 || input_lengths[n] < 0 || input_lengths[n] > T) return kBadParam;
+    std::vector<double> logits(size_t(T) * A), grad;
+    for (int t = 0; t < T; ++t)
+      for (int k = 0; k < A; ++k)
+        logits[size_t(t) * A + k] = pp[int64_t(t) * p->strides[0] + int64_t(n) * p->strides[1] + int64_t(k) * p->strides[2]];
+    for (int i = 0; i < label_lengths[n]; ++i)
+      if (labels[first + i] <= 0 || labels[first + i] >= A) return kBadParam;
+    pc[n] = float(ctc_sequence(logits, T, A, input_lengths[n], labels + first, label_lengths[n], &grad));
+    first += label_lengths[n];
+    // CUDNN_CTC_SKIP_OOB_GRADIENTS (_v9): a sequence no alignment fits keeps its gradients as they were.
+    const bool skip = std::isinf(pc[n]) && c->grad_mode == kSkipOobGradients;
+    if (pg && !skip)
+      for (int t = 0; t < T; ++t)
+        for (int k = 0; k < A; ++k)
+          pg[int64_t(t) * g->strides[0] + int64_t(n) * g->strides[1] + int64_t(k) * g->strides[2]] = float(grad[size_t(t) * A + k]);
+  }
+  return kSuccess;
+}
+int f_ctc(void* handle, void* pd, void* probs, void* labels, void* label_lengths, void* input_lengths, void* costs,
+          void* gd, void* gradients, int algo, void* cd, void* ws, size_t ws_bytes) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc *p, *g;
+    CtcDesc* c;
+    size_t need = 0;
+    if (algo < 0 || algo > 1 || !labels || !label_lengths || !input_lengths) return kBadParam;
+    if (int st = ctc_shapes(pd, gd, cd, &p, &g, &c, &need)) return st;
+    return ctc_run(at, p, g, c, probs, static_cast<const int*>(labels), static_cast<const int*>(label_lengths),
+                   static_cast<const int*>(input_lengths), costs, gradients, ws, ws_bytes, need);
+  });
+}
+int f_ctc_v8(void* handle, int algo, void* cd, void* pd, void* probs, void* labels, void* label_lengths,
+             void* input_lengths, void* costs, void* gd, void* gradients, size_t ws_bytes, void* ws) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    TensorDesc *p, *g;
+    CtcDesc* c;
+    size_t need = 0;
+    if (algo < 0 || algo > 1) return kBadParam;
+    if (int st = ctc_shapes(pd, gd, cd, &p, &g, &c, &need)) return st;
+    const int N = p->dims[1];
+    // The arrays are device memory here: the label lengths say how many labels there are.
+    auto* ll = reinterpret_cast<const int*>(label_lengths ? at(reinterpret_cast<uint64_t>(label_lengths), 4 * size_t(N)) : nullptr);
+    auto* il = reinterpret_cast<const int*>(input_lengths ? at(reinterpret_cast<uint64_t>(input_lengths), 4 * size_t(N)) : nullptr);
+    if (!ll || !il) return kExecutionFailed;
+    size_t total = 0;
+    for (int n = 0; n < N; ++n) {
+      if (ll[n] < 0 || ll[n] > c->max_label) return kBadParam;  // _v8: at most the descriptor's longest label
+      total += size_t(ll[n]);
+    }
+    auto* lab = reinterpret_cast<const int*>(labels ? at(reinterpret_cast<uint64_t>(labels), std::max<size_t>(4 * total, 4)) : nullptr);
+    if (!lab) return kExecutionFailed;
+    return ctc_run(at, p, g, c, probs, lab, ll, il, costs, gradients, ws, ws_bytes, need);
+  });
+}
+
 int g_cudnn_token;
 
 const std::map<std::string, void*>& table() {
@@ -2254,6 +2609,27 @@ const std::map<std::string, void*>& table() {
       {"cudnnSetTensor", reinterpret_cast<void*>(f_set_tensor)},
       {"cudnnScaleTensor", reinterpret_cast<void*>(f_scale_tensor)},
       {"cudnnTransformTensor", reinterpret_cast<void*>(f_transform_tensor)},
+      {"cudnnCreateSpatialTransformerDescriptor", reinterpret_cast<void*>(f_create_st)},
+      {"cudnnSetSpatialTransformerNdDescriptor", reinterpret_cast<void*>(f_set_st)},
+      {"cudnnDestroySpatialTransformerDescriptor", reinterpret_cast<void*>(f_destroy_st)},
+      {"cudnnSpatialTfGridGeneratorForward", reinterpret_cast<void*>(f_st_grid_fwd)},
+      {"cudnnSpatialTfGridGeneratorBackward", reinterpret_cast<void*>(f_st_grid_bwd)},
+      {"cudnnSpatialTfSamplerForward", reinterpret_cast<void*>(f_st_sampler_fwd)},
+      {"cudnnSpatialTfSamplerBackward", reinterpret_cast<void*>(f_st_sampler_bwd)},
+      {"cudnnCreateCTCLossDescriptor", reinterpret_cast<void*>(f_create_ctc)},
+      {"cudnnSetCTCLossDescriptor", reinterpret_cast<void*>(f_set_ctc)},
+      {"cudnnSetCTCLossDescriptorEx", reinterpret_cast<void*>(f_set_ctc_ex)},
+      {"cudnnSetCTCLossDescriptor_v8", reinterpret_cast<void*>(f_set_ctc_v8)},
+      {"cudnnSetCTCLossDescriptor_v9", reinterpret_cast<void*>(f_set_ctc_v9)},
+      {"cudnnGetCTCLossDescriptor", reinterpret_cast<void*>(f_get_ctc)},
+      {"cudnnGetCTCLossDescriptorEx", reinterpret_cast<void*>(f_get_ctc_ex)},
+      {"cudnnGetCTCLossDescriptor_v8", reinterpret_cast<void*>(f_get_ctc_v8)},
+      {"cudnnGetCTCLossDescriptor_v9", reinterpret_cast<void*>(f_get_ctc_v9)},
+      {"cudnnDestroyCTCLossDescriptor", reinterpret_cast<void*>(f_destroy_ctc)},
+      {"cudnnGetCTCLossWorkspaceSize", reinterpret_cast<void*>(f_ctc_ws)},
+      {"cudnnGetCTCLossWorkspaceSize_v8", reinterpret_cast<void*>(f_ctc_ws_v8)},
+      {"cudnnCTCLoss", reinterpret_cast<void*>(f_ctc)},
+      {"cudnnCTCLoss_v8", reinterpret_cast<void*>(f_ctc_v8)},
   };
   return t;
 }
@@ -2276,7 +2652,8 @@ FakeCudnnSearch fake_cudnn_last_search() {
 uint64_t fake_live_cudnn_objects() {
   std::lock_guard l(g_mu);
   return g_handles.size() + g_descs.size() + g_tensors.size() + g_activations.size() + g_filters.size() +
-         g_convs.size() + g_pools.size() + g_dropouts.size() + g_lrns.size() + g_op_tensors.size() + g_reduces.size();
+         g_convs.size() + g_pools.size() + g_dropouts.size() + g_lrns.size() + g_op_tensors.size() + g_reduces.size() +
+         g_sts.size() + g_ctcs.size();
 }
 
 }  // namespace vmcuda::testing

@@ -992,6 +992,145 @@ TEST_F(CudnnLegacySuspendTest, HostileLegacyRecordsInAStateFileAreRefused) {
   state::remove_state_file(bad);
 }
 
+// The spatial transformer and CTC loss (legacy kinds 9 and 10): a transformer's theta and grid
+// are checked against its dimensions (N 2x3 matrices, an N x H x W grid of pairs), CTC loss's
+// host arrays against the probabilities' shape (lengths within cuDNN's limits, labels within the
+// alphabet, the bytes matching the lengths); both descriptors are carried across a suspend and a
+// save, and forged settings of them in a state file are refused.
+TEST_F(CudnnLegacySuspendTest, SpatialTransformerAndCtcLossDescriptors) {
+  make_all();
+  const uint64_t st = next++, ctc = next++;
+  ASSERT_EQ(c.call<api::Call::cudnnCreateSpatialTransformerDescriptor>({st}), 0);
+  const int32_t dims[4] = {1, 1, 2, 3};
+  api::cudnnSetSpatialTransformerNdDescriptor_Args ss{};
+  ss.stDesc = st, ss.samplerType = 0, ss.dataType = 0, ss.nbDims = 4;
+  ASSERT_EQ(c.call<api::Call::cudnnSetSpatialTransformerNdDescriptor>(ss, nullptr, std::as_bytes(std::span(dims))), 0);
+  ASSERT_EQ(c.call<api::Call::cudnnCreateCTCLossDescriptor>({ctc}), 0);
+  api::cudnnSetCTCLossDescriptor_v9_Args cs{};
+  cs.ctcLossDesc = ctc, cs.compType = 0, cs.normMode = 1, cs.ctcGradMode = 1, cs.maxLabelLength = 7;
+  ASSERT_EQ(c.call<api::Call::cudnnSetCTCLossDescriptor_v9>(cs), 0);
+  const uint64_t theta = floats({1, 0, 0, 0, 1, 0}), grid = floats(std::vector<float>(12, 0));
+  auto generate = [&](uint64_t t, uint64_t g) {
+    api::cudnnSpatialTfGridGeneratorForward_Args a{};
+    a.handle = handle, a.stDesc = st, a.theta = t, a.grid = g;
+    return c.call<api::Call::cudnnSpatialTfGridGeneratorForward>(a);
+  };
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-stctc." + std::to_string(::getpid()) + ".state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    state::remove_state_file(path);
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = slot_control::control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    // The identity's grid over 2 x 3 points: x in {-1, 0, 1}, y in {-1, 1}.
+    ASSERT_EQ(generate(theta, grid), 0);
+    EXPECT_EQ(read(grid, 12), (std::vector<float>{-1, -1, 0, -1, 1, -1, -1, 1, 0, 1, 1, 1}));
+    api::cudnnGetCTCLossDescriptor_v9_Reply cr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetCTCLossDescriptor_v9>({ctc}, &cr), 0);
+    EXPECT_EQ(cr.normMode[0], 1);
+    EXPECT_EQ(cr.ctcGradMode[0], 1);
+    EXPECT_EQ(cr.maxLabelLength[0], 7);
+  }
+  // theta and the grid reach as far as the transformer's dimensions say.
+  EXPECT_EQ(generate(floats({1, 0, 0, 0}), grid), api::kCudnnBadParam);
+  EXPECT_EQ(generate(theta, floats(std::vector<float>(11, 0))), api::kCudnnBadParam);
+  EXPECT_EQ(generate(0xdead0000, grid), api::kCudnnBadParam);
+
+  // CTC loss over T 1, N 1, A 2 with inputs (0, 0) and label 1: p = 1/2, cost log 2, gradient
+  // softmax - posterior = (1/2, -1/2).
+  api::cudnnSetCTCLossDescriptorEx_Args ce{};
+  ce.ctcLossDesc = ctc, ce.compType = 0, ce.normMode = 1, ce.gradMode = 0;
+  ASSERT_EQ(c.call<api::Call::cudnnSetCTCLossDescriptorEx>(ce), 0);
+  const uint64_t pd = tensor_nd({1, 1, 2});
+  const uint64_t probs = floats({0, 0}), costs = floats({0}), grads = floats({9, 9});
+  auto tail = [](std::vector<int32_t> v) { return v; };
+  api::cudnnGetCTCLossWorkspaceSize_Args wa{};
+  wa.handle = handle, wa.probsDesc = pd, wa.gradientsDesc = pd, wa.ctcLossDesc = ctc, wa.algo = 0;
+  api::cudnnGetCTCLossWorkspaceSize_Reply wr{};
+  const std::vector<int32_t> good = tail({1, 1, 1});  // label length, input length, label
+  ASSERT_EQ(c.call<api::Call::cudnnGetCTCLossWorkspaceSize>(wa, &wr, std::as_bytes(std::span(good))), 0);
+  uint64_t ws_bytes = 0;
+  std::memcpy(&ws_bytes, wr.sizeInBytes, 8);
+  const uint64_t ws = c.malloc(std::max<uint64_t>(ws_bytes, 1));
+  api::cudnnCTCLoss_Args la{};
+  la.handle = handle, la.probsDesc = pd, la.probs = probs, la.costs = costs, la.gradientsDesc = pd, la.gradients = grads;
+  la.algo = 0, la.ctcLossDesc = ctc, la.workspace = ws, la.workSpaceSizeInBytes = ws_bytes;
+  auto loss = [&](const std::vector<int32_t>& t) {
+    return c.call<api::Call::cudnnCTCLoss>(la, nullptr, std::as_bytes(std::span(t)));
+  };
+  ASSERT_EQ(loss(good), 0);
+  EXPECT_NEAR(read(costs, 1)[0], std::log(2.0f), 1e-6);
+  const std::vector<float> g = read(grads, 2);
+  EXPECT_NEAR(g[0], 0.5f, 1e-6);
+  EXPECT_NEAR(g[1], -0.5f, 1e-6);
+  // Labels 1 1 need three time steps (a blank between): no alignment in one. Its cost is
+  // infinite, its gradient zero, or (CUDNN_CTC_SKIP_OOB_GRADIENTS) left as it was.
+  ASSERT_EQ(loss({2, 1, 1, 1}), 0);
+  EXPECT_TRUE(std::isinf(read(costs, 1)[0]));
+  EXPECT_EQ(read(grads, 2), (std::vector<float>{0, 0}));
+  cs.ctcGradMode = 1;
+  ASSERT_EQ(c.call<api::Call::cudnnSetCTCLossDescriptor_v9>(cs), 0);
+  const uint64_t kept = floats({7, 8});
+  la.gradients = kept;
+  ASSERT_EQ(loss({2, 1, 1, 1}), 0);
+  EXPECT_EQ(read(kept, 2), (std::vector<float>{7, 8}));
+  la.gradients = grads;
+  EXPECT_EQ(loss({300, 1, 1}), api::kCudnnBadParam);  // longer than cuDNN's longest label
+  EXPECT_EQ(loss({1, 2, 1}), api::kCudnnBadParam);    // more time steps than the probabilities have
+  EXPECT_EQ(loss({1, 1, 2}), api::kCudnnBadParam);    // a label outside the alphabet
+  EXPECT_LT(loss({1, 1}), 0);                         // fewer labels than the lengths say
+  EXPECT_LT(loss({1, 1, 1, 1}), 0);                   // more
+  EXPECT_LT(loss({1}), 0);                            // not even the lengths
+  la.costs = 0xdead0000;
+  EXPECT_EQ(loss(good), api::kCudnnBadParam);
+  la.costs = costs, la.workSpaceSizeInBytes = ws_bytes + (1u << 20);  // beyond the workspace
+  EXPECT_EQ(loss(good), api::kCudnnBadParam);
+  // cudnnCTCLoss_v8's per-sequence arrays reach one int per sequence.
+  api::cudnnCTCLoss_v8_Args v8{};
+  v8.handle = handle, v8.algo = 0, v8.ctcLossDesc = ctc, v8.probsDesc = pd, v8.probs = probs, v8.labels = 0xdead0000;
+  v8.labelLengths = c.malloc(4), v8.inputLengths = c.malloc(4), v8.costs = costs, v8.gradientsDesc = pd;
+  v8.gradients = grads, v8.workSpaceSizeInBytes = ws_bytes, v8.workspace = ws;
+  EXPECT_EQ(c.call<api::Call::cudnnCTCLoss_v8>(v8), api::kCudnnBadParam);  // labels not the client's
+
+  // Forged settings of both kinds in a state file.
+  state::remove_state_file(path);
+  const std::string bad = path + ".bad";
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  constexpr size_t kIsHandle = 29, kLegacy = 34, kCount = 46, kStep = 50;  // as HostileLegacyRecords...
+  const auto dnn = static_cast<std::byte>(ObjectKind::Cudnn);
+  auto i32_at = [](const std::vector<std::byte>& p, size_t at) {
+    int32_t v;
+    std::memcpy(&v, p.data() + at, 4);
+    return v;
+  };
+  auto put32 = [](std::vector<std::byte>& p, size_t at, int32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  auto legacy = [&](const std::vector<std::byte>& p, int32_t kind) {
+    return p[0] == dnn && p[kIsHandle] == std::byte{0} && p.size() > kStep + 29 && i32_at(p, kLegacy) == kind &&
+           i32_at(p, kCount) > 0;
+  };
+  const int32_t lrn = static_cast<int32_t>(api::Call::cudnnSetLRNDescriptor);
+  const slot_control::Forgery cases[] = {
+      {"a transformer set by another kind's call", [&](auto& p) { if (legacy(p, 9)) put32(p, kStep + 9, lrn); },
+       "another kind"},
+      {"a transformer's setting of the wrong size", [&](auto& p) { if (legacy(p, 9)) put32(p, kStep + 17, 8); },
+       "do not match its call"},
+      {"a CTC loss setting naming another descriptor",
+       [&](auto& p) { if (legacy(p, 10)) p[kStep + 29] = std::byte{0x55}; }, "another descriptor"},
+  };
+  slot_control::expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {});
+  r = slot_control::control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(generate(theta, grid), 0);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
 TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {
   Stub stub;
   const uint64_t before = tst::fake_live_cudnn_objects();

@@ -128,6 +128,66 @@ def main():
         return " ".join(f"{p.double().item():.4e}" for p in parts)
     step("batchnorm", batchnorm)
 
+    def grid_sample():
+        # affine_grid, then grid_sample (bilinear, zero padding, align_corners=True: PyTorch's
+        # cuDNN spatial transformer sampler, cudnnSpatialTfSamplerForward/Backward), forward and
+        # backward to x and theta; torch.cudnn_affine_grid_generator runs cuDNN's grid generator
+        # (cudnnSpatialTfGridGeneratorForward/Backward) and torch.cudnn_grid_sampler the sampler
+        # for certain. Sums with modest precision: the library's order of summing.
+        torch.backends.cudnn.enabled = True
+        g = torch.Generator(device="cuda").manual_seed(7)
+        x = torch.randn(2, 3, 8, 9, device="cuda", generator=g).requires_grad_()
+        base = torch.tensor([[0.9, 0.15, 0.05], [-0.1, 0.8, 0.1]], device="cuda").repeat(2, 1, 1)
+        theta = (base + 0.05 * torch.randn(2, 2, 3, device="cuda", generator=g)).requires_grad_()
+        grid = torch.nn.functional.affine_grid(theta, (2, 3, 6, 7), align_corners=True)
+        y = torch.nn.functional.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+        (y * torch.linspace(-1, 1, y.numel(), device="cuda").view_as(y)).sum().backward()
+        torch.cuda.synchronize()
+        parts = [y.abs().sum(), x.grad.abs().sum(), theta.grad.abs().sum()]
+        if hasattr(torch, "cudnn_affine_grid_generator") and hasattr(torch, "cudnn_grid_sampler"):
+            t2 = theta.detach().clone().requires_grad_()
+            x2 = x.detach().clone().requires_grad_()
+            g2 = torch.cudnn_affine_grid_generator(t2, 2, 3, 6, 7)
+            y2 = torch.cudnn_grid_sampler(x2, g2)
+            (y2 * torch.linspace(1, -1, y2.numel(), device="cuda").view_as(y2)).sum().backward()
+            torch.cuda.synchronize()
+            parts += [g2.abs().sum(), y2.abs().sum(), x2.grad.abs().sum(), t2.grad.abs().sum()]
+        return " ".join(f"{p.double().item():.4e}" for p in parts)
+    step("grid_sample", grid_sample)
+
+    def ctc_loss():
+        # CTC loss where PyTorch picks cuDNN (LossCTC.cpp _use_cudnn_ctc_loss): blank 0, float32
+        # log-probabilities (T, N, C) on the GPU, int32 concatenated targets on the CPU, every input
+        # length T, target lengths below 256 and at most the input's: cudnnCTCLoss on host arrays.
+        # torch._cudnn_ctc_loss runs it for certain (deterministic algorithm), and with int32
+        # tensors of lengths on the GPU cudnnCTCLoss_v8 (device arrays); use_cudnn says whether
+        # PyTorch's own choice was cuDNN.
+        torch.backends.cudnn.enabled = True
+        g = torch.Generator(device="cuda").manual_seed(8)
+        T, N, C = 12, 3, 6
+        logits = torch.randn(T, N, C, device="cuda", generator=g)
+        lp = logits.log_softmax(2).detach().requires_grad_()
+        targets = torch.tensor([1, 2, 3, 3, 4, 5, 1, 2, 2], dtype=torch.int32)
+        target_lengths, input_lengths = [3, 4, 2], [T, T, T]
+        use_cudnn = torch._use_cudnn_ctc_loss(lp, targets, input_lengths, target_lengths, 0)
+        loss = torch.nn.functional.ctc_loss(lp, targets, input_lengths, target_lengths, blank=0, reduction="sum")
+        loss.backward()
+        torch.cuda.synchronize()
+        parts = [loss, lp.grad.abs().sum()]
+        costs, grad = torch._cudnn_ctc_loss(lp.detach(), targets, input_lengths, target_lengths, 0, True, False)
+        torch.cuda.synchronize()
+        parts += [costs.sum(), grad.abs().sum()]
+        try:
+            costs8, grad8 = torch._cudnn_ctc_loss(
+                lp.detach(), targets.cuda(), torch.tensor(input_lengths, dtype=torch.int32, device="cuda"),
+                torch.tensor(target_lengths, dtype=torch.int32, device="cuda"), 0, True, False)
+            torch.cuda.synchronize()
+            parts += [costs8.sum(), grad8.abs().sum()]
+        except (RuntimeError, TypeError) as e:  # a PyTorch without the tensor form
+            parts.append(type(e).__name__)
+        return f"use_cudnn={use_cudnn} " + " ".join(p if isinstance(p, str) else f"{p.double().item():.4e}" for p in parts)
+    step("ctc_loss", ctc_loss)
+
     def fft():
         x = torch.arange(4096, device="cuda", dtype=torch.float32)
         return f"{torch.fft.rfft(x).abs().double().sum().item():.6e}"
@@ -222,7 +282,7 @@ def main():
 if __name__ == "__main__":
     if "--list" in sys.argv:
         print("available device_count device_name capability mem_get_info tensors reductions random matmul_fp32 "
-              "matmul_bf16 conv2d batchnorm fft linalg_solve cuda_graph train_100_steps torch_compile")
+              "matmul_bf16 conv2d batchnorm grid_sample ctc_loss fft linalg_solve cuda_graph train_100_steps torch_compile")
         sys.exit(0)
     if "--step" in sys.argv:
         ONLY = sys.argv[sys.argv.index("--step") + 1]
