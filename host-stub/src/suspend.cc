@@ -75,7 +75,9 @@ enum RecordType : uint32_t {
 // 13: the attributes set on the NULL stream (NullStream entries), an executable graph's disabled
 // nodes, a texture object's resource view
 // 14: cuDNN's LRN, op-tensor and reduce-tensor descriptors (legacy kinds 6-8, their settings)
-constexpr uint32_t kClientStateVersion = 14;
+// 15: cuSPARSE's bsric02, bsrsv2, bsrsm2 and prune info objects (object types 11-14, their
+// analyses and NnzByPercentage as recorded calls, some numbered in cuSPARSE's second area 0x27)
+constexpr uint32_t kClientStateVersion = 15;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
