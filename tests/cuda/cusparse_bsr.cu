@@ -7,13 +7,14 @@
 //    zero pivot read after each solve, and a structural zero pivot (a missing diagonal block);
 //  - bsric02 (D, Z): block IC(0), its lower triangle against the CPU's IC(0) on the blocks'
 //    pattern, and a structural zero pivot;
-//  - pruneDense2csr and pruneCsr2csr (S, D) by threshold (host and device pointer mode) and by
+//  - pruneDense2csr and pruneCsr2csr (H, S, D) by threshold (host and device pointer mode) and by
 //    percentage with a prune info.
 // Prints pass/fail and a few rounded values: the same natively, through vmcuda and on the test
 // executor (tests/executor/fake_cusparse.cc). Built with nvcc -cudart shared -lcusparse -lcublas
 // (scripts/build-cuda-tests.sh).
 #define DISABLE_CUSPARSE_DEPRECATED
 #include <cuComplex.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -41,6 +42,7 @@ static void* device_bytes(size_t n) {
 // Each value type: its letter, whether it is complex, the tolerance of a check, and the
 // library's calls (cuComplex and cuDoubleComplex are std::complex's layout).
 template <class T> struct Type;
+template <> struct Type<__half> { static constexpr const char* name = "H"; static constexpr bool complex = false; static constexpr double tol = 1e-3; };
 template <> struct Type<float> { static constexpr const char* name = "S"; static constexpr bool complex = false; static constexpr double tol = 2e-4; };
 template <> struct Type<double> { static constexpr const char* name = "D"; static constexpr bool complex = false; static constexpr double tol = 1e-11; };
 template <> struct Type<cf> { static constexpr const char* name = "C"; static constexpr bool complex = true; static constexpr double tol = 2e-4; };
@@ -532,6 +534,7 @@ static bool bsric(const Context& c) {
                                         T* val, const int* row, int* col, pruneInfo_t info, void* buf) {             \
     return cusparse##P##pruneCsr2csrByPercentage(h, m, n, nnz, da, va, ra, ca, p, dc, val, row, col, info, buf);     \
   }
+PRUNE_CALLS(__half, H)
 PRUNE_CALLS(float, S)
 PRUNE_CALLS(double, D)
 
@@ -685,6 +688,7 @@ int main() {
   ok &= structural_pivot(c);
   ok &= bsric<double>(c);
   ok &= bsric<cd>(c);
+  ok &= prune<__half>(c);
   ok &= prune<float>(c);
   ok &= prune<double>(c);
   SPARSE(cusparseDestroyMatDescr(c.general));

@@ -8,7 +8,7 @@
 // indices); of every value type (S/D/C/Z): csrilu02/csric02 of complex values, bsrilu02, CSC
 // sort, ?nnz, csrgeam2, gtsv2 of complex values, the interleaved gtsv/gpsv batches, csrcolor (a
 // greedy coloring), BSR products and solves (bsrmv, bsrxmv, bsrmm, bsrsv2, bsrsm2, bsric02),
-// and pruning to CSR (fp32/fp64). A FAKE: only what the tests need; other entry
+// and pruning to CSR (fp16/fp32/fp64). A FAKE: only what the tests need; other entry
 // points are missing (the stub answers CUSPARSE_STATUS_NOT_SUPPORTED). Memory no allocation holds
 // is CUSPARSE_STATUS_EXECUTION_FAILED (a GPU would fault).
 #include <algorithm>
@@ -1008,7 +1008,8 @@ int f_csr2csc(void* hp, int m, int n, int nnz, const void* vals, const void* row
 
 // ---- the legacy API's BSR calls (bsrmv, bsrxmv, bsrmm; bsrsv2, bsrsm2 and bsric02 with their
 // info objects) and pruning (pruneDense2csr, pruneCsr2csr, by threshold or percentage) for the
-// four value types (V: float, double, complex float, complex double; pruning: fp32 and fp64).
+// four value types (V: float, double, complex float, complex double; pruning: fp16 as _Float16,
+// fp32 and fp64).
 // A BSR matrix is read as its scalar CSR (each block's elements, by the block's storage
 // direction): the products and solves are then the scalar ones; block IC(0) on full blocks is
 // the scalar IC(0) on their elements' pattern. A zero pivot's position is its block row.
@@ -1022,6 +1023,7 @@ V conj_of(V v) {
 }
 template <class V>
 double magnitude(V v) { return std::abs(v); }
+inline double magnitude(_Float16 v) { return std::fabs(double(v)); }  // __half's bits (GCC, Clang on x86-64)
 template <class V>
 V of_complex(std::complex<double> c) {
   if constexpr (std::is_floating_point_v<V>) return V(c.real());
@@ -1488,7 +1490,7 @@ int f_boost(void* hp, void* ip, int enable, const void* tol, const void* boost_v
   return status;
 }
 
-// ---- pruning to CSR (fp32, fp64): |a| > threshold kept, row pointers and nnz total first (Nnz),
+// ---- pruning to CSR (fp16, fp32, fp64): |a| > threshold kept, row pointers and nnz total first (Nnz),
 // then values and columns, by C's index base. By percentage, the threshold is the sorted
 // magnitudes' element at ceil(count * percentage / 100) - 1 (clamped), as NVIDIA documents.
 struct Kept {
@@ -2292,6 +2294,18 @@ void* fake_cusparse_symbol(const char* name) {
       {"cusparseZbsric02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsric>)},
       {"cusparseZbsric02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsric>)},
       {"cusparseZbsric02", reinterpret_cast<void*>(f_bsr_factor<std::complex<double>, kBsric>)},
+      {"cusparseHpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
+      {"cusparseHpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<_Float16>)},
+      {"cusparseHpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<_Float16>)},
+      {"cusparseHpruneCsr2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr)},
+      {"cusparseHpruneCsr2csrNnz", reinterpret_cast<void*>(f_prune_csr_nnz<_Float16>)},
+      {"cusparseHpruneCsr2csr", reinterpret_cast<void*>(f_prune_csr<_Float16>)},
+      {"cusparseHpruneDense2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense_pct)},
+      {"cusparseHpruneDense2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_dense_nnz_pct<_Float16>)},
+      {"cusparseHpruneDense2csrByPercentage", reinterpret_cast<void*>(f_prune_dense_pct<_Float16>)},
+      {"cusparseHpruneCsr2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr_pct)},
+      {"cusparseHpruneCsr2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_csr_nnz_pct<_Float16>)},
+      {"cusparseHpruneCsr2csrByPercentage", reinterpret_cast<void*>(f_prune_csr_pct<_Float16>)},
       {"cusparseSpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
       {"cusparseSpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<float>)},
       {"cusparseSpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<float>)},
