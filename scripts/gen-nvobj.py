@@ -53,15 +53,17 @@ prototypes, read_calls = _nvlib.prototypes, _nvlib.read_calls
 LIBS = {
     "cusparse": dict(
         headers=["cusparse.h"], enum_headers=["cusparse.h", "library_types.h"], macro="CUSPARSEAPI",
-        soname="libcusparse.so.12", area=(0x2400, 0x24FF), version="CUSPARSE_VER", Lib="Cusparse",
+        soname="libcusparse.so.12", version="CUSPARSE_VER", Lib="Cusparse",
         objects={"cusparseHandle_t": 0, "cusparseSpMatDescr_t": 1, "cusparseConstSpMatDescr_t": 1,
                  "cusparseDnVecDescr_t": 2, "cusparseConstDnVecDescr_t": 2, "cusparseDnMatDescr_t": 3,
                  "cusparseConstDnMatDescr_t": 3, "cusparseSpVecDescr_t": 4, "cusparseConstSpVecDescr_t": 4,
                  "cusparseSpSVDescr_t": 5, "cusparseSpGEMMDescr_t": 6, "csrilu02Info_t": 7, "csric02Info_t": 8,
-                 "bsrilu02Info_t": 9, "cusparseColorInfo_t": 10},
+                 "bsrilu02Info_t": 9, "cusparseColorInfo_t": 10, "bsric02Info_t": 11, "bsrsv2Info_t": 12,
+                 "bsrsm2Info_t": 13, "pruneInfo_t": 14},
         names=["handle", "sparse matrix descriptor", "dense vector descriptor", "dense matrix descriptor",
                "sparse vector descriptor", "SpSV descriptor", "SpGEMM descriptor", "csrilu02 info",
-               "csric02 info", "bsrilu02 info", "color info"],
+               "csric02 info", "bsrilu02 info", "color info", "bsric02 info", "bsrsv2 info", "bsrsm2 info",
+               "prune info"],
         # The legacy API's cusparseMatDescr_t: the guest keeps it (guest-lib/src/cusparse.cc) and
         # sends its four fields with each call; the host makes the library's own for the call
         # (CusparseMatDescr, host-stub/src/cusparse.h), so nothing of it is carried by a suspend.
@@ -73,7 +75,7 @@ LIBS = {
     "cusolver": dict(
         headers=["cusolverDn.h", "cusolver_common.h"],
         enum_headers=["cusolverDn.h", "cusolver_common.h", "cublas_api.h", "library_types.h"], macro="CUSOLVERAPI",
-        soname="libcusolver.so.12", area=(0x2500, 0x25FF), version="CUSOLVER_VER", Lib="Cusolver",
+        soname="libcusolver.so.12", version="CUSOLVER_VER", Lib="Cusolver",
         objects={"cusolverDnHandle_t": 0, "cusolverDnParams_t": 1, "syevjInfo_t": 2, "gesvdjInfo_t": 3},
         names=["handle", "parameters object", "syevj information object", "gesvdj information object"],
         by_value={}, out_statuses=(0,),
@@ -91,7 +93,20 @@ VALUES = {
 OUT_TYPES = {"int": "int", "int64_t": "int64_t", "size_t": "size_t", "long long": "long long"}  # host outputs
 HOSTBUF_MAX = 1 << 30  # a host work area the host makes for a call: at most 1 GiB
 HOSTIN_MAX = 16  # the bytes of a host input (hostin:SIZE) the wire carries
-SCALAR_BASES = ("void", "float", "double", "cuComplex", "cuDoubleComplex")  # a scalar's pointer types
+SCALAR_BASES = ("void", "float", "double", "__half", "cuComplex", "cuDoubleComplex")  # a scalar's pointer types
+
+
+AREAS_DEF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api", "include", "vmcuda", "api",
+                         "library_areas.def")
+
+
+def library_areas(libname, path=AREAS_DEF):
+    """The call areas of `libname` (library_areas.def, which remoted_library_of follows too), as
+    (first, last) call numbers."""
+    for name, areas in re.findall(r"^VMCUDA_REMOTED_LIBRARY\((\w+)((?:,\s*0x[0-9a-fA-F]+)+)\)", open(path).read(), re.M):
+        if name == libname:
+            return [(int(a, 16) << 8, (int(a, 16) << 8) | 0xFF) for a in areas.split(",")[1:]]
+    sys.exit(f"gen-nvobj.py: {path} names no areas for {libname}")
 
 
 def enums(include, headers):
@@ -152,7 +167,7 @@ class Param:
         elif role.startswith("scalar:"):  # a host value or a device pointer, by the handle's pointer mode
             # scalar:TYPE names the cudaDataType parameter, or is the cudaDataType's number (a typed pointer)
             if depth != 1 or base not in SCALAR_BASES:
-                sys.exit(f"gen-nvobj.py: {fn}: scalar {name} must be a void*, float*, double* or complex*")
+                sys.exit(f"gen-nvobj.py: {fn}: scalar {name} must be a void*, float*, double*, __half* or complex*")
             self.kind, self.count, self.host = "scalar", role[7:], "const void*"
         elif role == "modeout":  # an int output: host memory or, in device pointer mode, device memory
             if depth != 1 or base != "int":
@@ -195,7 +210,12 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     text = "".join(open(h).read() for h in headers)
     version = dict(re.findall(r"#define " + lib["version"] + r"_(MAJOR|MINOR|PATCH)\s+(\d+)", text))
     exports = [l.strip() for l in open(exports_path) if l.strip() and not l.startswith("#")]
-    calls, local = read_calls(calls_path, lib["area"])
+    areas = library_areas(libname)
+    calls, local = read_calls(calls_path, (areas[0][0], areas[-1][1]))
+    outside = [f"{c[0]:#x}" for c in calls if not any(lo <= c[0] <= hi for lo, hi in areas)]
+    if outside:
+        sys.exit(f"gen-nvobj.py: {calls_path}: calls {outside} are in no area of {libname} "
+                 f"(library_areas.def: {', '.join(f'{lo:#x}-{hi:#x}' for lo, hi in areas)})")
     note = header_note(headers + [calls_path, exports_path]).replace("gen-cublas.py", "gen-nvobj.py")
     Lib, NS = lib["Lib"], libname
 
@@ -457,7 +477,7 @@ namespace vmcuda::api {{
 }}  // namespace vmcuda::api
 """)
     write(os.path.join(d, f"vmcuda/api/{NS}_calls.def"), f"""// {note}
-// {NS} ({lib['area'][0]:#x}-{lib['area'][1]:#x}): api/libs/{NS}.calls. Included in calls.def's generated block.
+// {NS} ({', '.join(f'{lo:#x}-{hi:#x}' for lo, hi in areas)}): api/libs/{NS}.calls. Included in calls.def's generated block.
 {nl.join(defs)}
 """)
     write(os.path.join(d, f"{NS}_host_api.h"), f"""// {note}

@@ -2,7 +2,7 @@
 # NVIDIA's CUDA library samples (bench/nvidia-samples: simpleCUBLAS, batchCUBLAS, simpleCUFFT,
 # MersenneTwisterGP11213 (cuRAND), cuSolverDn_LinearSolver (LU, QR, Cholesky), conjugateGradient
 # (cuSPARSE and cuBLAS)) and vmcuda's own programs of the same kinds (tests/cuda: cublas_basic,
-# cufft_basic, curand_basic, curand_host, cusolver_basic, cusparse_cg/_more/_legacy), natively and through
+# cufft_basic, curand_basic, curand_host, cusolver_basic, cusparse_cg/_more/_legacy/_bsr), natively and through
 # vmcuda on the GPU machine, output side by side (issue 12 point 7). Each is built twice: as
 # their CMakeLists do (`-cudart shared`: vmcuda's libcudart.so.13 serves the program's own calls)
 # and as `nvcc` does by default (NAME_static: NVIDIA's static runtime inside the binary, on
@@ -18,7 +18,7 @@ set -uo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 src="$top/bench/nvidia-samples"
 carry="$top/.carry"
-ours="cublas_basic cufft_basic curand_basic curand_host cusolver_basic cusparse_cg cusparse_more cusparse_legacy"
+ours="cublas_basic cufft_basic curand_basic curand_host cusolver_basic cusparse_cg cusparse_more cusparse_legacy cusparse_bsr"
 if [ "${1:-}" != "--run" ]; then
   set -e
   nvcc="${NVCC:-/usr/local/cuda/bin/nvcc}"

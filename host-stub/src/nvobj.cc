@@ -63,9 +63,10 @@ std::string Session::nvobj_blocks_suspend() const {
     for (const auto& [guest, id] : vol_.of(kind)) {
       const NvobjObject& d = vol_.get(id)->as<NvobjObject>();
       if (d.pivot_unread)
-        return std::string("a ") + lib + " factorization (csrilu02, csric02 or bsrilu02) has run and its zero pivot "
-               "has not been read, which a resume could not make again; suspend again once the program has called "
-               "its X..._zeroPivot or destroyed the info object, or end the program";
+        return std::string("a ") + lib + " factorization or BSR triangular solve (csrilu02, csric02, bsrilu02, "
+               "bsric02, bsrsv2, bsrsm2) has run and its zero pivot has not been read, which a resume could not make "
+               "again; suspend again once the program has called its X..._zeroPivot or destroyed the info object, or "
+               "end the program";
       if (d.overflow)
         return std::string("a ") + lib + " object (" + std::to_string(guest) + ") was set up by more than " +
                std::to_string(kNvobjMaxSteps) +

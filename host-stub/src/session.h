@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <memory>
@@ -134,15 +135,30 @@ struct HostFuncGate {
 // The function every host function gate and graph host node hands the driver (host_func.cc).
 CUhostFn host_func_gate_fn();
 
-// The libraries remoted at their API, by call area (calls.def: 0x2000 cuBLAS ... 0x2600 cuDNN),
+// The libraries remoted at their API and their call areas (api/include/vmcuda/api/library_areas.def),
 // as status and logs name them.
-inline constexpr size_t kRemotedLibraries = 7;
-inline constexpr const char* kLibraryNames[kRemotedLibraries] = {"cublas", "cublaslt", "cufft", "curand",
-                                                                "cusparse", "cusolver", "cudnn"};
+inline constexpr const char* kLibraryNames[] = {
+#define VMCUDA_REMOTED_LIBRARY(name, ...) #name,
+#include "vmcuda/api/library_areas.def"
+#undef VMCUDA_REMOTED_LIBRARY
+};
+inline constexpr size_t kRemotedLibraries = std::size(kLibraryNames);
+// The library of each call area (call_id >> 8), or -1.
+inline constexpr std::array<int8_t, 256> kLibraryOfArea = [] {
+  std::array<int8_t, 256> of{};
+  of.fill(-1);
+  int8_t lib = 0;
+#define VMCUDA_REMOTED_LIBRARY(name, ...)    \
+  for (const int area : {__VA_ARGS__}) of[area] = lib; \
+  ++lib;
+#include "vmcuda/api/library_areas.def"
+#undef VMCUDA_REMOTED_LIBRARY
+  return of;
+}();
 // The library call `call_id` belongs to, or -1 for the runtime's and driver's own calls.
 constexpr int remoted_library_of(uint32_t call_id) {
   const uint32_t area = call_id >> 8;
-  return area >= 0x20 && area < 0x20 + kRemotedLibraries ? static_cast<int>(area - 0x20) : -1;
+  return area < kLibraryOfArea.size() ? kLibraryOfArea[area] : -1;
 }
 
 // What `vmcudactl status` shows of one client.

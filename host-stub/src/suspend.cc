@@ -76,7 +76,9 @@ enum RecordType : uint32_t {
 // nodes, a texture object's resource view
 // 14: cuDNN's LRN, op-tensor and reduce-tensor descriptors (legacy kinds 6-8, their settings)
 // 15: cuDNN's spatial transformer and CTC loss descriptors (legacy kinds 9 and 10, their settings)
-constexpr uint32_t kClientStateVersion = 15;
+// 16: cuSPARSE's bsric02, bsrsv2, bsrsm2 and prune info objects (object types 11-14, their
+// analyses and NnzByPercentage as recorded calls, some numbered in cuSPARSE's second area 0x27)
+constexpr uint32_t kClientStateVersion = 16;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;

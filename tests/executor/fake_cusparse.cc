@@ -5,17 +5,25 @@
 // CPU over the fake device memory for fp32 and fp64 values with 32- or 64-bit indices, and of the
 // legacy API: matrix descriptors, csrilu02/csric02 (ILU(0), IC(0), zero pivots, numeric boost),
 // gtsv2 (tridiagonal solves), COO/CSR sorts and index conversions, csr2cscEx2 (fp32/fp64, 32-bit
-// indices). A FAKE: only what the tests need; other entry
+// indices); of every value type (S/D/C/Z): csrilu02/csric02 of complex values, bsrilu02, CSC
+// sort, ?nnz, csrgeam2, gtsv2 of complex values, the interleaved gtsv/gpsv batches, csrcolor (a
+// greedy coloring), BSR products and solves (bsrmv, bsrxmv, bsrmm, bsrsv2, bsrsm2, bsric02),
+// and pruning to CSR (fp16/fp32/fp64). A FAKE: only what the tests need; other entry
 // points are missing (the stub answers CUSPARSE_STATUS_NOT_SUPPORTED). Memory no allocation holds
 // is CUSPARSE_STATUS_EXECUTION_FAILED (a GPU would fault).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <complex>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "executor/fake_driver.h"
@@ -60,6 +68,7 @@ struct Object {
   int64_t zero_pivot = -1;
   bool boost = false;
   double tol = 0, boost_val = 0;
+  std::complex<double> boost_value;  // the boost value of the generic (every type's) factorizations
 };
 std::mutex g_mu;
 std::set<Object*> g_live;
@@ -996,6 +1005,1061 @@ int f_csr2csc(void* hp, int m, int n, int nnz, const void* vals, const void* row
   return status;
 }
 
+
+// ---- the legacy API's BSR calls (bsrmv, bsrxmv, bsrmm; bsrsv2, bsrsm2 and bsric02 with their
+// info objects) and pruning (pruneDense2csr, pruneCsr2csr, by threshold or percentage) for the
+// four value types (V: float, double, complex float, complex double; pruning: fp16 as _Float16,
+// fp32 and fp64).
+// A BSR matrix is read as its scalar CSR (each block's elements, by the block's storage
+// direction): the products and solves are then the scalar ones; block IC(0) on full blocks is
+// the scalar IC(0) on their elements' pattern. A zero pivot's position is its block row.
+
+constexpr int kBsrilu = 9, kBsric = 11, kBsrsv = 12, kBsrsm = 13, kPrune = 14;
+
+template <class V>
+V conj_of(V v) {
+  if constexpr (std::is_floating_point_v<V>) return v;
+  else return std::conj(v);
+}
+template <class V>
+double magnitude(V v) { return std::abs(v); }
+inline double magnitude(_Float16 v) { return std::fabs(double(v)); }  // __half's bits (GCC, Clang on x86-64)
+template <class V>
+V of_complex(std::complex<double> c) {
+  if constexpr (std::is_floating_point_v<V>) return V(c.real());
+  else return V(c);
+}
+template <class V>
+bool read_values(const FakeDeviceAt& at, const void* p, int64_t n, std::vector<V>* out) {
+  out->assign(static_cast<size_t>(std::max<int64_t>(n, 0)), V{});
+  if (n <= 0) return true;
+  const std::byte* b = at(reinterpret_cast<uint64_t>(p), n * sizeof(V));
+  if (!b) return false;
+  std::memcpy(out->data(), b, n * sizeof(V));
+  return true;
+}
+template <class V>
+bool write_values(const FakeDeviceAt& at, void* p, const std::vector<V>& v) {
+  if (v.empty()) return true;
+  std::byte* b = at(reinterpret_cast<uint64_t>(p), v.size() * sizeof(V));
+  if (!b) return false;
+  std::memcpy(b, v.data(), v.size() * sizeof(V));
+  return true;
+}
+// A typed scalar by the handle's pointer mode.
+template <class V>
+bool scalar_of(const Object& h, const void* p, const FakeDeviceAt& at, V* v) {
+  if (!p) return false;
+  const std::byte* b = static_cast<const std::byte*>(p);
+  if (h.pointer_mode == 1 && !(b = at(reinterpret_cast<uint64_t>(p), sizeof(V)))) return false;
+  std::memcpy(v, b, sizeof(V));
+  return true;
+}
+// An int output by the handle's pointer mode (an nnz total).
+bool put_mode_int(const Object& h, int* p, int v, const FakeDeviceAt& at) {
+  if (h.pointer_mode != 1) return *p = v, true;
+  std::byte* b = at(reinterpret_cast<uint64_t>(p), 4);
+  if (!b) return false;
+  put_int(b, 0, v);
+  return true;
+}
+
+// A BSR matrix's scalar CSR: row r's entries (column, position of the value in the BSR values).
+struct BsrRows {
+  int64_t rows = 0, cols = 0, bd = 0;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> row;
+  // Block rows [begin[i], end[i]) (end: the next row's start unless bsrxmv's end pointers);
+  // blocks by column, each column below nb; false when memory is missing or an index is bad.
+  bool read(const FakeDeviceAt& at, int dir, int64_t mb, int64_t nb, int64_t nnzb, int64_t block, const void* row_ptr,
+            const void* col_ind, int base, const void* end_ptr = nullptr) {
+    if (mb < 0 || nb < 0 || nnzb < 0 || block < 1 || (dir != 0 && dir != 1)) return false;
+    rows = mb * block, cols = nb * block, bd = block;
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), (mb + 1) * 4);
+    const std::byte* e = end_ptr ? at(reinterpret_cast<uint64_t>(end_ptr), mb * 4) : nullptr;
+    const std::byte* c = at(reinterpret_cast<uint64_t>(col_ind), nnzb * 4);
+    if (!o || (nnzb && !c) || (end_ptr && mb && !e)) return false;
+    row.assign(rows, {});
+    for (int64_t i = 0; i < mb; ++i) {
+      const int64_t b = int_at(o, i) - base, en = (e ? int_at(e, i) : int_at(o, i + 1)) - base;
+      if (b < 0 || en < b || en > nnzb) return false;
+      for (int64_t k = b; k < en; ++k) {
+        const int64_t j = int_at(c, k) - base;
+        if (j < 0 || j >= nb || (k > b && j <= int_at(c, k - 1) - base)) return false;  // sorted, unique
+        for (int64_t ii = 0; ii < block; ++ii)
+          for (int64_t jj = 0; jj < block; ++jj)
+            row[i * block + ii].push_back({j * block + jj, k * block * block + (dir == 0 ? ii * block + jj : jj * block + ii)});
+      }
+    }
+    return true;
+  }
+  // The transpose's rows (op T or C), values still at their positions.
+  BsrRows transposed() const {
+    BsrRows t;
+    t.rows = cols, t.cols = rows, t.bd = bd;
+    t.row.assign(cols, {});
+    for (int64_t r = 0; r < rows; ++r)
+      for (auto [c, p] : row[r]) t.row[c].push_back({r, p});
+    return t;
+  }
+};
+
+// y = alpha A x + beta y (y's rows: A's; beta 0: y is not read).
+template <class V>
+void bsr_times(const BsrRows& a, const std::vector<V>& val, V alpha, const V* x, V beta, V* y) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    V sum{};
+    for (auto [c, p] : a.row[r]) sum += val[p] * x[c];
+    y[r] = alpha * sum + (beta == V{} ? V{} : beta * y[r]);
+  }
+}
+
+// The arguments every BSR call checks: the handle, a general matrix descriptor, sizes.
+int bsr_args(void* hp, void* dp, int dir, int mb, int nb, int nnzb, int block, Object** h, Object** d) {
+  *h = live(hp, 0);
+  if (!*h) return kNotInitialized;
+  *d = live(dp, kMatDescr);
+  if (!*d || (*d)->mat_type != 0 || mb < 0 || nb < 0 || nnzb < 0 || block < 1 || (dir != 0 && dir != 1))
+    return kInvalidValue;
+  return kSuccess;
+}
+
+template <class V>
+int f_bsrmv(void* hp, int dir, int trans, int mb, int nb, int nnzb, const void* alpha, void* dp, const void* vals,
+            const void* row_ptr, const void* col_ind, int block, const void* xp, const void* beta, void* yp) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = bsr_args(hp, dp, dir, mb, nb, nnzb, block, &h, &d)) return s;
+  if (trans != 0) return kInvalidValue;  // NVIDIA's bsrmv: CUSPARSE_OPERATION_NON_TRANSPOSE only
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    BsrRows a;
+    std::vector<V> val, x, y;
+    V al, be;
+    if (!scalar_of(*h, alpha, at, &al) || !scalar_of(*h, beta, at, &be) ||
+        !a.read(at, dir, mb, nb, nnzb, block, row_ptr, col_ind, d->base) ||
+        !read_values(at, vals, int64_t(nnzb) * block * block, &val) || !read_values(at, xp, a.cols, &x) ||
+        !read_values(at, yp, a.rows, &y)) {
+      status = kExecutionFailed;
+      return;
+    }
+    bsr_times(a, val, al, x.data(), be, y.data());
+    if (!write_values(at, yp, y)) status = kExecutionFailed;
+  });
+  return status;
+}
+// bsrxmv: bsrmv on the block rows the mask names, each from its row pointer to its end pointer;
+// y's other rows are left as they are.
+template <class V>
+int f_bsrxmv(void* hp, int dir, int trans, int mask_size, int mb, int nb, int nnzb, const void* alpha, void* dp,
+             const void* vals, const void* mask_ptr, const void* row_ptr, const void* end_ptr, const void* col_ind,
+             int block, const void* xp, const void* beta, void* yp) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = bsr_args(hp, dp, dir, mb, nb, nnzb, block, &h, &d)) return s;
+  if (trans != 0 || mask_size < 0 || mask_size > mb) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    BsrRows a;
+    std::vector<V> val, x, y;
+    V al, be;
+    const std::byte* mask = at(reinterpret_cast<uint64_t>(mask_ptr), int64_t(mask_size) * 4);
+    if ((mask_size && !mask) || !scalar_of(*h, alpha, at, &al) || !scalar_of(*h, beta, at, &be) ||
+        !a.read(at, dir, mb, nb, nnzb, block, row_ptr, col_ind, d->base, end_ptr) ||
+        !read_values(at, vals, int64_t(nnzb) * block * block, &val) || !read_values(at, xp, a.cols, &x) ||
+        !read_values(at, yp, a.rows, &y)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t m = 0; m < mask_size; ++m) {
+      const int64_t i = int_at(mask, m) - d->base;
+      if (i < 0 || i >= mb) {
+        status = kExecutionFailed;
+        return;
+      }
+      for (int64_t r = i * block; r < (i + 1) * block; ++r) {
+        V sum{};
+        for (auto [c, p] : a.row[r]) sum += val[p] * x[c];
+        y[r] = al * sum + (be == V{} ? V{} : be * y[r]);
+      }
+    }
+    if (!write_values(at, yp, y)) status = kExecutionFailed;
+  });
+  return status;
+}
+// C (mb*bs x n, column-major, ldc) = alpha A op(B) + beta C; B is kb*bs x n (ldb), or n x kb*bs
+// with op T.
+template <class V>
+int f_bsrmm(void* hp, int dir, int transA, int transB, int mb, int n, int kb, int nnzb, const void* alpha, void* dp,
+            const void* vals, const void* row_ptr, const void* col_ind, int block, const void* bp, int ldb,
+            const void* beta, void* cp, int ldc) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = bsr_args(hp, dp, dir, mb, kb, nnzb, block, &h, &d)) return s;
+  const int64_t m = int64_t(mb) * block, k = int64_t(kb) * block;
+  if (transA != 0 || (transB != 0 && transB != 1) || n < 0 || ldb < std::max<int64_t>(1, transB ? n : k) ||
+      ldc < std::max<int64_t>(1, m))
+    return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    BsrRows a;
+    std::vector<V> val, b, c;
+    V al, be;
+    const int64_t bcols = transB ? k : n;
+    if (!scalar_of(*h, alpha, at, &al) || !scalar_of(*h, beta, at, &be) ||
+        !a.read(at, dir, mb, kb, nnzb, block, row_ptr, col_ind, d->base) ||
+        !read_values(at, vals, int64_t(nnzb) * block * block, &val) ||
+        !read_values(at, bp, bcols ? (bcols - 1) * ldb + (transB ? n : k) : 0, &b) ||
+        !read_values(at, cp, n ? (n - 1) * int64_t(ldc) + m : 0, &c)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t r = 0; r < m; ++r) {
+        V sum{};
+        for (auto [col, p] : a.row[r]) sum += val[p] * (transB ? b[j + col * ldb] : b[col + j * ldb]);
+        V& out = c[r + j * ldc];
+        out = al * sum + (be == V{} ? V{} : be * out);
+      }
+    if (!write_values(at, cp, c)) status = kExecutionFailed;
+  });
+  return status;
+}
+
+// ---- BSR triangular solves: op(A) X = alpha B, A's triangle by the descriptor's fill mode
+// (the diagonal blocks' elements included), its diagonal by the diagonal type.
+int bsr_info_args(void* hp, void* dp, void* ip, int kind, int dir, int mb, int nnzb, int block, Object** h, Object** d,
+                  Object** info) {
+  if (int s = bsr_args(hp, dp, dir, mb, mb, nnzb, block, h, d)) return s;
+  *info = live(ip, kind);
+  return *info ? kSuccess : kInvalidValue;
+}
+template <int Kind>
+int f_bsr_buffer_common(void* hp, void* dp, void* ip, int dir, int mb, int nnzb, int block, int* size) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = bsr_info_args(hp, dp, ip, Kind, dir, mb, nnzb, block, &h, &d, &info)) return s;
+  if (!size) return kInvalidValue;
+  *size = 512;  // a fake's own choice
+  return kSuccess;
+}
+int f_bsrsv_buffer(void* hp, int dir, int trans, int mb, int nnzb, void* dp, void*, void*, void*, int block, void* ip,
+                   int* size) {
+  if (trans < 0 || trans > 2) return kInvalidValue;
+  return f_bsr_buffer_common<kBsrsv>(hp, dp, ip, dir, mb, nnzb, block, size);
+}
+int f_bsrsm_buffer(void* hp, int dir, int transA, int transXY, int mb, int n, int nnzb, void* dp, void*, void*, void*,
+                   int block, void* ip, int* size) {
+  if (transA < 0 || transA > 2 || (transXY != 0 && transXY != 1) || n < 0) return kInvalidValue;
+  return f_bsr_buffer_common<kBsrsm>(hp, dp, ip, dir, mb, nnzb, block, size);
+}
+template <int Kind>
+int f_bsr_factor_buffer(void* hp, int dir, int mb, int nnzb, void* dp, void*, void*, void*, int block, void* ip,
+                        int* size) {
+  return f_bsr_buffer_common<Kind>(hp, dp, ip, dir, mb, nnzb, block, size);
+}
+// The analysis: the structure (a missing diagonal block is a structural zero pivot unless the
+// diagonal is unit); it marks the buffer, as the library fills it.
+template <int Kind>
+int bsr_analysis(void* hp, void* dp, void* ip, int dir, int mb, int nnzb, const void* row_ptr, const void* col_ind,
+                 int block, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = bsr_info_args(hp, dp, ip, Kind, dir, mb, nnzb, block, &h, &d, &info)) return s;
+  if (!buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), (int64_t(mb) + 1) * 4);
+    const std::byte* c = at(reinterpret_cast<uint64_t>(col_ind), int64_t(nnzb) * 4);
+    std::byte* mark = at(reinterpret_cast<uint64_t>(buf), 8);
+    BsrRows check;
+    if (!o || (nnzb && !c) || !mark || !check.read(at, dir, mb, mb, nnzb, 1, row_ptr, col_ind, d->base)) {
+      status = kExecutionFailed;
+      return;
+    }
+    info->zero_pivot = -1;
+    if ((Kind != kBsrsv && Kind != kBsrsm) || d->diag == 0)
+      for (int64_t i = 0; i < mb && info->zero_pivot < 0; ++i) {
+        bool has = false;
+        for (int64_t k = int_at(o, i) - d->base; k < int_at(o, i + 1) - d->base; ++k) has |= int_at(c, k) - d->base == i;
+        if (!has) info->zero_pivot = i;
+      }
+    const uint64_t magic = 0x42535230u + Kind;  // "BSR0" + the info's kind
+    std::memcpy(mark, &magic, 8);
+  });
+  if (status == kSuccess) info->analysed = true;
+  return status;
+}
+int f_bsrsv_analysis(void* hp, int dir, int trans, int mb, int nnzb, void* dp, const void*, const void* row_ptr,
+                     const void* col_ind, int block, void* ip, int, void* buf) {
+  if (trans < 0 || trans > 2) return kInvalidValue;
+  return bsr_analysis<kBsrsv>(hp, dp, ip, dir, mb, nnzb, row_ptr, col_ind, block, buf);
+}
+int f_bsrsm_analysis(void* hp, int dir, int transA, int transXY, int mb, int n, int nnzb, void* dp, const void*,
+                     const void* row_ptr, const void* col_ind, int block, void* ip, int, void* buf) {
+  if (transA < 0 || transA > 2 || (transXY != 0 && transXY != 1) || n < 0) return kInvalidValue;
+  return bsr_analysis<kBsrsm>(hp, dp, ip, dir, mb, nnzb, row_ptr, col_ind, block, buf);
+}
+template <int Kind>
+int f_bsr_factor_analysis(void* hp, int dir, int mb, int nnzb, void* dp, const void*, const void* row_ptr,
+                          const void* col_ind, int block, void* ip, int, void* buf) {
+  return bsr_analysis<Kind>(hp, dp, ip, dir, mb, nnzb, row_ptr, col_ind, block, buf);
+}
+
+// Solves op(A) x = b in place (x holds b) by substitution; a zero diagonal (non-unit) is a
+// numerical zero pivot at its block row (the first kept in the info), its row left as it is.
+template <class V>
+void substitute(const BsrRows& a, const std::vector<V>& val, bool lower, bool unit, bool conj, std::vector<V>& x,
+                Object* info) {
+  const int64_t n = a.rows;
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t r = lower ? s : n - 1 - s;
+    V sum = x[r], diag{1};
+    bool has_diag = false;
+    for (auto [c, p] : a.row[r]) {
+      const V v = conj ? conj_of(val[p]) : val[p];
+      if (c == r) diag = v, has_diag = true;
+      else if (lower ? c < r : c > r) sum -= v * x[c];
+    }
+    if (unit) diag = V{1};
+    if (!unit && (!has_diag || diag == V{})) {
+      const int64_t block_row = r / a.bd;
+      if (info->zero_pivot < 0 || block_row < info->zero_pivot) info->zero_pivot = block_row;
+      continue;
+    }
+    x[r] = sum / diag;
+  }
+}
+template <class V>
+int bsr_solve(void* hp, void* dp, void* ip, int kind, int dir, int trans, int mb, int nnzb, const void* alpha,
+              const void* vals, const void* row_ptr, const void* col_ind, int block, int n, bool xy_transposed,
+              const void* bp, int64_t ldb, void* xp, int64_t ldx, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = bsr_info_args(hp, dp, ip, kind, dir, mb, nnzb, block, &h, &d, &info)) return s;
+  const int64_t m = int64_t(mb) * block;
+  if (trans < 0 || trans > 2 || n < 0 || !buf || !info->analysed) return kInvalidValue;
+  if (ldb < std::max<int64_t>(1, xy_transposed ? n : m) || ldx < std::max<int64_t>(1, xy_transposed ? n : m))
+    return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    BsrRows a;
+    std::vector<V> val, b, x;
+    V al;
+    const int64_t outer = xy_transposed ? m : n, inner = xy_transposed ? n : m;
+    if (!scalar_of(*h, alpha, at, &al) || !a.read(at, dir, mb, mb, nnzb, block, row_ptr, col_ind, d->base) ||
+        !read_values(at, vals, int64_t(nnzb) * block * block, &val) ||
+        !read_values(at, bp, outer ? (outer - 1) * ldb + inner : 0, &b) ||
+        !read_values(at, xp, outer ? (outer - 1) * ldx + inner : 0, &x)) {
+      status = kExecutionFailed;
+      return;
+    }
+    const bool lower = (d->fill == 0) != (trans != 0);
+    const BsrRows op = trans ? a.transposed() : a;
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<V> col(m);
+      for (int64_t i = 0; i < m; ++i) col[i] = al * (xy_transposed ? b[j + i * ldb] : b[i + j * ldb]);
+      substitute(op, val, lower, d->diag == 1, trans == 2, col, info);
+      for (int64_t i = 0; i < m; ++i) (xy_transposed ? x[j + i * ldx] : x[i + j * ldx]) = col[i];
+    }
+    if (!write_values(at, xp, x)) status = kExecutionFailed;
+  });
+  return status;
+}
+template <class V>
+int f_bsrsv_solve(void* hp, int dir, int trans, int mb, int nnzb, const void* alpha, void* dp, const void* vals,
+                  const void* row_ptr, const void* col_ind, int block, void* ip, const void* f, void* x, int, void* buf) {
+  return bsr_solve<V>(hp, dp, ip, kBsrsv, dir, trans, mb, nnzb, alpha, vals, row_ptr, col_ind, block, 1, false, f,
+                      std::max<int64_t>(1, int64_t(mb) * block), x, std::max<int64_t>(1, int64_t(mb) * block), buf);
+}
+template <class V>
+int f_bsrsm_solve(void* hp, int dir, int transA, int transXY, int mb, int n, int nnzb, const void* alpha, void* dp,
+                  const void* vals, const void* row_ptr, const void* col_ind, int block, void* ip, const void* b,
+                  int ldb, void* x, int ldx, int, void* buf) {
+  if (transXY != 0 && transXY != 1) return kInvalidValue;
+  return bsr_solve<V>(hp, dp, ip, kBsrsm, dir, transA, mb, nnzb, alpha, vals, row_ptr, col_ind, block, n, transXY == 1,
+                      b, ldb, x, ldx, buf);
+}
+// Block IC(0) in place: L (L L^H = A on the pattern) in the lower triangle of A's elements (the
+// diagonal blocks' upper parts left as they are); a diagonal that is not positive is a
+// numerical zero pivot at its block row.
+// The incomplete factorizations on a BSR matrix's scalar CSR (a CSR matrix: blocks of 1): ILU(0)
+// (L unit lower and U in A's pattern) or IC(0) (L L^H = A on the pattern, L in the lower
+// triangle, the upper part left as it is), in place; a zero (ILU) or non-positive (IC) diagonal
+// is a numerical zero pivot at its block row, unless the ILU's numeric boost replaces a diagonal
+// at most tol in size by boost_val.
+template <class V>
+bool factor_core(const FakeDeviceAt& at, bool ilu, int dir, int64_t mb, int64_t nnzb, int64_t block, void* vals,
+                 const void* row_ptr, const void* col_ind, int base, Object* info) {
+  BsrRows a;
+  std::vector<V> x;
+  if (!a.read(at, dir, mb, mb, nnzb, block, row_ptr, col_ind, base) ||
+      !read_values(at, vals, nnzb * block * block, &x))
+    return false;
+  auto find = [&](int64_t r, int64_t c) -> int64_t {
+    for (auto [cc, p] : a.row[r])
+      if (cc == c) return p;
+    return -1;
+  };
+  auto zero_at = [&](int64_t r) {
+    if (info->zero_pivot < 0 || r / block < info->zero_pivot) info->zero_pivot = r / block;
+  };
+  for (int64_t i = 0; i < a.rows; ++i) {
+    const int64_t di = find(i, i);
+    if (di < 0) continue;  // the structural zero the analysis reported
+    if (ilu) {
+      const auto& row = a.row[i];
+      for (size_t p = 0; p < row.size() && row[p].first < i; ++p) {
+        const int64_t k = row[p].first, dk = find(k, k);
+        if (dk < 0 || x[dk] == V{}) continue;
+        x[row[p].second] /= x[dk];
+        for (size_t q = p + 1; q < row.size(); ++q) {
+          const int64_t kj = find(k, row[q].first);
+          if (kj >= 0) x[row[q].second] -= x[row[p].second] * x[kj];
+        }
+      }
+      if (info->boost && std::abs(std::complex<double>(x[di])) <= info->tol) x[di] = of_complex<V>(info->boost_value);
+      else if (x[di] == V{}) zero_at(i);
+      continue;
+    }
+    for (auto [j, p] : a.row[i]) {
+      if (j > i) break;
+      V sum = x[p];
+      for (auto [k, q] : a.row[i]) {
+        if (k >= j) break;
+        const int64_t jk = find(j, k);
+        if (jk >= 0) sum -= x[q] * conj_of(x[jk]);
+      }
+      if (j < i) {
+        const int64_t jj = find(j, j);
+        x[p] = jj >= 0 && x[jj] != V{} ? sum / x[jj] : sum;
+      } else {
+        const double diag = std::real(std::complex<double>(sum));
+        if (!(diag > 0)) zero_at(i);
+        x[p] = V(diag > 0 ? std::sqrt(diag) : diag);
+      }
+    }
+  }
+  return write_values(at, vals, x);
+}
+template <class V, int Kind>
+int f_bsr_factor(void* hp, int dir, int mb, int nnzb, void* dp, void* vals, const void* row_ptr, const void* col_ind,
+                 int block, void* ip, int, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = bsr_info_args(hp, dp, ip, Kind, dir, mb, nnzb, block, &h, &d, &info)) return s;
+  if (!buf || !info->analysed) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    if (!factor_core<V>(at, Kind != kBsric, dir, mb, nnzb, block, vals, row_ptr, col_ind, d->base, info))
+      status = kExecutionFailed;
+  });
+  return status;
+}
+// csrilu02 / csric02 of complex values: the BSR factorization with blocks of 1.
+template <class V, int Kind>
+int f_csr_factor(void* hp, int m, int nnz, void* dp, void* vals, void* rows, void* cols, void* ip, int, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d, *info;
+  if (int s = factor_args(hp, dp, ip, Kind, m, nnz, &h, &d, &info)) return s;
+  if (!buf || !info->analysed) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    if (!factor_core<V>(at, Kind == kIlu, 0, m, nnz, 1, vals, rows, cols, d->base, info)) status = kExecutionFailed;
+  });
+  return status;
+}
+// The numeric boost of csrilu02 (complex) and bsrilu02: tol a double, boost_val of the type.
+template <class V, int Kind>
+int f_boost(void* hp, void* ip, int enable, const void* tol, const void* boost_val) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object* info = live(ip, Kind);
+  if (!info) return kInvalidValue;
+  info->boost = enable != 0;
+  if (!info->boost) return kSuccess;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    V v{};
+    if (!scalar_of(*h, tol, at, &info->tol) || !scalar_of(*h, boost_val, at, &v)) {
+      status = h->pointer_mode ? kExecutionFailed : kInvalidValue;
+      return;
+    }
+    info->boost_value = std::complex<double>(v);
+  });
+  return status;
+}
+
+// ---- pruning to CSR (fp16, fp32, fp64): |a| > threshold kept, row pointers and nnz total first (Nnz),
+// then values and columns, by C's index base. By percentage, the threshold is the sorted
+// magnitudes' element at ceil(count * percentage / 100) - 1 (clamped), as NVIDIA documents.
+struct Kept {
+  std::vector<int64_t> off;  // C's row offsets (zero-based)
+  std::vector<std::pair<int64_t, int64_t>> at;  // (column, source index) of each kept element
+};
+template <class V>
+double threshold_by_percentage(std::vector<V> v, float percentage) {
+  if (v.empty()) return 0;
+  std::vector<double> mag(v.size());
+  for (size_t i = 0; i < v.size(); ++i) mag[i] = magnitude(v[i]);
+  std::sort(mag.begin(), mag.end());
+  int64_t pos = static_cast<int64_t>(std::ceil(double(mag.size()) * (percentage / 100.0))) - 1;
+  pos = std::clamp<int64_t>(pos, 0, int64_t(mag.size()) - 1);
+  return mag[pos];
+}
+// A dense m x n (column-major, lda) source: what is kept, row by row.
+template <class V>
+Kept keep_dense(const std::vector<V>& a, int64_t m, int64_t n, int64_t lda, double threshold) {
+  Kept k;
+  k.off.push_back(0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j)
+      if (magnitude(a[i + j * lda]) > threshold) k.at.push_back({j, i + j * lda});
+    k.off.push_back(int64_t(k.at.size()));
+  }
+  return k;
+}
+template <class V>
+Kept keep_csr(const std::vector<V>& val, const LegacyCsr& a, int64_t m, double threshold) {
+  Kept k;
+  k.off.push_back(0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = a.off[i]; p < a.off[i + 1]; ++p)
+      if (magnitude(val[p]) > threshold) k.at.push_back({a.col[p], p});
+    k.off.push_back(int64_t(k.at.size()));
+  }
+  return k;
+}
+// Writes C's row offsets and the nnz total (Nnz), or its values and columns.
+template <class V>
+bool write_kept(const FakeDeviceAt& at, const Object& h, const Kept& k, int base, int64_t m, void* row_c, int* nnz,
+                const std::vector<V>* src, void* val_c, void* col_c) {
+  if (nnz) {
+    std::byte* o = at(reinterpret_cast<uint64_t>(row_c), (m + 1) * 4);
+    if (!o) return false;
+    for (int64_t i = 0; i <= m; ++i) put_int(o, i, static_cast<int32_t>(k.off[i] + base));
+    return put_mode_int(h, nnz, static_cast<int>(k.at.size()), at);
+  }
+  std::vector<V> v(k.at.size());
+  std::byte* c = at(reinterpret_cast<uint64_t>(col_c), k.at.size() * 4);
+  if (!k.at.empty() && !c) return false;
+  for (size_t e = 0; e < k.at.size(); ++e) v[e] = (*src)[k.at[e].second], put_int(c, e, int32_t(k.at[e].first + base));
+  return write_values(at, val_c, v);
+}
+int prune_args(void* hp, void* dc, int m, int n, Object** h, Object** d) {
+  *h = live(hp, 0);
+  if (!*h) return kNotInitialized;
+  *d = live(dc, kMatDescr);
+  return *d && (*d)->mat_type == 0 && m >= 0 && n >= 0 ? kSuccess : kInvalidValue;
+}
+// Dense source; `percentage` < 0: by `threshold`.
+template <class V>
+int prune_dense(void* hp, int m, int n, const void* ap, int lda, const void* threshold, float percentage, void* dc,
+                void* info, void* row_c, int* nnz, void* val_c, void* col_c, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = prune_args(hp, dc, m, n, &h, &d)) return s;
+  if (lda < std::max(1, m) || !buf || (nnz == nullptr) == (val_c == nullptr) || (info && !live(info, kPrune)) ||
+      (info && (percentage < 0 || percentage > 100)))
+    return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    std::vector<V> a;
+    V t{};
+    if (!read_values(at, ap, n ? (int64_t(n) - 1) * lda + m : 0, &a) || (!info && !scalar_of(*h, threshold, at, &t))) {
+      status = !info && !threshold ? kInvalidValue : kExecutionFailed;
+      return;
+    }
+    std::vector<V> dense;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) dense.push_back(a[i + j * lda]);
+    const double cut = info ? threshold_by_percentage(dense, percentage) : double(t);
+    if (info) static_cast<Object*>(info)->tol = cut;  // the threshold chosen, as the library keeps it
+    const Kept k = keep_dense(a, m, n, lda, cut);
+    if (!write_kept<V>(at, *h, k, d->base, m, row_c, nnz, &a, val_c, col_c)) status = kExecutionFailed;
+  });
+  return status;
+}
+template <class V>
+int prune_csr(void* hp, int m, int n, int nnz_a, void* da, const void* val_a, const void* row_a, const void* col_a,
+              const void* threshold, float percentage, void* dc, void* info, void* row_c, int* nnz, void* val_c,
+              void* col_c, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = prune_args(hp, dc, m, n, &h, &d)) return s;
+  Object* descr_a = live(da, kMatDescr);
+  if (!descr_a || descr_a->mat_type != 0 || nnz_a < 0 || !buf || (nnz == nullptr) == (val_c == nullptr) ||
+      (info && !live(info, kPrune)) || (info && (percentage < 0 || percentage > 100)))
+    return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    LegacyCsr a;
+    std::vector<V> val;
+    V t{};
+    // LegacyCsr reads a square matrix's columns: n columns here.
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_a), (int64_t(m) + 1) * 4);
+    const std::byte* c = at(reinterpret_cast<uint64_t>(col_a), int64_t(nnz_a) * 4);
+    if (!o || (nnz_a && !c) || !read_values(at, val_a, nnz_a, &val) || (!info && !scalar_of(*h, threshold, at, &t))) {
+      status = kExecutionFailed;
+      return;
+    }
+    a.m = m;
+    a.off.resize(m + 1);
+    a.col.resize(nnz_a);
+    for (int64_t r = 0; r <= m; ++r) a.off[r] = int_at(o, r) - descr_a->base;
+    for (int64_t k = 0; k < nnz_a; ++k) a.col[k] = int_at(c, k) - descr_a->base;
+    for (int64_t r = 0; r < m; ++r)
+      if (a.off[r] < 0 || a.off[r + 1] < a.off[r] || a.off[r + 1] > nnz_a) return void(status = kExecutionFailed);
+    for (int64_t k = 0; k < nnz_a; ++k)
+      if (a.col[k] < 0 || a.col[k] >= n) return void(status = kExecutionFailed);
+    const double cut = info ? threshold_by_percentage(val, percentage) : double(t);
+    if (info) static_cast<Object*>(info)->tol = cut;
+    const Kept k = keep_csr(val, a, m, cut);
+    if (!write_kept<V>(at, *h, k, d->base, m, row_c, nnz, &val, val_c, col_c)) status = kExecutionFailed;
+  });
+  return status;
+}
+int f_prune_buffer_dense(void* hp, int m, int n, const void*, int lda, const void*, void* dc, const void*,
+                         const void*, const void*, size_t* size) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = prune_args(hp, dc, m, n, &h, &d)) return s;
+  if (lda < std::max(1, m) || !size) return kInvalidValue;
+  *size = 512;
+  return kSuccess;
+}
+int f_prune_buffer_dense_pct(void* hp, int m, int n, const void*, int lda, float pct, void* dc, const void*,
+                             const void*, const void*, void* info, size_t* size) {
+  {
+    std::lock_guard l(g_mu);
+    if (live(hp, 0) && !live(info, kPrune)) return kInvalidValue;
+  }
+  if (pct < 0 || pct > 100) return kInvalidValue;
+  return f_prune_buffer_dense(hp, m, n, nullptr, lda, nullptr, dc, nullptr, nullptr, nullptr, size);
+}
+int f_prune_buffer_csr(void* hp, int m, int n, int nnz_a, void* da, const void*, const void*, const void*, const void*,
+                       void* dc, const void*, const void*, const void*, size_t* size) {
+  std::lock_guard l(g_mu);
+  Object *h, *d;
+  if (int s = prune_args(hp, dc, m, n, &h, &d)) return s;
+  if (!live(da, kMatDescr) || nnz_a < 0 || !size) return kInvalidValue;
+  *size = 512;
+  return kSuccess;
+}
+int f_prune_buffer_csr_pct(void* hp, int m, int n, int nnz_a, void* da, const void*, const void*, const void*,
+                           float pct, void* dc, const void*, const void*, const void*, void* info, size_t* size) {
+  {
+    std::lock_guard l(g_mu);
+    if (live(hp, 0) && !live(info, kPrune)) return kInvalidValue;
+  }
+  if (pct < 0 || pct > 100) return kInvalidValue;
+  return f_prune_buffer_csr(hp, m, n, nnz_a, da, nullptr, nullptr, nullptr, nullptr, dc, nullptr, nullptr, nullptr, size);
+}
+template <class V>
+int f_prune_dense_nnz(void* hp, int m, int n, const void* a, int lda, const void* t, void* dc, void* row_c, int* nnz,
+                      void* buf) {
+  if (!nnz) return kInvalidValue;
+  return prune_dense<V>(hp, m, n, a, lda, t, -1, dc, nullptr, row_c, nnz, nullptr, nullptr, buf);
+}
+template <class V>
+int f_prune_dense(void* hp, int m, int n, const void* a, int lda, const void* t, void* dc, void* val_c,
+                  const void* row_c, void* col_c, void* buf) {
+  if (!val_c) return kInvalidValue;
+  return prune_dense<V>(hp, m, n, a, lda, t, -1, dc, nullptr, const_cast<void*>(row_c), nullptr, val_c, col_c, buf);
+}
+template <class V>
+int f_prune_dense_nnz_pct(void* hp, int m, int n, const void* a, int lda, float pct, void* dc, void* row_c, int* nnz,
+                          void* info, void* buf) {
+  if (!nnz || !info) return kInvalidValue;
+  return prune_dense<V>(hp, m, n, a, lda, nullptr, pct, dc, info, row_c, nnz, nullptr, nullptr, buf);
+}
+template <class V>
+int f_prune_dense_pct(void* hp, int m, int n, const void* a, int lda, float pct, void* dc, void* val_c,
+                      const void* row_c, void* col_c, void* info, void* buf) {
+  if (!val_c || !info) return kInvalidValue;
+  return prune_dense<V>(hp, m, n, a, lda, nullptr, pct, dc, info, const_cast<void*>(row_c), nullptr, val_c, col_c, buf);
+}
+template <class V>
+int f_prune_csr_nnz(void* hp, int m, int n, int nnz_a, void* da, const void* va, const void* ra, const void* ca,
+                    const void* t, void* dc, void* row_c, int* nnz, void* buf) {
+  if (!nnz) return kInvalidValue;
+  return prune_csr<V>(hp, m, n, nnz_a, da, va, ra, ca, t, -1, dc, nullptr, row_c, nnz, nullptr, nullptr, buf);
+}
+template <class V>
+int f_prune_csr(void* hp, int m, int n, int nnz_a, void* da, const void* va, const void* ra, const void* ca,
+                const void* t, void* dc, void* val_c, const void* row_c, void* col_c, void* buf) {
+  if (!val_c) return kInvalidValue;
+  return prune_csr<V>(hp, m, n, nnz_a, da, va, ra, ca, t, -1, dc, nullptr, const_cast<void*>(row_c), nullptr, val_c,
+                      col_c, buf);
+}
+template <class V>
+int f_prune_csr_nnz_pct(void* hp, int m, int n, int nnz_a, void* da, const void* va, const void* ra, const void* ca,
+                        float pct, void* dc, void* row_c, int* nnz, void* info, void* buf) {
+  if (!nnz || !info) return kInvalidValue;
+  return prune_csr<V>(hp, m, n, nnz_a, da, va, ra, ca, nullptr, pct, dc, info, row_c, nnz, nullptr, nullptr, buf);
+}
+template <class V>
+int f_prune_csr_pct(void* hp, int m, int n, int nnz_a, void* da, const void* va, const void* ra, const void* ca,
+                    float pct, void* dc, void* val_c, const void* row_c, void* col_c, void* info, void* buf) {
+  if (!val_c || !info) return kInvalidValue;
+  return prune_csr<V>(hp, m, n, nnz_a, da, va, ra, ca, nullptr, pct, dc, info, const_cast<void*>(row_c), nullptr,
+                      val_c, col_c, buf);
+}
+
+
+// ---- the legacy calls of the four value types the fake had not yet: CSC sort, dense nonzero
+// counts (?nnz), C = alpha A + beta B (csrgeam2), gtsv2 of complex values, interleaved batches of
+// tridiagonal and pentadiagonal systems (the fake eliminates without pivoting whatever the
+// algorithm asked: its tests' systems are diagonally dominant)
+
+// The CSC sort is the CSR sort of the transpose: columns for rows.
+int f_cscsort(void* hp, int m, int n, int nnz, void* dp, const void* col_ptr, void* rows, void* perm, void* buf) {
+  return f_csrsort(hp, n, m, nnz, dp, col_ptr, rows, perm, buf);
+}
+
+// Nonzeros of a dense m x n matrix (column-major, lda) per row (dir ROW) or per column, and in all.
+template <class V>
+int f_nnz(void* hp, int dir, int m, int n, void* dp, const void* ap, int lda, void* per, int* total) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object* d = live(dp, kMatDescr);
+  if (!d || d->mat_type != 0 || (dir != 0 && dir != 1) || m < 0 || n < 0 || lda < std::max(1, m) || !total)
+    return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    std::vector<V> a;
+    std::byte* counts = at(reinterpret_cast<uint64_t>(per), int64_t(dir == 0 ? m : n) * 4);
+    if (!read_values(at, ap, n ? (int64_t(n) - 1) * lda + m : 0, &a) || (!counts && (dir == 0 ? m : n))) {
+      status = kExecutionFailed;
+      return;
+    }
+    int all = 0;
+    for (int64_t k = 0; k < (dir == 0 ? m : n); ++k) {
+      int here = 0;
+      for (int64_t e = 0; e < (dir == 0 ? n : m); ++e) here += (dir == 0 ? a[k + e * lda] : a[e + k * lda]) != V{};
+      put_int(counts, k, here);
+      all += here;
+    }
+    if (!put_mode_int(*h, total, all, at)) status = kExecutionFailed;
+  });
+  return status;
+}
+
+// A general CSR (m rows, n columns, 32-bit indices by its descriptor's base, sorted within rows).
+struct GeneralCsr {
+  std::vector<int64_t> off, col;
+  bool read(const FakeDeviceAt& at, int64_t m, int64_t n, int64_t nnz, const void* row_ptr, const void* col_ind,
+            int base) {
+    const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), (m + 1) * 4);
+    const std::byte* c = at(reinterpret_cast<uint64_t>(col_ind), nnz * 4);
+    if (!o || (nnz && !c)) return false;
+    off.resize(m + 1), col.resize(nnz);
+    for (int64_t r = 0; r <= m; ++r) off[r] = int_at(o, r) - base;
+    for (int64_t k = 0; k < nnz; ++k) col[k] = int_at(c, k) - base;
+    if (off[0] != 0 || off[m] != nnz) return false;
+    for (int64_t r = 0; r < m; ++r) {
+      if (off[r + 1] < off[r]) return false;
+      for (int64_t k = off[r]; k < off[r + 1]; ++k)
+        if (col[k] < 0 || col[k] >= n || (k > off[r] && col[k] <= col[k - 1])) return false;
+    }
+    return true;
+  }
+};
+// The arguments of every csrgeam2 call: the handle, three general descriptors, sizes.
+int geam_args(void* hp, void* da, void* db, void* dc, int m, int n, int nnz_a, int nnz_b, Object** h, Object** a,
+              Object** b, Object** c) {
+  *h = live(hp, 0);
+  if (!*h) return kNotInitialized;
+  *a = live(da, kMatDescr), *b = live(db, kMatDescr), *c = live(dc, kMatDescr);
+  if (!*a || !*b || !*c || (*a)->mat_type || (*b)->mat_type || (*c)->mat_type || m < 0 || n < 0 || nnz_a < 0 ||
+      nnz_b < 0)
+    return kInvalidValue;
+  return kSuccess;
+}
+// C's pattern is the union of A's and B's, row by row (whatever alpha and beta are).
+void geam_pattern(const GeneralCsr& a, const GeneralCsr& b, int64_t m, std::vector<int64_t>* off,
+                  std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>>* at) {
+  off->assign(1, 0);
+  for (int64_t r = 0; r < m; ++r) {
+    int64_t i = a.off[r], j = b.off[r];
+    while (i < a.off[r + 1] || j < b.off[r + 1]) {
+      const int64_t ca = i < a.off[r + 1] ? a.col[i] : INT64_MAX, cb = j < b.off[r + 1] ? b.col[j] : INT64_MAX;
+      const int64_t c = std::min(ca, cb);
+      at->push_back({c, {ca == c ? i++ : -1, cb == c ? j++ : -1}});
+    }
+    off->push_back(int64_t(at->size()));
+  }
+}
+int f_geam_nnz(void* hp, int m, int n, void* da, int nnz_a, const void* ra, const void* ca, void* db, int nnz_b,
+               const void* rb, const void* cb, void* dc, void* rc, int* total, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *a, *b, *c;
+  if (int s = geam_args(hp, da, db, dc, m, n, nnz_a, nnz_b, &h, &a, &b, &c)) return s;
+  if (!total || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    GeneralCsr ma, mb;
+    std::byte* out = at(reinterpret_cast<uint64_t>(rc), (int64_t(m) + 1) * 4);
+    if (!out || !ma.read(at, m, n, nnz_a, ra, ca, a->base) || !mb.read(at, m, n, nnz_b, rb, cb, b->base)) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<int64_t> off;
+    std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> where;
+    geam_pattern(ma, mb, m, &off, &where);
+    for (int64_t r = 0; r <= m; ++r) put_int(out, r, int32_t(off[r] + c->base));
+    if (!put_mode_int(*h, total, int(where.size()), at)) status = kExecutionFailed;
+  });
+  return status;
+}
+int f_geam_buffer(void* hp, int m, int n, const void*, void* da, int nnz_a, const void*, const void*, const void*,
+                  const void*, void* db, int nnz_b, const void*, const void*, const void*, void* dc, const void*,
+                  const void*, const void*, size_t* size) {
+  std::lock_guard l(g_mu);
+  Object *h, *a, *b, *c;
+  if (int s = geam_args(hp, da, db, dc, m, n, nnz_a, nnz_b, &h, &a, &b, &c)) return s;
+  if (!size) return kInvalidValue;
+  *size = 256 + 4 * size_t(m);  // a fake's own choice
+  return kSuccess;
+}
+template <class V>
+int f_geam(void* hp, int m, int n, const void* alpha, void* da, int nnz_a, const void* va, const void* ra,
+           const void* ca, const void* beta, void* db, int nnz_b, const void* vb, const void* rb, const void* cb,
+           void* dc, void* vc, void* rc, void* cc, void* buf) {
+  std::lock_guard l(g_mu);
+  Object *h, *a, *b, *c;
+  if (int s = geam_args(hp, da, db, dc, m, n, nnz_a, nnz_b, &h, &a, &b, &c)) return s;
+  if (!buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    GeneralCsr ma, mb;
+    std::vector<V> xa, xb;
+    V al, be;
+    if (!scalar_of(*h, alpha, at, &al) || !scalar_of(*h, beta, at, &be) || !ma.read(at, m, n, nnz_a, ra, ca, a->base) ||
+        !mb.read(at, m, n, nnz_b, rb, cb, b->base) || !read_values(at, va, nnz_a, &xa) ||
+        !read_values(at, vb, nnz_b, &xb)) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<int64_t> off;
+    std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> where;
+    geam_pattern(ma, mb, m, &off, &where);
+    // C's row pointers are what Xcsrgeam2Nnz wrote: they must say the union's sizes.
+    const std::byte* o = at(reinterpret_cast<uint64_t>(rc), (int64_t(m) + 1) * 4);
+    std::byte* cols = at(reinterpret_cast<uint64_t>(cc), where.size() * 4);
+    if (!o || (!where.empty() && !cols)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t r = 0; r <= m; ++r)
+      if (int_at(o, r) - c->base != off[r]) {
+        status = kExecutionFailed;
+        return;
+      }
+    std::vector<V> out(where.size());
+    for (size_t e = 0; e < where.size(); ++e) {
+      const auto [col, from] = where[e];
+      out[e] = (from.first >= 0 ? al * xa[from.first] : V{}) + (from.second >= 0 ? be * xb[from.second] : V{});
+      put_int(cols, e, int32_t(col + c->base));
+    }
+    if (!write_values(at, vc, out)) status = kExecutionFailed;
+  });
+  return status;
+}
+
+// Thomas's elimination of one tridiagonal system whose element i is at first + i * stride.
+template <class V>
+void thomas_of(const V* dl, const V* d, const V* du, V* x, int64_t m, int64_t first, int64_t stride) {
+  std::vector<V> cp(m), dp(m);
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t k = first + i * stride;
+    const V a = i ? dl[k] : V{}, den = d[k] - (i ? a * cp[i - 1] : V{});
+    cp[i] = du[k] / den;
+    dp[i] = (x[k] - (i ? a * dp[i - 1] : V{})) / den;
+  }
+  for (int64_t i = m - 1; i >= 0; --i) {
+    if (i < m - 1) dp[i] -= cp[i] * dp[i + 1];
+    x[first + i * stride] = dp[i];
+  }
+}
+// gtsv2 / gtsv2_nopivot of complex values: B (m x n, ldb) overwritten by the solution.
+template <class V>
+int f_gtsv_v(void* hp, int m, int n, const void* dl, const void* d, const void* du, void* b, int ldb, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 3 || n < 0 || ldb < m || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    std::vector<V> l_, c_, u_, x;
+    if (!read_values(at, dl, m, &l_) || !read_values(at, d, m, &c_) || !read_values(at, du, m, &u_) ||
+        !read_values(at, b, n ? (int64_t(n) - 1) * ldb + m : 0, &x)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      std::vector<V> col(x.begin() + j * ldb, x.begin() + j * ldb + m);
+      thomas_of(l_.data(), c_.data(), u_.data(), col.data(), m, 0, 1);
+      std::copy(col.begin(), col.end(), x.begin() + j * ldb);
+    }
+    if (!write_values(at, b, x)) status = kExecutionFailed;
+  });
+  return status;
+}
+template <class V>
+int f_gtsv_stride_v(void* hp, int m, const void* dl, const void* d, const void* du, void* x, int batch, int stride,
+                    void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (m < 3 || batch < 0 || stride < m || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const int64_t n = batch ? (int64_t(batch) - 1) * stride + m : 0;
+    std::vector<V> l_, c_, u_, b;
+    if (!read_values(at, dl, n, &l_) || !read_values(at, d, n, &c_) || !read_values(at, du, n, &u_) ||
+        !read_values(at, x, n, &b)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t k = 0; k < batch; ++k) thomas_of(l_.data(), c_.data(), u_.data(), b.data(), m, k * stride, 1);
+    if (!write_values(at, x, b)) status = kExecutionFailed;
+  });
+  return status;
+}
+int f_interleaved_buffer(void* hp, int algo, int m, const void*, const void*, const void*, const void*, int batch,
+                         size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (algo < 0 || algo > 2 || m < 1 || batch < 0 || !size) return kInvalidValue;
+  *size = 64 + 16 * size_t(m) * size_t(batch);
+  return kSuccess;
+}
+// Interleaved: element i of system k at i * batch + k.
+template <class V>
+int f_gtsv_interleaved(void* hp, int algo, int m, void* dl, void* d, void* du, void* x, int batch, void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (algo < 0 || algo > 2 || m < 1 || batch < 0 || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const int64_t n = int64_t(m) * batch;
+    std::vector<V> l_, c_, u_, b;
+    if (!read_values(at, dl, n, &l_) || !read_values(at, d, n, &c_) || !read_values(at, du, n, &u_) ||
+        !read_values(at, x, n, &b)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t k = 0; k < batch; ++k) thomas_of(l_.data(), c_.data(), u_.data(), b.data(), m, k, batch);
+    if (!write_values(at, x, b)) status = kExecutionFailed;
+  });
+  return status;
+}
+int f_gpsv_buffer(void* hp, int algo, int m, const void*, const void*, const void*, const void*, const void*,
+                  const void*, int batch, size_t* size) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (algo != 0 || m < 1 || batch < 0 || !size) return kInvalidValue;  // QR (0) only, as NVIDIA's
+  *size = 64 + 32 * size_t(m) * size_t(batch);
+  return kSuccess;
+}
+// Pentadiagonal: ds (x[i-2]), dl, d, du, dw (x[i+2]), interleaved; banded elimination.
+template <class V>
+int f_gpsv_interleaved(void* hp, int algo, int m, void* ds, void* dl, void* d, void* du, void* dw, void* x, int batch,
+                       void* buf) {
+  std::lock_guard l(g_mu);
+  if (!live(hp, 0)) return kNotInitialized;
+  if (algo != 0 || m < 1 || batch < 0 || !buf) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    const int64_t n = int64_t(m) * batch;
+    std::vector<V> bands[5], b;
+    const void* from[5] = {ds, dl, d, du, dw};
+    for (int k = 0; k < 5; ++k)
+      if (!read_values(at, from[k], n, &bands[k])) status = kExecutionFailed;
+    if (status != kSuccess || !read_values(at, x, n, &b)) {
+      status = kExecutionFailed;
+      return;
+    }
+    for (int64_t s = 0; s < batch; ++s) {
+      // row i's band: columns i-2 .. i+2 at 0 .. 4
+      std::vector<std::array<V, 5>> a(m);
+      std::vector<V> r(m);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int k = 0; k < 5; ++k) a[i][k] = bands[k][i * batch + s];
+        r[i] = b[i * batch + s];
+      }
+      for (int64_t k = 0; k < m; ++k)
+        for (int64_t i = k + 1; i <= std::min<int64_t>(k + 2, m - 1); ++i) {
+          const V f = a[i][k - i + 2] / a[k][2];
+          for (int64_t j = k; j <= std::min<int64_t>(k + 2, m - 1); ++j) a[i][j - i + 2] -= f * a[k][j - k + 2];
+          r[i] -= f * r[k];
+        }
+      for (int64_t i = m - 1; i >= 0; --i) {
+        V sum = r[i];
+        for (int64_t j = i + 1; j <= std::min<int64_t>(i + 2, m - 1); ++j) sum -= a[i][j - i + 2] * r[j];
+        r[i] = sum / a[i][2];
+      }
+      for (int64_t i = 0; i < m; ++i) b[i * batch + s] = r[i];
+    }
+    if (!write_values(at, x, b)) status = kExecutionFailed;
+  });
+  return status;
+}
+
+
+// csrcolor: a greedy coloring of the graph of A's off-diagonal entries (i, j adjacent when either
+// names the other) over the first ceil(fractionToColor * m) nodes; each node after those gets a
+// color of its own, as NVIDIA's documents the fraction. reordering (optional): the nodes grouped
+// by color, each group in node order. The colors come from 0; ncolors by the pointer mode.
+constexpr int kColorInfo = 10;
+template <class F>
+int f_csrcolor(void* hp, int m, int nnz, void* dp, const void*, const void* row_ptr, const void* col_ind,
+               const void* fraction, int* ncolors, void* coloring, void* reordering, void* ip) {
+  std::lock_guard l(g_mu);
+  Object* h = live(hp, 0);
+  if (!h) return kNotInitialized;
+  Object* d = live(dp, kMatDescr);
+  if (!d || d->mat_type != 0 || !live(ip, kColorInfo) || m < 0 || nnz < 0 || !ncolors) return kInvalidValue;
+  int status = kSuccess;
+  fake_device_access([&](const FakeDeviceAt& at) {
+    GeneralCsr a;
+    F frac{};
+    std::byte* color = at(reinterpret_cast<uint64_t>(coloring), int64_t(m) * 4);
+    std::byte* order = reordering ? at(reinterpret_cast<uint64_t>(reordering), int64_t(m) * 4) : nullptr;
+    if (!scalar_of(*h, fraction, at, &frac) || !a.read(at, m, m, nnz, row_ptr, col_ind, d->base) ||
+        (m && !color) || (reordering && m && !order)) {
+      status = kExecutionFailed;
+      return;
+    }
+    std::vector<std::set<int64_t>> adj(m);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t k = a.off[r]; k < a.off[r + 1]; ++k)
+        if (a.col[k] != r) adj[r].insert(a.col[k]), adj[a.col[k]].insert(r);
+    const int64_t greedy = std::min<int64_t>(m, int64_t(std::ceil(double(frac) * m)));
+    std::vector<int> c(m, -1);
+    int colors = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      if (i >= greedy) {
+        c[i] = colors++;
+        continue;
+      }
+      std::set<int> used;
+      for (int64_t j : adj[i]) used.insert(c[j]);
+      int pick = 0;
+      while (used.count(pick)) ++pick;
+      c[i] = pick;
+      colors = std::max(colors, pick + 1);
+    }
+    std::vector<int64_t> by_color(m);
+    for (int64_t i = 0; i < m; ++i) by_color[i] = i, put_int(color, i, c[i]);
+    std::stable_sort(by_color.begin(), by_color.end(), [&](int64_t x, int64_t y) { return c[x] < c[y]; });
+    if (order)
+      for (int64_t i = 0; i < m; ++i) put_int(order, i, int32_t(by_color[i]));
+    if (!put_mode_int(*h, ncolors, colors, at)) status = kExecutionFailed;
+  });
+  return status;
+}
+
 }  // namespace
 
 void* fake_cusparse_symbol(const char* name) {
@@ -1087,6 +2151,185 @@ void* fake_cusparse_symbol(const char* name) {
       {"cusparseXcsr2coo", reinterpret_cast<void*>(f_csr2coo)},
       {"cusparseCsr2cscEx2_bufferSize", reinterpret_cast<void*>(f_csr2csc_buffer)},
       {"cusparseCsr2cscEx2", reinterpret_cast<void*>(f_csr2csc)},
+      // the legacy calls of every value type, sorts by column, geam, interleaved batches
+      {"cusparseXcscsort_bufferSizeExt", reinterpret_cast<void*>(f_sort_buffer)},
+      {"cusparseXcscsort", reinterpret_cast<void*>(f_cscsort)},
+      {"cusparseXcsrgeam2Nnz", reinterpret_cast<void*>(f_geam_nnz)},
+      {"cusparseSnnz", reinterpret_cast<void*>(f_nnz<float>)},
+      {"cusparseScsrgeam2_bufferSizeExt", reinterpret_cast<void*>(f_geam_buffer)},
+      {"cusparseScsrgeam2", reinterpret_cast<void*>(f_geam<float>)},
+      {"cusparseSgtsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_interleaved_buffer)},
+      {"cusparseSgtsvInterleavedBatch", reinterpret_cast<void*>(f_gtsv_interleaved<float>)},
+      {"cusparseSgpsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gpsv_buffer)},
+      {"cusparseSgpsvInterleavedBatch", reinterpret_cast<void*>(f_gpsv_interleaved<float>)},
+      {"cusparseDnnz", reinterpret_cast<void*>(f_nnz<double>)},
+      {"cusparseDcsrgeam2_bufferSizeExt", reinterpret_cast<void*>(f_geam_buffer)},
+      {"cusparseDcsrgeam2", reinterpret_cast<void*>(f_geam<double>)},
+      {"cusparseDgtsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_interleaved_buffer)},
+      {"cusparseDgtsvInterleavedBatch", reinterpret_cast<void*>(f_gtsv_interleaved<double>)},
+      {"cusparseDgpsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gpsv_buffer)},
+      {"cusparseDgpsvInterleavedBatch", reinterpret_cast<void*>(f_gpsv_interleaved<double>)},
+      {"cusparseCnnz", reinterpret_cast<void*>(f_nnz<std::complex<float>>)},
+      {"cusparseCcsrgeam2_bufferSizeExt", reinterpret_cast<void*>(f_geam_buffer)},
+      {"cusparseCcsrgeam2", reinterpret_cast<void*>(f_geam<std::complex<float>>)},
+      {"cusparseCgtsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_interleaved_buffer)},
+      {"cusparseCgtsvInterleavedBatch", reinterpret_cast<void*>(f_gtsv_interleaved<std::complex<float>>)},
+      {"cusparseCgpsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gpsv_buffer)},
+      {"cusparseCgpsvInterleavedBatch", reinterpret_cast<void*>(f_gpsv_interleaved<std::complex<float>>)},
+      {"cusparseZnnz", reinterpret_cast<void*>(f_nnz<std::complex<double>>)},
+      {"cusparseZcsrgeam2_bufferSizeExt", reinterpret_cast<void*>(f_geam_buffer)},
+      {"cusparseZcsrgeam2", reinterpret_cast<void*>(f_geam<std::complex<double>>)},
+      {"cusparseZgtsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_interleaved_buffer)},
+      {"cusparseZgtsvInterleavedBatch", reinterpret_cast<void*>(f_gtsv_interleaved<std::complex<double>>)},
+      {"cusparseZgpsvInterleavedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gpsv_buffer)},
+      {"cusparseZgpsvInterleavedBatch", reinterpret_cast<void*>(f_gpsv_interleaved<std::complex<double>>)},
+      {"cusparseCgtsv2_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseCgtsv2_nopivot_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseCgtsv2", reinterpret_cast<void*>(f_gtsv_v<std::complex<float>>)},
+      {"cusparseCgtsv2_nopivot", reinterpret_cast<void*>(f_gtsv_v<std::complex<float>>)},
+      {"cusparseCgtsv2StridedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_batch_buffer)},
+      {"cusparseCgtsv2StridedBatch", reinterpret_cast<void*>(f_gtsv_stride_v<std::complex<float>>)},
+      {"cusparseZgtsv2_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseZgtsv2_nopivot_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_buffer)},
+      {"cusparseZgtsv2", reinterpret_cast<void*>(f_gtsv_v<std::complex<double>>)},
+      {"cusparseZgtsv2_nopivot", reinterpret_cast<void*>(f_gtsv_v<std::complex<double>>)},
+      {"cusparseZgtsv2StridedBatch_bufferSizeExt", reinterpret_cast<void*>(f_gtsv_batch_buffer)},
+      {"cusparseZgtsv2StridedBatch", reinterpret_cast<void*>(f_gtsv_stride_v<std::complex<double>>)},
+      {"cusparseCreateColorInfo", reinterpret_cast<void*>(f_create_info<kColorInfo>)},
+      {"cusparseDestroyColorInfo", reinterpret_cast<void*>(f_destroy_info<kColorInfo>)},
+      {"cusparseScsrcolor", reinterpret_cast<void*>(f_csrcolor<float>)},
+      {"cusparseDcsrcolor", reinterpret_cast<void*>(f_csrcolor<double>)},
+      {"cusparseCcsrcolor", reinterpret_cast<void*>(f_csrcolor<float>)},
+      {"cusparseZcsrcolor", reinterpret_cast<void*>(f_csrcolor<double>)},
+      // BSR and pruning
+      {"cusparseCreateBsrilu02Info", reinterpret_cast<void*>(f_create_info<kBsrilu>)},
+      {"cusparseDestroyBsrilu02Info", reinterpret_cast<void*>(f_destroy_info<kBsrilu>)},
+      {"cusparseXbsrilu02_zeroPivot", reinterpret_cast<void*>(f_zero_pivot<kBsrilu>)},
+      {"cusparseSbsrilu02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsrilu>)},
+      {"cusparseSbsrilu02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsrilu>)},
+      {"cusparseSbsrilu02", reinterpret_cast<void*>(f_bsr_factor<float, kBsrilu>)},
+      {"cusparseSbsrilu02_numericBoost", reinterpret_cast<void*>(f_boost<float, kBsrilu>)},
+      {"cusparseDbsrilu02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsrilu>)},
+      {"cusparseDbsrilu02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsrilu>)},
+      {"cusparseDbsrilu02", reinterpret_cast<void*>(f_bsr_factor<double, kBsrilu>)},
+      {"cusparseDbsrilu02_numericBoost", reinterpret_cast<void*>(f_boost<double, kBsrilu>)},
+      {"cusparseCbsrilu02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsrilu>)},
+      {"cusparseCbsrilu02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsrilu>)},
+      {"cusparseCbsrilu02", reinterpret_cast<void*>(f_bsr_factor<std::complex<float>, kBsrilu>)},
+      {"cusparseCbsrilu02_numericBoost", reinterpret_cast<void*>(f_boost<std::complex<float>, kBsrilu>)},
+      {"cusparseZbsrilu02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsrilu>)},
+      {"cusparseZbsrilu02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsrilu>)},
+      {"cusparseZbsrilu02", reinterpret_cast<void*>(f_bsr_factor<std::complex<double>, kBsrilu>)},
+      {"cusparseZbsrilu02_numericBoost", reinterpret_cast<void*>(f_boost<std::complex<double>, kBsrilu>)},
+      {"cusparseCcsrilu02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIlu>)},
+      {"cusparseCcsrilu02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIlu>)},
+      {"cusparseCcsrilu02", reinterpret_cast<void*>(f_csr_factor<std::complex<float>, kIlu>)},
+      {"cusparseCcsrilu02_numericBoost", reinterpret_cast<void*>(f_boost<std::complex<float>, kIlu>)},
+      {"cusparseCcsric02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIc>)},
+      {"cusparseCcsric02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIc>)},
+      {"cusparseCcsric02", reinterpret_cast<void*>(f_csr_factor<std::complex<float>, kIc>)},
+      {"cusparseZcsrilu02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIlu>)},
+      {"cusparseZcsrilu02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIlu>)},
+      {"cusparseZcsrilu02", reinterpret_cast<void*>(f_csr_factor<std::complex<double>, kIlu>)},
+      {"cusparseZcsrilu02_numericBoost", reinterpret_cast<void*>(f_boost<std::complex<double>, kIlu>)},
+      {"cusparseZcsric02_bufferSize", reinterpret_cast<void*>(f_factor_buffer<kIc>)},
+      {"cusparseZcsric02_analysis", reinterpret_cast<void*>(f_factor_analysis<kIc>)},
+      {"cusparseZcsric02", reinterpret_cast<void*>(f_csr_factor<std::complex<double>, kIc>)},
+      {"cusparseCreateBsrsv2Info", reinterpret_cast<void*>(f_create_info<kBsrsv>)},
+      {"cusparseDestroyBsrsv2Info", reinterpret_cast<void*>(f_destroy_info<kBsrsv>)},
+      {"cusparseCreateBsrsm2Info", reinterpret_cast<void*>(f_create_info<kBsrsm>)},
+      {"cusparseDestroyBsrsm2Info", reinterpret_cast<void*>(f_destroy_info<kBsrsm>)},
+      {"cusparseCreateBsric02Info", reinterpret_cast<void*>(f_create_info<kBsric>)},
+      {"cusparseDestroyBsric02Info", reinterpret_cast<void*>(f_destroy_info<kBsric>)},
+      {"cusparseCreatePruneInfo", reinterpret_cast<void*>(f_create_info<kPrune>)},
+      {"cusparseDestroyPruneInfo", reinterpret_cast<void*>(f_destroy_info<kPrune>)},
+      {"cusparseXbsrsv2_zeroPivot", reinterpret_cast<void*>(f_zero_pivot<kBsrsv>)},
+      {"cusparseXbsrsm2_zeroPivot", reinterpret_cast<void*>(f_zero_pivot<kBsrsm>)},
+      {"cusparseXbsric02_zeroPivot", reinterpret_cast<void*>(f_zero_pivot<kBsric>)},
+      {"cusparseSbsrmv", reinterpret_cast<void*>(f_bsrmv<float>)},
+      {"cusparseSbsrxmv", reinterpret_cast<void*>(f_bsrxmv<float>)},
+      {"cusparseSbsrmm", reinterpret_cast<void*>(f_bsrmm<float>)},
+      {"cusparseSbsrsv2_bufferSize", reinterpret_cast<void*>(f_bsrsv_buffer)},
+      {"cusparseSbsrsv2_analysis", reinterpret_cast<void*>(f_bsrsv_analysis)},
+      {"cusparseSbsrsv2_solve", reinterpret_cast<void*>(f_bsrsv_solve<float>)},
+      {"cusparseSbsrsm2_bufferSize", reinterpret_cast<void*>(f_bsrsm_buffer)},
+      {"cusparseSbsrsm2_analysis", reinterpret_cast<void*>(f_bsrsm_analysis)},
+      {"cusparseSbsrsm2_solve", reinterpret_cast<void*>(f_bsrsm_solve<float>)},
+      {"cusparseSbsric02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsric>)},
+      {"cusparseSbsric02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsric>)},
+      {"cusparseSbsric02", reinterpret_cast<void*>(f_bsr_factor<float, kBsric>)},
+      {"cusparseDbsrmv", reinterpret_cast<void*>(f_bsrmv<double>)},
+      {"cusparseDbsrxmv", reinterpret_cast<void*>(f_bsrxmv<double>)},
+      {"cusparseDbsrmm", reinterpret_cast<void*>(f_bsrmm<double>)},
+      {"cusparseDbsrsv2_bufferSize", reinterpret_cast<void*>(f_bsrsv_buffer)},
+      {"cusparseDbsrsv2_analysis", reinterpret_cast<void*>(f_bsrsv_analysis)},
+      {"cusparseDbsrsv2_solve", reinterpret_cast<void*>(f_bsrsv_solve<double>)},
+      {"cusparseDbsrsm2_bufferSize", reinterpret_cast<void*>(f_bsrsm_buffer)},
+      {"cusparseDbsrsm2_analysis", reinterpret_cast<void*>(f_bsrsm_analysis)},
+      {"cusparseDbsrsm2_solve", reinterpret_cast<void*>(f_bsrsm_solve<double>)},
+      {"cusparseDbsric02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsric>)},
+      {"cusparseDbsric02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsric>)},
+      {"cusparseDbsric02", reinterpret_cast<void*>(f_bsr_factor<double, kBsric>)},
+      {"cusparseCbsrmv", reinterpret_cast<void*>(f_bsrmv<std::complex<float>>)},
+      {"cusparseCbsrxmv", reinterpret_cast<void*>(f_bsrxmv<std::complex<float>>)},
+      {"cusparseCbsrmm", reinterpret_cast<void*>(f_bsrmm<std::complex<float>>)},
+      {"cusparseCbsrsv2_bufferSize", reinterpret_cast<void*>(f_bsrsv_buffer)},
+      {"cusparseCbsrsv2_analysis", reinterpret_cast<void*>(f_bsrsv_analysis)},
+      {"cusparseCbsrsv2_solve", reinterpret_cast<void*>(f_bsrsv_solve<std::complex<float>>)},
+      {"cusparseCbsrsm2_bufferSize", reinterpret_cast<void*>(f_bsrsm_buffer)},
+      {"cusparseCbsrsm2_analysis", reinterpret_cast<void*>(f_bsrsm_analysis)},
+      {"cusparseCbsrsm2_solve", reinterpret_cast<void*>(f_bsrsm_solve<std::complex<float>>)},
+      {"cusparseCbsric02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsric>)},
+      {"cusparseCbsric02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsric>)},
+      {"cusparseCbsric02", reinterpret_cast<void*>(f_bsr_factor<std::complex<float>, kBsric>)},
+      {"cusparseZbsrmv", reinterpret_cast<void*>(f_bsrmv<std::complex<double>>)},
+      {"cusparseZbsrxmv", reinterpret_cast<void*>(f_bsrxmv<std::complex<double>>)},
+      {"cusparseZbsrmm", reinterpret_cast<void*>(f_bsrmm<std::complex<double>>)},
+      {"cusparseZbsrsv2_bufferSize", reinterpret_cast<void*>(f_bsrsv_buffer)},
+      {"cusparseZbsrsv2_analysis", reinterpret_cast<void*>(f_bsrsv_analysis)},
+      {"cusparseZbsrsv2_solve", reinterpret_cast<void*>(f_bsrsv_solve<std::complex<double>>)},
+      {"cusparseZbsrsm2_bufferSize", reinterpret_cast<void*>(f_bsrsm_buffer)},
+      {"cusparseZbsrsm2_analysis", reinterpret_cast<void*>(f_bsrsm_analysis)},
+      {"cusparseZbsrsm2_solve", reinterpret_cast<void*>(f_bsrsm_solve<std::complex<double>>)},
+      {"cusparseZbsric02_bufferSize", reinterpret_cast<void*>(f_bsr_factor_buffer<kBsric>)},
+      {"cusparseZbsric02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsric>)},
+      {"cusparseZbsric02", reinterpret_cast<void*>(f_bsr_factor<std::complex<double>, kBsric>)},
+      {"cusparseHpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
+      {"cusparseHpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<_Float16>)},
+      {"cusparseHpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<_Float16>)},
+      {"cusparseHpruneCsr2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr)},
+      {"cusparseHpruneCsr2csrNnz", reinterpret_cast<void*>(f_prune_csr_nnz<_Float16>)},
+      {"cusparseHpruneCsr2csr", reinterpret_cast<void*>(f_prune_csr<_Float16>)},
+      {"cusparseHpruneDense2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense_pct)},
+      {"cusparseHpruneDense2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_dense_nnz_pct<_Float16>)},
+      {"cusparseHpruneDense2csrByPercentage", reinterpret_cast<void*>(f_prune_dense_pct<_Float16>)},
+      {"cusparseHpruneCsr2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr_pct)},
+      {"cusparseHpruneCsr2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_csr_nnz_pct<_Float16>)},
+      {"cusparseHpruneCsr2csrByPercentage", reinterpret_cast<void*>(f_prune_csr_pct<_Float16>)},
+      {"cusparseSpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
+      {"cusparseSpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<float>)},
+      {"cusparseSpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<float>)},
+      {"cusparseSpruneCsr2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr)},
+      {"cusparseSpruneCsr2csrNnz", reinterpret_cast<void*>(f_prune_csr_nnz<float>)},
+      {"cusparseSpruneCsr2csr", reinterpret_cast<void*>(f_prune_csr<float>)},
+      {"cusparseSpruneDense2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense_pct)},
+      {"cusparseSpruneDense2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_dense_nnz_pct<float>)},
+      {"cusparseSpruneDense2csrByPercentage", reinterpret_cast<void*>(f_prune_dense_pct<float>)},
+      {"cusparseSpruneCsr2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr_pct)},
+      {"cusparseSpruneCsr2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_csr_nnz_pct<float>)},
+      {"cusparseSpruneCsr2csrByPercentage", reinterpret_cast<void*>(f_prune_csr_pct<float>)},
+      {"cusparseDpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
+      {"cusparseDpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<double>)},
+      {"cusparseDpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<double>)},
+      {"cusparseDpruneCsr2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr)},
+      {"cusparseDpruneCsr2csrNnz", reinterpret_cast<void*>(f_prune_csr_nnz<double>)},
+      {"cusparseDpruneCsr2csr", reinterpret_cast<void*>(f_prune_csr<double>)},
+      {"cusparseDpruneDense2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense_pct)},
+      {"cusparseDpruneDense2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_dense_nnz_pct<double>)},
+      {"cusparseDpruneDense2csrByPercentage", reinterpret_cast<void*>(f_prune_dense_pct<double>)},
+      {"cusparseDpruneCsr2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr_pct)},
+      {"cusparseDpruneCsr2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_csr_nnz_pct<double>)},
+      {"cusparseDpruneCsr2csrByPercentage", reinterpret_cast<void*>(f_prune_csr_pct<double>)},
   };
   auto it = t.find(name);
   return it == t.end() ? nullptr : it->second;

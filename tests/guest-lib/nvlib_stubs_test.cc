@@ -68,14 +68,14 @@ TEST(NvlibStubs, CusparseAnswersTheMatrixDescriptorAndAnUnsupportedLegacyCall) {
   int major = 0;
   ASSERT_EQ(symbol<int (*)(int, int*)>(lib, "cusparseGetProperty")(0, &major), 0);
   EXPECT_EQ(major, 12);
-  // A legacy call not remoted (the pruning functions' info): CUSPARSE_STATUS_NOT_SUPPORTED, the
+  // A legacy call not remoted (csru2csr's info): CUSPARSE_STATUS_NOT_SUPPORTED, the
   // name logged once.
-  void* prune = nullptr;
+  void* csru2csr = nullptr;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreatePruneInfo")(&prune), 10);
-  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreatePruneInfo")(&prune), 10);
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateCsru2csrInfo")(&csru2csr), 10);
+  EXPECT_EQ(symbol<int (*)(void**)>(lib, "cusparseCreateCsru2csrInfo")(&csru2csr), 10);
   const std::string err = testing::internal::GetCapturedStderr();
-  const std::string line = "cusparseCreatePruneInfo is not supported yet; it returns CUSPARSE_STATUS_NOT_SUPPORTED (10)";
+  const std::string line = "cusparseCreateCsru2csrInfo is not supported yet; it returns CUSPARSE_STATUS_NOT_SUPPORTED (10)";
   ASSERT_NE(err.find(line), std::string::npos) << err;
   EXPECT_EQ(err.find(line, err.find(line) + 1), std::string::npos) << "logged twice: " << err;
   // The legacy matrix descriptor is answered here: the library's defaults, a setter's range

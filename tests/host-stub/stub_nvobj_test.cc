@@ -5,8 +5,11 @@
 // reused, a host work area beyond the bound), teardown (suspend_test.cc: a suspend refused while
 // objects exist).
 #include <chrono>
+#include <complex>
 #include <cstring>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "stub_fixture.h"
 
@@ -200,6 +203,54 @@ TEST_F(NvobjTest, LegacyFactorizationAndZeroPivot) {
   EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
 }
 
+// The legacy BSR and pruning calls (cuSPARSE's second area): a complex scalar's 16 bytes go by
+// value (zbsrmv: y = i A x), and in device pointer mode the threshold is read from, and the nnz
+// total written to, the client's device memory; a threshold pointer that is not its memory is
+// refused before the library sees it.
+TEST_F(NvobjTest, BsrAndPruneCallsInTheSecondArea) {
+  using cd = std::complex<double>;
+  const uint64_t h = 0x7000;
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+  api::cusparseZbsrmv_Args mv{};
+  mv.handle = h, mv.mb = mv.nb = mv.nnzb = 1, mv.blockDim = 2;
+  mv.bsrSortedValA = upload(std::vector<cd>{{1, 1}, {2, 0}, {0, 0}, {0, 3}});  // [[1+i, 2], [0, 3i]], by rows
+  mv.bsrSortedRowPtrA = upload(std::vector<int>{0, 1});
+  mv.bsrSortedColIndA = upload(std::vector<int>{0});
+  mv.x = upload(std::vector<cd>{{1, 0}, {0, 1}});
+  mv.y = upload(std::vector<cd>{{7, 7}, {7, 7}});
+  const cd alpha{0, 1}, beta{0, 0};
+  std::memcpy(mv.alpha, &alpha, sizeof alpha);
+  std::memcpy(mv.beta, &beta, sizeof beta);
+  ASSERT_EQ(c.call<api::Call::cusparseZbsrmv>(mv), 0);
+  EXPECT_EQ(get<cd>(mv.y, 2), (std::vector<cd>{{-3, 1}, {0, -3}}));
+  EXPECT_GT(static_cast<uint32_t>(api::Call::cusparseZbsrmv), 0x24ffu);
+
+  ASSERT_EQ(c.call<api::Call::cusparseSetPointerMode>({h, 1}), 0);
+  api::cusparseSpruneDense2csrNnz_Args nz{};
+  nz.handle = h, nz.m = nz.n = nz.lda = 2;
+  nz.A = upload(std::vector<float>{1, 0.1f, -0.2f, 5});  // column-major [[1, -0.2], [0.1, 5]]
+  nz.threshold_ptr = upload(std::vector<float>{0.15f});
+  nz.csrRowPtrC = upload(std::vector<int>{9, 9, 9});
+  nz.nnzTotalDevHostPtr_ptr = upload(std::vector<int>{-1});
+  nz.pBuffer = c.malloc(512);
+  api::cusparseSpruneDense2csrNnz_Reply reply{};
+  ASSERT_EQ(c.call<api::Call::cusparseSpruneDense2csrNnz>(nz, &reply), 0);
+  EXPECT_EQ(reply.library_status, 0u);
+  EXPECT_EQ(get<int>(nz.csrRowPtrC, 3), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(get<int>(nz.nnzTotalDevHostPtr_ptr, 1), (std::vector<int>{3}));
+  api::cusparseSpruneDense2csr_Args pr{};
+  pr.handle = h, pr.m = pr.n = pr.lda = 2, pr.A = nz.A, pr.threshold_ptr = nz.threshold_ptr;
+  pr.csrSortedRowPtrC = nz.csrRowPtrC, pr.pBuffer = nz.pBuffer;
+  pr.csrSortedValC = upload(std::vector<float>{0, 0, 0});
+  pr.csrSortedColIndC = upload(std::vector<int>{9, 9, 9});
+  ASSERT_EQ(c.call<api::Call::cusparseSpruneDense2csr>(pr), 0);
+  EXPECT_EQ(get<float>(pr.csrSortedValC, 3), (std::vector<float>{1, -0.2f, 5}));
+  EXPECT_EQ(get<int>(pr.csrSortedColIndC, 3), (std::vector<int>{0, 1, 1}));
+  nz.threshold_ptr = 0x10;  // not the client's memory
+  EXPECT_EQ(c.call<api::Call::cusparseSpruneDense2csrNnz>(nz, &reply), kInvalidValue);
+  EXPECT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
+}
+
 TEST(NvobjTeardown, ObjectsGoWithTheClient) {
   Stub stub;
   {
@@ -216,6 +267,45 @@ TEST(NvobjTeardown, ObjectsGoWithTheClient) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
   EXPECT_EQ(tst::fake_live_cusolver_objects(), 0u);
+}
+
+// Every generated library call is counted as its own library's, whichever of the library's areas
+// (library_areas.def) its number is in: cuSPARSE's calls past 0x24ff live in 0x27. The other
+// generators keep their library's area themselves: this holds them to the table too.
+TEST(NvobjAreas, EveryCallCountsAsItsLibrarys) {
+  const auto library = [](std::string_view name) {
+    for (size_t l = 0; l < kRemotedLibraries; ++l)
+      if (name == kLibraryNames[l]) return static_cast<int>(l);
+    return -1;
+  };
+  // A call's library by its name's prefix (cublasLt before cublas).
+  const std::pair<std::string_view, int> prefixes[] = {
+      {"cublasLt", library("cublaslt")}, {"cublas", library("cublas")},     {"cufft", library("cufft")},
+      {"curand", library("curand")},     {"cusparse", library("cusparse")}, {"cusolver", library("cusolver")},
+      {"cudnn", library("cudnn")}};
+  for (const auto& [prefix, lib] : prefixes) ASSERT_GE(lib, 0) << prefix;
+  const int cusparse = library("cusparse"), cusolver = library("cusolver");
+  EXPECT_EQ(remoted_library_of(0x2400), cusparse);
+  EXPECT_EQ(remoted_library_of(0x27ff), cusparse);
+  EXPECT_EQ(remoted_library_of(0x2500), cusolver);
+  EXPECT_EQ(remoted_library_of(0x2800), -1);
+  EXPECT_EQ(remoted_library_of(0x1000), -1);
+  EXPECT_EQ(remoted_library_of(0x12700), -1);  // an area past the table's
+  size_t sparse = 0, past = 0;
+  const auto check = [&](uint32_t number, std::string_view name) {
+    for (const auto& [prefix, lib] : prefixes)
+      if (name.starts_with(prefix)) {
+        EXPECT_EQ(remoted_library_of(number), lib) << name;
+        if (lib == cusparse) ++sparse, past += number > 0x24ff;
+        return;
+      }
+    EXPECT_EQ(remoted_library_of(number), -1) << name;  // the runtime's and driver's own
+  };
+#define VMCUDA_CALL(number, name, args, reply, flags) check(number, #name);
+#include "vmcuda/api/calls.def"
+#undef VMCUDA_CALL
+  EXPECT_GT(sparse, 0u);
+  EXPECT_GT(past, 0u);  // the second area is in use
 }
 
 }  // namespace

@@ -1373,6 +1373,83 @@ TEST(Suspend, AnIluInfoComesBackWithItsAnalysisAndAnUnreadZeroPivotRefusesTheSus
   ASSERT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
 }
 
+// A BSR triangular solve's info (bsrsv2, api/libs/cusparse.calls: numbered in cuSPARSE's second
+// area): its analysis is replayed at a resume (the fake's solve needs it); a solve leaves a
+// zero pivot the program has not read, which refuses a suspend until it is read. A forged
+// state that makes the info another kind of object, or one this build does not know, is refused.
+TEST(Suspend, ABsrsv2InfoComesBackWithItsAnalysisAndAForgedOneIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-suspend-bsrsv2." + std::to_string(::getpid()) + ".state";
+  const std::string bad = path + ".bad";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  const uint64_t h = 0x7400, info = 0x7410;
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseCreateBsrsv2Info>({info}), 0);
+  // Lower triangle of [[2,0,0,0],[1,2,0,0],[0,0,4,0],[0,0,1,4]] in 2x2 blocks (row-major): block
+  // row 1 is the second diagonal block only.
+  const uint64_t row = SparseWork::upload(c, std::vector<int>{0, 1, 2});
+  const uint64_t col = SparseWork::upload(c, std::vector<int>{0, 1});
+  const uint64_t val = SparseWork::upload(c, std::vector<double>{2, 0, 1, 2, 4, 0, 1, 4}), buf = c.malloc(512);
+  const uint64_t f = SparseWork::upload(c, std::vector<double>{2, 3, 4, 9}), x = c.malloc(4 * sizeof(double));
+  api::cusparseDbsrsv2_analysis_Args an{};
+  an.handle = h, an.mb = 2, an.nnzb = 2, an.bsrSortedValA = val, an.bsrSortedRowPtrA = row, an.bsrSortedColIndA = col;
+  an.blockDim = 2, an.info = info, an.pBuffer = buf;
+  ASSERT_EQ(c.call<api::Call::cusparseDbsrsv2_analysis>(an), 0);
+  ASSERT_TRUE(hold(stub));
+  ASSERT_TRUE(control(stub, cc::Op::kSuspend).ok);
+  ASSERT_TRUE(control(stub, cc::Op::kResume).ok);
+  release(stub);
+  api::cusparseDbsrsv2_solve_Args sv{};
+  sv.handle = h, sv.mb = 2, sv.nnzb = 2, sv.bsrSortedValA = val, sv.bsrSortedRowPtrA = row, sv.bsrSortedColIndA = col;
+  sv.blockDim = 2, sv.info = info, sv.f = f, sv.x = x, sv.pBuffer = buf;
+  const double one = 1;
+  std::memcpy(sv.alpha, &one, sizeof one);
+  ASSERT_EQ(c.call<api::Call::cusparseDbsrsv2_solve>(sv), 0);  // the replayed analysis is there
+  EXPECT_EQ(SparseWork::get<double>(c, x, 4), (std::vector<double>{1, 1, 1, 2}));
+  ASSERT_TRUE(hold(stub));
+  cc::Reply r = control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("zero pivot has not been read"), std::string::npos) << r.error;
+  release(stub);
+  api::cusparseXbsrsv2_zeroPivot_Reply pos{};
+  ASSERT_EQ(c.call<api::Call::cusparseXbsrsv2_zeroPivot>({h, info, 0}, &pos), 0);
+  EXPECT_EQ(pos.library_status, 0u);
+  EXPECT_EQ(int32_t(pos.position), -1);
+  ASSERT_TRUE(hold(stub));
+  r = control(stub, cc::Op::kSave, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  // The object record: kind, id, parent, device, handle (29 bytes), then the type (4).
+  constexpr size_t kType = 29;
+  const auto sparse = static_cast<std::byte>(ObjectKind::Cusparse);
+  auto type_of = [](const std::vector<std::byte>& p) {
+    int32_t t;
+    std::memcpy(&t, p.data() + kType, 4);
+    return t;
+  };
+  auto put32 = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  constexpr int32_t kBsrsv2Info = 12, kPruneInfo = 14;
+  const Forgery cases[] = {
+      {"a bsrsv2 info made a bsrsm2 info",
+       [&](auto& p) { if (p[0] == sparse && type_of(p) == kBsrsv2Info) put32(p, kType, 13); }, "creation"},
+      {"a type past the prune info",
+       [&](auto& p) { if (p[0] == sparse && type_of(p) == kBsrsv2Info) put32(p, kType, kPruneInfo + 1); }, "unknown type"},
+  };
+  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
+    EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
+  });
+  r = control(stub, cc::Op::kRestore, path);
+  ASSERT_TRUE(r.ok) << r.error;
+  release(stub);
+  ASSERT_EQ(c.call<api::Call::cusparseDbsrsv2_solve>(sv), 0);  // restored with its analysis
+  ASSERT_EQ(c.call<api::Call::cusparseXbsrsv2_zeroPivot>({h, info, 0}, &pos), 0);
+  EXPECT_EQ(tst::fake_live_cusparse_objects(), 2u);  // the handle and the info
+  ASSERT_EQ(c.call<api::Call::cusparseDestroyBsrsv2Info>({info}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
 // An object's record in a state file is the guest's to forge: an unknown type, no steps or too
 // many, a step that is no call the objects replay, recorded on another object, out of order,
 // are refused, and the client stays suspended with the file untouched.
