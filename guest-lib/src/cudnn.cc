@@ -202,16 +202,20 @@ size_t scalar_bytes(const void* x) {
   const Object* o = find_legacy(x, 0);
   return o && o->data_type == 1 ? 8 : 4;
 }
-// The bytes of one element of tensor descriptor `t`'s data type (cudnnSetTensor's value is one of
-// y's type): as set (a float where the guest does not know it), at most 8.
-size_t element_bytes(const void* t) {
-  const Object* o = find_legacy(t, 0);
-  switch (o ? o->data_type.load() : 0) {
+// The bytes of one element of cudnnDataType_t `data_type` (at most 8; a float for one unknown),
+// and of tensor descriptor `t`'s data type (cudnnSetTensor's value is one of y's type): as set (a
+// float where the guest does not know it).
+size_t data_type_bytes(int32_t data_type) {
+  switch (data_type) {
     case 1: case 10: return 8;  // DOUBLE, INT64
     case 2: case 9: return 2;   // HALF, BFLOAT16
     case 3: case 6: case 11: case 12: case 13: case 15: case 16: case 17: case 18: return 1;  // a byte or less
     default: return 4;
   }
+}
+size_t element_bytes(const void* t) {
+  const Object* o = find_legacy(t, 0);
+  return data_type_bytes(o ? o->data_type.load() : 0);
 }
 std::vector<std::byte> concat(std::initializer_list<std::span<const std::byte>> parts) {
   std::vector<std::byte> out;

@@ -75,7 +75,9 @@ enum RecordType : uint32_t {
 // 13: the attributes set on the NULL stream (NullStream entries), an executable graph's disabled
 // nodes, a texture object's resource view
 // 14: cuDNN's LRN, op-tensor and reduce-tensor descriptors (legacy kinds 6-8, their settings)
-constexpr uint32_t kClientStateVersion = 14;
+// 15: cuDNN's RNN and RNN data descriptors (legacy kinds 9-10, their settings; dropout
+// descriptors' settings replayed first)
+constexpr uint32_t kClientStateVersion = 15;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
