@@ -128,17 +128,33 @@ class Param:
         self.fills = False  # a tensor descriptor the library sets (recorded as read back)
         self.per_sequence = None  # devints:D: one int32 per sequence of RNN data descriptor D
         self.element = self.optional = False
+        self.out_tag = None  # outdesc: the legacy descriptor (of this tag) the library answers
+        self.fill_type = None  # outfill:T: one value of data type T (an out parameter)
         if role and role.split(":")[0] in ("bytes", "outbytes"):
             self.kind, self.size_param, *filled = role.split(":")
             self.filled = filled[0] if filled else None
             if self.kind == "bytes" and self.filled:
                 self.max, self.filled = int(self.filled), None
+            elif len(filled) > 1:  # outbytes:N:M:MAX
+                self.max = int(filled[1])
             if base not in POINTEE_BYTES or depth != 1:
                 sys.exit(f"gen-cudnn.py: {fn}: the element size of {name} ({base}) is unknown")
             self.bytes = POINTEE_BYTES[base]
             self.args, self.reply, self.host = [], [], "void*"
             return
         self.optional = role == "optout"  # an out the app may pass NULL for (nothing is written)
+        if role == "outdesc":  # a descriptor the library answers: the guest's handle of it comes back
+            if depth != 1 or base not in LEGACY_DESCRIPTORS:
+                sys.exit(f"gen-cudnn.py: {fn}: outdesc {name} is no legacy descriptor pointer")
+            self.kind, self.bytes, self.out_tag = "out", 8, LEGACY_DESCRIPTORS[base]
+            self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
+            return
+        if role and role.startswith("outfill:"):  # one value of data type T (an out) the app may not want
+            if depth != 1 or base != "void":
+                sys.exit(f"gen-cudnn.py: {fn}: outfill {name} is no void*")
+            self.kind, self.bytes, self.optional, self.fill_type = "out", 8, True, role.split(":", 1)[1]
+            self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
+            return
         if role in ("out", "optout") or (role is None and depth == 1 and (base in enums) and fn.startswith("cudnnGet")):
             if depth == 2 and base == "void":  # a device pointer the library answers (a descriptor's)
                 self.kind, self.bytes = "out", 8
@@ -331,7 +347,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             tail_off = f"{p.name}_at + size_t({n}) * {p.bytes}"
         elif p.kind == "outbytes":
             n = f"a.{p.size_param}"
-            h.append(f"  if ({n} > {MAX_ARRAY}) return guest_fault(\"{name}: more than {MAX_ARRAY} {p.name} elements\");")
+            h.append(f"  if ({n} > {p.max}) return guest_fault(\"{name}: more than {p.max} {p.name} elements\");")
             h.append(f"  const size_t {p.name}_n = size_t(std::max<int64_t>({n}, 0));")
             h.append(f"  const size_t {p.name}_at = {extra_off};")
             h.append(f"  if (req.extra.size() < {p.name}_at + {p.name}_n * {p.bytes}) return guest_fault(\"{name}: room for {p.name}\");")
@@ -355,6 +371,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
     if handle:
         h.append("  make_current(current_);")
     for p in params:
+        if p.out_tag is not None:  # the library's descriptor answered as the guest's handle of it
+            h.append(f"  if (st_ == kCudnnSuccess) cudnn_answer_guest_handle(r.{p.name}, {p.out_tag});")
         if p.fills:  # the shape the library gave it, kept as a setting of its own
             h.append(f"  if (st_ == kCudnnSuccess && {p.name}_) cudnn_note_filled_tensor(*{p.name}_, a.{p.name});")
     if records:  # what a resume replays (host-stub/src/cudnn.cc)
@@ -378,6 +396,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
     tail_parts = []
     after = []
     out_sizes = {p.size_param for p in params if p.kind == "outbytes"}
+    out_max = {p.size_param: p.max for p in params if p.kind == "outbytes"}
     for p in params:
         if p.kind == "handle":
             g.append(f"  const Object* {p.name}_ = find({p.name}, Kind::kHandle);")
@@ -394,8 +413,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             g.append(f"  a_.{p.name} = o_->wire;")
             after.append(f"  *static_cast<void**>({p.name}) = adopt(std::move(o_));")
         elif p.kind == "value" and p.name in out_sizes:
-            # The library fills at most CUDNN_DIM_MAX elements: ask for no more.
-            g.append(f"  a_.{p.name} = std::min({p.name}, {MAX_ARRAY});")
+            # The library fills at most CUDNN_DIM_MAX elements (or the role's most): ask for no more.
+            g.append(f"  a_.{p.name} = std::min({p.name}, {out_max[p.name]});")
         elif p.kind == "value":
             g.append(f"  a_.{p.name} = {p.name};")
         elif p.kind == "dev":
@@ -422,7 +441,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
     if waits:
         obytes = [p for p in params if p.kind == "outbytes"]
         for sp in sorted(out_sizes):
-            g.append(f"  const size_t {sp}_n = size_t(std::clamp({sp}, 0, {MAX_ARRAY}));")
+            g.append(f"  const size_t {sp}_n = size_t(std::clamp({sp}, 0, {out_max[sp]}));")
         cap = " + ".join(f"{p.size_param}_n * {p.bytes}" for p in obytes) or "0"
         g.append(f"  api::{reply_t} reply_{{}};" if rf else "")
         g.append(f"  std::vector<std::byte> extra_({cap});")
@@ -430,7 +449,13 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
         g.append(f"  if (int s_ = wait<api::Call::{name}>({args_arg}, {'&reply_' if rf else 'nullptr'}, {tail_arg}, "
                  f"extra_.data(), extra_.size(), &got_)) return s_;")
         for p in params:
-            if p.kind == "out":
+            if p.kind == "out" and p.out_tag is not None:
+                g.append(f"  if (int s_ = answer_legacy(reply_.{p.name}, {p.out_tag}, {p.name})) return s_;")
+            elif p.kind == "out" and p.fill_type:
+                g.append(f"  int32_t {p.name}_type = 0;")
+                g.append(f"  std::memcpy(&{p.name}_type, reply_.{p.fill_type}, 4);")
+                g.append(f"  if ({p.name}) std::memcpy({p.name}, reply_.{p.name}, data_type_bytes({p.name}_type));")
+            elif p.kind == "out":
                 g.append(f"  {'if (' + p.name + ') ' if p.optional else ''}std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
         off = "0"
         for p in obytes:

@@ -193,6 +193,21 @@ bool forget_legacy(void* app, int32_t tag, uint64_t* wire) {
   registry().live.erase(it);
   return true;
 }
+// A legacy descriptor the host answered (its wire handle in `wire`, 8 bytes; 0 for none) as this
+// process's descriptor of kind `tag`, written to *out (NULL where it is none of this process's:
+// the program destroyed it).
+int answer_legacy(const uint8_t* wire, int32_t tag, void* out) {
+  uint64_t w = 0;
+  std::memcpy(&w, wire, 8);
+  void* app = nullptr;
+  if (w) {
+    std::lock_guard l(registry().mu);
+    for (const auto& [a, o] : registry().live)
+      if (o->kind == Kind::kLegacy && o->type == tag && o->wire == w) app = const_cast<void*>(a);
+  }
+  std::memcpy(out, &app, sizeof app);
+  return kCudnnSuccess;
+}
 void set_data_type(const void* tensor, int32_t data_type) {
   if (Object* o = const_cast<Object*>(find_legacy(tensor, 0))) o->data_type = data_type;
 }

@@ -675,6 +675,18 @@ void Session::cudnn_note_legacy(CudnnObject& d, uint32_t call, const void* args,
   d.steps.push_back(std::move(step));
 }
 
+void Session::cudnn_answer_guest_handle(uint8_t* out, int32_t tag) {
+  void* ptr = nullptr;
+  std::memcpy(&ptr, out, sizeof ptr);
+  uint64_t guest = 0;
+  if (ptr)
+    for (const auto& [g, id] : vol_.of(ObjectKind::Cudnn)) {
+      const CudnnObject& o = vol_.get(id)->as<CudnnObject>();
+      if (!o.handle && !o.retired && o.legacy == tag && o.ptr == ptr) guest = g;
+    }
+  std::memcpy(out, &guest, sizeof guest);  // never the library's pointer: 0 where none is the client's
+}
+
 void Session::cudnn_note_filled_tensor(CudnnObject& d, uint64_t guest) {
   if (cudnn_replaying_) return;
   int32_t type = 0, nb = 0, dims[kLegacyMaxDims] = {}, strides[kLegacyMaxDims] = {};

@@ -296,6 +296,33 @@ void run(cudnnHandle_t handle, cudnnRNNMode_t mode) {
   }
   report(cell, "backward weights (every matrix and bias, found by cudnnGetRNNWeightParams) match the CPU's gradients", wgrad);
 
+  // The descriptors read back: the RNN descriptor names the program's dropout descriptor; the
+  // output's sequence lengths and padding symbol.
+  cudnnRNNAlgo_t algo;
+  cudnnRNNMode_t got_mode;
+  cudnnRNNBiasMode_t bias;
+  cudnnDirectionMode_t dir;
+  cudnnRNNInputMode_t input;
+  cudnnDataType_t type, prec;
+  cudnnMathType_t math;
+  int32_t in = 0, hidden = 0, proj = 0, layers = 0;
+  cudnnDropoutDescriptor_t named = nullptr;
+  uint32_t aux = 0;
+  DNN(cudnnGetRNNDescriptor_v8(rnn, &algo, &got_mode, &bias, &dir, &input, &type, &prec, &math, &in, &hidden, &proj,
+                               &layers, &named, &aux));
+  cudnnDataType_t dtype;
+  cudnnRNNDataLayout_t layout;
+  int max_seq = 0, batch = 0, vec = 0, lengths[B + 1] = {-7, -7, -7, -7};
+  float got_fill = 5.f;
+  DNN(cudnnGetRNNDataDescriptor(yd, &dtype, &layout, &max_seq, &batch, &vec, B + 1, lengths, &got_fill));
+  report(cell, "descriptors read back (the dropout descriptor named, sequence lengths, padding symbol)",
+         algo == CUDNN_RNN_ALGO_STANDARD && got_mode == mode && bias == CUDNN_RNN_DOUBLE_BIAS &&
+             dir == CUDNN_UNIDIRECTIONAL && input == CUDNN_LINEAR_INPUT && type == CUDNN_DATA_FLOAT && in == I &&
+             hidden == H && proj == H && layers == 1 && named == dropout && aux == CUDNN_RNN_PADDED_IO_ENABLED &&
+             dtype == CUDNN_DATA_FLOAT && layout == CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED && max_seq == T &&
+             batch == B && vec == H && lengths[0] == 4 && lengths[1] == 3 && lengths[2] == 2 && lengths[3] == -7 &&
+             got_fill == fill);
+
   // The LSTM's cell clipping, set and read back.
   if (lstm) {
     DNN(cudnnRNNSetClip_v9(rnn, CUDNN_RNN_CLIP_MINMAX, -0.5, 0.75));

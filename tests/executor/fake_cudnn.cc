@@ -2187,6 +2187,20 @@ int f_set_rnn_v8(void* p, int algo, int cell, int bias, int dir, int input, int 
   *d = RnnDesc{true, algo, cell, bias, dir, input, dtype, prec, math, in, hidden, proj, layers, dropout, aux};
   return kSuccess;
 }
+int f_get_rnn_v8(void* p, void* algo, void* cell, void* bias, void* dir, void* input, void* dtype, void* prec,
+                 void* math, void* in, void* hidden, void* proj, void* layers, void* dropout, void* aux) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!d || !d->set) return fail(kBadParam, "cudnnGetRNNDescriptor_v8: not a set RNN descriptor");
+  void* outs[] = {algo, cell, bias, dir, input, dtype, prec, math, in, hidden, proj, layers, dropout, aux};
+  for (void* o : outs)
+    if (!o) return kBadParam;
+  put(algo, d->algo), put(cell, d->cell), put(bias, d->bias), put(dir, d->dir), put(input, d->input);
+  put(dtype, d->dtype), put(prec, d->prec), put(math, d->math), put(in, d->in), put(hidden, d->hidden);
+  put(proj, d->proj), put(layers, d->layers), put(aux, int(d->aux));
+  std::memcpy(dropout, &d->dropout, 8);
+  return kSuccess;
+}
 int f_rnn_set_clip_v8(void* p, int mode, int nan, double lclip, double rclip) {
   std::lock_guard l(g_mu);
   RnnDesc* d = live_in(g_rnns, p);
@@ -2233,6 +2247,18 @@ int f_set_rnn_data(void* p, int dtype, int layout, int max_seq, int batch, int v
   }
   *d = RnnDataDesc{true, dtype, layout, max_seq, batch, vec, std::move(v), 0, fill != nullptr};
   if (fill) std::memcpy(&d->fill, fill, 4);
+  return kSuccess;
+}
+
+int f_get_rnn_data(void* p, void* dtype, void* layout, void* max_seq, void* batch, void* vec, int requested, void* lens,
+                   void* fill) {
+  std::lock_guard l(g_mu);
+  RnnDataDesc* d = live_in(g_rnn_data, p);
+  if (!d || !d->set || !dtype || !layout || !max_seq || !batch || !vec || requested < 0 || (requested > 0 && !lens))
+    return fail(kBadParam, "cudnnGetRNNDataDescriptor: not a set RNN data descriptor, or no room");
+  put(dtype, d->dtype), put(layout, d->layout), put(max_seq, d->max_seq), put(batch, d->batch), put(vec, d->vec);
+  if (lens) std::memcpy(lens, d->lens.data(), 4 * size_t(std::min(requested, d->batch)));
+  if (fill) std::memcpy(fill, &d->fill, 4);
   return kSuccess;
 }
 
@@ -2779,6 +2805,8 @@ const std::map<std::string, void*>& table() {
       {"cudnnCreateRNNDescriptor", reinterpret_cast<void*>(f_create_rnn)},
       {"cudnnDestroyRNNDescriptor", reinterpret_cast<void*>(f_destroy_rnn)},
       {"cudnnSetRNNDescriptor_v8", reinterpret_cast<void*>(f_set_rnn_v8)},
+      {"cudnnGetRNNDescriptor_v8", reinterpret_cast<void*>(f_get_rnn_v8)},
+      {"cudnnGetRNNDataDescriptor", reinterpret_cast<void*>(f_get_rnn_data)},
       {"cudnnRNNSetClip_v8", reinterpret_cast<void*>(f_rnn_set_clip_v8)},
       {"cudnnRNNSetClip_v9", reinterpret_cast<void*>(f_rnn_set_clip_v9)},
       {"cudnnRNNGetClip_v8", reinterpret_cast<void*>(f_rnn_get_clip_v8)},

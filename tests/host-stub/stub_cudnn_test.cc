@@ -1103,6 +1103,29 @@ TEST_F(CudnnRnnTest, RnnDescriptorsAreCarried) {
     EXPECT_EQ(cr.clipMode[0], 1);
     EXPECT_EQ(lo, -2);
     EXPECT_EQ(hi, 3);
+    // Read back: the dropout descriptor it names answered as the client's handle of it, the
+    // sequence lengths (as many as asked, at most the batch) and the padding symbol.
+    api::cudnnGetRNNDescriptor_v8_Reply rr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetRNNDescriptor_v8>({rnn}, &rr), 0);
+    uint64_t named = 0;
+    std::memcpy(&named, rr.dropoutDesc, 8);
+    EXPECT_EQ(named, dd);
+    EXPECT_EQ(rr.cellMode[0], 2);
+    EXPECT_EQ(rr.hiddenSize[0], H);
+    EXPECT_EQ(rr.auxFlags[0], 1);
+    api::cudnnGetRNNDataDescriptor_Args ga{};
+    ga.rnnDataDesc = ydd, ga.arrayLengthRequested = 8;
+    api::cudnnGetRNNDataDescriptor_Reply gr{};
+    std::vector<std::byte> lengths;
+    ASSERT_EQ(c.call<api::Call::cudnnGetRNNDataDescriptor>(ga, &gr, {}, &lengths, 32), 0);
+    int32_t got[2] = {};
+    ASSERT_GE(lengths.size(), 8u);
+    std::memcpy(got, lengths.data(), 8);
+    EXPECT_EQ(std::vector<int32_t>(got, got + 2), (std::vector<int32_t>{3, 2}));
+    float fill = 0;
+    std::memcpy(&fill, gr.paddingFill, 4);
+    EXPECT_EQ(fill, -1.f);
+    EXPECT_EQ(gr.vectorSize[0], H);
   }
   state::remove_state_file(path);
 }
@@ -1135,6 +1158,13 @@ TEST_F(CudnnRnnTest, HostileArguments) {
   EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), api::kCudnnBadParam);
   f.devSeqLengths = 0;
   EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), 0);  // the stub keeps serving
+  // More sequence lengths asked back than vmcuda carries, or more than there is room for.
+  api::cudnnGetRNNDataDescriptor_Args ga{};
+  ga.rnnDataDesc = xdd, ga.arrayLengthRequested = 16001;
+  api::cudnnGetRNNDataDescriptor_Reply gr{};
+  EXPECT_LT(c.call<api::Call::cudnnGetRNNDataDescriptor>(ga, &gr, {}, nullptr, 64), 0);
+  ga.arrayLengthRequested = 64;
+  EXPECT_LT(c.call<api::Call::cudnnGetRNNDataDescriptor>(ga, &gr, {}, nullptr, 8), 0);
 }
 
 TEST_F(CudnnRnnTest, AnRnnDescriptorWhoseDropoutDescriptorIsGoneRefusesTheSuspend) {
