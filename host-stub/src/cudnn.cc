@@ -506,8 +506,8 @@ constexpr uint32_t call_number(api::Call c) { return static_cast<uint32_t>(c); }
 // its settings carries (cudnnSetConvolutionNdDescriptor's three arrays).
 constexpr int32_t kLegacyMaxDims = 8;
 constexpr size_t kLegacyMaxTail = std::max<size_t>(3 * kLegacyMaxDims * 4, VMCUDA_CUDNN_LEGACY_MAX_TAIL);
-// An RNN data descriptor's setting as recorded (the library's getter is not remoted): its
-// arguments and sequence lengths; nullptr where it is not set.
+// An RNN data descriptor's setting as recorded (no call into the library: a guest's call is
+// checked before it runs): its arguments and sequence lengths; nullptr where it is not set.
 const CudnnStep* rnn_data_setting(const CudnnObject* d, api::cudnnSetRNNDataDescriptor_Args* shape) {
   if (!d) return nullptr;
   for (auto s = d->steps.rbegin(); s != d->steps.rend(); ++s)
@@ -971,7 +971,8 @@ bool Session::restore_cudnn(std::string* why) {
   if (!lib) return *why = "cuDNN objects cannot be restored: no usable libcudnn.so.9 on this host", false;
   // In the client's order, dropout descriptors first: an RNN descriptor's setting may come
   // before its dropout descriptor's latest (one setting is kept per call).
-  std::ranges::stable_sort(order, [](const At& x, const At& y) { return std::tie(x.later, x.seq) < std::tie(y.later, y.seq); });
+  std::ranges::stable_sort(order,
+                           [](const At& x, const At& y) { return std::tie(x.later, x.seq) < std::tie(y.later, y.seq); });
   auto fail = [&](const std::string& w) {
     make_current(current_);
     *why = "restoring cuDNN descriptors failed: " + w;
