@@ -43,13 +43,14 @@ HANDLE_TYPES = {"cudnnHandle_t", "cudnnBackendDescriptor_t"}
 LEGACY_DESCRIPTORS = {"cudnnTensorDescriptor_t": 0, "cudnnActivationDescriptor_t": 1, "cudnnFilterDescriptor_t": 2,
                       "cudnnConvolutionDescriptor_t": 3, "cudnnPoolingDescriptor_t": 4, "cudnnDropoutDescriptor_t": 5,
                       "cudnnLRNDescriptor_t": 6, "cudnnOpTensorDescriptor_t": 7, "cudnnReduceTensorDescriptor_t": 8,
-                      "cudnnSpatialTransformerDescriptor_t": 9, "cudnnCTCLossDescriptor_t": 10}
-TENSOR_TAG, FILTER_TAG = 0, 2
+                      "cudnnSpatialTransformerDescriptor_t": 9, "cudnnCTCLossDescriptor_t": 10,
+                      "cudnnRNNDescriptor_t": 11, "cudnnRNNDataDescriptor_t": 12}
+TENSOR_TAG, FILTER_TAG, RNN_DATA_TAG = 0, 2, 12
 # The most elements of an array parameter (bytes:N, outbytes:N) one call carries: CUDNN_DIM_MAX.
 MAX_ARRAY = 8
 DOUBLE_TYPE = 1  # cudnnDataType_t CUDNN_DATA_DOUBLE: its scalars (alpha, beta) are doubles
-INT32 = {"int", "unsigned", "libraryPropertyType", "cudnnStatus_t"}
-POINTEE_BYTES = {"int64_t": 8, "int": 4, "size_t": 8, "unsigned": 4, "float": 4, "double": 8, "unsigned long long": 8,
+INT32 = {"int", "unsigned", "int32_t", "uint32_t", "libraryPropertyType", "cudnnStatus_t"}
+POINTEE_BYTES = {"int64_t": 8, "int": 4, "int32_t": 4, "uint32_t": 4, "size_t": 8, "unsigned": 4, "float": 4, "double": 8, "unsigned long long": 8,
                  # the algorithm searches' results (cudnn_cnn.h; 48 bytes each in cuDNN 9)
                  "cudnnConvolutionFwdAlgoPerf_t": 48, "cudnnConvolutionBwdDataAlgoPerf_t": 48,
                  "cudnnConvolutionBwdFilterAlgoPerf_t": 48}
@@ -128,15 +129,37 @@ class Param:
     def __init__(self, fn, base, name, depth, role, enums):
         self.name, self.base, self.size_param, self.bytes, self.tag = name, base, None, 0, None
         self.filled = None  # outbytes:N:M: out parameter M says how many the library filled
+        self.max = MAX_ARRAY  # bytes:N:MAX: at most MAX elements
+        self.fills = False  # a tensor descriptor the library sets (recorded as read back)
+        self.per_sequence = None  # devints:D: one int32 per sequence of RNN data descriptor D
+        self.element = self.optional = False
+        self.out_tag = None  # outdesc: the legacy descriptor (of this tag) the library answers
+        self.fill_type = None  # outfill:T: one value of data type T (an out parameter)
         if role and role.split(":")[0] in ("bytes", "outbytes"):
             self.kind, self.size_param, *filled = role.split(":")
             self.filled = filled[0] if filled else None
+            if self.kind == "bytes" and self.filled:
+                self.max, self.filled = int(self.filled), None
+            elif len(filled) > 1:  # outbytes:N:M:MAX
+                self.max = int(filled[1])
             if base not in POINTEE_BYTES or depth != 1:
                 sys.exit(f"gen-cudnn.py: {fn}: the element size of {name} ({base}) is unknown")
             self.bytes = POINTEE_BYTES[base]
             self.args, self.reply, self.host = [], [], "void*"
             return
         self.optional = role == "optout"  # an out the app may pass NULL for (nothing is written)
+        if role == "outdesc":  # a descriptor the library answers: the guest's handle of it comes back
+            if depth != 1 or base not in LEGACY_DESCRIPTORS:
+                sys.exit(f"gen-cudnn.py: {fn}: outdesc {name} is no legacy descriptor pointer")
+            self.kind, self.bytes, self.out_tag = "out", 8, LEGACY_DESCRIPTORS[base]
+            self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
+            return
+        if role and role.startswith("outfill:"):  # one value of data type T (an out) the app may not want
+            if depth != 1 or base != "void":
+                sys.exit(f"gen-cudnn.py: {fn}: outfill {name} is no void*")
+            self.kind, self.bytes, self.optional, self.fill_type = "out", 8, True, role.split(":", 1)[1]
+            self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
+            return
         if role in ("out", "optout") or (role is None and depth == 1 and (base in enums) and fn.startswith("cudnnGet")):
             if depth == 2 and base == "void":  # a device pointer the library answers (a descriptor's)
                 self.kind, self.bytes = "out", 8
@@ -154,6 +177,20 @@ class Param:
             self.kind, self.extent = "dev", role.split(":")[1:]
         elif role and role.startswith(("scalar:", "element:")):
             self.kind, self.size_param = "scalar", role.split(":", 1)[1]
+        elif role and role.startswith("fill:"):  # a host value of data type T, or NULL
+            if depth != 1 or base != "void":
+                sys.exit(f"gen-cudnn.py: {fn}: fill {name} is no void*")
+            self.kind, self.size_param = "fill", role.split(":", 1)[1]
+            self.args, self.host, self.reply = [("uint8_t", f"{name}[8]", 8), ("int32_t", f"{name}_given", 4)], "void*", []
+            return
+        elif role and role.startswith("devints:"):
+            if depth != 1 or base not in ("int32_t", "int"):
+                sys.exit(f"gen-cudnn.py: {fn}: devints {name} is no int array")
+            self.kind, self.per_sequence = "dev", role.split(":", 1)[1]
+        elif role == "filled":
+            if depth != 0 or LEGACY_DESCRIPTORS.get(base) != TENSOR_TAG:
+                sys.exit(f"gen-cudnn.py: {fn}: filled {name} is no tensor descriptor")
+            self.kind, self.fills = "ldesc", True
         elif role == "destroy":
             self.kind = "destroy"
         elif role:
@@ -204,6 +241,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
     for p in params:
         if p.size_param and (p.size_param not in known or known[p.size_param].kind not in ("value", "ldesc")):
             sys.exit(f"gen-cudnn.py: {name}: {p.kind} {p.name} names no parameter {p.size_param}")
+        if p.per_sequence and (p.per_sequence not in known or known[p.per_sequence].tag != RNN_DATA_TAG):
+            sys.exit(f"gen-cudnn.py: {name}: devints {p.name} names no RNN data descriptor {p.per_sequence}")
         if p.filled and (p.filled not in known or known[p.filled].kind != "out"):
             sys.exit(f"gen-cudnn.py: {name}: {p.name}'s filled count {p.filled} is no out parameter")
     creates = [p for p in params if p.kind == "create"]
@@ -212,6 +251,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
         sys.exit(f"gen-cudnn.py: {name}: a create or destroy call takes its descriptor alone")
     outs = [p for p in params if p.kind in ("out", "outbytes")]
     tails = [p for p in params if p.kind == "bytes"]
+    if records:
+        RECORD_TAIL_BYTES[name] = sum(p.max * p.bytes for p in tails)
     waits = bool(outs) or waits_flag
     if records and (not params or params[0].kind != "ldesc" or outs):
         sys.exit(f"gen-cudnn.py: {name}: a call that records sets its first parameter, a legacy descriptor")
@@ -239,7 +280,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
          f"  if (!lib->{name}) return kCudnnNotSupported;"]
     if handle:
         h.append("  int device_ = current_;")
-    call, post = [], []
+    call, post, late = [], [], []
     tail_off, extra_off = 0, 0
     for p in params:
         if p.kind == "handle":
@@ -273,34 +314,50 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             # tensor descriptor before it (the library's size of that tensor).
             i = params.index(p)
             nxt = params[i + 1] if i + 1 < len(params) else None
-            desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag == TENSOR_TAG), None)
+            desc = next((q for q in reversed(params[:i]) if q.kind == "ldesc" and q.tag in (TENSOR_TAG, RNN_DATA_TAG)), None)
             prev = params[i - 1] if i > 0 else None
+            # The size parameter named after the pointer (weightSpace, dweightSpace: weightSpaceSize).
+            def sizes(q, ptr):
+                return q is not None and q.kind == "value" and q.base == "size_t" and \
+                    q.name.lower().startswith(ptr.name.lower().removeprefix("d"))
+            named = next((q for q in (prev, nxt) if sizes(q, p)), None)
+            others = any(sizes(nxt, q) for q in params if q.kind == "dev" and q is not p)
             if p.extent and len(p.extent) == 1:
                 extent = p.extent[0]
             elif p.extent and p.extent[0] == "bytes":  # a size parameter names it
                 extent = f"std::max<uint64_t>(a.{p.extent[1]}, 1)"
             elif p.extent:
                 extent = f"{p.extent[0]}({p.extent[1]}_)"
-            elif nxt is not None and nxt.kind == "value" and nxt.base == "size_t":
+            elif p.per_sequence:
+                extent = f"4 * rnn_data_batch({p.per_sequence}_)"
+            elif named is not None:
+                extent = f"std::max<uint64_t>(a.{named.name}, 1)"
+            elif nxt is not None and nxt.kind == "value" and nxt.base == "size_t" and not others:
                 extent = f"std::max<uint64_t>(a.{nxt.name}, 1)"
             elif prev is not None and prev.kind == "ldesc" and prev.tag == FILTER_TAG:
                 extent = f"filter_bytes({prev.name}_)"  # a filter's data follows its descriptor
-            elif prev is not None and prev.kind == "ldesc" and prev.tag == TENSOR_TAG:
-                extent = f"tensor_bytes({prev.name}_)"
+            elif prev is not None and prev.kind == "ldesc" and prev.tag in (TENSOR_TAG, RNN_DATA_TAG):
+                extent = f"{'rnn_data' if prev.tag == RNN_DATA_TAG else 'tensor'}_bytes({prev.name}_)"
             elif desc is not None:
-                extent = f"tensor_bytes({desc.name}_)"
+                extent = f"{'rnn_data' if desc.tag == RNN_DATA_TAG else 'tensor'}_bytes({desc.name}_)"
             else:
                 extent = "1"
-            h.append(f"  if (a.{p.name} && !owns_range(a.{p.name}, {extent}))")
-            h.append(f"    return bad(log_tag_, kCall, \"{p.name} is not the client's device memory (or ends beyond it)\");")
+            check = [f"  if (a.{p.name} && !owns_range(a.{p.name}, {extent}))",
+                     f"    return bad(log_tag_, kCall, \"{p.name} is not the client's device memory (or ends beyond it)\");"]
+            if p.per_sequence or (p.extent and len(p.extent) > 1 and p.extent[0] != "bytes"):
+                late += check  # after its descriptor is found
+            else:
+                h += check
             call.append(f"reinterpret_cast<void*>(a.{p.name})")
         elif p.kind == "scalar":
             call.append(f"const_cast<uint8_t*>(a.{p.name})")
+        elif p.kind == "fill":
+            call.append(f"a.{p.name}_given ? const_cast<uint8_t*>(a.{p.name}) : nullptr")
         elif p.kind == "out":
             call.append(f"r.{p.name}")
         elif p.kind == "bytes":
             n = f"a.{p.size_param}"
-            h.append(f"  if ({n} < 0 || {n} > {MAX_ARRAY} || req.tail.size() < {tail_off} + size_t({n}) * {p.bytes})")
+            h.append(f"  if ({n} < 0 || {n} > {p.max} || req.tail.size() < {tail_off} + size_t({n}) * {p.bytes})")
             h.append(f"    return guest_fault(\"{name}: {p.name}'s elements do not match {p.size_param}\");")
             h.append(f"  const size_t {p.name}_at = {tail_off};")
             h.append(f"  std::vector<std::byte> {p.name}_(req.tail.begin() + {p.name}_at, req.tail.begin() + {p.name}_at + size_t({n}) * {p.bytes});")
@@ -308,7 +365,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             tail_off = f"{p.name}_at + size_t({n}) * {p.bytes}"
         elif p.kind == "outbytes":
             n = f"a.{p.size_param}"
-            h.append(f"  if ({n} > {MAX_ARRAY}) return guest_fault(\"{name}: more than {MAX_ARRAY} {p.name} elements\");")
+            h.append(f"  if ({n} > {p.max}) return guest_fault(\"{name}: more than {p.max} {p.name} elements\");")
             h.append(f"  const size_t {p.name}_n = size_t(std::max<int64_t>({n}, 0));")
             h.append(f"  const size_t {p.name}_at = {extra_off};")
             h.append(f"  if (req.extra.size() < {p.name}_at + {p.name}_n * {p.bytes}) return guest_fault(\"{name}: room for {p.name}\");")
@@ -316,6 +373,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             call.append(f"{p.name}_.data()")
             post.append(f"  std::memcpy(req.extra.data() + {p.name}_at, {p.name}_.data(), {p.name}_n * {p.bytes});")
             extra_off = f"{p.name}_at + {p.name}_n * {p.bytes}"
+    h += late
     if tails:
         h.append(f"  if (req.tail.size() != {tail_off}) return guest_fault(\"{name}: trailing bytes\");")
     if handle:
@@ -330,6 +388,11 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
         h.append(f"  const int st_ = lib->{name}({', '.join(call)});")
     if handle:
         h.append("  make_current(current_);")
+    for p in params:
+        if p.out_tag is not None:  # the library's descriptor answered as the guest's handle of it
+            h.append(f"  if (st_ == kCudnnSuccess) cudnn_answer_guest_handle(r.{p.name}, {p.out_tag});")
+        if p.fills:  # the shape the library gave it, kept as a setting of its own
+            h.append(f"  if (st_ == kCudnnSuccess && {p.name}_) cudnn_note_filled_tensor(*{p.name}_, a.{p.name});")
     if records:  # what a resume replays (host-stub/src/cudnn.cc)
         h.append(f"  if (st_ == kCudnnSuccess) cudnn_note_legacy(*{params[0].name}_, call_number(api::Call::{name}), &a, sizeof a, req.tail);")
     if [p for p in params if p.kind == "outbytes"]:
@@ -351,6 +414,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
     tail_parts = []
     after = []
     out_sizes = {p.size_param for p in params if p.kind == "outbytes"}
+    out_max = {p.size_param: p.max for p in params if p.kind == "outbytes"}
     for p in params:
         if p.kind == "handle":
             g.append(f"  const Object* {p.name}_ = find({p.name}, Kind::kHandle);")
@@ -367,8 +431,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             g.append(f"  a_.{p.name} = o_->wire;")
             after.append(f"  *static_cast<void**>({p.name}) = adopt(std::move(o_));")
         elif p.kind == "value" and p.name in out_sizes:
-            # The library fills at most CUDNN_DIM_MAX elements: ask for no more.
-            g.append(f"  a_.{p.name} = std::min({p.name}, {MAX_ARRAY});")
+            # The library fills at most CUDNN_DIM_MAX elements (or the role's most): ask for no more.
+            g.append(f"  a_.{p.name} = std::min({p.name}, {out_max[p.name]});")
         elif p.kind == "value":
             g.append(f"  a_.{p.name} = {p.name};")
         elif p.kind == "dev":
@@ -378,9 +442,12 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             g.append(f"  std::memcpy(a_.{p.name}, {p.name}, {'element_bytes' if p.element else 'scalar_bytes'}({p.size_param}));")
         elif p.kind == "out" and not p.optional:
             g.append(f"  if (!{p.name}) return kCudnnBadParam;")
+        elif p.kind == "fill":
+            g.append(f"  if ({p.name}) std::memcpy(a_.{p.name}, {p.name}, data_type_bytes({p.size_param}));")
+            g.append(f"  a_.{p.name}_given = {p.name} != nullptr;")
         elif p.kind == "bytes":
             n = p.size_param
-            g.append(f"  if ({n} < 0 || {n} > {MAX_ARRAY} || ({n} > 0 && !{p.name})) return kCudnnBadParam;")
+            g.append(f"  if ({n} < 0 || {n} > {p.max} || ({n} > 0 && !{p.name})) return kCudnnBadParam;")
             tail_parts.append(f"{{static_cast<const std::byte*>({p.name}), size_t({n}) * {p.bytes}}}")
         elif p.kind == "outbytes":
             n = p.size_param
@@ -392,7 +459,7 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
     if waits:
         obytes = [p for p in params if p.kind == "outbytes"]
         for sp in sorted(out_sizes):
-            g.append(f"  const size_t {sp}_n = size_t(std::clamp({sp}, 0, {MAX_ARRAY}));")
+            g.append(f"  const size_t {sp}_n = size_t(std::clamp({sp}, 0, {out_max[sp]}));")
         cap = " + ".join(f"{p.size_param}_n * {p.bytes}" for p in obytes) or "0"
         g.append(f"  api::{reply_t} reply_{{}};" if rf else "")
         g.append(f"  std::vector<std::byte> extra_({cap});")
@@ -400,7 +467,13 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
         g.append(f"  if (int s_ = wait<api::Call::{name}>({args_arg}, {'&reply_' if rf else 'nullptr'}, {tail_arg}, "
                  f"extra_.data(), extra_.size(), &got_)) return s_;")
         for p in params:
-            if p.kind == "out":
+            if p.kind == "out" and p.out_tag is not None:
+                g.append(f"  if (int s_ = answer_legacy(reply_.{p.name}, {p.out_tag}, {p.name})) return s_;")
+            elif p.kind == "out" and p.fill_type:
+                g.append(f"  int32_t {p.name}_type = 0;")
+                g.append(f"  std::memcpy(&{p.name}_type, reply_.{p.fill_type}, 4);")
+                g.append(f"  if ({p.name}) std::memcpy({p.name}, reply_.{p.name}, data_type_bytes({p.name}_type));")
+            elif p.kind == "out":
                 g.append(f"  {'if (' + p.name + ') ' if p.optional else ''}std::memcpy({p.name}, reply_.{p.name}, {p.bytes});")
         off = "0"
         for p in obytes:
@@ -562,6 +635,7 @@ namespace vmcuda::api {{
     legacy_create_text = " \\\n".join(f"  X({t}, {n})" for t, n in sorted(creators.items()))
     recorded = [(c[1], protos[c[1]][1][0][1], LEGACY_DESCRIPTORS[protos[c[1]][1][0][0]]) for c in calls if c[6]]
     legacy_records_text = " \\\n".join(f"  X({n}, {f}, {t})" for n, f, t in recorded)
+    max_tail = max(RECORD_TAIL_BYTES.values(), default=0)
     write(os.path.join(o.out, "cudnn_host_api.h"), f"""// {note}
 // The {SONAME} entry points the host calls (one per remoted call), with ABI types: handles,
 // descriptors and pointers void*, enums int.
@@ -580,6 +654,8 @@ namespace vmcuda::api {{
 // kept with the descriptor (CudnnStep::kLegacy) for a resume to replay.
 #define VMCUDA_CUDNN_LEGACY_RECORDS(X) \\
 {legacy_records_text}
+// The most trailing bytes (host arrays) one of those settings carries.
+#define VMCUDA_CUDNN_LEGACY_MAX_TAIL {max_tail}
 """)
     write(os.path.join(o.out, "cudnn_host.inc"), f"""// {note}
 // The host handlers of the generated cuDNN calls (api/libs/cudnn.calls without `hand`), included
@@ -648,6 +724,9 @@ static void (*entry(unsigned i))(void) {{
 }};
 """)
 
+
+# The trailing bytes each recorded setting carries at most (generated_call fills it).
+RECORD_TAIL_BYTES = {}
 
 # Exports guest-lib/src/cudnn.cc writes that are answered in the guest (not calls of cudnn.calls).
 HAND_WRITTEN = {"cudnnGetStream", "cudnnGetProperty", "cudnnGetErrorString", "cudnnGetMaxDeviceVersion",

@@ -195,6 +195,21 @@ bool forget_legacy(void* app, int32_t tag, uint64_t* wire) {
   registry().live.erase(it);
   return true;
 }
+// A legacy descriptor the host answered (its wire handle in `wire`, 8 bytes; 0 for none) as this
+// process's descriptor of kind `tag`, written to *out (NULL where it is none of this process's:
+// the program destroyed it).
+int answer_legacy(const uint8_t* wire, int32_t tag, void* out) {
+  uint64_t w = 0;
+  std::memcpy(&w, wire, 8);
+  void* app = nullptr;
+  if (w) {
+    std::lock_guard l(registry().mu);
+    for (const auto& [a, o] : registry().live)
+      if (o->kind == Kind::kLegacy && o->type == tag && o->wire == w) app = const_cast<void*>(a);
+  }
+  std::memcpy(out, &app, sizeof app);
+  return kCudnnSuccess;
+}
 void set_data_type(const void* tensor, int32_t data_type) {
   if (Object* o = const_cast<Object*>(find_legacy(tensor, 0))) o->data_type = data_type;
 }
@@ -204,16 +219,20 @@ size_t scalar_bytes(const void* x) {
   const Object* o = find_legacy(x, 0);
   return o && o->data_type == 1 ? 8 : 4;
 }
-// The bytes of one element of tensor descriptor `t`'s data type (cudnnSetTensor's value is one of
-// y's type): as set (a float where the guest does not know it), at most 8.
-size_t element_bytes(const void* t) {
-  const Object* o = find_legacy(t, 0);
-  switch (o ? o->data_type.load() : 0) {
+// The bytes of one element of cudnnDataType_t `data_type` (at most 8; a float for one unknown),
+// and of tensor descriptor `t`'s data type (cudnnSetTensor's value is one of y's type): as set (a
+// float where the guest does not know it).
+size_t data_type_bytes(int32_t data_type) {
+  switch (data_type) {
     case 1: case 10: return 8;  // DOUBLE, INT64
     case 2: case 9: return 2;   // HALF, BFLOAT16
     case 3: case 6: case 11: case 12: case 13: case 15: case 16: case 17: case 18: return 1;  // a byte or less
     default: return 4;
   }
+}
+size_t element_bytes(const void* t) {
+  const Object* o = find_legacy(t, 0);
+  return data_type_bytes(o ? o->data_type.load() : 0);
 }
 std::vector<std::byte> concat(std::initializer_list<std::span<const std::byte>> parts) {
   std::vector<std::byte> out;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "session.h"
@@ -505,7 +506,43 @@ constexpr uint32_t call_number(api::Call c) { return static_cast<uint32_t>(c); }
 // The most dimensions of a legacy descriptor (CUDNN_DIM_MAX), and the most trailing bytes one of
 // its settings carries (cudnnSetConvolutionNdDescriptor's three arrays).
 constexpr int32_t kLegacyMaxDims = 8;
-constexpr size_t kLegacyMaxTail = 3 * kLegacyMaxDims * 4;
+constexpr size_t kLegacyMaxTail = std::max<size_t>(3 * kLegacyMaxDims * 4, VMCUDA_CUDNN_LEGACY_MAX_TAIL);
+// An RNN data descriptor's setting as recorded (no call into the library: a guest's call is
+// checked before it runs): its arguments and sequence lengths; nullptr where it is not set.
+const CudnnStep* rnn_data_setting(const CudnnObject* d, api::cudnnSetRNNDataDescriptor_Args* shape) {
+  if (!d) return nullptr;
+  for (auto s = d->steps.rbegin(); s != d->steps.rend(); ++s)
+    if (s->op == CudnnStep::kLegacy && s->name == int32_t(call_number(api::Call::cudnnSetRNNDataDescriptor)) &&
+        s->elements.size() >= sizeof *shape) {
+      std::memcpy(shape, s->elements.data(), sizeof *shape);
+      return &*s;
+    }
+  return nullptr;
+}
+// The bytes the sequences of RNN data descriptor `d` span: maxSeqLength x batchSize vectors, or
+// (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED) one per step of each sequence; 1 where it is not set,
+// which the call itself then refuses.
+uint64_t rnn_data_bytes(const CudnnObject* d) {
+  api::cudnnSetRNNDataDescriptor_Args a{};
+  const CudnnStep* s = rnn_data_setting(d, &a);
+  if (!s || a.maxSeqLength < 1 || a.batchSize < 1 || a.vectorSize < 1) return 1;
+  const uint64_t element = a.dataType == 1 ? 8 : (a.dataType == 2 || a.dataType == 9) ? 2 : a.dataType == 0 ? 4 : 1;
+  uint64_t vectors = uint64_t(a.maxSeqLength) * uint64_t(a.batchSize);
+  if (a.layout == 1 && s->elements.size() >= sizeof a + 4 * size_t(a.batchSize)) {
+    vectors = 0;
+    for (int32_t i = 0; i < a.batchSize; ++i) {
+      int32_t n = 0;
+      std::memcpy(&n, s->elements.data() + sizeof a + 4 * size_t(i), 4);
+      vectors += uint64_t(std::clamp(n, 0, a.maxSeqLength));
+    }
+  }
+  return std::max<uint64_t>(vectors * uint64_t(a.vectorSize) * element, 1);
+}
+// Its sequences (batchSize; 1 where it is not set).
+uint64_t rnn_data_batch(const CudnnObject* d) {
+  api::cudnnSetRNNDataDescriptor_Args a{};
+  return rnn_data_setting(d, &a) && a.batchSize > 0 ? uint64_t(a.batchSize) : 1;
+}
 // The bytes a filter of legacy descriptor `f` spans (as tensor_bytes_of).
 uint64_t filter_bytes_of(const CudnnApi* lib, const CudnnObject* f) {
   size_t bytes = 0;
@@ -804,7 +841,42 @@ void Session::cudnn_note_legacy(CudnnObject& d, uint32_t call, const void* args,
   d.steps.push_back(std::move(step));
 }
 
+void Session::cudnn_answer_guest_handle(uint8_t* out, int32_t tag) {
+  void* ptr = nullptr;
+  std::memcpy(&ptr, out, sizeof ptr);
+  uint64_t guest = 0;
+  if (ptr)
+    for (const auto& [g, id] : vol_.of(ObjectKind::Cudnn)) {
+      const CudnnObject& o = vol_.get(id)->as<CudnnObject>();
+      if (!o.handle && !o.retired && o.legacy == tag && o.ptr == ptr) guest = g;
+    }
+  std::memcpy(out, &guest, sizeof guest);  // never the library's pointer: 0 where none is the client's
+}
+
+void Session::cudnn_note_filled_tensor(CudnnObject& d, uint64_t guest) {
+  if (cudnn_replaying_) return;
+  int32_t type = 0, nb = 0, dims[kLegacyMaxDims] = {}, strides[kLegacyMaxDims] = {};
+  const bool shaped = cudnn_->cudnnGetTensorNdDescriptor &&
+                      cudnn_->cudnnGetTensorNdDescriptor(d.ptr, kLegacyMaxDims, &type, &nb, dims, strides) ==
+                          kCudnnSuccess &&
+                      nb >= 1 && nb <= kLegacyMaxDims &&
+                      std::all_of(dims, dims + nb, [](int32_t v) { return v > 0; }) &&
+                      std::all_of(strides, strides + nb, [](int32_t v) { return v > 0; });
+  if (!shaped) {
+    // No shape a setting could make (an absent bias): the descriptor comes back unset.
+    std::erase_if(d.steps, [](const CudnnStep& s) { return s.op == CudnnStep::kLegacy; });
+    d.overflow = false;
+    return;
+  }
+  // Recorded as cudnnDeriveBNTensorDescriptor's result is: its shape read back, set by
+  // cudnnSetTensorNdDescriptor.
+  api::cudnnDeriveBNTensorDescriptor_Args from{};
+  from.derivedBnDesc = guest;
+  cudnn_note_legacy(d, call_number(api::Call::cudnnDeriveBNTensorDescriptor), &from, sizeof from, {});
+}
+
 namespace {
+constexpr int32_t kDropoutTag = 5;  // gen-cudnn.py LEGACY_DESCRIPTORS
 // A dropout descriptor's setting: the cuDNN handle it names (false: the step is another call's).
 bool dropout_handle(const CudnnStep& s, uint64_t* handle, uint64_t* states, uint64_t* bytes) {
   auto take = [&]<class A>(std::type_identity<A>) {
@@ -830,6 +902,16 @@ std::string Session::cudnn_legacy_blocks_suspend(const CudnnObject& d) const {
   // (A handle the program destroyed since is no matter: the resume restores the descriptor
   // with another, cudnn_replay_legacy.)
   for (const CudnnStep& step : d.steps) {
+    api::cudnnSetRNNDescriptor_v8_Args rnn{};
+    if (step.name == static_cast<int32_t>(call_number(api::Call::cudnnSetRNNDescriptor_v8)) &&
+        step.elements.size() >= sizeof rnn) {
+      std::memcpy(&rnn, step.elements.data(), sizeof rnn);
+      const Object* dropout = rnn.dropoutDesc ? vol_.find(ObjectKind::Cudnn, rnn.dropoutDesc) : nullptr;
+      if (rnn.dropoutDesc && (!dropout || dropout->as<CudnnObject>().legacy != kDropoutTag))
+        return "a cuDNN RNN descriptor names a dropout descriptor the program has destroyed since, which a resume "
+               "could not set it with again; suspend when the program has destroyed the RNN descriptor too (or "
+               "keeps the dropout descriptor), or end the program";
+    }
     uint64_t handle = 0, states = 0, bytes = 0;
     if (!dropout_handle(step, &handle, &states, &bytes)) continue;
     if (states && !owns_range(states, std::max<uint64_t>(bytes, 1)))
@@ -1038,21 +1120,25 @@ bool Session::cudnn_recreate(CudnnObject& o, std::string* why) {
 
 bool Session::restore_cudnn(std::string* why) {
   struct At {
+    bool later;  // false: a dropout descriptor's setting, which the RNN descriptors naming it need
     uint64_t seq;
     ObjectId id;
     size_t step;
   };
   std::vector<At> order;
   for (const auto& [guest, id] : vol_.of(ObjectKind::Cudnn)) {
-    const auto& steps = vol_.get(id)->as<CudnnObject>().steps;
-    for (size_t i = 0; i < steps.size(); ++i) order.push_back({steps[i].seq, id, i});
+    const CudnnObject& o = vol_.get(id)->as<CudnnObject>();
+    for (size_t i = 0; i < o.steps.size(); ++i) order.push_back({o.legacy != kDropoutTag, o.steps[i].seq, id, i});
   }
   const auto handles = vol_.of(ObjectKind::Cudnn);
   if (handles.empty()) return true;
   int32_t status = kCudnnSuccess;
   const CudnnApi* lib = cudnn_library(&status);
   if (!lib) return *why = "cuDNN objects cannot be restored: no usable libcudnn.so.9 on this host", false;
-  std::ranges::stable_sort(order, {}, &At::seq);
+  // In the client's order, dropout descriptors first: an RNN descriptor's setting may come
+  // before its dropout descriptor's latest (one setting is kept per call).
+  std::ranges::stable_sort(order,
+                           [](const At& x, const At& y) { return std::tie(x.later, x.seq) < std::tie(y.later, y.seq); });
   auto fail = [&](const std::string& w) {
     make_current(current_);
     *why = "restoring cuDNN descriptors failed: " + w;

@@ -426,6 +426,12 @@ class Session : public vmrpc::SlotService {
   // cudnnSetTensorNdDescriptor of what it derived, so it needs no other descriptor.
   void cudnn_note_legacy(CudnnObject& d, uint32_t call, const void* args, size_t args_bytes,
                          std::span<const std::byte> tail);
+  // A legacy descriptor of kind `tag` the library answered (its pointer at `out`, 8 bytes),
+  // replaced by the client's guest handle of it (0 where it is none of the client's).
+  void cudnn_answer_guest_handle(uint8_t* out, int32_t tag);
+  // A tensor descriptor (guest handle `guest`) the library set (cudnnGetRNNWeightParams): kept as
+  // the cudnnSetTensorNdDescriptor of its shape as read back; one with no shape comes back unset.
+  void cudnn_note_filled_tensor(CudnnObject& d, uint64_t guest);
   // A resume: step `s` of legacy descriptor `guest` replayed through the call's own handler (which
   // checks it as it checks a guest's call; a dropout descriptor's setting replays as
   // cudnnRestoreDropoutDescriptor: its states are back with the client's memory).

@@ -78,7 +78,9 @@ enum RecordType : uint32_t {
 // 15: cuDNN's spatial transformer and CTC loss descriptors (legacy kinds 9 and 10, their settings)
 // 16: cuSPARSE's bsric02, bsrsv2, bsrsm2 and prune info objects (object types 11-14, their
 // analyses and NnzByPercentage as recorded calls, some numbered in cuSPARSE's second area 0x27)
-constexpr uint32_t kClientStateVersion = 16;
+// 17: cuDNN's RNN and RNN data descriptors (legacy kinds 11-12, their settings; dropout
+// descriptors' settings replayed first)
+constexpr uint32_t kClientStateVersion = 17;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;

@@ -54,8 +54,8 @@ if [ ${#programs[@]} -eq 0 ]; then
     # objects, cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc; host
     # generators too: curand_host), cuDNN handles, backend descriptors and legacy descriptors
     # (tensor, filter, convolution, activation, pooling, dropout with its states, LRN, op-tensor,
-    # reduce-tensor, spatial transformer, CTC loss: cudnn.cc; cudnn_basic, cudnn_legacy, cudnn_ops,
-    # cudnn_st_ctc) and
+    # reduce-tensor, spatial transformer, CTC loss, RNN and RNN data: cudnn.cc; cudnn_basic,
+    # cudnn_legacy, cudnn_ops, cudnn_st_ctc, cudnn_rnn) and
     # cuSPARSE and cuSOLVER objects (nvobj.cc) are carried, and so are the attributes of every
     # stream, the per-thread and NULL streams' included (stream_attributes).
     case "$n" in fault|multi_gpu) continue ;; esac

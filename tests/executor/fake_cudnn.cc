@@ -22,7 +22,8 @@
 // per output), cudnnSetTensor, ScaleTensor and TransformTensor; spatial transformer and CTC loss
 // descriptors with the affine grid generator and bilinear sampler forward and backward (NCHW
 // fp32) and CTC loss's costs and gradients (softmax normalization, alpha-beta in log space) on
-// host or device arrays.
+// host or device arrays; RNN and RNN data descriptors and fp32 unidirectional RNN/LSTM/GRU
+// forward and backward (see "recurrent networks" below).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -2487,6 +2488,553 @@ int f_ctc_v8(void* handle, int algo, void* cd, void* pd, void* probs, void* labe
   });
 }
 
+// ---- recurrent networks (the v8 RNN API): RNN and RNN data descriptors, cuDNN's weight space
+// layout, and fp32 forward (inference and training), backward data and backward weights of
+// unidirectional RNN_RELU/RNN_TANH/LSTM/GRU networks of any depth with linear input and no
+// projection, computed on the CPU by cuDNN's documented cell formulas (cudnnRNNMode_t).
+// The reserve space holds, per layer, step and sequence, what the backward passes need (the
+// layer's input, the gates, the states and the gates' gradients); the workspace is none.
+// Dropout between layers (a probability above 0 with more than one layer), bidirectional
+// networks, projections, skip input and other data types answer CUDNN_STATUS_NOT_SUPPORTED; the
+// backward passes ignore LSTM cell clipping.
+
+struct RnnDesc {
+  bool set = false;
+  int algo = 0, cell = 0, bias = 2, dir = 0, input = 0, dtype = 0, prec = 0, math = 0;
+  int in = 0, hidden = 0, proj = 0, layers = 0;
+  void* dropout = nullptr;
+  unsigned aux = 0;
+  int clip = 0, clip_nan = 0;
+  double lclip = 0, rclip = 0;
+};
+struct RnnDataDesc {
+  bool set = false;
+  int dtype = 0, layout = 0, max_seq = 0, batch = 0, vec = 0;
+  std::vector<int> lens;
+  float fill = 0;
+  bool has_fill = false;
+};
+std::set<RnnDesc*> g_rnns;
+std::set<RnnDataDesc*> g_rnn_data;
+constexpr int kRnnRelu = 0, kRnnTanh = 1, kLstm = 2, kGru = 3;
+constexpr int kBiasNone = 0, kBiasInput = 1, kBiasDouble = 2, kBiasRecurrent = 3;
+constexpr int kSeqMajorUnpacked = 0, kSeqMajorPacked = 1, kBatchMajorUnpacked = 2;
+constexpr int kWgradAdd = 0, kWgradSet = 1;
+
+int gates_of(int cell) { return cell == kLstm ? 4 : cell == kGru ? 3 : 1; }
+
+int f_create_rnn(void** out) { return create_in(g_rnns, out); }
+int f_destroy_rnn(void* p) { return destroy_in(g_rnns, p); }
+int f_create_rnn_data(void** out) { return create_in(g_rnn_data, out); }
+int f_destroy_rnn_data(void* p) { return destroy_in(g_rnn_data, p); }
+
+int f_set_rnn_v8(void* p, int algo, int cell, int bias, int dir, int input, int dtype, int prec, int math, int in,
+                 int hidden, int proj, int layers, void* dropout, unsigned aux) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!d || algo < 0 || algo > 3 || cell < 0 || cell > 3 || bias < 0 || bias > 3 || dir < 0 || dir > 1 || input < 0 ||
+      input > 1 || (dtype != kDataFloat && dtype != kDataDouble && dtype != 2) || math < 0 || math > 3 || in <= 0 ||
+      hidden <= 0 || layers <= 0 || proj <= 0 || proj > hidden || (proj != hidden && cell != kLstm) || aux > 1)
+    return fail(kBadParam, "cudnnSetRNNDescriptor_v8: a setting out of range");
+  DropoutDesc* drop = dropout ? live_in(g_dropouts, dropout) : nullptr;
+  if (dropout && (!drop || !drop->set))  // "a previously created and initialized dropout descriptor"
+    return fail(kBadParam, "cudnnSetRNNDescriptor_v8: not a dropout descriptor that is set");
+  *d = RnnDesc{true, algo, cell, bias, dir, input, dtype, prec, math, in, hidden, proj, layers, dropout, aux};
+  return kSuccess;
+}
+int f_get_rnn_v8(void* p, void* algo, void* cell, void* bias, void* dir, void* input, void* dtype, void* prec,
+                 void* math, void* in, void* hidden, void* proj, void* layers, void* dropout, void* aux) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!d || !d->set) return fail(kBadParam, "cudnnGetRNNDescriptor_v8: not a set RNN descriptor");
+  void* outs[] = {algo, cell, bias, dir, input, dtype, prec, math, in, hidden, proj, layers, dropout, aux};
+  for (void* o : outs)
+    if (!o) return kBadParam;
+  put(algo, d->algo), put(cell, d->cell), put(bias, d->bias), put(dir, d->dir), put(input, d->input);
+  put(dtype, d->dtype), put(prec, d->prec), put(math, d->math), put(in, d->in), put(hidden, d->hidden);
+  put(proj, d->proj), put(layers, d->layers), put(aux, int(d->aux));
+  std::memcpy(dropout, &d->dropout, 8);
+  return kSuccess;
+}
+int f_rnn_set_clip_v8(void* p, int mode, int nan, double lclip, double rclip) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!d || !d->set || mode < 0 || mode > 1 || nan < 0 || nan > 1 || (mode == 1 && lclip > rclip))
+    return fail(kBadParam, "cudnnRNNSetClip: a setting out of range");
+  d->clip = mode, d->clip_nan = nan, d->lclip = lclip, d->rclip = rclip;
+  return kSuccess;
+}
+int f_rnn_set_clip_v9(void* p, int mode, double lclip, double rclip) {
+  return f_rnn_set_clip_v8(p, mode, 0, lclip, rclip);
+}
+int f_rnn_get_clip_v8(void* p, void* mode, void* nan, void* lclip, void* rclip) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!d || !d->set || !mode || !nan || !lclip || !rclip) return kBadParam;
+  put(mode, d->clip), put(nan, d->clip_nan);
+  std::memcpy(lclip, &d->lclip, 8);
+  std::memcpy(rclip, &d->rclip, 8);
+  return kSuccess;
+}
+int f_rnn_get_clip_v9(void* p, void* mode, void* lclip, void* rclip) {
+  int nan = 0;
+  return f_rnn_get_clip_v8(p, mode, &nan, lclip, rclip);
+}
+int f_build_rnn_dynamic(void* handle, void* p, int mini_batch) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!g_handles.count(static_cast<Handle*>(handle)) || !d || !d->set || mini_batch <= 0) return kBadParam;
+  return kSuccess;  // the fake computes every algorithm the same way: nothing to build
+}
+
+int f_set_rnn_data(void* p, int dtype, int layout, int max_seq, int batch, int vec, void* lens, void* fill) {
+  std::lock_guard l(g_mu);
+  RnnDataDesc* d = live_in(g_rnn_data, p);
+  if (!d || (dtype != kDataFloat && dtype != kDataDouble && dtype != 2) || layout < 0 || layout > 2 || max_seq <= 0 ||
+      batch <= 0 || vec <= 0 || !lens)
+    return fail(kBadParam, "cudnnSetRNNDataDescriptor: a setting out of range");
+  std::vector<int> v(static_cast<size_t>(batch));
+  std::memcpy(v.data(), lens, 4 * size_t(batch));
+  for (size_t b = 0; b < v.size(); ++b) {
+    if (v[b] < 0 || v[b] > max_seq) return fail(kBadParam, "cudnnSetRNNDataDescriptor: a sequence length out of range");
+    if (layout == kSeqMajorPacked && b > 0 && v[b] > v[b - 1])
+      return fail(kBadParam, "cudnnSetRNNDataDescriptor: packed sequences must be sorted longest first");
+  }
+  *d = RnnDataDesc{true, dtype, layout, max_seq, batch, vec, std::move(v), 0, fill != nullptr};
+  if (fill) std::memcpy(&d->fill, fill, 4);
+  return kSuccess;
+}
+
+int f_get_rnn_data(void* p, void* dtype, void* layout, void* max_seq, void* batch, void* vec, int requested, void* lens,
+                   void* fill) {
+  std::lock_guard l(g_mu);
+  RnnDataDesc* d = live_in(g_rnn_data, p);
+  if (!d || !d->set || !dtype || !layout || !max_seq || !batch || !vec || requested < 0 || (requested > 0 && !lens))
+    return fail(kBadParam, "cudnnGetRNNDataDescriptor: not a set RNN data descriptor, or no room");
+  put(dtype, d->dtype), put(layout, d->layout), put(max_seq, d->max_seq), put(batch, d->batch), put(vec, d->vec);
+  if (lens) std::memcpy(lens, d->lens.data(), 4 * size_t(std::min(requested, d->batch)));
+  if (fill) std::memcpy(fill, &d->fill, 4);
+  return kSuccess;
+}
+
+// The weight space: per pseudo-layer, its matrices (linLayerID order: W for each gate, then R
+// for each gate; hidden x input rows by columns, row-major), then its biases in the same order.
+struct RnnWeights {
+  int64_t total = 0;                                     // elements
+  std::vector<int64_t> matrix, bias;                     // [pseudo * 2G + id]: element offset, -1 absent
+  std::vector<int> cols;                                 // [pseudo * 2G + id]: the matrix's columns
+};
+RnnWeights weights_of(const RnnDesc& d) {
+  const int g = gates_of(d.cell), dirs = d.dir + 1, n = 2 * g;
+  RnnWeights w;
+  w.matrix.assign(size_t(d.layers * dirs * n), -1);
+  w.bias.assign(w.matrix.size(), -1);
+  w.cols.assign(w.matrix.size(), 0);
+  for (int pl = 0; pl < d.layers * dirs; ++pl) {
+    const int layer = pl / dirs;
+    const int in = layer == 0 ? d.in : d.proj * dirs;
+    for (int id = 0; id < n; ++id) {
+      const bool input_matrix = id < g;
+      if (input_matrix && layer == 0 && d.input == 1) continue;  // skip input: no matrix
+      const size_t k = size_t(pl * n + id);
+      w.cols[k] = input_matrix ? in : d.proj;
+      w.matrix[k] = w.total;
+      w.total += int64_t(d.hidden) * w.cols[k];
+    }
+    for (int id = 0; id < n; ++id) {
+      const bool input_bias = id < g;
+      if (d.bias == kBiasNone || (d.bias == kBiasInput && !input_bias) || (d.bias == kBiasRecurrent && input_bias))
+        continue;
+      w.bias[size_t(pl * n + id)] = w.total;
+      w.total += d.hidden;
+    }
+  }
+  return w;
+}
+int f_rnn_weight_space_size(void* handle, void* p, void* size) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!g_handles.count(static_cast<Handle*>(handle)) || !d || !d->set || !size) return kBadParam;
+  const size_t bytes = size_t(weights_of(*d).total) * size_t(data_bytes(d->dtype));
+  std::memcpy(size, &bytes, 8);
+  return kSuccess;
+}
+int f_rnn_weight_params(void* handle, void* p, int pseudo, size_t wsize, void* wspace, int id, void* md, void* maddr,
+                        void* bd, void* baddr) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  if (!g_handles.count(static_cast<Handle*>(handle)) || !d || !d->set) return kBadParam;
+  const RnnWeights w = weights_of(*d);
+  const int n = 2 * gates_of(d->cell), es = data_bytes(d->dtype);
+  if (pseudo < 0 || pseudo >= d->layers * (d->dir + 1) || id < 0 || id >= n || wsize < size_t(w.total) * size_t(es) ||
+      !wspace)
+    return fail(kBadParam, "cudnnGetRNNWeightParams: a pseudo-layer, linear layer or weight space out of range");
+  TensorDesc *mt = tensor_desc(md), *bt = tensor_desc(bd);
+  if ((md && !mt) || (bd && !bt)) return kBadParam;
+  const size_t k = size_t(pseudo * n + id);
+  auto at = [&](int64_t off) { return off < 0 ? nullptr : static_cast<char*>(wspace) + off * es; };
+  if (maddr) {
+    void* m = at(w.matrix[k]);
+    std::memcpy(maddr, &m, 8);
+  }
+  if (baddr) {
+    void* b = at(w.bias[k]);
+    std::memcpy(baddr, &b, 8);
+  }
+  if (mt && w.matrix[k] >= 0) {
+    const int dims[3] = {1, d->hidden, w.cols[k]}, strides[3] = {d->hidden * w.cols[k], w.cols[k], 1};
+    set_nd_locked(mt, d->dtype, 3, dims, strides);
+  }
+  if (bt && w.bias[k] >= 0) {
+    const int dims[3] = {1, d->hidden, 1}, strides[3] = {d->hidden, 1, 1};
+    set_nd_locked(bt, d->dtype, 3, dims, strides);
+  }
+  return kSuccess;
+}
+
+// The fake's reserve space: per layer, step and sequence, a record of the layer's input (max of
+// the input and hidden sizes), the G activated gates, one more vector (LSTM: tanh(c); GRU: the
+// recurrent product of the new gate), c, h, and the gates' gradients by input and by recurrence.
+struct RnnShape {
+  const RnnDesc* d = nullptr;
+  const RnnDataDesc* x = nullptr;
+  int g = 0, h = 0, in = 0, wide = 0;
+  int64_t record = 0;  // floats per (layer, step, sequence)
+  int64_t reserve_floats() const { return int64_t(d->layers) * x->max_seq * x->batch * record; }
+};
+RnnShape rnn_shape(const RnnDesc& d, const RnnDataDesc& x) {
+  RnnShape s;
+  s.d = &d, s.x = &x, s.g = gates_of(d.cell), s.h = d.hidden, s.in = d.in, s.wide = std::max(d.in, d.hidden);
+  s.record = s.wide + int64_t(s.g + 1) * s.h + 2 * s.h + 2 * int64_t(s.g) * s.h;
+  return s;
+}
+int f_rnn_temp_sizes(void* handle, void* p, int mode, void* xd, void* ws, void* rs) {
+  std::lock_guard l(g_mu);
+  RnnDesc* d = live_in(g_rnns, p);
+  RnnDataDesc* x = live_in(g_rnn_data, xd);
+  if (!g_handles.count(static_cast<Handle*>(handle)) || !d || !d->set || !x || !x->set || mode < 0 || mode > 1 || !ws)
+    return kBadParam;
+  const size_t work = 0, reserve = mode == 1 ? size_t(rnn_shape(*d, *x).reserve_floats()) * 4 : 0;
+  std::memcpy(ws, &work, 8);
+  if (rs) std::memcpy(rs, &reserve, 8);
+  return kSuccess;
+}
+
+// One call's operands checked against the descriptors: what the fake computes (see above).
+struct RnnCall {
+  RnnShape s;
+  const RnnDataDesc* y = nullptr;
+  RnnWeights w;
+  int64_t state = 0;  // elements of hx/cx: layers x batch x hidden
+};
+// (cell_states: the call takes an LSTM's cDesc; cudnnRNNBackwardWeights_v8 takes none.)
+int rnn_check(void* p, void* xd, void* yd, void* hd, void* cd, size_t wsize, RnnCall* c, bool cell_states = true) {
+  RnnDesc* d = live_in(g_rnns, p);
+  RnnDataDesc *x = live_in(g_rnn_data, xd), *y = live_in(g_rnn_data, yd);
+  TensorDesc *ht = tensor_desc(hd), *ct = tensor_desc(cd);
+  if (!d || !d->set || !x || !x->set || !y || !y->set || !ht || (cd && !ct) || (cell_states && d->cell == kLstm && !ct))
+    return fail(kBadParam, "an RNN call: a descriptor that is not set");
+  if (d->dtype != kDataFloat || d->prec != kDataFloat || x->dtype != kDataFloat || y->dtype != kDataFloat)
+    return fail(kNotSupported, "the fake computes fp32 RNNs");
+  if (d->dir != 0 || d->proj != d->hidden || d->input != 0)
+    return fail(kNotSupported, "the fake computes unidirectional RNNs with linear input and no projection");
+  if (d->dropout && !live_in(g_dropouts, d->dropout))
+    return fail(kBadParam, "an RNN call: the RNN descriptor's dropout descriptor was destroyed");
+  if (d->layers > 1 && d->dropout && static_cast<DropoutDesc*>(d->dropout)->p > 0)
+    return fail(kNotSupported, "the fake applies no dropout between layers");
+  if (x->vec != d->in || y->vec != d->hidden || x->batch != y->batch || x->max_seq != y->max_seq ||
+      x->layout != y->layout || x->lens != y->lens)
+    return fail(kBadParam, "an RNN call: x and y do not match the RNN descriptor or each other");
+  for (TensorDesc* t : {ht, ct}) {
+    if (!t) continue;
+    if (t->dtype != kDataFloat || t->nb != 3 || t->dims[0] != d->layers || t->dims[1] != x->batch ||
+        t->dims[2] != d->hidden || t->strides[2] != 1 || t->strides[1] != d->hidden ||
+        t->strides[0] != x->batch * d->hidden)
+      return fail(kBadParam, "an RNN call: hDesc/cDesc is not a packed {layers, batch, hidden} tensor");
+  }
+  c->s = rnn_shape(*d, *x);
+  c->y = y;
+  c->w = weights_of(*d);
+  if (wsize < size_t(c->w.total) * 4) return fail(kBadParam, "an RNN call: the weight space is too small");
+  c->state = int64_t(d->layers) * x->batch * d->hidden;
+  return kSuccess;
+}
+// Where vector (t, b) of RNN data `x` is (in vectors), by its layout.
+int64_t rnn_row(const RnnDataDesc& x, int t, int b) {
+  if (x.layout == kSeqMajorUnpacked) return int64_t(t) * x.batch + b;
+  if (x.layout == kBatchMajorUnpacked) return int64_t(b) * x.max_seq + t;
+  int64_t row = 0;
+  for (int u = 0; u < t; ++u)
+    for (int len : x.lens) row += len > u;
+  return row + b;
+}
+int64_t rnn_rows(const RnnDataDesc& x) {
+  if (x.layout != kSeqMajorPacked) return int64_t(x.max_seq) * x.batch;
+  int64_t n = 0;
+  for (int len : x.lens) n += len;
+  return n;
+}
+float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
+
+// The parts of one reserve record.
+struct RnnRecord {
+  float *in, *act, *extra, *c, *h, *dw, *dr;
+};
+RnnRecord record_at(float* reserve, const RnnShape& s, int layer, int t, int b) {
+  float* r = reserve + ((int64_t(layer) * s.x->max_seq + t) * s.x->batch + b) * s.record;
+  RnnRecord q;
+  q.in = r, q.act = r + s.wide, q.extra = q.act + int64_t(s.g) * s.h, q.c = q.extra + s.h, q.h = q.c + s.h;
+  q.dw = q.h + s.h, q.dr = q.dw + int64_t(s.g) * s.h;
+  return q;
+}
+// Matrix id's row j dotted with v (0 where the matrix is absent), and the bias (0 where absent).
+float mat_dot(const float* w, const RnnWeights& rw, size_t k, int j, const float* v) {
+  if (rw.matrix[k] < 0) return 0;
+  const float* row = w + rw.matrix[k] + int64_t(j) * rw.cols[k];
+  float acc = 0;
+  for (int i = 0; i < rw.cols[k]; ++i) acc += row[i] * v[i];
+  return acc;
+}
+float bias_of(const float* w, const RnnWeights& rw, size_t k, int j) { return rw.bias[k] < 0 ? 0 : w[rw.bias[k] + j]; }
+
+int f_rnn_forward(void* handle, void* p, int mode, void*, void* xd, void* x, void* yd, void* y, void* hd, void* hx,
+                  void* hy, void* cd, void* cx, void* cy, size_t wsize, void* wspace, size_t, void*, size_t rsize,
+                  void* rspace) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    RnnCall c;
+    if (int st = rnn_check(p, xd, yd, hd, cd, wsize, &c)) return st;
+    if (mode < 0 || mode > 1) return kBadParam;
+    const RnnShape& s = c.s;
+    const RnnDesc& d = *s.d;
+    const RnnDataDesc& xs = *s.x;
+    const bool training = mode == 1;
+    if (training && (!rspace || rsize < size_t(s.reserve_floats()) * 4))
+      return fail(kBadParam, "cudnnRNNForward: training needs the reserve space cudnnGetRNNTempSpaceSizes gives");
+    float *px = fptr(at, x, rnn_rows(xs) * s.in), *py = fptr(at, y, rnn_rows(xs) * s.h), *pw = fptr(at, wspace, c.w.total);
+    float *phx = fptr(at, hx, c.state), *phy = fptr(at, hy, c.state), *pcx = fptr(at, cx, c.state),
+          *pcy = fptr(at, cy, c.state);
+    std::vector<float> scratch;
+    float* pr = training ? fptr(at, rspace, s.reserve_floats()) : nullptr;
+    if (!training) {
+      scratch.resize(size_t(s.reserve_floats()));
+      pr = scratch.data();
+    }
+    if (!px || !py || !pw || !pr || (hx && !phx) || (hy && !phy) || (cx && !pcx) || (cy && !pcy)) return kExecutionFailed;
+    const int g = s.g, h = s.h, n = 2 * g, B = xs.batch;
+    std::vector<float> hstate(static_cast<size_t>(h)), cstate(static_cast<size_t>(h));
+    for (int layer = 0; layer < d.layers; ++layer) {
+      const int in = layer == 0 ? s.in : h;
+      for (int b = 0; b < B; ++b) {
+        const int64_t st = (int64_t(layer) * B + b) * h;
+        for (int j = 0; j < h; ++j) hstate[size_t(j)] = phx ? phx[st + j] : 0, cstate[size_t(j)] = pcx ? pcx[st + j] : 0;
+        for (int t = 0; t < xs.lens[size_t(b)]; ++t) {
+          RnnRecord r = record_at(pr, s, layer, t, b);
+          const float* u = layer == 0 ? px + rnn_row(xs, t, b) * s.in : record_at(pr, s, layer - 1, t, b).h;
+          std::memmove(r.in, u, size_t(in) * 4);
+          const size_t k0 = size_t(layer * n);
+          auto pre_w = [&](int gate, int j) { return mat_dot(pw, c.w, k0 + gate, j, r.in) + bias_of(pw, c.w, k0 + gate, j); };
+          auto pre_r = [&](int gate, int j) {
+            return mat_dot(pw, c.w, k0 + g + gate, j, hstate.data()) + bias_of(pw, c.w, k0 + g + gate, j);
+          };
+          for (int j = 0; j < h; ++j) {
+            float* a = r.act;
+            if (d.cell == kLstm) {
+              a[j] = sigmoid(pre_w(0, j) + pre_r(0, j));
+              a[h + j] = sigmoid(pre_w(1, j) + pre_r(1, j));
+              a[2 * h + j] = std::tanh(pre_w(2, j) + pre_r(2, j));
+              a[3 * h + j] = sigmoid(pre_w(3, j) + pre_r(3, j));
+            } else if (d.cell == kGru) {
+              a[j] = sigmoid(pre_w(0, j) + pre_r(0, j));
+              a[h + j] = sigmoid(pre_w(1, j) + pre_r(1, j));
+              r.extra[j] = pre_r(2, j);
+              a[2 * h + j] = std::tanh(pre_w(2, j) + a[j] * r.extra[j]);
+            } else {
+              const float v = pre_w(0, j) + pre_r(0, j);
+              a[j] = d.cell == kRnnTanh ? std::tanh(v) : std::max(v, 0.f);
+            }
+          }
+          for (int j = 0; j < h; ++j) {
+            const float* a = r.act;
+            if (d.cell == kLstm) {
+              float cn = a[h + j] * cstate[size_t(j)] + a[j] * a[2 * h + j];
+              if (d.clip == 1) cn = float(std::clamp(double(cn), d.lclip, d.rclip));
+              r.c[j] = cn;
+              r.extra[j] = std::tanh(cn);
+              r.h[j] = a[3 * h + j] * r.extra[j];
+            } else if (d.cell == kGru) {
+              r.h[j] = (1 - a[h + j]) * a[2 * h + j] + a[h + j] * hstate[size_t(j)];
+            } else {
+              r.h[j] = a[j];
+            }
+          }
+          std::memcpy(hstate.data(), r.h, size_t(h) * 4);
+          if (d.cell == kLstm) std::memcpy(cstate.data(), r.c, size_t(h) * 4);
+        }
+        for (int j = 0; j < h; ++j) {
+          if (phy) phy[st + j] = hstate[size_t(j)];
+          if (pcy && d.cell == kLstm) pcy[st + j] = cstate[size_t(j)];
+        }
+      }
+    }
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < xs.max_seq; ++t) {
+        if (xs.layout == kSeqMajorPacked && t >= xs.lens[size_t(b)]) continue;  // no such vector
+        float* out = py + rnn_row(xs, t, b) * h;
+        if (t < xs.lens[size_t(b)]) std::memcpy(out, record_at(pr, s, d.layers - 1, t, b).h, size_t(h) * 4);
+        else if (c.y->has_fill) std::fill(out, out + h, c.y->fill);
+      }
+    return kSuccess;
+  });
+}
+
+int f_rnn_backward_data(void* handle, void* p, void*, void* yd, void* y, void* dy, void* xd, void* dx, void* hd,
+                        void* hx, void* dhy, void* dhx, void* cd, void* cx, void* dcy, void* dcx, size_t wsize,
+                        void* wspace, size_t, void*, size_t rsize, void* rspace) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    RnnCall c;
+    if (int st = rnn_check(p, xd, yd, hd, cd, wsize, &c)) return st;
+    const RnnShape& s = c.s;
+    const RnnDesc& d = *s.d;
+    const RnnDataDesc& xs = *s.x;
+    if (!rspace || rsize < size_t(s.reserve_floats()) * 4)
+      return fail(kBadParam, "cudnnRNNBackwardData_v8: the reserve space of the training forward is needed");
+    float *py = fptr(at, y, rnn_rows(xs) * s.h), *pdy = fptr(at, dy, rnn_rows(xs) * s.h),
+          *pdx = fptr(at, dx, rnn_rows(xs) * s.in), *pw = fptr(at, wspace, c.w.total),
+          *pr = fptr(at, rspace, s.reserve_floats());
+    float *phx = fptr(at, hx, c.state), *pdhy = fptr(at, dhy, c.state), *pdhx = fptr(at, dhx, c.state),
+          *pcx = fptr(at, cx, c.state), *pdcy = fptr(at, dcy, c.state), *pdcx = fptr(at, dcx, c.state);
+    if (!py || !pdy || !pdx || !pw || !pr || (hx && !phx) || (dhy && !pdhy) || (dhx && !pdhx) || (cx && !pcx) ||
+        (dcy && !pdcy) || (dcx && !pdcx))
+      return kExecutionFailed;
+    const int g = s.g, h = s.h, n = 2 * g, B = xs.batch, T = xs.max_seq;
+    // The gradient reaching each layer's outputs: dy for the top layer, then the layer above's
+    // gradient by its input.
+    std::vector<float> dout(size_t(T) * B * h), din(size_t(T) * B * s.wide);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < xs.lens[size_t(b)]; ++t)
+        std::memcpy(&dout[(size_t(t) * B + b) * h], pdy + rnn_row(xs, t, b) * h, size_t(h) * 4);
+    const size_t hs = static_cast<size_t>(h);
+    std::vector<float> dh(hs), dc(hs), dhn(hs), dcn(hs), zeros(hs);
+    for (int layer = d.layers - 1; layer >= 0; --layer) {
+      const int in = layer == 0 ? s.in : h;
+      const size_t k0 = size_t(layer * n);
+      std::fill(din.begin(), din.end(), 0.f);
+      for (int b = 0; b < B; ++b) {
+        const int64_t st = (int64_t(layer) * B + b) * h;
+        for (int j = 0; j < h; ++j) dhn[size_t(j)] = pdhy ? pdhy[st + j] : 0, dcn[size_t(j)] = pdcy ? pdcy[st + j] : 0;
+        for (int t = xs.lens[size_t(b)] - 1; t >= 0; --t) {
+          RnnRecord r = record_at(pr, s, layer, t, b);
+          const float* hprev = t > 0 ? record_at(pr, s, layer, t - 1, b).h : phx ? phx + st : zeros.data();
+          const float* cprev = t > 0 ? record_at(pr, s, layer, t - 1, b).c : pcx ? pcx + st : zeros.data();
+          const float* a = r.act;
+          for (int j = 0; j < h; ++j) dh[size_t(j)] = dout[(size_t(t) * B + b) * h + j] + dhn[size_t(j)];
+          std::vector<float> direct(size_t(h), 0.f);  // dh_prev not through R
+          for (int j = 0; j < h; ++j) {
+            const float e = dh[size_t(j)];
+            if (d.cell == kLstm) {
+              const float i = a[j], f = a[h + j], gg = a[2 * h + j], o = a[3 * h + j], tc = r.extra[j];
+              const float dcv = dcn[size_t(j)] + e * o * (1 - tc * tc);
+              r.dw[j] = dcv * gg * i * (1 - i);
+              r.dw[h + j] = dcv * cprev[j] * f * (1 - f);
+              r.dw[2 * h + j] = dcv * i * (1 - gg * gg);
+              r.dw[3 * h + j] = e * tc * o * (1 - o);
+              dc[size_t(j)] = dcv * f;
+              for (int q = 0; q < 4; ++q) r.dr[q * h + j] = r.dw[q * h + j];
+            } else if (d.cell == kGru) {
+              const float rr = a[j], z = a[h + j], nn = a[2 * h + j];
+              const float dn = e * (1 - z) * (1 - nn * nn);
+              r.dw[2 * h + j] = dn;
+              r.dr[2 * h + j] = dn * rr;
+              r.dw[j] = r.dr[j] = dn * r.extra[j] * rr * (1 - rr);
+              r.dw[h + j] = r.dr[h + j] = e * (hprev[j] - nn) * z * (1 - z);
+              direct[size_t(j)] = e * z;
+            } else {
+              const float v = a[j];
+              r.dw[j] = r.dr[j] = e * (d.cell == kRnnTanh ? 1 - v * v : v > 0 ? 1.f : 0.f);
+            }
+          }
+          // dh_prev = direct + sum R_k^T dR_k; d_input = sum W_k^T dW_k.
+          for (int j = 0; j < h; ++j) dhn[size_t(j)] = direct[size_t(j)];
+          float* di = &din[(size_t(t) * B + b) * s.wide];
+          for (int q = 0; q < g; ++q) {
+            const size_t kw = k0 + q, kr = k0 + g + q;
+            for (int j = 0; j < h; ++j) {
+              if (c.w.matrix[kr] >= 0) {
+                const float* row = pw + c.w.matrix[kr] + int64_t(j) * h;
+                for (int i = 0; i < h; ++i) dhn[size_t(i)] += row[i] * r.dr[q * h + j];
+              }
+              if (c.w.matrix[kw] >= 0) {
+                const float* row = pw + c.w.matrix[kw] + int64_t(j) * in;
+                for (int i = 0; i < in; ++i) di[i] += row[i] * r.dw[q * h + j];
+              }
+            }
+          }
+          if (d.cell == kLstm) dcn = dc;
+        }
+        for (int j = 0; j < h; ++j) {
+          if (pdhx) pdhx[st + j] = dhn[size_t(j)];
+          if (pdcx && d.cell == kLstm) pdcx[st + j] = dcn[size_t(j)];
+        }
+      }
+      if (layer > 0) {
+        for (int b = 0; b < B; ++b)
+          for (int t = 0; t < xs.lens[size_t(b)]; ++t)
+            std::memcpy(&dout[(size_t(t) * B + b) * h], &din[(size_t(t) * B + b) * s.wide], size_t(h) * 4);
+      } else {
+        for (int b = 0; b < B; ++b)
+          for (int t = 0; t < xs.lens[size_t(b)]; ++t)
+            std::memcpy(pdx + rnn_row(xs, t, b) * s.in, &din[(size_t(t) * B + b) * s.wide], size_t(s.in) * 4);
+      }
+    }
+    return kSuccess;
+  });
+}
+
+int f_rnn_backward_weights(void* handle, void* p, int add, void*, void* xd, void* x, void* hd, void* hx, void* yd,
+                           void* y, size_t wsize, void* dwspace, size_t, void*, size_t rsize, void* rspace) {
+  return bn_run(handle, [&](const FakeDeviceAt& at) {
+    RnnCall c;
+    if (int st = rnn_check(p, xd, yd, hd, nullptr, wsize, &c, false)) return st;
+    if (add != kWgradAdd && add != kWgradSet) return kBadParam;
+    const RnnShape& s = c.s;
+    const RnnDesc& d = *s.d;
+    const RnnDataDesc& xs = *s.x;
+    if (!rspace || rsize < size_t(s.reserve_floats()) * 4)
+      return fail(kBadParam, "cudnnRNNBackwardWeights_v8: the reserve space of the backward data pass is needed");
+    float *px = fptr(at, x, rnn_rows(xs) * s.in), *py = fptr(at, y, rnn_rows(xs) * s.h),
+          *pdw = fptr(at, dwspace, c.w.total), *pr = fptr(at, rspace, s.reserve_floats()),
+          *phx = fptr(at, hx, c.state);
+    if (!px || !py || !pdw || !pr || (hx && !phx)) return kExecutionFailed;
+    if (add == kWgradSet) std::fill(pdw, pdw + c.w.total, 0.f);
+    const int g = s.g, h = s.h, n = 2 * g, B = xs.batch;
+    std::vector<float> zeros(static_cast<size_t>(h));
+    for (int layer = 0; layer < d.layers; ++layer) {
+      const size_t k0 = size_t(layer * n);
+      for (int b = 0; b < B; ++b) {
+        const int64_t st = (int64_t(layer) * B + b) * h;
+        for (int t = 0; t < xs.lens[size_t(b)]; ++t) {
+          RnnRecord r = record_at(pr, s, layer, t, b);
+          const float* hprev = t > 0 ? record_at(pr, s, layer, t - 1, b).h : phx ? phx + st : zeros.data();
+          for (int q = 0; q < 2 * g; ++q) {
+            const size_t k = k0 + q;
+            const bool input = q < g;
+            const float* grad = input ? r.dw + int64_t(q) * h : r.dr + int64_t(q - g) * h;
+            const float* v = input ? r.in : hprev;
+            if (c.w.matrix[k] >= 0)
+              for (int j = 0; j < h; ++j) {
+                float* row = pdw + c.w.matrix[k] + int64_t(j) * c.w.cols[k];
+                for (int i = 0; i < c.w.cols[k]; ++i) row[i] += grad[j] * v[i];
+              }
+            if (c.w.bias[k] >= 0)
+              for (int j = 0; j < h; ++j) pdw[c.w.bias[k] + j] += grad[j];
+          }
+        }
+      }
+    }
+    return kSuccess;
+  });
+}
+
 int g_cudnn_token;
 
 const std::map<std::string, void*>& table() {
@@ -2630,6 +3178,25 @@ const std::map<std::string, void*>& table() {
       {"cudnnGetCTCLossWorkspaceSize_v8", reinterpret_cast<void*>(f_ctc_ws_v8)},
       {"cudnnCTCLoss", reinterpret_cast<void*>(f_ctc)},
       {"cudnnCTCLoss_v8", reinterpret_cast<void*>(f_ctc_v8)},
+      {"cudnnCreateRNNDescriptor", reinterpret_cast<void*>(f_create_rnn)},
+      {"cudnnDestroyRNNDescriptor", reinterpret_cast<void*>(f_destroy_rnn)},
+      {"cudnnSetRNNDescriptor_v8", reinterpret_cast<void*>(f_set_rnn_v8)},
+      {"cudnnGetRNNDescriptor_v8", reinterpret_cast<void*>(f_get_rnn_v8)},
+      {"cudnnGetRNNDataDescriptor", reinterpret_cast<void*>(f_get_rnn_data)},
+      {"cudnnRNNSetClip_v8", reinterpret_cast<void*>(f_rnn_set_clip_v8)},
+      {"cudnnRNNSetClip_v9", reinterpret_cast<void*>(f_rnn_set_clip_v9)},
+      {"cudnnRNNGetClip_v8", reinterpret_cast<void*>(f_rnn_get_clip_v8)},
+      {"cudnnRNNGetClip_v9", reinterpret_cast<void*>(f_rnn_get_clip_v9)},
+      {"cudnnBuildRNNDynamic", reinterpret_cast<void*>(f_build_rnn_dynamic)},
+      {"cudnnGetRNNTempSpaceSizes", reinterpret_cast<void*>(f_rnn_temp_sizes)},
+      {"cudnnGetRNNWeightSpaceSize", reinterpret_cast<void*>(f_rnn_weight_space_size)},
+      {"cudnnGetRNNWeightParams", reinterpret_cast<void*>(f_rnn_weight_params)},
+      {"cudnnCreateRNNDataDescriptor", reinterpret_cast<void*>(f_create_rnn_data)},
+      {"cudnnDestroyRNNDataDescriptor", reinterpret_cast<void*>(f_destroy_rnn_data)},
+      {"cudnnSetRNNDataDescriptor", reinterpret_cast<void*>(f_set_rnn_data)},
+      {"cudnnRNNForward", reinterpret_cast<void*>(f_rnn_forward)},
+      {"cudnnRNNBackwardData_v8", reinterpret_cast<void*>(f_rnn_backward_data)},
+      {"cudnnRNNBackwardWeights_v8", reinterpret_cast<void*>(f_rnn_backward_weights)},
   };
   return t;
 }
@@ -2653,7 +3220,7 @@ uint64_t fake_live_cudnn_objects() {
   std::lock_guard l(g_mu);
   return g_handles.size() + g_descs.size() + g_tensors.size() + g_activations.size() + g_filters.size() +
          g_convs.size() + g_pools.size() + g_dropouts.size() + g_lrns.size() + g_op_tensors.size() + g_reduces.size() +
-         g_sts.size() + g_ctcs.size();
+         g_sts.size() + g_ctcs.size() + g_rnns.size() + g_rnn_data.size();
 }
 
 }  // namespace vmcuda::testing

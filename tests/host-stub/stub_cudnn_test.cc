@@ -2,7 +2,8 @@
 // executor's fake libcudnn.so.9 (tests/executor/fake_cudnn.cc): a pointwise graph built,
 // planned through the heuristics (configurations the guest made, filled by the library) and
 // executed on the client's memory; hostile arguments; suspend and resume, save and restore
-// (and hostile state records); teardown.
+// (and hostile state records); the legacy API's descriptors and routines, recurrent networks
+// among them; teardown.
 #include <unistd.h>
 
 #include <chrono>
@@ -1129,6 +1130,197 @@ TEST_F(CudnnLegacySuspendTest, SpatialTransformerAndCtcLossDescriptors) {
   ASSERT_EQ(generate(theta, grid), 0);
   state::remove_state_file(path);
   state::remove_state_file(bad);
+}
+
+// Recurrent networks (the v8 RNN API, calls 0x2690-): a one-layer LSTM's descriptors (RNN, RNN
+// data with their sequence lengths and padding symbol, the dropout descriptor it names, set again
+// after it, the matrix shape cudnnGetRNNWeightParams set, clipping) carried across a suspend and
+// a save: the network computes the same after; hostile arguments; an RNN descriptor whose
+// dropout descriptor the program destroyed refuses the suspend.
+struct CudnnRnnTest : CudnnLegacySuspendTest {
+  static constexpr int32_t T = 3, B = 2, I = 3, H = 2;
+  uint64_t rnn = 0, xdd = 0, ydd = 0, hd = 0, md = 0, bd = 0, w = 0, wbytes = 0;
+  uint64_t data(int32_t vec) {
+    const uint64_t d = next++;
+    EXPECT_EQ(c.call<api::Call::cudnnCreateRNNDataDescriptor>({d}), 0);
+    api::cudnnSetRNNDataDescriptor_Args a{};
+    a.rnnDataDesc = d, a.dataType = 0, a.layout = 0, a.maxSeqLength = T, a.batchSize = B, a.vectorSize = vec;
+    const float fill = -1;
+    std::memcpy(a.paddingFill, &fill, 4);
+    a.paddingFill_given = 1;
+    const int32_t lengths[B] = {3, 2};
+    EXPECT_EQ(c.call<api::Call::cudnnSetRNNDataDescriptor>(a, nullptr, std::as_bytes(std::span(lengths))), 0);
+    return d;
+  }
+  void make_rnn() {
+    make_all();  // dd: a dropout descriptor (not applied to one layer)
+    rnn = next++;
+    ASSERT_EQ(c.call<api::Call::cudnnCreateRNNDescriptor>({rnn}), 0);
+    api::cudnnSetRNNDescriptor_v8_Args s{};
+    s.rnnDesc = rnn, s.algo = 0, s.cellMode = 2, s.biasMode = 2, s.dirMode = 0, s.inputMode = 0, s.dataType = 0;
+    s.mathPrec = 0, s.mathType = 0, s.inputSize = I, s.hiddenSize = H, s.projSize = H, s.numLayers = 1;
+    s.dropoutDesc = dd, s.auxFlags = 1;
+    ASSERT_EQ(c.call<api::Call::cudnnSetRNNDescriptor_v8>(s), 0);
+    xdd = data(I);
+    ydd = data(H);
+    hd = tensor_nd({1, B, H});
+    api::cudnnGetRNNWeightSpaceSize_Reply wr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetRNNWeightSpaceSize>({handle, rnn}, &wr), 0);
+    std::memcpy(&wbytes, wr.weightSpaceSize, 8);
+    ASSERT_EQ(wbytes, uint64_t(4 * (4 * (H * I + H * H) + 8 * H)));  // every matrix and bias, fp32
+    std::vector<float> v(wbytes / 4);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = float(int(i % 7) - 3) * 0.1f;
+    w = floats(v);
+    md = next++;
+    bd = next++;
+    ASSERT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({md}), 0);
+    ASSERT_EQ(c.call<api::Call::cudnnCreateTensorDescriptor>({bd}), 0);
+  }
+  std::vector<float> rnn_forward(uint64_t x, uint64_t y) {
+    api::cudnnRNNForward_Args f{};
+    f.handle = handle, f.rnnDesc = rnn, f.fwdMode = 0, f.xDesc = xdd, f.x = x, f.yDesc = ydd, f.y = y, f.hDesc = hd;
+    f.cDesc = hd, f.weightSpaceSize = wbytes, f.weightSpace = w;
+    EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), 0);
+    return read(y, size_t(T) * B * H);
+  }
+  std::vector<int32_t> shape(uint64_t t) {
+    api::cudnnGetTensorNdDescriptor_Args g{};
+    g.tensorDesc = t, g.nbDimsRequested = 3;
+    api::cudnnGetTensorNdDescriptor_Reply gr{};
+    std::vector<std::byte> extra;
+    EXPECT_EQ(c.call<api::Call::cudnnGetTensorNdDescriptor>(g, &gr, {}, &extra, 24), 0);
+    std::vector<int32_t> dims(3);
+    std::memcpy(dims.data(), extra.data(), std::min<size_t>(extra.size(), 12));
+    return dims;
+  }
+};
+
+TEST_F(CudnnRnnTest, RnnDescriptorsAreCarried) {
+  make_rnn();
+  api::cudnnGetRNNWeightParams_Args p{};
+  p.handle = handle, p.rnnDesc = rnn, p.pseudoLayer = 0, p.weightSpaceSize = wbytes, p.weightSpace = w;
+  p.linLayerID = 5, p.mDesc = md, p.bDesc = bd;  // the forget gate's recurrent matrix: H x H
+  api::cudnnGetRNNWeightParams_Reply pr{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetRNNWeightParams>(p, &pr), 0);
+  uint64_t m = 0, b = 0;
+  std::memcpy(&m, pr.mAddr, 8);
+  std::memcpy(&b, pr.bAddr, 8);
+  EXPECT_TRUE(m > w && m < w + wbytes && b > m && b < w + wbytes);
+  EXPECT_EQ(shape(md), (std::vector<int32_t>{1, H, H}));
+  api::cudnnRNNSetClip_v9_Args clip{};
+  clip.rnnDesc = rnn, clip.clipMode = 1, clip.lclip = -2, clip.rclip = 3;
+  ASSERT_EQ(c.call<api::Call::cudnnRNNSetClip_v9>(clip), 0);
+  // The dropout descriptor set again after the RNN descriptor: a resume still restores it first.
+  api::cudnnSetDropoutDescriptor_Args sd{};
+  sd.dropoutDesc = dd, sd.handle = handle, sd.dropout = 0.25f, sd.states = states, sd.stateSizeInBytes = 256;
+  sd.seed = 99;
+  ASSERT_EQ(c.call<api::Call::cudnnSetDropoutDescriptor>(sd), 0);
+  std::vector<float> xv(size_t(T) * B * I);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = float(int(i % 5) - 2) * 0.3f;
+  const uint64_t x = floats(xv), y = floats(std::vector<float>(size_t(T) * B * H, 0));
+  const std::vector<float> first = rnn_forward(x, y);
+  EXPECT_EQ(first[size_t(2 * B + 1) * H], -1.f) << "the padding symbol fills the second sequence's third step";
+  const std::string path = ::testing::TempDir() + "vmcuda-cudnn-rnn." + std::to_string(::getpid()) + ".state";
+  for (const bool save : {false, true}) {
+    SCOPED_TRACE(save ? "save and restore" : "suspend and resume");
+    const uint64_t live = tst::fake_live_cudnn_objects();
+    state::remove_state_file(path);
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, save ? cc::Op::kSave : cc::Op::kSuspend, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = slot_control::control(stub, save ? cc::Op::kRestore : cc::Op::kResume, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    EXPECT_EQ(tst::fake_live_cudnn_objects(), live);
+    EXPECT_EQ(rnn_forward(x, floats(std::vector<float>(size_t(T) * B * H, 0))), first);
+    EXPECT_EQ(shape(md), (std::vector<int32_t>{1, H, H}));
+    api::cudnnRNNGetClip_v9_Reply cr{};
+    ASSERT_EQ(c.call<api::Call::cudnnRNNGetClip_v9>({rnn}, &cr), 0);
+    double lo = 0, hi = 0;
+    std::memcpy(&lo, cr.lclip, 8);
+    std::memcpy(&hi, cr.rclip, 8);
+    EXPECT_EQ(cr.clipMode[0], 1);
+    EXPECT_EQ(lo, -2);
+    EXPECT_EQ(hi, 3);
+    // Read back: the dropout descriptor it names answered as the client's handle of it, the
+    // sequence lengths (as many as asked, at most the batch) and the padding symbol.
+    api::cudnnGetRNNDescriptor_v8_Reply rr{};
+    ASSERT_EQ(c.call<api::Call::cudnnGetRNNDescriptor_v8>({rnn}, &rr), 0);
+    uint64_t named = 0;
+    std::memcpy(&named, rr.dropoutDesc, 8);
+    EXPECT_EQ(named, dd);
+    EXPECT_EQ(rr.cellMode[0], 2);
+    EXPECT_EQ(rr.hiddenSize[0], H);
+    EXPECT_EQ(rr.auxFlags[0], 1);
+    api::cudnnGetRNNDataDescriptor_Args ga{};
+    ga.rnnDataDesc = ydd, ga.arrayLengthRequested = 8;
+    api::cudnnGetRNNDataDescriptor_Reply gr{};
+    std::vector<std::byte> lengths;
+    ASSERT_EQ(c.call<api::Call::cudnnGetRNNDataDescriptor>(ga, &gr, {}, &lengths, 32), 0);
+    int32_t got[2] = {};
+    ASSERT_GE(lengths.size(), 8u);
+    std::memcpy(got, lengths.data(), 8);
+    EXPECT_EQ(std::vector<int32_t>(got, got + 2), (std::vector<int32_t>{3, 2}));
+    float fill = 0;
+    std::memcpy(&fill, gr.paddingFill, 4);
+    EXPECT_EQ(fill, -1.f);
+    EXPECT_EQ(gr.vectorSize[0], H);
+  }
+  state::remove_state_file(path);
+}
+
+TEST_F(CudnnRnnTest, HostileArguments) {
+  make_rnn();
+  // Sequence lengths that do not match the batch, or more sequences than vmcuda carries.
+  api::cudnnSetRNNDataDescriptor_Args a{};
+  a.rnnDataDesc = xdd, a.dataType = 0, a.layout = 0, a.maxSeqLength = T, a.batchSize = B, a.vectorSize = I;
+  const int32_t one[1] = {3};
+  EXPECT_LT(c.call<api::Call::cudnnSetRNNDataDescriptor>(a, nullptr, std::as_bytes(std::span(one))), 0);
+  a.batchSize = 16001;
+  const std::vector<int32_t> many(16001, 1);
+  EXPECT_LT(c.call<api::Call::cudnnSetRNNDataDescriptor>(a, nullptr, std::as_bytes(std::span(many))), 0);
+  // The wrong kind of descriptor.
+  api::cudnnGetRNNWeightSpaceSize_Reply wr{};
+  EXPECT_EQ(c.call<api::Call::cudnnGetRNNWeightSpaceSize>({handle, xdd}, &wr), api::kCudnnBadParam);
+  // Memory that is not the client's, or ends before the sequences or the weight space do.
+  const uint64_t x = floats(std::vector<float>(size_t(T) * B * I, 0.5f)), small = floats({1, 2});
+  api::cudnnRNNForward_Args f{};
+  f.handle = handle, f.rnnDesc = rnn, f.fwdMode = 0, f.xDesc = xdd, f.x = 0xdead0000, f.yDesc = ydd;
+  f.y = floats(std::vector<float>(size_t(T) * B * H)), f.hDesc = hd, f.cDesc = hd, f.weightSpaceSize = wbytes;
+  f.weightSpace = w;
+  EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), api::kCudnnBadParam);
+  f.x = small;
+  EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), api::kCudnnBadParam);
+  f.x = x, f.weightSpaceSize = wbytes + 4096;
+  EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), api::kCudnnBadParam);
+  f.weightSpaceSize = wbytes, f.devSeqLengths = 0xdead0000;
+  EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), api::kCudnnBadParam);
+  f.devSeqLengths = 0;
+  EXPECT_EQ(c.call<api::Call::cudnnRNNForward>(f), 0);  // the stub keeps serving
+  // More sequence lengths asked back than vmcuda carries, or more than there is room for.
+  api::cudnnGetRNNDataDescriptor_Args ga{};
+  ga.rnnDataDesc = xdd, ga.arrayLengthRequested = 16001;
+  api::cudnnGetRNNDataDescriptor_Reply gr{};
+  EXPECT_LT(c.call<api::Call::cudnnGetRNNDataDescriptor>(ga, &gr, {}, nullptr, 64), 0);
+  ga.arrayLengthRequested = 64;
+  EXPECT_LT(c.call<api::Call::cudnnGetRNNDataDescriptor>(ga, &gr, {}, nullptr, 8), 0);
+}
+
+TEST_F(CudnnRnnTest, AnRnnDescriptorWhoseDropoutDescriptorIsGoneRefusesTheSuspend) {
+  make_rnn();
+  ASSERT_EQ(c.call<api::Call::cudnnDestroyDropoutDescriptor>({dd}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("dropout descriptor the program has destroyed"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::cudnnDestroyRNNDescriptor>({rnn}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
 }
 
 TEST(CudnnTeardown, TheClientsObjectsGoWithIt) {

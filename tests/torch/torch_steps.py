@@ -188,6 +188,32 @@ def main():
         return f"use_cudnn={use_cudnn} " + " ".join(p if isinstance(p, str) else f"{p.double().item():.4e}" for p in parts)
     step("ctc_loss", ctc_loss)
 
+    def recurrent(cls):
+        # nn.LSTM / nn.GRU on the GPU with cuDNN: PyTorch's cuDNN RNN (the v8 RNN API: RNN and RNN
+        # data descriptors, cudnnGetRNNWeightParams over the flattened weights, cudnnRNNForward in
+        # training mode, cudnnRNNBackwardData_v8 and BackwardWeights_v8), two layers, batch first,
+        # initial states, forward and backward. Sums printed with modest precision (the library's
+        # reduction order); TF32 off so they do not hang on the math mode.
+        def run():
+            torch.backends.cudnn.enabled = True
+            torch.backends.cudnn.allow_tf32 = False
+            torch.manual_seed(7)
+            net = cls(input_size=10, hidden_size=16, num_layers=2, batch_first=True).cuda()
+            g = torch.Generator(device="cuda").manual_seed(8)
+            x = torch.randn(4, 12, 10, device="cuda", generator=g).requires_grad_()
+            h0 = torch.randn(2, 4, 16, device="cuda", generator=g) * 0.5
+            state = (h0, torch.randn(2, 4, 16, device="cuda", generator=g) * 0.5) if cls is torch.nn.LSTM else h0
+            y, out_state = net(x, state)
+            hn = out_state[0] if cls is torch.nn.LSTM else out_state
+            loss = (y * torch.linspace(-1, 1, y.numel(), device="cuda").view_as(y)).sum() + hn.square().sum()
+            loss.backward()
+            torch.cuda.synchronize()
+            parts = [y.abs().sum(), hn.abs().sum(), x.grad.abs().sum()] + [p.grad.abs().sum() for p in net.parameters()]
+            return " ".join(f"{p.double().item():.4e}" for p in parts)
+        return run
+    step("lstm", recurrent(torch.nn.LSTM))
+    step("gru", recurrent(torch.nn.GRU))
+
     def fft():
         x = torch.arange(4096, device="cuda", dtype=torch.float32)
         return f"{torch.fft.rfft(x).abs().double().sum().item():.6e}"
@@ -282,7 +308,8 @@ def main():
 if __name__ == "__main__":
     if "--list" in sys.argv:
         print("available device_count device_name capability mem_get_info tensors reductions random matmul_fp32 "
-              "matmul_bf16 conv2d batchnorm grid_sample ctc_loss fft linalg_solve cuda_graph train_100_steps torch_compile")
+              "matmul_bf16 conv2d batchnorm grid_sample ctc_loss lstm gru fft linalg_solve cuda_graph train_100_steps "
+              "torch_compile")
         sys.exit(0)
     if "--step" in sys.argv:
         ONLY = sys.argv[sys.argv.index("--step") + 1]
