@@ -682,7 +682,8 @@ CU_API CUresult cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary 
   {
     auto& o = objects();
     std::lock_guard l(o.mu);
-    if (!live(o.libraries, library)) return cu::kInvalidHandle;
+    // A library unloaded (or never loaded): not found, as NVIDIA's answers (seen on the H100).
+    if (!live(o.libraries, library)) return cu::kNotFound;
   }
   KeepRuntimeLastError keep;
   std::lock_guard managed(library_managed_mu());

@@ -94,7 +94,7 @@ static void library_managed() {
   check("d_table is 1..8", h[0] == 1 && h[7] == 8);
   expect("cudaLibraryUnload", cudaLibraryUnload(lib));
   expect("cudaLibraryGetManaged after the unload", cudaLibraryGetManaged(&p, &bytes, lib, "m_counter"),
-         cudaErrorInvalidResourceHandle);
+         cudaErrorSymbolNotFound);  // NVIDIA's answer (H100, driver 580)
 }
 
 // ---- memsets of host memory the device reaches
@@ -211,7 +211,6 @@ static void graph_memory_trim_and_reset() {
   cudaGraph_t g = nullptr;
   cudaGraphExec_t x = nullptr;
   graph_with_memory(bytes, true, &g, &x);
-  check("used after a launch that allocated and freed: 0", graph_attr(cudaGraphMemAttrUsedMemCurrent) == 0);
   check("reserved: at least the allocation", graph_attr(cudaGraphMemAttrReservedMemCurrent) >= bytes);
   expect("cudaGraphExecDestroy", cudaGraphExecDestroy(x));
   expect("cudaGraphDestroy", cudaGraphDestroy(g));
@@ -226,8 +225,9 @@ static void graph_memory_trim_and_reset() {
   check("used after a launch that allocated: at least the allocation",
         graph_attr(cudaGraphMemAttrUsedMemCurrent) >= bytes);
   expect("cudaDeviceReset", cudaDeviceReset());
-  check("used after the reset: 0", graph_attr(cudaGraphMemAttrUsedMemCurrent) == 0);
-  check("reserved after the reset: 0", graph_attr(cudaGraphMemAttrReservedMemCurrent) == 0);
+  // (What the used and reserved attributes say after the reset is not checked: NVIDIA's are
+  // not 0 there, nor used after a launch that allocated and freed, and vmcuda's are; see
+  // docs/running.md.)
   expect("cudaDeviceGraphMemTrim after the reset", cudaDeviceGraphMemTrim(0));
 }
 
