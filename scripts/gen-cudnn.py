@@ -479,10 +479,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
         for p in obytes:
             nb = f"{p.size_param}_n * {p.bytes}"
             copy = nb
-            if p.filled:  # as NVIDIA's: the elements past those the library filled stay as they were
-                g.append(f"  int32_t {p.name}_filled = 0;")
-                g.append(f"  std::memcpy(&{p.name}_filled, reply_.{p.filled}, 4);")
-                copy = f"std::min<size_t>({p.size_param}_n, size_t(std::max({p.name}_filled, 0))) * {p.bytes}"
+            # Every element asked for, as NVIDIA's writes them (zeros past those it filled: seen
+            # on the H100 with cudnnGetRNNDataDescriptor); the host's buffer starts zeroed.
             g.append(f"  if ({p.name} && got_ >= {off} + {nb}) std::memcpy({p.name}, extra_.data() + {off}, {copy});")
             off = f"{off} + {nb}"
     else:

@@ -553,12 +553,13 @@ static CpuCsr keep(int m, const std::vector<std::vector<std::pair<int, double>>>
   }
   return c;
 }
-// NVIDIA's documented choice of threshold for a percentage: the sorted magnitudes' element at
-// ceil(count * percentage / 100) - 1, clamped to the elements.
+// NVIDIA's choice of threshold for a percentage: the sorted magnitudes' element at
+// floor(count * percentage / 100), clamped to the elements (on the H100 30 elements pruned by
+// 40% keep 17, 17 by 50% keep 8).
 static double percentile(std::vector<double> v, float percentage) {
   for (double& x : v) x = std::fabs(x);
   std::sort(v.begin(), v.end());
-  int pos = int(std::ceil(double(v.size()) * (percentage / 100.0))) - 1;
+  int pos = int(std::floor(double(v.size()) * (percentage / 100.0)));
   pos = std::min(std::max(pos, 0), int(v.size()) - 1);
   return v[pos];
 }
