@@ -56,11 +56,16 @@ bool daemon_answers(const std::string& pipe_dir) {
   if (path.size() >= sizeof addr.sun_path) return false;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  vmrpc::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  return fd && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  // NVIDIA does not document the socket's type (a stream socket's connect failed on the H100
+  // while the daemon served): whichever type it is, a connect succeeds.
+  for (int type : {SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM}) {
+    vmrpc::UniqueFd fd(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
+    if (fd && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return true;
+  }
+  return false;
 }
 
-// Runs `exe args...` with stdin from `input` (nullptr: /dev/null) and stdout to /dev/null;
+// Runs `exe args...` with stdin from `stdin_fd` (-1: /dev/null) and stdout to the stub's stderr;
 // returns its pid or -1.
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args, int stdin_fd) {
   std::vector<char*> argv;
@@ -71,7 +76,7 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, int st
   posix_spawn_file_actions_init(&fa);
   if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
   else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);  // what it prints goes to the stub's log
   // Nothing else of the stub's: the VM's connections (from the service manager's fd store)
   // must close when the stub ends, not live on in the daemon.
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);
@@ -156,8 +161,15 @@ std::unique_ptr<MpsDaemon> MpsDaemon::start(const std::string& control_exe, cons
            "--mps-control, or use --gpu-sharing time";
     return nullptr;
   }
+  // Ours is up once it answers, or once its control socket is there (the pipe directory was
+  // emptied above, so the socket is the new daemon's).
+  auto up = [&] {
+    struct stat st{};
+    return daemon_answers(pipe_dir) ||
+           (::lstat((pipe_dir + "/control").c_str(), &st) == 0 && S_ISSOCK(st.st_mode));
+  };
   const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (!daemon_answers(pipe_dir)) {
+  while (!up()) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       *why = "GPU sharing by MPS: " + control_exe + " -f ended (" +
