@@ -207,14 +207,7 @@ void CublasScope::launch(const vmrpc::CallContext& ctx) {
 
 const void* CublasScope::scalar(const uint8_t (&field)[16], size_t bytes) const {
   if (bytes == 0 || bytes > sizeof field) return nullptr;
-  if (handle->pointer_mode != CUBLAS_POINTER_MODE_DEVICE) {
-    // Copied where a cuDoubleComplex's 16-byte alignment holds (inside the request the value
-    // is 8-byte aligned; cuSPARSE's Z routines crashed on that with aligned loads).
-    if (scalars_used_ == kMaxScalars) return nullptr;
-    uint8_t* copy = scalar_copies_[scalars_used_++];
-    std::memcpy(copy, field, sizeof field);
-    return copy;
-  }
+  if (handle->pointer_mode != CUBLAS_POINTER_MODE_DEVICE) return scalars_.keep(field, bytes);
   uint64_t ptr;
   std::memcpy(&ptr, field, sizeof ptr);
   return ptr && s_.owns_range(ptr, bytes) ? reinterpret_cast<const void*>(ptr) : nullptr;

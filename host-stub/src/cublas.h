@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "aligned_scalars.h"
 #include "cublas_host_api.h"
 #include "session.h"
 #include "vmcuda/api/cublas_scalars.h"
@@ -70,9 +71,7 @@ class CublasScope {
   const char* call_;
   int device_ = -1;  // the handle's guest device
   int32_t status_ = CUBLAS_STATUS_SUCCESS;
-  static constexpr size_t kMaxScalars = 4;  // host scalars one call hands the library (alpha, beta...)
-  alignas(16) mutable uint8_t scalar_copies_[kMaxScalars][16]{};
-  mutable size_t scalars_used_ = 0;
+  mutable AlignedScalars scalars_;
 };
 
 }  // namespace vmcuda::host

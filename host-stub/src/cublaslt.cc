@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "aligned_scalars.h"
 #include "cublas.h"
 #include "cublasLt_host_api.h"
 #include "vmcuda/api/cublaslt_abi.h"
@@ -486,12 +487,9 @@ int32_t Session::on_cublasLtMatmul(const api::cublasLtMatmul_Args& a, api::Empty
   // alpha and beta as this side's record of the descriptor says (never as the guest claims).
   const size_t bytes = api::lt_scalar_bytes(op->scale_type);
   if (bytes == 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-  // Host values copied where a complex type's 16-byte alignment holds (inside the request
-  // they are 8-byte aligned).
-  alignas(16) uint8_t host_scalars[2][16];
-  size_t host_used = 0;
+  AlignedScalars host_scalars;
   auto scalar = [&](const uint8_t (&field)[16], bool on_device) -> const void* {
-    if (!on_device) return std::memcpy(host_scalars[host_used++], field, sizeof field);
+    if (!on_device) return host_scalars.keep(field, sizeof field);
     uint64_t p;
     std::memcpy(&p, field, sizeof p);
     return p && owns_range(p, bytes) ? reinterpret_cast<const void*>(p) : nullptr;

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "aligned_scalars.h"
 #include "nvlib.h"
 #include "session.h"
 #include "vmcuda/api/nvobj_abi.h"
@@ -90,15 +91,8 @@ class NvobjScope {
   // guest sent or a device pointer of the client's (checked for the type's size).
   const void* scalar(const uint64_t (&value)[2], uint64_t ptr, int32_t type) {
     if (!first_ || !first_->as<NvobjObject>().pointer_mode) {
-      // Copied where its type's alignment holds: a cuDoubleComplex is 16-byte aligned, and
-      // cuSPARSE's Z routines load it with aligned instructions (the value inside the request
-      // is 8-byte aligned: cusparseZbsrxmv and Zcsrgeam2 crashed the host on the H100).
-      if (scalars_used_ == kMaxScalars) {
-        status_ = Traits::kInvalidValue;
-        return nullptr;
-      }
-      uint64_t* copy = scalar_copies_[scalars_used_++];
-      std::memcpy(copy, value, sizeof value);
+      const void* copy = scalars_.keep(value, sizeof value);
+      if (!copy) status_ = Traits::kInvalidValue;
       return copy;
     }
     if (!device(ptr, 1, std::max<size_t>(1, api::data_type_bytes(type)))) {
@@ -206,9 +200,7 @@ class NvobjScope {
   Object* first_ = nullptr;
   bool switched_ = false;
   int32_t status_ = 0;
-  static constexpr size_t kMaxScalars = 4;  // host scalars one call hands the library (alpha, beta...)
-  alignas(16) uint64_t scalar_copies_[kMaxScalars][2]{};
-  size_t scalars_used_ = 0;
+  AlignedScalars scalars_;
 };
 
 }  // namespace vmcuda::host
