@@ -1008,7 +1008,7 @@ int f_csr2csc(void* hp, int m, int n, int nnz, const void* vals, const void* row
 
 // ---- the legacy API's BSR calls (bsrmv, bsrxmv, bsrmm; bsrsv2, bsrsm2 and bsric02 with their
 // info objects) and pruning (pruneDense2csr, pruneCsr2csr, by threshold or percentage) for the
-// four value types (V: float, double, complex float, complex double; pruning: fp16 as _Float16,
+// four value types (V: float, double, complex float, complex double; pruning: fp16 as Half,
 // fp32 and fp64).
 // A BSR matrix is read as its scalar CSR (each block's elements, by the block's storage
 // direction): the products and solves are then the scalar ones; block IC(0) on full blocks is
@@ -1023,7 +1023,18 @@ V conj_of(V v) {
 }
 template <class V>
 double magnitude(V v) { return std::abs(v); }
-inline double magnitude(_Float16 v) { return std::fabs(double(v)); }  // __half's bits (GCC, Clang on x86-64)
+// __half's bits (IEEE binary16), read as a double: _Float16 is not on every compiler's x86-64.
+struct Half {
+  uint16_t bits;
+  explicit operator double() const {
+    const int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+    const double v = exponent == 0    ? std::ldexp(mantissa, -24)
+                     : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                      : std::ldexp(mantissa + 1024, exponent - 25);
+    return bits >> 15 ? -v : v;
+  }
+};
+inline double magnitude(Half v) { return std::fabs(double(v)); }
 template <class V>
 V of_complex(std::complex<double> c) {
   if constexpr (std::is_floating_point_v<V>) return V(c.real());
@@ -2296,17 +2307,17 @@ void* fake_cusparse_symbol(const char* name) {
       {"cusparseZbsric02_analysis", reinterpret_cast<void*>(f_bsr_factor_analysis<kBsric>)},
       {"cusparseZbsric02", reinterpret_cast<void*>(f_bsr_factor<std::complex<double>, kBsric>)},
       {"cusparseHpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
-      {"cusparseHpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<_Float16>)},
-      {"cusparseHpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<_Float16>)},
+      {"cusparseHpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<Half>)},
+      {"cusparseHpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<Half>)},
       {"cusparseHpruneCsr2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr)},
-      {"cusparseHpruneCsr2csrNnz", reinterpret_cast<void*>(f_prune_csr_nnz<_Float16>)},
-      {"cusparseHpruneCsr2csr", reinterpret_cast<void*>(f_prune_csr<_Float16>)},
+      {"cusparseHpruneCsr2csrNnz", reinterpret_cast<void*>(f_prune_csr_nnz<Half>)},
+      {"cusparseHpruneCsr2csr", reinterpret_cast<void*>(f_prune_csr<Half>)},
       {"cusparseHpruneDense2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense_pct)},
-      {"cusparseHpruneDense2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_dense_nnz_pct<_Float16>)},
-      {"cusparseHpruneDense2csrByPercentage", reinterpret_cast<void*>(f_prune_dense_pct<_Float16>)},
+      {"cusparseHpruneDense2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_dense_nnz_pct<Half>)},
+      {"cusparseHpruneDense2csrByPercentage", reinterpret_cast<void*>(f_prune_dense_pct<Half>)},
       {"cusparseHpruneCsr2csrByPercentage_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_csr_pct)},
-      {"cusparseHpruneCsr2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_csr_nnz_pct<_Float16>)},
-      {"cusparseHpruneCsr2csrByPercentage", reinterpret_cast<void*>(f_prune_csr_pct<_Float16>)},
+      {"cusparseHpruneCsr2csrNnzByPercentage", reinterpret_cast<void*>(f_prune_csr_nnz_pct<Half>)},
+      {"cusparseHpruneCsr2csrByPercentage", reinterpret_cast<void*>(f_prune_csr_pct<Half>)},
       {"cusparseSpruneDense2csr_bufferSizeExt", reinterpret_cast<void*>(f_prune_buffer_dense)},
       {"cusparseSpruneDense2csrNnz", reinterpret_cast<void*>(f_prune_dense_nnz<float>)},
       {"cusparseSpruneDense2csr", reinterpret_cast<void*>(f_prune_dense<float>)},
