@@ -15,7 +15,7 @@
 // handles, device pointers as they are.
 // Legacy descriptors are guest objects too (Kind::kLegacy, with their kind's tag); their
 // creation, settings and destruction and the batch normalizations are queued; Get* calls wait.
-// TODO(remoting): the rest of the legacy API (RNNs, multi-head attention) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
+// TODO(remoting): the rest of the legacy API (the v7 RNN calls, multi-head attention) and cudnnBackendPopulateCudaGraph/UpdateCudaGraph are generated stubs
 // (CUDNN_STATUS_NOT_SUPPORTED, logged once); by-value tensors in a variant pack (a host pointer)
 // are refused by the host; CUDNN_TYPE_HANDLE attributes cannot be read back.
 #include <algorithm>
