@@ -725,6 +725,30 @@ int32_t ctc_host_arrays(const CudnnApi* lib, const CudnnObject* probs, std::span
       return *why = "a label is outside the alphabet (probsDesc's third dimension)", kCudnnBadParam;
   return kCudnnSuccess;
 }
+
+// What cudnnGetCTCLossWorkspaceSize and cudnnCTCLoss (the host-array forms) both take: the
+// handle (its device), the probabilities', gradients' and CTC loss descriptors, and the host
+// arrays after the Args. kCudnnSuccess; else the status, with *why to log (nullptr: a handle
+// that is not the client's, answered without a line) or c->arrays.fault (a guest fault).
+struct CtcCall {
+  int device = -1;
+  CudnnObject *handle = nullptr, *probs = nullptr, *grads = nullptr, *ctc = nullptr;
+  CtcHostArrays arrays;
+};
+template <class Args>
+int32_t ctc_call(const CudnnApi* lib, ObjectList& vol, const Args& a, int current, std::span<const std::byte> tail,
+                 CtcCall* c, const char** why) {
+  c->device = current;
+  *why = nullptr;
+  c->handle = cudnn_object(vol, a.handle, true, &c->device);
+  if (!c->handle) return kCudnnBadParam;
+  c->probs = a.probsDesc ? cudnn_object(vol, a.probsDesc, false, nullptr, 0) : nullptr;
+  c->grads = a.gradientsDesc ? cudnn_object(vol, a.gradientsDesc, false, nullptr, 0) : nullptr;
+  c->ctc = a.ctcLossDesc ? cudnn_object(vol, a.ctcLossDesc, false, nullptr, 10) : nullptr;
+  if ((a.probsDesc && !c->probs) || (a.gradientsDesc && !c->grads) || (a.ctcLossDesc && !c->ctc))
+    return *why = "a descriptor is not the client's of its kind", kCudnnBadParam;
+  return ctc_host_arrays(lib, c->probs, tail, &c->arrays, why);
+}
 }  // namespace
 
 int32_t Session::on_cudnnGetCTCLossWorkspaceSize(const api::cudnnGetCTCLossWorkspaceSize_Args& a,
@@ -732,23 +756,17 @@ int32_t Session::on_cudnnGetCTCLossWorkspaceSize(const api::cudnnGetCTCLossWorks
   static constexpr const char* kCall = "cudnnGetCTCLossWorkspaceSize";
   VMCUDA_CUDNN_LIBRARY();
   if (!lib->cudnnGetCTCLossWorkspaceSize) return kCudnnNotSupported;
-  int device = current_;
-  CudnnObject* h = cudnn_object(vol_, a.handle, true, &device);
-  if (!h) return kCudnnBadParam;
-  CudnnObject* probs = a.probsDesc ? cudnn_object(vol_, a.probsDesc, false, nullptr, 0) : nullptr;
-  CudnnObject* grads = a.gradientsDesc ? cudnn_object(vol_, a.gradientsDesc, false, nullptr, 0) : nullptr;
-  CudnnObject* ctc = a.ctcLossDesc ? cudnn_object(vol_, a.ctcLossDesc, false, nullptr, 10) : nullptr;
-  if ((a.probsDesc && !probs) || (a.gradientsDesc && !grads) || (a.ctcLossDesc && !ctc))
-    return bad(log_tag_, kCall, "a descriptor is not the client's of its kind");
-  CtcHostArrays arrays;
+  CtcCall c;
   const char* why = nullptr;
-  if (ctc_host_arrays(lib, probs, req.tail, &arrays, &why) != kCudnnSuccess)
-    return arrays.fault ? guest_fault((std::string(kCall) + ": " + arrays.fault).c_str()) : bad(log_tag_, kCall, why);
-  make_current(device);
+  if (int32_t st = ctc_call(lib, vol_, a, current_, req.tail, &c, &why); st != kCudnnSuccess)
+    return c.arrays.fault ? guest_fault((std::string(kCall) + ": " + c.arrays.fault).c_str())
+           : why          ? bad(log_tag_, kCall, why)
+                          : st;
+  make_current(c.device);
   size_t bytes = 0;
-  const int st = lib->cudnnGetCTCLossWorkspaceSize(h->ptr, probs->ptr, grads ? grads->ptr : nullptr, arrays.labels.data(),
-                                                    arrays.label_lengths.data(), arrays.input_lengths.data(), a.algo,
-                                                    ctc ? ctc->ptr : nullptr, &bytes);
+  const int st = lib->cudnnGetCTCLossWorkspaceSize(
+      c.handle->ptr, c.probs->ptr, c.grads ? c.grads->ptr : nullptr, c.arrays.labels.data(),
+      c.arrays.label_lengths.data(), c.arrays.input_lengths.data(), a.algo, c.ctc ? c.ctc->ptr : nullptr, &bytes);
   make_current(current_);
   std::memcpy(r.sizeInBytes, &bytes, 8);
   return st;
@@ -758,18 +776,15 @@ int32_t Session::on_cudnnCTCLoss(const api::cudnnCTCLoss_Args& a, api::Empty&, R
   static constexpr const char* kCall = "cudnnCTCLoss";
   VMCUDA_CUDNN_LIBRARY();
   if (!lib->cudnnCTCLoss) return kCudnnNotSupported;
-  int device = current_;
-  CudnnObject* h = cudnn_object(vol_, a.handle, true, &device);
-  if (!h) return kCudnnBadParam;
-  CudnnObject* probs = a.probsDesc ? cudnn_object(vol_, a.probsDesc, false, nullptr, 0) : nullptr;
-  CudnnObject* grads = a.gradientsDesc ? cudnn_object(vol_, a.gradientsDesc, false, nullptr, 0) : nullptr;
-  CudnnObject* ctc = a.ctcLossDesc ? cudnn_object(vol_, a.ctcLossDesc, false, nullptr, 10) : nullptr;
-  if ((a.probsDesc && !probs) || (a.gradientsDesc && !grads) || (a.ctcLossDesc && !ctc))
-    return bad(log_tag_, kCall, "a descriptor is not the client's of its kind");
-  CtcHostArrays arrays;
+  CtcCall c;
   const char* why = nullptr;
-  if (ctc_host_arrays(lib, probs, req.tail, &arrays, &why) != kCudnnSuccess)
-    return arrays.fault ? guest_fault((std::string(kCall) + ": " + arrays.fault).c_str()) : bad(log_tag_, kCall, why);
+  if (int32_t st = ctc_call(lib, vol_, a, current_, req.tail, &c, &why); st != kCudnnSuccess)
+    return c.arrays.fault ? guest_fault((std::string(kCall) + ": " + c.arrays.fault).c_str())
+           : why          ? bad(log_tag_, kCall, why)
+                          : st;
+  CudnnObject *h = c.handle, *probs = c.probs, *grads = c.grads, *ctc = c.ctc;
+  CtcHostArrays& arrays = c.arrays;
+  const int device = c.device;
   if (a.probs && !owns_range(a.probs, tensor_bytes_of(lib, probs)))
     return bad(log_tag_, kCall, "probs is not the client's device memory (or ends beyond it)");
   if (a.costs && !owns_range(a.costs, ctc_costs_bytes_of(lib, probs)))
