@@ -13,19 +13,7 @@
 
 #include "runtime_rest2_fatbin.h"  // runtime_rest2_fatbin[]
 
-static int failures = 0;
-static void expect(const char* what, cudaError_t got, cudaError_t want = cudaSuccess) {
-  std::printf("%s: %s\n", what, cudaGetErrorName(got));
-  if (got != want) {
-    std::printf("  FAIL: expected %s\n", cudaGetErrorName(want));
-    ++failures;
-  }
-  cudaGetLastError();
-}
-static void check(const char* what, bool ok) {
-  std::printf("%s: %s\n", what, ok ? "yes" : "no");
-  if (!ok) ++failures;
-}
+#include "runtime_check.h"
 
 int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash still shows how far it got

@@ -22,19 +22,7 @@ __global__ void add_one(int* p, int n) {
   if (i < n) p[i] += 1;
 }
 
-static int failures = 0;
-static void expect(const char* what, cudaError_t got, cudaError_t want = cudaSuccess) {
-  std::printf("%s: %s\n", what, cudaGetErrorName(got));
-  if (got != want) {
-    std::printf("  FAIL: expected %s\n", cudaGetErrorName(want));
-    ++failures;
-  }
-  cudaGetLastError();
-}
-static void check(const char* what, bool ok) {
-  std::printf("%s: %s\n", what, ok ? "yes" : "no");
-  if (!ok) ++failures;
-}
+#include "runtime_check.h"
 template <class T>
 static bool all_equal(const T* p, size_t n, T v) {
   for (size_t i = 0; i < n; ++i)
