@@ -168,6 +168,8 @@ class Param:
             else:
                 self.kind, self.bytes = "out", POINTEE_BYTES.get(base, 4)
             self.args, self.reply, self.host = [], [("uint8_t", f"{name}[8]", 8)], "void*"
+            if self.optional:  # whether the app asked: the library is handed NULL where it did not
+                self.args = [("int32_t", f"{name}_wanted", 4)]
             return
         self.element = bool(role and role.startswith("element:"))  # one element of a tensor's type
         self.extent = None  # extent:F:D or extent:N (cudnn.calls): how far a device pointer is checked
@@ -353,6 +355,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             call.append(f"const_cast<uint8_t*>(a.{p.name})")
         elif p.kind == "fill":
             call.append(f"a.{p.name}_given ? const_cast<uint8_t*>(a.{p.name}) : nullptr")
+        elif p.kind == "out" and p.args:  # optout: NULL to the library where the app passed NULL
+            call.append(f"a.{p.name}_wanted ? static_cast<void*>(r.{p.name}) : nullptr")
         elif p.kind == "out":
             call.append(f"r.{p.name}")
         elif p.kind == "bytes":
@@ -442,6 +446,8 @@ def generated_call(number, name, roles, waits_flag, launches, plist, enums, reco
             g.append(f"  std::memcpy(a_.{p.name}, {p.name}, {'element_bytes' if p.element else 'scalar_bytes'}({p.size_param}));")
         elif p.kind == "out" and not p.optional:
             g.append(f"  if (!{p.name}) return kCudnnBadParam;")
+        elif p.kind == "out" and p.args:
+            g.append(f"  a_.{p.name}_wanted = {p.name} != nullptr;")
         elif p.kind == "fill":
             g.append(f"  if ({p.name}) std::memcpy(a_.{p.name}, {p.name}, data_type_bytes({p.size_param}));")
             g.append(f"  a_.{p.name}_given = {p.name} != nullptr;")

@@ -224,6 +224,19 @@ void run(cudnnHandle_t handle, cudnnRNNMode_t mode) {
   }
   report(cell, "matrix and bias shapes (hidden x input, hidden x hidden, hidden)", shapes);
   report(cell, "matrices and biases lie apart inside the weight space", inside);
+  // A matrix alone and a bias alone, as PyTorch's flatten_weight asks (the other descriptor and
+  // address NULL): the same addresses and shapes.
+  bool alone = true;
+  for (int id = 0; id < 2 * g; ++id) {
+    void *m = nullptr, *bb = nullptr;
+    DNN(cudnnGetRNNWeightParams(handle, rnn, 0, wbytes, w, id, md, &m, nullptr, nullptr));
+    DNN(cudnnGetRNNWeightParams(handle, rnn, 0, wbytes, w, id, nullptr, nullptr, bd, &bb));
+    cudnnDataType_t type;
+    int nb = 0, dims[8] = {}, strides[8] = {};
+    DNN(cudnnGetTensorNdDescriptor(bd, 3, &type, &nb, dims, strides));
+    alone &= m == maddr[size_t(id)] && bb == baddr[size_t(id)] && nb == 3 && dims[1] == H && dims[2] == 1;
+  }
+  report(cell, "a matrix alone and a bias alone (PyTorch's queries) give the same addresses and shapes", alone);
 
   // Inputs (padding positions hold garbage the network must not read).
   std::vector<float> x = values(size_t(T) * B * I, 1, 0.2f), hx = values(size_t(B) * H, 2), cx = values(size_t(B) * H, 3);

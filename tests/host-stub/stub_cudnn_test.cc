@@ -829,7 +829,9 @@ TEST_F(CudnnLegacySuspendTest, TensorOperationDescriptorsAreCarried) {
     ASSERT_TRUE(r.ok) << r.error;
     slot_control::release(stub);
     api::cudnnGetLRNDescriptor_Reply lr{};
-    ASSERT_EQ(c.call<api::Call::cudnnGetLRNDescriptor>({lrn}, &lr), 0);
+    api::cudnnGetLRNDescriptor_Args lq{};
+    lq.normDesc = lrn, lq.lrnN_wanted = 1, lq.lrnAlpha_wanted = 1, lq.lrnBeta_wanted = 1, lq.lrnK_wanted = 1;
+    ASSERT_EQ(c.call<api::Call::cudnnGetLRNDescriptor>(lq, &lr), 0);
     uint32_t n = 0;
     double alpha = 0, k = 0;
     std::memcpy(&n, lr.lrnN, 4), std::memcpy(&alpha, lr.lrnAlpha, 8), std::memcpy(&k, lr.lrnK, 8);
@@ -1200,6 +1202,7 @@ TEST_F(CudnnRnnTest, RnnDescriptorsAreCarried) {
   api::cudnnGetRNNWeightParams_Args p{};
   p.handle = handle, p.rnnDesc = rnn, p.pseudoLayer = 0, p.weightSpaceSize = wbytes, p.weightSpace = w;
   p.linLayerID = 5, p.mDesc = md, p.bDesc = bd;  // the forget gate's recurrent matrix: H x H
+  p.mAddr_wanted = 1, p.bAddr_wanted = 1;
   api::cudnnGetRNNWeightParams_Reply pr{};
   ASSERT_EQ(c.call<api::Call::cudnnGetRNNWeightParams>(p, &pr), 0);
   uint64_t m = 0, b = 0;
@@ -1207,6 +1210,17 @@ TEST_F(CudnnRnnTest, RnnDescriptorsAreCarried) {
   std::memcpy(&b, pr.bAddr, 8);
   EXPECT_TRUE(m > w && m < w + wbytes && b > m && b < w + wbytes);
   EXPECT_EQ(shape(md), (std::vector<int32_t>{1, H, H}));
+  // The bias alone, as PyTorch asks (matrix descriptor and address NULL): the library gets NULL
+  // for the matrix's address too, and answers the same bias.
+  api::cudnnGetRNNWeightParams_Args bias_only = p;
+  bias_only.mDesc = 0, bias_only.mAddr_wanted = 0;
+  api::cudnnGetRNNWeightParams_Reply br{};
+  ASSERT_EQ(c.call<api::Call::cudnnGetRNNWeightParams>(bias_only, &br), 0);
+  uint64_t m2 = 0, b2 = 0;
+  std::memcpy(&m2, br.mAddr, 8);
+  std::memcpy(&b2, br.bAddr, 8);
+  EXPECT_EQ(b2, b);
+  EXPECT_EQ(m2, 0u) << "an address the app did not ask for is not written";
   api::cudnnRNNSetClip_v9_Args clip{};
   clip.rnnDesc = rnn, clip.clipMode = 1, clip.lclip = -2, clip.rclip = 3;
   ASSERT_EQ(c.call<api::Call::cudnnRNNSetClip_v9>(clip), 0);
