@@ -1450,23 +1450,22 @@ TEST(Suspend, ABsrsv2InfoComesBackWithItsAnalysisAndAForgedOneIsRefused) {
   state::remove_state_file(bad);
 }
 
-// A call api/libs/cusparse.calls marks notcarried (bsrsm2's analysis): an info holding its record
-// refuses a suspend with the table's reason, naming the object, the call and what to do, and the
-// client runs on; once it is destroyed the suspend goes on. A state file that carries such a
-// step all the same (a bsrsv2 info's record forged into a bsrsm2 info's) is refused.
-TEST(Suspend, AnObjectHoldingACallNotCarriedRefusesTheSuspendSayingWhyAndAForgedOneIsRefused) {
-  const std::string path = ::testing::TempDir() + "vmcuda-suspend-notcarried." + std::to_string(::getpid()) + ".state";
-  const std::string bad = path + ".bad";
-  state::remove_state_file(path);
+// A bsrsm2 info (api/libs/cusparse.calls): its bufferSize writes the number of right-hand sides
+// into it, which the analysis checks (NVIDIA's libcusparse 12.6 answers an analysis of more with
+// CUSPARSE_STATUS_INVALID_VALUE, as the fake does), so a resume replays the bufferSize before the
+// analysis on the new info; the solve then finds the analysis there. Twice: the replay records
+// both anew.
+TEST(Suspend, ABsrsm2InfoComesBackWithItsBufferSizeBeforeItsAnalysis) {
   Stub stub;
   Client c(stub);
-  const uint64_t h = 0x7500, sm = 0x7510, sv = 0x7520;
+  const uint64_t h = 0x7500, sm = 0x7510, bare = 0x7520;
   ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
   ASSERT_EQ(c.call<api::Call::cusparseCreateBsrsm2Info>({sm}), 0);
   // [[2,0],[1,2]] as one 2x2 block (row-major), one right-hand side.
   const uint64_t row = SparseWork::upload(c, std::vector<int>{0, 1});
   const uint64_t col = SparseWork::upload(c, std::vector<int>{0});
   const uint64_t val = SparseWork::upload(c, std::vector<double>{2, 0, 1, 2}), buf = c.malloc(512);
+  const uint64_t b = SparseWork::upload(c, std::vector<double>{2, 4}), x = c.malloc(2 * sizeof(double));
   api::cusparseDbsrsm2_bufferSize_Args size{};
   size.handle = h, size.mb = 1, size.n = 1, size.nnzb = 1, size.bsrSortedVal = val, size.bsrSortedRowPtr = row;
   size.bsrSortedColInd = col, size.blockSize = 2, size.info = sm;
@@ -1476,60 +1475,34 @@ TEST(Suspend, AnObjectHoldingACallNotCarriedRefusesTheSuspendSayingWhyAndAForged
   an.handle = h, an.mb = 1, an.n = 1, an.nnzb = 1, an.bsrSortedVal = val, an.bsrSortedRowPtr = row;
   an.bsrSortedColInd = col, an.blockSize = 2, an.info = sm, an.pBuffer = buf;
   ASSERT_EQ(c.call<api::Call::cusparseDbsrsm2_analysis>(an), 0);
-  ASSERT_TRUE(hold(stub));
-  cc::Reply r = control(stub, cc::Op::kSuspend);
-  EXPECT_FALSE(r.ok);
-  EXPECT_FALSE(r.status.suspended);
-  for (const char* part : {"cuSPARSE bsrsm2 info", "cusparseDbsrsm2_analysis", "which a resume could not replay",
-                           "CUSPARSE_STATUS_INVALID_VALUE", "cusparseDestroyBsrsm2Info"})
-    EXPECT_NE(r.error.find(part), std::string::npos) << r.error;
-  release(stub);
+  // What the resume would do without the bufferSize: the analysis on a new info is refused.
+  ASSERT_EQ(c.call<api::Call::cusparseCreateBsrsm2Info>({bare}), 0);
+  api::cusparseDbsrsm2_analysis_Args on_bare = an;
+  on_bare.info = bare;
+  EXPECT_EQ(c.call<api::Call::cusparseDbsrsm2_analysis>(on_bare), 3);  // CUSPARSE_STATUS_INVALID_VALUE
+  ASSERT_EQ(c.call<api::Call::cusparseDestroyBsrsm2Info>({bare}), 0);
+  api::cusparseDbsrsm2_solve_Args sv{};
+  sv.handle = h, sv.mb = 1, sv.n = 1, sv.nnzb = 1, sv.bsrSortedVal = val, sv.bsrSortedRowPtr = row;
+  sv.bsrSortedColInd = col, sv.blockSize = 2, sv.info = sm, sv.B = b, sv.ldb = 2, sv.X = x, sv.ldx = 2, sv.pBuffer = buf;
+  const double one = 1;
+  std::memcpy(sv.alpha, &one, sizeof one);
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    SCOPED_TRACE(cycle);
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+    EXPECT_EQ(tst::fake_live_cusparse_objects(), 2u);  // the handle and the info
+    ASSERT_EQ(c.call<api::Call::cusparseDbsrsm2_solve>(sv), 0);  // the replayed analysis is there
+    EXPECT_EQ(SparseWork::get<double>(c, x, 2), (std::vector<double>{1, 1.5}));
+    api::cusparseXbsrsm2_zeroPivot_Reply pos{};
+    ASSERT_EQ(c.call<api::Call::cusparseXbsrsm2_zeroPivot>({h, sm, 0}, &pos), 0);
+    EXPECT_EQ(int32_t(pos.position), -1);
+  }
   ASSERT_EQ(c.call<api::Call::cusparseDestroyBsrsm2Info>({sm}), 0);
-  // A bsrsv2 info with its analysis is carried; its saved record is forged below.
-  ASSERT_EQ(c.call<api::Call::cusparseCreateBsrsv2Info>({sv}), 0);
-  api::cusparseDbsrsv2_analysis_Args sv_an{};
-  sv_an.handle = h, sv_an.mb = 1, sv_an.nnzb = 1, sv_an.bsrSortedValA = val, sv_an.bsrSortedRowPtrA = row;
-  sv_an.bsrSortedColIndA = col, sv_an.blockDim = 2, sv_an.info = sv, sv_an.pBuffer = buf;
-  ASSERT_EQ(c.call<api::Call::cusparseDbsrsv2_analysis>(sv_an), 0);
-  ASSERT_TRUE(hold(stub));
-  r = control(stub, cc::Op::kSave, path);
-  ASSERT_TRUE(r.ok) << r.error;
-  // The object record: kind, id, parent, device, handle (29 bytes), the type (4), the step count
-  // (4), then each step: seq (8), call (4), arguments (a u32 length, the bytes); the creation's
-  // arguments are 8 bytes.
-  constexpr size_t kType = 29, kFirst = 37, kSecond = kFirst + 8 + 4 + 4 + 8;
-  constexpr int32_t kBsrsv2Info = 12, kBsrsm2Info = 13;
-  const auto sparse = static_cast<std::byte>(ObjectKind::Cusparse);
-  auto put32 = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
-  const Forgery cases[] = {
-      {"a bsrsm2 info with its analysis",
-       [&](auto& p) {
-         int32_t type;
-         std::memcpy(&type, p.data() + kType, 4);
-         if (p[0] != sparse || type != kBsrsv2Info) return;
-         put32(p, kType, kBsrsm2Info);
-         put32(p, kFirst + 8, uint32_t(api::Call::cusparseCreateBsrsm2Info));
-         put32(p, kSecond + 8, uint32_t(api::Call::cusparseDbsrsm2_analysis));
-         api::cusparseDbsrsm2_analysis_Args forged = an;
-         forged.info = sv;
-         p.resize(kSecond + 12 + 4);
-         put32(p, kSecond + 12, sizeof forged);
-         const auto* b = reinterpret_cast<const std::byte*>(&forged);
-         p.insert(p.end(), b, b + sizeof forged);
-       },
-       "could not replay"},
-  };
-  expect_forgeries_refused(stub, path, bad, cases, [&](const cc::Reply&) {
-    EXPECT_EQ(tst::fake_live_cusparse_objects(), 0u);
-  });
-  r = control(stub, cc::Op::kRestore, path);
-  ASSERT_TRUE(r.ok) << r.error;
-  release(stub);
-  EXPECT_EQ(tst::fake_live_cusparse_objects(), 2u);  // the handle and the bsrsv2 info
-  ASSERT_EQ(c.call<api::Call::cusparseDestroyBsrsv2Info>({sv}), 0);
   ASSERT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
-  state::remove_state_file(path);
-  state::remove_state_file(bad);
 }
 
 // An object's record in a state file is the guest's to forge: an unknown type, no steps or too
