@@ -74,7 +74,9 @@ def prototypes(path, macro):
     return out
 
 
-def read_calls(path, area):
+def read_calls(path, area, reasons=None):
+    """The calls of a .calls file, its `local` names and (into `reasons`, where given) its
+    `notcarried KEY TEXT` lines (gen-nvobj.py: why a resume could not replay a call)."""
     calls, local = [], []
     for line in open(path):
         line = line.split("#", 1)[0].split()
@@ -82,6 +84,11 @@ def read_calls(path, area):
             continue
         if line[0] == "local":  # answered in the guest alone (no call number)
             local.append(line[1])
+            continue
+        if line[0] == "notcarried" and reasons is not None:
+            if len(line) < 3 or line[1] in reasons:
+                sys.exit(f"gen-nvlib.py: {path}: notcarried KEY TEXT, each KEY once")
+            reasons[line[1]] = " ".join(line[2:])
             continue
         number, name, rest = int(line[0], 16), line[1], line[2:]
         flags = {r for r in rest if "=" not in r}

@@ -26,7 +26,9 @@ are accepted: an annotated function with a parameter the script cannot classify 
 
 Suspend/resume (host-stub/src/nvobj.cc): a `replay` or `replace` call's handler records its wire
 arguments on the object it makes, else on on=PARAM, else on its first object (NvobjStep); a
-resume runs the recorded steps again through the same handlers, in the client's order.
+resume runs the recorded steps again through the same handlers, in the client's order. A call
+marked notcarried=KEY (the reason a `notcarried KEY TEXT` line gives) is recorded as well, and
+a suspend is refused while an object holds its record, with that reason (NvobjStepInfo).
 """
 import argparse
 import importlib.util
@@ -107,6 +109,10 @@ def library_areas(libname, path=AREAS_DEF):
         if name == libname:
             return [(int(a, 16) << 8, (int(a, 16) << 8) | 0xFF) for a in areas.split(",")[1:]]
     sys.exit(f"gen-nvobj.py: {path} names no areas for {libname}")
+
+
+def c_string(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def enums(include, headers):
@@ -211,7 +217,8 @@ def generate(libname, lib, include, calls_path, exports_path, out):
     version = dict(re.findall(r"#define " + lib["version"] + r"_(MAJOR|MINOR|PATCH)\s+(\d+)", text))
     exports = [l.strip() for l in open(exports_path) if l.strip() and not l.startswith("#")]
     areas = library_areas(libname)
-    calls, local = read_calls(calls_path, (areas[0][0], areas[-1][1]))
+    reasons = {}  # notcarried KEY -> why a resume could not replay the calls that name it
+    calls, local = read_calls(calls_path, (areas[0][0], areas[-1][1]), reasons)
     outside = [f"{c[0]:#x}" for c in calls if not any(lo <= c[0] <= hi for lo, hi in areas)]
     if outside:
         sys.exit(f"gen-nvobj.py: {calls_path}: calls {outside} are in no area of {libname} "
@@ -230,6 +237,9 @@ def generate(libname, lib, include, calls_path, exports_path, out):
         check = roles.pop("check", None)
         on = roles.pop("on", None)
         replay = "replay" in flags or "replace" in flags
+        not_carried = roles.pop("notcarried", None)
+        if not_carried is not None and (not replay or not_carried not in reasons):
+            sys.exit(f"gen-nvobj.py: {name}: notcarried=KEY marks a replay/replace call, KEY a notcarried line's")
         ret, plist = protos[name]
         params = [Param(lib, enum_names, name, b, n, d, roles.get(n)) for b, n, d in plist]
         known = {p.name for p in params}
@@ -374,7 +384,8 @@ def generate(libname, lib, include, calls_path, exports_path, out):
             devs = [f"a.{p.name}" for p in params if p.kind == "dev"] + \
                    [f"a.{p.name}_ptr" for p in params if p.kind in ("scalar", "modeout")]
             replays.append((name, args_t, reply_t, target, [p for p in objs if p is not target],
-                            streams[0] if streams else None, news[0].type if news else -1, devs))
+                            streams[0] if streams else None, news[0].type if news else -1, devs,
+                            not_carried))
         if "factor" in flags or "zeropivot" in flags:  # a zero pivot left in the info object (nvobj.h)
             info = next((p for p in objs if p.type != 0), None)
             if info is None:
@@ -495,7 +506,10 @@ namespace vmcuda::api {{
     # A resume's replay of the recorded steps (NvobjStep): what each names, and the call again
     # through its handler (which checks it as it checks the guest's).
     info_cases, replay_cases = [], []
-    for name, args_t, reply_t, target, others, stream, makes, devs in replays:
+    unused = set(reasons) - {r[-1] for r in replays}
+    if unused:
+        sys.exit(f"gen-nvobj.py: {calls_path}: notcarried {sorted(unused)} marks no call")
+    for name, args_t, reply_t, target, others, stream, makes, devs, reason in replays:
         lines = [f"    case static_cast<uint32_t>(api::Call::{name}): {{",
                  f"      api::{args_t} a;",
                  "      if (bytes.size() != sizeof a) return false;",
@@ -508,6 +522,10 @@ namespace vmcuda::api {{
             lines.append(f"      out->others.push_back(a.{o.name});")
         for ptr in devs:
             lines.append(f"      out->memory.push_back({ptr});")
+        if reason:  # notcarried: why, the object in words, and the call that lets a suspend go on
+            lines += [f"      out->not_carried = {c_string(reasons[reason])};",
+                      f"      out->object = {c_string(lib['names'][target.type])};",
+                      f"      out->destroyed_by = {c_string(destroys[target.type])};"]
         lines += ["      return true;", "    }"]
         info_cases.append("\n".join(lines))
         replay_cases.append("\n".join([

@@ -4,10 +4,8 @@
 // client's order across the library's objects, through the same handlers once device memory
 // is back (suspend.cc). A suspend is refused while a step names an object the program has
 // destroyed or memory it has freed since (it could not be replayed), or an object has more
-// steps than are kept.
+// steps than are kept, or holds a call the library's table marks notcarried (its reason).
 #include "nvobj.h"
-
-#include <string_view>
 
 #ifdef VMCUDA_WITH_CUSPARSE
 #include "cusparse.h"
@@ -74,14 +72,12 @@ std::string Session::nvobj_blocks_suspend() const {
                std::to_string(kNvobjMaxSteps) +
                " calls, more than a suspend carries; destroy it (or make it anew) and suspend again, or end the program";
       for (const NvobjStep& step : d.steps) {
-        // A bsrsm2 analysis replayed at a resume: NVIDIA's library refused it (status 3, on the
-        // H100) where the program's own had run; until that is understood, not carried.
-        if (std::string_view(api::call_name(step.call)).ends_with("bsrsm2_analysis"))
-          return std::string("a ") + lib + " bsrsm2 info was analysed (" + api::call_name(step.call) +
-                 "), which a resume could not replay; destroy it (cusparseDestroyBsrsm2Info) and suspend again, or "
-                 "end the program";
         NvobjStepInfo info;
         if (!nvobj_step_info(kind, step.call, step.args, &info)) continue;  // never: recorded by the handler
+        if (info.not_carried)
+          return std::string("a ") + lib + " " + info.object + " was set up by " + api::call_name(step.call) +
+                 ", which a resume could not replay: " + info.not_carried + "; destroy it (" + info.destroyed_by +
+                 ") and suspend again, or end the program";
         for (uint64_t other : info.others)
           if (!vol_.find(kind, other))
             return std::string("a ") + lib + " object was set up by " + api::call_name(step.call) +

@@ -341,6 +341,11 @@ struct NvobjStepInfo {
   uint64_t stream = 0;
   std::vector<uint64_t> others;
   std::vector<uint64_t> memory;
+  // A call marked notcarried (api/libs/LIB.calls): why a resume could not replay it, the object
+  // it is recorded on in words, and the call that destroys one; nullptr for a call that is carried.
+  const char* not_carried = nullptr;
+  const char* object = nullptr;
+  const char* destroyed_by = nullptr;
 };
 inline constexpr size_t kNvobjMaxSteps = 64;  // per object; beyond: a suspend is refused
 inline constexpr size_t kNvobjMaxStepBytes = 1024;  // the largest wire arguments of a recorded call

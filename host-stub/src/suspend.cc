@@ -1736,6 +1736,7 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
           NvobjStepInfo info;
           if (!nvobj_step_info(s.kind, step.call, step.args, &info))
             return bad("a step that is not a call the library's objects replay");
+          if (info.not_carried) return bad(std::string("a step a resume could not replay: ") + info.not_carried);
           if (info.target != s.handle) return bad("a step recorded on another object");
           if (i == 0 ? info.makes != d.type : info.makes >= 0)
             return bad("not the object's creation first (and only first)");

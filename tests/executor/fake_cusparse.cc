@@ -66,6 +66,9 @@ struct Object {
   // csrilu02 / csric02 / bsrilu02 info (kinds 7, 8, 9): the first zero pivot the analysis
   // (structural) or the factorization (numerical) found (-1: none), the numeric boost
   int64_t zero_pivot = -1;
+  // bsrsm2 info (kind 13): the right-hand sides its bufferSize was asked for (0 on a new info);
+  // NVIDIA's analysis refuses more (libcusparse 12.6: bufferSize writes n into the info)
+  int rhs = 0;
   bool boost = false;
   double tol = 0, boost_val = 0;
   std::complex<double> boost_value;  // the boost value of the generic (every type's) factorizations
@@ -1245,12 +1248,13 @@ int bsr_info_args(void* hp, void* dp, void* ip, int kind, int dir, int mb, int n
   return *info ? kSuccess : kInvalidValue;
 }
 template <int Kind>
-int f_bsr_buffer_common(void* hp, void* dp, void* ip, int dir, int mb, int nnzb, int block, int* size) {
+int f_bsr_buffer_common(void* hp, void* dp, void* ip, int dir, int mb, int nnzb, int block, int* size, int rhs = 0) {
   std::lock_guard l(g_mu);
   Object *h, *d, *info;
   if (int s = bsr_info_args(hp, dp, ip, Kind, dir, mb, nnzb, block, &h, &d, &info)) return s;
   if (!size) return kInvalidValue;
   *size = 512;  // a fake's own choice
+  info->rhs = rhs;
   return kSuccess;
 }
 int f_bsrsv_buffer(void* hp, int dir, int trans, int mb, int nnzb, void* dp, void*, void*, void*, int block, void* ip,
@@ -1261,7 +1265,7 @@ int f_bsrsv_buffer(void* hp, int dir, int trans, int mb, int nnzb, void* dp, voi
 int f_bsrsm_buffer(void* hp, int dir, int transA, int transXY, int mb, int n, int nnzb, void* dp, void*, void*, void*,
                    int block, void* ip, int* size) {
   if (transA < 0 || transA > 2 || (transXY != 0 && transXY != 1) || n < 0) return kInvalidValue;
-  return f_bsr_buffer_common<kBsrsm>(hp, dp, ip, dir, mb, nnzb, block, size);
+  return f_bsr_buffer_common<kBsrsm>(hp, dp, ip, dir, mb, nnzb, block, size, n);
 }
 template <int Kind>
 int f_bsr_factor_buffer(void* hp, int dir, int mb, int nnzb, void* dp, void*, void*, void*, int block, void* ip,
@@ -1272,11 +1276,11 @@ int f_bsr_factor_buffer(void* hp, int dir, int mb, int nnzb, void* dp, void*, vo
 // diagonal is unit); it marks the buffer, as the library fills it.
 template <int Kind>
 int bsr_analysis(void* hp, void* dp, void* ip, int dir, int mb, int nnzb, const void* row_ptr, const void* col_ind,
-                 int block, void* buf) {
+                 int block, void* buf, int rhs = 0) {
   std::lock_guard l(g_mu);
   Object *h, *d, *info;
   if (int s = bsr_info_args(hp, dp, ip, Kind, dir, mb, nnzb, block, &h, &d, &info)) return s;
-  if (!buf) return kInvalidValue;
+  if (!buf || rhs > info->rhs) return kInvalidValue;
   int status = kSuccess;
   fake_device_access([&](const FakeDeviceAt& at) {
     const std::byte* o = at(reinterpret_cast<uint64_t>(row_ptr), (int64_t(mb) + 1) * 4);
@@ -1308,7 +1312,7 @@ int f_bsrsv_analysis(void* hp, int dir, int trans, int mb, int nnzb, void* dp, c
 int f_bsrsm_analysis(void* hp, int dir, int transA, int transXY, int mb, int n, int nnzb, void* dp, const void*,
                      const void* row_ptr, const void* col_ind, int block, void* ip, int, void* buf) {
   if (transA < 0 || transA > 2 || (transXY != 0 && transXY != 1) || n < 0) return kInvalidValue;
-  return bsr_analysis<kBsrsm>(hp, dp, ip, dir, mb, nnzb, row_ptr, col_ind, block, buf);
+  return bsr_analysis<kBsrsm>(hp, dp, ip, dir, mb, nnzb, row_ptr, col_ind, block, buf, n);
 }
 template <int Kind>
 int f_bsr_factor_analysis(void* hp, int dir, int mb, int nnzb, void* dp, const void*, const void* row_ptr,

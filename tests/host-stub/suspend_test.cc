@@ -1450,6 +1450,61 @@ TEST(Suspend, ABsrsv2InfoComesBackWithItsAnalysisAndAForgedOneIsRefused) {
   state::remove_state_file(bad);
 }
 
+// A bsrsm2 info (api/libs/cusparse.calls): its bufferSize writes the number of right-hand sides
+// into it, which the analysis checks (NVIDIA's libcusparse 12.6 answers an analysis of more with
+// CUSPARSE_STATUS_INVALID_VALUE, as the fake does), so a resume replays the bufferSize before the
+// analysis on the new info; the solve then finds the analysis there. Twice: the replay records
+// both anew.
+TEST(Suspend, ABsrsm2InfoComesBackWithItsBufferSizeBeforeItsAnalysis) {
+  Stub stub;
+  Client c(stub);
+  const uint64_t h = 0x7500, sm = 0x7510, bare = 0x7520;
+  ASSERT_EQ(c.call<api::Call::cusparseCreate>({h}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseCreateBsrsm2Info>({sm}), 0);
+  // [[2,0],[1,2]] as one 2x2 block (row-major), one right-hand side.
+  const uint64_t row = SparseWork::upload(c, std::vector<int>{0, 1});
+  const uint64_t col = SparseWork::upload(c, std::vector<int>{0});
+  const uint64_t val = SparseWork::upload(c, std::vector<double>{2, 0, 1, 2}), buf = c.malloc(512);
+  const uint64_t b = SparseWork::upload(c, std::vector<double>{2, 4}), x = c.malloc(2 * sizeof(double));
+  api::cusparseDbsrsm2_bufferSize_Args size{};
+  size.handle = h, size.mb = 1, size.n = 1, size.nnzb = 1, size.bsrSortedVal = val, size.bsrSortedRowPtr = row;
+  size.bsrSortedColInd = col, size.blockSize = 2, size.info = sm;
+  api::cusparseDbsrsm2_bufferSize_Reply bytes{};
+  ASSERT_EQ(c.call<api::Call::cusparseDbsrsm2_bufferSize>(size, &bytes), 0);
+  api::cusparseDbsrsm2_analysis_Args an{};
+  an.handle = h, an.mb = 1, an.n = 1, an.nnzb = 1, an.bsrSortedVal = val, an.bsrSortedRowPtr = row;
+  an.bsrSortedColInd = col, an.blockSize = 2, an.info = sm, an.pBuffer = buf;
+  ASSERT_EQ(c.call<api::Call::cusparseDbsrsm2_analysis>(an), 0);
+  // What the resume would do without the bufferSize: the analysis on a new info is refused.
+  ASSERT_EQ(c.call<api::Call::cusparseCreateBsrsm2Info>({bare}), 0);
+  api::cusparseDbsrsm2_analysis_Args on_bare = an;
+  on_bare.info = bare;
+  EXPECT_EQ(c.call<api::Call::cusparseDbsrsm2_analysis>(on_bare), 3);  // CUSPARSE_STATUS_INVALID_VALUE
+  ASSERT_EQ(c.call<api::Call::cusparseDestroyBsrsm2Info>({bare}), 0);
+  api::cusparseDbsrsm2_solve_Args sv{};
+  sv.handle = h, sv.mb = 1, sv.n = 1, sv.nnzb = 1, sv.bsrSortedVal = val, sv.bsrSortedRowPtr = row;
+  sv.bsrSortedColInd = col, sv.blockSize = 2, sv.info = sm, sv.B = b, sv.ldb = 2, sv.X = x, sv.ldx = 2, sv.pBuffer = buf;
+  const double one = 1;
+  std::memcpy(sv.alpha, &one, sizeof one);
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    SCOPED_TRACE(cycle);
+    ASSERT_TRUE(hold(stub));
+    cc::Reply r = control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    release(stub);
+    EXPECT_EQ(tst::fake_live_cusparse_objects(), 2u);  // the handle and the info
+    ASSERT_EQ(c.call<api::Call::cusparseDbsrsm2_solve>(sv), 0);  // the replayed analysis is there
+    EXPECT_EQ(SparseWork::get<double>(c, x, 2), (std::vector<double>{1, 1.5}));
+    api::cusparseXbsrsm2_zeroPivot_Reply pos{};
+    ASSERT_EQ(c.call<api::Call::cusparseXbsrsm2_zeroPivot>({h, sm, 0}, &pos), 0);
+    EXPECT_EQ(int32_t(pos.position), -1);
+  }
+  ASSERT_EQ(c.call<api::Call::cusparseDestroyBsrsm2Info>({sm}), 0);
+  ASSERT_EQ(c.call<api::Call::cusparseDestroy>({h}), 0);
+}
+
 // An object's record in a state file is the guest's to forge: an unknown type, no steps or too
 // many, a step that is no call the objects replay, recorded on another object, out of order,
 // are refused, and the client stays suspended with the file untouched.
