@@ -302,7 +302,8 @@ std::string Session::captures_block_suspend() {
         return refuse("one whose stream depends on its nodes through programmatic (port or type) edges");
   }
   if (!capture_events_.empty())
-    return refuse("one with an event recorded in it (cudaEventRecord), which could fork it onto another stream");
+    return refuse("one with an event recorded in it (cudaEventRecord: a wait on that event would fork the capture "
+                  "onto another stream)");
   make_current(current_);
   return {};
 }

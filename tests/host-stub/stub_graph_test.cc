@@ -727,6 +727,52 @@ TEST(StubGraph, AStreamCaptureOpenAcrossASuspendAndAStateFileEndsInTheWholeGraph
   state::remove_state_file(path);
 }
 
+// A save that fails after the capture was ended for it begins it again where it stood (the
+// program captures on and gets the whole graph); a capture with an event recorded in it (a
+// wait on that event could fork it later) is not carried: refused while it is open.
+TEST(StubGraph, AFailedSaveLeavesTheCaptureOpenAndAnEventInItRefusesTheSuspend) {
+  Stub stub;
+  Client c(stub);
+  CaptureWork w;
+  ASSERT_NO_FATAL_FAILURE(w.setup(c));
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kGraph, false, [] {}));
+  const std::vector<int> expected = w.run(c, kGraph, kExec);
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kCaptured, false, [&] {
+    api::CaptureInfoReply before{}, after{};
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &before), 0);
+    ASSERT_TRUE(slot_control::hold(stub));
+    const cc::Reply r = slot_control::control(stub, cc::Op::kSave, "/nonexistent-dir/vmcuda/capture.state");
+    EXPECT_FALSE(r.ok);
+    EXPECT_FALSE(r.status.suspended);
+    slot_control::release(stub);
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &after), 0);
+    EXPECT_EQ(after.status, 1u);
+    EXPECT_EQ(after.id, before.id);
+  }));
+  EXPECT_EQ(w.run(c, kCaptured, kExec + 0x10), expected);
+
+  constexpr uint64_t kEvent = 0x20430;
+  ASSERT_EQ(c.call<api::Call::EventCreate>({kEvent, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  ASSERT_EQ(c.launch(w.fn, w.p, 16, kStream), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({kEvent, kStream, 0, 0}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.retry);
+  EXPECT_NE(r.error.find("an event recorded in it"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured + 0x10}), 0);
+  EXPECT_EQ(CaptureWork::node_count(c, kCaptured + 0x10), 1u);  // the kernel (a captured record adds no node)
+  // Once it has ended, the suspend goes through.
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+}
+
 // A state file's stream capture record is untrusted: a capture on a stream the client lacks,
 // a mode out of range, a dependency beyond its graph's nodes, a graph the client lacks are
 // refused naming the record; the good file still restores and the capture ends as it would.
