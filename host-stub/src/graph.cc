@@ -309,7 +309,7 @@ std::string Session::captures_block_suspend() {
 }
 
 bool Session::end_captures(std::string* why) {
-  if (!ended_captures_.empty()) return true;  // ended already (client_control, before pinning)
+  if (!ended_captures_.empty() || open_captures_.empty()) return true;  // ended already (client_control), or none
   for (const auto& [handle, open] : open_captures_) {
     const Object* o = capture_stream(handle, open.device);
     EndedCapture c{handle, open.device, o ? o->as<StreamObject>().stream : nullptr, open.mode};
@@ -345,6 +345,7 @@ bool Session::end_captures(std::string* why) {
 }
 
 void Session::begin_ended_captures() {
+  if (ended_captures_.empty()) return;  // (after a suspend that went through: no context to make current)
   for (const EndedCapture& c : ended_captures_) {
     make_current(c.device);
     const CUresult e = api_.cuStreamBeginCaptureToGraph(c.cu_stream, c.graph, c.deps.empty() ? nullptr : c.deps.data(),
