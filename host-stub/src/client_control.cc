@@ -360,13 +360,24 @@ std::vector<std::byte> Session::control(std::span<const std::byte> request, cons
         break;
       }
       // Before anything below: pinning the staging is an unsafe call for a stream capture this
-      // thread has open (the driver invalidates it), and a capture refuses the suspend anyway.
+      // thread has open (the driver invalidates it): a capture that cannot be carried refuses
+      // the suspend, one that can is ended here (suspend() carries it; a suspend that fails
+      // begins it again where it was).
       if (const std::string g = graphs_block_suspend(); !g.empty()) {
         VMRPC_LOG(kWarn, "stub", log_tag_ + ": suspend failed, the client runs on: " + g);
         reply.error = g;
         reply.retry = suspend_window_open();
         break;
       }
+      if (!end_captures(&why)) {
+        VMRPC_LOG(kWarn, "stub", log_tag_ + ": suspend failed, the client runs on: " + why);
+        reply.error = why;
+        break;
+      }
+      struct BeginAgain {
+        Session* s;
+        ~BeginAgain() { s->begin_ended_captures(); }  // nothing left to begin after a suspend
+      } begin_again{this};
       state::SinkOptions opts;
       opts.expected_bytes = arena_ ? arena_->physical_bytes() : 0;
       opts.progress = report(req.op == Op::kSave ? "save" : "suspend");

@@ -257,7 +257,22 @@ int32_t Session::on_DeviceReset(const api::Empty&, api::Empty&, Request&) {
     for (ObjectId id : gone)
       if (vol_.get(id)) vol_.remove(id);  // a graph's nodes went with it
   }
+  // Its captures went with their streams; a graph a resume built for one is the host's.
+  for (auto it = open_captures_.begin(); it != open_captures_.end();) {
+    if (it->second.device != d) {
+      ++it;
+      continue;
+    }
+    if (const auto g = carried_capture_graphs_.find(it->first); g != carried_capture_graphs_.end()) {
+      api_.cuGraphDestroy(g->second);
+      carried_capture_graphs_.erase(g);
+    }
+    capture_into_.erase(it->first);
+    if (captures_open_) --captures_open_;
+    it = open_captures_.erase(it);
+  }
   if (devices_.size() == 1) captures_open_ = 0;  // their streams are gone
+  if (captures_open_ == 0) capture_events_.clear();
   make_current(current_);
   publish_status();
   return sync;  // kSyncs: printf output is collected (natively a reset destroys the context, which flushes it)

@@ -49,6 +49,14 @@ int32_t Session::on_EventRecord(const api::EventRecordArgs& a, api::Empty&, Requ
   eo.timing_lost = false;  // recorded anew: its timestamp is this process's own again
   eo.recorded = true;
   const CUevent e = eo.event;
+  // Recorded into an open capture, the event could fork the capture onto another stream
+  // later, which a capture carried across a suspend would not remember (graph.cc).
+  if (captures_open_) {
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    on_device(device, [&] { return api_.cuStreamIsCapturing(s, &status); });
+    if (status != CU_STREAM_CAPTURE_STATUS_NONE) capture_events_.insert(a.event);
+    else capture_events_.erase(a.event);
+  }
   return on_device(device, [&] {
     return a.flags ? api_.cuEventRecordWithFlags(e, s, a.flags) : api_.cuEventRecord(e, s);
   });

@@ -31,7 +31,9 @@
 // A suspend carries graphs and executable graphs (graph_state.cc): each graph is described by
 // walking it with the driver and built again at the resume, behind the same handles. An
 // executable graph keeps a mirror graph that follows every change made to it (GraphExecObject);
-// a change it cannot follow, or an open stream capture, refuses the suspend (graphs_block_suspend).
+// a change it cannot follow refuses the suspend (graphs_block_suspend). An open stream capture
+// is carried when one stream alone captures (below: "open captures across a suspend"); one
+// other streams joined refuses it until it ends.
 #include <cstring>
 #include <map>
 #include <set>
@@ -45,11 +47,8 @@ namespace vmcuda::host {
 
 using vmrpc::wire::ChannelStatus;
 
-std::string Session::graphs_block_suspend() const {
-  if (captures_open_)
-    return "the program has " + std::to_string(captures_open_) +
-           " stream capture(s) open, which a suspend cannot carry (the capture lives in the driver); nothing was "
-           "changed and the program runs on (suspend it again once the capture has ended)";
+std::string Session::graphs_block_suspend() {
+  if (std::string c = captures_block_suspend(); !c.empty()) return c;
   for (const auto& [id, handles] : conditional_handles_)
     if (!handles.empty() && vol_.get(id))
       return "graph " + std::to_string(vol_.get(id)->handle) + " has conditional handles "
@@ -107,7 +106,10 @@ int32_t Session::on_StreamBeginCapture(const api::CaptureBeginArgs& a, api::Empt
                                                            : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
   // Nothing of the client may be on the working thread when the capture begins.
   const CUresult e = on_device(device, [&] { return api_.cuStreamBeginCapture_v2(s, mode); });
-  if (e == CUDA_SUCCESS) ++captures_open_;
+  if (e == CUDA_SUCCESS) {
+    ++captures_open_;
+    open_captures_[a.stream] = {mode, device};
+  }
   return e;
 }
 
@@ -135,6 +137,7 @@ int32_t Session::on_StreamBeginCaptureToGraph(const api::CaptureToGraphArgs& a, 
   if (e == CUDA_SUCCESS) {
     ++captures_open_;
     capture_into_[a.stream] = a.graph;
+    open_captures_[a.stream] = {mode, device};
   }
   return e;
 }
@@ -160,10 +163,25 @@ int32_t Session::on_StreamEndCapture(const api::CaptureEndArgs& a, api::Empty&, 
                                      : a.graph < api::kFirstGuestHandle || vol_.find(ObjectKind::Graph, a.graph))
     return CUDA_ERROR_INVALID_VALUE;
   CUgraph g = nullptr;
+  unsigned long long driver_id = 0;
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!capture_ids_.empty())
+    on_device(device, [&] { return api_.cuStreamGetCaptureInfo_v3(s, &status, &driver_id, nullptr, nullptr, nullptr, nullptr); });
   const CUresult e = on_device(device, [&] { return api_.cuStreamEndCapture(s, &g); });
   // The capture ended unless the stream was not capturing (or is not its origin).
   const bool ended = e == CUDA_SUCCESS || e == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED || e == CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
   if (captures_open_ && ended) --captures_open_;
+  if (captures_open_ == 0) capture_events_.clear();
+  if (ended) {
+    open_captures_.erase(a.stream);
+    capture_ids_.erase(driver_id);
+    // A capture a resume began into a graph of the host's: ended in it, that graph is the
+    // program's now (below); else the host's to destroy (a capture into a graph keeps it).
+    if (const auto carried = carried_capture_graphs_.find(a.stream); carried != carried_capture_graphs_.end()) {
+      if (e != CUDA_SUCCESS || g != carried->second) api_.cuGraphDestroy(carried->second);
+      carried_capture_graphs_.erase(carried);
+    }
+  }
   if (given != capture_graphs_.end()) {
     if (!ended) return e;
     const uint64_t handle = given->second;
@@ -207,7 +225,7 @@ int32_t Session::on_StreamCaptureInfo(const api::StreamArgs& a, api::CaptureInfo
       return e2;
   }
   r.status = static_cast<uint32_t>(status);
-  r.id = id;
+  r.id = guest_capture_id(id);
   return CUDA_SUCCESS;
 }
 
@@ -216,6 +234,141 @@ int32_t Session::on_CaptureMode(const api::CaptureModeArgs& a, api::Empty&, Requ
   if (a.mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
   int mode = static_cast<int>(a.mode);
   return api_.cuThreadExchangeStreamCaptureMode(&mode);
+}
+
+// ---- open captures across a suspend. A capture one stream began and no other joined is
+// carried: the suspend ends it (cuStreamEndCapture), describes the graph it built so far with
+// the graphs' machinery (graph_state.cc) and the stream's dependencies in it as node indexes,
+// and the resume builds that graph again and begins capturing into it after the same nodes
+// (cuStreamBeginCaptureToGraph) in the same mode, so that the program's later
+// cudaStreamEndCapture gives the whole graph. Anything else waits for the capture to end.
+
+const Object* Session::capture_stream(uint64_t handle, int device) const {
+  const Object* o = handle == api::kStreamPerThread ? vol_.find(ObjectKind::PerThreadStream, static_cast<uint64_t>(device))
+                                                    : vol_.find(ObjectKind::Stream, handle);
+  return o && o->device == device ? o : nullptr;
+}
+
+unsigned long long Session::guest_capture_id(unsigned long long driver_id) const {
+  const auto it = capture_ids_.find(driver_id);
+  return it == capture_ids_.end() ? driver_id : it->second;
+}
+
+std::string Session::captures_block_suspend() {
+  if (captures_open_ == 0) return {};
+  auto refuse = [&](const std::string& what) {
+    make_current(current_);
+    return "the program has " + std::to_string(captures_open_) + " stream capture(s) open, " + what +
+           ", which a suspend cannot carry; nothing was changed and the program runs on (suspend it again once the "
+           "capture has ended)";
+  };
+  if (!capture_graphs_.empty()) return refuse("one whose graph it was given (cudaStreamGetCaptureInfo)");
+  // How many of the client's streams are in each capture (by the driver's id).
+  std::map<unsigned long long, size_t> streams_in;
+  for (ObjectKind k : {ObjectKind::Stream, ObjectKind::PerThreadStream})
+    for (const auto& [handle, id] : vol_.of(k)) {
+      const Object* o = vol_.get(id);
+      int status = CU_STREAM_CAPTURE_STATUS_NONE;
+      unsigned long long capture = 0;
+      make_current(o->device);
+      if (api_.cuStreamGetCaptureInfo_v3(o->as<StreamObject>().stream, &status, &capture, nullptr, nullptr, nullptr,
+                                         nullptr) != CUDA_SUCCESS)
+        return refuse("one on a stream whose capture the driver does not describe");
+      if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return refuse("one the program's own calls invalidated (its cudaStreamEndCapture will say so)");
+      if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) ++streams_in[capture];
+    }
+  if (open_captures_.size() != captures_open_ || streams_in.size() != captures_open_)
+    return refuse("one the host cannot tell apart from the others");
+  for (const auto& [handle, open] : open_captures_) {
+    const Object* o = capture_stream(handle, open.device);
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long capture = 0;
+    const CUgraphEdgeData* edges = nullptr;
+    const CUgraphNode* deps = nullptr;
+    size_t count = 0;
+    CUgraph graph = nullptr;
+    if (!o) return refuse("one on a stream the program destroyed");
+    make_current(open.device);
+    if (api_.cuStreamGetCaptureInfo_v3(o->as<StreamObject>().stream, &status, &capture, &graph, &deps, &edges, &count) !=
+            CUDA_SUCCESS ||
+        status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph)
+      return refuse("one the host cannot tell apart from the others");
+    if (streams_in[capture] != 1)
+      return refuse("one that other streams joined (through events: " + std::to_string(streams_in[capture]) +
+                    " streams capture into one graph)");
+    for (size_t i = 0; edges && i < count; ++i)
+      if (edges[i].from_port || edges[i].to_port || edges[i].type)
+        return refuse("one whose stream depends on its nodes through programmatic (port or type) edges");
+  }
+  if (!capture_events_.empty())
+    return refuse("one with an event recorded in it (cudaEventRecord: a wait on that event would fork the capture "
+                  "onto another stream)");
+  make_current(current_);
+  return {};
+}
+
+bool Session::end_captures(std::string* why) {
+  if (!ended_captures_.empty() || open_captures_.empty()) return true;  // ended already (client_control), or none
+  for (const auto& [handle, open] : open_captures_) {
+    const Object* o = capture_stream(handle, open.device);
+    EndedCapture c{handle, open.device, o ? o->as<StreamObject>().stream : nullptr, open.mode};
+    const auto into = capture_into_.find(handle);
+    c.into = into == capture_into_.end() ? 0 : into->second;
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    const CUgraphNode* deps = nullptr;
+    size_t count = 0;
+    make_current(open.device);
+    CUresult e = o ? api_.cuStreamGetCaptureInfo_v3(c.cu_stream, &status, &id, nullptr, &deps, nullptr, &count)
+                   : CUDA_ERROR_INVALID_HANDLE;
+    if (e == CUDA_SUCCESS) {
+      c.id = guest_capture_id(id);
+      c.deps.assign(deps, deps + count);  // the driver's array lives until the stream's next call
+      e = api_.cuStreamEndCapture(c.cu_stream, &c.graph);
+    }
+    if (e != CUDA_SUCCESS || !c.graph) {
+      *why = "ending stream capture on stream " + std::to_string(handle) + " for the suspend failed (" +
+             describe(api_, e) + "); nothing was changed and the program runs on";
+      begin_ended_captures();
+      return false;
+    }
+    capture_ids_.erase(id);
+    // A graph a resume built for it is this capture's again (the suspend destroys it).
+    carried_capture_graphs_.erase(handle);
+    ended_captures_.push_back(std::move(c));
+  }
+  captures_open_ -= static_cast<uint32_t>(ended_captures_.size());
+  open_captures_.clear();
+  make_current(current_);
+  return true;
+}
+
+void Session::begin_ended_captures() {
+  if (ended_captures_.empty()) return;  // (after a suspend that went through: no context to make current)
+  for (const EndedCapture& c : ended_captures_) {
+    make_current(c.device);
+    const CUresult e = api_.cuStreamBeginCaptureToGraph(c.cu_stream, c.graph, c.deps.empty() ? nullptr : c.deps.data(),
+                                                       nullptr, c.deps.size(), c.mode);
+    if (e != CUDA_SUCCESS) {
+      // Natively it would still be open: the program's cudaStreamEndCapture will fail.
+      VMRPC_LOG(kWarn, "stub", log_tag_ + ": a suspend that failed could not begin stream capture on stream " +
+                                    std::to_string(c.stream) + " again (" + describe(api_, e) + "); it is lost");
+      if (!c.into) api_.cuGraphDestroy(c.graph);
+      capture_into_.erase(c.stream);
+      continue;
+    }
+    ++captures_open_;
+    open_captures_[c.stream] = {c.mode, c.device};
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    if (api_.cuStreamGetCaptureInfo_v3(c.cu_stream, &status, &id, nullptr, nullptr, nullptr, nullptr) == CUDA_SUCCESS &&
+        id != c.id)
+      capture_ids_[id] = c.id;
+    if (!c.into) carried_capture_graphs_[c.stream] = c.graph;
+  }
+  ended_captures_.clear();
+  make_current(current_);
 }
 
 // ---- graphs

@@ -49,8 +49,8 @@ int32_t Session::nvobj_replay(ObjectKind kind, uint32_t call, std::span<const st
   return -1;
 }
 
-bool Session::suspend_window_open() const {
-  if (captures_open_) return true;
+bool Session::suspend_window_open() {
+  if (!captures_block_suspend().empty()) return true;
   for (ObjectKind kind : {ObjectKind::Cusparse, ObjectKind::Cusolver})
     for (const auto& [guest, id] : vol_.of(kind))
       if (vol_.get(id)->as<NvobjObject>().pivot_unread) return true;

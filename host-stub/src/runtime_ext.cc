@@ -39,7 +39,7 @@ int32_t Session::on_StreamCaptureGraph(const api::CaptureGraphArgs& a, api::Capt
   if (CUresult e = on_device(device, [&] { return api_.cuStreamGetCaptureInfo_v3(s, &status, &id, &g, &deps, &edges, &count); });
       e != CUDA_SUCCESS)
     return e;
-  r = api::CaptureGraphReply{static_cast<uint32_t>(status), 0, id, 0, 0};
+  r = api::CaptureGraphReply{static_cast<uint32_t>(status), 0, guest_capture_id(id), 0, 0};
   if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !g) return CUDA_SUCCESS;  // the rest only of an active capture
   Object* graph = graph_entry(g);
   if (!graph) {

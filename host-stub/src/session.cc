@@ -369,6 +369,14 @@ void Session::release_all(Release how) {
   vmm_unmap_all();  // before any allocation or context goes, whatever the walk's order
   vol_.walk_children_first([&](Object& o) { release(o, how); });
   vol_.clear();
+  // Captures went with their streams; a graph a resume built for one is the host's.
+  for (const auto& [stream, graph] : carried_capture_graphs_) api_.cuGraphDestroy(graph);
+  carried_capture_graphs_.clear();
+  open_captures_.clear();
+  capture_into_.clear();
+  capture_ids_.clear();
+  capture_events_.clear();
+  captures_open_ = 0;
   for (CUcontext& c : contexts_) c = nullptr;
   resume_marks_.clear();  // they went with their contexts
   managed_streams_.clear();

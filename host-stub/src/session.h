@@ -327,8 +327,35 @@ class Session : public vmrpc::SlotService {
   CUresult ipc_export_event(const Object& event, const std::array<uint8_t, 16>* reuse,
                             std::array<uint8_t, 16>* token);
   // ---- graphs (graph.cc).
-  // Why a suspend is refused now (empty: it is not): graphs are not carried by a suspend yet.
-  std::string graphs_block_suspend() const;
+  // Why a suspend is refused now (empty: it is not): a graph or capture it cannot carry.
+  std::string graphs_block_suspend();
+  // ---- open stream captures across a suspend (graph.cc; docs/snapshots.md).
+  // Why the open captures cannot be carried (empty: they can, or none is open): a capture
+  // other streams joined, one the program's calls invalidated, one whose graph the guest was
+  // given (cudaStreamGetCaptureInfo), one with edge data.
+  std::string captures_block_suspend();
+  // A capture a suspend ended (cuStreamEndCapture) to carry it: what beginning it again into
+  // its graph after the same nodes (cuStreamBeginCaptureToGraph) needs.
+  struct EndedCapture {
+    uint64_t stream = 0;  // the guest's stream handle
+    int device = 0;
+    CUstream cu_stream = nullptr;
+    int mode = 0;                 // the host's (thread-local or relaxed: on_StreamBeginCapture)
+    unsigned long long id = 0;    // the id the guest knows (guest_capture_id)
+    uint64_t into = 0;            // the guest's graph it captures into (capture_into_), else 0
+    CUgraph graph = nullptr;      // the graph it built so far (the host's own where `into` is 0)
+    std::vector<CUgraphNode> deps;  // the stream's dependencies in it
+  };
+  // The client's stream a capture names (guest handle, guest device), or nullptr: a stream
+  // the guest made there, or its per-thread stream of that device.
+  const Object* capture_stream(uint64_t handle, int device) const;
+  // Ends every open capture (false and why if the driver refuses one: those ended begin again).
+  bool end_captures(std::string* why);
+  // The captures end_captures() ended, begun again where they were (a suspend that failed).
+  void begin_ended_captures();
+  std::vector<EndedCapture> ended_captures_;
+  // The id a capture has for the guest: the one it had before a suspend where it was carried.
+  unsigned long long guest_capture_id(unsigned long long driver_id) const;
   // ---- cuBLAS (cublas.cc; the generated handlers use CublasScope, cublas.h).
   friend class CublasScope;
   // The host's libcublas.so.13, loaded at the first cuBLAS call of any client (the stub starts
@@ -458,7 +485,7 @@ class Session : public vmrpc::SlotService {
   // Whether the program is in a window that blocks a suspend and that it closes by itself
   // (a stream capture open, a factorization's zero pivot not read yet): a suspend refused now
   // is worth asking again soon (client_control::Reply::retry).
-  bool suspend_window_open() const;
+  bool suspend_window_open();
   uint64_t nvobj_seq_ = 0;  // the next NvobjStep::seq
   // A recorded step of a library's object (kind Cusparse or Cusolver): what it names (false:
   // no step a resume replays); the step run again through its handler (the library's status).
@@ -476,6 +503,22 @@ class Session : public vmrpc::SlotService {
   // runtime_ext.cc): capture id -> the graph's guest handle, an entry borrowed from the driver
   // until the capture ends in it (cudaStreamEndCapture gives the program that graph).
   std::map<unsigned long long, uint64_t> capture_graphs_;
+  // Each open capture this client began, by guest stream: its mode here and device (a suspend
+  // carries both).
+  struct OpenCapture {
+    int mode = 0;
+    int device = 0;
+  };
+  std::map<uint64_t, OpenCapture> open_captures_;
+  // Captures carried across a suspend: the driver's id now -> the one the guest knows.
+  std::map<unsigned long long, unsigned long long> capture_ids_;
+  // A carried capture that was not into a graph of the program's: the graph the resume built
+  // and captures into, the host's until cudaStreamEndCapture gives it to the program
+  // (by guest stream).
+  std::map<uint64_t, CUgraph> carried_capture_graphs_;
+  // Events last recorded on a capturing stream while captures are open (on_EventRecord):
+  // a wait on one would fork its capture, so such a capture is not carried.
+  std::set<uint64_t> capture_events_;
   // The graph entry of a driver graph, or nullptr.
   Object* graph_entry(CUgraph g);
   // CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (logged once) when `s` is capturing: `what`'s

@@ -59,6 +59,7 @@ enum RecordType : uint32_t {
   kArrayData = 7,    // blob, id = the array's object id: its texels (every level), packed
   kVmmData = 8,      // blob, id = a physical allocation's (VmmAllocation) object id: its bytes
   kIpcExports = 9,   // what the client exported to other programs of the VM, under which tokens
+  kStreamCaptures = 10,  // the stream captures it had open (graph.cc): each begun again at the resume
 };
 // 2: events carry their time before the suspend; 3: streams carry the attributes set on them;
 // 4: graphs, their nodes and executable graphs (graph_state.h); 5: virtual memory objects
@@ -80,7 +81,14 @@ enum RecordType : uint32_t {
 // analyses and NnzByPercentage as recorded calls, some numbered in cuSPARSE's second area 0x27)
 // 17: cuDNN's RNN and RNN data descriptors (legacy kinds 11-12, their settings; dropout
 // descriptors' settings replayed first)
-constexpr uint32_t kClientStateVersion = 17;
+// 18: open stream captures (kStreamCaptures: each capture's stream, mode, id, graph and the
+// stream's dependencies in it)
+constexpr uint32_t kClientStateVersion = 18;
+// A kStreamCaptures record: count (u32), then each capture's stream (u64, the guest's handle),
+// device (i32), mode (u32: thread-local or relaxed), id (u64, the guest's), the program's graph
+// it captures into (u64; 0: its own graph follows, as write_graph writes it), its
+// dependencies (u32 count, then each a u32 node index of that graph).
+constexpr uint32_t kMaxSavedCaptures = 4096;
 // A kIpcExports entry: kind (u8), what (u64: allocation pointer, event or pool handle),
 // device (i32: a pool's), token (16 bytes).
 constexpr size_t kSavedIpcExportBytes = 1 + 8 + 4 + 16;
@@ -443,9 +451,16 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     return false;
   };
   if (suspended_) return fail("the client is already suspended");
-  // An open capture (a synchronize would also invalidate it) or an executable graph whose
-  // changes its mirror could not follow: refused before anything is touched.
+  // An open capture that cannot be carried (a synchronize would also invalidate it) or an
+  // executable graph whose changes its mirror could not follow: refused before anything is
+  // touched. Captures that can be are ended (client_control ended them already, before it
+  // pinned its staging), begun again where they were if the suspend fails.
   if (const std::string g = graphs_block_suspend(); !g.empty()) return fail(g);
+  struct BeginAgain {
+    Session* s;
+    ~BeginAgain() { s->begin_ended_captures(); }  // none left after a suspend that went through
+  } begin_again{this};
+  if (std::string w; !end_captures(&w)) return fail(w);
   // Every graph and executable graph (its mirror) described now, so that one the suspend
   // cannot carry refuses it before anything is touched (graph_state.cc).
   struct Described {
@@ -464,6 +479,16 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
         return fail(std::string(k == ObjectKind::Graph ? "graph " : "executable graph ") + std::to_string(handle) +
                     " cannot be saved: " + w + "; nothing was changed and the program runs on");
     }
+  // The graphs of the captures ended above that are not the program's own graphs.
+  std::vector<Described> capture_graphs(ended_captures_.size());
+  for (size_t i = 0; i < ended_captures_.size(); ++i) {
+    const EndedCapture& c = ended_captures_[i];
+    make_current(c.device);
+    std::string w;
+    if (!c.into && !describe_graph(c.graph, &capture_graphs[i].desc, &capture_graphs[i].nodes, &w))
+      return fail("the graph of the stream capture open on stream " + std::to_string(c.stream) + " cannot be saved: " + w +
+                  "; nothing was changed and the program runs on");
+  }
   make_current(current_);
   auto node_index = [&](ObjectId graph, CUgraphNode n) -> int64_t {
     const auto it = graphs.find(graph);
@@ -982,6 +1007,36 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     for (const auto& [pool, e] : ipc_pool_exports_) put(kIpcExportPool, pool, e.device, e.token);
     if (!out.put_record(kIpcExports, 0, w.bytes())) return fail(out.error());
   }
+  // The open captures (kMaxSavedCaptures' comment).
+  if (!ended_captures_.empty()) {
+    state::ByteWriter w;
+    w.put_u32(static_cast<uint32_t>(ended_captures_.size()));
+    for (size_t i = 0; i < ended_captures_.size(); ++i) {
+      const EndedCapture& c = ended_captures_[i];
+      w.put_u64(c.stream);
+      w.put_i32(c.device);
+      w.put_u32(static_cast<uint32_t>(c.mode));
+      w.put_u64(c.id);
+      w.put_u64(c.into);
+      const Object* into = c.into ? vol_.find(ObjectKind::Graph, c.into) : nullptr;
+      if (c.into && !into) return fail("the graph stream " + std::to_string(c.stream) + " captures into is gone");
+      if (!c.into) write_graph(capture_graphs[i].desc, w);
+      w.put_u32(static_cast<uint32_t>(c.deps.size()));
+      for (CUgraphNode n : c.deps) {
+        int64_t at = -1;
+        if (into) {
+          at = node_index(into->id, n);
+        } else {
+          const auto& v = capture_graphs[i].nodes;
+          if (const auto it = std::find(v.begin(), v.end(), n); it != v.end()) at = it - v.begin();
+        }
+        if (at < 0) return fail("a dependency of the stream capture on stream " + std::to_string(c.stream) +
+                                " is not among its graph's nodes");
+        w.put_u32(static_cast<uint32_t>(at));
+      }
+    }
+    if (!out.put_record(kStreamCaptures, 0, w.bytes())) return fail(out.error());
+  }
   if (!out.put_record(kClientEnd, info_.slot, {})) return fail(out.error());
   if (std::string err; !out.finish(&err)) return fail(err);
   copier.drop();
@@ -1010,6 +1065,12 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
     context_hole_.hold(vanished_ranges(mapped, current_mappings()));
   }
   free_gates(true);
+  // The captures' own graphs went into the state; nothing is captured any more.
+  for (const EndedCapture& c : ended_captures_)
+    if (!c.into) api_.cuGraphDestroy(c.graph);
+  ended_captures_.clear();
+  capture_into_.clear();
+  capture_ids_.clear();
   suspended_ = true;
   suspended_memory_ = memory_bytes;
   publish_status();
@@ -2188,8 +2249,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
   make_current(current_);
   // Graphs, built again node by node (graph_state.cc), their nodes' handles, and executable
   // graphs instantiated from their mirrors.
+  std::map<uint64_t, std::vector<CUgraphNode>> built;  // saved id -> its nodes, in order
   {
-    std::map<uint64_t, std::vector<CUgraphNode>> built;  // saved id -> its nodes, in order
     uint64_t host_nodes = 0;
     for (const Saved& s : saved) {
       if (s.kind != ObjectKind::Graph && s.kind != ObjectKind::GraphNode && s.kind != ObjectKind::GraphExec) continue;
@@ -2366,6 +2427,72 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     if (std::string w; !ipc_republish(payload, &w)) return fail(w);
     if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
   }
+  // The stream captures it had open (untrusted: checked here, begun last).
+  struct SavedCapture {
+    uint64_t stream = 0;
+    int device = 0;
+    uint32_t mode = 0;
+    uint64_t id = 0;
+    uint64_t into = 0;                      // the program's graph it captures into (its nodes), or
+    const std::vector<CUgraphNode>* into_nodes = nullptr;
+    GraphDesc graph;                        // its own
+    std::vector<uint32_t> deps;
+  };
+  std::vector<SavedCapture> captures;
+  if (h.type == kStreamCaptures) {
+    if (!in.read_payload(&payload, &err)) return fail(err);
+    state::ByteReader r(payload);
+    auto bad = [&](const std::string& w) { return fail("bad stream capture record " + std::to_string(h.index) + ": " + w); };
+    uint32_t count = 0;
+    r.get_u32(&count);
+    if (r.ok() && (count == 0 || count > kMaxSavedCaptures || count > r.remaining() / 32)) return bad("too many captures");
+    uint32_t budget = kMaxSavedGraphNodes;
+    std::set<uint64_t> streams, ids, graphs;
+    for (uint32_t i = 0; r.ok() && i < count; ++i) {
+      SavedCapture& c = captures.emplace_back();
+      int32_t device = 0;
+      r.get_u64(&c.stream);
+      r.get_i32(&device);
+      r.get_u32(&c.mode);
+      r.get_u64(&c.id);
+      r.get_u64(&c.into);
+      if (!r.ok()) break;
+      c.device = device;
+      if (!valid_device(device) || !capture_stream(c.stream, device))
+        return bad("a capture on a stream the client lacks (" + hex(c.stream) + " on device " + std::to_string(device) + ")");
+      if (!streams.insert(c.stream).second) return bad("two captures on stream " + hex(c.stream));
+      // The host begins captures thread-local or relaxed (on_StreamBeginCapture).
+      if (c.mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && c.mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return bad("a capture mode out of range (" + std::to_string(c.mode) + ")");
+      if (c.id == 0 || !ids.insert(c.id).second) return bad("a capture id of 0 or twice");
+      size_t nodes = 0;
+      if (c.into) {
+        const Object* g = vol_.find(ObjectKind::Graph, c.into);
+        if (!g || g->device != c.device || g->as<GraphObject>().borrowed || !graphs.insert(c.into).second)
+          return bad("a capture into a graph the client lacks (or into one twice)");
+        for (const Saved& s : saved)
+          if (s.kind == ObjectKind::Graph && s.handle == c.into) c.into_nodes = &built.at(s.id);
+        if (!c.into_nodes) return bad("a capture into a graph the state does not hold");
+        nodes = c.into_nodes->size();
+      } else {
+        if (std::string w; !read_graph(r, &c.graph, &budget, &w)) return bad(r.ok() ? w : r.error());
+        nodes = c.graph.nodes.size();
+      }
+      uint32_t deps = 0;
+      r.get_u32(&deps);
+      if (r.ok() && (deps > api::kMaxGraphDeps || deps > nodes)) return bad("too many dependencies");
+      for (uint32_t k = 0; r.ok() && k < deps; ++k) {
+        uint32_t at = 0;
+        r.get_u32(&at);
+        if (r.ok() && (at >= nodes || std::ranges::find(c.deps, at) != c.deps.end()))
+          return bad("a dependency beyond its graph's nodes, or named twice");
+        c.deps.push_back(at);
+      }
+    }
+    r.expect_end();
+    if (!r.ok()) return bad(r.error());
+    if (!in.next(&h, &err)) return fail(err.empty() ? "the state ends early" : err);
+  }
   if (h.type != kClientEnd) return fail("record " + std::to_string(h.index) + " is not the end of the client's state");
   // Peer access last: both contexts exist now.
   for (const Saved& s : saved) {
@@ -2458,6 +2585,38 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
       resume_marks_[d] = mark;
     else if (mark)
       api_.cuEventDestroy_v2(mark);
+  }
+  // The open captures, begun again into their graphs after the same nodes, last: nothing of
+  // the resume's own may be captured (or invalidate them: the marks above are on the legacy
+  // stream).
+  for (const SavedCapture& c : captures) {
+    make_current(c.device);
+    CUgraph g = nullptr;
+    std::vector<CUgraphNode> nodes;
+    if (c.into) {
+      g = vol_.find(ObjectKind::Graph, c.into)->as<GraphObject>().graph;
+      nodes = *c.into_nodes;
+    } else {
+      if (!build_graph(c.graph, c.device, new_id, region, &g, &nodes, &err))
+        return fail("the graph of the stream capture on stream " + hex(c.stream) + ": " + err);
+      carried_capture_graphs_[c.stream] = g;  // the host's until the program ends the capture
+    }
+    std::vector<CUgraphNode> deps;
+    for (uint32_t at : c.deps) deps.push_back(nodes.at(at));
+    const CUstream s = capture_stream(c.stream, c.device)->as<StreamObject>().stream;
+    if (CUresult e = api_.cuStreamBeginCaptureToGraph(s, g, deps.empty() ? nullptr : deps.data(), nullptr, deps.size(),
+                                                      static_cast<int>(c.mode));
+        e != CUDA_SUCCESS)
+      return fail("beginning the stream capture on stream " + hex(c.stream) + " again failed: " + describe(api_, e));
+    ++captures_open_;
+    open_captures_[c.stream] = {static_cast<int>(c.mode), c.device};
+    if (c.into) capture_into_[c.stream] = c.into;
+    // The id the program knows stays (cudaStreamGetCaptureInfo).
+    int status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned long long id = 0;
+    if (CUresult e = api_.cuStreamGetCaptureInfo_v3(s, &status, &id, nullptr, nullptr, nullptr, nullptr); e != CUDA_SUCCESS)
+      return fail("the stream capture on stream " + hex(c.stream) + " begun again is not described: " + describe(api_, e));
+    if (id != c.id) capture_ids_[id] = c.id;
   }
   make_current(current_);
   closing_.store(false);

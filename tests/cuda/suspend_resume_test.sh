@@ -48,7 +48,8 @@ if [ ${#programs[@]} -eq 0 ]; then
     # fault poisons its own client on purpose (a poisoned context has no state to save).
     # multi_gpu needs a stub with two devices (run_cuda_test.sh, scripts/gpu-multi-check.sh).
     # Graph programs are included: graphs and executable graphs are carried (graph_state.cc);
-    # only a suspend that lands while a stream capture is open is refused (below).
+    # so are open stream captures one stream alone holds; only a suspend that lands while a
+    # capture other streams joined (or with an event recorded in it) is open is refused (below).
     # ipc and ipc_pool (two processes of the VM sharing memory, an event, a pool) are carried:
     # both clients are suspended and resumed together (host-stub/src/ipc.cc). Virtual memory
     # objects, cuBLASLt objects (host-stub/src/cublaslt.cc), cuRAND generators (curand.cc; host
@@ -88,7 +89,7 @@ for p in "${programs[@]}"; do
       fi
     elif ! grep -q "not being served\|ended\|is gone\|no client\|did not reach\|stream capture(s) open\|a body of a conditional node\|(cudaGraphConditionalHandleCreate)\|(cudaGraphExecChildGraphNodeSetParams)\|which a resume could not replay\|zero pivot has not been read" "$work/ctl.out"; then
       # A client that ends between the listing and the hold is fine, and so is one with a
-      # stream capture open, a conditional node's body held, a graph with
+      # stream capture open that other streams joined, a conditional node's body held, a graph with
       # conditional handles or an executable graph whose child node was given another graph
       # after a resume (graph_nodes, for a moment: refused, it runs on: docs/snapshots.md);
       # and one whose cuSPARSE descriptor names a matrix the program destroyed before it (none

@@ -339,21 +339,38 @@ struct HostNodeGuest {
   }
 };
 
-// vmcudactl suspend while a program has a stream capture open: the VM runs on and the
-// suspend is asked again (nothing copied meanwhile) until the capture has ended, then goes
-// through; a capture that outlasts the quiesce timeout refuses it, saying so.
-TEST(StubGraph, ASuspendWaitsForAStreamCaptureToEnd) {
+// A stream capture another stream joined (through an event) is not carried by a suspend:
+// vmcudactl suspend then lets the VM run on and asks again (nothing copied meanwhile) until
+// the capture has ended, then goes through; a capture that outlasts the quiesce timeout
+// refuses it, saying so.
+constexpr uint64_t kStream2 = 0x20210, kForkEvent = 0x20410, kJoinEvent = 0x20420;
+void begin_joined_capture(Client& c) {
+  ASSERT_EQ(c.call<api::Call::StreamCreate>({kStream2, 1, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({kForkEvent, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventCreate>({kJoinEvent, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({kForkEvent, kStream, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamWaitEvent>({kStream2, kForkEvent, 0, 0}), 0);  // joins the capture
+}
+int32_t end_joined_capture(Client& c, uint64_t graph) {
+  if (int32_t e = c.call<api::Call::EventRecord>({kJoinEvent, kStream2, 0, 0})) return e;
+  if (int32_t e = c.call<api::Call::StreamWaitEvent>({kStream, kJoinEvent, 0, 0})) return e;
+  return c.call<api::Call::StreamEndCapture>({kStream, graph});
+}
+
+TEST(StubGraph, ASuspendWaitsForAJoinedStreamCaptureToEnd) {
   Stub stub;
   Client c(stub);
   ASSERT_EQ(c.call<api::Call::StreamCreate>({kStream, 1, 0}), 0);
   const uint64_t p = c.malloc(64);
-  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  ASSERT_NO_FATAL_FAILURE(begin_joined_capture(c));
   std::string why;
   {
     VmControl vm(stub.endpoint, "capture", {"fake"}, std::chrono::milliseconds(300));
     std::vector<std::string> phases;
     EXPECT_FALSE(vm.suspend([&](const std::string& phase, uint64_t, uint64_t) { phases.push_back(phase); }, &why));
     EXPECT_NE(why.find("stream capture"), std::string::npos) << why;
+    EXPECT_NE(why.find("other streams joined"), std::string::npos) << why;
     EXPECT_NE(why.find("of trying again"), std::string::npos) << why;
     ASSERT_FALSE(phases.empty());
     EXPECT_EQ(phases.front().rfind("waiting: ", 0), 0u) << phases.front();
@@ -362,7 +379,7 @@ TEST(StubGraph, ASuspendWaitsForAStreamCaptureToEnd) {
   VmControl vm(stub.endpoint, "capture", {"fake"}, std::chrono::seconds(10));
   std::thread ends([&] {
     std::this_thread::sleep_for(200ms);
-    EXPECT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured}), 0);
+    EXPECT_EQ(end_joined_capture(c, kCaptured), 0);
   });
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(vm.suspend({}, &why)) << why;
@@ -396,8 +413,8 @@ TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
   EXPECT_EQ(runs, 2);
   const uint64_t graphs = tst::fake_live_graphs(), execs = tst::fake_live_graph_execs();
 
-  // A stream capture open: refused, nothing changed.
-  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  // A stream capture open that another stream joined: refused, nothing changed.
+  ASSERT_NO_FATAL_FAILURE(begin_joined_capture(c));
   ASSERT_TRUE(slot_control::hold(stub));
   cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
   EXPECT_FALSE(r.ok);
@@ -408,8 +425,10 @@ TEST(StubGraph, GraphsAndExecutableGraphsComeBackFromASuspendAndAStateFile) {
   EXPECT_TRUE(r.retry);
   EXPECT_NE(r.error.find("stream capture"), std::string::npos) << r.error;
   slot_control::release(stub);
-  ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured + 0x10}), 0);
+  ASSERT_EQ(end_joined_capture(c, kCaptured + 0x10), 0);
   ASSERT_EQ(c.call<api::Call::GraphDestroy>({kCaptured + 0x10, 0, 0}), 0);
+  for (uint64_t e : {kForkEvent, kJoinEvent}) ASSERT_EQ(c.call<api::Call::EventDestroy>({e}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamDestroy>({kStream2}), 0);
 
   // Suspended to host memory: no graph left on the GPU; resumed: the same results.
   ASSERT_TRUE(slot_control::hold(stub));
@@ -574,6 +593,241 @@ TEST(StubGraph, AHostileGraphRecordInAStateFileIsRefused) {
   ASSERT_TRUE(r.ok) << r.error;
   slot_control::release(stub);
   EXPECT_EQ(w.run(c, w.fn), expected);
+  state::remove_state_file(path);
+  state::remove_state_file(bad);
+}
+
+
+// One capture on kStream, carried or not across a suspend in its middle (`between`): a
+// memset of p, add_one(p, 16), add_one(p, 8), p copied to q; then add_one(q, 4), q copied to
+// pinned host memory, add_one(p, 16). Into a new graph, or (`into`) into the program's graph
+// that already holds the memset (cudaStreamBeginCaptureToGraph after it).
+struct CaptureWork {
+  uint64_t fn = 0, p = 0, q = 0;
+  std::optional<vmrpc::HeapBlock> host;
+  void setup(Client& c) {
+    fn = c.load_add_one();
+    p = c.malloc(64);
+    q = c.malloc(64);
+    host = c.slot->heap().allocate(64);
+    ASSERT_TRUE(host);
+    ASSERT_EQ(c.call<api::Call::PinHeap>({host->ref()}), 0);
+    ASSERT_EQ(c.call<api::Call::StreamCreate>({kStream, 1, 0}), 0);
+  }
+  void capture(Client& c, uint64_t graph, bool into, const std::function<void()>& between) {
+    if (into) {
+      ASSERT_EQ(c.call<api::Call::GraphCreate>({graph, 0, 0}), 0);
+      ASSERT_EQ(c.call<api::Call::GraphAddMemsetNode>({graph, graph + 0x10000, p, 0, 16, 1, 0, 4, 0, 0}), 0);
+      ASSERT_EQ(c.call<api::Call::StreamBeginCaptureToGraph>({kStream, graph, 0, 1, 0, 0}, nullptr,
+                                                             handles({graph + 0x10000})),
+                0);
+    } else {
+      ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+      ASSERT_EQ(c.call<api::Call::MemsetAsync>({p, 64, 0, 1, kStream}), 0);
+    }
+    ASSERT_EQ(c.launch(fn, p, 16, kStream), 0);
+    ASSERT_EQ(c.launch(fn, p, 8, kStream), 0);
+    ASSERT_EQ(c.call<api::Call::CopyDeviceToDeviceAsync>({q, p, 64, kStream}), 0);
+    ASSERT_NO_FATAL_FAILURE(between());
+    ASSERT_EQ(c.launch(fn, q, 4, kStream), 0);
+    ASSERT_EQ(c.call<api::Call::CopyFromDeviceHeapAsync>({q, host->ref(), kStream, 0, 0}), 0);
+    ASSERT_EQ(c.launch(fn, p, 16, kStream), 0);
+    ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, graph}), 0);
+  }
+  // The graph instantiated and launched twice over other values: p, q and host after.
+  std::vector<int> run(Client& c, uint64_t graph, uint64_t exec) {
+    EXPECT_EQ(c.call<api::Call::GraphInstantiate>({exec, graph, 0}), 0);
+    c.put(p, std::vector<int>(16, 7));
+    c.put(q, std::vector<int>(16, 7));
+    std::memset(host->data, 0xff, 64);
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(c.call<api::Call::GraphLaunch>({exec, kStream}), 0);
+    EXPECT_EQ(c.call<api::Call::StreamSynchronize>({kStream}), 0);
+    std::vector<int> all = c.get(p, 16);
+    for (int v : c.get(q, 16)) all.push_back(v);
+    const int* h = reinterpret_cast<const int*>(host->data);
+    all.insert(all.end(), h, h + 16);
+    return all;
+  }
+  static uint64_t node_count(Client& c, uint64_t graph) {
+    api::GraphListReply list{};
+    std::vector<std::byte> extra;
+    EXPECT_EQ(c.call<api::Call::GraphGetNodes>({graph, 0, 0}, &list, {}, &extra, 64), 0);
+    return list.count;
+  }
+};
+
+// A capture open across vmcudactl suspend/resume and a save/restore is carried (the suspend
+// does not wait for it): the capture goes on where it stood, keeps its id, and ends in the
+// whole graph, which does what the same capture uninterrupted does.
+TEST(StubGraph, AStreamCaptureOpenAcrossASuspendAndAStateFileEndsInTheWholeGraph) {
+  const std::string path = ::testing::TempDir() + "vmcuda-capture-suspend.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  CaptureWork w;
+  ASSERT_NO_FATAL_FAILURE(w.setup(c));
+  // Uninterrupted, into a new graph and into the program's.
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kGraph, false, [] {}));
+  const std::vector<int> expected = w.run(c, kGraph, kExec);
+  ASSERT_EQ(expected.size(), 48u);
+  EXPECT_EQ(expected[0], 3);       // p: memset 0, +1, +1 (first 8), +1
+  EXPECT_EQ(expected[8], 2);
+  EXPECT_EQ(expected[16], 3);      // q: p after the first half, +1 (first 4)
+  EXPECT_EQ(expected[16 + 4], 2);
+  EXPECT_EQ(expected[16 + 8], 1);
+  EXPECT_EQ(expected[32 + 3], 3);  // host: q
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kGraph2, true, [] {}));
+  EXPECT_EQ(w.run(c, kGraph2, kExec + 0x10), expected);
+  const uint64_t nodes = CaptureWork::node_count(c, kGraph);
+  EXPECT_EQ(nodes, 7u);
+
+  // Suspended and resumed in the middle of the capture, as vmcudactl does (no waiting).
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kCaptured, false, [&] {
+    api::CaptureInfoReply before{}, after{};
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &before), 0);
+    ASSERT_EQ(before.status, 1u);
+    std::string why;
+    VmControl vm(stub.endpoint, "capture", {"fake"}, std::chrono::milliseconds(300));
+    std::vector<std::string> phases;
+    ASSERT_TRUE(vm.suspend([&](const std::string& phase, uint64_t, uint64_t) { phases.push_back(phase); }, &why)) << why;
+    for (const auto& phase : phases) EXPECT_NE(phase.rfind("waiting: ", 0), 0u) << phase;
+    EXPECT_EQ(tst::fake_live_graphs(), 0u);  // suspended: the capture's graph is in the state
+    EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+    ASSERT_TRUE(vm.resume({}, &why)) << why;
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &after), 0);
+    EXPECT_EQ(after.status, 1u);
+    EXPECT_EQ(after.id, before.id);  // the id the program knows stays
+  }));
+  EXPECT_EQ(CaptureWork::node_count(c, kCaptured), nodes);
+  EXPECT_EQ(w.run(c, kCaptured, kExec + 0x20), expected);
+
+  // Saved to a state file and restored in the middle of a capture into the program's graph,
+  // then suspended again (a capture carried twice) after more work.
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kCaptured + 0x10, true, [&] {
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(tst::fake_live_graphs(), 0u);
+    r = slot_control::control(stub, cc::Op::kRestore, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+    ASSERT_EQ(c.launch(w.fn, w.p, 1, kStream), 0);  // captured, not run: undone below
+    ASSERT_EQ(c.launch(w.fn, w.p, 1, kStream), 0);
+    ASSERT_TRUE(slot_control::hold(stub));
+    r = slot_control::control(stub, cc::Op::kSuspend);
+    ASSERT_TRUE(r.ok) << r.error;
+    r = slot_control::control(stub, cc::Op::kResume);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+  }));
+  EXPECT_EQ(CaptureWork::node_count(c, kCaptured + 0x10), nodes + 2);
+  std::vector<int> more = expected;
+  more[0] += 2;  // p[0] two more (after the copy to q: q and host as before)
+  EXPECT_EQ(w.run(c, kCaptured + 0x10, kExec + 0x30), more);
+  state::remove_state_file(path);
+}
+
+// A save that fails after the capture was ended for it begins it again where it stood (the
+// program captures on and gets the whole graph); a capture with an event recorded in it (a
+// wait on that event could fork it later) is not carried: refused while it is open.
+TEST(StubGraph, AFailedSaveLeavesTheCaptureOpenAndAnEventInItRefusesTheSuspend) {
+  Stub stub;
+  Client c(stub);
+  CaptureWork w;
+  ASSERT_NO_FATAL_FAILURE(w.setup(c));
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kGraph, false, [] {}));
+  const std::vector<int> expected = w.run(c, kGraph, kExec);
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kCaptured, false, [&] {
+    api::CaptureInfoReply before{}, after{};
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &before), 0);
+    ASSERT_TRUE(slot_control::hold(stub));
+    const cc::Reply r = slot_control::control(stub, cc::Op::kSave, "/nonexistent-dir/vmcuda/capture.state");
+    EXPECT_FALSE(r.ok);
+    EXPECT_FALSE(r.status.suspended);
+    slot_control::release(stub);
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &after), 0);
+    EXPECT_EQ(after.status, 1u);
+    EXPECT_EQ(after.id, before.id);
+  }));
+  EXPECT_EQ(w.run(c, kCaptured, kExec + 0x10), expected);
+
+  constexpr uint64_t kEvent = 0x20430;
+  ASSERT_EQ(c.call<api::Call::EventCreate>({kEvent, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kStream, 0, 0}), 0);
+  ASSERT_EQ(c.launch(w.fn, w.p, 16, kStream), 0);
+  ASSERT_EQ(c.call<api::Call::EventRecord>({kEvent, kStream, 0, 0}), 0);
+  ASSERT_TRUE(slot_control::hold(stub));
+  cc::Reply r = slot_control::control(stub, cc::Op::kSuspend);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.retry);
+  EXPECT_NE(r.error.find("an event recorded in it"), std::string::npos) << r.error;
+  slot_control::release(stub);
+  ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kStream, kCaptured + 0x10}), 0);
+  EXPECT_EQ(CaptureWork::node_count(c, kCaptured + 0x10), 1u);  // the kernel (a captured record adds no node)
+  // Once it has ended, the suspend goes through.
+  ASSERT_TRUE(slot_control::hold(stub));
+  r = slot_control::control(stub, cc::Op::kSuspend);
+  ASSERT_TRUE(r.ok) << r.error;
+  r = slot_control::control(stub, cc::Op::kResume);
+  ASSERT_TRUE(r.ok) << r.error;
+  slot_control::release(stub);
+}
+
+// A state file's stream capture record is untrusted: a capture on a stream the client lacks,
+// a mode out of range, a dependency beyond its graph's nodes, a graph the client lacks are
+// refused naming the record; the good file still restores and the capture ends as it would.
+TEST(StubGraph, AHostileStreamCaptureRecordInAStateFileIsRefused) {
+  const std::string path = ::testing::TempDir() + "vmcuda-capture-good.state";
+  const std::string bad = ::testing::TempDir() + "vmcuda-capture-bad.state";
+  state::remove_state_file(path);
+  Stub stub;
+  Client c(stub);
+  CaptureWork w;
+  ASSERT_NO_FATAL_FAILURE(w.setup(c));
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kGraph, false, [] {}));
+  const std::vector<int> expected = w.run(c, kGraph, kExec);
+  ASSERT_NO_FATAL_FAILURE(w.capture(c, kCaptured, false, [&] {
+    ASSERT_TRUE(slot_control::hold(stub));
+    cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    // The record: count (4), then stream (8), device (4), mode (4), id (8), into (8), the
+    // graph, its dependencies (count, then each index: the last is the copy's).
+    auto u32_at = [](std::vector<std::byte>& p, size_t at, uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+    auto u64_at = [](std::vector<std::byte>& p, size_t at, uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+    constexpr uint32_t kCaptures = 10;  // suspend.cc kStreamCaptures
+    struct Case {
+      const char* what;
+      std::function<void(std::vector<std::byte>&)> edit;
+      const char* expect;
+    };
+    const Case cases[] = {
+        {"a stream the client lacks", [&](auto& p) { u64_at(p, 4, 0x77777); }, "a stream the client lacks"},
+        {"a per-thread stream it never used", [&](auto& p) { u64_at(p, 4, api::kStreamPerThread); },
+         "a stream the client lacks"},
+        {"a mode out of range", [&](auto& p) { u32_at(p, 16, 7); }, "capture mode out of range"},
+        {"the global mode (the host begins none so)", [&](auto& p) { u32_at(p, 16, 0); }, "capture mode out of range"},
+        {"a dependency beyond its graph's nodes", [&](auto& p) { u32_at(p, p.size() - 4, 1000); },
+         "dependency beyond its graph's nodes"},
+        {"into a graph the client lacks", [&](auto& p) { u64_at(p, 28, 0x99999); }, "a graph the client lacks"},
+        {"two captures where one is", [&](auto& p) { u32_at(p, 0, 2); }, "bad stream capture record"},
+    };
+    for (const Case& k : cases) {
+      SCOPED_TRACE(k.what);
+      state::remove_state_file(bad);
+      ASSERT_NO_FATAL_FAILURE(slot_control::rewrite_state(path, bad, k.edit, kCaptures));
+      const cc::Reply reply = slot_control::control(stub, cc::Op::kRestore, bad);
+      EXPECT_FALSE(reply.ok);
+      EXPECT_NE(reply.error.find("bad stream capture record"), std::string::npos) << reply.error;
+      EXPECT_NE(reply.error.find(k.expect), std::string::npos) << reply.error;
+      EXPECT_TRUE(reply.status.suspended);
+      EXPECT_EQ(tst::fake_live_graphs(), 0u);
+      EXPECT_EQ(tst::fake_allocated_bytes(), 0u);
+    }
+    r = slot_control::control(stub, cc::Op::kRestore, path);
+    ASSERT_TRUE(r.ok) << r.error;
+    slot_control::release(stub);
+  }));
+  EXPECT_EQ(w.run(c, kCaptured, kExec + 0x10), expected);
   state::remove_state_file(path);
   state::remove_state_file(bad);
 }
