@@ -26,6 +26,10 @@ stub_pid= app=
 cleanup() {
   [ -n "$app" ] && { kill -9 "$app" 2>/dev/null || true; wait "$app" 2>/dev/null || true; }
   [ -n "$stub_pid" ] && { kill "$stub_pid" 2>/dev/null || true; wait "$stub_pid" 2>/dev/null || true; }
+  # A stand-in daemon its stub left (only those this test started, by the record's pids).
+  for pid in $(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$work/record" 2>/dev/null); do
+    tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$work/" && kill "$pid" 2>/dev/null
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
