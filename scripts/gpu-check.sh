@@ -146,6 +146,15 @@ fi
 # Finding 10.6 on the GPU: a kernel that never ends is stopped by --kernel-time-limit.
 "$top/tests/security/kernel_time_limit_test.sh" "$carry/vmcuda-stub" "$carry/vmcudactl" "$carry/lib" \
   "$top/tests/security/bin/endless_kernel" "$top/tests/cuda/bin" "$top/tests/cuda/expected" || rc=1
+# The same under --gpu-sharing mps with NVIDIA's daemon: the program's GPU work is ended
+# through the VM's MPS daemon (terminate_client), and the VM's next program runs correctly.
+if command -v nvidia-cuda-mps-control >/dev/null; then
+  "$top/tests/security/kernel_time_limit_mps_test.sh" "$carry/vmcuda-stub" "$carry/lib" \
+    "$top/tests/security/bin/endless_kernel" "$top/tests/cuda/bin" "$top/tests/cuda/expected" \
+    "$(command -v nvidia-cuda-mps-control)" || rc=1
+else
+  echo "kernel time limit under MPS: left out (no nvidia-cuda-mps-control here)"
+fi
 # What a context costs in device memory (the quota's fixed costs, docs/security.md).
 [ -x "$carry/context_cost_probe" ] && "$carry/context_cost_probe" 0
 [ -x "$carry/cublas_cost_probe" ] && LD_LIBRARY_PATH="$VMCUDA_HOST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \

@@ -16,7 +16,9 @@
 //   In a worker process that ends the process (exit status kWorkerExitLaunchTimeout): the
 //   only way to stop a running kernel is to destroy its context, which the driver does
 //   when the process goes; the stub then fails the client's calls with
-//   cudaErrorLaunchTimeout and reclaims its memory.
+//   cudaErrorLaunchTimeout and reclaims its memory. Under MPS the contexts are the MPS
+//   server's and outlive the process: on_timeout ends the client's work through the VM's
+//   daemon first (mps.h).
 // The limit counts from when the work was issued, not from when the GPU started it: work
 // queued behind other work of the same client counts its wait. Choose a limit well above
 // the longest kernel plus the longest queue a program keeps.

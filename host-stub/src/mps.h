@@ -11,12 +11,30 @@
 // ends: an MPS server never holds contexts of two VMs. What MPS gives up (docs/security.md):
 // a fatal fault of one client (an illegal address) ends the work of every client of that
 // server on that GPU, so one program of a VM can end the VM's other programs there.
+//
+// Ending a client (the kernel time limit, a closed program's teardown): under MPS the GPU
+// context is the server's, so killing the client process does not stop its kernel (NVIDIA:
+// ending a client with outstanding work by a signal leaves its server undefined; seen on an
+// H100: the VM's next program got no context). So its work is ended first through the daemon
+// (terminate_client, CUDA 11.5+, Volta and later), then the process, and then the stub makes
+// sure that no server lists it any more; failing that, the VM's daemon is restarted (its
+// servers killed), which ends the VM's other GPU work too, as a fatal fault under MPS does.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "vmrpc/fd.h"
 
 namespace vmcuda::host {
 
@@ -29,6 +47,25 @@ bool mps_client();
 // for the kernel time limit), then takes them again; worth waiting for.
 bool mps_recovering(int r);
 inline constexpr int kMpsRecoveryWaitMs = 10000;
+
+// NVIDIA's control commands, written to the stdin of `control_exe` run as a client instance
+// in the pipe directory of this process's CUDA_MPS_PIPE_DIRECTORY. Each blocks its caller
+// (never the event loop's or a GPU's working thread) for at most its bound.
+inline constexpr int kMpsCommandTimeoutMs = 5000;     // get_server_list, get_client_list, quit
+inline constexpr int kMpsTerminateTimeoutMs = 10000;  // terminate_client returns once the server is done
+// How long an ended client may stay listed by a server before the daemon is restarted.
+inline constexpr int kMpsClientGoneWaitMs = 5000;
+// `command`'s reply (its stdout), or nullopt with *why when it did not run or finish in time.
+std::optional<std::string> mps_command(const std::string& control_exe, const std::string& command,
+                                       std::chrono::milliseconds timeout, std::string* why);
+// The servers that list `client` (get_server_list, then get_client_list of each); nullopt
+// with *why when the daemon does not answer.
+std::optional<std::vector<pid_t>> mps_servers_listing(const std::string& control_exe, pid_t client, std::string* why);
+// Ends all outstanding GPU work of MPS client `client` on every server that lists it
+// (terminate_client SERVER CLIENT, which answers CUDA_SUCCESS once its contexts are gone).
+// True when none lists it or each answered CUDA_SUCCESS; false with *why otherwise (an
+// older daemon without the command, an error, no answer).
+bool mps_terminate_client(const std::string& control_exe, pid_t client, std::string* why);
 
 class MpsDaemon {
  public:
@@ -44,13 +81,38 @@ class MpsDaemon {
   MpsDaemon& operator=(const MpsDaemon&) = delete;
 
   const std::string& pipe_dir() const { return pipe_dir_; }
-  bool started_here() const { return pid_ > 0; }
+
+  // Worker `pid` is given up on (its program closed and it did not end, or its connection
+  // went): its GPU work is ended through the daemon, then the process (SIGKILL by `pidfd`),
+  // then client_exited's check follows once it has gone. Returns at once; the work runs on
+  // the daemon's own thread (at most kMpsTerminateTimeoutMs before the kill).
+  void end_client(pid_t pid, vmrpc::UniqueFd pidfd);
+  // Worker `pid` has ended (reaped). Off the caller's thread: if a server still lists it
+  // after kMpsClientGoneWaitMs (its kernel runs on in the server), terminate_client; if that
+  // fails too, the daemon is restarted (the VM's other GPU work on its GPUs ends with it).
+  void client_exited(pid_t pid);
 
  private:
-  MpsDaemon(std::string control_exe, std::string pipe_dir, pid_t pid)
-      : control_exe_(std::move(control_exe)), pipe_dir_(std::move(pipe_dir)), pid_(pid) {}
-  std::string control_exe_, pipe_dir_;
-  pid_t pid_;  // the daemon we started, or -1 when we found it running
+  MpsDaemon(std::string control_exe, std::string pipe_dir, std::string log_dir,
+            std::optional<std::string> visible_devices, pid_t pid);
+  // Starts `control_exe -f` in an emptied pipe directory, with the stub's GPUs
+  // (CUDA_VISIBLE_DEVICES as the stub was given it, unset: all), and waits until it answers;
+  // its pid or -1 with *why.
+  static pid_t launch(const std::string& control_exe, const std::string& pipe_dir, const std::string& log_dir,
+                      const std::optional<std::string>& visible_devices, std::string* why);
+  void quit(const std::vector<pid_t>& servers);  // `quit`; kills `servers` and the daemon if they stay
+  void restart(pid_t client, const std::string& why);
+  void keeper();  // the daemon's own thread: runs jobs_ in order
+  void after_exit(pid_t pid);
+
+  std::string control_exe_, pipe_dir_, log_dir_;
+  std::optional<std::string> visible_devices_;
+  pid_t pid_;  // the daemon we started, or -1 when we found it running (only the keeper changes it)
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace vmcuda::host

@@ -545,10 +545,21 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
     limits.kernel_time_limit =
         std::max(std::chrono::milliseconds(1), std::chrono::milliseconds(static_cast<int64_t>(kernel_time_limit_s * 1000)));
     if (worker)
-      limits.on_kernel_timeout = [kernel_time_limit_s](const std::string& client, int64_t age_ms) {
+      limits.on_kernel_timeout = [kernel_time_limit_s, mps_control](const std::string& client, int64_t age_ms) {
         VMRPC_LOG(kWarn, "stub", client + ": GPU work issued " + std::to_string(age_ms) + " ms ago has not finished "
                                  "(--kernel-time-limit " + seconds_text(kernel_time_limit_s) + " s): ending its worker "
                                  "process, which stops the kernel; the program gets cudaErrorLaunchTimeout");
+        // Under MPS the kernel runs in the VM's MPS server, which the end of this process
+        // does not stop: it is ended through the daemon first (on this, the watchdog's
+        // thread). Should that fail, the stub restarts the daemon once this process is gone.
+        if (mps_client()) {
+          std::string why;
+          if (mps_terminate_client(mps_control, ::getpid(), &why))
+            VMRPC_LOG(kWarn, "stub", client + ": its GPU work was ended through the VM's MPS daemon (terminate_client)");
+          else
+            VMRPC_LOG(kWarn, "stub", client + ": could not end its GPU work through the VM's MPS daemon (" + why +
+                                     "); the stub restarts the daemon if its server keeps the work");
+        }
         std::fflush(nullptr);
         ::_exit(vmrpc::kWorkerExitLaunchTimeout);  // like a kill: no destructor waits on the GPU
       };
@@ -737,7 +748,15 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
       return pid;
     };
     // A worker that ended (a crash, a kill) leaves nothing charged to the VM.
-    options.on_worker_exit = [ledger = limits.ledger](int pid) { ledger->reclaim(pid); };
+    options.on_worker_exit = [ledger = limits.ledger, mps = mps.get()](int pid, int status) {
+      ledger->reclaim(pid);
+      // Its GPU work must not outlive it in the MPS server. A worker that returned from
+      // serving destroyed its contexts (waiting for their work) before it exited.
+      if (mps && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) mps->client_exited(pid);
+    };
+    // Under MPS a killed worker's kernel would run on in the server: its work is ended first.
+    if (mps)
+      options.end_worker = [mps = mps.get()](int pid, vmrpc::UniqueFd pidfd) { mps->end_client(pid, std::move(pidfd)); };
   }
 
   sigset_t sigs;

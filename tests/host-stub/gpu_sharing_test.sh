@@ -23,7 +23,11 @@ cleanup() {
   [ -n "$app" ] && { kill -9 "$app" 2>/dev/null || true; wait "$app" 2>/dev/null || true; }
   [ -n "$stub_pid" ] && { kill "$stub_pid" 2>/dev/null || true; wait "$stub_pid" 2>/dev/null || true; }
   [ -n "$daemon" ] && { kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; }
-  pkill -f "$fake" 2>/dev/null || true
+  # Only the daemons this test started (their pids are in its record), never another test's
+  # running at the same time (security_kernel_time_limit_mps uses the same stand-in).
+  for pid in $(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$work/record" 2>/dev/null); do
+    tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$work/" && kill "$pid" 2>/dev/null
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT

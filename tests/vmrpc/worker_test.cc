@@ -1,12 +1,17 @@
 // Worker mode: each claimed slot is served by a process of its own.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "support/temp_socket.h"
 #include "support/test_service.h"
@@ -29,16 +34,23 @@ struct WorkerChannel {
     return last_pid;
   }
   HostEndpoint host;
-  explicit WorkerChannel(uint32_t slots = 4)
-      : host(HostEndpointOptions{testing::temp_socket_path("worker"), RegionConfig{16ull << 20, slots, 64 << 10, 4096}, 8,
-                                 [this](const WorkerSpec& spec) {
-                                   int pid = spawn_worker_process(VMRPC_TEST_WORKER, {}, spec);
-                                   last_pid = pid;
-                                   ++spawned;
-                                   return pid;
-                                 }},
-             unused) {
+  explicit WorkerChannel(uint32_t slots = 4, std::function<void(int, UniqueFd)> end_worker = {},
+                         std::function<void(int, int)> on_worker_exit = {})
+      : host(options(slots, std::move(end_worker), std::move(on_worker_exit)), unused) {
     host.start();
+  }
+  HostEndpointOptions options(uint32_t slots, std::function<void(int, UniqueFd)> end_worker,
+                              std::function<void(int, int)> on_worker_exit) {
+    HostEndpointOptions o{testing::temp_socket_path("worker"), RegionConfig{16ull << 20, slots, 64 << 10, 4096}, 8,
+                          [this](const WorkerSpec& spec) {
+                            int pid = spawn_worker_process(VMRPC_TEST_WORKER, {}, spec);
+                            last_pid = pid;
+                            ++spawned;
+                            return pid;
+                          }};
+    o.end_worker = std::move(end_worker);
+    o.on_worker_exit = std::move(on_worker_exit);
+    return o;
   }
 };
 
@@ -186,6 +198,62 @@ TEST(Worker, AWorkerThatOutlivesItsProgramIsKilled) {
   }
   EXPECT_TRUE(gone) << "worker " << pid << " still runs 5 s after its program left";
   // The slot is free for the next program.
+  std::unique_ptr<ClientSlot> b;
+  for (int i = 0; i < 200 && !b; ++i) {
+    b = ClientSlot::claim(conn->region(), *conn, &why);
+    if (!b) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(b) << why;
+  EXPECT_EQ(b->call(testing::kCallIndex, {}, 8).status, 0);
+  knobs::kWorkerExitMs.set(knobs::kWorkerExitMs.default_value());
+}
+
+// A service whose GPU work outlives a worker process (MPS: the work must be ended through
+// the daemon first) ends a worker given up on itself: the endpoint hands it the pid and a
+// pidfd instead of killing, and reports the exit with its wait status.
+TEST(Worker, AWorkerGivenUpOnIsEndedThroughTheServicesHook) {
+  knobs::kWorkerExitMs.set(300);
+  std::mutex mu;
+  std::vector<int> handed;
+  std::vector<std::pair<int, int>> exits;
+  WorkerChannel ch(
+      1,
+      [&](int pid, UniqueFd pidfd) {
+        {
+          std::lock_guard l(mu);
+          handed.push_back(pid);
+        }
+        // Later and off the loop thread, as the stub's MPS daemon thread does.
+        std::thread([fd = std::make_shared<UniqueFd>(std::move(pidfd))] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          ::syscall(SYS_pidfd_send_signal, fd->get(), SIGKILL, nullptr, 0);
+        }).detach();
+      },
+      [&](int pid, int status) {
+        std::lock_guard l(mu);
+        exits.emplace_back(pid, status);
+      });
+  auto conn = LocalConnection::connect(ch.host.socket_path());
+  std::string why;
+  auto a = ClientSlot::claim(conn->region(), *conn, &why);
+  ASSERT_TRUE(a) << why;
+  ASSERT_EQ(a->call(testing::kHangOnClose, {}, 0).status, 0);
+  const int pid = ch.wait_for_worker(1);
+  ASSERT_GT(pid, 0);
+  a.reset();  // the program leaves; its worker hangs in close()
+  bool reported = false;
+  for (int i = 0; i < 500 && !reported; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard l(mu);
+    reported = !exits.empty();
+  }
+  ASSERT_TRUE(reported) << "worker " << pid << " not ended 5 s after its program left";
+  {
+    std::lock_guard l(mu);
+    EXPECT_EQ(handed, std::vector<int>{pid});
+    EXPECT_EQ(exits[0].first, pid);
+    EXPECT_TRUE(WIFSIGNALED(exits[0].second) && WTERMSIG(exits[0].second) == SIGKILL) << "status " << exits[0].second;
+  }
   std::unique_ptr<ClientSlot> b;
   for (int i = 0; i < 200 && !b; ++i) {
     b = ClientSlot::claim(conn->region(), *conn, &why);

@@ -178,6 +178,7 @@ class HostEndpoint::Impl {
   void uncount_user(Connection& c);
   void log_refusal(const std::string& what);
   void on_worker_exit(Connection& c, uint32_t slot);
+  void end_worker(SlotRuntime& s);  // HostEndpointOptions::end_worker, or SIGKILL
   void on_messages();
   void teardown(Connection& c);
   void maybe_free(Connection* c);
@@ -721,7 +722,7 @@ void HostEndpoint::Impl::teardown(Connection& c) {
     if (s.thread.joinable()) threads.push_back(std::move(s.thread));
     // A worker is killed: the OS (and the GPU driver) free all it had. Its exit
     // completes the loop's poll of its pidfd.
-    if (s.worker > 0) ::kill(s.worker, SIGKILL);
+    if (s.worker > 0) end_worker(s);
     ring(c.host_rx[i].get());  // wakes the slot's thread, or completes the loop's read
   }
   Connection* cp = &c;
@@ -854,9 +855,20 @@ void HostEndpoint::Impl::check_worker_exits(Connection& c) {
                                  std::to_string(s.worker) + " did not end within " + std::to_string(limit_ms) +
                                  " ms after its program left (a kernel that never ends?); killed, so that its "
                                  "slot and GPU memory go back (VMRPC_WORKER_EXIT_MS)");
-    ::kill(s.worker, SIGKILL);
+    end_worker(s);
     s.program_left_ns = -1;
   }
+}
+
+void HostEndpoint::Impl::end_worker(SlotRuntime& s) {
+  if (opts_.end_worker && s.worker_pidfd) {
+    UniqueFd dup(::fcntl(s.worker_pidfd.get(), F_DUPFD_CLOEXEC, 0));
+    if (dup) {
+      opts_.end_worker(s.worker, std::move(dup));
+      return;
+    }
+  }
+  ::kill(s.worker, SIGKILL);
 }
 
 bool HostEndpoint::Impl::admit_client(const Connection& c, uint32_t slot) {
@@ -1077,7 +1089,7 @@ void HostEndpoint::Impl::on_worker_exit(Connection& c, uint32_t slot) {
   ::waitpid(s.worker, &status, 0);
   const pid_t pid = s.worker;
   s.program_left_ns = 0;
-  if (opts_.on_worker_exit) opts_.on_worker_exit(pid);
+  if (opts_.on_worker_exit) opts_.on_worker_exit(pid, status);
   s.worker = -1;
   s.worker_pidfd.reset();
   drop_control(c.id, slot);

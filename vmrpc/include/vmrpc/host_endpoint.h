@@ -74,8 +74,14 @@ struct HostEndpointOptions {
   // kills it when the connection goes, and frees the slot when it ends.
   std::function<int(const WorkerSpec&)> spawn_worker;
   // Worker mode: called on the loop thread once a worker has ended and been reaped (what it
-  // held in shared accounting goes back).
-  std::function<void(int pid)> on_worker_exit;
+  // held in shared accounting goes back), with its wait status.
+  std::function<void(int pid, int status)> on_worker_exit;
+  // Worker mode: ends a worker that is given up on (its connection went, or it outlived its
+  // program by VMRPC_WORKER_EXIT_MS), for a service whose GPU work outlives the process (MPS:
+  // the work must be ended first). Called on the loop thread, so it must not block: it owns
+  // `pidfd` (a duplicate of the worker's) and must end the process soon, by pidfd_send_signal
+  // (which never reaches another process). Unset: SIGKILL at once.
+  std::function<void(int pid, UniqueFd pidfd)> end_worker;
   // Worker mode: the address every worker maps its region at, written into the header
   // (RegionHeader::host_map_address) so that guests can map it there too. Workers map it
   // before anything else, so it is free in them; 0: anywhere (no same-address mapping).
