@@ -720,9 +720,11 @@ class Session : public vmrpc::SlotService {
   // shared heap. The hooks below cost nothing while there are none.
   std::vector<CUstream> managed_streams_;   // per guest device: the pulls' own stream (the stub's)
   std::vector<char> managed_dirty_;         // per guest device: work since the last full pull
-  // Hooks of the other areas (one line each). Before a launch on `stream` of the current
-  // device: the guest's writes to the shadows reach the variables, ordered on the stream.
-  CUresult managed_before_launch(const vmrpc::CallContext& ctx, CUstream stream);
+  // Hooks of the other areas (one line each). Before a launch (a kernel's or a graph's) on
+  // `stream` of `device`, whose context is current: the guest's writes to the shadows reach
+  // the variables, ordered on the stream. Nothing on a capturing stream: the graph's launch
+  // pushes them (a push captured would write stale bytes at every launch of the graph).
+  CUresult managed_before_launch(const vmrpc::CallContext& ctx, int device, CUstream stream);
   // A launch's kernel, stream (of the current device) and parameter pointers into `packed`
   // (launch.cc), checked; the managed variables pushed. CUDA_SUCCESS or the error to return.
   int32_t launch_setup(uint64_t function, uint64_t stream_handle, std::span<const std::byte> packed,
