@@ -567,6 +567,16 @@ class Session : public vmrpc::SlotService {
   // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
   int32_t heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device);
   CUresult memset_on(CUdeviceptr dst, uint32_t value, uint64_t bytes, unsigned width, CUstream s, bool async);
+  // Rows of `width` bytes, `pitch` apart, of `element`-byte elements (memset_width's), on `s`
+  // (async) or synchronous: cuMemsetD2D8/16/32, the current device's. Alignment is checked.
+  CUresult memset_2d_on(CUdeviceptr dst, uint64_t pitch, uint32_t value, uint64_t width, uint64_t height,
+                        unsigned element, CUstream s, bool async);
+  // A memset's element size: 1 (0 on the wire), 2 or 4; else 0 (a malformed call). The
+  // region must hold whole, aligned elements (CUDA_ERROR_INVALID_VALUE otherwise, as the
+  // driver answers a misaligned cuMemsetD32).
+  static unsigned memset_width(uint32_t element_bytes) {
+    return element_bytes <= 1 ? 1 : element_bytes == 2 || element_bytes == 4 ? element_bytes : 0;
+  }
   // Same for async 2D copies (memory_2d.cc).
   int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const { return vol_.find_range(ptr, bytes) != nullptr; }
