@@ -12,6 +12,7 @@
 #include "host_objects.h"
 #include "host_pointers.h"
 #include "log.h"
+#include "memory_2d.h"
 #include "remote.h"
 #include "runtime_state.h"
 #include "vgpu_db/allocations.h"
@@ -741,15 +742,13 @@ CUresult copy_2d(const CUDA_MEMCPY2D_st* c, bool async, CUstream s) {
                             : cudaMemcpy2D(const_cast<char*>(dst), dpitch, src, spitch, c->WidthInBytes, c->Height, kind));
 }
 
-// 2D memsets of 1-byte elements, or of wider ones whose bytes are equal; others: 801.
-CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned width, size_t w, size_t h, bool async,
-                   CUstream s) {
-  const auto* b = reinterpret_cast<const uint8_t*>(&value);
-  for (unsigned i = 1; i < width; ++i)
-    if (b[i] != b[0]) return cu::kNotSupported;
+// 2D memsets of 1-, 2- or 4-byte elements (any value), of device memory or of host memory the
+// device reaches (pinned, managed, registered): memset_2d's.
+CUresult driver_memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned width, size_t w, size_t h,
+                          bool async, CUstream s) {
+  if (w > ~size_t{0} / width) return cu::kInvalidValue;
   KeepRuntimeLastError keep;
-  return to_cu_result(async ? cudaMemset2DAsync(dptr(dst), pitch, b[0], w * width, h, s)
-                            : cudaMemset2D(dptr(dst), pitch, b[0], w * width, h));
+  return to_cu_result(memset_2d_elements(dptr(dst), pitch, value, width, w * width, h, s, async));
 }
 }  // namespace
 
@@ -780,12 +779,12 @@ CU_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D_st* c, CUstream s) {
 #define VMCUDA_MEMSET_2D(bits, type, width)                                                               \
   CU_API CUresult cuMemsetD2D##bits##_v2(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h) {       \
     VMCUDA_ENTER(enter_context_call());                                                                   \
-    return memset_2d(dst, pitch, v, width, w, h, false, nullptr);                                         \
+    return driver_memset_2d(dst, pitch, v, width, w, h, false, nullptr);                                  \
   }                                                                                                       \
   CU_API CUresult cuMemsetD2D##bits##Async(CUdeviceptr dst, size_t pitch, type v, size_t w, size_t h,      \
                                            CUstream s) {                                                  \
     VMCUDA_ENTER(enter_context_call());                                                                   \
-    return memset_2d(dst, pitch, v, width, w, h, true, s);                                                \
+    return driver_memset_2d(dst, pitch, v, width, w, h, true, s);                                         \
   }
 VMCUDA_MEMSET_2D(8, unsigned char, 1)
 VMCUDA_MEMSET_2D(16, unsigned short, 2)

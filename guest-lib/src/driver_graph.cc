@@ -17,6 +17,7 @@
 
 #include "driver_array.h"
 #include "driver_state.h"
+#include "graph.h"
 #include "log.h"
 #include "vmcuda/cudart_api.h"
 
@@ -636,4 +637,38 @@ CU_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, cudaGraphMemAttrib
 }
 CU_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, cudaGraphMemAttributeType attr, void* value) {
   VMCUDA_DRIVER_CALL(cudaDeviceSetGraphMemAttribute(device, attr, value));
+}
+
+// ---- user objects (user_objects.cc): the runtime's objects and code, counted in this process;
+// the destructor (a CUhostFn, as cudaHostFn_t) runs on the library's own thread once the last
+// reference goes, an executable graph's after the work of its launches. Flags and their
+// values are the runtime's (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC, CU_GRAPH_USER_OBJECT_MOVE).
+// They need no context, as the driver's do not.
+namespace {
+uint64_t user_handle(const void* p) { return reinterpret_cast<uint64_t>(p); }
+}  // namespace
+CU_API CUresult cuUserObjectCreate(cudaUserObject_t* object_out, void* ptr, cudaHostFn_t destroy, unsigned initial_refs,
+                                   unsigned flags) {
+  VMCUDA_ENTER(enter_driver_call());
+  uint64_t h = 0;
+  if (cudaError_t e = user_object_create(object_out ? &h : nullptr, ptr, destroy, initial_refs, flags))
+    return to_cu_result(e);
+  *object_out = reinterpret_cast<cudaUserObject_t>(h);
+  return vmcuda::cu::kSuccess;
+}
+CU_API CUresult cuUserObjectRetain(cudaUserObject_t object, unsigned count) {
+  VMCUDA_ENTER(enter_driver_call());
+  return to_cu_result(user_object_retain(user_handle(object), count));
+}
+CU_API CUresult cuUserObjectRelease(cudaUserObject_t object, unsigned count) {
+  VMCUDA_ENTER(enter_driver_call());
+  return to_cu_result(user_object_release(user_handle(object), count));
+}
+CU_API CUresult cuGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned count, unsigned flags) {
+  VMCUDA_ENTER(enter_driver_call());
+  return to_cu_result(graph_retain_user_object(user_handle(graph), user_handle(object), count, flags));
+}
+CU_API CUresult cuGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned count) {
+  VMCUDA_ENTER(enter_driver_call());
+  return to_cu_result(graph_release_user_object(user_handle(graph), user_handle(object), count));
 }

@@ -33,6 +33,13 @@ void user_objects_graph_destroyed(uint64_t graph);
 void user_objects_instantiated(uint64_t graph, uint64_t exec);
 void user_objects_launched(uint64_t exec, uint64_t stream);
 void user_objects_exec_destroyed(uint64_t exec);
+/// The user object calls of both APIs (cudaUserObject* and cuUserObject*, the graphs' retain
+/// and release): cudaSuccess or cudaErrorInvalidValue, not recorded. Handles as the wire's.
+cudaError_t user_object_create(uint64_t* out, void* ptr, cudaHostFn_t destroy, unsigned initial_refs, unsigned flags);
+cudaError_t user_object_retain(uint64_t object, unsigned count);
+cudaError_t user_object_release(uint64_t object, unsigned count);
+cudaError_t graph_retain_user_object(uint64_t graph, uint64_t object, unsigned count, unsigned flags);
+cudaError_t graph_release_user_object(uint64_t graph, uint64_t object, unsigned count);
 
 /// Preconditions for all below: r's lock held.
 

@@ -106,6 +106,10 @@ cudaError_t memset_elements(uint64_t dst, uint32_t value, unsigned width, uint64
 /// A memset of pinned, managed or registered host memory [p, p+bytes) in `width`-byte elements
 /// on wire stream `s` (memory_async.cc); cudaErrorInvalidValue for other memory.
 cudaError_t memset_host_async(void* p, uint32_t value, unsigned width, uint64_t bytes, uint64_t s);
+/// Its 2D form: `height` rows of `width` bytes, `pitch` bytes apart, in `element`-byte elements
+/// (1, 2 or 4), on wire stream `s`; nothing to set (a width or height of 0) is success.
+cudaError_t memset_host_2d_async(void* p, uint64_t pitch, uint32_t value, unsigned element, uint64_t width,
+                                 uint64_t height, uint64_t s);
 
 /// The launch configuration errors CUDA reports at once, without a round trip (launch.cc):
 /// cudaErrorInvalidValue for a grid or block the calling thread's device refuses.

@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "host_objects.h"
 #include "host_pointers.h"
 #include "memory_2d.h"
 #include "knobs.h"
@@ -295,18 +296,41 @@ cudaError_t copy_2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch
 }
 
 cudaError_t memset_2d(void* dst, uint64_t pitch, int value, uint64_t width, uint64_t height,
-                      std::optional<uint64_t> stream) {
+                      std::optional<uint64_t> stream, unsigned element) {
   cudaError_t e = cudaSuccess;
   Remote* r = Remote::get(&e);
   if (!r) return e;
   if (width == 0 || height == 0) return cudaSuccess;
   // width > pitch is cudaErrorInvalidValue here, not InvalidPitchValue (seen on the H200).
   uint64_t span;
-  if (width > pitch || !span_of(pitch, width, height, &span) || !is_device(dst, span)) return cudaErrorInvalidValue;
-  auto lock = r->lock();
+  if (width > pitch || !span_of(pitch, width, height, &span)) return cudaErrorInvalidValue;
+  // Whole, aligned elements (the driver's cuMemsetD2D16/32 answer at once).
+  if (addr(dst) % element || pitch % element || width % element) return cudaErrorInvalidValue;
   const auto v = static_cast<uint32_t>(value);
-  return stream ? r->enqueue<api::Call::Memset2DAsync>({addr(dst), pitch, width, height, v, 0, *stream})
-                : r->enqueue<api::Call::Memset2D>({addr(dst), pitch, width, height, v, 0});
+  if (!is_device(dst, span)) return memset_2d_host(dst, pitch, v, element, width, height, stream);
+  auto lock = r->lock();
+  const uint32_t wire_element = element == 1 ? 0 : element;
+  return stream ? r->enqueue<api::Call::Memset2DAsync>({addr(dst), pitch, width, height, v, wire_element, *stream})
+                : r->enqueue<api::Call::Memset2D>({addr(dst), pitch, width, height, v, wire_element});
+}
+
+cudaError_t memset_2d_host(void* dst, uint64_t pitch, uint32_t value, unsigned element, uint64_t width, uint64_t height,
+                           std::optional<uint64_t> stream) {
+  if (cudaError_t e = memset_host_2d_async(dst, pitch, value, element, width, height, stream.value_or(0))) return e;
+  // Synchronous: CUDA makes a memset of pinned or managed memory fully synchronous.
+  return stream ? cudaSuccess : cudaStreamSynchronize(nullptr);
+}
+
+cudaError_t memset_2d_elements(void* dst, uint64_t pitch, uint32_t value, unsigned element, uint64_t width,
+                               uint64_t height, cudaStream_t stream, bool async) {
+  if (cudaError_t e = enter_device_call()) return e;
+  std::optional<uint64_t> s;
+  if (async) {
+    uint64_t wire = 0;
+    if (cudaError_t e = stream_wire_handle(stream, false, &wire)) return e;
+    s = wire;
+  }
+  return memset_2d(dst, pitch, static_cast<int>(value), width, height, s, element);
 }
 
 }  // namespace vmcuda::guest

@@ -24,8 +24,20 @@ bool span_of(uint64_t pitch, uint64_t width, uint64_t height, uint64_t* span);
 // the public calls, not recorded as the last error. Precondition: Remote::lock() not held.
 cudaError_t copy_2d(void* dst, uint64_t dpitch, const void* src, uint64_t spitch, uint64_t width, uint64_t height,
                     cudaMemcpyKind kind, std::optional<uint64_t> stream);
-// cudaMemset2D or cudaMemset2DAsync, likewise.
+// cudaMemset2D or cudaMemset2DAsync, likewise: device memory, or pinned, managed or
+// registered host memory (memset_2d_host). `element`: 1, or 2 or 4 (the driver's
+// cuMemsetD2D16/32: `value`'s low bytes repeated; `width` and `pitch` in bytes).
 cudaError_t memset_2d(void* dst, uint64_t pitch, int value, uint64_t width, uint64_t height,
-                      std::optional<uint64_t> stream);
+                      std::optional<uint64_t> stream, unsigned element = 1);
+// A 2D memset of pinned, managed or registered host memory (as under unified addressing):
+// `height` rows of `width` bytes in `element`-byte elements, on a wire stream, or fully
+// synchronous without one, as CUDA makes memsets of such memory; cudaErrorInvalidValue for
+// other memory. Precondition: Remote::lock() not held.
+cudaError_t memset_2d_host(void* dst, uint64_t pitch, uint32_t value, unsigned element, uint64_t width, uint64_t height,
+                           std::optional<uint64_t> stream);
+// The driver's cuMemsetD2D8/16/32[Async] (`async`: on `stream`, else the legacy stream), any
+// memory memset_2d takes: enters the runtime's device call first. Not recorded as the last error.
+cudaError_t memset_2d_elements(void* dst, uint64_t pitch, uint32_t value, unsigned element, uint64_t width,
+                               uint64_t height, cudaStream_t stream, bool async);
 
 }  // namespace vmcuda::guest

@@ -184,7 +184,9 @@ cudaError_t memset_3d(const cudaPitchedPtr& p, int value, const cudaExtent& e, s
   // All value errors for cudaMemset3D, even a height beyond ysize for one slice (as NVIDIA's).
   if (!p.ptr || e.width > p.pitch || e.height > p.ysize) return cudaErrorInvalidValue;
   Side d;
-  if (!side_of(p, cudaPos{0, 0, 0}, e, &d) || !is_device(d.base, d.span)) return cudaErrorInvalidValue;
+  // Device memory, or host memory the device reaches (memset_2d takes both).
+  if (!side_of(p, cudaPos{0, 0, 0}, e, &d) || !(is_device(d.base, d.span) || is_memset_host_memory(d.base, d.span)))
+    return cudaErrorInvalidValue;
   if (whole_slices(e, p)) return memset_2d(d.base, d.pitch, value, e.width, e.height * e.depth, stream);
   for (uint64_t z = 0; z < e.depth; ++z)
     if (cudaError_t r = memset_2d(d.base + z * d.slice, d.pitch, value, e.width, e.height, stream)) return r;

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <optional>
 
+#include "host_objects.h"
 #include "host_pointers.h"
 #include "knobs.h"
 #include "log.h"
@@ -172,20 +173,35 @@ cudaError_t copy_async(void* dst, const void* src, size_t count, cudaMemcpyKind 
 // (cudaMallocHost, cudaHostAlloc, cudaMallocManaged), which the host has mapped for the
 // device: set by the device on the stream (MemsetHeapAsync), as natively the device sets the
 // pinned pointer. Registered memory (cudaHostRegister) stays in this process, out of the
-// device's reach: set here in stream order, once the stream's earlier work is done.
+// device's reach: set here in stream order, once the stream's earlier work is done. A 1D
+// memset is one row (MemsetHeapAsync); 2D and 3D ones are rows (MemsetHeap2DAsync).
 cudaError_t memset_host_async(void* p, uint32_t value, unsigned width, uint64_t bytes, uint64_t s) {
-  if (!is_memset_host_memory(p, bytes)) return cudaErrorInvalidValue;
+  return memset_host_2d_async(p, bytes, value, width, bytes, 1, s);
+}
+
+// The 2D form (cudaMemset2D/3D, cuMemsetD2D*): `height` rows of `width` bytes, `pitch` apart.
+cudaError_t memset_host_2d_async(void* p, uint64_t pitch, uint32_t value, unsigned element, uint64_t width,
+                                 uint64_t height, uint64_t s) {
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (width > pitch || height - 1 > (~uint64_t{0} - width) / pitch) return cudaErrorInvalidValue;
+  const uint64_t span = pitch * (height - 1) + width;
+  if (!is_memset_host_memory(p, span)) return cudaErrorInvalidValue;
   cudaError_t err = cudaSuccess;
   Remote* remote = Remote::get(&err);
   if (!remote) return err;
   auto lock = remote->lock();
-  if (auto ref = pinned_range(p, bytes))
-    return remote->enqueue<api::Call::MemsetHeapAsync>({*ref, value, width == 1 ? 0u : width, s});
-  if (addr(p) % width || bytes % width) return cudaErrorInvalidValue;
+  const uint32_t wire_element = element == 1 ? 0u : element;
+  if (auto ref = pinned_range(p, span))
+    return height == 1 ? remote->enqueue<api::Call::MemsetHeapAsync>({*ref, value, wire_element, s})
+                       : remote->enqueue<api::Call::MemsetHeap2DAsync>({*ref, pitch, width, height, value, wire_element, s});
+  if (addr(p) % element || pitch % element || width % element) return cudaErrorInvalidValue;
   const cudaError_t earlier = remote->flush();
   const cudaError_t e = static_cast<cudaError_t>(remote->call<api::Call::StreamSynchronize>({s}).status);
   if (e == cudaSuccess)
-    for (uint64_t i = 0; i < bytes; i += width) std::memcpy(static_cast<std::byte*>(p) + i, &value, width);
+    for (uint64_t y = 0; y < height; ++y) {
+      std::byte* row = static_cast<std::byte*>(p) + y * pitch;
+      for (uint64_t i = 0; i < width; i += element) std::memcpy(row + i, &value, element);
+    }
   return earlier != cudaSuccess ? earlier : e;
 }
 

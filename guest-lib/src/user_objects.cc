@@ -6,7 +6,9 @@
 // internal thread of this library, as CUDA runs it on one of its own (it may not call CUDA);
 // an executable graph's references are given back only once the work of its launches is
 // done: a host function queued on each stream it was launched on counts them down.
-// Nothing of this is on the host, so a suspend carries it as it is.
+// Nothing of this is on the host, so a suspend carries it as it is. The runtime's calls and
+// the driver's (cuUserObject*, cuGraphRetain/ReleaseUserObject: driver_graph.cc) are the
+// same objects and code; each API only reports the answer its own way.
 #include <atomic>
 #include <climits>
 #include <condition_variable>
@@ -171,73 +173,101 @@ void user_objects_exec_destroyed(uint64_t exec) {
   restore_runtime_thread_state(last, used);  // the program's last error stays its own
 }
 
+cudaError_t user_object_create(uint64_t* out, void* ptr, cudaHostFn_t destroy, unsigned initial_refs,
+                               unsigned flags) {
+  // The one flag CUDA takes, and must be given (cudaUserObjectNoDestructorSync).
+  if (!out || !destroy || !valid_count(initial_refs) || flags != cudaUserObjectNoDestructorSync)
+    return cudaErrorInvalidValue;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  const uint64_t h = ++st.next;
+  st.objects[h] = UserObject{ptr, destroy, initial_refs};
+  g_any.store(true, std::memory_order_release);
+  *out = h;
+  return cudaSuccess;
+}
+
+cudaError_t user_object_retain(uint64_t object, unsigned count) {
+  if (!valid_count(count)) return cudaErrorInvalidValue;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  auto it = st.objects.find(object);
+  if (it == st.objects.end()) return cudaErrorInvalidValue;
+  it->second.refs += count;
+  return cudaSuccess;
+}
+
+cudaError_t user_object_release(uint64_t object, unsigned count) {
+  if (!valid_count(count)) return cudaErrorInvalidValue;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  auto it = st.objects.find(object);
+  if (it == st.objects.end()) return cudaErrorInvalidValue;
+  drop_locked(st, it->first, count);
+  return cudaSuccess;
+}
+
+cudaError_t graph_retain_user_object(uint64_t graph, uint64_t object, unsigned count, unsigned flags) {
+  if (!graph || !valid_count(count) || (flags & ~unsigned{cudaGraphUserObjectMove})) return cudaErrorInvalidValue;
+  if (!graph_known(graph)) return cudaErrorInvalidValue;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  auto it = st.objects.find(object);
+  if (it == st.objects.end()) return cudaErrorInvalidValue;
+  // Moved: the caller's references become the graph's (the count stays).
+  if (!(flags & cudaGraphUserObjectMove)) it->second.refs += count;
+  st.graphs[graph][it->first] += count;
+  return cudaSuccess;
+}
+
+cudaError_t graph_release_user_object(uint64_t graph, uint64_t object, unsigned count) {
+  if (!graph || !valid_count(count)) return cudaErrorInvalidValue;
+  State& st = state();
+  std::lock_guard l(st.mu);
+  auto g = st.graphs.find(graph);
+  if (g == st.graphs.end()) return cudaErrorInvalidValue;
+  auto held = g->second.find(object);
+  if (held == g->second.end() || held->second < count) return cudaErrorInvalidValue;  // not the graph's to give
+  if ((held->second -= count) == 0) g->second.erase(held);
+  drop_locked(st, object, count);
+  return cudaSuccess;
+}
+
 }  // namespace vmcuda::guest
 
 using namespace vmcuda::guest;
 
+namespace {
+uint64_t handle(const void* p) { return reinterpret_cast<uint64_t>(p); }
+}  // namespace
+
 cudaError_t cudaUserObjectCreate(cudaUserObject_t* object_out, void* ptr, cudaHostFn_t destroy,
                                  unsigned int initialRefcount, unsigned int flags) {
   if (cudaError_t e = enter_device_call()) return e;
-  if (!object_out || !destroy || !valid_count(initialRefcount) || flags != cudaUserObjectNoDestructorSync)
-    return record(cudaErrorInvalidValue);
-  State& st = state();
-  std::lock_guard l(st.mu);
-  const uint64_t h = ++st.next;
-  st.objects[h] = UserObject{ptr, destroy, initialRefcount};
-  g_any.store(true, std::memory_order_release);
+  uint64_t h = 0;
+  if (cudaError_t e = user_object_create(object_out ? &h : nullptr, ptr, destroy, initialRefcount, flags))
+    return record(e);
   *object_out = reinterpret_cast<cudaUserObject_t>(h);
   return cudaSuccess;
 }
 
 cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count) {
   if (cudaError_t e = enter_device_call()) return e;
-  if (!valid_count(count)) return record(cudaErrorInvalidValue);
-  State& st = state();
-  std::lock_guard l(st.mu);
-  auto it = st.objects.find(reinterpret_cast<uint64_t>(object));
-  if (it == st.objects.end()) return record(cudaErrorInvalidValue);
-  it->second.refs += count;
-  return cudaSuccess;
+  return record(user_object_retain(handle(object), count));
 }
 
 cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) {
   if (cudaError_t e = enter_device_call()) return e;
-  if (!valid_count(count)) return record(cudaErrorInvalidValue);
-  State& st = state();
-  std::lock_guard l(st.mu);
-  auto it = st.objects.find(reinterpret_cast<uint64_t>(object));
-  if (it == st.objects.end()) return record(cudaErrorInvalidValue);
-  drop_locked(st, it->first, count);
-  return cudaSuccess;
+  return record(user_object_release(handle(object), count));
 }
 
 cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count,
                                       unsigned int flags) {
   if (cudaError_t e = enter_device_call()) return e;
-  if (!graph || !valid_count(count) || (flags & ~unsigned{cudaGraphUserObjectMove}))
-    return record(cudaErrorInvalidValue);
-  if (!graph_known(reinterpret_cast<uint64_t>(graph))) return record(cudaErrorInvalidValue);
-  State& st = state();
-  std::lock_guard l(st.mu);
-  auto it = st.objects.find(reinterpret_cast<uint64_t>(object));
-  if (it == st.objects.end()) return record(cudaErrorInvalidValue);
-  // Moved: the caller's references become the graph's (the count stays).
-  if (!(flags & cudaGraphUserObjectMove)) it->second.refs += count;
-  st.graphs[reinterpret_cast<uint64_t>(graph)][it->first] += count;
-  return cudaSuccess;
+  return record(graph_retain_user_object(handle(graph), handle(object), count, flags));
 }
 
 cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count) {
   if (cudaError_t e = enter_device_call()) return e;
-  if (!graph || !valid_count(count)) return record(cudaErrorInvalidValue);
-  State& st = state();
-  std::lock_guard l(st.mu);
-  const uint64_t obj = reinterpret_cast<uint64_t>(object);
-  auto g = st.graphs.find(reinterpret_cast<uint64_t>(graph));
-  if (g == st.graphs.end()) return record(cudaErrorInvalidValue);
-  auto held = g->second.find(obj);
-  if (held == g->second.end() || held->second < count) return record(cudaErrorInvalidValue);  // not the graph's to give
-  if ((held->second -= count) == 0) g->second.erase(held);
-  drop_locked(st, obj, count);
-  return cudaSuccess;
+  return record(graph_release_user_object(handle(graph), handle(object), count));
 }

@@ -472,8 +472,12 @@ static_assert(sizeof(CUgraphEdgeData) == 8);
   X(cuMemAllocPitch_v2, CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))               \
   X(cuMemcpy2D_v2, CUresult (*)(const CUDA_MEMCPY2D*))                                               \
   X(cuMemsetD2D8_v2, CUresult (*)(CUdeviceptr, size_t, unsigned char, size_t, size_t))               \
+  X(cuMemsetD2D16_v2, CUresult (*)(CUdeviceptr, size_t, unsigned short, size_t, size_t))             \
+  X(cuMemsetD2D32_v2, CUresult (*)(CUdeviceptr, size_t, unsigned int, size_t, size_t))               \
   X(cuMemcpy2DAsync_v2, CUresult (*)(const CUDA_MEMCPY2D*, CUstream))                                \
   X(cuMemsetD2D8Async, CUresult (*)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream))     \
+  X(cuMemsetD2D16Async, CUresult (*)(CUdeviceptr, size_t, unsigned short, size_t, size_t, CUstream))   \
+  X(cuMemsetD2D32Async, CUresult (*)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream))     \
   X(cuFuncGetAttribute, CUresult (*)(int*, int, CUfunction))                                         \
   X(cuFuncSetAttribute, CUresult (*)(CUfunction, int, int))                                          \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult (*)(int*, CUfunction, int, size_t))       \

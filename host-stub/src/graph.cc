@@ -839,7 +839,12 @@ int32_t Session::on_GraphLaunch(const api::GraphLaunchArgs& a, api::Empty&, Requ
   output_possible_ = true;
   count_launch(device, s, req.ctx);  // counted and held back as a kernel launch is
   const CUgraphExec exec = x->as<GraphExecObject>().exec;
-  return on_device(device, [&] { return api_.cuGraphLaunch(exec, s); });
+  return on_device(device, [&] {
+    // The guest's writes to __managed__ variables first, as before a kernel launch: still one
+    // call for the whole graph, however many kernel nodes read them.
+    if (CUresult e = managed_before_launch(req.ctx, device, s); e != CUDA_SUCCESS) return e;
+    return api_.cuGraphLaunch(exec, s);
+  });
 }
 
 int32_t Session::on_GraphUpload(const api::GraphLaunchArgs& a, api::Empty&, Request&) {

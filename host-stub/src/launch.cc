@@ -107,7 +107,7 @@ int32_t Session::launch_setup(uint64_t function, uint64_t stream_handle, std::sp
   // Fair sharing (held back here while the VM is ahead of its share of the GPU: fair_share.h),
   // the kernel time limit's count and status.
   count_launch(current_, *stream, ctx);
-  if (CUresult e = managed_before_launch(ctx, *stream); e != CUDA_SUCCESS) return e;
+  if (CUresult e = managed_before_launch(ctx, current_, *stream); e != CUDA_SUCCESS) return e;
   output_possible_ = true;
   *fn = f.fn;
   *params = pointers.data();

@@ -3,7 +3,8 @@
 // CPU cannot reach this process's memory: the guest's host code reads and writes a shadow,
 // a block of the shared heap, instead. This file keeps the two coherent at CUDA's sync
 // points (docs/cuda-runtime-internals.md §1):
-//  - push, before each launch on the launch's stream: the bytes of the shadow that differ
+//  - push, before each launch (a kernel's, or a graph's: its kernels read the variables as a
+//    launch's do; a launch captured into a graph pushes nothing) on the launch's stream: the bytes of the shadow that differ
 //    from `last` (the shadow as it was when last made equal to the variable) are what the
 //    guest wrote since; only those go to the variable, so that what kernels wrote to other
 //    bytes, not pulled yet, is kept (k1 and k2 each increment, one sync: 2);
@@ -86,12 +87,13 @@ int32_t Session::on_ManagedVarSync(const api::ManagedSyncArgs& a, api::Empty&, R
   });
 }
 
-CUresult Session::managed_before_launch(const vmrpc::CallContext& ctx, CUstream stream) {
+CUresult Session::managed_before_launch(const vmrpc::CallContext& ctx, int device, CUstream stream) {
   if (vol_.count(ObjectKind::ManagedVar) == 0) return CUDA_SUCCESS;
-  managed_dirty_[current_] = 1;
+  if (captures_open_ && capturing(stream)) return CUDA_SUCCESS;
+  managed_dirty_[device] = 1;
   for (const auto& [handle, id] : vol_.of(ObjectKind::ManagedVar)) {
     Object* o = vol_.get(id);
-    if (o->device == current_)
+    if (o->device == device)
       if (CUresult e = managed_push(ctx, o->as<ManagedVarObject>(), stream); e != CUDA_SUCCESS) return e;
   }
   return CUDA_SUCCESS;

@@ -106,15 +106,6 @@ int32_t Session::on_CopyDeviceToDevice(const api::CopyDeviceArgs& a, api::Empty&
   return on_owner(dst, [&] { return api_.cuMemcpyDtoD_v2(a.dst, a.src, a.bytes); });
 }
 
-namespace {
-// A memset's element size: 1 (0 on the wire), 2 or 4; else 0 (a malformed call). The
-// region must hold whole, aligned elements (CUDA_ERROR_INVALID_VALUE otherwise, as the
-// driver answers a misaligned cuMemsetD32).
-unsigned memset_width(uint32_t element_bytes) {
-  return element_bytes <= 1 ? 1 : element_bytes == 2 || element_bytes == 4 ? element_bytes : 0;
-}
-}  // namespace
-
 // The memset on `s` (nullptr: synchronous) with the width the call asked.
 CUresult Session::memset_on(CUdeviceptr dst, uint32_t value, uint64_t bytes, unsigned width, CUstream s, bool async) {
   const size_t n = bytes / width;
@@ -270,6 +261,45 @@ int32_t Session::on_MemsetHeapAsync(const api::MemsetHeapAsyncArgs& a, api::Empt
     if (d % width) return CUDA_ERROR_INVALID_VALUE;
     return memset_on(d, a.value, a.dst.bytes, width, s, true);
   });
+}
+
+
+// Its 2D form: rows of `width` bytes, `pitch` apart, all inside the heap range named.
+int32_t Session::on_MemsetHeap2DAsync(const api::MemsetHeap2DAsyncArgs& a, api::Empty&, Request& req) {
+  const unsigned width = memset_width(a.element_bytes);
+  if (!width) return guest_fault("MemsetHeap2DAsync: an element size other than 1, 2 or 4");
+  auto range = req.ctx.heap(a.dst);
+  if (!range) return guest_fault("MemsetHeap2DAsync: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  CUstream s;
+  int device;
+  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
+  if (!heap_pinned(a.dst.offset, a.dst.bytes)) return CUDA_ERROR_INVALID_VALUE;  // not memory the device reaches
+  if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
+  // The last row ends inside the range: pitch * (height - 1) + width <= bytes, without overflow.
+  if (a.width > a.pitch || a.width > a.dst.bytes || a.height - 1 > (a.dst.bytes - a.width) / a.pitch)
+    return CUDA_ERROR_INVALID_VALUE;
+  return on_device(device, [&] {
+    CUdeviceptr d = 0;
+    if (CUresult e = api_.cuMemHostGetDevicePointer_v2(&d, range->data(), 0); e != CUDA_SUCCESS) return e;
+    return memset_2d_on(d, a.pitch, a.value, a.width, a.height, width, s, true);
+  });
+}
+
+CUresult Session::memset_2d_on(CUdeviceptr dst, uint64_t pitch, uint32_t value, uint64_t width, uint64_t height,
+                               unsigned element, CUstream s, bool async) {
+  if (dst % element || pitch % element || width % element) return CUDA_ERROR_INVALID_VALUE;
+  const size_t n = width / element;  // elements per row
+  switch (element) {
+    case 2:
+      return async ? api_.cuMemsetD2D16Async(dst, pitch, static_cast<unsigned short>(value), n, height, s)
+                   : api_.cuMemsetD2D16_v2(dst, pitch, static_cast<unsigned short>(value), n, height);
+    case 4:
+      return async ? api_.cuMemsetD2D32Async(dst, pitch, value, n, height, s)
+                   : api_.cuMemsetD2D32_v2(dst, pitch, value, n, height);
+    default:
+      return async ? api_.cuMemsetD2D8Async(dst, pitch, static_cast<unsigned char>(value), n, height, s)
+                   : api_.cuMemsetD2D8_v2(dst, pitch, static_cast<unsigned char>(value), n, height);
+  }
 }
 
 }  // namespace vmcuda::host

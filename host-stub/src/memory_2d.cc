@@ -153,9 +153,11 @@ int32_t Session::on_Copy2DDeviceToDevice(const api::Copy2DDeviceArgs& a, api::Em
 }
 
 int32_t Session::on_Memset2D(const api::Memset2DArgs& a, api::Empty&, Request&) {
+  const unsigned element = memset_width(a.element_bytes);
+  if (!element) return guest_fault("Memset2D: an element size other than 1, 2 or 4");
   if (!owns_2d(a.dst, a.pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
-  return api_.cuMemsetD2D8_v2(a.dst, a.pitch, static_cast<unsigned char>(a.value), a.width, a.height);
+  return memset_2d_on(a.dst, a.pitch, a.value, a.width, a.height, element, nullptr, false);
 }
 
 }  // namespace vmcuda::host
@@ -246,14 +248,14 @@ int32_t Session::on_Copy2DDeviceToDeviceAsync(const api::Copy2DDeviceAsyncArgs& 
 }
 
 int32_t Session::on_Memset2DAsync(const api::Memset2DAsyncArgs& a, api::Empty&, Request&) {
+  const unsigned element = memset_width(a.element_bytes);
+  if (!element) return guest_fault("Memset2DAsync: an element size other than 1, 2 or 4");
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
   if (!owns_2d(a.dst, a.pitch, a.width, a.height)) return CUDA_ERROR_INVALID_VALUE;
   if (a.width == 0 || a.height == 0) return CUDA_SUCCESS;
-  return on_device(device, [&] {
-    return api_.cuMemsetD2D8Async(a.dst, a.pitch, static_cast<unsigned char>(a.value), a.width, a.height, s);
-  });
+  return on_device(device, [&] { return memset_2d_on(a.dst, a.pitch, a.value, a.width, a.height, element, s, true); });
 }
 
 }  // namespace vmcuda::host

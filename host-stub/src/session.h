@@ -610,6 +610,16 @@ class Session : public vmrpc::SlotService {
   // Whether [ptr, ptr+bytes) lies inside one allocation or one module global of this client.
   int32_t heap_copy_async(const api::CopyHeapAsyncArgs& a, Request& req, bool to_device);
   CUresult memset_on(CUdeviceptr dst, uint32_t value, uint64_t bytes, unsigned width, CUstream s, bool async);
+  // Rows of `width` bytes, `pitch` apart, of `element`-byte elements (memset_width's), on `s`
+  // (async) or synchronous: cuMemsetD2D8/16/32, the current device's. Alignment is checked.
+  CUresult memset_2d_on(CUdeviceptr dst, uint64_t pitch, uint32_t value, uint64_t width, uint64_t height,
+                        unsigned element, CUstream s, bool async);
+  // A memset's element size: 1 (0 on the wire), 2 or 4; else 0 (a malformed call). The
+  // region must hold whole, aligned elements (CUDA_ERROR_INVALID_VALUE otherwise, as the
+  // driver answers a misaligned cuMemsetD32).
+  static unsigned memset_width(uint32_t element_bytes) {
+    return element_bytes <= 1 ? 1 : element_bytes == 2 || element_bytes == 4 ? element_bytes : 0;
+  }
   // Same for async 2D copies (memory_2d.cc).
   int32_t heap_copy_2d_async(const api::Copy2DHeapAsyncArgs& a, Request& req, bool to_device);
   bool owns_range(uint64_t ptr, uint64_t bytes) const { return vol_.find_range(ptr, bytes) != nullptr; }
@@ -763,9 +773,11 @@ class Session : public vmrpc::SlotService {
   // shared heap. The hooks below cost nothing while there are none.
   std::vector<CUstream> managed_streams_;   // per guest device: the pulls' own stream (the stub's)
   std::vector<char> managed_dirty_;         // per guest device: work since the last full pull
-  // Hooks of the other areas (one line each). Before a launch on `stream` of the current
-  // device: the guest's writes to the shadows reach the variables, ordered on the stream.
-  CUresult managed_before_launch(const vmrpc::CallContext& ctx, CUstream stream);
+  // Hooks of the other areas (one line each). Before a launch (a kernel's or a graph's) on
+  // `stream` of `device`, whose context is current: the guest's writes to the shadows reach
+  // the variables, ordered on the stream. Nothing on a capturing stream: the graph's launch
+  // pushes them (a push captured would write stale bytes at every launch of the graph).
+  CUresult managed_before_launch(const vmrpc::CallContext& ctx, int device, CUstream stream);
   // A launch's kernel, stream (of the current device) and parameter pointers into `packed`
   // (launch.cc), checked; the managed variables pushed. CUDA_SUCCESS or the error to return.
   int32_t launch_setup(uint64_t function, uint64_t stream_handle, std::span<const std::byte> packed,

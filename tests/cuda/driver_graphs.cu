@@ -1,11 +1,14 @@
 // Stream capture and graphs through the driver API (cuStreamBeginCapture_v2,
-// cuStreamGetCaptureInfo_v3, cuGraph*), beside the runtime's on the same streams and graphs,
+// cuStreamGetCaptureInfo_v3, cuGraph*, user objects: cuUserObject*, cuGraphRetain/ReleaseUserObject), beside the runtime's on the same streams and graphs,
 // as frameworks mix them (PyTorch's CUDA graphs go through NVIDIA's runtime, which calls
 // these). Built with -lcuda, shared and static runtime. Prints what it sees (deterministic;
 // compared with the native run) and the number of failed expectations.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <vector>
 
@@ -38,6 +41,14 @@ __global__ void g_scale(int* a, int v, int n) {
   if (i < n) a[i] *= v;
 }
 static void CUDA_CB count_run(void*) { ++host_runs; }
+// A user object's destructor (CUDA runs it on a thread of its own, soon after the last
+// reference goes: waited for here up to 10 s).
+static std::atomic<int> g_destroyed{0};
+static void CUDA_CB count_destroyed(void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
+static int destroyed_after_wait(int want) {
+  for (int i = 0; i < 1000 && g_destroyed.load() < want; ++i) usleep(10000);
+  return g_destroyed.load();
+}
 
 static bool all(const std::vector<int>& h, int v) {
   for (int x : h)
@@ -144,6 +155,42 @@ int main() {
   expect("cuStreamSynchronize", cuStreamSynchronize(s));
   expect("cuMemcpyDtoH", cuMemcpyDtoH(h.data(), d, N * sizeof(int)));
   check("(0 + 4) * 2 = 8 again", all(h, 8));
+
+  // ---- user objects: each destructor runs once, when the last reference goes; a graph's
+  // executable graph holds its own until the work of its launches is done
+  CUuserObject uo = nullptr, uo2 = nullptr, bad = nullptr;
+  expect("cuUserObjectCreate without CU_USER_OBJECT_NO_DESTRUCTOR_SYNC",
+         cuUserObjectCreate(&bad, &g_destroyed, count_destroyed, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  expect("cuUserObjectCreate", cuUserObjectCreate(&uo, &g_destroyed, count_destroyed, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  expect("cuUserObjectRetain", cuUserObjectRetain(uo, 1));
+  expect("cuUserObjectRelease(2)", cuUserObjectRelease(uo, 2));
+  std::printf("user object: 1 reference left, destroyed %d\n", g_destroyed.load());
+  CUgraph ug = nullptr;
+  CUgraphNode un;
+  expect("cuGraphCreate", cuGraphCreate(&ug, 0));
+  expect("cuGraphAddHostNode", cuGraphAddHostNode(&un, ug, nullptr, 0, &hp));
+  expect("cuGraphRetainUserObject(move)", cuGraphRetainUserObject(ug, uo, 1, CU_GRAPH_USER_OBJECT_MOVE));
+  CUgraphExec ux = nullptr;
+  expect("cuGraphInstantiateWithFlags(user object)", cuGraphInstantiateWithFlags(&ux, ug, 0));
+  expect("cuGraphLaunch(user object)", cuGraphLaunch(ux, s));
+  expect("cuGraphDestroy", cuGraphDestroy(ug));
+  expect("cuStreamSynchronize", cuStreamSynchronize(s));
+  usleep(100000);
+  std::printf("graph destroyed, the executable graph holds it: destroyed %d\n", g_destroyed.load());
+  expect("cuGraphExecDestroy", cuGraphExecDestroy(ux));
+  expect("cuStreamSynchronize", cuStreamSynchronize(s));
+  std::printf("executable graph destroyed: destroyed %d\n", destroyed_after_wait(1));
+  // A graph's own references (not moved), given back by the graph, then the program's.
+  expect("cuUserObjectCreate", cuUserObjectCreate(&uo2, &g_destroyed, count_destroyed, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  expect("cuGraphCreate", cuGraphCreate(&ug, 0));
+  expect("cuGraphRetainUserObject(2)", cuGraphRetainUserObject(ug, uo2, 2, 0));
+  expect("cuGraphReleaseUserObject(2)", cuGraphReleaseUserObject(ug, uo2, 2));
+  usleep(100000);
+  std::printf("released by the graph, the program holds it: destroyed %d\n", g_destroyed.load());
+  expect("cuUserObjectRelease(1)", cuUserObjectRelease(uo2, 1));
+  std::printf("released by the program: destroyed %d\n", destroyed_after_wait(2));
+  expect("cuGraphDestroy", cuGraphDestroy(ug));
+  std::printf("host function runs: %d\n", host_runs);
 
   expect("cuGraphExecDestroy", cuGraphExecDestroy(ex));
   expect("cuGraphExecDestroy", cuGraphExecDestroy(x));

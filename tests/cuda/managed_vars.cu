@@ -1,7 +1,8 @@
 // __managed__ variables: the host code reads and writes them directly (nvcc wraps each
 // access in __cudaInitModule), kernels change them, and every CUDA sync point makes the
 // two agree: device, stream and event synchronization, a stream query, a synchronous copy,
-// symbol copies. Two launches without a sync in between both count. Deterministic output:
+// symbol copies. Two launches without a sync in between both count; graph launches (explicit
+// and captured) synchronize them as kernel launches do. Deterministic output:
 // each check prints its value and ok/MISMATCH.
 #include <cstdio>
 
@@ -114,6 +115,56 @@ int main() {
   int x = -1;
   status("cudaMemcpy to host", cudaMemcpy(&x, d, sizeof x, cudaMemcpyDeviceToHost));
   check("counter after a synchronous copy", m_counter, 20);
+
+  // Graphs: a launch of an instantiated graph synchronizes the variables as a kernel launch
+  // does (the host's writes reach its kernels, theirs reach the host at the next sync).
+  cudaGraph_t g;
+  status("graph create", cudaGraphCreate(&g, 0));
+  int by = 1;
+  void* args[] = {&by};
+  cudaKernelNodeParams kp = {};
+  kp.func = reinterpret_cast<void*>(managed_bump);
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(4);
+  kp.kernelParams = args;
+  cudaGraphNode_t node;
+  status("graph kernel node", cudaGraphAddKernelNode(&node, g, nullptr, 0, &kp));
+  cudaGraphExec_t gx;
+  status("graph instantiate", cudaGraphInstantiate(&gx, g, 0));
+  m_counter = 30;
+  status("graph launch", cudaGraphLaunch(gx, s));
+  status("stream synchronize", cudaStreamSynchronize(s));
+  check("counter after a graph launch", m_counter, 34);
+  m_counter = 100;
+  status("graph launch", cudaGraphLaunch(gx, s));
+  status("graph launch", cudaGraphLaunch(gx, s));
+  status("device synchronize", cudaDeviceSynchronize());
+  check("counter after two graph launches", m_counter, 108);
+
+  // A captured graph: a host write made before the capture is not replayed by its launches.
+  m_counter = 1;
+  cudaGraph_t cg;
+  status("begin capture", cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  managed_bump<<<1, 2, 0, s>>>(5);
+  managed_scale<<<1, 8, 0, s>>>(1.0f, 2);
+  status("end capture", cudaStreamEndCapture(s, &cg));
+  cudaGraphExec_t cgx;
+  status("captured graph instantiate", cudaGraphInstantiate(&cgx, cg, 0));
+  status("stream synchronize", cudaStreamSynchronize(s));
+  check("counter after the capture", m_counter, 1);
+  m_counter = 40;
+  m_values[0] = 0.0f;
+  m_values[1] = 1.0f;
+  status("captured graph launch", cudaGraphLaunch(cgx, s));
+  status("captured graph launch", cudaGraphLaunch(cgx, s));
+  status("stream synchronize", cudaStreamSynchronize(s));
+  check("counter after two captured graph launches", m_counter, 60);
+  checkf("values[0] after them", m_values[0], 110.0f);  // 0 + 50, + 60
+  checkf("values[1] after them", m_values[1], 111.0f);  // 1 + 50, + 60
+  status("graph exec destroy", cudaGraphExecDestroy(gx));
+  status("graph exec destroy", cudaGraphExecDestroy(cgx));
+  status("graph destroy", cudaGraphDestroy(g));
+  status("graph destroy", cudaGraphDestroy(cg));
 
   status("cudaFree", cudaFree(d));
   status("event destroy", cudaEventDestroy(ev));

@@ -2,7 +2,7 @@
 // the CPU and the library's kernels share one variable, the same address each time, on every
 // device, gone with cudaLibraryUnload) and memsets of pinned, managed and registered host
 // memory (cudaMemset, cudaMemsetAsync in stream order between kernels that use the memory, the
-// driver's cuMemsetD32Async) and graph memory that outlives its graphs (reserved until
+// driver's cuMemsetD32Async; cudaMemset2D/3D[Async] and cuMemsetD2D16/32 of its rows) and graph memory that outlives its graphs (reserved until
 // cudaDeviceGraphMemTrim) or a cudaDeviceReset. Its library is runtime_rest4_kernels.cu (a fatbin embedded by
 // scripts/build-cuda-tests.sh). Prints what it sees (deterministic; compared with the native
 // run) and the number of failed expectations.
@@ -171,6 +171,105 @@ static void host_memsets() {
   expect("cudaStreamDestroy", cudaStreamDestroy(s));
 }
 
+// ---- 2D and 3D memsets of host memory the device reaches: rows of 16 ints, 32 ints apart,
+// 8 rows; what lies outside the rows (and slices) set keeps its value.
+constexpr int kRowInts = 16, kPitchInts = 32, kRows = 8, kInts = kPitchInts * kRows;
+constexpr size_t kPitch = kPitchInts * sizeof(int);
+// Inside the region set (the first `cols` ints of the rows where in_rows(row)): `in`; else `out`.
+template <class InRows>
+static bool region_is(const int* p, int cols, InRows in_rows, int in, int out) {
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kPitchInts; ++c)
+      if (p[r * kPitchInts + c] != (c < cols && in_rows(r) ? in : out)) return false;
+  return true;
+}
+static bool every_row(int) { return true; }
+// A 3D region of slices of 4 rows: the first 3 rows of each.
+static bool three_of_four(int r) { return r % 4 < 3; }
+
+static void host_memsets_2d_3d() {
+  cudaStream_t s = nullptr;
+  expect("cudaStreamCreateWithFlags (non-blocking)", cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const size_t row_bytes = kRowInts * sizeof(int);
+
+  // Pinned, mapped: the synchronous 2D memset after a kernel on the legacy stream, done when it
+  // returns; the async one between two kernels on a stream.
+  int* pinned = nullptr;
+  expect("cudaHostAlloc (mapped)", cudaHostAlloc(reinterpret_cast<void**>(&pinned), kInts * sizeof(int), cudaHostAllocMapped));
+  for (int i = 0; i < kInts; ++i) pinned[i] = 1;
+  add_one<<<kInts / 128, 128>>>(pinned, kInts);
+  expect("cudaMemset2D of pinned memory after a kernel", cudaMemset2D(pinned, kPitch, 0x11, row_bytes, kRows));
+  check("the rows are 0x11 when it returns, the rest 2", region_is(pinned, kRowInts, every_row, 0x11111111, 2));
+  add_one<<<kInts / 128, 128, 0, s>>>(pinned, kInts);
+  expect("cudaMemset2DAsync of pinned memory between two kernels", cudaMemset2DAsync(pinned, kPitch, 0, row_bytes, kRows, s));
+  add_one<<<kInts / 128, 128, 0, s>>>(pinned, kInts);
+  expect("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  check("the rows 0 + 1, the rest 2 + 2", region_is(pinned, kRowInts, every_row, 1, 4));
+  expect("cudaMemset2D past its end", cudaMemset2D(pinned, kPitch, 0, row_bytes, kRows + 1), cudaErrorInvalidValue);
+
+  // The driver's 2D memsets of wider elements, whose bytes differ.
+  auto d2d32 = entry<CUresult (*)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream)>("cuMemsetD2D32Async");
+  auto d2d16 = entry<CUresult (*)(CUdeviceptr, size_t, unsigned short, size_t, size_t)>("cuMemsetD2D16");
+  if (d2d32 && d2d16) {
+    std::printf("cuMemsetD2D32Async of pinned memory: %d\n",
+                static_cast<int>(d2d32(reinterpret_cast<CUdeviceptr>(pinned), kPitch, 0x12345678u, kRowInts, kRows, s)));
+    expect("cudaStreamSynchronize", cudaStreamSynchronize(s));
+    check("the rows 0x12345678, the rest 4", region_is(pinned, kRowInts, every_row, 0x12345678, 4));
+    std::printf("cuMemsetD2D16 of pinned memory: %d\n",
+                static_cast<int>(d2d16(reinterpret_cast<CUdeviceptr>(pinned), kPitch, 0xabcd, 2 * kRowInts, kRows)));
+    check("the rows 0xabcdabcd when it returns, the rest 4",
+          region_is(pinned, kRowInts, every_row, static_cast<int>(0xabcdabcdu), 4));
+  } else {
+    ++failures;
+  }
+
+  // 3D: slices of 4 rows, 3 rows and 8 ints of each set (not whole slices), then whole slices.
+  const cudaPitchedPtr pp = make_cudaPitchedPtr(pinned, kPitch, row_bytes, 4);
+  for (int i = 0; i < kInts; ++i) pinned[i] = 5;
+  expect("cudaMemset3D of pinned memory", cudaMemset3D(pp, 0x44, make_cudaExtent(8 * sizeof(int), 3, 2)));
+  check("3 rows of 8 ints of each slice 0x44, the rest 5", region_is(pinned, 8, three_of_four, 0x44444444, 5));
+  expect("cudaMemset3DAsync of pinned memory (whole slices)", cudaMemset3DAsync(pp, 0, make_cudaExtent(row_bytes, 4, 2), s));
+  expect("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  check("the rows 0, the rest 5", region_is(pinned, kRowInts, every_row, 0, 5));
+  expect("cudaFreeHost", cudaFreeHost(pinned));
+
+  // Managed memory.
+  int* managed = nullptr;
+  expect("cudaMallocManaged", cudaMallocManaged(reinterpret_cast<void**>(&managed), kInts * sizeof(int)));
+  for (int i = 0; i < kInts; ++i) managed[i] = 7;
+  expect("cudaMemset2D of managed memory", cudaMemset2D(managed, kPitch, 0x22, row_bytes, kRows));
+  check("the rows 0x22, the rest 7", region_is(managed, kRowInts, every_row, 0x22222222, 7));
+  expect("cudaMemset3DAsync of managed memory",
+         cudaMemset3DAsync(make_cudaPitchedPtr(managed, kPitch, row_bytes, 4), 0, make_cudaExtent(8 * sizeof(int), 3, 2), s));
+  expect("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  bool slices_ok = true;
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kPitchInts; ++c)
+      slices_ok &= managed[r * kPitchInts + c] == (c < 8 && three_of_four(r) ? 0 : c < kRowInts ? 0x22222222 : 7);
+  check("3 rows of 8 ints of each slice 0, the rest as it was", slices_ok);
+  expect("cudaFree", cudaFree(managed));
+
+  // Registered memory (cudaHostRegister, default flags): set in stream order.
+  std::vector<int> registered(kInts, 3);
+  expect("cudaHostRegister", cudaHostRegister(registered.data(), kInts * sizeof(int), cudaHostRegisterDefault));
+  expect("cudaMemset2DAsync of registered memory", cudaMemset2DAsync(registered.data(), kPitch, 0x33, row_bytes, kRows, s));
+  expect("cudaStreamSynchronize", cudaStreamSynchronize(s));
+  check("the rows 0x33, the rest 3", region_is(registered.data(), kRowInts, every_row, 0x33333333, 3));
+  for (int& v : registered) v = 3;
+  expect("cudaMemset3D of registered memory",
+         cudaMemset3D(make_cudaPitchedPtr(registered.data(), kPitch, row_bytes, 4), 0x55, make_cudaExtent(8 * sizeof(int), 3, 2)));
+  check("3 rows of 8 ints of each slice 0x55, the rest 3", region_is(registered.data(), 8, three_of_four, 0x55555555, 3));
+  expect("cudaHostUnregister", cudaHostUnregister(registered.data()));
+
+  // Pageable memory is still no memset's.
+  std::vector<int> pageable(kInts);
+  expect("cudaMemset2D of pageable memory", cudaMemset2D(pageable.data(), kPitch, 0, row_bytes, kRows), cudaErrorInvalidValue);
+  expect("cudaMemset3D of pageable memory",
+         cudaMemset3D(make_cudaPitchedPtr(pageable.data(), kPitch, row_bytes, 4), 0, make_cudaExtent(row_bytes, 4, 2)),
+         cudaErrorInvalidValue);
+  expect("cudaStreamDestroy", cudaStreamDestroy(s));
+}
+
 // ---- graph memory: reserved after its graphs are gone, until a trim; gone with a reset
 static unsigned long long graph_attr(cudaGraphMemAttributeType a) {
   unsigned long long v = ~0ull;
@@ -224,6 +323,7 @@ int main() {
   expect("cudaFree(0)", cudaFree(nullptr));
   library_managed();
   host_memsets();
+  host_memsets_2d_3d();
   graph_memory_trim_and_reset();  // last: it resets the device
   std::printf("runtime_rest4: %d failures\n", failures);
   return failures == 0 ? 0 : 1;

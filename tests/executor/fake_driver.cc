@@ -1406,6 +1406,35 @@ CUresult f_memset_2d_async(CUdeviceptr dst, size_t pitch, unsigned char v, size_
   }
   return f_memset_2d(dst, pitch, v, width, height);
 }
+// cuMemsetD2D16/32Async: rows of `width` elements of `elem` bytes, `pitch` bytes apart, aligned.
+CUresult f_memset_2d_wide(CUdeviceptr dst, size_t pitch, uint32_t v, unsigned elem, size_t width, size_t height) {
+  if (dst % elem || pitch % elem || width > pitch / elem) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(gpu().mu);
+  if (gpu_poisoned()) return 700;
+  for (size_t y = 0; y < height; ++y) {
+    std::byte* d = find(dst + y * pitch, width * elem);
+    if (!d) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < width; ++i) std::memcpy(d + i * elem, &v, elem);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult f_memset_2d_wide_async(CUdeviceptr dst, size_t pitch, uint32_t v, unsigned elem, size_t width, size_t height,
+                                CUstream stream) {
+  {
+    std::lock_guard l(gpu().mu);
+    FakeStream* st = stream_for_work(stream);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (st->capture_status) {
+      FakeNode n;
+      n.type = 2;
+      n.op = [=](CUstream rs) { return f_memset_2d_wide_async(dst, pitch, v, elem, width, height, rs); };
+      n.memset = memset_params(dst, pitch, v, elem, width, height);
+      return capture_locked(st, std::move(n));
+    }
+    did_work(st, kCopyMs);
+  }
+  return f_memset_2d_wide(dst, pitch, v, elem, width, height);
+}
 // ---- arrays, 3D copies, texture and surface objects
 uint64_t format_bytes(int format) {
   switch (format) {
@@ -3280,6 +3309,18 @@ void install_fake_driver(DriverApi& api, bool recorded_profile) {
   api.cuMemsetD2D8_v2 = f_memset_2d;
   api.cuMemcpy2DAsync_v2 = f_memcpy_2d_async;
   api.cuMemsetD2D8Async = f_memset_2d_async;
+  api.cuMemsetD2D16_v2 = [](CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h) {
+    return f_memset_2d_wide(d, pitch, v, 2, w, h);
+  };
+  api.cuMemsetD2D32_v2 = [](CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h) {
+    return f_memset_2d_wide(d, pitch, v, 4, w, h);
+  };
+  api.cuMemsetD2D16Async = [](CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s) {
+    return f_memset_2d_wide_async(d, pitch, v, 2, w, h, s);
+  };
+  api.cuMemsetD2D32Async = [](CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s) {
+    return f_memset_2d_wide_async(d, pitch, v, 4, w, h, s);
+  };
   api.cuFuncGetAttribute = f_func_get_attribute;
   api.cuFuncSetAttribute = f_func_set_attribute;
   api.cuOccupancyMaxActiveBlocksPerMultiprocessor = f_occupancy;

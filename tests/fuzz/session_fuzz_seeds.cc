@@ -230,6 +230,7 @@ void device_peer(const char* name) {
   w.call(Call::PinHeap, api::HeapRangeArgs{{kPinAt, 8192}});
   w.call(Call::HostGetDevicePointer, api::HeapRangeArgs{{kPinAt, 8192}});
   w.call(Call::CopyFromDeviceHeapAsync, api::CopyHeapAsyncArgs{0, {kPinAt, 64}, 0, 0, 0}, nullptr, 0, 0, 2, 0);
+  w.call(Call::MemsetHeap2DAsync, api::MemsetHeap2DAsyncArgs{{kPinAt, 1024}, 256, 64, 4, 0x01020304, 4, 0});
   w.call(Call::UnpinHeap, api::HeapRangeArgs{{kPinAt, 8192}});
   w.call(Call::DeviceReset, api::Empty{});
   save(name, w);

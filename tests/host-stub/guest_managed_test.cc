@@ -321,6 +321,59 @@ TEST_F(GuestManaged, AnUnregisteredModulesShadowIsNoSymbolAnyMore) {
   EXPECT_EQ(*n.counter, 8);
 }
 
+// A graph's launch synchronizes the variables as a kernel launch does: the host's writes
+// reach its kernels, theirs reach the host at the next sync; a launch captured into a graph
+// pushes nothing (the graph's launch does).
+TEST_F(GuestManaged, GraphLaunchesSynchronizeTheVariablesAsLaunchesDo) {
+  ManagedModule m;
+  m.init();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  cudaGraph_t g;
+  ASSERT_EQ(cudaGraphCreate(&g, 0), cudaSuccess);
+  int by = 1;
+  void* args[] = {&by};
+  cudaKernelNodeParams kp{};
+  kp.func = &m.bump_stub;
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(4);
+  kp.kernelParams = args;
+  cudaGraphNode_t node;
+  ASSERT_EQ(cudaGraphAddKernelNode(&node, g, nullptr, 0, &kp), cudaSuccess);
+  cudaGraphExec_t x;
+  ASSERT_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+  *m.counter = 30;
+  ASSERT_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+  EXPECT_EQ(*m.counter, 30);  // not synchronized yet
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(*m.counter, 34);
+  // Two launches without a sync both count; a host write between them goes in before the second.
+  *m.counter = 100;
+  ASSERT_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(*m.counter, 108);
+
+  // Captured: a host write before the capture is not replayed by the graph's launches.
+  *m.counter = 1;
+  cudaGraph_t cg;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  ASSERT_EQ(m.bump(5, 2, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(s, &cg), cudaSuccess);
+  cudaGraphExec_t cx;
+  ASSERT_EQ(cudaGraphInstantiate(&cx, cg, 0), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(*m.counter, 1);  // nothing ran
+  *m.counter = 40;
+  ASSERT_EQ(cudaGraphLaunch(cx, s), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(cx, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(*m.counter, 60);
+  for (cudaGraphExec_t e : {x, cx}) ASSERT_EQ(cudaGraphExecDestroy(e), cudaSuccess);
+  for (cudaGraph_t e : {g, cg}) ASSERT_EQ(cudaGraphDestroy(e), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
 // ---------------------------------------------------------------- the host, generic path
 
 using host::test::Client;

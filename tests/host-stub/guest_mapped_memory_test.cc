@@ -432,6 +432,99 @@ TEST_F(GuestMappedMemory, HostChecksHeapMemsets) {
   r.slot().heap().free(b->offset);
 }
 
+// 2D and 3D memsets of pinned memory: one call each (rows on the host), in stream order;
+// registered memory: set here. Only the rows named change.
+TEST_F(GuestMappedMemory, PinnedAndRegistered2DAnd3DMemsets) {
+  constexpr int kPitchInts = 32, kRows = 8, kInts = kPitchInts * kRows;
+  constexpr size_t kPitch = kPitchInts * sizeof(int);
+  int* h = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&h), kInts * sizeof(int)), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  for (int i = 0; i < kInts; ++i) h[i] = 9;
+  ASSERT_EQ(cudaMemset2DAsync(h, kPitch, 0x5a, 16 * sizeof(int), kRows, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (int r = 0; r < kRows; ++r) {
+    EXPECT_EQ(h[r * kPitchInts + 15], 0x5a5a5a5a) << r;
+    EXPECT_EQ(h[r * kPitchInts + 16], 9) << r;
+  }
+  // Synchronous: done when it returns.
+  ASSERT_EQ(cudaMemset2D(h + 1, kPitch, 0x01, 2 * sizeof(int), 3), cudaSuccess);
+  EXPECT_EQ(h[0], 0x5a5a5a5a);
+  EXPECT_EQ(h[1], 0x01010101);
+  EXPECT_EQ(h[2 * kPitchInts + 2], 0x01010101);
+  EXPECT_EQ(h[2 * kPitchInts + 3], 0x5a5a5a5a);
+  EXPECT_EQ(h[3 * kPitchInts + 1], 0x5a5a5a5a);
+  // 3D, not whole slices (slices of 4 rows, 3 set): one call per slice.
+  for (int i = 0; i < kInts; ++i) h[i] = 9;
+  const cudaPitchedPtr pp = cudaPitchedPtr{h, kPitch, 16 * sizeof(int), 4};
+  ASSERT_EQ(cudaMemset3D(pp, 0x22, cudaExtent{8 * sizeof(int), 3, 2}), cudaSuccess);
+  for (int r = 0; r < kRows; ++r) {
+    EXPECT_EQ(h[r * kPitchInts + 7], r % 4 < 3 ? 0x22222222 : 9) << r;
+    EXPECT_EQ(h[r * kPitchInts + 8], 9) << r;
+  }
+  // Past the block, or rows wider than the pitch: refused, nothing set.
+  EXPECT_EQ(cudaMemset2D(h, kPitch, 0, 16, kRows + 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemset2D(h, 8, 0, 16, 2), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemset3D(pp, 0, cudaExtent{16, 4, 3}), cudaErrorInvalidValue);
+  EXPECT_EQ(h[0], 0x22222222);
+  (void)last_error();
+  ASSERT_EQ(cudaFreeHost(h), cudaSuccess);
+
+  // Registered memory: in stream order, in this process.
+  std::vector<int> buf(kInts, 3);
+  ASSERT_EQ(cudaHostRegister(buf.data(), kInts * sizeof(int), 0), cudaSuccess);
+  ASSERT_EQ(cudaMemset2DAsync(buf.data(), kPitch, 0x33, 4 * sizeof(int), kRows, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (int r = 0; r < kRows; ++r) {
+    EXPECT_EQ(buf[r * kPitchInts + 3], 0x33333333) << r;
+    EXPECT_EQ(buf[r * kPitchInts + 4], 3) << r;
+  }
+  ASSERT_EQ(cudaMemset3D(cudaPitchedPtr{buf.data(), kPitch, 16, 4}, 0, cudaExtent{4, 1, 2}), cudaSuccess);
+  EXPECT_EQ(buf[0], 0);
+  EXPECT_EQ(buf[kPitchInts], 0x33333333);
+  EXPECT_EQ(buf[4 * kPitchInts], 0);
+  EXPECT_EQ(cudaHostUnregister(buf.data()), cudaSuccess);
+  EXPECT_EQ(cudaMemset2D(buf.data(), kPitch, 0, 16, 2), cudaErrorInvalidValue);  // pageable again
+  (void)last_error();
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// The host sets only rows inside the heap bytes named, which this client pinned, in whole elements.
+TEST_F(GuestMappedMemory, HostChecksHeap2DMemsets) {
+  auto& r = remote();
+  auto lock = r.lock();
+  auto b = r.slot().heap().allocate(4096);
+  ASSERT_TRUE(b);
+  using vmcuda::api::Call;
+  auto memset = [&](vmrpc::wire::HeapRef ref, uint64_t pitch, uint64_t width, uint64_t height, uint32_t value,
+                    uint32_t element) {
+    return r.call<Call::MemsetHeap2DAsync>({ref, pitch, width, height, value, element, 0}).status;
+  };
+  EXPECT_EQ(memset(b->ref(0, 1024), 256, 64, 4, 1, 0), cudaErrorInvalidValue);  // not pinned
+  ASSERT_EQ(r.call<Call::PinHeap>({b->ref()}).status, 0);
+  // Rows of 4-byte elements whose bytes differ: 4 rows of 8 bytes, 256 apart.
+  EXPECT_EQ(memset(b->ref(0, 3 * 256 + 8), 256, 8, 4, 0x01020304, 4), cudaSuccess);
+  ASSERT_EQ(r.call<Call::StreamSynchronize>({0}).status, 0);
+  for (int row = 0; row < 4; ++row) {
+    uint32_t v = 0, after = 0;
+    std::memcpy(&v, b->data + row * 256 + 4, 4);
+    std::memcpy(&after, b->data + row * 256 + 8, 4);
+    EXPECT_EQ(v, 0x01020304u) << row;
+    EXPECT_EQ(after, 0u) << row;
+  }
+  EXPECT_EQ(memset(b->ref(0, 3 * 256 + 7), 256, 8, 4, 0, 0), cudaErrorInvalidValue);  // the last row past the range
+  EXPECT_EQ(memset(b->ref(0, 1024), 4, 8, 4, 0, 0), cudaErrorInvalidValue);           // rows wider than the pitch
+  EXPECT_EQ(memset(b->ref(0, 1024), 256, 8, ~0ull, 0, 0), cudaErrorInvalidValue);     // rows without end
+  EXPECT_EQ(memset(b->ref(0, 1024), 254, 8, 4, 0, 4), cudaErrorInvalidValue);         // a pitch of no whole elements
+  EXPECT_EQ(memset(b->ref(0, 1024), 256, 6, 4, 0, 4), cudaErrorInvalidValue);         // rows of no whole elements
+  EXPECT_EQ(memset(b->ref(0, 1024), 256, 8, 4, 0, 3), cudaErrorUnknown);  // no such element size: the guest's fault
+  EXPECT_EQ(memset(vmrpc::wire::HeapRef{~0ull - 8, 16}, 8, 8, 1, 0, 0), cudaErrorUnknown);
+  EXPECT_EQ(memset(b->ref(0, 1024), 256, 0, 4, 0, 0), cudaSuccess);  // nothing to set
+  ASSERT_EQ(r.call<Call::UnpinHeap>({b->ref()}).status, 0);
+  r.slot().heap().free(b->offset);
+}
+
 // The host refuses device addresses of heap bytes that no pinned block of this client holds.
 TEST_F(GuestMappedMemory, HostChecksDevicePointerRequests) {
   auto& r = remote();

@@ -406,5 +406,33 @@ TEST(StubMemset, ElementsOfTwoAndFourBytes) {
   for (int v : c.get(p, 16)) EXPECT_EQ(v, 0x7f7f7f7f);
 }
 
+// 2D memsets of 16- and 32-bit elements (cuMemsetD2D16/32 of device memory): rows of whole,
+// aligned elements; the bytes between the rows stay.
+TEST(StubMemset, TwoDimensionalElementsOfTwoAndFourBytes) {
+  Stub s;
+  Client c(s);
+  const uint64_t p = c.malloc(256);  // 4 rows, 64 bytes apart
+  ASSERT_EQ(c.call<api::Call::Memset>({p, 256, 0, 0}), 0);
+  ASSERT_EQ(c.call<api::Call::Memset2D>({p, 64, 16, 4, 0x01020304u, 4}), 0);
+  auto got = c.get(p, 64);
+  for (int row = 0; row < 4; ++row) {
+    EXPECT_EQ(got[row * 16 + 3], 0x01020304) << row;
+    EXPECT_EQ(got[row * 16 + 4], 0) << row;
+  }
+  ASSERT_EQ(c.call<api::Call::Memset2DAsync>({p + 16, 64, 8, 2, 0xbeefu, 2, api::kStreamDefault}), 0);
+  got = c.get(p, 64);
+  EXPECT_EQ(got[4], static_cast<int>(0xbeefbeefu));
+  EXPECT_EQ(got[16 + 5], static_cast<int>(0xbeefbeefu));
+  EXPECT_EQ(got[16 + 6], 0);
+  EXPECT_EQ(got[32 + 4], 0);
+  EXPECT_EQ(c.call<api::Call::Memset2D>({p + 2, 64, 8, 2, 7, 4}), CUDA_ERROR_INVALID_VALUE);  // misaligned
+  EXPECT_EQ(c.call<api::Call::Memset2D>({p, 62, 8, 2, 7, 4}), CUDA_ERROR_INVALID_VALUE);      // a pitch of no whole elements
+  EXPECT_EQ(c.call<api::Call::Memset2D>({p, 64, 6, 2, 7, 4}), CUDA_ERROR_INVALID_VALUE);      // rows of no whole elements
+  EXPECT_EQ(c.call<api::Call::Memset2D>({p, 64, 16, 5, 7, 4}), CUDA_ERROR_INVALID_VALUE);     // past the allocation
+  EXPECT_NE(c.call<api::Call::Memset2DAsync>({p, 64, 8, 2, 7, 3, api::kStreamDefault}), 0);  // no such width
+  ASSERT_EQ(c.call<api::Call::Memset2D>({p, 64, 64, 4, 0x7f, 0}), 0);  // bytes, as before
+  for (int v : c.get(p, 64)) EXPECT_EQ(v, 0x7f7f7f7f);
+}
+
 }  // namespace
 }  // namespace vmcuda::host

@@ -161,6 +161,18 @@ static_assert(sizeof(MemsetAsyncArgs) == 32);
 // the pinned pointer.
 struct MemsetHeapAsyncArgs { vmrpc::wire::HeapRef dst; uint32_t value; uint32_t element_bytes; uint64_t stream; };
 static_assert(sizeof(MemsetHeapAsyncArgs) == 32);
+// The same, of `height` rows of `width` bytes, `pitch` bytes apart, that `dst` spans
+// (cudaMemset2D/3D[Async], cuMemsetD2D* of pinned and managed memory).
+struct MemsetHeap2DAsyncArgs {
+  vmrpc::wire::HeapRef dst;
+  uint64_t pitch;
+  uint64_t width;
+  uint64_t height;
+  uint32_t value;
+  uint32_t element_bytes;  // 0 or 1, 2, 4
+  uint64_t stream;
+};
+static_assert(sizeof(MemsetHeap2DAsyncArgs) == 56);
 
 // ---- pitched memory and 2D copies (cudaMallocPitch, cudaMemcpy2D, cudaMemset2D). A 2D
 // region of `height` rows of `width` bytes, `pitch` bytes apart, spans
@@ -194,7 +206,8 @@ struct Copy2DDeviceArgs {
   uint64_t height;
 };
 static_assert(sizeof(Copy2DDeviceArgs) == 48);
-struct Memset2DArgs { uint64_t dst; uint64_t pitch; uint64_t width; uint64_t height; uint32_t value; uint32_t pad; };
+// A 2D memset of `width`-byte rows of elements of element_bytes (0 or 1, 2, 4: cuMemsetD2D16/32).
+struct Memset2DArgs { uint64_t dst; uint64_t pitch; uint64_t width; uint64_t height; uint32_t value; uint32_t element_bytes; };
 static_assert(sizeof(Memset2DArgs) == 40);
 // Async 2D copies and memsets (cudaMemcpy2DAsync, cudaMemset2DAsync): the same regions on a
 // guest stream handle; heap copies take kHeapCopyWait as CopyHeapAsyncArgs do.
@@ -228,7 +241,7 @@ struct Memset2DAsyncArgs {
   uint64_t width;
   uint64_t height;
   uint32_t value;
-  uint32_t pad;
+  uint32_t element_bytes;  // as Memset2DArgs'
   uint64_t stream;
 };
 static_assert(sizeof(Memset2DAsyncArgs) == 48);
