@@ -330,15 +330,22 @@ bool Session::end_captures(std::string* why) {
     if (e != CUDA_SUCCESS || !c.graph) {
       *why = "ending stream capture on stream " + std::to_string(handle) + " for the suspend failed (" +
              describe(api_, e) + "); nothing was changed and the program runs on";
-      begin_ended_captures();
+      // One the failed end did end (invalidated) is no longer open: forgotten, so the count of
+      // open captures stays the driver's (else every later suspend would wait for it).
+      int still = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (o && api_.cuStreamIsCapturing(c.cu_stream, &still) == CUDA_SUCCESS && still == CU_STREAM_CAPTURE_STATUS_NONE) {
+        open_captures_.erase(handle);
+        --captures_open_;
+      }
+      begin_ended_captures();  // those ended before it, each counted open again
       return false;
     }
     capture_ids_.erase(id);
     // A graph a resume built for it is this capture's again (the suspend destroys it).
     carried_capture_graphs_.erase(handle);
     ended_captures_.push_back(std::move(c));
+    --captures_open_;  // per capture: a failure after it begins it again and counts it again
   }
-  captures_open_ -= static_cast<uint32_t>(ended_captures_.size());
   open_captures_.clear();
   make_current(current_);
   return true;

@@ -456,10 +456,15 @@ bool Session::suspend(state::Sink& out, std::string* why, const std::function<vo
   // touched. Captures that can be are ended (client_control ended them already, before it
   // pinned its staging), begun again where they were if the suspend fails.
   if (const std::string g = graphs_block_suspend(); !g.empty()) return fail(g);
+  // Begun again here only if ended here: captures client_control ended are begun again by it,
+  // after it unpinned its staging (an unpin would invalidate a capture begun again before).
   struct BeginAgain {
     Session* s;
-    ~BeginAgain() { s->begin_ended_captures(); }  // none left after a suspend that went through
-  } begin_again{this};
+    bool ended_here;
+    ~BeginAgain() {
+      if (ended_here) s->begin_ended_captures();  // none left after a suspend that went through
+    }
+  } begin_again{this, ended_captures_.empty()};
   if (std::string w; !end_captures(&w)) return fail(w);
   // Every graph and executable graph (its mirror) described now, so that one the suspend
   // cannot carry refuses it before anything is touched (graph_state.cc).
