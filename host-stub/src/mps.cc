@@ -252,7 +252,8 @@ bool mps_terminate_client(const std::string& control_exe, pid_t client, std::str
     const std::string command = "terminate_client " + std::to_string(server) + " " + std::to_string(client);
     const auto reply = mps_command(control_exe, command, std::chrono::milliseconds(kMpsTerminateTimeoutMs), why);
     if (!reply) return false;
-    if (reply->find("CUDA_SUCCESS") == std::string::npos) {
+    // NVIDIA's daemon (driver 580, H100) answers 0; CUDA_SUCCESS is accepted too.
+    if (one_line(*reply) != "0" && reply->find("CUDA_SUCCESS") == std::string::npos) {
       *why = "`" + command + "` answered " + one_line(*reply) +
              " (terminate_client needs CUDA 11.5 or later and a Volta or later GPU)";
       return false;

@@ -62,8 +62,8 @@ std::optional<std::string> mps_command(const std::string& control_exe, const std
 // with *why when the daemon does not answer.
 std::optional<std::vector<pid_t>> mps_servers_listing(const std::string& control_exe, pid_t client, std::string* why);
 // Ends all outstanding GPU work of MPS client `client` on every server that lists it
-// (terminate_client SERVER CLIENT, which answers CUDA_SUCCESS once its contexts are gone).
-// True when none lists it or each answered CUDA_SUCCESS; false with *why otherwise (an
+// (terminate_client SERVER CLIENT, which answers 0 (driver 580) once its contexts are gone).
+// True when none lists it or each answered 0 (or CUDA_SUCCESS); false with *why otherwise (an
 // older daemon without the command, an error, no answer).
 bool mps_terminate_client(const std::string& control_exe, pid_t client, std::string* why);
 

@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include "launch_timeout.h"
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -533,7 +535,8 @@ int32_t Session::call(const vmrpc::CallContext& ctx, uint32_t call_id, std::span
   }
   drain_posted(&ctx);  // everything else runs after what was handed over, as the app ordered it
   if ((api::call_flags(call_id) & api::kNoContext) == 0 && !ensure_context()) return ctx_error_;
-  return dispatch(ctx, call_id, args, reply, reply_bytes);
+  const int32_t status = dispatch(ctx, call_id, args, reply, reply_bytes);
+  return kernel_time_limit_expired().load(std::memory_order_acquire) ? static_cast<int32_t>(ChannelStatus::kLaunchTimeout) : status;
 }
 
 int32_t Session::guest_fault(const char* what, ChannelStatus status) {
@@ -570,7 +573,8 @@ void Session::drain_posted(const vmrpc::CallContext* ctx) {
   for (uint32_t i = 0; i < 4096 && posted_.load(std::memory_order_acquire) != 0; ++i) vmrpc::ordering::cpu_relax();
   for (uint32_t n; (n = posted_.load(std::memory_order_acquire)) != 0;) posted_.wait(n, std::memory_order_acquire);
   bound_ = -1;  // the working thread bound its own thread: this one sets its context again
-  const int32_t error = posted_error_.exchange(0);
+  int32_t error = posted_error_.exchange(0);
+  if (error != 0 && kernel_time_limit_expired().load(std::memory_order_acquire)) error = static_cast<int32_t>(ChannelStatus::kLaunchTimeout);
   if (error != 0 && ctx) {
     auto& late = ctx->region.control(ctx->slot.slot).late_status;
     if (vmrpc::ordering::load_relaxed(late) == 0) vmrpc::ordering::store_relaxed(late, error);

@@ -24,6 +24,7 @@
 #include "stub_main.h"
 #include "control_server.h"
 #include "crash_report.h"
+#include "launch_timeout.h"
 #include "vm_control.h"
 #include "driver_api.h"
 #include "fair_share.h"
@@ -552,6 +553,7 @@ int stub_main(int argc, char** argv, const DriverApi* preset) {
         // Under MPS the kernel runs in the VM's MPS server, which the end of this process
         // does not stop: it is ended through the daemon first (on this, the watchdog's
         // thread). Should that fail, the stub restarts the daemon once this process is gone.
+        kernel_time_limit_expired().store(true, std::memory_order_release);  // before the work ends
         if (mps_client()) {
           std::string why;
           if (mps_terminate_client(mps_control, ::getpid(), &why))

@@ -12,7 +12,7 @@ Clients, as NVIDIA's control commands see them (tests/security/kernel_time_limit
   get_client_list SERVER   the live processes pointed at this pipe directory (workers), less
                            those terminated, plus those whose termination was refused (a
                            client killed with its work outstanding stays in its server)
-  terminate_client S C     answers CUDA_SUCCESS and lets C go; with FAKE_MPS_TERMINATE=refuse
+  terminate_client S C     answers 0 (as NVIDIA's) and lets C go; with FAKE_MPS_TERMINATE=refuse
                            answers CUDA_ERROR_NOT_SUPPORTED and keeps listing C, dead or alive,
                            until the daemon is started again (its pipe directory emptied)"""
 import os
@@ -102,7 +102,7 @@ elif not sys.argv[1:]:
                 print("CUDA_ERROR_NOT_SUPPORTED")
             else:
                 add_pid("terminated", int(words[2]))
-                print("CUDA_SUCCESS")
+                print("0")  # as NVIDIA's daemon answers (driver 580)
         else:
             print(f"unknown command {cmd}")
 else:
