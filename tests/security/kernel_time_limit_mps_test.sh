@@ -112,9 +112,10 @@ VMCUDA_SOCKET="$work/vm2.sock" LD_LIBRARY_PATH="$libdir" timeout 120 "$endless" 
 app=$!
 for _ in $(seq 400); do grep -q "^query=" "$work/leave.out" 2>/dev/null && break; sleep 0.05; done
 grep -qx "query=600" "$work/leave.out" || fail "endless_kernel leave did not launch: $(cat "$work/leave.out")"
-# The stub's child that is not the VM's MPS daemon (NVIDIA's or the stand-in).
-worker=$(ps -o pid=,args= --ppid "$stub_pid" | grep -v "mps-control\|fake_mps_control" | awk 'NR == 1 {print $1}' || true)
-[ -n "$worker" ] || fail "no worker process"
+# The stub's child that runs the stub's binary (a worker: "exe", started from /proc/self/exe),
+# not the VM's MPS daemon.
+worker=$(ps -o pid=,comm= --ppid "$stub_pid" | awk -v c="$(basename "$stub" | cut -c1-15)" '$2 == c || $2 == "exe" {print $1; exit}' || true)
+[ -n "$worker" ] || fail "no worker process among the stub's children: $(ps -o pid=,comm= --ppid "$stub_pid" | tr "\n" " ")"
 wait "$app" || fail "endless_kernel leave exited with $?"
 app=
 # Its connection closed: the worker is ended (terminate_client, then SIGKILL), within the
