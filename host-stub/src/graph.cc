@@ -251,7 +251,7 @@ const Object* Session::capture_stream(uint64_t handle, int device) const {
 
 unsigned long long Session::guest_capture_id(unsigned long long driver_id) const {
   const auto it = capture_ids_.find(driver_id);
-  return it == capture_ids_.end() ? driver_id : it->second;
+  return it == capture_ids_.end() ? driver_id + capture_id_floor_ : it->second;
 }
 
 std::string Session::captures_block_suspend() {
@@ -369,8 +369,7 @@ void Session::begin_ended_captures() {
     open_captures_[c.stream] = {c.mode, c.device};
     int status = CU_STREAM_CAPTURE_STATUS_NONE;
     unsigned long long id = 0;
-    if (api_.cuStreamGetCaptureInfo_v3(c.cu_stream, &status, &id, nullptr, nullptr, nullptr, nullptr) == CUDA_SUCCESS &&
-        id != c.id)
+    if (api_.cuStreamGetCaptureInfo_v3(c.cu_stream, &status, &id, nullptr, nullptr, nullptr, nullptr) == CUDA_SUCCESS)
       capture_ids_[id] = c.id;
     if (!c.into) carried_capture_graphs_[c.stream] = c.graph;
   }

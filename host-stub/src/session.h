@@ -512,6 +512,10 @@ class Session : public vmrpc::SlotService {
   std::map<uint64_t, OpenCapture> open_captures_;
   // Captures carried across a suspend: the driver's id now -> the one the guest knows.
   std::map<unsigned long long, unsigned long long> capture_ids_;
+  // Other captures' ids are answered above every carried one (guest_capture_id): after a
+  // restore into a new process the driver counts from 1 again, and a new capture must not
+  // answer the id of a carried one still open (PyTorch keys its graph pools by it).
+  unsigned long long capture_id_floor_ = 0;
   // A carried capture that was not into a graph of the program's: the graph the resume built
   // and captures into, the host's until cudaStreamEndCapture gives it to the program
   // (by guest stream).

@@ -2621,7 +2621,8 @@ bool Session::resume(state::Source& in, const vmrpc::RegionView* region, std::st
     unsigned long long id = 0;
     if (CUresult e = api_.cuStreamGetCaptureInfo_v3(s, &status, &id, nullptr, nullptr, nullptr, nullptr); e != CUDA_SUCCESS)
       return fail("the stream capture on stream " + hex(c.stream) + " begun again is not described: " + describe(api_, e));
-    if (id != c.id) capture_ids_[id] = c.id;
+    capture_ids_[id] = c.id;
+    capture_id_floor_ = std::max<unsigned long long>(capture_id_floor_, c.id);
   }
   make_current(current_);
   closing_.store(false);

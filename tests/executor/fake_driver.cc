@@ -3506,6 +3506,10 @@ uint64_t fake_live_graphs() {
   std::lock_guard l(gpu().mu);
   return gpu().graphs.size();
 }
+void fake_restart_capture_ids() {
+  std::lock_guard l(gpu().mu);
+  gpu().next_capture_id = 0;
+}
 uint64_t fake_live_graph_execs() {
   std::lock_guard l(gpu().mu);
   return gpu().execs.size();

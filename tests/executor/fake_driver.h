@@ -95,6 +95,7 @@ FakeLaunchInfo fake_last_launch();
 uint64_t fake_live_graphs();       // graphs not destroyed (captured, created, cloned, children)
 uint64_t fake_live_graph_execs();  // executable graphs not destroyed
 uint64_t fake_graph_launches();    // cuGraphLaunch calls that ran
+void fake_restart_capture_ids();   // capture ids count from 1 again, as in a new process's driver
 
 
 // Fake device memory for the fake libraries' CPU code: runs `f` under the fake GPU's lock;

@@ -704,13 +704,28 @@ TEST(StubGraph, AStreamCaptureOpenAcrossASuspendAndAStateFileEndsInTheWholeGraph
   // Saved to a state file and restored in the middle of a capture into the program's graph,
   // then suspended again (a capture carried twice) after more work.
   ASSERT_NO_FATAL_FAILURE(w.capture(c, kCaptured + 0x10, true, [&] {
+    api::CaptureInfoReply carried{};
+    ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kStream}, &carried), 0);
     ASSERT_TRUE(slot_control::hold(stub));
     cc::Reply r = slot_control::control(stub, cc::Op::kSave, path);
     ASSERT_TRUE(r.ok) << r.error;
     EXPECT_EQ(tst::fake_live_graphs(), 0u);
+    tst::fake_restart_capture_ids();  // restored as into a new process, whose driver counts from 1
     r = slot_control::control(stub, cc::Op::kRestore, path);
     ASSERT_TRUE(r.ok) << r.error;
     slot_control::release(stub);
+    // New captures beside the carried one never answer its id (the driver's ids pass it).
+    constexpr uint64_t kOther = 0x20230;
+    ASSERT_EQ(c.call<api::Call::StreamCreate>({kOther, 1, 0}), 0);
+    for (uint64_t i = 0; i <= carried.id + 1; ++i) {
+      ASSERT_EQ(c.call<api::Call::StreamBeginCapture>({kOther, 2, 0}), 0);
+      api::CaptureInfoReply other{};
+      ASSERT_EQ(c.call<api::Call::StreamCaptureInfo>({kOther}, &other), 0);
+      EXPECT_NE(other.id, carried.id) << "capture " << i << " after the restore";
+      ASSERT_EQ(c.call<api::Call::StreamEndCapture>({kOther, kCaptured + 0x40 + i}), 0);
+      ASSERT_EQ(c.call<api::Call::GraphDestroy>({kCaptured + 0x40 + i}), 0);
+    }
+    ASSERT_EQ(c.call<api::Call::StreamDestroy>({kOther}), 0);
     ASSERT_EQ(c.launch(w.fn, w.p, 1, kStream), 0);  // captured, not run: undone below
     ASSERT_EQ(c.launch(w.fn, w.p, 1, kStream), 0);
     ASSERT_TRUE(slot_control::hold(stub));
