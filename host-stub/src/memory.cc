@@ -243,33 +243,21 @@ int32_t Session::on_MemsetAsync(const api::MemsetAsyncArgs& a, api::Empty&, Requ
 }
 
 // Pinned heap memory (cudaMallocHost, cudaMallocManaged) is mapped for the device: the
-// memset runs there, on the stream, at the address the host's driver gives the bytes.
-int32_t Session::on_MemsetHeapAsync(const api::MemsetHeapAsyncArgs& a, api::Empty&, Request& req) {
-  const unsigned width = memset_width(a.element_bytes);
-  if (!width) return guest_fault("MemsetHeapAsync: an element size other than 1, 2 or 4");
-  auto range = req.ctx.heap(a.dst);
-  if (!range) return guest_fault("MemsetHeapAsync: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
-  CUstream s;
-  int device;
-  if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
-  if (!heap_pinned(a.dst.offset, a.dst.bytes)) return CUDA_ERROR_INVALID_VALUE;  // not memory the device reaches
-  if (a.dst.bytes % width) return CUDA_ERROR_INVALID_VALUE;
-  if (a.dst.bytes == 0) return CUDA_SUCCESS;
-  return on_device(device, [&] {
-    CUdeviceptr d = 0;
-    if (CUresult e = api_.cuMemHostGetDevicePointer_v2(&d, range->data(), 0); e != CUDA_SUCCESS) return e;
-    if (d % width) return CUDA_ERROR_INVALID_VALUE;
-    return memset_on(d, a.value, a.dst.bytes, width, s, true);
-  });
+// memset runs there, on the stream, at the address the host's driver gives the bytes. One
+// row of the 2D form below.
+int32_t Session::on_MemsetHeapAsync(const api::MemsetHeapAsyncArgs& a, api::Empty& none, Request& req) {
+  api::MemsetHeap2DAsyncArgs row{};
+  row.dst = a.dst, row.pitch = a.dst.bytes, row.width = a.dst.bytes, row.height = 1;
+  row.value = a.value, row.element_bytes = a.element_bytes, row.stream = a.stream;
+  return on_MemsetHeap2DAsync(row, none, req);
 }
 
-
-// Its 2D form: rows of `width` bytes, `pitch` apart, all inside the heap range named.
+// The 2D form: rows of `width` bytes, `pitch` apart, all inside the heap range named.
 int32_t Session::on_MemsetHeap2DAsync(const api::MemsetHeap2DAsyncArgs& a, api::Empty&, Request& req) {
   const unsigned width = memset_width(a.element_bytes);
-  if (!width) return guest_fault("MemsetHeap2DAsync: an element size other than 1, 2 or 4");
+  if (!width) return guest_fault("MemsetHeap(2D)Async: an element size other than 1, 2 or 4");
   auto range = req.ctx.heap(a.dst);
-  if (!range) return guest_fault("MemsetHeap2DAsync: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
+  if (!range) return guest_fault("MemsetHeap(2D)Async: a heap range that is not in the shared heap", ChannelStatus::kBadHeapRef);
   CUstream s;
   int device;
   if (CUresult e = resolve_stream(a.stream, &s, &device); e != CUDA_SUCCESS) return e;
