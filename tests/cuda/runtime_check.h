@@ -1,4 +1,4 @@
-// What the runtime test programs (runtime_rest2, runtime_rest3, runtime_rest4) share: an
+// What the runtime test programs (runtime_library, runtime_rest2/3/4) share: an
 // expected status printed by name (a mismatch counted, the last error cleared after), and a
 // yes/no check counted the same way. `failures` is what each program's summary reports.
 #pragma once

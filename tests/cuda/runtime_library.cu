@@ -11,24 +11,12 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime_check.h"           // expect, check, failures
 #include "runtime_library_fatbin.h"  // runtime_library_fatbin[]
 
-static int failures = 0;
-static void expect(const char* what, cudaError_t got, cudaError_t want = cudaSuccess) {
-  std::printf("%s: %s\n", what, cudaGetErrorName(got));
-  if (got != want) {
-    std::printf("  FAIL: expected %s\n", cudaGetErrorName(want));
-    ++failures;
-  }
-  cudaGetLastError();
-}
 static void answer(const char* what, cudaError_t got) {
   std::printf("%s: %s\n", what, cudaGetErrorName(got));
   cudaGetLastError();
-}
-static void check(const char* what, bool ok) {
-  std::printf("%s: %s\n", what, ok ? "yes" : "no");
-  if (!ok) ++failures;
 }
 
 __global__ void with_params(char c, double d, int* p, short s) {
